@@ -1,0 +1,684 @@
+//! The Baton intermediate representation: a graph of nodes over typed tensors.
+//!
+//! The IR is deliberately close to ONNX (op names, attribute names and input order follow
+//! the ONNX operator set) so that importing a model is a translation, not a reinterpretation.
+//! Two differences matter to plugin authors:
+//! - operands that ONNX lets be run-time inputs but that real models always give as
+//!   constants (Clip's bounds, Reshape's target shape) may be attributes here;
+//! - every tensor a plugin sees in `compile` has a concrete shape: symbolic dimensions
+//!   exist in models and are bound by the host before partitioning.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::IrError;
+
+/// Index of a tensor in [`Graph::tensors`].
+pub type TensorId = usize;
+/// Index of a node in [`Graph::nodes`].
+pub type NodeId = usize;
+
+/// Element types. The numeric codes are part of the wire format and the C ABI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum DType {
+    F32 = 1,
+    F16 = 2,
+    I8 = 3,
+    U8 = 4,
+    I32 = 5,
+    I64 = 6,
+    Bool = 7,
+}
+
+impl DType {
+    /// All dtypes, in code order.
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F16,
+        DType::I8,
+        DType::U8,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+    ];
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F16 => 2,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::I64 => 8,
+        }
+    }
+
+    /// The wire/ABI code.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Inverse of [`DType::code`].
+    pub fn from_code(code: u32) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.code() == code)
+    }
+
+    /// Lower-case name as used in configs and reports (`f32`, `i64`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::I8 => "i8",
+            DType::U8 => "u8",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Whether the type is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One dimension of a shape: a fixed extent or a named symbol bound at run time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Fixed(usize),
+    Sym(String),
+}
+
+impl Dim {
+    /// The extent if fixed.
+    pub fn fixed(&self) -> Option<usize> {
+        match self {
+            Dim::Fixed(n) => Some(*n),
+            Dim::Sym(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Sym(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Formats a shape as `[1,3,224,224]`.
+pub fn shape_string(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// Quantization parameters: `real = scale * (q - zero_point)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Quant {
+    PerTensor {
+        scale: f32,
+        zero_point: i32,
+    },
+    /// One scale and zero point per index along `axis` (typically output channels of weights).
+    PerAxis {
+        axis: usize,
+        scales: Vec<f32>,
+        zero_points: Vec<i32>,
+    },
+}
+
+/// Constant bytes, 64-byte aligned so kernels may view them as any element type.
+///
+/// Cloning shares the buffer: constants are never copied once loaded.
+#[derive(Clone)]
+pub struct TensorData {
+    buf: Arc<AlignedBytes>,
+}
+
+impl TensorData {
+    /// Copies `bytes` into a new aligned buffer.
+    pub fn from_bytes(bytes: &[u8]) -> TensorData {
+        let mut buf = AlignedBytes::zeroed(bytes.len());
+        buf.as_mut_slice().copy_from_slice(bytes);
+        TensorData { buf: Arc::new(buf) }
+    }
+
+    /// Builds constant data from plain-old-data elements.
+    pub fn from_slice<T: bytemuck::Pod>(values: &[T]) -> TensorData {
+        TensorData::from_bytes(bytemuck::cast_slice(values))
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.as_slice()
+    }
+}
+
+impl fmt::Debug for TensorData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TensorData({} bytes)", self.bytes().len())
+    }
+}
+
+impl PartialEq for TensorData {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+/// A heap buffer whose start is aligned to 64 bytes (a cache line and the widest SIMD load).
+pub struct AlignedBytes {
+    words: Vec<Align64>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Align64([u8; 64]);
+
+impl AlignedBytes {
+    /// A zero-filled buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> AlignedBytes {
+        AlignedBytes {
+            words: vec![Align64([0; 64]); len.div_ceil(64)],
+            len,
+        }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialised bytes, and u8 has no alignment needs.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// The bytes, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we hold the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where a constant's bytes live.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    /// In this graph (a model or program file).
+    Inline(TensorData),
+    /// Passed beside the graph, as the `n`-th constant view of an ABI call. This is how
+    /// weights cross the plugin boundary without being copied.
+    External(usize),
+}
+
+/// A tensor declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDecl {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<Dim>,
+    pub quant: Option<Quant>,
+    /// `Some` for constants (weights, biases, shape operands).
+    pub data: Option<Storage>,
+}
+
+impl TensorDecl {
+    /// The shape if every dimension is fixed.
+    pub fn static_shape(&self) -> Option<Vec<usize>> {
+        self.shape.iter().map(Dim::fixed).collect()
+    }
+
+    /// Whether this tensor is a constant.
+    pub fn is_const(&self) -> bool {
+        self.data.is_some()
+    }
+}
+
+macro_rules! ops {
+    ($($name:ident = $code:expr),* $(,)?) => {
+        /// The operator set. Codes are part of the wire format and never reused.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u32)]
+        pub enum OpKind { $($name = $code),* }
+
+        impl OpKind {
+            /// Every op, in code order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$name),*];
+
+            /// The ONNX-style name (`Conv`, `MatMul`, ...).
+            pub fn name(self) -> &'static str {
+                match self { $(OpKind::$name => stringify!($name)),* }
+            }
+
+            /// Looks an op up by its name.
+            pub fn from_name(name: &str) -> Option<OpKind> {
+                match name { $(stringify!($name) => Some(OpKind::$name),)* _ => None }
+            }
+        }
+    };
+}
+
+ops! {
+    MatMul = 1,
+    Gemm = 2,
+    Conv = 3,
+    Add = 4,
+    Sub = 5,
+    Mul = 6,
+    Div = 7,
+    Relu = 8,
+    Clip = 9,
+    Sigmoid = 10,
+    Tanh = 11,
+    Softmax = 12,
+    MaxPool = 13,
+    AveragePool = 14,
+    GlobalAveragePool = 15,
+    Reshape = 16,
+    Transpose = 17,
+    Concat = 18,
+    Flatten = 19,
+}
+
+impl OpKind {
+    /// The wire/ABI code.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Inverse of [`OpKind::code`].
+    pub fn from_code(code: u32) -> Option<OpKind> {
+        OpKind::ALL.iter().copied().find(|o| o.code() == code)
+    }
+
+    /// Whether the op is an element-wise binary op with numpy-style broadcasting.
+    pub fn is_binary_elementwise(self) -> bool {
+        matches!(self, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div)
+    }
+
+    /// Whether the op is an element-wise unary op.
+    pub fn is_unary_elementwise(self) -> bool {
+        matches!(
+            self,
+            OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh
+        )
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An attribute value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    Int(i64),
+    Float(f32),
+    Ints(Vec<i64>),
+    Floats(Vec<f32>),
+    Str(String),
+}
+
+/// A node: one op applied to input tensors, producing output tensors.
+///
+/// Optional inputs (Gemm's `C`, Conv's bias) may only be omitted from the end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub op: OpKind,
+    pub inputs: Vec<TensorId>,
+    pub outputs: Vec<TensorId>,
+    pub attrs: BTreeMap<String, Attr>,
+}
+
+impl Node {
+    /// An integer attribute or its default.
+    pub fn attr_int(&self, name: &str, default: i64) -> i64 {
+        match self.attrs.get(name) {
+            Some(Attr::Int(v)) => *v,
+            _ => default,
+        }
+    }
+
+    /// A float attribute or its default.
+    pub fn attr_float(&self, name: &str, default: f32) -> f32 {
+        match self.attrs.get(name) {
+            Some(Attr::Float(v)) => *v,
+            Some(Attr::Int(v)) => *v as f32,
+            _ => default,
+        }
+    }
+
+    /// An integer-list attribute, if present.
+    pub fn attr_ints(&self, name: &str) -> Option<&[i64]> {
+        match self.attrs.get(name) {
+            Some(Attr::Ints(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A string attribute or its default.
+    pub fn attr_str<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
+        match self.attrs.get(name) {
+            Some(Attr::Str(v)) => v,
+            _ => default,
+        }
+    }
+
+    /// `name (Op)`, the way errors and reports name a node.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.name, self.op)
+    }
+}
+
+/// A dataflow graph. Nodes are stored in a topological order (checked by [`Graph::validate`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    pub name: String,
+    pub tensors: Vec<TensorDecl>,
+    pub nodes: Vec<Node>,
+    pub inputs: Vec<TensorId>,
+    pub outputs: Vec<TensorId>,
+}
+
+impl Graph {
+    /// Finds a tensor by name.
+    pub fn tensor_by_name(&self, name: &str) -> Option<TensorId> {
+        self.tensors.iter().position(|t| t.name == name)
+    }
+
+    /// For each tensor, the node producing it (`None` for inputs and constants).
+    pub fn producers(&self) -> Vec<Option<NodeId>> {
+        let mut p = vec![None; self.tensors.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            for &o in &node.outputs {
+                p[o] = Some(n);
+            }
+        }
+        p
+    }
+
+    /// For each tensor, the nodes reading it.
+    pub fn consumers(&self) -> Vec<Vec<NodeId>> {
+        let mut c = vec![Vec::new(); self.tensors.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            for &i in &node.inputs {
+                if !c[i].contains(&n) {
+                    c[i].push(n);
+                }
+            }
+        }
+        c
+    }
+
+    /// Checks structural soundness: indices in range, every tensor defined once, nodes in
+    /// topological order, outputs defined. Errors name the node at fault.
+    pub fn validate(&self) -> Result<(), IrError> {
+        let nt = self.tensors.len();
+        let mut defined = vec![false; nt];
+        for &i in &self.inputs {
+            if i >= nt {
+                return Err(IrError::BadIndex(format!("graph input index {i}")));
+            }
+            defined[i] = true;
+        }
+        for (t, decl) in self.tensors.iter().enumerate() {
+            if decl.data.is_some() {
+                defined[t] = true;
+            }
+        }
+        for node in &self.nodes {
+            for &i in &node.inputs {
+                if i >= nt {
+                    return Err(IrError::BadIndex(format!(
+                        "node {}: input index {i}",
+                        node.label()
+                    )));
+                }
+                if !defined[i] {
+                    return Err(IrError::Malformed(format!(
+                        "node {} reads tensor '{}' before it is produced (nodes must be in topological order)",
+                        node.label(),
+                        self.tensors[i].name
+                    )));
+                }
+            }
+            for &o in &node.outputs {
+                if o >= nt {
+                    return Err(IrError::BadIndex(format!(
+                        "node {}: output index {o}",
+                        node.label()
+                    )));
+                }
+                if defined[o] {
+                    return Err(IrError::Malformed(format!(
+                        "node {} writes tensor '{}', which is already defined",
+                        node.label(),
+                        self.tensors[o].name
+                    )));
+                }
+                defined[o] = true;
+            }
+        }
+        for &o in &self.outputs {
+            if o >= nt || !defined[o] {
+                return Err(IrError::Malformed(format!(
+                    "graph output index {o} is never produced"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts the nodes `nodes` (any order) out as a graph of their own.
+    ///
+    /// Its inputs are the non-constant tensors read but not produced inside; its outputs are
+    /// the tensors produced inside that are read outside or are outputs of `self`. Constants
+    /// are kept, sharing their bytes. The map returned gives, for each tensor of the
+    /// subgraph, its id in `self`.
+    pub fn extract(&self, nodes: &[NodeId]) -> (Graph, Vec<TensorId>) {
+        let mut sorted: Vec<NodeId> = nodes.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let inside = |n: NodeId| sorted.binary_search(&n).is_ok();
+        let producers = self.producers();
+        let consumers = self.consumers();
+
+        let mut map_back: Vec<TensorId> = Vec::new();
+        let mut local: BTreeMap<TensorId, TensorId> = BTreeMap::new();
+        let mut sub = Graph {
+            name: self.name.clone(),
+            ..Graph::default()
+        };
+        let mut intern = |t: TensorId, sub: &mut Graph, map_back: &mut Vec<TensorId>| -> TensorId {
+            *local.entry(t).or_insert_with(|| {
+                sub.tensors.push(self.tensors[t].clone());
+                map_back.push(t);
+                sub.tensors.len() - 1
+            })
+        };
+        for &n in &sorted {
+            let node = &self.nodes[n];
+            for &i in &node.inputs {
+                let is_external = producers[i].is_none_or(|p| !inside(p));
+                let id = intern(i, &mut sub, &mut map_back);
+                if is_external && !self.tensors[i].is_const() && !sub.inputs.contains(&id) {
+                    sub.inputs.push(id);
+                }
+            }
+            let inputs = node
+                .inputs
+                .iter()
+                .map(|&i| intern(i, &mut sub, &mut map_back))
+                .collect();
+            let outputs: Vec<TensorId> = node
+                .outputs
+                .iter()
+                .map(|&o| intern(o, &mut sub, &mut map_back))
+                .collect();
+            for (&o, &lo) in node.outputs.iter().zip(&outputs) {
+                let read_outside = consumers[o].iter().any(|&c| !inside(c));
+                if read_outside || self.outputs.contains(&o) {
+                    sub.outputs.push(lo);
+                }
+            }
+            sub.nodes.push(Node {
+                inputs,
+                outputs,
+                ..node.clone()
+            });
+        }
+        (sub, map_back)
+    }
+}
+
+/// Builds graphs in Rust for tests, examples and probes. Shapes of node outputs are
+/// inferred as nodes are added (see [`crate::shape::infer_node`]).
+#[derive(Default)]
+pub struct GraphBuilder {
+    graph: Graph,
+}
+
+impl GraphBuilder {
+    /// A builder for a graph called `name`.
+    pub fn new(name: &str) -> GraphBuilder {
+        GraphBuilder {
+            graph: Graph {
+                name: name.to_string(),
+                ..Graph::default()
+            },
+        }
+    }
+
+    /// Declares a graph input.
+    pub fn input(&mut self, name: &str, dtype: DType, shape: &[Dim]) -> TensorId {
+        let id = self.push(name, dtype, shape.to_vec(), None);
+        self.graph.inputs.push(id);
+        id
+    }
+
+    /// Declares a graph input of fixed shape.
+    pub fn input_fixed(&mut self, name: &str, dtype: DType, shape: &[usize]) -> TensorId {
+        let dims: Vec<Dim> = shape.iter().map(|&d| Dim::Fixed(d)).collect();
+        self.input(name, dtype, &dims)
+    }
+
+    /// Declares an f32 constant.
+    pub fn constant_f32(&mut self, name: &str, shape: &[usize], values: &[f32]) -> TensorId {
+        assert_eq!(
+            shape.iter().product::<usize>(),
+            values.len(),
+            "constant {name}: shape and value count disagree"
+        );
+        self.constant(name, DType::F32, shape, TensorData::from_slice(values))
+    }
+
+    /// Declares an i64 constant.
+    pub fn constant_i64(&mut self, name: &str, shape: &[usize], values: &[i64]) -> TensorId {
+        self.constant(name, DType::I64, shape, TensorData::from_slice(values))
+    }
+
+    /// Declares a constant of any dtype from raw little-endian bytes.
+    pub fn constant(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[usize],
+        data: TensorData,
+    ) -> TensorId {
+        let dims = shape.iter().map(|&d| Dim::Fixed(d)).collect();
+        self.push(name, dtype, dims, Some(Storage::Inline(data)))
+    }
+
+    /// Sets the quantization parameters of a tensor.
+    pub fn set_quant(&mut self, t: TensorId, quant: Quant) {
+        self.graph.tensors[t].quant = Some(quant);
+    }
+
+    /// Adds a node with one output; returns the output tensor.
+    pub fn node(
+        &mut self,
+        op: OpKind,
+        inputs: &[TensorId],
+        attrs: &[(&str, Attr)],
+    ) -> Result<TensorId, IrError> {
+        let name = format!("{}_{}", op.name().to_lowercase(), self.graph.nodes.len());
+        self.named_node(&name, op, inputs, attrs)
+    }
+
+    /// Adds a named node with one output; returns the output tensor.
+    pub fn named_node(
+        &mut self,
+        name: &str,
+        op: OpKind,
+        inputs: &[TensorId],
+        attrs: &[(&str, Attr)],
+    ) -> Result<TensorId, IrError> {
+        let mut node = Node {
+            name: name.to_string(),
+            op,
+            inputs: inputs.to_vec(),
+            outputs: Vec::new(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        };
+        let (dtype, shape) = crate::shape::infer_node(&self.graph, &node)?;
+        let out = self.push(&format!("{name}_out"), dtype, shape, None);
+        node.outputs.push(out);
+        self.graph.nodes.push(node);
+        Ok(out)
+    }
+
+    /// Marks a tensor as a graph output.
+    pub fn output(&mut self, t: TensorId) {
+        self.graph.outputs.push(t);
+    }
+
+    /// Renames a tensor (useful for outputs).
+    pub fn rename(&mut self, t: TensorId, name: &str) {
+        self.graph.tensors[t].name = name.to_string();
+    }
+
+    /// Finishes and validates the graph.
+    pub fn finish(self) -> Result<Graph, IrError> {
+        self.graph.validate()?;
+        Ok(self.graph)
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: Vec<Dim>,
+        data: Option<Storage>,
+    ) -> TensorId {
+        self.graph.tensors.push(TensorDecl {
+            name: name.to_string(),
+            dtype,
+            shape,
+            quant: None,
+            data,
+        });
+        self.graph.tensors.len() - 1
+    }
+}

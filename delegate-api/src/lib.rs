@@ -1,0 +1,25 @@
+//! The Baton delegate contract.
+//!
+//! Every plugin links this crate, so it stays small: the IR ([`ir`]) and its shape rules
+//! ([`shape`]), the serialized form that crosses the ABI and fills program files
+//! ([`wire`]), the C ABI itself ([`abi`], normative text in `include/baton_delegate.h`),
+//! and the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]).
+#![warn(missing_docs)]
+#![allow(missing_docs)] // field-level docs are on the header; types and functions carry theirs
+
+pub mod abi;
+pub mod error;
+pub mod ir;
+pub mod sdk;
+pub mod shape;
+pub mod wire;
+
+pub use error::{IrError, WireError};
+pub use ir::{
+    Attr, DType, Dim, Graph, GraphBuilder, Node, NodeId, OpKind, Quant, Storage, TensorData,
+    TensorDecl, TensorId,
+};
+pub use sdk::{
+    Constants, Delegate, DelegateError, Device, Executable, OptionDecl, Options, PluginInfo,
+    QuantRef, Support, TensorMut, TensorRef,
+};

@@ -1,0 +1,544 @@
+//! Shape inference and the geometry of windowed ops, shared by the host, its reference
+//! kernels and every plugin so that all of them agree on what an op's output looks like.
+
+use crate::error::IrError;
+use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
+
+/// Infers the output dtype and shape of `node` from its inputs' declarations in `graph`.
+pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrError> {
+    let err = |msg: String| IrError::Shape {
+        node: node.label(),
+        message: msg,
+    };
+    let input = |i: usize| {
+        node.inputs
+            .get(i)
+            .map(|&t| &graph.tensors[t])
+            .ok_or_else(|| err(format!("missing input {i}")))
+    };
+    let x = input(0)?;
+    match node.op {
+        OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh | OpKind::Softmax => {
+            if node.op == OpKind::Softmax {
+                normalize_axis(node.attr_int("axis", -1), x.shape.len()).map_err(err)?;
+            }
+            Ok((x.dtype, x.shape.clone()))
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            let y = input(1)?;
+            if x.dtype != y.dtype {
+                return Err(err(format!(
+                    "operand dtypes differ: {} and {}",
+                    x.dtype, y.dtype
+                )));
+            }
+            Ok((x.dtype, broadcast_dims(&x.shape, &y.shape).map_err(err)?))
+        }
+        _ => {
+            let shapes: Vec<Vec<usize>> = node
+                .inputs
+                .iter()
+                .map(|&t| {
+                    graph.tensors[t].static_shape().ok_or_else(|| {
+                        err(format!(
+                            "input '{}' has a symbolic shape; bind it first",
+                            graph.tensors[t].name
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let shape_operand = |i: usize| -> Option<Vec<i64>> {
+                let t = &graph.tensors[*node.inputs.get(i)?];
+                match (&t.data, t.dtype) {
+                    (Some(Storage::Inline(d)), DType::I64) => {
+                        Some(bytemuck::pod_collect_to_vec::<u8, i64>(d.bytes()))
+                    }
+                    _ => None,
+                }
+            };
+            let out = infer_static(node, &shapes, shape_operand).map_err(err)?;
+            Ok((x.dtype, out.into_iter().map(Dim::Fixed).collect()))
+        }
+    }
+}
+
+/// Output shape of `node` given concrete input shapes. `shape_operand(i)` returns the
+/// values of input `i` when it is a constant i64 tensor (Reshape's target shape).
+pub fn infer_static(
+    node: &Node,
+    shapes: &[Vec<usize>],
+    shape_operand: impl Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Vec<usize>, String> {
+    let x = &shapes[0];
+    let rank = x.len();
+    match node.op {
+        OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh | OpKind::Softmax => {
+            Ok(x.clone())
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            broadcast_shapes(x, shapes.get(1).ok_or("missing second operand")?)
+        }
+        OpKind::MatMul => matmul_shape(x, shapes.get(1).ok_or("MatMul needs two inputs")?),
+        OpKind::Gemm => {
+            let b = shapes.get(1).ok_or("Gemm needs B")?;
+            if rank != 2 || b.len() != 2 {
+                return Err(format!("Gemm needs 2-D A and B, got {x:?} and {b:?}"));
+            }
+            let (m, ka) = if node.attr_int("transA", 0) != 0 {
+                (x[1], x[0])
+            } else {
+                (x[0], x[1])
+            };
+            let (kb, n) = if node.attr_int("transB", 0) != 0 {
+                (b[1], b[0])
+            } else {
+                (b[0], b[1])
+            };
+            if ka != kb {
+                return Err(format!("Gemm inner dimensions differ: {ka} and {kb}"));
+            }
+            if let Some(c) = shapes.get(2) {
+                broadcast_shapes(c, &[m, n])
+                    .ok()
+                    .filter(|s| s == &[m, n])
+                    .ok_or_else(|| format!("Gemm C {c:?} does not broadcast to [{m},{n}]"))?;
+            }
+            Ok(vec![m, n])
+        }
+        OpKind::Conv => {
+            let g = ConvGeometry::new(node, x, shapes.get(1).ok_or("Conv needs weights")?)?;
+            if let Some(b) = shapes.get(2) {
+                if b != &[g.out_channels] {
+                    return Err(format!(
+                        "Conv bias shape {b:?}, expected [{}]",
+                        g.out_channels
+                    ));
+                }
+            }
+            let mut out = vec![g.batch, g.out_channels];
+            out.extend(&g.out_spatial);
+            Ok(out)
+        }
+        OpKind::MaxPool | OpKind::AveragePool => {
+            let g = PoolGeometry::new(node, x)?;
+            let mut out = vec![x[0], x[1]];
+            out.extend(&g.out_spatial);
+            Ok(out)
+        }
+        OpKind::GlobalAveragePool => {
+            if rank < 3 {
+                return Err(format!("GlobalAveragePool needs rank >= 3, got {x:?}"));
+            }
+            let mut out = vec![x[0], x[1]];
+            out.extend(std::iter::repeat_n(1, rank - 2));
+            Ok(out)
+        }
+        OpKind::Reshape => {
+            let target = match node.attr_ints("shape") {
+                Some(s) => s.to_vec(),
+                None => shape_operand(1).ok_or("Reshape needs a constant i64 shape")?,
+            };
+            reshape_shape(x, &target, node.attr_int("allowzero", 0) != 0)
+        }
+        OpKind::Transpose => {
+            let perm = transpose_perm(node, rank)?;
+            Ok(perm.iter().map(|&p| x[p]).collect())
+        }
+        OpKind::Concat => {
+            let axis = normalize_axis(node.attr_int("axis", 0), rank)?;
+            let mut out = x.clone();
+            for s in &shapes[1..] {
+                if s.len() != rank
+                    || s.iter()
+                        .zip(x)
+                        .enumerate()
+                        .any(|(d, (a, b))| d != axis && a != b)
+                {
+                    return Err(format!(
+                        "Concat operands {x:?} and {s:?} disagree off axis {axis}"
+                    ));
+                }
+                out[axis] += s[axis];
+            }
+            Ok(out)
+        }
+        OpKind::Flatten => {
+            let axis = normalize_axis_inclusive(node.attr_int("axis", 1), rank)?;
+            Ok(vec![x[..axis].iter().product(), x[axis..].iter().product()])
+        }
+    }
+}
+
+/// Maps a possibly negative axis into `0..rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(format!("axis {axis} out of range for rank {rank}"));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+fn normalize_axis_inclusive(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    if axis < -r || axis > r {
+        return Err(format!("axis {axis} out of range for rank {rank}"));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// The permutation of a Transpose node (default: reverse the axes).
+pub fn transpose_perm(node: &Node, rank: usize) -> Result<Vec<usize>, String> {
+    let perm: Vec<usize> = match node.attr_ints("perm") {
+        Some(p) => p
+            .iter()
+            .map(|&a| normalize_axis(a, rank))
+            .collect::<Result<_, _>>()?,
+        None => (0..rank).rev().collect(),
+    };
+    let mut seen = vec![false; rank];
+    if perm.len() != rank || perm.iter().any(|&p| std::mem::replace(&mut seen[p], true)) {
+        return Err(format!("perm {perm:?} is not a permutation of {rank} axes"));
+    }
+    Ok(perm)
+}
+
+/// Numpy broadcasting of two concrete shapes.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(format!("shapes {a:?} and {b:?} do not broadcast"));
+        };
+    }
+    Ok(out)
+}
+
+fn broadcast_dims(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>, String> {
+    let n = a.len().max(b.len());
+    let one = Dim::Fixed(1);
+    (0..n)
+        .map(|i| {
+            let da = if i + a.len() >= n {
+                &a[i + a.len() - n]
+            } else {
+                &one
+            };
+            let db = if i + b.len() >= n {
+                &b[i + b.len() - n]
+            } else {
+                &one
+            };
+            if da == db || *db == one {
+                Ok(da.clone())
+            } else if *da == one {
+                Ok(db.clone())
+            } else {
+                Err(format!("dimensions {da} and {db} do not broadcast"))
+            }
+        })
+        .collect()
+}
+
+/// Numpy `matmul` shape rule (1-D operands promoted, batch dims broadcast).
+pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+    if a.is_empty() || b.is_empty() {
+        return Err("MatMul operands must have rank >= 1".into());
+    }
+    let a2: Vec<usize> = if a.len() == 1 {
+        vec![1, a[0]]
+    } else {
+        a.to_vec()
+    };
+    let b2: Vec<usize> = if b.len() == 1 {
+        vec![b[0], 1]
+    } else {
+        b.to_vec()
+    };
+    let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (kb, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    if k != kb {
+        return Err(format!("MatMul inner dimensions differ: {a:?} x {b:?}"));
+    }
+    let mut out = broadcast_shapes(&a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
+    if a.len() > 1 {
+        out.push(m);
+    }
+    if b.len() > 1 {
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// ONNX Reshape semantics: `0` copies the input dim (unless `allowzero`), `-1` is inferred.
+pub fn reshape_shape(x: &[usize], target: &[i64], allowzero: bool) -> Result<Vec<usize>, String> {
+    let total: usize = x.iter().product();
+    let mut out = Vec::with_capacity(target.len());
+    let mut infer = None;
+    for (i, &t) in target.iter().enumerate() {
+        match t {
+            -1 if infer.is_none() => {
+                infer = Some(i);
+                out.push(1);
+            }
+            0 if !allowzero => out.push(*x.get(i).ok_or_else(|| {
+                format!("Reshape: 0 at position {i} but input has rank {}", x.len())
+            })?),
+            t if t >= 0 => out.push(t as usize),
+            _ => return Err(format!("Reshape: invalid target {target:?}")),
+        }
+    }
+    let known: usize = out.iter().product();
+    if let Some(i) = infer {
+        if known == 0 || total % known != 0 {
+            return Err(format!("Reshape: cannot infer -1 of {target:?} from {x:?}"));
+        }
+        out[i] = total / known;
+    } else if known != total {
+        return Err(format!(
+            "Reshape: {x:?} has {total} elements, target {target:?} has {known}"
+        ));
+    }
+    Ok(out)
+}
+
+/// Padding, stride and dilation of a Conv or pooling window, per spatial axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub dilations: Vec<usize>,
+    /// Padding before each spatial axis.
+    pub pad_begin: Vec<usize>,
+    /// Padding after each spatial axis.
+    pub pad_end: Vec<usize>,
+}
+
+impl Window {
+    /// Reads `strides`, `dilations`, `pads` and `auto_pad` of `node` for a window of size
+    /// `kernel` over the spatial extents `spatial`. With `ceil_mode`, output sizes round up.
+    pub fn new(node: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window, String> {
+        let n = kernel.len();
+        let list = |name: &str, default: usize| -> Result<Vec<usize>, String> {
+            match node.attr_ints(name) {
+                Some(v) if v.len() == n && v.iter().all(|&x| x >= 1) => {
+                    Ok(v.iter().map(|&x| x as usize).collect())
+                }
+                Some(v) => Err(format!("{name} {v:?} must be {n} positive values")),
+                None => Ok(vec![default; n]),
+            }
+        };
+        let strides = list("strides", 1)?;
+        let dilations = list("dilations", 1)?;
+        let (mut pad_begin, mut pad_end) = match node.attr_ints("pads") {
+            Some(p) if p.len() == 2 * n && p.iter().all(|&x| x >= 0) => (
+                p[..n].iter().map(|&x| x as usize).collect(),
+                p[n..].iter().map(|&x| x as usize).collect(),
+            ),
+            Some(p) => return Err(format!("pads {p:?} must be {} non-negative values", 2 * n)),
+            None => (vec![0; n], vec![0; n]),
+        };
+        match node.attr_str("auto_pad", "NOTSET") {
+            "NOTSET" | "" => {}
+            "VALID" => {
+                pad_begin = vec![0; n];
+                pad_end = vec![0; n];
+            }
+            mode @ ("SAME_UPPER" | "SAME_LOWER") => {
+                for i in 0..n {
+                    let out = spatial[i].div_ceil(strides[i]);
+                    let eff = (kernel[i] - 1) * dilations[i] + 1;
+                    let total = ((out - 1) * strides[i] + eff).saturating_sub(spatial[i]);
+                    let small = total / 2;
+                    let (b, e) = if mode == "SAME_UPPER" {
+                        (small, total - small)
+                    } else {
+                        (total - small, small)
+                    };
+                    pad_begin[i] = b;
+                    pad_end[i] = e;
+                }
+            }
+            other => return Err(format!("unknown auto_pad '{other}'")),
+        }
+        Ok(Window {
+            kernel,
+            strides,
+            dilations,
+            pad_begin,
+            pad_end,
+        })
+    }
+
+    /// Output extent along spatial axis `i` of input extent `len`.
+    pub fn out_len(&self, i: usize, len: usize, ceil_mode: bool) -> Result<usize, String> {
+        let eff = (self.kernel[i] - 1) * self.dilations[i] + 1;
+        let padded = len + self.pad_begin[i] + self.pad_end[i];
+        if padded < eff {
+            return Err(format!(
+                "window {eff} larger than padded input {padded} on spatial axis {i}"
+            ));
+        }
+        let span = padded - eff;
+        let mut out = if ceil_mode {
+            span.div_ceil(self.strides[i]) + 1
+        } else {
+            span / self.strides[i] + 1
+        };
+        // With ceil_mode the last window must start inside the input or left padding.
+        if ceil_mode && (out - 1) * self.strides[i] >= len + self.pad_begin[i] {
+            out -= 1;
+        }
+        Ok(out)
+    }
+}
+
+/// Everything a Conv kernel needs to know about its operands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvGeometry {
+    pub batch: usize,
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub group: usize,
+    pub in_spatial: Vec<usize>,
+    pub out_spatial: Vec<usize>,
+    pub window: Window,
+}
+
+impl ConvGeometry {
+    /// From a Conv node, its input shape `[N, C, spatial...]` and weight shape
+    /// `[M, C/group, kernel...]`.
+    pub fn new(node: &Node, x: &[usize], w: &[usize]) -> Result<ConvGeometry, String> {
+        if x.len() < 3 || x.len() > 4 {
+            return Err(format!("Conv supports 1-D and 2-D inputs, got shape {x:?}"));
+        }
+        if w.len() != x.len() {
+            return Err(format!(
+                "Conv weight rank {} differs from input rank {}",
+                w.len(),
+                x.len()
+            ));
+        }
+        let group = node.attr_int("group", 1);
+        if group < 1 {
+            return Err(format!("group {group} must be >= 1"));
+        }
+        let group = group as usize;
+        let (c, m) = (x[1], w[0]);
+        if c % group != 0 || m % group != 0 || w[1] * group != c {
+            return Err(format!(
+                "Conv channels do not fit group {group}: input {x:?}, weight {w:?}"
+            ));
+        }
+        let kernel = w[2..].to_vec();
+        if let Some(k) = node.attr_ints("kernel_shape") {
+            if k.iter().map(|&v| v as usize).ne(kernel.iter().copied()) {
+                return Err(format!("kernel_shape {k:?} disagrees with weight {w:?}"));
+            }
+        }
+        let window = Window::new(node, kernel, &x[2..])?;
+        let out_spatial = (0..x.len() - 2)
+            .map(|i| window.out_len(i, x[2 + i], false))
+            .collect::<Result<_, _>>()?;
+        Ok(ConvGeometry {
+            batch: x[0],
+            in_channels: c,
+            out_channels: m,
+            group,
+            in_spatial: x[2..].to_vec(),
+            out_spatial,
+            window,
+        })
+    }
+}
+
+/// Everything a pooling kernel needs to know.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolGeometry {
+    pub window: Window,
+    pub out_spatial: Vec<usize>,
+    /// AveragePool: whether padding counts in the divisor.
+    pub count_include_pad: bool,
+}
+
+impl PoolGeometry {
+    /// From a MaxPool/AveragePool node and its input shape `[N, C, spatial...]`.
+    pub fn new(node: &Node, x: &[usize]) -> Result<PoolGeometry, String> {
+        if x.len() < 3 {
+            return Err(format!("pooling needs rank >= 3, got {x:?}"));
+        }
+        let kernel: Vec<usize> = node
+            .attr_ints("kernel_shape")
+            .ok_or("pooling needs kernel_shape")?
+            .iter()
+            .map(|&k| {
+                if k >= 1 {
+                    Ok(k as usize)
+                } else {
+                    Err(format!("kernel_shape value {k}"))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        if kernel.len() != x.len() - 2 {
+            return Err(format!("kernel_shape {kernel:?} does not fit input {x:?}"));
+        }
+        let window = Window::new(node, kernel, &x[2..])?;
+        let ceil = node.attr_int("ceil_mode", 0) != 0;
+        let out_spatial = (0..x.len() - 2)
+            .map(|i| window.out_len(i, x[2 + i], ceil))
+            .collect::<Result<_, _>>()?;
+        Ok(PoolGeometry {
+            window,
+            out_spatial,
+            count_include_pad: node.attr_int("count_include_pad", 0) != 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(),
+            vec![2, 4, 3]
+        );
+        assert_eq!(broadcast_shapes(&[0, 3], &[1, 3]).unwrap(), vec![0, 3]);
+        assert!(broadcast_shapes(&[2, 3], &[4, 3]).is_err());
+    }
+
+    #[test]
+    fn matmul_promotes_vectors() {
+        assert_eq!(matmul_shape(&[3], &[3, 4]).unwrap(), vec![4]);
+        assert_eq!(matmul_shape(&[2, 5, 3], &[3]).unwrap(), vec![2, 5]);
+        assert_eq!(
+            matmul_shape(&[2, 1, 5, 3], &[4, 3, 6]).unwrap(),
+            vec![2, 4, 5, 6]
+        );
+    }
+
+    #[test]
+    fn reshape_infers_and_copies() {
+        assert_eq!(
+            reshape_shape(&[2, 3, 4], &[0, -1], false).unwrap(),
+            vec![2, 12]
+        );
+        assert!(reshape_shape(&[2, 3], &[4, -1], false).is_err());
+    }
+}
