@@ -12,6 +12,7 @@ pub mod error;
 pub mod ir;
 pub mod sdk;
 pub mod shape;
+pub mod tensor;
 pub mod wire;
 
 pub use error::{IrError, WireError};
@@ -23,3 +24,4 @@ pub use sdk::{
     Constants, Delegate, DelegateError, Device, Executable, OptionDecl, Options, PluginInfo,
     QuantRef, Support, TensorMut, TensorRef,
 };
+pub use tensor::Tensor;

@@ -1,0 +1,116 @@
+//! An owned tensor, for tests, probes, reference runs and I/O. Execution itself works on
+//! borrowed views ([`crate::TensorRef`], [`crate::TensorMut`]) into the host's arena.
+
+use crate::ir::{AlignedBytes, DType};
+use crate::sdk::{TensorMut, TensorRef};
+
+/// An owned, 64-byte aligned tensor.
+pub struct Tensor {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub data: AlignedBytes,
+}
+
+impl Tensor {
+    /// A zero-filled tensor.
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
+        let n: usize = shape.iter().product();
+        Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            data: AlignedBytes::zeroed(n * dtype.size()),
+        }
+    }
+
+    /// A tensor from raw little-endian bytes (panics if the length does not fit the shape).
+    pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Tensor {
+        let mut t = Tensor::zeros(dtype, shape);
+        assert_eq!(
+            t.data.len(),
+            bytes.len(),
+            "byte length does not fit shape {shape:?} of {dtype}"
+        );
+        t.data.as_mut_slice().copy_from_slice(bytes);
+        t
+    }
+
+    /// An f32 tensor.
+    pub fn from_f32(shape: &[usize], values: &[f32]) -> Tensor {
+        Tensor::from_bytes(DType::F32, shape, bytemuck::cast_slice(values))
+    }
+
+    /// An i64 tensor.
+    pub fn from_i64(shape: &[usize], values: &[i64]) -> Tensor {
+        Tensor::from_bytes(DType::I64, shape, bytemuck::cast_slice(values))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.data.as_slice()
+    }
+
+    /// The data as f32 (panics on another dtype).
+    pub fn f32s(&self) -> &[f32] {
+        assert_eq!(self.dtype, DType::F32, "tensor is {} not f32", self.dtype);
+        bytemuck::cast_slice(self.data.as_slice())
+    }
+
+    /// The data viewed as `T`.
+    pub fn values<T: bytemuck::Pod>(&self) -> &[T] {
+        bytemuck::cast_slice(self.data.as_slice())
+    }
+
+    /// Every element converted to f64 (bool as 0/1, f16 widened), for comparisons.
+    pub fn to_f64(&self) -> Vec<f64> {
+        let b = self.data.as_slice();
+        match self.dtype {
+            DType::F32 => self.values::<f32>().iter().map(|&v| v as f64).collect(),
+            DType::F16 => self
+                .values::<u16>()
+                .iter()
+                .map(|&v| half::f16::from_bits(v).to_f64())
+                .collect(),
+            DType::I8 => b.iter().map(|&v| v as i8 as f64).collect(),
+            DType::U8 | DType::Bool => b.iter().map(|&v| v as f64).collect(),
+            DType::I32 => self.values::<i32>().iter().map(|&v| v as f64).collect(),
+            DType::I64 => self.values::<i64>().iter().map(|&v| v as f64).collect(),
+        }
+    }
+
+    /// A read-only view.
+    pub fn view(&self) -> TensorRef<'_> {
+        TensorRef {
+            dtype: self.dtype,
+            shape: &self.shape,
+            data: self.data.as_slice(),
+            quant: None,
+        }
+    }
+
+    /// A writable view.
+    pub fn view_mut(&mut self) -> TensorMut<'_> {
+        TensorMut::new(self.dtype, &self.shape, self.data.as_mut_slice())
+    }
+}
+
+impl Clone for Tensor {
+    fn clone(&self) -> Tensor {
+        Tensor::from_bytes(self.dtype, &self.shape, self.data.as_slice())
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor({} {:?})", self.dtype, self.shape)
+    }
+}
