@@ -255,9 +255,20 @@ unsafe impl Sync for OptionSpec {}
 // SAFETY: as above.
 unsafe impl Send for OptionSpec {}
 
+/// Byte offset of the first function pointer; from here to the end of the v1 struct every
+/// pointer-sized field is a function the host calls and must not be NULL.
+pub const DESCRIPTOR_FN_OFFSET: usize = std::mem::offset_of!(Descriptor, create);
+
+// Every TensorView shape is `i64` on the wire and `usize` in the SDK's views; they are the
+// same type only on 64-bit targets, which is all Baton builds for today.
+const _: () = assert!(
+    std::mem::size_of::<usize>() == 8,
+    "baton-delegate-api assumes a 64-bit target (shapes cross the ABI as i64 and are viewed as usize)"
+);
+
 /// The entry symbol's type.
 pub type EntryFn = unsafe extern "C" fn() -> *const Descriptor;
 
-/// Byte offset of the first field after the frozen prefix; a descriptor shorter than the
-/// full v1 struct cannot be used.
+/// Size of the complete v1 descriptor: a plugin whose `struct_size` is smaller cannot be
+/// used (it lacks fields every v1 host calls).
 pub const DESCRIPTOR_V1_SIZE: usize = std::mem::size_of::<Descriptor>();

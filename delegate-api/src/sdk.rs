@@ -1,4 +1,4 @@
-//! The safe Rust SDK for plugin authors: implement [`Delegate`], call [`export_delegate!`].
+//! The safe Rust SDK for plugin authors: implement [`Delegate`], call [`export_delegate!`](crate::export_delegate).
 //!
 //! # The contract
 //!
@@ -127,11 +127,15 @@ impl<'a> TensorRef<'a> {
     /// The data as f32 (panics if the dtype or alignment is wrong: a host bug, not input).
     pub fn f32s(&self) -> &'a [f32] {
         assert_eq!(self.dtype, DType::F32, "tensor is {} not f32", self.dtype);
-        bytemuck::cast_slice(self.data)
+        self.values()
     }
 
     /// The data viewed as `T` (panics on a size or alignment mismatch).
     pub fn values<T: bytemuck::Pod>(&self) -> &'a [T] {
+        // An empty view may carry any dangling pointer; never judge its alignment.
+        if self.data.is_empty() {
+            return &[];
+        }
         bytemuck::cast_slice(self.data)
     }
 }
@@ -185,11 +189,14 @@ impl<'a> TensorMut<'a> {
     /// The data as f32, mutably.
     pub fn f32s_mut(&mut self) -> &mut [f32] {
         assert_eq!(self.dtype, DType::F32, "tensor is {} not f32", self.dtype);
-        bytemuck::cast_slice_mut(self.data)
+        self.values_mut()
     }
 
     /// The data viewed as `T`, mutably.
     pub fn values_mut<T: bytemuck::Pod>(&mut self) -> &mut [T] {
+        if self.data.is_empty() {
+            return &mut [];
+        }
         bytemuck::cast_slice_mut(self.data)
     }
 }
@@ -555,12 +562,16 @@ pub unsafe fn views_from_abi<'a>(
                     data.len()
                 ));
             }
+            let quant_ptrs_ok = !v.quant.scales.is_null() && !v.quant.zero_points.is_null();
+            if v.quant.kind != 0 && v.quant.count > 0 && !quant_ptrs_ok {
+                return Err(format!("view {i}: null quantization arrays"));
+            }
             let quant = match v.quant.kind {
                 1 if v.quant.count >= 1 => Some(QuantRef::PerTensor {
                     scale: *v.quant.scales,
                     zero_point: *v.quant.zero_points,
                 }),
-                2 => Some(QuantRef::PerAxis {
+                2 if v.quant.count >= 1 => Some(QuantRef::PerAxis {
                     axis: v.quant.axis as usize,
                     scales: std::slice::from_raw_parts(v.quant.scales, v.quant.count as usize),
                     zero_points: std::slice::from_raw_parts(
@@ -662,6 +673,9 @@ mod glue {
         guard("create", || {
             let mut given = Vec::new();
             for o in slice(opts, n) {
+                if o.key.is_null() || o.value.is_null() {
+                    return Err(DelegateError::invalid("null option key or value"));
+                }
                 let k = CStr::from_ptr(o.key).to_string_lossy().into_owned();
                 let v = CStr::from_ptr(o.value).to_string_lossy().into_owned();
                 given.push((k, v));
@@ -720,13 +734,25 @@ mod glue {
                 .devices
                 .get(index as usize)
                 .ok_or_else(|| DelegateError::invalid(format!("no device {index}")))?;
-            *out = DeviceInfo {
-                struct_size: std::mem::size_of::<DeviceInfo>() as u32,
+            if out.is_null() {
+                return Err(DelegateError::invalid("null device info"));
+            }
+            let ours = std::mem::size_of::<DeviceInfo>();
+            let info = DeviceInfo {
+                struct_size: ours as u32,
                 kind: d.kind,
                 name: name.as_ptr(),
                 driver_version: ver.as_ptr(),
                 memory_bytes: d.memory_bytes,
             };
+            // Write no more than the host's struct holds (an older host has a shorter one).
+            let theirs = (*out).struct_size as usize;
+            let n = if theirs == 0 { ours } else { theirs.min(ours) };
+            std::ptr::copy_nonoverlapping(
+                &info as *const DeviceInfo as *const u8,
+                out as *mut u8,
+                n,
+            );
             Ok(())
         })
     }
@@ -763,6 +789,9 @@ mod glue {
                     g.nodes.len()
                 )));
             }
+            if answers.is_null() && n_answers > 0 {
+                return Err(DelegateError::invalid("null answers array"));
+            }
             let out = std::slice::from_raw_parts_mut(answers, n_answers as usize);
             for (slot, s) in out.iter_mut().zip(result) {
                 slot.message = [0; abi::SUPPORT_MESSAGE_LEN];
@@ -775,7 +804,11 @@ mod glue {
                         slot.supported = 0;
                         slot.reason_code = reason;
                         let bytes = message.as_bytes();
-                        let n = bytes.len().min(abi::SUPPORT_MESSAGE_LEN - 1);
+                        // Cut at a character boundary: the header promises UTF-8.
+                        let mut n = bytes.len().min(abi::SUPPORT_MESSAGE_LEN - 1);
+                        while !message.is_char_boundary(n) {
+                            n -= 1;
+                        }
                         for (d, &s) in slot.message.iter_mut().zip(&bytes[..n]) {
                             *d = s as c_char;
                         }

@@ -333,6 +333,11 @@ impl Window {
     /// `kernel` over the spatial extents `spatial`. With `ceil_mode`, output sizes round up.
     pub fn new(node: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window, String> {
         let n = kernel.len();
+        if kernel.contains(&0) || spatial.len() != n {
+            return Err(format!(
+                "kernel {kernel:?} does not fit spatial extents {spatial:?}"
+            ));
+        }
         let list = |name: &str, default: usize| -> Result<Vec<usize>, String> {
             match node.attr_ints(name) {
                 Some(v) if v.len() == n && v.iter().all(|&x| x >= 1) => {
@@ -362,7 +367,10 @@ impl Window {
                 for i in 0..n {
                     let out = spatial[i].div_ceil(strides[i]);
                     let eff = (kernel[i] - 1) * dilations[i] + 1;
-                    let total = ((out - 1) * strides[i] + eff).saturating_sub(spatial[i]);
+                    let total = match out {
+                        0 => 0,
+                        out => ((out - 1) * strides[i] + eff).saturating_sub(spatial[i]),
+                    };
                     let small = total / 2;
                     let (b, e) = if mode == "SAME_UPPER" {
                         (small, total - small)
@@ -531,6 +539,22 @@ mod tests {
             matmul_shape(&[2, 1, 5, 3], &[4, 3, 6]).unwrap(),
             vec![2, 4, 5, 6]
         );
+    }
+
+    #[test]
+    fn degenerate_windows_are_errors_not_panics() {
+        let mut node = crate::ir::Node {
+            name: "c".into(),
+            op: OpKind::Conv,
+            inputs: vec![],
+            outputs: vec![],
+            attrs: Default::default(),
+        };
+        assert!(ConvGeometry::new(&node, &[1, 1, 4, 4], &[1, 1, 0, 3]).is_err());
+        node.attrs
+            .insert("auto_pad".into(), crate::ir::Attr::Str("SAME_UPPER".into()));
+        let g = ConvGeometry::new(&node, &[1, 1, 0, 4], &[1, 1, 3, 3]);
+        assert!(g.is_err() || g.unwrap().out_spatial[0] == 0);
     }
 
     #[test]

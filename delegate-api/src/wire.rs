@@ -6,8 +6,8 @@
 //!
 //! - **Why not FlatBuffers or protobuf.** Both were weighed. Either would make every C
 //!   vendor build flatcc or protobuf-c and keep its generated code in step with ours, for a
-//!   schema of five record kinds. A C reader of this format is ~150 lines with `memcpy`
-//!   (see `delegate-api/tests/c_plugin/btir_reader.h`), and the Rust side has no
+//!   schema of five record kinds. A C reader that validates as much as [`decode`] needs only `memcpy` and
+//!   bounds checks (see `delegate-api/tests/c_plugin/btir_reader.h`), and the Rust side has no
 //!   generated code to commit or regenerate.
 //! - **Constants never travel inside the graph across the ABI.** A tensor's storage is
 //!   `inline` (an offset into the data segment: model and program files) or `external`
@@ -239,7 +239,11 @@ pub fn decode(bytes: &[u8]) -> Result<Graph, WireError> {
                     Attr::Floats((0..n).map(|_| r.f32("floats")).collect::<Result<_, _>>()?)
                 }
                 5 => Attr::Str(r.str("string attribute")?),
-                k => return r.invalid(format!("node '{name}': attribute '{k}' has unknown kind")),
+                kind => {
+                    return r.invalid(format!(
+                        "node '{name}': attribute '{k}' has unknown kind {kind}"
+                    ))
+                }
             };
             attrs.insert(k, v);
         }

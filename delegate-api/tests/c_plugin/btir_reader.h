@@ -1,0 +1,665 @@
+/*
+ * btir_reader.h -- a small, bounds-checked reader of BTIR graphs for C plugins.
+ *
+ * The format is specified in the module documentation of delegate-api/src/wire.rs and
+ * summarised in baton_delegate.h (section 7). This reader is header-only C99 with no
+ * dependencies beyond the C library:
+ *
+ *   - It never reads outside the buffer it is given: every read goes through one bounds
+ *     check, and multi-byte values are assembled from bytes copied with memcpy, so the
+ *     buffer needs no alignment and the host's byte order does not matter.
+ *   - It accepts exactly what the Rust decoder (wire::decode) accepts, and returns an
+ *     error with a byte offset for anything else: truncation, unknown codes, counts
+ *     larger than the buffer could hold, strings that are not UTF-8, tensor indices out
+ *     of range, inline data outside the buffer, and graphs that are not in topological
+ *     order or define a tensor twice. tests/c_abi.rs checks the two verdicts agree on
+ *     thousands of corrupted buffers, under AddressSanitizer.
+ *   - It allocates two arrays (tensors and nodes), bounded by the buffer length; strings,
+ *     id lists and attribute values stay in the caller's buffer and are read in place.
+ *
+ * Usage:
+ *
+ *     btir_graph g;
+ *     if (btir_open(&g, bytes, len) != 0) { report(g.error); return; }
+ *     for (uint32_t i = 0; i < g.n_nodes; i++) {
+ *         const btir_node* n = &g.nodes[i];
+ *         const btir_tensor* x = &g.tensors[btir_node_input(n, 0)];
+ *         ...
+ *     }
+ *     btir_close(&g);
+ *
+ * The btir_graph refers into the buffer, which must outlive it.
+ */
+#ifndef BTIR_READER_H
+#define BTIR_READER_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_delegate.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define BTIR_FN static __attribute__((unused))
+#else
+#define BTIR_FN static
+#endif
+
+/* How many dimensions of a tensor are stored in btir_tensor (more are parsed past). */
+#define BTIR_MAX_DIMS BATON_MAX_RANK
+/* Size of the fixed header of version 1.0. */
+#define BTIR_HEADER_SIZE 24u
+/* Size of the error text buffer. */
+#define BTIR_ERROR_LEN 256
+
+/* A string inside the buffer: `len` bytes of UTF-8, not NUL-terminated. */
+typedef struct {
+    const char* ptr;
+    uint32_t len;
+} btir_str;
+
+typedef struct {
+    btir_str name;
+    uint32_t dtype; /* BATON_DTYPE_* */
+    uint32_t rank;  /* the real rank; may exceed BTIR_MAX_DIMS */
+    int all_fixed;  /* 1 if every dimension has a fixed extent */
+    /* The first min(rank, BTIR_MAX_DIMS) dimensions: extents of fixed dimensions (0 for
+     * symbolic ones) and the names of symbolic ones (len 0 for fixed ones). */
+    uint64_t dims[BTIR_MAX_DIMS];
+    btir_str symbols[BTIR_MAX_DIMS];
+    uint32_t quant_kind;              /* BATON_BTIR_QUANT_* */
+    uint32_t quant_axis;              /* PER_AXIS */
+    uint32_t quant_count;             /* 1 for PER_TENSOR, n for PER_AXIS */
+    const uint8_t* quant_scales;      /* quant_count little-endian f32 */
+    const uint8_t* quant_zero_points; /* quant_count little-endian i32 */
+    uint32_t storage;                 /* BATON_BTIR_STORAGE_* */
+    uint32_t external_index;          /* EXTERNAL: index of the constant view */
+    uint64_t inline_offset;           /* INLINE: offset of the bytes from the buffer start */
+    uint64_t inline_len;              /* INLINE: number of bytes */
+} btir_tensor;
+
+typedef struct {
+    btir_str name;
+    uint32_t op; /* BATON_OP_* */
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    uint32_t n_attrs;
+    const uint8_t* inputs_at;  /* n_inputs little-endian u32 tensor indices, checked */
+    const uint8_t* outputs_at; /* n_outputs little-endian u32 tensor indices, checked */
+    const uint8_t* attrs_at;   /* the n_attrs attribute records, already validated */
+    size_t attrs_len;
+} btir_node;
+
+typedef struct {
+    uint16_t major;
+    uint16_t minor;
+    uint32_t flags;
+    uint64_t data_offset;
+    btir_str name;
+    uint32_t n_tensors;
+    uint32_t n_nodes;
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    btir_tensor* tensors;      /* n_tensors entries, allocated by btir_open */
+    btir_node* nodes;          /* n_nodes entries, allocated by btir_open */
+    const uint8_t* inputs_at;  /* n_inputs little-endian u32 tensor indices */
+    const uint8_t* outputs_at; /* n_outputs little-endian u32 tensor indices */
+    char error[BTIR_ERROR_LEN]; /* why btir_open failed */
+} btir_graph;
+
+/* One attribute, as produced by btir_attr_next. */
+typedef struct {
+    btir_str name;
+    uint32_t kind;            /* BATON_BTIR_ATTR_* */
+    int64_t i;                /* INT */
+    float f;                  /* FLOAT */
+    uint32_t count;           /* INTS, FLOATS: number of values */
+    const uint8_t* values_at; /* INTS: count i64; FLOATS: count f32 (little-endian) */
+    btir_str s;               /* STRING */
+} btir_attr;
+
+/* ------------------------------------------------------------------------------------ */
+/* Little-endian loads. Every load copies the bytes first: no alignment is assumed.      */
+
+BTIR_FN uint16_t btir_le16(const uint8_t* p) {
+    uint8_t b[2];
+    memcpy(b, p, 2);
+    return (uint16_t)(b[0] | (b[1] << 8));
+}
+
+BTIR_FN uint32_t btir_le32(const uint8_t* p) {
+    uint8_t b[4];
+    memcpy(b, p, 4);
+    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+           ((uint32_t)b[3] << 24);
+}
+
+BTIR_FN uint64_t btir_le64(const uint8_t* p) {
+    return (uint64_t)btir_le32(p) | ((uint64_t)btir_le32(p + 4) << 32);
+}
+
+BTIR_FN float btir_lef32(const uint8_t* p) {
+    uint32_t bits = btir_le32(p);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The k-th u32 of a checked id list. */
+BTIR_FN uint32_t btir_id_at(const uint8_t* list, uint32_t k) {
+    return btir_le32(list + 4 * (size_t)k);
+}
+
+BTIR_FN uint32_t btir_node_input(const btir_node* n, uint32_t k) {
+    return btir_id_at(n->inputs_at, k);
+}
+
+BTIR_FN uint32_t btir_node_output(const btir_node* n, uint32_t k) {
+    return btir_id_at(n->outputs_at, k);
+}
+
+BTIR_FN uint32_t btir_graph_input(const btir_graph* g, uint32_t k) {
+    return btir_id_at(g->inputs_at, k);
+}
+
+BTIR_FN uint32_t btir_graph_output(const btir_graph* g, uint32_t k) {
+    return btir_id_at(g->outputs_at, k);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Names, for messages                                                                  */
+
+BTIR_FN const char* btir_dtype_name(uint32_t dtype) {
+    static const char* const names[] = {"?", "f32", "f16", "i8", "u8", "i32", "i64", "bool"};
+    return dtype < sizeof names / sizeof names[0] ? names[dtype] : "?";
+}
+
+BTIR_FN uint32_t btir_dtype_size(uint32_t dtype) {
+    static const uint32_t sizes[] = {0, 4, 2, 1, 1, 4, 8, 1};
+    return dtype < sizeof sizes / sizeof sizes[0] ? sizes[dtype] : 0;
+}
+
+BTIR_FN const char* btir_op_name(uint32_t op) {
+    static const char* const names[] = {
+        "?",       "MatMul", "Gemm",    "Conv",    "Add",               "Sub",
+        "Mul",     "Div",    "Relu",    "Clip",    "Sigmoid",           "Tanh",
+        "Softmax", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Transpose",
+        "Concat",  "Flatten"};
+    return op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The cursor: the one place that checks bounds                                         */
+
+typedef struct {
+    const uint8_t* buf;
+    size_t len;
+    size_t pos;
+    char* err; /* BTIR_ERROR_LEN bytes, or NULL */
+} btir_cursor;
+
+BTIR_FN int btir_fail(btir_cursor* c, const char* fmt, ...) {
+    if (c->err != NULL) {
+        int n = snprintf(c->err, BTIR_ERROR_LEN, "BTIR invalid at byte %lu: ",
+                         (unsigned long)c->pos);
+        if (n > 0 && n < BTIR_ERROR_LEN) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, (size_t)(BTIR_ERROR_LEN - n), fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+/* Takes the next `n` bytes, or fails without moving. */
+BTIR_FN int btir_take(btir_cursor* c, uint64_t n, const char* what, const uint8_t** out) {
+    if (n > (uint64_t)(c->len - c->pos)) {
+        if (c->err != NULL) {
+            snprintf(c->err, BTIR_ERROR_LEN, "BTIR truncated at byte %lu while reading %s",
+                     (unsigned long)c->pos, what);
+        }
+        return -1;
+    }
+    if (out != NULL) {
+        *out = c->buf + c->pos;
+    }
+    c->pos += (size_t)n;
+    return 0;
+}
+
+BTIR_FN int btir_u16(btir_cursor* c, const char* what, uint16_t* v) {
+    const uint8_t* p;
+    if (btir_take(c, 2, what, &p) != 0) return -1;
+    *v = btir_le16(p);
+    return 0;
+}
+
+BTIR_FN int btir_u32(btir_cursor* c, const char* what, uint32_t* v) {
+    const uint8_t* p;
+    if (btir_take(c, 4, what, &p) != 0) return -1;
+    *v = btir_le32(p);
+    return 0;
+}
+
+BTIR_FN int btir_u64(btir_cursor* c, const char* what, uint64_t* v) {
+    const uint8_t* p;
+    if (btir_take(c, 8, what, &p) != 0) return -1;
+    *v = btir_le64(p);
+    return 0;
+}
+
+/* A count of elements that take at least `min_size` bytes each: a count the rest of the
+ * buffer cannot hold is refused before anything is allocated or looped over. */
+BTIR_FN int btir_count(btir_cursor* c, const char* what, uint32_t min_size, uint32_t* n) {
+    if (btir_u32(c, what, n) != 0) return -1;
+    if ((uint64_t)*n * min_size > (uint64_t)(c->len - c->pos)) {
+        return btir_fail(c, "%s %lu exceeds the buffer", what, (unsigned long)*n);
+    }
+    return 0;
+}
+
+/* Strict UTF-8, as Rust's str::from_utf8 accepts it: no overlong forms, no surrogates,
+ * nothing above U+10FFFF. */
+BTIR_FN int btir_utf8_valid(const uint8_t* s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t b = s[i];
+        size_t extra;
+        uint8_t lo = 0x80, hi = 0xBF; /* range of the second byte */
+        size_t k;
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        if (b >= 0xC2 && b <= 0xDF) {
+            extra = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            extra = 2;
+            if (b == 0xE0) lo = 0xA0;
+            if (b == 0xED) hi = 0x9F;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            extra = 3;
+            if (b == 0xF0) lo = 0x90;
+            if (b == 0xF4) hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (n - i - 1 < extra) return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (k = 2; k <= extra; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+        }
+        i += extra + 1;
+    }
+    return 1;
+}
+
+BTIR_FN int btir_str_read(btir_cursor* c, const char* what, btir_str* s) {
+    uint32_t n;
+    const uint8_t* p;
+    if (btir_count(c, what, 1, &n) != 0) return -1;
+    if (btir_take(c, n, what, &p) != 0) return -1;
+    if (!btir_utf8_valid(p, n)) return btir_fail(c, "%s is not UTF-8", what);
+    if (btir_take(c, (4 - n % 4) % 4, what, NULL) != 0) return -1; /* padding */
+    s->ptr = (const char*)p;
+    s->len = n;
+    return 0;
+}
+
+/* A list of `n` tensor indices, each below `n_tensors`. */
+BTIR_FN int btir_ids(btir_cursor* c, const char* what, uint32_t n_tensors, uint32_t* n,
+                     const uint8_t** at) {
+    uint32_t k;
+    if (btir_count(c, what, 4, n) != 0) return -1;
+    if (btir_take(c, (uint64_t)*n * 4, what, at) != 0) return -1;
+    for (k = 0; k < *n; k++) {
+        uint32_t id = btir_id_at(*at, k);
+        if (id >= n_tensors) {
+            return btir_fail(c, "%s: tensor index %lu out of range (%lu tensors)", what,
+                             (unsigned long)id, (unsigned long)n_tensors);
+        }
+    }
+    return 0;
+}
+
+/* Reads one attribute record. */
+BTIR_FN int btir_attr_read(btir_cursor* c, btir_attr* a) {
+    memset(a, 0, sizeof *a);
+    if (btir_str_read(c, "attribute name", &a->name) != 0) return -1;
+    if (btir_u32(c, "attribute kind", &a->kind) != 0) return -1;
+    switch (a->kind) {
+    case BATON_BTIR_ATTR_INT: {
+        uint64_t v;
+        if (btir_u64(c, "int attribute", &v) != 0) return -1;
+        memcpy(&a->i, &v, sizeof v);
+        return 0;
+    }
+    case BATON_BTIR_ATTR_FLOAT: {
+        const uint8_t* p;
+        if (btir_take(c, 4, "float attribute", &p) != 0) return -1;
+        a->f = btir_lef32(p);
+        return 0;
+    }
+    case BATON_BTIR_ATTR_INTS:
+        if (btir_count(c, "ints length", 8, &a->count) != 0) return -1;
+        return btir_take(c, (uint64_t)a->count * 8, "ints", &a->values_at);
+    case BATON_BTIR_ATTR_FLOATS:
+        if (btir_count(c, "floats length", 4, &a->count) != 0) return -1;
+        return btir_take(c, (uint64_t)a->count * 4, "floats", &a->values_at);
+    case BATON_BTIR_ATTR_STRING:
+        return btir_str_read(c, "string attribute", &a->s);
+    default:
+        return btir_fail(c, "attribute '%.*s' has unknown kind %lu", (int)a->name.len,
+                         a->name.ptr, (unsigned long)a->kind);
+    }
+}
+
+/* The k-th value of an INTS or FLOATS attribute (k < count). */
+BTIR_FN int64_t btir_attr_int_at(const btir_attr* a, uint32_t k) {
+    uint64_t v = btir_le64(a->values_at + 8 * (size_t)k);
+    int64_t i;
+    memcpy(&i, &v, sizeof i);
+    return i;
+}
+
+BTIR_FN float btir_attr_float_at(const btir_attr* a, uint32_t k) {
+    return btir_lef32(a->values_at + 4 * (size_t)k);
+}
+
+/* Iterates over a node's attributes (already validated by btir_open):
+ *
+ *     btir_attr_iter it; btir_attr a;
+ *     btir_attrs(node, &it);
+ *     while (btir_attr_next(&it, &a)) { ... }
+ */
+typedef struct {
+    btir_cursor c;
+    uint32_t left;
+} btir_attr_iter;
+
+BTIR_FN void btir_attrs(const btir_node* n, btir_attr_iter* it) {
+    it->c.buf = n->attrs_at;
+    it->c.len = n->attrs_len;
+    it->c.pos = 0;
+    it->c.err = NULL;
+    it->left = n->n_attrs;
+}
+
+BTIR_FN int btir_attr_next(btir_attr_iter* it, btir_attr* a) {
+    if (it->left == 0 || btir_attr_read(&it->c, a) != 0) return 0;
+    it->left--;
+    return 1;
+}
+
+/* Number of elements of a tensor with a fixed shape of at most BTIR_MAX_DIMS dimensions.
+ * Returns 0 and sets *out, or -1 if a dimension is symbolic, the rank is too large or the
+ * product overflows 64 bits. */
+BTIR_FN int btir_tensor_elements(const btir_tensor* t, uint64_t* out) {
+    uint64_t n = 1;
+    uint32_t d;
+    if (!t->all_fixed || t->rank > BTIR_MAX_DIMS) return -1;
+    for (d = 0; d < t->rank; d++) {
+        if (t->dims[d] != 0 && n > UINT64_MAX / t->dims[d]) return -1;
+        n *= t->dims[d];
+    }
+    *out = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Records                                                                              */
+
+BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* t) {
+    uint32_t d;
+    memset(t, 0, sizeof *t);
+    if (btir_str_read(c, "tensor name", &t->name) != 0) return -1;
+    if (btir_u32(c, "dtype", &t->dtype) != 0) return -1;
+    if (t->dtype < BATON_DTYPE_F32 || t->dtype > BATON_DTYPE_BOOL) {
+        return btir_fail(c, "tensor '%.*s': unknown dtype code %lu", (int)t->name.len,
+                         t->name.ptr, (unsigned long)t->dtype);
+    }
+    if (btir_count(c, "rank", 8, &t->rank) != 0) return -1;
+    t->all_fixed = 1;
+    for (d = 0; d < t->rank; d++) {
+        uint32_t kind;
+        uint64_t extent = 0;
+        btir_str symbol = {NULL, 0};
+        if (btir_u32(c, "dim kind", &kind) != 0) return -1;
+        if (kind == BATON_BTIR_DIM_FIXED) {
+            if (btir_u64(c, "dim", &extent) != 0) return -1;
+        } else if (kind == BATON_BTIR_DIM_SYMBOLIC) {
+            if (btir_str_read(c, "dim symbol", &symbol) != 0) return -1;
+            t->all_fixed = 0;
+        } else {
+            return btir_fail(c, "tensor '%.*s': dim kind %lu", (int)t->name.len, t->name.ptr,
+                             (unsigned long)kind);
+        }
+        if (d < BTIR_MAX_DIMS) {
+            t->dims[d] = extent;
+            t->symbols[d] = symbol;
+        }
+    }
+    if (btir_u32(c, "quant kind", &t->quant_kind) != 0) return -1;
+    switch (t->quant_kind) {
+    case BATON_BTIR_QUANT_NONE:
+        break;
+    case BATON_BTIR_QUANT_PER_TENSOR:
+        t->quant_count = 1;
+        if (btir_take(c, 4, "scale", &t->quant_scales) != 0) return -1;
+        if (btir_take(c, 4, "zero point", &t->quant_zero_points) != 0) return -1;
+        break;
+    case BATON_BTIR_QUANT_PER_AXIS:
+        if (btir_u32(c, "quant axis", &t->quant_axis) != 0) return -1;
+        if (btir_count(c, "quant count", 8, &t->quant_count) != 0) return -1;
+        if (btir_take(c, (uint64_t)t->quant_count * 4, "scales", &t->quant_scales) != 0)
+            return -1;
+        if (btir_take(c, (uint64_t)t->quant_count * 4, "zero points",
+                      &t->quant_zero_points) != 0)
+            return -1;
+        break;
+    default:
+        return btir_fail(c, "tensor '%.*s': quant kind %lu", (int)t->name.len, t->name.ptr,
+                         (unsigned long)t->quant_kind);
+    }
+    if (btir_u32(c, "storage kind", &t->storage) != 0) return -1;
+    switch (t->storage) {
+    case BATON_BTIR_STORAGE_RUNTIME:
+        break;
+    case BATON_BTIR_STORAGE_INLINE: {
+        uint64_t off, len;
+        if (btir_u64(c, "data offset", &off) != 0) return -1;
+        if (btir_u64(c, "data len", &len) != 0) return -1;
+        /* data_offset + off + len <= buffer length, without overflow */
+        if (data_offset == 0 || off > UINT64_MAX - data_offset ||
+            len > UINT64_MAX - (data_offset + off) || data_offset + off + len > c->len) {
+            return btir_fail(c, "tensor '%.*s': data [%llu, +%llu) lies outside the data segment",
+                             (int)t->name.len, t->name.ptr, (unsigned long long)off,
+                             (unsigned long long)len);
+        }
+        t->inline_offset = data_offset + off;
+        t->inline_len = len;
+        break;
+    }
+    case BATON_BTIR_STORAGE_EXTERNAL:
+        if (btir_u32(c, "external index", &t->external_index) != 0) return -1;
+        break;
+    default:
+        return btir_fail(c, "tensor '%.*s': storage kind %lu", (int)t->name.len, t->name.ptr,
+                         (unsigned long)t->storage);
+    }
+    return 0;
+}
+
+BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, btir_node* n) {
+    uint32_t k;
+    size_t start;
+    memset(n, 0, sizeof *n);
+    if (btir_str_read(c, "node name", &n->name) != 0) return -1;
+    if (btir_u32(c, "op", &n->op) != 0) return -1;
+    if (n->op < BATON_OP_MATMUL || n->op > BATON_OP_FLATTEN) {
+        return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
+                         (unsigned long)n->op);
+    }
+    if (btir_ids(c, "node inputs", n_tensors, &n->n_inputs, &n->inputs_at) != 0) return -1;
+    if (btir_ids(c, "node outputs", n_tensors, &n->n_outputs, &n->outputs_at) != 0) return -1;
+    /* an attribute takes at least 12 bytes: name length, kind, a 4-byte value */
+    if (btir_count(c, "attribute count", 12, &n->n_attrs) != 0) return -1;
+    start = c->pos;
+    for (k = 0; k < n->n_attrs; k++) {
+        btir_attr a;
+        if (btir_attr_read(c, &a) != 0) return -1;
+    }
+    n->attrs_at = c->buf + start;
+    n->attrs_len = c->pos - start;
+    return 0;
+}
+
+/* The structural rules of Graph::validate: every tensor a node reads is a graph input, a
+ * constant or the output of an earlier node; no tensor is defined twice; every graph
+ * output is defined. */
+BTIR_FN int btir_check_order(btir_graph* g) {
+    uint8_t* defined = (uint8_t*)calloc(g->n_tensors ? g->n_tensors : 1, 1);
+    uint32_t i, k;
+    int rc = -1;
+    if (defined == NULL) {
+        snprintf(g->error, BTIR_ERROR_LEN, "BTIR: out of memory");
+        return -1;
+    }
+    for (k = 0; k < g->n_inputs; k++) defined[btir_graph_input(g, k)] = 1;
+    for (i = 0; i < g->n_tensors; i++) {
+        if (g->tensors[i].storage != BATON_BTIR_STORAGE_RUNTIME) defined[i] = 1;
+    }
+    for (i = 0; i < g->n_nodes; i++) {
+        const btir_node* n = &g->nodes[i];
+        for (k = 0; k < n->n_inputs; k++) {
+            const btir_tensor* t = &g->tensors[btir_node_input(n, k)];
+            if (!defined[btir_node_input(n, k)]) {
+                snprintf(g->error, BTIR_ERROR_LEN,
+                         "BTIR graph invalid: node '%.*s' reads tensor '%.*s' before it is "
+                         "produced (nodes must be in topological order)",
+                         (int)n->name.len, n->name.ptr, (int)t->name.len, t->name.ptr);
+                goto done;
+            }
+        }
+        for (k = 0; k < n->n_outputs; k++) {
+            const btir_tensor* t = &g->tensors[btir_node_output(n, k)];
+            if (defined[btir_node_output(n, k)]) {
+                snprintf(g->error, BTIR_ERROR_LEN,
+                         "BTIR graph invalid: node '%.*s' writes tensor '%.*s', which is "
+                         "already defined",
+                         (int)n->name.len, n->name.ptr, (int)t->name.len, t->name.ptr);
+                goto done;
+            }
+            defined[btir_node_output(n, k)] = 1;
+        }
+    }
+    for (k = 0; k < g->n_outputs; k++) {
+        if (!defined[btir_graph_output(g, k)]) {
+            snprintf(g->error, BTIR_ERROR_LEN,
+                     "BTIR graph invalid: graph output %lu is never produced",
+                     (unsigned long)btir_graph_output(g, k));
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(defined);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Opening and closing                                                                  */
+
+/* Releases what btir_open allocated. Safe to call twice, and after a failed btir_open. */
+BTIR_FN void btir_close(btir_graph* g) {
+    free(g->tensors);
+    free(g->nodes);
+    g->tensors = NULL;
+    g->nodes = NULL;
+}
+
+BTIR_FN int btir_open_inner(btir_graph* g, btir_cursor* c) {
+    const uint8_t* magic;
+    uint32_t header_size, i;
+    if (btir_take(c, 4, "magic", &magic) != 0) return -1;
+    if (memcmp(magic, "BTIR", 4) != 0) {
+        snprintf(g->error, BTIR_ERROR_LEN,
+                 "not a Baton IR buffer (magic %02x %02x %02x %02x, expected \"BTIR\")",
+                 magic[0], magic[1], magic[2], magic[3]);
+        return -1;
+    }
+    if (btir_u16(c, "major", &g->major) != 0 || btir_u16(c, "minor", &g->minor) != 0) return -1;
+    if (g->major != BATON_WIRE_MAJOR) {
+        snprintf(g->error, BTIR_ERROR_LEN,
+                 "IR wire format %u.%u is not readable by this reader (reads %u.x)",
+                 (unsigned)g->major, (unsigned)g->minor, (unsigned)BATON_WIRE_MAJOR);
+        return -1;
+    }
+    if (btir_u32(c, "header_size", &header_size) != 0) return -1;
+    if (btir_u32(c, "flags", &g->flags) != 0) return -1;
+    if (btir_u64(c, "data_offset", &g->data_offset) != 0) return -1;
+    if (header_size < BTIR_HEADER_SIZE || header_size > c->len) {
+        return btir_fail(c, "header_size %lu", (unsigned long)header_size);
+    }
+    c->pos = header_size; /* a later minor may have a longer header: skip what we do not know */
+
+    if (btir_str_read(c, "graph name", &g->name) != 0) return -1;
+
+    /* a tensor takes at least 20 bytes: name length, dtype, rank, quant kind, storage */
+    if (btir_count(c, "tensor count", 20, &g->n_tensors) != 0) return -1;
+    g->tensors = (btir_tensor*)calloc(g->n_tensors ? g->n_tensors : 1, sizeof(btir_tensor));
+    if (g->tensors == NULL) {
+        return btir_fail(c, "out of memory for %lu tensors", (unsigned long)g->n_tensors);
+    }
+    for (i = 0; i < g->n_tensors; i++) {
+        if (btir_tensor_read(c, g->data_offset, &g->tensors[i]) != 0) return -1;
+    }
+
+    /* a node takes at least 20 bytes: name length, op, three counts */
+    if (btir_count(c, "node count", 20, &g->n_nodes) != 0) return -1;
+    g->nodes = (btir_node*)calloc(g->n_nodes ? g->n_nodes : 1, sizeof(btir_node));
+    if (g->nodes == NULL) {
+        return btir_fail(c, "out of memory for %lu nodes", (unsigned long)g->n_nodes);
+    }
+    for (i = 0; i < g->n_nodes; i++) {
+        if (btir_node_read(c, g->n_tensors, &g->nodes[i]) != 0) return -1;
+    }
+
+    if (btir_ids(c, "graph inputs", g->n_tensors, &g->n_inputs, &g->inputs_at) != 0) return -1;
+    if (btir_ids(c, "graph outputs", g->n_tensors, &g->n_outputs, &g->outputs_at) != 0) return -1;
+    /* Anything after the output list (fields of a later minor, the data segment) is not
+     * read here. */
+    return btir_check_order(g);
+}
+
+/* Reads and validates `len` bytes at `data`. Returns 0 on success; otherwise -1 with the
+ * reason in g->error (and nothing left to free, though btir_close is harmless). */
+BTIR_FN int btir_open(btir_graph* g, const void* data, uint64_t len) {
+    btir_cursor c;
+    memset(g, 0, sizeof *g);
+    if (data == NULL && len != 0) {
+        snprintf(g->error, BTIR_ERROR_LEN, "BTIR buffer is NULL but %llu bytes long",
+                 (unsigned long long)len);
+        return -1;
+    }
+    if (len > (uint64_t)SIZE_MAX) {
+        snprintf(g->error, BTIR_ERROR_LEN, "BTIR buffer of %llu bytes is too large",
+                 (unsigned long long)len);
+        return -1;
+    }
+    c.buf = (const uint8_t*)data;
+    c.len = (size_t)len;
+    c.pos = 0;
+    c.err = g->error;
+    if (btir_open_inner(g, &c) != 0) {
+        btir_close(g);
+        return -1;
+    }
+    return 0;
+}
+
+#endif /* BTIR_READER_H */
