@@ -1,1 +1,259 @@
-//! placeholder
+//! The Baton CPU delegate: f32 inference on packed, cache-blocked GEMM micro-kernels
+//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution, pooling,
+//! element-wise, Softmax and layout kernels.
+//!
+//! # Lifecycle
+//!
+//! - [`Delegate::supports`] claims a node only when this delegate matches the reference
+//!   executor on every input (f32, static shapes, rank ≤ 6, the attributes implemented);
+//!   everything else is declined with a reason code and a message naming the culprit.
+//! - [`Delegate::compile`] plans fusions (`Conv`/`Gemm`/`MatMul` + constant bias `Add` +
+//!   `Relu`/`Clip`) and writes a small, machine-independent blob: a versioned header, the
+//!   subgraph in the wire format with its constants *external*, and the fusion plan
+//!   (see `blob.rs`). Weights are never copied into the blob.
+//! - [`Delegate::init`] checks the blob and the constant views against each other, packs
+//!   the weights for this machine's micro-kernel once, and allocates every intermediate
+//!   and scratch buffer, so that
+//!   [`Executable::execute`](baton_delegate_api::Executable::execute) allocates nothing.
+//!
+//! # Options
+//!
+//! - `threads` (1..=256, default 1): stored; execution is single-threaded for now.
+//! - `disable_simd` (default false): use the portable kernels even where SIMD ones exist.
+
+mod blob;
+mod exec;
+mod fusion;
+pub mod gemm;
+mod ops;
+mod support;
+
+use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
+use baton_delegate_api::ir::{Graph, Storage};
+use baton_delegate_api::{
+    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+};
+
+pub use exec::CpuExecutable;
+
+use crate::fusion::FusionPlan;
+use crate::gemm::MicroKernel;
+
+baton_delegate_api::export_delegate!(CpuDelegate);
+
+/// The CPU delegate, configured by its options.
+#[derive(Debug)]
+pub struct CpuDelegate {
+    threads: usize,
+    kernel: &'static MicroKernel,
+}
+
+impl CpuDelegate {
+    /// The number of threads asked for (execution is single-threaded for now).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The GEMM micro-kernel this delegate packs for and runs.
+    pub fn kernel(&self) -> &'static MicroKernel {
+        self.kernel
+    }
+}
+
+/// `<version>-<arch>`: a build of another version or for another architecture differs.
+fn build_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| format!("{}-{}", env!("CARGO_PKG_VERSION"), std::env::consts::ARCH))
+}
+
+impl Delegate for CpuDelegate {
+    type Executable = CpuExecutable;
+
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "cpu",
+            version: env!("CARGO_PKG_VERSION"),
+            build_id: build_id(),
+            features: 0,
+            concurrency: concurrency::SERIALIZED_PER_HANDLE,
+        }
+    }
+
+    fn options() -> Vec<OptionDecl> {
+        vec![
+            OptionDecl {
+                name: "threads",
+                kind: option_kind::INT,
+                default: "1",
+                min: 1.0,
+                max: 256.0,
+                choices: "",
+                help: "Worker threads for execution. Accepted and stored; this version \
+                       executes on the calling thread only.",
+            },
+            OptionDecl {
+                name: "disable_simd",
+                kind: option_kind::BOOL,
+                default: "false",
+                min: 0.0,
+                max: 0.0,
+                choices: "",
+                help: "Use the portable kernels even where SIMD (AVX2+FMA, NEON) ones are \
+                       available. For testing and debugging.",
+            },
+        ]
+    }
+
+    fn create(options: &Options) -> Result<CpuDelegate, DelegateError> {
+        let threads = options.int("threads").unwrap_or(1);
+        let threads = usize::try_from(threads)
+            .ok()
+            .filter(|t| (1..=256).contains(t))
+            .ok_or_else(|| DelegateError::invalid(format!("threads = {threads}: out of range")))?;
+        let disable_simd = options.bool("disable_simd").unwrap_or(false);
+        Ok(CpuDelegate {
+            threads,
+            kernel: MicroKernel::select(!disable_simd),
+        })
+    }
+
+    fn devices(&self) -> Vec<Device> {
+        vec![Device {
+            name: format!("cpu:{}", std::env::consts::ARCH),
+            kind: 0,
+            driver_version: gemm::simd_description(),
+            memory_bytes: 0,
+        }]
+    }
+
+    fn supports(&self, graph: &Graph, constants: Constants<'_>) -> Vec<Support> {
+        graph
+            .nodes
+            .iter()
+            .map(|node| support::check_node(graph, node, &constants))
+            .collect()
+    }
+
+    fn compile(
+        &self,
+        device: u32,
+        graph: &Graph,
+        constants: Constants<'_>,
+    ) -> Result<Vec<u8>, DelegateError> {
+        check_device(device)?;
+        graph
+            .validate()
+            .map_err(|e| DelegateError::invalid(format!("subgraph: {e}")))?;
+        require_supported(graph, &constants, DelegateError::unsupported)?;
+        let plan = FusionPlan::plan(graph, &constants);
+        let (blob, order) = blob::encode(graph, &plan);
+        // The blob numbers constants in tensor order; views already passed in another
+        // order would not line up at init.
+        for (index, &t) in order.iter().enumerate() {
+            if let Some(Storage::External(i)) = graph.tensors[t].data {
+                if i != index {
+                    return Err(DelegateError::invalid(format!(
+                        "constant '{}' is view {i}, expected view {index}: pass constant \
+                         views in tensor order (as wire::encode does)",
+                        graph.tensors[t].name
+                    )));
+                }
+            }
+        }
+        Ok(blob)
+    }
+
+    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+        match blob::version(blob) {
+            Some(blob::FORMAT_VERSION) => compat::OPTIMAL,
+            _ => compat::UNSUPPORTED,
+        }
+    }
+
+    fn init(
+        &self,
+        device: u32,
+        blob: &[u8],
+        constants: &[TensorRef<'_>],
+    ) -> Result<CpuExecutable, DelegateError> {
+        check_device(device)?;
+        let (graph, plan) = blob::decode(blob).map_err(DelegateError::invalid)?;
+        check_constant_views(&graph, constants)?;
+        let consts = Constants::new(&graph, constants);
+        require_supported(&graph, &consts, DelegateError::invalid)?;
+        plan.validate(&graph, &consts)
+            .map_err(|e| DelegateError::invalid(format!("blob: {e}")))?;
+        exec::build(&graph, &plan, consts, self.kernel)
+    }
+}
+
+fn check_device(device: u32) -> Result<(), DelegateError> {
+    if device != 0 {
+        return Err(DelegateError::invalid(format!(
+            "device {device} does not exist (the CPU delegate has device 0 only)"
+        )));
+    }
+    Ok(())
+}
+
+/// Fails with the first node `supports` declines.
+fn require_supported(
+    graph: &Graph,
+    consts: &Constants<'_>,
+    error: fn(String) -> DelegateError,
+) -> Result<(), DelegateError> {
+    for node in &graph.nodes {
+        if let Support::No { reason: r, message } = support::check_node(graph, node, consts) {
+            return Err(error(format!(
+                "node {} is not supported ({}): {message}",
+                node.label(),
+                reason::name(r)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the views passed to `init` against the constants the blob declares.
+fn check_constant_views(graph: &Graph, views: &[TensorRef<'_>]) -> Result<(), DelegateError> {
+    let mut expected = 0;
+    for decl in &graph.tensors {
+        let Some(storage) = &decl.data else { continue };
+        let shape = decl.static_shape().ok_or_else(|| {
+            DelegateError::invalid(format!("constant '{}' has a symbolic shape", decl.name))
+        })?;
+        let bytes = shape
+            .iter()
+            .try_fold(decl.dtype.size(), |a, &d| a.checked_mul(d));
+        let (dtype, view_shape, len) = match storage {
+            Storage::Inline(data) => (decl.dtype, &shape[..], data.bytes().len()),
+            Storage::External(i) => {
+                expected += 1;
+                let v = views.get(*i).ok_or_else(|| {
+                    DelegateError::invalid(format!(
+                        "constant '{}' is view {i}, but {} views were passed",
+                        decl.name,
+                        views.len()
+                    ))
+                })?;
+                (v.dtype, v.shape, v.data.len())
+            }
+        };
+        if dtype != decl.dtype || view_shape != shape || Some(len) != bytes {
+            return Err(DelegateError::invalid(format!(
+                "constant '{}': expected {} {shape:?} ({} bytes), got {dtype} {view_shape:?} \
+                 ({len} bytes)",
+                decl.name,
+                decl.dtype,
+                bytes.unwrap_or(usize::MAX)
+            )));
+        }
+    }
+    if views.len() != expected {
+        return Err(DelegateError::invalid(format!(
+            "the blob declares {expected} constant views, {} were passed",
+            views.len()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! The executable: a list of prepared steps over buffers allocated at init.
+//!
+//! `execute` checks its arguments, runs the steps in order and copies the subgraph outputs
+//! into the caller's tensors. It allocates nothing: every intermediate buffer and every
+//! scratch area (GEMM packing, im2col) was sized at init.
+
+mod lower;
+
+pub(crate) use lower::build;
+
+use baton_delegate_api::ir::DType;
+use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};
+
+use crate::ops::conv::ConvOp;
+use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
+use crate::ops::layout::{ConcatOp, TransposeOp};
+use crate::ops::matmul::MatMulOp;
+use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
+use crate::ops::{f32_view, f32_view_mut, RunCtx, Sources, Src};
+
+/// An initialised partition of the CPU delegate.
+#[derive(Debug)]
+pub struct CpuExecutable {
+    inputs: Vec<IoDecl>,
+    outputs: Vec<(IoDecl, Src)>,
+    steps: Vec<Step>,
+    /// Intermediate tensors and the constants kept unpacked, by slot.
+    slots: Vec<Vec<f32>>,
+    ctx: RunCtx,
+}
+
+/// A subgraph input or output as declared.
+#[derive(Clone, Debug)]
+struct IoDecl {
+    name: String,
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+/// One prepared op and the slot it writes.
+#[derive(Debug)]
+struct Step {
+    op: Op,
+    out: usize,
+}
+
+/// The prepared ops.
+#[derive(Debug)]
+enum Op {
+    MatMul(MatMulOp),
+    Conv(ConvOp),
+    Pool(PoolOp),
+    GlobalAveragePool(GlobalAveragePoolOp),
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Softmax(SoftmaxOp),
+    Transpose(TransposeOp),
+    Concat(ConcatOp),
+    /// Reshape and Flatten: the data is unchanged.
+    Copy(Src),
+}
+
+impl Op {
+    fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+        match self {
+            Op::MatMul(op) => op.run(sources, out, ctx),
+            Op::Conv(op) => op.run(sources, out, ctx),
+            Op::Pool(op) => op.run(sources, out),
+            Op::GlobalAveragePool(op) => op.run(sources, out),
+            Op::Unary(op) => op.run(sources, out),
+            Op::Binary(op) => op.run(sources, out),
+            Op::Softmax(op) => op.run(sources, out),
+            Op::Transpose(op) => op.run(sources, out),
+            Op::Concat(op) => op.run(sources, out),
+            Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
+        }
+    }
+}
+
+impl Executable for CpuExecutable {
+    fn execute(
+        &mut self,
+        inputs: &[TensorRef<'_>],
+        outputs: &mut [TensorMut<'_>],
+    ) -> Result<(), DelegateError> {
+        self.check_inputs(inputs)?;
+        self.check_outputs(outputs)?;
+        for step in &self.steps {
+            // The output buffer leaves the slot list while the step reads the others.
+            let mut out = std::mem::take(&mut self.slots[step.out]);
+            let sources = Sources {
+                inputs,
+                slots: &self.slots,
+            };
+            step.op.run(&sources, &mut out, &mut self.ctx);
+            self.slots[step.out] = out;
+        }
+        let sources = Sources {
+            inputs,
+            slots: &self.slots,
+        };
+        for (tensor, (_, src)) in outputs.iter_mut().zip(&self.outputs) {
+            if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
+                dst.copy_from_slice(sources.get(*src));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CpuExecutable {
+    fn check_inputs(&self, inputs: &[TensorRef<'_>]) -> Result<(), DelegateError> {
+        if inputs.len() != self.inputs.len() {
+            return Err(DelegateError::invalid(format!(
+                "expected {} inputs ({}), got {}",
+                self.inputs.len(),
+                names(&self.inputs),
+                inputs.len()
+            )));
+        }
+        for (t, decl) in inputs.iter().zip(&self.inputs) {
+            check_tensor("input", decl, t.dtype, t.shape, t.data.len())?;
+            if decl.dtype == DType::F32 && f32_view(t.data).is_none() {
+                return Err(DelegateError::invalid(format!(
+                    "input '{}': data is not 4-byte aligned",
+                    decl.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_outputs(&self, outputs: &mut [TensorMut<'_>]) -> Result<(), DelegateError> {
+        if outputs.len() != self.outputs.len() {
+            return Err(DelegateError::invalid(format!(
+                "expected {} outputs, got {}",
+                self.outputs.len(),
+                outputs.len()
+            )));
+        }
+        for (t, (decl, _)) in outputs.iter_mut().zip(&self.outputs) {
+            let len = t.data.len();
+            check_tensor("output", decl, t.dtype, t.shape(), len)?;
+            if f32_view_mut(&mut t.data[..]).is_none() {
+                return Err(DelegateError::invalid(format!(
+                    "output '{}': data is not 4-byte aligned",
+                    decl.name
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn names(decls: &[IoDecl]) -> String {
+    let n: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+    n.join(", ")
+}
+
+/// Checks one caller tensor against its declaration.
+fn check_tensor(
+    what: &str,
+    decl: &IoDecl,
+    dtype: DType,
+    shape: &[usize],
+    byte_len: usize,
+) -> Result<(), DelegateError> {
+    if dtype != decl.dtype {
+        return Err(DelegateError::invalid(format!(
+            "{what} '{}' is {dtype}, expected {}",
+            decl.name, decl.dtype
+        )));
+    }
+    if shape != decl.shape {
+        return Err(DelegateError::invalid(format!(
+            "{what} '{}' has shape {shape:?}, expected {:?}",
+            decl.name, decl.shape
+        )));
+    }
+    let expected = decl.shape.iter().product::<usize>() * dtype.size();
+    if byte_len != expected {
+        return Err(DelegateError::invalid(format!(
+            "{what} '{}' holds {byte_len} bytes, expected {expected}",
+            decl.name
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! Operator fusion, planned at compile time and stored in the blob.
+//!
+//! A *chain* is an anchor (`Conv`, `Gemm` or `MatMul`), optionally followed by an `Add` of
+//! a constant that broadcasts along the anchor's GEMM rows or columns (a bias), optionally
+//! followed by `Relu` or `Clip` with constant bounds. The chain runs as one GEMM whose
+//! epilogue does the add and the activation. A link is taken only when the intermediate
+//! tensor has no other reader and is not an output of the subgraph, so nothing observable
+//! changes.
+//!
+//! The same link predicates plan the chains (at compile) and check them (at init, since a
+//! blob is untrusted input).
+
+use baton_delegate_api::ir::{Graph, Node, NodeId, OpKind, TensorId};
+use baton_delegate_api::Constants;
+
+use crate::support::clip_bounds;
+
+/// One fused chain of nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chain {
+    pub anchor: NodeId,
+    pub add: Option<NodeId>,
+    pub activation: Option<NodeId>,
+}
+
+impl Chain {
+    /// The last node of the chain, whose output the fused kernel writes.
+    pub fn last(&self) -> NodeId {
+        self.activation.or(self.add).unwrap_or(self.anchor)
+    }
+}
+
+/// What lowering does with a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Runs on its own.
+    Plain,
+    /// Runs the chain at this index.
+    Anchor(usize),
+    /// Runs inside another node's chain.
+    Absorbed,
+}
+
+/// The chains of a subgraph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FusionPlan {
+    pub chains: Vec<Chain>,
+}
+
+impl FusionPlan {
+    /// Finds every chain of `graph` (greedy, in node order).
+    pub fn plan(graph: &Graph, consts: &Constants<'_>) -> FusionPlan {
+        let links = Links::new(graph, *consts);
+        let chains = (0..graph.nodes.len())
+            .filter(|&n| is_anchor(&graph.nodes[n]))
+            .filter_map(|anchor| {
+                let add = links.next_add(anchor);
+                let activation = links.next_activation(add.unwrap_or(anchor));
+                (add.is_some() || activation.is_some()).then_some(Chain {
+                    anchor,
+                    add,
+                    activation,
+                })
+            })
+            .collect();
+        FusionPlan { chains }
+    }
+
+    /// Checks that every chain is one [`FusionPlan::plan`] could have made: legal links,
+    /// no node in two chains.
+    pub fn validate(&self, graph: &Graph, consts: &Constants<'_>) -> Result<(), String> {
+        let links = Links::new(graph, *consts);
+        let mut seen = vec![false; graph.nodes.len()];
+        for (i, c) in self.chains.iter().enumerate() {
+            let bad = |why: &str| Err(format!("fusion chain {i} ({c:?}): {why}"));
+            let nodes = [Some(c.anchor), c.add, c.activation];
+            for n in nodes.into_iter().flatten() {
+                if n >= graph.nodes.len() {
+                    return bad("node index out of range");
+                }
+                if std::mem::replace(&mut seen[n], true) {
+                    return bad("node already in another chain");
+                }
+            }
+            if !is_anchor(&graph.nodes[c.anchor]) {
+                return bad("the first node is not a Conv, Gemm or MatMul");
+            }
+            if c.add.is_some() && links.next_add(c.anchor) != c.add {
+                return bad("the Add cannot be fused");
+            }
+            let before = c.add.unwrap_or(c.anchor);
+            if c.activation.is_some() && links.next_activation(before) != c.activation {
+                return bad("the activation cannot be fused");
+            }
+            if c.add.is_none() && c.activation.is_none() {
+                return bad("the chain fuses nothing");
+            }
+        }
+        Ok(())
+    }
+
+    /// The role of each node.
+    pub fn roles(&self, node_count: usize) -> Vec<Role> {
+        let mut roles = vec![Role::Plain; node_count];
+        for (i, c) in self.chains.iter().enumerate() {
+            roles[c.anchor] = Role::Anchor(i);
+            for n in [c.add, c.activation].into_iter().flatten() {
+                roles[n] = Role::Absorbed;
+            }
+        }
+        roles
+    }
+}
+
+fn is_anchor(node: &Node) -> bool {
+    matches!(node.op, OpKind::Conv | OpKind::Gemm | OpKind::MatMul)
+}
+
+/// The constant operand of `add` (which reads `anchor`'s output) and its `(rs, cs)`
+/// strides on the anchor's output seen as a GEMM result (rows: Conv output channels or
+/// MatMul/Gemm rows; columns: pixels or MatMul/Gemm columns). `None` if it does not fit.
+pub(crate) fn fused_add_operand(
+    graph: &Graph,
+    anchor: &Node,
+    add: &Node,
+    consts: &Constants<'_>,
+) -> Option<(TensorId, usize, usize)> {
+    let out = anchor.outputs[0];
+    if add.op != OpKind::Add || add.inputs.len() != 2 {
+        return None;
+    }
+    let other = match add.inputs[..] {
+        [a, b] if a == out && b != out => b,
+        [a, b] if b == out && a != out => a,
+        _ => None?,
+    };
+    consts.f32s(other)?;
+    let out_shape = graph.tensors[out].static_shape()?;
+    let c_shape = graph.tensors[other].static_shape()?;
+    if graph.tensors[add.outputs[0]].static_shape()? != out_shape {
+        return None;
+    }
+    let (rs, cs) = match anchor.op {
+        OpKind::Conv => channel_view(&out_shape, &c_shape)?,
+        _ => matrix_view(&out_shape, &c_shape)?,
+    };
+    Some((other, rs, cs))
+}
+
+/// Strides of `c` broadcast onto the last two axes of `out` (`[.., M, N]`), or `None` if
+/// `c` varies along a batch axis.
+pub(crate) fn matrix_view(out: &[usize], c: &[usize]) -> Option<(usize, usize)> {
+    if out.len() < 2 || c.len() > out.len() {
+        return None;
+    }
+    let lead = c.len().saturating_sub(2);
+    if c[..lead].iter().any(|&d| d != 1) {
+        return None;
+    }
+    let cn = c.last().copied().unwrap_or(1);
+    let cm = if c.len() >= 2 { c[c.len() - 2] } else { 1 };
+    Some((if cm > 1 { cn } else { 0 }, usize::from(cn > 1)))
+}
+
+/// Strides of `c` broadcast onto a Conv output `[N, M, spatial...]` seen as `M` rows, or
+/// `None` if `c` varies along anything but the channel axis.
+fn channel_view(out: &[usize], c: &[usize]) -> Option<(usize, usize)> {
+    if c.len() > out.len() {
+        return None;
+    }
+    let shift = out.len() - c.len();
+    let mut channels = 1;
+    for (i, &d) in c.iter().enumerate() {
+        if shift + i == 1 {
+            channels = d;
+        } else if d != 1 {
+            return None;
+        }
+    }
+    Some((usize::from(channels > 1), 0))
+}
+
+/// The link predicates over one graph.
+struct Links<'g> {
+    graph: &'g Graph,
+    consts: Constants<'g>,
+    consumers: Vec<Vec<NodeId>>,
+}
+
+impl<'g> Links<'g> {
+    fn new(graph: &'g Graph, consts: Constants<'g>) -> Links<'g> {
+        Links {
+            graph,
+            consts,
+            consumers: graph.consumers(),
+        }
+    }
+
+    /// The only node reading `node`'s output, if that output is not a subgraph output.
+    fn sole_consumer(&self, node: NodeId) -> Option<NodeId> {
+        let out = *self.graph.nodes[node].outputs.first()?;
+        if self.graph.outputs.contains(&out) {
+            return None;
+        }
+        match self.consumers[out][..] {
+            [only] => Some(only),
+            _ => None,
+        }
+    }
+
+    /// The fusable bias Add after `anchor`.
+    fn next_add(&self, anchor: NodeId) -> Option<NodeId> {
+        let next = self.sole_consumer(anchor)?;
+        let (a, n) = (&self.graph.nodes[anchor], &self.graph.nodes[next]);
+        fused_add_operand(self.graph, a, n, &self.consts).map(|_| next)
+    }
+
+    /// The fusable Relu or Clip after `node`.
+    fn next_activation(&self, node: NodeId) -> Option<NodeId> {
+        let next = self.sole_consumer(node)?;
+        let n = &self.graph.nodes[next];
+        let reads_first = n.inputs.first() == self.graph.nodes[node].outputs.first();
+        let ok = match n.op {
+            OpKind::Relu => n.inputs.len() == 1,
+            OpKind::Clip => reads_first && clip_bounds(self.graph, n, &self.consts).is_ok(),
+            _ => false,
+        };
+        (ok && reads_first).then_some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::{Attr, DType, GraphBuilder};
+
+    fn plan(g: &Graph) -> Vec<Chain> {
+        FusionPlan::plan(g, &Constants::new(g, &[])).chains
+    }
+
+    #[test]
+    fn matmul_bias_clip_fuse_into_one_chain() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 3, 4]);
+        let w = b.constant_f32("w", &[4, 5], &[0.5; 20]);
+        let bias = b.constant_f32("bias", &[1, 5], &[1.0; 5]);
+        let mm = b.node(OpKind::MatMul, &[x, w], &[]).unwrap();
+        let add = b.node(OpKind::Add, &[bias, mm], &[]).unwrap();
+        let clip = b
+            .node(OpKind::Clip, &[add], &[("max", Attr::Float(6.0))])
+            .unwrap();
+        b.output(clip);
+        let g = b.finish().unwrap();
+        let chains = plan(&g);
+        assert_eq!(
+            chains,
+            vec![Chain {
+                anchor: 0,
+                add: Some(1),
+                activation: Some(2)
+            }]
+        );
+        let p = FusionPlan { chains };
+        assert!(p.validate(&g, &Constants::new(&g, &[])).is_ok());
+        assert_eq!(
+            p.roles(3),
+            vec![Role::Anchor(0), Role::Absorbed, Role::Absorbed]
+        );
+    }
+
+    #[test]
+    fn observable_or_shared_intermediates_are_not_fused() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 4, 4]);
+        let w = b.constant_f32("w", &[3, 2, 1, 1], &[0.5; 6]);
+        let cb = b.constant_f32("cb", &[3, 1, 1], &[1.0; 3]);
+        let conv = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let add = b.node(OpKind::Add, &[conv, cb], &[]).unwrap();
+        let relu = b.node(OpKind::Relu, &[add], &[]).unwrap();
+        // A second conv read twice, and one followed by an Add of a run-time tensor.
+        let conv2 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let r2 = b.node(OpKind::Relu, &[conv2], &[]).unwrap();
+        let twice = b.node(OpKind::Add, &[conv2, r2], &[]).unwrap();
+        let conv3 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let runtime_add = b.node(OpKind::Add, &[conv3, relu], &[]).unwrap();
+        b.output(add);
+        b.output(relu);
+        b.output(twice);
+        b.output(runtime_add);
+        let g = b.finish().unwrap();
+        assert_eq!(
+            plan(&g),
+            vec![Chain {
+                anchor: 0,
+                add: Some(1),
+                activation: None
+            }]
+        );
+    }
+
+    #[test]
+    fn conv_adds_must_be_per_channel() {
+        let (rows, cols) = (
+            channel_view(&[1, 3, 4, 4], &[3, 1, 1]),
+            channel_view(&[1, 3, 4, 4], &[4]),
+        );
+        assert_eq!((rows, cols), (Some((1, 0)), None));
+        assert_eq!(channel_view(&[1, 3, 4, 4], &[1]), Some((0, 0)));
+        assert_eq!(channel_view(&[2, 3, 4], &[2, 3, 1]), None);
+        assert_eq!(matrix_view(&[2, 3, 5], &[5]), Some((0, 1)));
+        assert_eq!(matrix_view(&[2, 3, 5], &[3, 1]), Some((1, 0)));
+        assert_eq!(matrix_view(&[2, 3, 5], &[1, 3, 5]), Some((5, 1)));
+        assert_eq!(matrix_view(&[2, 3, 5], &[2, 1, 5]), None);
+        assert_eq!(matrix_view(&[5], &[5]), None);
+    }
+}

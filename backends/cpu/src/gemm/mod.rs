@@ -1,0 +1,247 @@
+//! Packed, cache-blocked single-precision GEMM: `C = epilogue(A · B)`.
+//!
+//! The structure is the classic BLIS/XNNPACK one, so that faster micro-kernels and threads
+//! can be added without touching the rest:
+//!
+//! - **Blocking.** The `N` dimension is cut into blocks of `NC` columns, `K` into blocks
+//!   of [`KC`], `M` into blocks of `MC` rows (both multiples of the micro-kernel's tile).
+//!   For each `(NC, KC)` block, `B` is packed into `NR`-column panels; for each `MC` block,
+//!   `A` is packed into `MR`-row panels. Then every `MR x NR` tile is computed by the
+//!   [`MicroKernel`].
+//! - **Packing.** A panel holds, for each `k`, `MR` (or `NR`) consecutive values, zero
+//!   padded past the edge of the matrix, so the micro-kernel never sees a partial tile.
+//!   Constant operands (weights) are packed once, at init, into [`PackedLhs`] or
+//!   [`PackedRhs`], whose layout is exactly that of the per-block packing laid end to end.
+//! - **Epilogue.** The micro-kernel only accumulates. When the last `KC` block of a tile
+//!   is done, the [`Epilogue`] (scale, bias or residual adds, activation) is applied to the
+//!   tile while it is stored, so fused operations cost no extra pass over `C`.
+//! - **Dispatch.** [`MicroKernel::select`] picks the best kernel the CPU supports at run
+//!   time (AVX2+FMA on x86-64, NEON on aarch64) or the portable one.
+//!
+//! Edge cases are part of the contract: `M`, `N` or `K` need not be multiples of anything,
+//! any of them may be 0, and `K = 0` yields the epilogue applied to zeros.
+
+mod epilogue;
+mod kernels;
+mod pack;
+
+pub(crate) use epilogue::{clip, relu};
+pub use epilogue::{EpOp, Epilogue, MAX_EPILOGUE_OPS};
+pub use kernels::{simd_description, MicroKernel};
+pub use pack::{PackedLhs, PackedRhs};
+
+/// Depth of a `K` block: a packed `A` panel of `MR x KC` plus a `B` panel of `KC x NR`
+/// stay in L1 (6x256 + 256x16 floats = 22 KiB for the AVX2 kernel).
+pub const KC: usize = 256;
+
+/// A read-only strided matrix view: element `(i, j)` is `data[i * rs + j * cs]`.
+///
+/// Strides make transposes free (`rs = 1, cs = rows`) and broadcasting cheap (a stride
+/// of 0 repeats a row or column).
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    pub data: &'a [f32],
+    pub rs: usize,
+    pub cs: usize,
+}
+
+/// A writable row-major output view: element `(i, j)` is `data[i * rs + j]`.
+#[derive(Debug)]
+pub struct MatMut<'a> {
+    pub data: &'a mut [f32],
+    pub rs: usize,
+}
+
+/// The left operand (`M x K`).
+#[derive(Clone, Copy, Debug)]
+pub enum Lhs<'a> {
+    /// Packed on the fly, block by block.
+    Strided(MatRef<'a>),
+    /// Packed once (weights).
+    Packed(&'a PackedLhs),
+}
+
+/// The right operand (`K x N`).
+#[derive(Clone, Copy, Debug)]
+pub enum Rhs<'a> {
+    /// Packed on the fly, block by block.
+    Strided(MatRef<'a>),
+    /// Packed once (weights).
+    Packed(&'a PackedRhs),
+}
+
+/// Packing buffers, allocated once (at init) and reused by every call.
+#[derive(Clone, Debug, Default)]
+pub struct GemmScratch {
+    a: Vec<f32>,
+    b: Vec<f32>,
+}
+
+impl GemmScratch {
+    /// Grows the buffers so that an `m x n x k` product with `kernel` needs no allocation.
+    pub fn reserve(&mut self, kernel: &MicroKernel, m: usize, n: usize, k: usize) {
+        let (a, b) = scratch_lens(kernel, m, n, k);
+        if self.a.len() < a {
+            self.a.resize(a, 0.0);
+        }
+        if self.b.len() < b {
+            self.b.resize(b, 0.0);
+        }
+    }
+}
+
+/// Packing buffer lengths (A, B) an `m x n x k` product needs with `kernel`.
+fn scratch_lens(kernel: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
+    let kc = k.min(KC);
+    let mc = kernel.mc().min(m.next_multiple_of(kernel.mr()));
+    let nc = kernel.nc().min(n.next_multiple_of(kernel.nr()));
+    (mc * kc, kc * nc)
+}
+
+/// Computes `C = epilogue(A · B)` for `A: m x k`, `B: k x n`, `C: m x n`.
+///
+/// Epilogue ops index their operands by the row and column of `C` in this call.
+/// Panics if a view is too small for its dimensions or a packed operand was packed for
+/// another kernel or shape: those are bugs of the caller, not bad input.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(
+    kernel: &MicroKernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Lhs<'_>,
+    b: Rhs<'_>,
+    c: MatMut<'_>,
+    epilogue: &Epilogue<'_>,
+    scratch: &mut GemmScratch,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!((m - 1) * c.rs + n <= c.data.len(), "gemm: C view too small");
+    if k == 0 {
+        for i in 0..m {
+            let row = &mut c.data[i * c.rs..i * c.rs + n];
+            row.fill(0.0);
+            epilogue.apply_row(i, 0, row);
+        }
+        return;
+    }
+    check_lhs(kernel, &a, m, k);
+    check_rhs(kernel, &b, k, n);
+    scratch.reserve(kernel, m, n, k);
+    let GemmScratch { a: a_buf, b: b_buf } = scratch;
+    let (mr, nr) = (kernel.mr(), kernel.nr());
+    let (mc, nc) = (kernel.mc(), kernel.nc());
+    let mut c = c;
+    for jc in (0..n).step_by(nc) {
+        let nc_len = nc.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc_len = KC.min(k - pc);
+            let b_block: &[f32] = match b {
+                Rhs::Packed(p) => p.block(pc, jc, kc_len, nc_len),
+                Rhs::Strided(s) => {
+                    let len = kc_len * nc_len.next_multiple_of(nr);
+                    pack::pack_rhs(s, pc, jc, kc_len, nc_len, nr, &mut b_buf[..len]);
+                    &b_buf[..len]
+                }
+            };
+            for ic in (0..m).step_by(mc) {
+                let mc_len = mc.min(m - ic);
+                let a_block: &[f32] = match a {
+                    Lhs::Packed(p) => p.block(pc, ic, kc_len, mc_len),
+                    Lhs::Strided(s) => {
+                        let len = kc_len * mc_len.next_multiple_of(mr);
+                        pack::pack_lhs(s, ic, pc, mc_len, kc_len, mr, &mut a_buf[..len]);
+                        &a_buf[..len]
+                    }
+                };
+                let block = Block {
+                    row0: ic,
+                    col0: jc,
+                    rows: mc_len,
+                    cols: nc_len,
+                    kc: kc_len,
+                    first: pc == 0,
+                    last: pc + kc_len == k,
+                };
+                macro_kernel(kernel, &block, a_block, b_block, &mut c, epilogue);
+            }
+        }
+    }
+}
+
+/// One `MC x NC` block of `C` for one `KC` slice of the sum.
+struct Block {
+    row0: usize,
+    col0: usize,
+    rows: usize,
+    cols: usize,
+    kc: usize,
+    /// The first `KC` slice: the tile overwrites `C` instead of adding to it.
+    first: bool,
+    /// The last `KC` slice: the epilogue runs as the tile is stored.
+    last: bool,
+}
+
+/// Runs the micro-kernel over every tile of a block and stores the tiles.
+fn macro_kernel(
+    kernel: &MicroKernel,
+    block: &Block,
+    a_block: &[f32],
+    b_block: &[f32],
+    c: &mut MatMut<'_>,
+    epilogue: &Epilogue<'_>,
+) {
+    let (mr, nr, kc) = (kernel.mr(), kernel.nr(), block.kc);
+    let mut tile = [0f32; kernels::MAX_TILE];
+    for jr in (0..block.cols).step_by(nr) {
+        let b_panel = &b_block[jr * kc..(jr + nr) * kc];
+        for ir in (0..block.rows).step_by(mr) {
+            let a_panel = &a_block[ir * kc..(ir + mr) * kc];
+            kernel.run(kc, a_panel, b_panel, &mut tile[..mr * nr]);
+            let rows = mr.min(block.rows - ir);
+            let cols = nr.min(block.cols - jr);
+            for i in 0..rows {
+                let row = block.row0 + ir + i;
+                let col = block.col0 + jr;
+                let dst = &mut c.data[row * c.rs + col..row * c.rs + col + cols];
+                let src = &tile[i * nr..i * nr + cols];
+                if block.first {
+                    dst.copy_from_slice(src);
+                } else {
+                    dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
+                }
+                if block.last {
+                    epilogue.apply_row(row, col, dst);
+                }
+            }
+        }
+    }
+}
+
+fn check_lhs(kernel: &MicroKernel, a: &Lhs<'_>, m: usize, k: usize) {
+    match a {
+        Lhs::Strided(s) => assert!(
+            (m - 1) * s.rs + (k - 1) * s.cs < s.data.len(),
+            "gemm: A view too small for {m}x{k}"
+        ),
+        Lhs::Packed(p) => assert!(
+            p.fits(kernel, m, k),
+            "gemm: A was packed for another kernel or shape"
+        ),
+    }
+}
+
+fn check_rhs(kernel: &MicroKernel, b: &Rhs<'_>, k: usize, n: usize) {
+    match b {
+        Rhs::Strided(s) => assert!(
+            (k - 1) * s.rs + (n - 1) * s.cs < s.data.len(),
+            "gemm: B view too small for {k}x{n}"
+        ),
+        Rhs::Packed(p) => assert!(
+            p.fits(kernel, k, n),
+            "gemm: B was packed for another kernel or shape"
+        ),
+    }
+}

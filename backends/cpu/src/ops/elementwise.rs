@@ -1,0 +1,186 @@
+//! Element-wise ops: unary activations, binary arithmetic with numpy broadcasting, Softmax.
+//!
+//! Semantics at the edges follow IEEE and numpy: NaN propagates through every op
+//! (including Relu, Clip and Softmax), division by zero gives ±Inf or NaN.
+
+use super::layout::{broadcast_strides, Strided};
+use super::{Sources, Src};
+use crate::gemm::{clip, relu};
+
+/// A unary activation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Unary {
+    Relu,
+    Clip { min: f32, max: f32 },
+    Sigmoid,
+    Tanh,
+}
+
+impl Unary {
+    fn apply(self, x: f32) -> f32 {
+        match self {
+            Unary::Relu => relu(x),
+            Unary::Clip { min, max } => clip(x, min, max),
+            Unary::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Unary::Tanh => x.tanh(),
+        }
+    }
+}
+
+/// `out = f(x)`.
+#[derive(Clone, Debug)]
+pub(crate) struct UnaryOp {
+    pub x: Src,
+    pub f: Unary,
+}
+
+impl UnaryOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.get(self.x);
+        let f = self.f;
+        match f {
+            // Monomorphized loops so the simple cases vectorize.
+            Unary::Relu => map(x, out, relu),
+            Unary::Clip { min, max } => map(x, out, |v| clip(v, min, max)),
+            _ => map(x, out, |v| f.apply(v)),
+        }
+    }
+}
+
+fn map(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+}
+
+/// A binary arithmetic op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// `out = a (op) b` with numpy broadcasting.
+#[derive(Clone, Debug)]
+pub(crate) struct BinaryOp {
+    op: Binary,
+    a: Src,
+    b: Src,
+    walk: Strided<2>,
+}
+
+impl BinaryOp {
+    pub fn new(
+        op: Binary,
+        a: Src,
+        a_shape: &[usize],
+        b: Src,
+        b_shape: &[usize],
+        out_shape: &[usize],
+    ) -> BinaryOp {
+        let rank = out_shape.len();
+        let (sa, sb) = (
+            broadcast_strides(a_shape, rank),
+            broadcast_strides(b_shape, rank),
+        );
+        let strides: Vec<[usize; 2]> = sa.iter().zip(&sb).map(|(&x, &y)| [x, y]).collect();
+        BinaryOp {
+            op,
+            a,
+            b,
+            walk: Strided::new(out_shape, &strides),
+        }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let (a, b) = (sources.get(self.a), sources.get(self.b));
+        match self.op {
+            Binary::Add => self.apply(a, b, out, |x, y| x + y),
+            Binary::Sub => self.apply(a, b, out, |x, y| x - y),
+            Binary::Mul => self.apply(a, b, out, |x, y| x * y),
+            Binary::Div => self.apply(a, b, out, |x, y| x / y),
+        }
+    }
+
+    fn apply(&self, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Copy) {
+        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+            let dst = &mut out[o..o + len];
+            match (sa, sb) {
+                (1, 1) => dst
+                    .iter_mut()
+                    .zip(&a[ia..ia + len])
+                    .zip(&b[ib..ib + len])
+                    .for_each(|((d, &x), &y)| *d = f(x, y)),
+                (1, 0) => {
+                    let y = b[ib];
+                    dst.iter_mut()
+                        .zip(&a[ia..ia + len])
+                        .for_each(|(d, &x)| *d = f(x, y));
+                }
+                (0, 1) => {
+                    let x = a[ia];
+                    dst.iter_mut()
+                        .zip(&b[ib..ib + len])
+                        .for_each(|(d, &y)| *d = f(x, y));
+                }
+                _ => dst
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(j, d)| *d = f(a[ia + j * sa], b[ib + j * sb])),
+            }
+        });
+    }
+}
+
+/// Softmax along one axis of a tensor seen as `[outer, axis, inner]`.
+#[derive(Clone, Debug)]
+pub(crate) struct SoftmaxOp {
+    x: Src,
+    outer: usize,
+    axis: usize,
+    inner: usize,
+}
+
+impl SoftmaxOp {
+    pub fn new(x: Src, shape: &[usize], axis: usize) -> SoftmaxOp {
+        SoftmaxOp {
+            x,
+            outer: shape[..axis].iter().product(),
+            axis: shape[axis],
+            inner: shape[axis + 1..].iter().product(),
+        }
+    }
+
+    /// `exp(x - max) / sum(exp(x - max))`, the sum in f64. A NaN anywhere on the axis
+    /// makes the whole slice NaN, and so does `+Inf` (as `Inf - Inf` is NaN), as in numpy.
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.get(self.x);
+        let (n, inner) = (self.axis, self.inner);
+        for o in 0..self.outer {
+            for i in 0..inner {
+                let base = o * n * inner + i;
+                let at = |j: usize| base + j * inner;
+                let max = (0..n).map(|j| x[at(j)]).fold(f32::NEG_INFINITY, nan_max);
+                let mut sum = 0f64;
+                for j in 0..n {
+                    let e = (x[at(j)] - max).exp();
+                    out[at(j)] = e;
+                    sum += e as f64;
+                }
+                for j in 0..n {
+                    out[at(j)] = (out[at(j)] as f64 / sum) as f32;
+                }
+            }
+        }
+    }
+}
+
+/// The larger of two values, NaN if either is NaN.
+#[inline]
+pub(crate) fn nan_max(acc: f32, v: f32) -> f32 {
+    if v > acc || v.is_nan() {
+        v
+    } else {
+        acc
+    }
+}

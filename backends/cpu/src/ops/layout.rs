@@ -1,0 +1,166 @@
+//! Data movement: strided iteration (shared by broadcasting and Transpose), Transpose,
+//! Concat and plain copies (Reshape, Flatten).
+
+use super::{Sources, Src};
+
+/// The most dimensions a tensor may have here.
+pub(crate) const MAX_RANK: usize = 6;
+
+/// Row-major strides of `shape`, with 0 for size-1 dimensions, right-aligned to `rank`
+/// dimensions: the strides that read `shape` broadcast to a shape of that rank.
+pub(crate) fn broadcast_strides(shape: &[usize], rank: usize) -> Vec<usize> {
+    let mut strides = vec![0; rank];
+    let mut step = 1;
+    for (i, &d) in shape.iter().enumerate().rev() {
+        let pos = rank - shape.len() + i;
+        strides[pos] = if d == 1 { 0 } else { step };
+        step *= d;
+    }
+    strides
+}
+
+/// An iteration over a contiguous output of shape `dims` reading `N` operands with their
+/// own strides. Dimensions are coalesced at build time, so a broadcast add of a bias
+/// row is one outer loop and one contiguous inner loop.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Strided<const N: usize> {
+    /// Outer dimensions then the innermost one; never empty unless the output is empty.
+    dims: Vec<usize>,
+    strides: Vec<[usize; N]>,
+}
+
+impl<const N: usize> Strided<N> {
+    /// An iteration over `dims` (rank at most [`MAX_RANK`]) with the operands' strides.
+    pub fn new(dims: &[usize], strides: &[[usize; N]]) -> Strided<N> {
+        if dims.contains(&0) {
+            return Strided {
+                dims: Vec::new(),
+                strides: Vec::new(),
+            };
+        }
+        let mut d: Vec<usize> = Vec::new();
+        let mut s: Vec<[usize; N]> = Vec::new();
+        for (&dim, &st) in dims.iter().zip(strides) {
+            if dim == 1 {
+                continue;
+            }
+            match (d.last_mut(), s.last()) {
+                (Some(ld), Some(ls)) if (0..N).all(|o| ls[o] == st[o] * dim) => {
+                    *ld *= dim;
+                    *s.last_mut().expect("same length") = st;
+                }
+                _ => {
+                    d.push(dim);
+                    s.push(st);
+                }
+            }
+        }
+        if d.is_empty() {
+            d.push(1);
+            s.push([0; N]);
+        }
+        Strided {
+            dims: d,
+            strides: s,
+        }
+    }
+
+    /// Calls `f(out_offset, operand_offsets, inner_len, inner_strides)` for each run of the
+    /// innermost dimension, in output order.
+    pub fn for_each_row(&self, mut f: impl FnMut(usize, [usize; N], usize, [usize; N])) {
+        let Some((&inner, outer)) = self.dims.split_last() else {
+            return;
+        };
+        let inner_strides = self.strides[outer.len()];
+        let mut index = [0usize; MAX_RANK];
+        let mut offsets = [0usize; N];
+        let rows: usize = outer.iter().product();
+        for row in 0..rows {
+            f(row * inner, offsets, inner, inner_strides);
+            // Advance the odometer over the outer dimensions.
+            for d in (0..outer.len()).rev() {
+                index[d] += 1;
+                for (o, off) in offsets.iter_mut().enumerate() {
+                    *off += self.strides[d][o];
+                }
+                if index[d] < outer[d] {
+                    break;
+                }
+                for (o, off) in offsets.iter_mut().enumerate() {
+                    *off -= self.strides[d][o] * outer[d];
+                }
+                index[d] = 0;
+            }
+        }
+    }
+}
+
+/// Transpose: a strided gather into a contiguous output.
+#[derive(Clone, Debug)]
+pub(crate) struct TransposeOp {
+    x: Src,
+    walk: Strided<1>,
+}
+
+impl TransposeOp {
+    pub fn new(x: Src, in_shape: &[usize], perm: &[usize]) -> TransposeOp {
+        let mut in_strides = vec![0; in_shape.len()];
+        let mut step = 1;
+        for (s, &d) in in_strides.iter_mut().zip(in_shape).rev() {
+            *s = step;
+            step *= d;
+        }
+        let dims: Vec<usize> = perm.iter().map(|&p| in_shape[p]).collect();
+        let strides: Vec<[usize; 1]> = perm.iter().map(|&p| [in_strides[p]]).collect();
+        TransposeOp {
+            x,
+            walk: Strided::new(&dims, &strides),
+        }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.get(self.x);
+        self.walk.for_each_row(|o, [i], len, [s]| {
+            let dst = &mut out[o..o + len];
+            if s == 1 {
+                dst.copy_from_slice(&x[i..i + len]);
+            } else {
+                dst.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, d)| *d = x[i + j * s]);
+            }
+        });
+    }
+}
+
+/// Concat: for each outer index, each input's contiguous chunk in turn.
+#[derive(Clone, Debug)]
+pub(crate) struct ConcatOp {
+    outer: usize,
+    /// Each input and the length of its chunk (its extent along the axis times the inner size).
+    parts: Vec<(Src, usize)>,
+}
+
+impl ConcatOp {
+    pub fn new(inputs: &[(Src, Vec<usize>)], axis: usize) -> ConcatOp {
+        let outer = inputs
+            .first()
+            .map_or(0, |(_, s)| s[..axis].iter().product());
+        let parts = inputs
+            .iter()
+            .map(|(src, s)| (*src, s[axis..].iter().product()))
+            .collect();
+        ConcatOp { outer, parts }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let mut pos = 0;
+        for o in 0..self.outer {
+            for &(src, chunk) in &self.parts {
+                let x = sources.get(src);
+                out[pos..pos + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
+                pos += chunk;
+            }
+        }
+    }
+}

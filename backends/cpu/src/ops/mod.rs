@@ -1,0 +1,128 @@
+//! Prepared operations: built once at init from a node (and its fused followers), run on
+//! every execute without allocating.
+//!
+//! Each op reads its operands through [`Src`] handles resolved by [`Sources`] (graph
+//! inputs borrowed from the caller, or buffers the executable owns: intermediates and
+//! the constants it had to copy), and writes one output buffer.
+
+pub(crate) mod conv;
+pub(crate) mod elementwise;
+pub(crate) mod layout;
+pub(crate) mod matmul;
+pub(crate) mod pool;
+
+use std::borrow::Cow;
+
+use baton_delegate_api::TensorRef;
+
+use crate::gemm::{EpOp, Epilogue, GemmScratch, MicroKernel};
+
+/// Where an operand's data lives at execute time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// The `n`-th input of the subgraph.
+    Input(usize),
+    /// A buffer owned by the executable.
+    Slot(usize),
+}
+
+/// An operand at build time: constant data to pack or copy, or a run-time source.
+#[derive(Clone, Debug)]
+pub(crate) enum Operand<'c> {
+    /// Borrowed from the constant view, or copied when the view is misaligned.
+    Const(Cow<'c, [f32]>),
+    Runtime(Src),
+}
+
+/// Resolves [`Src`] handles during one execute.
+pub(crate) struct Sources<'a> {
+    /// The subgraph inputs, already checked to be aligned f32 data of the right length.
+    pub inputs: &'a [TensorRef<'a>],
+    pub slots: &'a [Vec<f32>],
+}
+
+impl<'a> Sources<'a> {
+    /// The data behind `src`.
+    pub fn get(&self, src: Src) -> &'a [f32] {
+        match src {
+            Src::Input(i) => f32_view(self.inputs[i].data).unwrap_or(&[]),
+            Src::Slot(s) => &self.slots[s],
+        }
+    }
+}
+
+/// Views bytes as f32 when aligned (an empty view is always fine, whatever its pointer).
+pub(crate) fn f32_view(bytes: &[u8]) -> Option<&[f32]> {
+    if bytes.is_empty() {
+        return Some(&[]);
+    }
+    bytemuck::try_cast_slice(bytes).ok()
+}
+
+/// Mutable counterpart of [`f32_view`].
+pub(crate) fn f32_view_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
+    if bytes.is_empty() {
+        return Some(&mut []);
+    }
+    bytemuck::try_cast_slice_mut(bytes).ok()
+}
+
+/// Mutable state shared by the ops of one executable: the kernel and scratch buffers,
+/// sized at init for the largest op.
+#[derive(Debug)]
+pub(crate) struct RunCtx {
+    pub kernel: &'static MicroKernel,
+    pub gemm: GemmScratch,
+    pub im2col: Vec<f32>,
+}
+
+/// An epilogue op whose operand is resolved at execute time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum EpOpSpec {
+    Scale(f32),
+    Add {
+        src: Src,
+        rs: usize,
+        cs: usize,
+        scale: f32,
+    },
+    Relu,
+    Clip {
+        min: f32,
+        max: f32,
+    },
+}
+
+/// The epilogue of a GEMM-based op, as planned at init.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct EpilogueSpec {
+    pub ops: Vec<EpOpSpec>,
+}
+
+impl EpilogueSpec {
+    /// The epilogue with operands resolved for this execute.
+    pub fn resolve<'a>(&self, sources: &Sources<'a>) -> Epilogue<'a> {
+        let mut e = Epilogue::new();
+        for op in &self.ops {
+            e.push(match *op {
+                EpOpSpec::Scale(s) => EpOp::Scale(s),
+                EpOpSpec::Add { src, rs, cs, scale } => EpOp::Add {
+                    data: sources.get(src),
+                    rs,
+                    cs,
+                    scale,
+                },
+                EpOpSpec::Relu => EpOp::Relu,
+                EpOpSpec::Clip { min, max } => EpOp::Clip { min, max },
+            });
+        }
+        e
+    }
+
+    /// Whether every add reads the same operand row for all rows of the output.
+    pub fn rows_uniform(&self) -> bool {
+        self.ops
+            .iter()
+            .all(|op| !matches!(op, EpOpSpec::Add { rs, .. } if *rs != 0))
+    }
+}

@@ -1,0 +1,402 @@
+//! What this delegate claims, node by node, and why it declines the rest.
+//!
+//! Claiming a node is a promise to match the reference executor on every input, including
+//! empty tensors, NaN and infinities; so every case whose meaning is unclear or not
+//! implemented is declined with a reason code and a message naming the thing at fault.
+
+use baton_delegate_api::abi::reason;
+use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
+use baton_delegate_api::shape::{infer_static, PoolGeometry};
+use baton_delegate_api::{Constants, Support};
+
+use crate::ops::layout::MAX_RANK;
+
+/// The largest stride, dilation, pad or axis value accepted.
+const MAX_EXTENT: u64 = 1 << 31;
+
+/// Checks one node of `graph`.
+pub(crate) fn check_node(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Support {
+    match check(graph, node, consts) {
+        Ok(()) => Support::Yes,
+        Err(no) => no,
+    }
+}
+
+/// The bounds of a Clip node, from its attributes or constant inputs (ONNX defaults:
+/// the lowest and highest finite f32).
+pub(crate) fn clip_bounds(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<(f32, f32), Support> {
+    let has_attr = node.attrs.contains_key("min") || node.attrs.contains_key("max");
+    if has_attr && node.inputs.len() > 1 {
+        return Err(Support::no(
+            reason::ATTRIBUTE,
+            "Clip bounds given both as attributes and as inputs",
+        ));
+    }
+    let bound = |i: usize, attr: &str, default: f32| -> Result<f32, Support> {
+        let v = match node.inputs.get(i) {
+            None => node.attr_float(attr, default),
+            Some(&t) => {
+                let decl = &graph.tensors[t];
+                let bytes = consts.bytes(t).filter(|_| decl.is_const());
+                let Some(bytes) = bytes else {
+                    return Err(Support::no(
+                        reason::NOT_CONSTANT,
+                        format!(
+                            "Clip {attr} '{}' is computed at run time; \
+                             only constant bounds are supported",
+                            decl.name
+                        ),
+                    ));
+                };
+                match bytemuck::pod_collect_to_vec::<u8, f32>(bytes)[..] {
+                    [v] => v,
+                    _ => {
+                        return Err(Support::no(
+                            reason::SHAPE,
+                            format!("Clip {attr} '{}' must hold exactly one value", decl.name),
+                        ))
+                    }
+                }
+            }
+        };
+        if v.is_nan() {
+            return Err(Support::no(
+                reason::ATTRIBUTE,
+                format!("Clip {attr} is NaN"),
+            ));
+        }
+        Ok(v)
+    };
+    Ok((bound(1, "min", f32::MIN)?, bound(2, "max", f32::MAX)?))
+}
+
+/// The kinds of attribute values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Int,
+    /// A float (an integer value is accepted too).
+    Float,
+    Ints,
+    Str,
+}
+
+/// The attributes each op may carry here, with their kinds.
+fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
+    use Kind::*;
+    const WINDOW: &[(&str, Kind)] = &[
+        ("auto_pad", Str),
+        ("ceil_mode", Int),
+        ("count_include_pad", Int),
+        ("dilations", Ints),
+        ("kernel_shape", Ints),
+        ("pads", Ints),
+        ("storage_order", Int),
+        ("strides", Ints),
+    ];
+    match op {
+        OpKind::Gemm => &[
+            ("alpha", Float),
+            ("beta", Float),
+            ("transA", Int),
+            ("transB", Int),
+        ],
+        OpKind::Conv => &[
+            ("auto_pad", Str),
+            ("dilations", Ints),
+            ("group", Int),
+            ("kernel_shape", Ints),
+            ("pads", Ints),
+            ("strides", Ints),
+        ],
+        OpKind::MaxPool => WINDOW,
+        OpKind::AveragePool => WINDOW,
+        OpKind::Clip => &[("min", Float), ("max", Float)],
+        OpKind::Softmax | OpKind::Concat | OpKind::Flatten => &[("axis", Int)],
+        OpKind::Reshape => &[("allowzero", Int), ("shape", Ints)],
+        OpKind::Transpose => &[("perm", Ints)],
+        _ => &[],
+    }
+}
+
+fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
+    check_attributes(node)?;
+    check_arity(node)?;
+    let shapes = check_tensors(graph, node)?;
+    check_op(graph, node, &shapes, consts)?;
+    let shape_operand = |i: usize| {
+        let t = *node.inputs.get(i)?;
+        consts.bytes(t)?;
+        consts.i64s(t)
+    };
+    let inferred = infer_static(node, &shapes, shape_operand).map_err(|e| shape_no(node, e))?;
+    let declared = graph.tensors[node.outputs[0]].static_shape();
+    if declared.as_deref() != Some(&inferred[..]) {
+        return Err(shape_no(
+            node,
+            format!("declared output shape {declared:?} differs from the inferred {inferred:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn shape_no(node: &Node, message: String) -> Support {
+    Support::no(reason::SHAPE, format!("{}: {message}", node.op))
+}
+
+fn check_attributes(node: &Node) -> Result<(), Support> {
+    let known = known_attributes(node.op);
+    for (name, value) in &node.attrs {
+        let Some(&(_, kind)) = known.iter().find(|(n, _)| n == name) else {
+            return Err(Support::no(
+                reason::ATTRIBUTE,
+                format!("{} attribute '{name}' is not supported", node.op),
+            ));
+        };
+        let fits = matches!(
+            (kind, value),
+            (Kind::Int, Attr::Int(_))
+                | (Kind::Float, Attr::Float(_) | Attr::Int(_))
+                | (Kind::Ints, Attr::Ints(_))
+                | (Kind::Str, Attr::Str(_))
+        );
+        if !fits {
+            return Err(Support::no(
+                reason::ATTRIBUTE,
+                format!(
+                    "{} attribute '{name}' has the wrong type ({value:?})",
+                    node.op
+                ),
+            ));
+        }
+        // Window arithmetic (kernel x dilation + pads) must not overflow.
+        if let Attr::Ints(v) = value {
+            if v.iter().any(|x| x.unsigned_abs() > MAX_EXTENT) {
+                return Err(Support::no(
+                    reason::ATTRIBUTE,
+                    format!("{} attribute '{name}' = {v:?} is out of range", node.op),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_arity(node: &Node) -> Result<(), Support> {
+    let (min, max) = match node.op {
+        OpKind::Gemm | OpKind::Conv => (2, 3),
+        OpKind::MatMul | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => (2, 2),
+        OpKind::Clip => (1, 3),
+        OpKind::Reshape => (1, 2),
+        OpKind::Concat => (1, usize::MAX),
+        _ => (1, 1),
+    };
+    let n = node.inputs.len();
+    if n < min || n > max {
+        return Err(Support::no(
+            reason::OTHER,
+            format!("{} with {n} inputs is not supported", node.op),
+        ));
+    }
+    if node.outputs.len() != 1 {
+        return Err(Support::no(
+            reason::OTHER,
+            format!(
+                "{} with {} outputs is not supported (only the first output of an op is)",
+                node.op,
+                node.outputs.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks dtypes, static shapes, ranks and sizes of every operand; returns input shapes.
+fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support> {
+    let mut shapes = Vec::with_capacity(node.inputs.len());
+    let tensors = node.inputs.iter().enumerate().map(|(i, &t)| (Some(i), t));
+    for (pos, t) in tensors.chain(node.outputs.iter().map(|&t| (None, t))) {
+        let decl = &graph.tensors[t];
+        let expected = if node.op == OpKind::Reshape && pos == Some(1) {
+            DType::I64
+        } else {
+            DType::F32
+        };
+        if decl.dtype != expected {
+            return Err(Support::no(
+                reason::DTYPE,
+                format!(
+                    "{}: tensor '{}' is {}; the CPU delegate handles {expected} here",
+                    node.op, decl.name, decl.dtype
+                ),
+            ));
+        }
+        let Some(shape) = decl.static_shape() else {
+            return Err(Support::no(
+                reason::SHAPE,
+                format!(
+                    "{}: tensor '{}' has a symbolic dimension {}",
+                    node.op,
+                    decl.name,
+                    baton_delegate_api::ir::shape_string(&decl.shape)
+                ),
+            ));
+        };
+        if shape.len() > MAX_RANK {
+            return Err(Support::no(
+                reason::SHAPE,
+                format!(
+                    "{}: tensor '{}' has rank {} (at most {MAX_RANK} supported)",
+                    node.op,
+                    decl.name,
+                    shape.len()
+                ),
+            ));
+        }
+        let bytes = shape
+            .iter()
+            .try_fold(decl.dtype.size(), |a, &d| a.checked_mul(d))
+            .filter(|&b| b <= isize::MAX as usize);
+        if bytes.is_none() {
+            return Err(Support::no(
+                reason::RESOURCE,
+                format!(
+                    "{}: tensor '{}' of shape {shape:?} is too large",
+                    node.op, decl.name
+                ),
+            ));
+        }
+        if pos.is_some() {
+            shapes.push(shape);
+        }
+    }
+    Ok(shapes)
+}
+
+/// Op-specific limits, checked before shape inference (which assumes sane operands).
+fn check_op(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let x = &shapes[0];
+    match node.op {
+        OpKind::Conv => {
+            let w = &shapes[1];
+            if w.len() < 3 || w[2..].contains(&0) {
+                return Err(shape_no(
+                    node,
+                    format!("weight shape {w:?} has an empty kernel"),
+                ));
+            }
+            let same = node.attr_str("auto_pad", "NOTSET").starts_with("SAME");
+            if same && x.len() > 2 && x[2..].contains(&0) {
+                return Err(shape_no(
+                    node,
+                    format!("auto_pad SAME on empty input {x:?}"),
+                ));
+            }
+        }
+        OpKind::MaxPool | OpKind::AveragePool => check_pool(node, x)?,
+        OpKind::GlobalAveragePool if x.len() >= 3 && x[2..].contains(&0) => {
+            return Err(shape_no(
+                node,
+                format!("the mean of an empty spatial extent ({x:?}) is undefined"),
+            ));
+        }
+        OpKind::Clip => {
+            clip_bounds(graph, node, consts)?;
+        }
+        OpKind::Reshape => {
+            let by_attr = node.attrs.contains_key("shape");
+            match (by_attr, node.inputs.get(1)) {
+                (true, Some(_)) => {
+                    return Err(Support::no(
+                        reason::ATTRIBUTE,
+                        "Reshape target given both as the 'shape' attribute and as an input",
+                    ))
+                }
+                (false, None) => {
+                    return Err(Support::no(reason::OTHER, "Reshape without a target shape"))
+                }
+                (false, Some(&t)) if consts.bytes(t).is_none() => {
+                    return Err(Support::no(
+                        reason::NOT_CONSTANT,
+                        "Reshape target shape is computed at run time; \
+                         only constant shapes are supported",
+                    ))
+                }
+                (false, Some(&t)) => {
+                    let values = consts.i64s(t).unwrap_or_default();
+                    if shapes[1].len() != 1 || values.len() != shapes[1][0] {
+                        return Err(shape_no(
+                            node,
+                            format!("target shape operand {:?} is not a 1-D list", shapes[1]),
+                        ));
+                    }
+                }
+                (true, None) => {}
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
+    if !(3..=5).contains(&x.len()) {
+        return Err(shape_no(
+            node,
+            format!("input {x:?}: 1 to 3 spatial axes supported"),
+        ));
+    }
+    if x[2..].contains(&0) {
+        return Err(shape_no(
+            node,
+            format!("empty spatial extent in input {x:?}"),
+        ));
+    }
+    if node
+        .attr_ints("dilations")
+        .is_some_and(|d| d.iter().any(|&v| v != 1))
+    {
+        return Err(Support::no(
+            reason::ATTRIBUTE,
+            format!(
+                "{} attribute 'dilations' other than 1 is not supported",
+                node.op
+            ),
+        ));
+    }
+    if node.attr_int("storage_order", 0) != 0 {
+        return Err(Support::no(
+            reason::ATTRIBUTE,
+            "MaxPool attribute 'storage_order' = 1 is not supported",
+        ));
+    }
+    let ceil = node.attr_int("ceil_mode", 0) != 0;
+    if node.op == OpKind::AveragePool && ceil && node.attr_int("count_include_pad", 0) != 0 {
+        return Err(Support::no(
+            reason::ATTRIBUTE,
+            "AveragePool with both 'ceil_mode' and 'count_include_pad' is not supported",
+        ));
+    }
+    let geom = PoolGeometry::new(node, x).map_err(|e| shape_no(node, e))?;
+    let w = &geom.window;
+    let too_wide =
+        (0..w.kernel.len()).any(|i| w.pad_begin[i] >= w.kernel[i] || w.pad_end[i] >= w.kernel[i]);
+    if too_wide {
+        return Err(Support::no(
+            reason::ATTRIBUTE,
+            format!(
+                "{}: pads {:?}/{:?} as large as the kernel {:?} are not supported",
+                node.op, w.pad_begin, w.pad_end, w.kernel
+            ),
+        ));
+    }
+    Ok(())
+}

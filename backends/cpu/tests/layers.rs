@@ -1,0 +1,506 @@
+//! Pooling, layout ops, MatMul, Gemm and fused chains against naive implementations
+//! written here, through the delegate lifecycle, with SIMD and portable kernels.
+
+mod common;
+
+use baton_delegate_api::ir::{Attr, OpKind};
+use common::case::{indices, offset, Case};
+use common::wide;
+
+/// A pooling case: kernel, strides, pads (begin..., end...), ceil mode, include pad.
+struct Pool<'a> {
+    kernel: &'a [usize],
+    strides: &'a [usize],
+    pads: &'a [usize],
+    ceil: bool,
+    include_pad: bool,
+}
+
+fn pool_naive(max: bool, x: &[f32], shape: &[usize], p: &Pool<'_>, out: &[usize]) -> Vec<f64> {
+    let sp = shape.len() - 2;
+    indices(out)
+        .iter()
+        .map(|o| {
+            let (mut best, mut sum, mut count) = (f64::NEG_INFINITY, 0f64, 0usize);
+            for k in indices(p.kernel) {
+                let pos: Vec<isize> = (0..sp)
+                    .map(|d| (o[2 + d] * p.strides[d] + k[d]) as isize - p.pads[d] as isize)
+                    .collect();
+                if pos
+                    .iter()
+                    .zip(&shape[2..])
+                    .any(|(&q, &n)| q < 0 || q >= n as isize)
+                {
+                    continue;
+                }
+                let mut idx = vec![o[0], o[1]];
+                idx.extend(pos.iter().map(|&q| q as usize));
+                let v = x[offset(shape, &idx)] as f64;
+                best = if best.is_nan() || v.is_nan() {
+                    f64::NAN
+                } else {
+                    best.max(v)
+                };
+                sum += v;
+                count += 1;
+            }
+            if max {
+                best
+            } else if p.include_pad {
+                sum / p.kernel.iter().product::<usize>() as f64
+            } else {
+                sum / count as f64
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn max_and_average_pooling() {
+    let ints = |v: &[usize]| Attr::Ints(v.iter().map(|&x| x as i64).collect());
+    let cases: &[(&[usize], Pool<'_>)] = &[
+        (
+            &[1, 2, 6, 7],
+            Pool {
+                kernel: &[2, 2],
+                strides: &[2, 2],
+                pads: &[0, 0, 0, 0],
+                ceil: false,
+                include_pad: false,
+            },
+        ),
+        (
+            &[2, 3, 7, 5],
+            Pool {
+                kernel: &[3, 3],
+                strides: &[2, 1],
+                pads: &[1, 1, 1, 1],
+                ceil: false,
+                include_pad: false,
+            },
+        ),
+        (
+            &[2, 3, 7, 5],
+            Pool {
+                kernel: &[3, 3],
+                strides: &[2, 1],
+                pads: &[1, 2, 2, 0],
+                ceil: false,
+                include_pad: true,
+            },
+        ),
+        (
+            &[1, 2, 7, 8],
+            Pool {
+                kernel: &[2, 3],
+                strides: &[2, 2],
+                pads: &[0, 1, 0, 0],
+                ceil: true,
+                include_pad: false,
+            },
+        ),
+        (
+            &[1, 3, 11],
+            Pool {
+                kernel: &[4],
+                strides: &[3],
+                pads: &[1, 2],
+                ceil: true,
+                include_pad: false,
+            },
+        ),
+        (
+            &[1, 2, 4, 5, 6],
+            Pool {
+                kernel: &[2, 2, 3],
+                strides: &[1, 2, 2],
+                pads: &[1, 0, 1, 0, 1, 1],
+                ceil: false,
+                include_pad: false,
+            },
+        ),
+        (
+            &[0, 2, 4, 4],
+            Pool {
+                kernel: &[2, 2],
+                strides: &[1, 1],
+                pads: &[0, 0, 0, 0],
+                ceil: false,
+                include_pad: false,
+            },
+        ),
+        (
+            &[1, 1, 1, 1],
+            Pool {
+                kernel: &[1, 1],
+                strides: &[1, 1],
+                pads: &[0, 0, 0, 0],
+                ceil: false,
+                include_pad: false,
+            },
+        ),
+    ];
+    for (i, (shape, p)) in cases.iter().enumerate() {
+        for max in [true, false] {
+            let mut c = Case::new(i as u64);
+            let n: usize = shape.iter().product();
+            let mut v: Vec<f32> = c.rng.vec(n).into_iter().map(|x| x * 1e30).collect();
+            if max && n > 5 {
+                v[n / 2] = f32::NAN;
+            }
+            let (x, xv) = c.input_values(shape, v);
+            let mut attrs = vec![
+                ("kernel_shape", ints(p.kernel)),
+                ("strides", ints(p.strides)),
+                ("pads", ints(p.pads)),
+                ("ceil_mode", Attr::Int(p.ceil as i64)),
+            ];
+            let op = if max {
+                OpKind::MaxPool
+            } else {
+                attrs.push(("count_include_pad", Attr::Int(p.include_pad as i64)));
+                OpKind::AveragePool
+            };
+            let y = c.node(op, &[x], &attrs);
+            let done = c.finish(&[y]);
+            let want = pool_naive(max, &xv, shape, p, &done.shape(y));
+            done.check(&[want], 1e-5, &format!("{op} case {i}"));
+        }
+    }
+}
+
+#[test]
+fn global_average_pool_reshape_flatten() {
+    let mut c = Case::new(5);
+    let shape = [2, 3, 4, 5];
+    let mut v = c.rng.vec(120);
+    v[7] = 3e38;
+    v[8] = 3e38;
+    let (x, xv) = c.input_values(&shape, v);
+    let gap = c.node(OpKind::GlobalAveragePool, &[x], &[]);
+    let want_gap: Vec<f64> = (0..6)
+        .map(|p| {
+            xv[p * 20..(p + 1) * 20]
+                .iter()
+                .map(|&v| v as f64)
+                .sum::<f64>()
+                / 20.0
+        })
+        .collect();
+    let shape_t = c.g.constant_i64("target", &[3], &[0, -1, 2]);
+    let r = c.node(OpKind::Reshape, &[x, shape_t], &[]);
+    let r2 = c.node(OpKind::Reshape, &[x], &[("shape", Attr::Ints(vec![4, 30]))]);
+    let f = c.node(OpKind::Flatten, &[x], &[("axis", Attr::Int(2))]);
+    let f0 = c.node(OpKind::Flatten, &[x], &[("axis", Attr::Int(0))]);
+    let all = wide(&xv);
+    c.check(
+        &[gap, r, r2, f, f0],
+        &[want_gap, all.clone(), all.clone(), all.clone(), all],
+        1e-5,
+        "gap/reshape/flatten",
+    );
+}
+
+#[test]
+fn transpose_and_concat() {
+    let shape = [2, 3, 4, 5];
+    let perms: &[Option<&[i64]>] = &[
+        None,
+        Some(&[0, 2, 3, 1]),
+        Some(&[3, 1, 0, 2]),
+        Some(&[0, 1, 3, 2]),
+        Some(&[0, 1, 2, 3]),
+    ];
+    for (i, perm) in perms.iter().enumerate() {
+        let mut c = Case::new(i as u64);
+        let (x, xv) = c.input(&shape, 1.0);
+        let attrs: Vec<(&str, Attr)> = perm
+            .iter()
+            .map(|p| ("perm", Attr::Ints(p.to_vec())))
+            .collect();
+        let y = c.node(OpKind::Transpose, &[x], &attrs);
+        let p: Vec<usize> = match perm {
+            Some(p) => p.iter().map(|&a| a as usize).collect(),
+            None => vec![3, 2, 1, 0],
+        };
+        let out: Vec<usize> = p.iter().map(|&a| shape[a]).collect();
+        let want: Vec<f64> = indices(&out)
+            .iter()
+            .map(|o| {
+                let mut idx = vec![0; 4];
+                for (d, &a) in p.iter().enumerate() {
+                    idx[a] = o[d];
+                }
+                xv[offset(&shape, &idx)] as f64
+            })
+            .collect();
+        c.check(&[y], &[want], 0.0, &format!("perm {perm:?}"));
+    }
+    for axis in [-3i64, 0, 1, 2] {
+        let a = if axis < 0 { axis + 3 } else { axis } as usize;
+        let shapes: Vec<Vec<usize>> = (0..3)
+            .map(|i| {
+                let mut s = vec![2, 3, 4];
+                s[a] = [1, 0, 3][i];
+                s
+            })
+            .collect();
+        let mut c = Case::new(a as u64);
+        let (x0, v0) = c.input(&shapes[0], 1.0);
+        let (x1, v1) = c.input(&shapes[1], 1.0);
+        let (x2, v2) = c.constant(&shapes[2]);
+        let y = c.node(
+            OpKind::Concat,
+            &[x0, x1, x2, x0],
+            &[("axis", Attr::Int(axis))],
+        );
+        let done = c.finish(&[y]);
+        let out = done.shape(y);
+        let parts = [
+            (&shapes[0], &v0),
+            (&shapes[1], &v1),
+            (&shapes[2], &v2),
+            (&shapes[0], &v0),
+        ];
+        let want: Vec<f64> = indices(&out)
+            .iter()
+            .map(|o| {
+                let mut pos = o[a];
+                for (s, v) in parts {
+                    if pos < s[a] {
+                        let mut idx = o.clone();
+                        idx[a] = pos;
+                        return v[offset(s, &idx)] as f64;
+                    }
+                    pos -= s[a];
+                }
+                unreachable!("index inside the output")
+            })
+            .collect();
+        done.check(&[want], 0.0, &format!("concat axis {axis}"));
+    }
+}
+
+/// numpy matmul, in f64.
+fn matmul_naive(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize]) -> Vec<f64> {
+    let a2: Vec<usize> = if sa.len() == 1 {
+        vec![1, sa[0]]
+    } else {
+        sa.to_vec()
+    };
+    let b2: Vec<usize> = if sb.len() == 1 {
+        vec![sb[0], 1]
+    } else {
+        sb.to_vec()
+    };
+    let (m, k, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
+    let (ab, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+    let rank = ab.len().max(bb.len());
+    let batch: Vec<usize> = (0..rank)
+        .map(|i| {
+            let get = |s: &[usize]| {
+                if i + s.len() >= rank {
+                    s[i + s.len() - rank]
+                } else {
+                    1
+                }
+            };
+            get(ab).max(get(bb))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for bi in indices(&batch) {
+        let (oa, ob) = (offset(ab, &bi) * m * k, offset(bb, &bi) * k * n);
+        for i in 0..m {
+            for j in 0..n {
+                out.push(
+                    (0..k)
+                        .map(|p| a[oa + i * k + p] as f64 * b[ob + p * n + j] as f64)
+                        .sum(),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_batched_broadcast_and_vectors() {
+    let shapes: &[(&[usize], &[usize])] = &[
+        (&[3, 4], &[4, 5]),
+        (&[2, 3, 4], &[4, 5]),
+        (&[2, 3, 4], &[2, 4, 5]),
+        (&[2, 1, 3, 4], &[3, 4, 5]),
+        (&[3, 4], &[2, 4, 5]),
+        (&[4], &[4, 5]),
+        (&[2, 3, 4], &[4]),
+        (&[4], &[4]),
+        (&[2, 0, 4], &[4, 3]),
+        (&[2, 3, 0], &[0, 3]),
+        (&[17, 33], &[33, 65]),
+    ];
+    for (i, &(sa, sb)) in shapes.iter().enumerate() {
+        for const_b in [true, false] {
+            let mut c = Case::new(i as u64);
+            let (a, av) = c.input(sa, 1.0);
+            let (b, bv) = if const_b {
+                c.constant(sb)
+            } else {
+                c.input(sb, 1.0)
+            };
+            let y = c.node(OpKind::MatMul, &[a, b], &[]);
+            let want = matmul_naive(&av, sa, &bv, sb);
+            c.check(
+                &[y],
+                &[want],
+                1e-5,
+                &format!("{sa:?} x {sb:?} const_b={const_b}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn gemm_attributes() {
+    for (i, (ta, tb, alpha, beta, c_shape)) in [
+        (0, 0, 1.0, 1.0, Some(vec![5])),
+        (1, 0, 0.5, 2.0, Some(vec![3, 5])),
+        (0, 1, -1.0, 0.0, Some(vec![3, 1])),
+        (1, 1, 2.0, -1.0, Some(vec![1, 5])),
+        (1, 1, 1.0, 1.0, Some(vec![])),
+        (0, 0, 1.5, 1.0, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for const_b in [true, false] {
+            let (m, k, n) = (3, 4, 5);
+            let mut c = Case::new(i as u64);
+            let sa = if ta == 1 { vec![k, m] } else { vec![m, k] };
+            let sb = if tb == 1 { vec![n, k] } else { vec![k, n] };
+            let (a, av) = c.input(&sa, 1.0);
+            let (b, bv) = if const_b {
+                c.constant(&sb)
+            } else {
+                c.input(&sb, 1.0)
+            };
+            let mut ins = vec![a, b];
+            let mut cv = vec![];
+            if let Some(s) = &c_shape {
+                let (ct, v) = c.input(s, 1.0);
+                ins.push(ct);
+                cv = v;
+            }
+            let attrs = [
+                ("transA", Attr::Int(ta)),
+                ("transB", Attr::Int(tb)),
+                ("alpha", Attr::Float(alpha)),
+                ("beta", Attr::Float(beta)),
+            ];
+            let y = c.node(OpKind::Gemm, &ins, &attrs);
+            let mut want = vec![0f64; m * n];
+            for r in 0..m {
+                for col in 0..n {
+                    let dot: f64 = (0..k)
+                        .map(|p| {
+                            let x = if ta == 1 {
+                                av[p * m + r]
+                            } else {
+                                av[r * k + p]
+                            };
+                            let w = if tb == 1 {
+                                bv[col * k + p]
+                            } else {
+                                bv[p * n + col]
+                            };
+                            x as f64 * w as f64
+                        })
+                        .sum();
+                    let cval = c_shape
+                        .as_ref()
+                        .map_or(0.0, |s| cv[offset(s, &[r, col])] as f64);
+                    want[r * n + col] = alpha as f64 * dot + beta as f64 * cval;
+                }
+            }
+            c.check(
+                &[y],
+                &[want],
+                1e-5,
+                &format!("gemm case {i} const_b={const_b}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn fused_chains_match_unfused_semantics() {
+    // MatMul → Add(const [N]) → Clip, batched (folded into one GEMM).
+    let mut c = Case::new(1);
+    let (a, av) = c.input(&[2, 3, 4], 1.0);
+    let (b, bv) = c.constant(&[4, 5]);
+    let (bias, biasv) = c.constant(&[5]);
+    let mm = c.node(OpKind::MatMul, &[a, b], &[]);
+    let add = c.node(OpKind::Add, &[bias, mm], &[]);
+    let clip = c.node(
+        OpKind::Clip,
+        &[add],
+        &[("min", Attr::Float(-0.5)), ("max", Attr::Float(0.5))],
+    );
+    let want: Vec<f64> = matmul_naive(&av, &[2, 3, 4], &bv, &[4, 5])
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v + biasv[i % 5] as f64).clamp(-0.5, 0.5))
+        .collect();
+    c.check(&[clip], &[want], 1e-5, "matmul+add+clip");
+
+    // MatMul → Add(const [M, N]) → Relu, batched (per-row operand: not folded).
+    let mut c = Case::new(2);
+    let (a, av) = c.input(&[2, 3, 4], 1.0);
+    let (b, bv) = c.input(&[4, 5], 1.0);
+    let (res, resv) = c.constant(&[3, 5]);
+    let mm = c.node(OpKind::MatMul, &[a, b], &[]);
+    let add = c.node(OpKind::Add, &[mm, res], &[]);
+    let relu = c.node(OpKind::Relu, &[add], &[]);
+    let want: Vec<f64> = matmul_naive(&av, &[2, 3, 4], &bv, &[4, 5])
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v + resv[i % 15] as f64).max(0.0))
+        .collect();
+    c.check(&[relu], &[want], 1e-5, "matmul+residual+relu");
+
+    // Conv → Add(const [C, 1, 1]) → Clip; the Add's output is also a subgraph output, so
+    // only Conv+Add fuse and the Clip runs alone.
+    let mut c = Case::new(3);
+    let (x, xv) = c.input(&[1, 2, 3, 3], 1.0);
+    let (w, wv) = c.constant(&[4, 2, 1, 1]);
+    let (cb, cbv) = c.constant(&[4, 1, 1]);
+    let conv = c.node(OpKind::Conv, &[x, w], &[]);
+    let add = c.node(OpKind::Add, &[conv, cb], &[]);
+    let clip = c.node(
+        OpKind::Clip,
+        &[add],
+        &[("min", Attr::Float(0.0)), ("max", Attr::Float(0.3))],
+    );
+    let added: Vec<f64> = (0..36)
+        .map(|i| {
+            let (oc, p) = (i / 9, i % 9);
+            (0..2)
+                .map(|ci| xv[ci * 9 + p] as f64 * wv[oc * 2 + ci] as f64)
+                .sum::<f64>()
+                + cbv[oc] as f64
+        })
+        .collect();
+    let clipped = added.iter().map(|v| v.clamp(0.0, 0.3)).collect();
+    c.check(&[clip, add], &[clipped, added], 1e-5, "conv+add, clip");
+
+    // Gemm → Relu where the Gemm output is read twice: nothing fuses.
+    let mut c = Case::new(4);
+    let (a, av) = c.input(&[2, 3], 1.0);
+    let (b, bv) = c.constant(&[3, 2]);
+    let g = c.node(OpKind::Gemm, &[a, b], &[]);
+    let relu = c.node(OpKind::Relu, &[g], &[]);
+    let sum = c.node(OpKind::Add, &[g, relu], &[]);
+    let mm = matmul_naive(&av, &[2, 3], &bv, &[3, 2]);
+    let want = mm.iter().map(|v| v + v.max(0.0)).collect();
+    c.check(&[sum], &[want], 1e-5, "shared intermediate");
+}

@@ -1,0 +1,97 @@
+//! `execute` allocates nothing: every buffer is made at init. Counted with a global
+//! allocator that tallies the allocations of the calling thread while armed. This binary
+//! holds one test so that nothing else runs beside it.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
+use common::{delegate, views, Hosted, Rng};
+
+struct Counting;
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    static COUNT: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; the bookkeeping touches only const-initialised
+// thread-locals, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if ARMED.with(Cell::get) {
+            COUNT.with(|c| c.set(c.get() + 1));
+        }
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[test]
+fn execute_allocates_nothing() {
+    let mut rng = Rng::new(9);
+    let mut g = GraphBuilder::new("many");
+    let x = g.input_fixed("x", DType::F32, &[1, 3, 9, 9]);
+    let w = g.constant_f32("w", &[8, 3, 3, 3], &rng.vec(216));
+    let b = g.constant_f32("b", &[8], &rng.vec(8));
+    let conv = g
+        .node(
+            OpKind::Conv,
+            &[x, w, b],
+            &[("pads", Attr::Ints(vec![1; 4]))],
+        )
+        .unwrap();
+    let relu = g.node(OpKind::Relu, &[conv], &[]).unwrap();
+    let dw_w = g.constant_f32("dw", &[8, 1, 3, 3], &rng.vec(72));
+    let dw = g
+        .node(OpKind::Conv, &[relu, dw_w], &[("group", Attr::Int(8))])
+        .unwrap();
+    let k = ("kernel_shape", Attr::Ints(vec![2, 2]));
+    let pool = g
+        .node(OpKind::MaxPool, &[dw], std::slice::from_ref(&k))
+        .unwrap();
+    let avg = g.node(OpKind::AveragePool, &[dw], &[k]).unwrap();
+    let cat = g
+        .node(OpKind::Concat, &[pool, avg], &[("axis", Attr::Int(1))])
+        .unwrap();
+    let t = g.node(OpKind::Transpose, &[cat], &[]).unwrap();
+    let flat = g.node(OpKind::Flatten, &[t], &[]).unwrap();
+    let sm = g.node(OpKind::Softmax, &[flat], &[]).unwrap();
+    let flat_t = g.node(OpKind::Transpose, &[flat], &[]).unwrap();
+    let mm = g.node(OpKind::MatMul, &[sm, flat_t], &[]).unwrap();
+    let y = g.node(OpKind::Sigmoid, &[mm], &[]).unwrap();
+    let z = g.node(OpKind::Mul, &[y, y], &[]).unwrap();
+    g.output(z);
+    let graph = g.finish().unwrap();
+
+    let d = delegate(true);
+    let h = Hosted::new(&graph);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let input = Tensor::from_f32(&[1, 3, 9, 9], &rng.vec(243));
+    let out_shape = h.graph.tensors[h.graph.outputs[0]].static_shape().unwrap();
+    let mut out = Tensor::zeros(DType::F32, &out_shape);
+    let inputs = [input.view()];
+    let mut outputs = [out.view_mut()];
+
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(COUNT.with(Cell::get), 0, "execute allocated");
+}
