@@ -1,1 +1,59 @@
-//! placeholder
+//! The Baton host runtime: loads plugins through the C ABI (or built in), proves them by
+//! probe, partitions models across them, plans memory and executes, falling back to its
+//! portable reference kernels wherever a plugin declines or fails.
+//!
+//! No telemetry, no network access: the host reads the files it is given and writes only
+//! its probe cache and the outputs asked for.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod memory;
+pub mod model;
+pub mod npy;
+pub mod plugin;
+pub mod probe;
+pub mod reference;
+pub mod sample;
+pub mod session;
+
+pub use config::Config;
+pub use engine::Engine;
+pub use error::{HostError, Result};
+pub use session::Session;
+
+/// The configuration used when none is given: the CPU plugin, loaded dynamically from the
+/// directory of the running executable (where `cargo build` puts it), else the built-in CPU
+/// backend with a note saying so.
+pub fn default_config() -> (Config, Option<String>) {
+    let lib_name = format!(
+        "{}baton_backend_cpu{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()));
+    let found = dir.iter().map(|d| d.join(&lib_name)).find(|p| p.is_file());
+    let mut cfg = Config::default();
+    let note = match found {
+        Some(p) => {
+            cfg.plugins.push(config::PluginConfig {
+                path: Some(p),
+                ..Default::default()
+            });
+            None
+        }
+        None => {
+            cfg.plugins.push(config::PluginConfig {
+                builtin: Some("cpu".into()),
+                ..Default::default()
+            });
+            Some(format!(
+                "{lib_name} not found next to the executable; using the built-in CPU backend (build the workspace to get the plugin)"
+            ))
+        }
+    };
+    cfg.source = "(default config)".into();
+    (cfg, note)
+}

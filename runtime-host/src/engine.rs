@@ -1,0 +1,135 @@
+//! The engine: the configured plugins, loaded, handshaken and proven by probe.
+//!
+//! Loading never stops at the first bad plugin: a plugin that cannot be loaded, refuses the
+//! handshake or fails its probe is recorded with its reason and left out, and the work goes
+//! to the remaining backends and the portable kernels. Only errors in the user's own
+//! config (an unknown key, an option the plugin's schema rejects) stop the engine: those
+//! are typos to fix, not conditions to tolerate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{option_string, Config, PluginConfig};
+use crate::error::{HostError, Result};
+use crate::plugin::{DeviceReport, PluginContext, PluginLibrary};
+use crate::probe::{self, ProbeVerdict};
+
+/// A backend ready for work (or known not to be, with the reason).
+pub struct Backend {
+    /// The name the policy uses.
+    pub name: String,
+    pub priority: i64,
+    pub ctx: PluginContext,
+    pub device: DeviceReport,
+    pub verdict: ProbeVerdict,
+}
+
+impl Backend {
+    /// Whether partitions may be given to this backend.
+    pub fn usable(&self) -> bool {
+        self.verdict.passed
+    }
+}
+
+/// A plugin that could not be brought up at all.
+#[derive(Debug)]
+pub struct FailedPlugin {
+    /// The configured name or path.
+    pub label: String,
+    pub error: HostError,
+}
+
+/// Every configured plugin, in priority order.
+pub struct Engine {
+    pub config: Config,
+    pub backends: Vec<Backend>,
+    pub failed: Vec<FailedPlugin>,
+    pub cache_dir: PathBuf,
+}
+
+impl Engine {
+    /// Loads, handshakes and probes every plugin of `config`.
+    pub fn new(config: Config) -> Result<Engine> {
+        let cache_dir = config
+            .cache_dir
+            .as_ref()
+            .map(|d| config.resolve(d))
+            .unwrap_or_else(probe::default_cache_dir);
+        let mut order: Vec<&PluginConfig> = config.plugins.iter().collect();
+        order.sort_by_key(|p| p.priority);
+        let mut backends: Vec<Backend> = Vec::new();
+        let mut failed = Vec::new();
+        for pc in order {
+            let label = pc
+                .name
+                .clone()
+                .or_else(|| pc.builtin.clone())
+                .unwrap_or_else(|| {
+                    pc.path
+                        .as_deref()
+                        .unwrap_or(Path::new("?"))
+                        .display()
+                        .to_string()
+                });
+            match bring_up(&config, pc, &cache_dir) {
+                Ok(b) => {
+                    if backends.iter().any(|o| o.name == b.name) {
+                        return Err(HostError::Config {
+                            path: config.source.clone(),
+                            message: format!(
+                                "two plugins are named '{}'; give one a `name`",
+                                b.name
+                            ),
+                        });
+                    }
+                    backends.push(b)
+                }
+                Err(e @ HostError::Config { .. }) => return Err(e),
+                Err(error) => failed.push(FailedPlugin { label, error }),
+            }
+        }
+        Ok(Engine {
+            config,
+            backends,
+            failed,
+            cache_dir,
+        })
+    }
+
+    /// The backends whose probe passed, in priority order.
+    pub fn usable(&self) -> impl Iterator<Item = &Backend> {
+        self.backends.iter().filter(|b| b.usable())
+    }
+}
+
+fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Backend> {
+    let lib: Arc<PluginLibrary> = match (&pc.path, &pc.builtin) {
+        (Some(p), _) => PluginLibrary::load(&config.resolve(p), pc.sha256.as_deref())?,
+        (None, Some(b)) => PluginLibrary::builtin(b)?,
+        (None, None) => unreachable!("config validation requires path or builtin"),
+    };
+    let options: Vec<(String, String)> = pc
+        .options
+        .iter()
+        .map(|(k, v)| (k.clone(), option_string(v)))
+        .collect();
+    let ctx = lib.create(&options)?;
+    let devices = ctx.devices()?;
+    let device = devices
+        .into_iter()
+        .find(|d| d.index == pc.device)
+        .ok_or_else(|| HostError::PluginCall {
+            plugin: lib.label(),
+            call: "device_info",
+            status: 0,
+            message: format!("no device {} (see `baton devices`)", pc.device),
+        })?;
+    let verdict = probe::verdict(&ctx, &device, cache_dir);
+    Ok(Backend {
+        name: pc.name.clone().unwrap_or_else(|| lib.name.clone()),
+        priority: pc.priority,
+        ctx,
+        device,
+        verdict,
+    })
+}

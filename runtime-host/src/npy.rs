@@ -1,0 +1,132 @@
+//! `.npy` files in and out (through `npyz`), mapped to Baton dtypes.
+
+use std::path::Path;
+
+use baton_delegate_api::{DType, Tensor};
+
+use crate::error::{HostError, Result};
+
+/// Reads a C-order `.npy` file into a tensor.
+pub fn read(path: &Path) -> Result<Tensor> {
+    let err = |message: String| HostError::Input {
+        name: path.display().to_string(),
+        message,
+    };
+    let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| err(format!("not a .npy file: {e}")))?;
+    if npy.order() != npyz::Order::C {
+        return Err(err(
+            "Fortran-order arrays are not supported; save with C order".into(),
+        ));
+    }
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => return Err(err(format!("unsupported array dtype {other:?}"))),
+    };
+    let read_err = |e: std::io::Error| err(format!("reading data: {e}"));
+    let tensor = match descr.as_str() {
+        "<f4" => Tensor::from_f32(&shape, &npy.into_vec::<f32>().map_err(read_err)?),
+        "<f8" => {
+            // Convenience: numpy's default float64 is narrowed to f32 on input.
+            let v: Vec<f32> = npy
+                .into_vec::<f64>()
+                .map_err(read_err)?
+                .into_iter()
+                .map(|x| x as f32)
+                .collect();
+            Tensor::from_f32(&shape, &v)
+        }
+        "<i8" => Tensor::from_i64(&shape, &npy.into_vec::<i64>().map_err(read_err)?),
+        "<i4" => typed(
+            DType::I32,
+            &shape,
+            &npy.into_vec::<i32>().map_err(read_err)?,
+        ),
+        "|i1" => typed(DType::I8, &shape, &npy.into_vec::<i8>().map_err(read_err)?),
+        "|u1" => typed(DType::U8, &shape, &npy.into_vec::<u8>().map_err(read_err)?),
+        "|b1" => {
+            let v: Vec<u8> = npy
+                .into_vec::<bool>()
+                .map_err(read_err)?
+                .into_iter()
+                .map(u8::from)
+                .collect();
+            typed(DType::Bool, &shape, &v)
+        }
+        "<f2" => {
+            let v: Vec<u16> = npy.into_vec::<u16>().map_err(read_err)?;
+            typed(DType::F16, &shape, &v)
+        }
+        other => return Err(err(format!("unsupported array dtype '{other}'"))),
+    };
+    Ok(tensor)
+}
+
+fn typed<T: bytemuck::Pod>(dtype: DType, shape: &[usize], v: &[T]) -> Tensor {
+    Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(v))
+}
+
+/// Writes a tensor as a `.npy` file.
+pub fn write(path: &Path, t: &Tensor) -> Result<()> {
+    let io = |source: std::io::Error| HostError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    use npyz::WriterBuilder;
+    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+    macro_rules! emit {
+        ($ty:ty, $descr:expr, $vals:expr) => {{
+            let ts: npyz::TypeStr = $descr.parse().expect("valid type string");
+            let mut w = npyz::WriteOptions::<$ty>::new()
+                .dtype(npyz::DType::Plain(ts))
+                .shape(&shape)
+                .writer(file)
+                .begin_nd()
+                .map_err(io)?;
+            w.extend($vals).map_err(io)?;
+            w.finish().map_err(io)
+        }};
+    }
+    match t.dtype {
+        DType::F32 => emit!(f32, "<f4", t.values::<f32>().iter().copied()),
+        DType::F16 => emit!(u16, "<f2", t.values::<u16>().iter().copied()),
+        DType::I64 => emit!(i64, "<i8", t.values::<i64>().iter().copied()),
+        DType::I32 => emit!(i32, "<i4", t.values::<i32>().iter().copied()),
+        DType::I8 => emit!(i8, "|i1", t.values::<i8>().iter().copied()),
+        DType::U8 => emit!(u8, "|u1", t.values::<u8>().iter().copied()),
+        DType::Bool => emit!(bool, "|b1", t.bytes().iter().map(|&b| b != 0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_keeps_dtype_shape_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.npy");
+        let t = Tensor::from_f32(&[2, 3], &[1.0, -2.0, 3.5, 0.0, f32::INFINITY, -0.0]);
+        write(&p, &t).unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!(back.shape, vec![2, 3]);
+        assert_eq!(back.bytes(), t.bytes());
+        let i = Tensor::from_i64(&[4], &[1, -2, 3, i64::MAX]);
+        write(&p, &i).unwrap();
+        assert_eq!(read(&p).unwrap().bytes(), i.bytes());
+    }
+
+    #[test]
+    fn garbage_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.npy");
+        std::fs::write(&p, b"not numpy").unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("bad.npy"), "{e}");
+    }
+}

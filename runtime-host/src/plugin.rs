@@ -1,0 +1,766 @@
+//! Loading plugins and calling them through the C ABI.
+//!
+//! The handshake happens before anything else: the host reads only the three frozen fields
+//! (`abi_major`, `abi_minor`, `struct_size`) and refuses a different major or a short
+//! descriptor with an error naming the plugin, both versions and the fix. Only then is any
+//! function pointer called. Every later call goes through [`PluginContext`], which turns
+//! status codes into [`HostError::PluginCall`] with the plugin's own error text.
+
+use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use baton_delegate_api::abi::{self, Descriptor, EntryFn};
+use baton_delegate_api::sdk::{check_option, OptionDecl, Support};
+use baton_delegate_api::{Graph, Tensor};
+
+use crate::error::{HostError, Result};
+
+/// A backend compiled into this binary, registered with `inventory::submit!`.
+pub struct BuiltinBackend {
+    /// Name used by `builtin = "…"` in the config.
+    pub name: &'static str,
+    /// Its entry point (the same function a cdylib exports).
+    pub entry: EntryFn,
+}
+
+inventory::collect!(BuiltinBackend);
+
+inventory::submit! {
+    BuiltinBackend { name: "cpu", entry: baton_backend_cpu::baton_delegate_entry }
+}
+
+/// Names of the built-in backends.
+pub fn builtin_names() -> Vec<&'static str> {
+    inventory::iter::<BuiltinBackend>
+        .into_iter()
+        .map(|b| b.name)
+        .collect()
+}
+
+/// Where a plugin came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginSource {
+    File(PathBuf),
+    Builtin(&'static str),
+}
+
+impl std::fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginSource::File(p) => write!(f, "{}", p.display()),
+            PluginSource::Builtin(n) => write!(f, "builtin:{n}"),
+        }
+    }
+}
+
+/// A loaded plugin library whose descriptor passed the handshake.
+pub struct PluginLibrary {
+    desc: &'static Descriptor,
+    pub source: PluginSource,
+    pub name: String,
+    pub version: String,
+    pub build_id: String,
+    pub abi_minor: u32,
+    pub concurrency: u32,
+    /// The option schema read from the descriptor.
+    pub options: Vec<OptionDecl>,
+    /// sha256 of the library file (builtins: of the host executable's version string).
+    pub file_hash: String,
+    // Declared last: dropped after everything that may point into the library.
+    _lib: Option<libloading::Library>,
+}
+
+impl PluginLibrary {
+    /// Loads a shared library and performs the ABI handshake.
+    pub fn load(path: &Path, expected_sha256: Option<&str>) -> Result<Arc<PluginLibrary>> {
+        let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file_hash = sha256_hex(&bytes);
+        if let Some(expected) = expected_sha256 {
+            if !expected.eq_ignore_ascii_case(&file_hash) {
+                return Err(HostError::HashMismatch {
+                    plugin: path.display().to_string(),
+                    expected: expected.to_lowercase(),
+                    found: file_hash,
+                });
+            }
+        }
+        // SAFETY: loading a library runs its initialisers; that is the trust a user grants
+        // by naming a plugin in the config (and may narrow with a sha256 pin).
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HostError::PluginLoad {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let entry: EntryFn = {
+            let symbol = format!("{}\0", abi::ENTRY_SYMBOL);
+            // SAFETY: the symbol's type is fixed by the ABI.
+            let sym = unsafe { lib.get::<EntryFn>(symbol.as_bytes()) }.map_err(|_| {
+                HostError::MissingEntry {
+                    path: path.to_path_buf(),
+                    symbol: abi::ENTRY_SYMBOL.into(),
+                }
+            })?;
+            *sym
+        };
+        let source = PluginSource::File(path.to_path_buf());
+        Self::handshake(entry, source, file_hash, Some(lib))
+    }
+
+    /// Opens a built-in backend through the same handshake.
+    pub fn builtin(name: &str) -> Result<Arc<PluginLibrary>> {
+        let b = inventory::iter::<BuiltinBackend>
+            .into_iter()
+            .find(|b| b.name == name)
+            .ok_or_else(|| HostError::PluginLoad {
+                path: PathBuf::from(format!("builtin:{name}")),
+                message: format!(
+                    "no built-in backend '{name}' (built in: {})",
+                    builtin_names().join(", ")
+                ),
+            })?;
+        let hash =
+            sha256_hex(format!("builtin:{}:{}", b.name, env!("CARGO_PKG_VERSION")).as_bytes());
+        Self::handshake(b.entry, PluginSource::Builtin(b.name), hash, None)
+    }
+
+    fn handshake(
+        entry: EntryFn,
+        source: PluginSource,
+        file_hash: String,
+        lib: Option<libloading::Library>,
+    ) -> Result<Arc<PluginLibrary>> {
+        let label = source.to_string();
+        // SAFETY: calling the entry point is the first act of the ABI; it takes no arguments.
+        let ptr = unsafe { entry() };
+        if ptr.is_null() {
+            return Err(HostError::PluginLoad {
+                path: PathBuf::from(&label),
+                message: "entry point returned a null descriptor".into(),
+            });
+        }
+        // Read only the frozen prefix until the versions are known to match.
+        // SAFETY: every ABI version starts with these three u32 fields.
+        let (major, minor, size) = unsafe {
+            let p = ptr as *const u32;
+            (p.read(), p.add(1).read(), p.add(2).read())
+        };
+        if major != abi::ABI_MAJOR {
+            let fix = if major > abi::ABI_MAJOR {
+                format!("upgrade the host to a Baton release with ABI {major}.x, or use a build of the plugin for ABI {}.x", abi::ABI_MAJOR)
+            } else {
+                format!(
+                    "rebuild the plugin against baton-delegate-api / baton_delegate.h ABI {}.x",
+                    abi::ABI_MAJOR
+                )
+            };
+            return Err(HostError::AbiMismatch {
+                plugin: label,
+                plugin_major: major,
+                plugin_minor: minor,
+                host_major: abi::ABI_MAJOR,
+                host_minor: abi::ABI_MINOR,
+                fix,
+            });
+        }
+        if (size as usize) < abi::DESCRIPTOR_V1_SIZE {
+            return Err(HostError::DescriptorTooShort {
+                plugin: label,
+                found: size,
+                needed: abi::DESCRIPTOR_V1_SIZE,
+                major,
+            });
+        }
+        // Every function pointer must be set before a reference to the descriptor may exist
+        // (a NULL in a non-nullable field would be undefined behaviour on our side).
+        let fn_count =
+            (abi::DESCRIPTOR_V1_SIZE - abi::DESCRIPTOR_FN_OFFSET) / std::mem::size_of::<usize>();
+        for i in 0..fn_count {
+            // SAFETY: struct_size covers the whole v1 descriptor, checked above.
+            let word = unsafe {
+                (ptr as *const u8)
+                    .add(abi::DESCRIPTOR_FN_OFFSET)
+                    .cast::<usize>()
+                    .add(i)
+                    .read_unaligned()
+            };
+            if word == 0 {
+                return Err(HostError::PluginLoad {
+                    path: PathBuf::from(&label),
+                    message: format!("descriptor function pointer #{i} is NULL; every v1 entry point must be set"),
+                });
+            }
+        }
+        // SAFETY: the plugin declared a v1-sized descriptor with every function set, which
+        // lives until unload; the library is kept alive by the returned value.
+        let desc: &'static Descriptor = unsafe { &*ptr };
+        let text = |p: *const c_char| -> String {
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: descriptor strings are null-terminated and static.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        let mut options = Vec::new();
+        if desc.option_count > 0 && !desc.options.is_null() {
+            // SAFETY: the descriptor declares `option_count` specs at `options`.
+            let specs =
+                unsafe { std::slice::from_raw_parts(desc.options, desc.option_count as usize) };
+            for s in specs {
+                options.push(OptionDecl {
+                    name: leak(text(s.name)),
+                    kind: s.kind,
+                    default: leak(text(s.default_value)),
+                    min: s.min,
+                    max: s.max,
+                    choices: leak(text(s.choices)),
+                    help: leak(text(s.help)),
+                });
+            }
+        }
+        Ok(Arc::new(PluginLibrary {
+            desc,
+            name: text(desc.name),
+            version: text(desc.version),
+            build_id: text(desc.build_id),
+            abi_minor: minor,
+            concurrency: desc.concurrency,
+            options,
+            file_hash,
+            source,
+            _lib: lib,
+        }))
+    }
+
+    /// Validates `options` against the schema (errors name the key) and creates a context.
+    pub fn create(self: &Arc<Self>, options: &[(String, String)]) -> Result<PluginContext> {
+        for (k, v) in options {
+            let decl = self.options.iter().find(|d| d.name == k).ok_or_else(|| {
+                let known: Vec<&str> = self.options.iter().map(|d| d.name).collect();
+                HostError::Config {
+                    path: PathBuf::from(self.source.to_string()),
+                    message: format!(
+                        "plugin {}: unknown option '{k}' (it accepts: {})",
+                        self.name,
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                }
+            })?;
+            check_option(decl, v).map_err(|e| HostError::Config {
+                path: PathBuf::from(self.source.to_string()),
+                message: format!("plugin {}: option '{k}' = '{v}': {e}", self.name),
+            })?;
+        }
+        let cstrings: Vec<(CString, CString)> = options
+            .iter()
+            .map(|(k, v)| (cstring(k), cstring(v)))
+            .collect();
+        let raw: Vec<abi::OptionValue> = cstrings
+            .iter()
+            .map(|(k, v)| abi::OptionValue {
+                key: k.as_ptr(),
+                value: v.as_ptr(),
+            })
+            .collect();
+        let mut ctx: abi::Context = std::ptr::null_mut();
+        // SAFETY: the option array and its strings outlive the call.
+        let status = unsafe { (self.desc.create)(raw.as_ptr(), raw.len() as u32, &mut ctx) };
+        self.check("create", status)?;
+        if ctx.is_null() {
+            return Err(self.call_error(
+                "create",
+                abi::STATUS_ERROR,
+                "returned a null context".into(),
+            ));
+        }
+        Ok(PluginContext {
+            lib: self.clone(),
+            ctx,
+        })
+    }
+
+    /// `name version` for messages.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.name, self.version)
+    }
+
+    fn last_error(&self) -> String {
+        // SAFETY: last_error returns a thread-local string valid until our next call.
+        let p = unsafe { (self.desc.last_error)() };
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: as above.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    }
+
+    fn call_error(&self, call: &'static str, status: i32, message: String) -> HostError {
+        HostError::PluginCall {
+            plugin: self.label(),
+            call,
+            status,
+            message,
+        }
+    }
+
+    fn check(&self, call: &'static str, status: i32) -> Result<()> {
+        if status == abi::STATUS_OK {
+            return Ok(());
+        }
+        let kind = match status {
+            abi::STATUS_UNSUPPORTED => "unsupported",
+            abi::STATUS_INVALID_ARGUMENT => "invalid argument",
+            abi::STATUS_PANIC => "panicked",
+            _ => "error",
+        };
+        let text = self.last_error();
+        let message = if text.is_empty() {
+            format!("{kind} (status {status}, no message)")
+        } else {
+            format!("{kind}: {text}")
+        };
+        Err(self.call_error(call, status, message))
+    }
+}
+
+/// A device as reported by a plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceReport {
+    pub index: u32,
+    pub name: String,
+    pub kind: u32,
+    pub driver_version: String,
+    pub memory_bytes: u64,
+}
+
+/// A created plugin context (one per configured plugin).
+pub struct PluginContext {
+    pub lib: Arc<PluginLibrary>,
+    ctx: abi::Context,
+}
+
+// SAFETY: the ABI requires contexts to be callable from any thread.
+unsafe impl Send for PluginContext {}
+// SAFETY: as above; concurrent calls on a context are allowed by the contract.
+unsafe impl Sync for PluginContext {}
+
+impl Drop for PluginContext {
+    fn drop(&mut self) {
+        // SAFETY: the context came from this library's `create` and is destroyed once.
+        unsafe { (self.lib.desc.destroy_context)(self.ctx) }
+    }
+}
+
+impl PluginContext {
+    /// The plugin's own availability hint (never trusted alone: see `probe`).
+    pub fn available_hint(&self) -> bool {
+        // SAFETY: valid context.
+        unsafe { (self.lib.desc.available)(self.ctx) != 0 }
+    }
+
+    /// The devices the plugin reports.
+    pub fn devices(&self) -> Result<Vec<DeviceReport>> {
+        // SAFETY: valid context.
+        let n = unsafe { (self.lib.desc.device_count)(self.ctx) };
+        let mut out = Vec::new();
+        for i in 0..n.min(64) {
+            let mut info = abi::DeviceInfo {
+                struct_size: std::mem::size_of::<abi::DeviceInfo>() as u32,
+                kind: 0,
+                name: std::ptr::null(),
+                driver_version: std::ptr::null(),
+                memory_bytes: 0,
+            };
+            // SAFETY: `info` is a valid out-pointer.
+            let status = unsafe { (self.lib.desc.device_info)(self.ctx, i, &mut info) };
+            self.lib.check("device_info", status)?;
+            let text = |p: *const c_char| {
+                if p.is_null() {
+                    String::new()
+                } else {
+                    // SAFETY: device strings live as long as the context.
+                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                }
+            };
+            out.push(DeviceReport {
+                index: i,
+                name: text(info.name),
+                kind: info.kind,
+                driver_version: text(info.driver_version),
+                memory_bytes: info.memory_bytes,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Asks which nodes of `graph` the plugin supports.
+    pub fn supports(&self, graph: &Graph) -> Result<Vec<Support>> {
+        let call = AbiGraph::new(graph);
+        let mut answers = vec![
+            abi::SupportAnswer {
+                supported: 0,
+                reason_code: 0,
+                message: [0; abi::SUPPORT_MESSAGE_LEN],
+            };
+            graph.nodes.len()
+        ];
+        // SAFETY: buffers outlive the call; answers has one slot per node.
+        let status = unsafe {
+            (self.lib.desc.supports)(
+                self.ctx,
+                call.bytes.as_ptr(),
+                call.bytes.len() as u64,
+                call.views.as_ptr(),
+                call.views.len() as u32,
+                answers.as_mut_ptr(),
+                answers.len() as u32,
+            )
+        };
+        self.lib.check("supports", status)?;
+        Ok(answers
+            .iter()
+            .map(|a| {
+                if a.supported != 0 {
+                    Support::Yes
+                } else {
+                    let msg = &a.message;
+                    let end = msg.iter().position(|&c| c == 0).unwrap_or(msg.len());
+                    let bytes: Vec<u8> = msg[..end].iter().map(|&c| c as u8).collect();
+                    Support::No {
+                        reason: a.reason_code,
+                        message: String::from_utf8_lossy(&bytes).into_owned(),
+                    }
+                }
+            })
+            .collect())
+    }
+
+    /// Compiles a subgraph into a blob (copied into host memory; the plugin's is freed).
+    pub fn compile(&self, device: u32, graph: &Graph) -> Result<Vec<u8>> {
+        let call = AbiGraph::new(graph);
+        let mut blob = abi::Blob {
+            data: std::ptr::null_mut(),
+            len: 0,
+        };
+        // SAFETY: buffers outlive the call.
+        let status = unsafe {
+            (self.lib.desc.compile)(
+                self.ctx,
+                device,
+                call.bytes.as_ptr(),
+                call.bytes.len() as u64,
+                call.views.as_ptr(),
+                call.views.len() as u32,
+                &mut blob,
+            )
+        };
+        self.lib.check("compile", status)?;
+        let out = if blob.data.is_null() || blob.len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the plugin returned `len` bytes at `data`.
+            unsafe { std::slice::from_raw_parts(blob.data, blob.len as usize) }.to_vec()
+        };
+        // SAFETY: the blob came from this plugin and is freed once, by it.
+        unsafe { (self.lib.desc.free_blob)(self.ctx, blob) };
+        Ok(out)
+    }
+
+    /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from
+    /// (its constants are passed again as views).
+    pub fn init(&self, device: u32, blob: &[u8], graph: &Graph) -> Result<PluginExecutable> {
+        let call = AbiGraph::new(graph);
+        let mut handle: abi::Handle = std::ptr::null_mut();
+        // SAFETY: buffers outlive the call.
+        let status = unsafe {
+            (self.lib.desc.init)(
+                self.ctx,
+                device,
+                blob.as_ptr(),
+                blob.len() as u64,
+                call.views.as_ptr(),
+                call.views.len() as u32,
+                &mut handle,
+            )
+        };
+        self.lib.check("init", status)?;
+        if handle.is_null() {
+            return Err(self.lib.call_error(
+                "init",
+                abi::STATUS_ERROR,
+                "returned a null handle".into(),
+            ));
+        }
+        Ok(PluginExecutable {
+            lib: self.lib.clone(),
+            handle,
+        })
+    }
+}
+
+/// An initialised partition inside a plugin.
+pub struct PluginExecutable {
+    lib: Arc<PluginLibrary>,
+    handle: abi::Handle,
+}
+
+// SAFETY: handles may move between threads; the host never executes one concurrently
+// (it holds `&mut self` for `execute`).
+unsafe impl Send for PluginExecutable {}
+
+impl Drop for PluginExecutable {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from this library's `init` and is destroyed once.
+        unsafe { (self.lib.desc.destroy)(self.handle) }
+    }
+}
+
+impl PluginExecutable {
+    /// Runs with prepared ABI views. After a successful call the output views' `rank`
+    /// and `shape` hold what the plugin reports; the caller checks them.
+    ///
+    /// # Safety
+    /// Every view must point at valid memory of its declared size for the call, output
+    /// `shape` pointers at `MAX_RANK` writable slots, and outputs must not alias inputs.
+    pub unsafe fn execute_raw(
+        &mut self,
+        inputs: &[abi::TensorView],
+        outputs: &mut [abi::TensorView],
+    ) -> Result<()> {
+        let status = (self.lib.desc.execute)(
+            self.handle,
+            inputs.as_ptr(),
+            inputs.len() as u32,
+            outputs.as_mut_ptr(),
+            outputs.len() as u32,
+        );
+        self.lib.check("execute", status)
+    }
+
+    /// The library this executable belongs to.
+    pub fn library(&self) -> &PluginLibrary {
+        &self.lib
+    }
+}
+
+/// A graph serialized for an ABI call, with its constants as views.
+pub struct AbiGraph<'g> {
+    pub bytes: Vec<u8>,
+    pub views: Vec<abi::TensorView>,
+    _shapes: Vec<Vec<i64>>,
+    _graph: std::marker::PhantomData<&'g Graph>,
+}
+
+impl<'g> AbiGraph<'g> {
+    /// Serializes `graph` with external constants and builds their views.
+    pub fn new(graph: &'g Graph) -> AbiGraph<'g> {
+        let (bytes, consts) =
+            baton_delegate_api::wire::encode(graph, baton_delegate_api::wire::ConstMode::External);
+        let shapes: Vec<Vec<i64>> = consts
+            .iter()
+            .map(|&t| {
+                graph.tensors[t]
+                    .shape
+                    .iter()
+                    .map(|d| d.fixed().map_or(-1, |v| v as i64))
+                    .collect()
+            })
+            .collect();
+        let views = consts
+            .iter()
+            .zip(&shapes)
+            .map(|(&t, shape)| {
+                let decl = &graph.tensors[t];
+                let data = match &decl.data {
+                    Some(baton_delegate_api::Storage::Inline(d)) => d.bytes(),
+                    _ => &[],
+                };
+                view_of(
+                    decl.dtype.code(),
+                    data.as_ptr() as *mut u8,
+                    data.len(),
+                    shape,
+                    decl.quant.as_ref(),
+                )
+            })
+            .collect();
+        AbiGraph {
+            bytes,
+            views,
+            _shapes: shapes,
+            _graph: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Builds an ABI tensor view. Quantization arrays must outlive the view.
+pub fn view_of(
+    dtype: u32,
+    data: *mut u8,
+    len: usize,
+    shape: &[i64],
+    quant: Option<&baton_delegate_api::Quant>,
+) -> abi::TensorView {
+    let quant = match quant {
+        None => abi::QuantView {
+            kind: 0,
+            axis: 0,
+            count: 0,
+            reserved: 0,
+            scales: std::ptr::null(),
+            zero_points: std::ptr::null(),
+        },
+        Some(baton_delegate_api::Quant::PerTensor { scale, zero_point }) => abi::QuantView {
+            kind: 1,
+            axis: 0,
+            count: 1,
+            reserved: 0,
+            scales: scale,
+            zero_points: zero_point,
+        },
+        Some(baton_delegate_api::Quant::PerAxis {
+            axis,
+            scales,
+            zero_points,
+        }) => abi::QuantView {
+            kind: 2,
+            axis: *axis as u32,
+            count: scales.len().min(zero_points.len()) as u32,
+            reserved: 0,
+            scales: scales.as_ptr(),
+            zero_points: zero_points.as_ptr(),
+        },
+    };
+    abi::TensorView {
+        data: data.cast(),
+        byte_len: len as u64,
+        dtype,
+        rank: shape.len() as u32,
+        shape: shape.as_ptr() as *mut i64,
+        quant,
+    }
+}
+
+/// Runs a whole graph on a plugin once, outside any plan: compile, init, execute with
+/// owned buffers. Used by probes and the conformance kit.
+pub fn run_once(
+    ctx: &PluginContext,
+    device: u32,
+    graph: &Graph,
+    inputs: &[Tensor],
+) -> Result<Vec<Tensor>> {
+    let blob = ctx.compile(device, graph)?;
+    let mut exec = ctx.init(device, &blob, graph)?;
+    let mut in_shapes: Vec<Vec<i64>> = inputs
+        .iter()
+        .map(|t| t.shape.iter().map(|&d| d as i64).collect())
+        .collect();
+    let in_views: Vec<abi::TensorView> = inputs
+        .iter()
+        .zip(&mut in_shapes)
+        .map(|(t, s)| {
+            view_of(
+                t.dtype.code(),
+                t.bytes().as_ptr() as *mut u8,
+                t.bytes().len(),
+                s,
+                None,
+            )
+        })
+        .collect();
+    let mut outputs: Vec<Tensor> = graph
+        .outputs
+        .iter()
+        .map(|&o| {
+            let decl = &graph.tensors[o];
+            let shape = decl.static_shape().ok_or_else(|| HostError::Node {
+                node: decl.name.clone(),
+                message: "output shape is not static".into(),
+            })?;
+            Ok(Tensor::zeros(decl.dtype, &shape))
+        })
+        .collect::<Result<_>>()?;
+    let mut out_shapes: Vec<[i64; abi::MAX_RANK]> = outputs
+        .iter()
+        .map(|t| {
+            let mut s = [0i64; abi::MAX_RANK];
+            for (d, &v) in s.iter_mut().zip(&t.shape) {
+                *d = v as i64;
+            }
+            s
+        })
+        .collect();
+    let mut out_views: Vec<abi::TensorView> = outputs
+        .iter_mut()
+        .zip(&mut out_shapes)
+        .map(|(t, s)| {
+            let rank = t.shape.len();
+            let bytes = t.data.as_mut_slice();
+            let mut v = view_of(
+                t.dtype.code(),
+                bytes.as_mut_ptr(),
+                bytes.len(),
+                &s[..rank],
+                None,
+            );
+            v.shape = s.as_mut_ptr();
+            v
+        })
+        .collect();
+    // SAFETY: every view points into buffers owned above, alive for the call.
+    unsafe { exec.execute_raw(&in_views, &mut out_views)? };
+    check_output_shapes(&exec.lib, &out_views, &outputs)?;
+    Ok(outputs)
+}
+
+/// Refuses outputs whose reported shape differs from the expected one.
+pub fn check_output_shapes(
+    lib: &PluginLibrary,
+    views: &[abi::TensorView],
+    expected: &[Tensor],
+) -> Result<()> {
+    for (i, (v, t)) in views.iter().zip(expected).enumerate() {
+        // SAFETY: `shape` points at MAX_RANK slots owned by the caller.
+        let reported =
+            unsafe { std::slice::from_raw_parts(v.shape, (v.rank as usize).min(abi::MAX_RANK)) };
+        if v.rank as usize != t.shape.len()
+            || reported.iter().zip(&t.shape).any(|(&a, &b)| a != b as i64)
+        {
+            return Err(lib.call_error(
+                "execute",
+                abi::STATUS_ERROR,
+                format!(
+                    "output {i} has shape {:?}, expected {:?}: the result is refused",
+                    &reported[..(v.rank as usize).min(abi::MAX_RANK)],
+                    t.shape
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Hex sha256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn cstring(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).expect("no NUL after replace")
+}
+
+/// Option specs are read once per library load and live for the process: libraries are
+/// few and loaded once, so leaking a few strings buys `&'static str` in the shared type.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}

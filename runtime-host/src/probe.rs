@@ -1,0 +1,221 @@
+//! Availability by proof: a backend is usable when it runs a known-answer graph through the
+//! normal compile → init → execute path and matches the reference kernels. A plugin's own
+//! "available" flag is recorded but never trusted alone.
+//!
+//! Verdicts are cached on disk, keyed by the library file's sha256, the plugin's version,
+//! the device and its driver version, and this host's version, so a second start does not
+//! probe again but any change to the plugin, the driver or the host does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::{run_once, DeviceReport, PluginContext};
+use crate::reference;
+
+/// The outcome of a probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeVerdict {
+    pub passed: bool,
+    /// What was run, or why it failed.
+    pub detail: String,
+    /// The plugin's self-reported availability at probe time.
+    pub claimed_available: bool,
+    /// True when this verdict was read from the cache rather than measured now.
+    #[serde(skip)]
+    pub from_cache: bool,
+}
+
+/// The probe cache file in `dir`.
+pub fn cache_file(dir: &Path) -> PathBuf {
+    dir.join("probe-cache.json")
+}
+
+/// The default cache directory: `$BATON_CACHE_DIR`, else `$XDG_CACHE_HOME/baton`, else
+/// `$HOME/.cache/baton`, else a `baton-cache` folder in the system temp dir.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("BATON_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("baton");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache").join("baton");
+    }
+    std::env::temp_dir().join("baton-cache")
+}
+
+/// The cache key of a plugin on a device.
+pub fn cache_key(ctx: &PluginContext, device: &DeviceReport) -> String {
+    format!(
+        "{}|{}|{}|{}|{}|host-{}",
+        ctx.lib.file_hash,
+        ctx.lib.name,
+        ctx.lib.version,
+        device.name,
+        device.driver_version,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Returns the cached verdict for this plugin and device, or probes and caches it.
+/// A cache that cannot be read or written only costs a re-probe; it is never an error.
+pub fn verdict(ctx: &PluginContext, device: &DeviceReport, cache_dir: &Path) -> ProbeVerdict {
+    let key = cache_key(ctx, device);
+    let file = cache_file(cache_dir);
+    let mut cache: BTreeMap<String, ProbeVerdict> = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if let Some(v) = cache.get(&key) {
+        return ProbeVerdict {
+            from_cache: true,
+            ..v.clone()
+        };
+    }
+    let v = probe(ctx, device.index);
+    cache.insert(key, v.clone());
+    if std::fs::create_dir_all(cache_dir).is_ok() {
+        // Write to a temporary file and rename, so concurrent hosts never read half a file.
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        if let Ok(text) = serde_json::to_vec_pretty(&cache) {
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &file);
+            }
+        }
+    }
+    v
+}
+
+/// Runs the probe graphs the plugin claims to support and compares with the reference.
+pub fn probe(ctx: &PluginContext, device: u32) -> ProbeVerdict {
+    let claimed_available = ctx.available_hint();
+    let fail = |detail: String| ProbeVerdict {
+        passed: false,
+        detail,
+        claimed_available,
+        from_cache: false,
+    };
+    let mut ran = Vec::new();
+    for (name, graph, inputs) in probe_graphs() {
+        let answers = match ctx.supports(&graph) {
+            Ok(a) => a,
+            Err(e) => return fail(format!("probe '{name}': {e}")),
+        };
+        if answers.len() != graph.nodes.len() || answers.iter().any(|a| *a != Support::Yes) {
+            continue;
+        }
+        let expected = match reference::run_graph(&graph, &inputs) {
+            Ok(e) => e,
+            Err(e) => return fail(format!("probe '{name}': reference failed: {e}")),
+        };
+        let got = match run_once(ctx, device, &graph, &inputs) {
+            Ok(g) => g,
+            Err(e) => return fail(format!("probe '{name}': {e}")),
+        };
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            if let Some(msg) = mismatch(g, e) {
+                return fail(format!("probe '{name}' output {i}: {msg}"));
+            }
+        }
+        ran.push(name);
+    }
+    if ran.is_empty() {
+        return fail("declined every probe graph (Relu, Add, MatMul+Add+Relu, Conv+Relu): nothing proves it runs".into());
+    }
+    ProbeVerdict {
+        passed: true,
+        detail: format!("matched the reference on {}", ran.join(", ")),
+        claimed_available,
+        from_cache: false,
+    }
+}
+
+fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
+    if got.dtype != want.dtype || got.shape != want.shape {
+        return Some(format!(
+            "got {} {:?}, expected {} {:?}",
+            got.dtype, got.shape, want.dtype, want.shape
+        ));
+    }
+    for (i, (&g, &w)) in got.to_f64().iter().zip(&want.to_f64()).enumerate() {
+        let within = (g - w).abs() <= 1e-4 * (1.0 + w.abs());
+        if !within {
+            return Some(format!("element {i} is {g}, expected {w}"));
+        }
+    }
+    None
+}
+
+/// Small graphs with known answers, from the most to the least widely supported. Values
+/// are fixed (not random) so a verdict never depends on luck.
+fn probe_graphs() -> Vec<(&'static str, Graph, Vec<Tensor>)> {
+    let vals =
+        |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.25).collect() };
+    let mut out = Vec::new();
+
+    let mut b = GraphBuilder::new("probe_relu");
+    let x = b.input_fixed("x", DType::F32, &[2, 8]);
+    let y = b.node(OpKind::Relu, &[x], &[]).expect("static probe graph");
+    b.output(y);
+    out.push((
+        "Relu",
+        b.finish().expect("valid"),
+        vec![Tensor::from_f32(&[2, 8], &vals(16))],
+    ));
+
+    let mut b = GraphBuilder::new("probe_add");
+    let x = b.input_fixed("x", DType::F32, &[3, 5]);
+    let y = b.input_fixed("y", DType::F32, &[3, 5]);
+    let z = b
+        .node(OpKind::Add, &[x, y], &[])
+        .expect("static probe graph");
+    b.output(z);
+    let v = vals(15);
+    let w: Vec<f32> = v.iter().rev().copied().collect();
+    out.push((
+        "Add",
+        b.finish().expect("valid"),
+        vec![Tensor::from_f32(&[3, 5], &v), Tensor::from_f32(&[3, 5], &w)],
+    ));
+
+    let mut b = GraphBuilder::new("probe_mlp");
+    let x = b.input_fixed("x", DType::F32, &[4, 6]);
+    let w = b.constant_f32("w", &[6, 5], &vals(30));
+    let bias = b.constant_f32("b", &[5], &vals(5));
+    let m = b
+        .node(OpKind::MatMul, &[x, w], &[])
+        .expect("static probe graph");
+    let a = b
+        .node(OpKind::Add, &[m, bias], &[])
+        .expect("static probe graph");
+    let r = b.node(OpKind::Relu, &[a], &[]).expect("static probe graph");
+    b.output(r);
+    out.push((
+        "MatMul+Add+Relu",
+        b.finish().expect("valid"),
+        vec![Tensor::from_f32(&[4, 6], &vals(24))],
+    ));
+
+    let mut b = GraphBuilder::new("probe_conv");
+    let x = b.input_fixed("x", DType::F32, &[1, 2, 5, 5]);
+    let w = b.constant_f32("w", &[3, 2, 3, 3], &vals(54));
+    let c = b
+        .node(
+            OpKind::Conv,
+            &[x, w],
+            &[("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        )
+        .expect("static probe graph");
+    let r = b.node(OpKind::Relu, &[c], &[]).expect("static probe graph");
+    b.output(r);
+    out.push((
+        "Conv+Relu",
+        b.finish().expect("valid"),
+        vec![Tensor::from_f32(&[1, 2, 5, 5], &vals(50))],
+    ));
+    out
+}

@@ -1,0 +1,171 @@
+//! A whole-graph interpreter over the reference kernels, for oracles and probes.
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::abi::MAX_RANK;
+use baton_delegate_api::ir::{shape_string, Dim, Graph, Storage, TensorId};
+use baton_delegate_api::{QuantRef, Tensor, TensorRef};
+
+use super::{check_operands, expected_shape, run_node, shape_err, unsupported, KernelError};
+
+/// Runs `graph` on `inputs` (in `graph.inputs` order) and returns `graph.outputs` in order.
+///
+/// Symbolic dimensions of the graph inputs are bound from the given shapes (one value per
+/// symbol across all inputs); every node's output shape is then inferred from its actual
+/// operands, and each intermediate is an owned [`Tensor`]. Constants must be
+/// [`Storage::Inline`]; an [`Storage::External`] constant that a node or output reads is
+/// an error. Quantization parameters declared on tensors travel with the operand views
+/// (so arithmetic on quantized tensors is refused).
+pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let fail = |message: String| KernelError::Graph {
+        graph: graph.name.clone(),
+        message,
+    };
+    graph.validate().map_err(|e| fail(e.to_string()))?;
+    if inputs.len() != graph.inputs.len() {
+        return Err(fail(format!(
+            "{} inputs given, the graph takes {}",
+            inputs.len(),
+            graph.inputs.len()
+        )));
+    }
+
+    let mut values: Vec<Option<Tensor>> = (0..graph.tensors.len()).map(|_| None).collect();
+    let mut symbols: BTreeMap<&str, usize> = BTreeMap::new();
+    for (&id, t) in graph.inputs.iter().zip(inputs) {
+        let decl = &graph.tensors[id];
+        let what = format!("input '{}'", decl.name);
+        if t.dtype != decl.dtype {
+            return Err(fail(format!(
+                "{what} is {}, declared {}",
+                t.dtype, decl.dtype
+            )));
+        }
+        let mismatch = || {
+            fail(format!(
+                "{what} has shape {:?}, declared {}",
+                t.shape,
+                shape_string(&decl.shape)
+            ))
+        };
+        if t.shape.len() != decl.shape.len() {
+            return Err(mismatch());
+        }
+        for (dim, &given) in decl.shape.iter().zip(&t.shape) {
+            match dim {
+                Dim::Fixed(n) if *n != given => return Err(mismatch()),
+                Dim::Fixed(_) => {}
+                Dim::Sym(s) => {
+                    let bound = *symbols.entry(s.as_str()).or_insert(given);
+                    if bound != given {
+                        return Err(fail(format!(
+                            "{what} binds {s} = {given}, an earlier input bound {s} = {bound}"
+                        )));
+                    }
+                }
+            }
+        }
+        let bytes = t.shape.iter().product::<usize>() * t.dtype.size();
+        if t.data.len() != bytes {
+            return Err(fail(format!(
+                "{what} holds {} bytes, shape {:?} of {} needs {bytes}",
+                t.data.len(),
+                t.shape,
+                t.dtype
+            )));
+        }
+        values[id] = Some(t.clone());
+    }
+    for (id, decl) in graph.tensors.iter().enumerate() {
+        let Some(Storage::Inline(data)) = &decl.data else {
+            continue;
+        };
+        if values[id].is_some() {
+            continue; // a graph input with a default value: the given input wins
+        }
+        let shape = decl
+            .static_shape()
+            .ok_or_else(|| fail(format!("constant '{}' has a symbolic shape", decl.name)))?;
+        let bytes = shape.iter().product::<usize>() * decl.dtype.size();
+        if data.bytes().len() != bytes {
+            return Err(fail(format!(
+                "constant '{}' holds {} bytes, shape {shape:?} of {} needs {bytes}",
+                decl.name,
+                data.bytes().len(),
+                decl.dtype
+            )));
+        }
+        values[id] = Some(Tensor::from_bytes(decl.dtype, &shape, data.bytes()));
+    }
+    // Names the reason a tensor has no value (only external constants can lack one once
+    // the graph has validated).
+    let missing = |id: TensorId| {
+        let decl = &graph.tensors[id];
+        match decl.data {
+            Some(Storage::External(i)) => fail(format!(
+                "constant '{}' is stored externally (view {i}); run_graph needs inline data",
+                decl.name
+            )),
+            _ => fail(format!("tensor '{}' has no value", decl.name)),
+        }
+    };
+
+    for node in &graph.nodes {
+        if node.outputs.len() != 1 {
+            return Err(unsupported(
+                node,
+                format!("{} outputs; every op has exactly one", node.outputs.len()),
+            ));
+        }
+        let out_id = node.outputs[0];
+        let result = {
+            let mut refs: Vec<TensorRef<'_>> = Vec::with_capacity(node.inputs.len());
+            for &i in &node.inputs {
+                let t = values[i].as_ref().ok_or_else(|| missing(i))?;
+                refs.push(TensorRef {
+                    dtype: t.dtype,
+                    shape: &t.shape,
+                    data: t.bytes(),
+                    quant: graph.tensors[i].quant.as_ref().map(QuantRef::from_quant),
+                });
+            }
+            check_operands(node, &refs)?;
+            let shape = expected_shape(node, &refs)?;
+            let decl = &graph.tensors[out_id];
+            let agrees = decl.shape.len() == shape.len()
+                && decl
+                    .shape
+                    .iter()
+                    .zip(&shape)
+                    .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
+            if !agrees || decl.dtype != refs[0].dtype {
+                return Err(shape_err(
+                    node,
+                    format!(
+                        "computes {} {shape:?}, but output '{}' is declared {} {}",
+                        refs[0].dtype,
+                        decl.name,
+                        decl.dtype,
+                        shape_string(&decl.shape)
+                    ),
+                ));
+            }
+            if shape.len() > MAX_RANK {
+                return Err(unsupported(
+                    node,
+                    format!("output rank {} exceeds {MAX_RANK}", shape.len()),
+                ));
+            }
+            let mut result = Tensor::zeros(decl.dtype, &shape);
+            run_node(node, &refs, &mut [result.view_mut()])?;
+            result
+        };
+        values[out_id] = Some(result);
+    }
+
+    graph
+        .outputs
+        .iter()
+        .map(|&o| values[o].clone().ok_or_else(|| missing(o)))
+        .collect()
+}

@@ -1,0 +1,207 @@
+//! The `baton` command as a user types it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use baton_delegate_api::{wire, DType, GraphBuilder, OpKind, Tensor};
+use common::{config, plugin, q};
+
+fn baton(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(args)
+        .env("BATON_CACHE_DIR", cache)
+        .output()
+        .expect("run baton")
+}
+
+fn example() -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tinynet");
+    (root.join("tinynet.btir"), root.join("image.npy"))
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_writes_one_npy_per_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    let out = dir.path().join("out");
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("image={}", image.display()),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let probs = baton_runtime_host::npy::read(&out.join("probabilities.npy")).unwrap();
+    assert_eq!(probs.shape, vec![1, 10]);
+    let sum: f32 = probs.f32s().iter().sum();
+    assert!((sum - 1.0).abs() < 1e-5, "softmax sums to {sum}");
+    assert!(stderr.contains("cpu"), "{stderr}");
+}
+
+#[test]
+fn run_without_output_dir_prints_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "-i",
+            &format!("image={}", image.display()),
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("probabilities: f32 [1, 10]") && stdout.contains("argmax"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn output_file_names_are_sanitized() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = GraphBuilder::new("names");
+    let x = b.input_fixed("x", DType::F32, &[3]);
+    let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    b.rename(y, "scores/out:0 é");
+    b.output(y);
+    let model = dir.path().join("m.btir");
+    std::fs::write(
+        &model,
+        wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline).0,
+    )
+    .unwrap();
+    let input = dir.path().join("x.npy");
+    baton_runtime_host::npy::write(&input, &Tensor::from_f32(&[3], &[-1.0, 0.5, 2.0])).unwrap();
+    let out = dir.path().join("o");
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("x={}", input.display()),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let t = baton_runtime_host::npy::read(&out.join("scores_out_0__.npy")).unwrap();
+    assert_eq!(t.f32s(), &[0.0, 0.5, 2.0]);
+}
+
+#[test]
+fn a_missing_input_names_it_with_dtype_and_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, _) = example();
+    let o = baton(&["run", model.to_str().unwrap()], dir.path());
+    let (_, stderr) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("missing input 'image'")
+            && stderr.contains("f32")
+            && stderr.contains("[1,3,32,32]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_files_are_errors_that_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.btir");
+    std::fs::write(&junk, b"BTIR\x01\x00garbage").unwrap();
+    let o = baton(&["plan", junk.to_str().unwrap()], dir.path());
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("junk.btir"), "{:?}", text(&o));
+    let o = baton(&["run", "no/such/model.btir"], dir.path());
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("no/such/model.btir"));
+}
+
+#[test]
+fn plan_shows_partitions_reasons_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, _) = example();
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[plugin]]\npath = {}\n[policy]\npin = [{{ op = \"Softmax\", target = \"host\" }}]\n",
+            q(&plugin("baton_backend_cpu"))
+        ),
+    );
+    let o = baton(
+        &[
+            "plan",
+            model.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("cpu") && stdout.contains("host"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pinned"),
+        "the pin is given as the reason: {stdout}"
+    );
+    assert!(stdout.contains("memory: arena"), "{stdout}");
+}
+
+#[test]
+fn devices_reads_the_probe_verdict_from_the_cache_the_second_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        &format!("[[plugin]]\npath = {}\n", q(&plugin("baton_backend_cpu"))),
+    );
+    let first = baton(&["devices", "--config", cfg.to_str().unwrap()], dir.path());
+    let (s1, e1) = text(&first);
+    assert!(first.status.success(), "{e1}");
+    assert!(s1.contains("probe: passed (measured now)"), "{s1}");
+    let second = baton(&["devices", "--config", cfg.to_str().unwrap()], dir.path());
+    assert!(
+        text(&second).0.contains("probe: passed (from cache)"),
+        "{:?}",
+        text(&second)
+    );
+}
+
+#[test]
+fn every_command_has_help() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["plan", "--help"],
+        vec!["devices", "--help"],
+    ] {
+        let o = baton(&args, dir.path());
+        assert!(
+            o.status.success() && text(&o).0.contains("Usage"),
+            "{args:?}"
+        );
+    }
+    let o = baton(&["frobnicate"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+}

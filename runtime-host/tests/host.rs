@@ -1,0 +1,407 @@
+//! The host end to end: real plugins (the dlopen'd CPU plugin, the C plugin, the faulty
+//! plugin) through loading, handshake, probe, partitioning, execution and fallback.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor};
+use baton_partitioner::Decision;
+use baton_runtime_host::plugin::PluginLibrary;
+use baton_runtime_host::{reference, sample, Config, Engine, HostError, Session};
+use common::{c_plugin, config, max_abs_diff, plugin, q};
+
+fn engine(body: &str) -> (tempfile::TempDir, Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config::load(&config(dir.path(), body)).unwrap();
+    let e = Engine::new(cfg).unwrap();
+    (dir, e)
+}
+
+fn cpu_plugin_config(priority: i64) -> String {
+    format!(
+        "[[plugin]]\npath = {}\npriority = {priority}\n",
+        q(&plugin("baton_backend_cpu"))
+    )
+}
+
+fn faulty_config(fault: &str, priority: i64) -> String {
+    format!(
+        "[[plugin]]\npath = {}\npriority = {priority}\noptions = {{ fault = \"{fault}\" }}\n",
+        q(&plugin("baton_faulty_plugin"))
+    )
+}
+
+/// x -> Relu -> Add(y) -> Relu -> Add(y): four nodes the faulty and C plugins can run.
+fn relu_add_chain() -> (Graph, Vec<Tensor>) {
+    let mut b = GraphBuilder::new("chain");
+    let x = b.input_fixed("x", DType::F32, &[2, 5]);
+    let y = b.input_fixed("y", DType::F32, &[2, 5]);
+    let r1 = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    let a1 = b.node(OpKind::Add, &[r1, y], &[]).unwrap();
+    let r2 = b.node(OpKind::Relu, &[a1], &[]).unwrap();
+    let a2 = b.node(OpKind::Add, &[r2, y], &[]).unwrap();
+    b.output(a2);
+    let xs: Vec<f32> = (0..10).map(|i| i as f32 - 4.5).collect();
+    let ys: Vec<f32> = (0..10).map(|i| 1.0 - 0.3 * i as f32).collect();
+    (
+        b.finish().unwrap(),
+        vec![
+            Tensor::from_f32(&[2, 5], &xs),
+            Tensor::from_f32(&[2, 5], &ys),
+        ],
+    )
+}
+
+fn reference_outputs(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
+    reference::run_graph(g, inputs).unwrap()
+}
+
+#[test]
+fn example_runs_on_the_dlopened_cpu_plugin_and_matches_the_reference() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let cpu = &e.backends[0];
+    assert!(cpu.verdict.passed, "probe: {}", cpu.verdict.detail);
+    let graph = sample::tinynet();
+    let inputs = vec![sample::tinynet_input()];
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    assert!(!s.plan.partitions.is_empty(), "{}", s.plan.render(&s.graph));
+    assert_eq!(s.nodes_per_backend().get("cpu"), Some(&graph.nodes.len()));
+    let got = s.run(&inputs).unwrap();
+    let want = reference_outputs(&graph, &inputs);
+    assert!(max_abs_diff(&got[0], &want[0]) < 1e-5);
+    // A second run on the same session gives the same answer (state is not carried over).
+    let again = s.run(&inputs).unwrap();
+    assert_eq!(again[0].bytes(), got[0].bytes());
+    assert!(s.arena_plan.arena_size >= s.arena_plan.lower_bound);
+    assert!(s.arena_plan.arena_size <= s.arena_plan.naive_size);
+}
+
+#[test]
+fn builtin_cpu_backend_goes_through_the_same_handshake() {
+    let (_d, e) = engine("[[plugin]]\nbuiltin = \"cpu\"\n");
+    assert!(
+        e.backends[0].verdict.passed,
+        "{}",
+        e.backends[0].verdict.detail
+    );
+    let graph = sample::tinynet();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let got = s.run(&[sample::tinynet_input()]).unwrap();
+    let want = reference_outputs(&graph, &[sample::tinynet_input()]);
+    assert!(max_abs_diff(&got[0], &want[0]) < 1e-5);
+}
+
+#[test]
+fn probe_verdicts_are_cached_and_keyed_by_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), &cpu_plugin_config(0));
+    let first = Engine::new(Config::load(&path).unwrap()).unwrap();
+    assert!(!first.backends[0].verdict.from_cache);
+    assert!(first.backends[0].verdict.passed);
+    let second = Engine::new(Config::load(&path).unwrap()).unwrap();
+    assert!(second.backends[0].verdict.from_cache);
+    assert_eq!(
+        second.backends[0].verdict.detail,
+        first.backends[0].verdict.detail
+    );
+    // Another plugin file is another key: it is probed, not read from the cache.
+    let both = format!("{}{}", cpu_plugin_config(0), faulty_config("none", 1));
+    std::fs::write(
+        &path,
+        format!(
+            "cache_dir = {:?}\n{both}",
+            dir.path().join("cache").display().to_string()
+        ),
+    )
+    .unwrap();
+    let third = Engine::new(Config::load(&path).unwrap()).unwrap();
+    assert!(third.backends[0].verdict.from_cache);
+    assert!(!third.backends[1].verdict.from_cache);
+}
+
+#[test]
+fn the_c_plugin_runs_through_the_host_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = c_plugin(dir.path(), &[], "libc_relu_add.so");
+    let (_d, e) = engine(&format!("[[plugin]]\npath = {}\n", q(&lib)));
+    let c = &e.backends[0];
+    assert_eq!(c.ctx.lib.name, "c-relu-add");
+    assert!(c.verdict.passed, "{}", c.verdict.detail);
+    // Relu/Add go to the C plugin; the Conv it declines runs on the portable kernels.
+    let (g, inputs) = relu_add_chain();
+    let mut b = GraphBuilder::new("with_conv");
+    let x = b.input_fixed("x", DType::F32, &[1, 1, 4, 4]);
+    let w = b.constant_f32("w", &[1, 1, 3, 3], &[0.5; 9]);
+    let conv = b
+        .node(
+            OpKind::Conv,
+            &[x, w],
+            &[("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        )
+        .unwrap();
+    let r = b.node(OpKind::Relu, &[conv], &[]).unwrap();
+    let a = b.node(OpKind::Add, &[r, r], &[]).unwrap();
+    b.output(a);
+    let g2 = b.finish().unwrap();
+    let x2 = Tensor::from_f32(
+        &[1, 1, 4, 4],
+        &(0..16).map(|i| i as f32 - 8.0).collect::<Vec<_>>(),
+    );
+
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    assert_eq!(s.nodes_per_backend().get(c.name.as_str()), Some(&4));
+    let got = s.run(&inputs).unwrap();
+    assert_eq!(got[0].f32s(), reference_outputs(&g, &inputs)[0].f32s());
+
+    let mut s2 = Session::new(&e, &g2, &BTreeMap::new()).unwrap();
+    let conv_decision = &s2.plan.nodes[0];
+    assert!(matches!(conv_decision.decision, Decision::Host));
+    assert!(
+        conv_decision.reasons.iter().any(|r| r.contains("Conv")),
+        "{:?}",
+        conv_decision.reasons
+    );
+    let got = s2.run(std::slice::from_ref(&x2)).unwrap();
+    assert!(max_abs_diff(&got[0], &reference_outputs(&g2, &[x2])[0]) < 1e-5);
+}
+
+#[test]
+fn abi_faults_are_refused_before_any_call_with_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = c_plugin(
+        dir.path(),
+        &["-DBATON_TEST_WRONG_MAJOR"],
+        "libwrong_major.so",
+    );
+    match PluginLibrary::load(&wrong, None) {
+        Err(e @ HostError::AbiMismatch { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("libwrong_major.so") && m.contains("2.") && m.contains("1.0"),
+                "{m}"
+            );
+            assert!(m.contains("upgrade the host"), "the fix is named: {m}");
+        }
+        other => panic!("expected AbiMismatch, got {:?}", other.err()),
+    }
+    let short = c_plugin(dir.path(), &["-DBATON_TEST_SHORT_STRUCT"], "libshort.so");
+    assert!(matches!(
+        PluginLibrary::load(&short, None),
+        Err(HostError::DescriptorTooShort { .. })
+    ));
+    let none = c_plugin(dir.path(), &["-DBATON_TEST_NO_ENTRY"], "libnoentry.so");
+    match PluginLibrary::load(&none, None) {
+        Err(e @ HostError::MissingEntry { .. }) => {
+            assert!(e.to_string().contains("baton_delegate_entry"))
+        }
+        other => panic!("expected MissingEntry, got {:?}", other.err()),
+    }
+    let not_a_lib = dir.path().join("libjunk.so");
+    std::fs::write(&not_a_lib, b"junk").unwrap();
+    assert!(matches!(
+        PluginLibrary::load(&not_a_lib, None),
+        Err(HostError::PluginLoad { .. })
+    ));
+    // The engine keeps going without them.
+    let (_d, e) = engine(&format!(
+        "[[plugin]]\npath = {}\n{}",
+        q(&wrong),
+        cpu_plugin_config(1)
+    ));
+    assert_eq!(e.failed.len(), 1);
+    assert!(e.backends[0].verdict.passed);
+}
+
+#[test]
+fn init_failure_repartitions_to_the_next_backend() {
+    let (_d, e) = engine(&format!(
+        "{}{}",
+        faulty_config("error-init-large", 0),
+        cpu_plugin_config(1)
+    ));
+    assert!(
+        e.backends[0].verdict.passed,
+        "small probe graphs pass: {}",
+        e.backends[0].verdict.detail
+    );
+    let (g, inputs) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("faulty") && n.contains("re-partitioning")),
+        "{:?}",
+        s.notes
+    );
+    assert_eq!(s.nodes_per_backend().get("cpu"), Some(&4));
+    assert_eq!(
+        s.run(&inputs).unwrap()[0].f32s(),
+        reference_outputs(&g, &inputs)[0].f32s()
+    );
+}
+
+#[test]
+fn init_failure_with_fail_rule_refuses_the_model() {
+    let (_d, e) = engine(&format!(
+        "{}[fallback]\non_init_error = \"fail\"\n",
+        faulty_config("error-init-large", 0)
+    ));
+    let (g, _) = relu_add_chain();
+    let err = Session::new(&e, &g, &BTreeMap::new())
+        .err()
+        .expect("must fail")
+        .to_string();
+    assert!(err.contains("faulty") && err.contains("init"), "{err}");
+}
+
+#[test]
+fn execute_failure_falls_back_to_the_portable_kernels() {
+    let (_d, e) = engine(&faulty_config("error-execute-large", 0));
+    let (g, inputs) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    assert_eq!(s.nodes_per_backend().get("faulty"), Some(&4));
+    let got = s.run(&inputs).unwrap();
+    assert_eq!(got[0].f32s(), reference_outputs(&g, &inputs)[0].f32s());
+    assert_eq!(s.fallbacks, 1);
+
+    let (_d2, strict) = engine(&format!(
+        "{}[fallback]\non_execute_error = \"fail\"\n",
+        faulty_config("error-execute-large", 0)
+    ));
+    let mut s = Session::new(&strict, &g, &BTreeMap::new()).unwrap();
+    let err = s.run(&inputs).unwrap_err().to_string();
+    assert!(
+        err.contains("faulty") && err.contains("deliberate execute error"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_plugin_that_lies_about_availability_is_skipped_by_its_probe() {
+    let (_d, e) = engine(&format!(
+        "{}{}",
+        faulty_config("lie-available", 0),
+        cpu_plugin_config(1)
+    ));
+    let liar = &e.backends[0];
+    assert!(liar.verdict.claimed_available);
+    assert!(!liar.verdict.passed);
+    assert!(
+        liar.verdict.detail.contains("expected"),
+        "{}",
+        liar.verdict.detail
+    );
+    let (g, inputs) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("faulty skipped: probe failed")),
+        "{:?}",
+        s.notes
+    );
+    assert_eq!(s.nodes_per_backend().get("cpu"), Some(&4));
+    assert_eq!(
+        s.run(&inputs).unwrap()[0].f32s(),
+        reference_outputs(&g, &inputs)[0].f32s()
+    );
+}
+
+#[test]
+fn panics_and_bad_outputs_in_plugins_are_contained() {
+    let (_d, e) = engine(&faulty_config("panic-create", 0));
+    assert!(
+        e.failed[0].error.to_string().contains("panic in create"),
+        "{}",
+        e.failed[0].error
+    );
+    for (fault, fragment) in [
+        ("panic-supports", "panic in supports"),
+        ("panic-compile", "panic in compile"),
+        ("panic-init", "panic in init"),
+        ("panic-execute", "panic in execute"),
+        ("wrong-shape", "shape"),
+        ("nan-output", "NaN"),
+    ] {
+        let (_d, e) = engine(&faulty_config(fault, 0));
+        let v = &e.backends[0].verdict;
+        assert!(!v.passed, "{fault} passed its probe");
+        assert!(v.detail.contains(fragment), "{fault}: {}", v.detail);
+    }
+}
+
+#[test]
+fn a_sha256_pin_that_does_not_match_is_refused() {
+    let p = plugin("baton_backend_cpu");
+    let (_d, e) = engine(&format!(
+        "[[plugin]]\npath = {}\nsha256 = \"{}\"\n",
+        q(&p),
+        "0".repeat(64)
+    ));
+    assert!(matches!(e.failed[0].error, HostError::HashMismatch { .. }));
+    let good = baton_runtime_host::plugin::sha256_hex(&std::fs::read(&p).unwrap());
+    let (_d, e) = engine(&format!(
+        "[[plugin]]\npath = {}\nsha256 = \"{good}\"\n",
+        q(&p)
+    ));
+    assert!(e.failed.is_empty() && e.backends[0].verdict.passed);
+}
+
+#[test]
+fn options_are_checked_against_the_plugin_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = q(&plugin("baton_backend_cpu"));
+    for (opts, fragment) in [
+        ("thread = 2", "'thread'"),
+        ("threads = 0", "threads"),
+        ("threads = \"many\"", "threads"),
+    ] {
+        let cfg = Config::load(&config(
+            dir.path(),
+            &format!("[[plugin]]\npath = {p}\noptions = {{ {opts} }}\n"),
+        ))
+        .unwrap();
+        let err = Engine::new(cfg).err().expect("must be refused").to_string();
+        assert!(err.contains(fragment), "{opts}: {err}");
+    }
+}
+
+#[test]
+fn pins_and_policy_reach_the_partitioner() {
+    let (_d, e) = engine(&format!(
+        "{}[policy]\npin = [{{ op = \"Softmax\", target = \"host\" }}]\n",
+        cpu_plugin_config(0)
+    ));
+    let graph = sample::tinynet();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let softmax = graph
+        .nodes
+        .iter()
+        .position(|n| n.op == OpKind::Softmax)
+        .unwrap();
+    assert!(matches!(s.plan.nodes[softmax].decision, Decision::Host));
+    assert_eq!(s.nodes_per_backend().get("host"), Some(&1));
+    let got = s.run(&[sample::tinynet_input()]).unwrap();
+    assert!(
+        max_abs_diff(
+            &got[0],
+            &reference_outputs(&graph, &[sample::tinynet_input()])[0]
+        ) < 1e-5
+    );
+}
+
+#[test]
+fn the_bundled_example_matches_its_generator() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tinynet");
+    let (bytes, _) = baton_delegate_api::wire::encode(
+        &sample::tinynet(),
+        baton_delegate_api::wire::ConstMode::Inline,
+    );
+    assert!(
+        std::fs::read(root.join("tinynet.btir")).unwrap() == bytes,
+        "examples/tinynet/tinynet.btir is stale: run `cargo run -p baton-runtime-host --example make_tinynet`"
+    );
+    let input = baton_runtime_host::npy::read(&root.join("image.npy")).unwrap();
+    assert_eq!(input.bytes(), sample::tinynet_input().bytes());
+}
