@@ -1,1 +1,208 @@
-fn main() {}
+//! `baton-conformance`: prove a Baton delegate plugin against the reference executor.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use baton_conformance::cases::{self, Shard};
+use baton_conformance::report::RunMeta;
+use baton_conformance::runner::child::{child_main, ChildArgs};
+use baton_conformance::runner::{run_isolated_with, RunConfig};
+use baton_conformance::{Class, Error, Report, Tolerances};
+use clap::{Parser, Subcommand};
+
+/// Runs the Baton conformance cases against a delegate plugin, each in an isolated child
+/// process, and writes report.json, junit.xml and summary.md.
+///
+/// Exit code: 0 when no case failed (pass, pass-undelegated and unsupported are not
+/// failures), 1 when any case is mismatch, crash, timeout, reference-fail or *-fail,
+/// 2 for usage errors.
+#[derive(Parser)]
+#[command(name = "baton-conformance", version, subcommand_negates_reqs = true)]
+struct Cli {
+    #[command(subcommand)]
+    child: Option<Hidden>,
+
+    /// The plugin library (.so / .dylib / .dll) to test.
+    #[arg(long, value_name = "PATH", required_unless_present = "list")]
+    plugin: Option<PathBuf>,
+
+    /// A plugin option, KEY=VALUE; repeat for several. Checked against the plugin's schema.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    options: Vec<(String, String)>,
+
+    /// Only these ops, comma-separated (op names as in the IR, plus Model and ABI).
+    #[arg(long, value_name = "OP,OP,...", value_parser = parse_ops)]
+    ops: Option<OpList>,
+
+    /// Directory for report.json, junit.xml and summary.md.
+    #[arg(long, value_name = "DIR", default_value = "baton-reports")]
+    report_dir: PathBuf,
+
+    /// Run every n-th case starting at the i-th (1-based), for splitting CI jobs.
+    #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+    shard: Option<Shard>,
+
+    /// Per-case time limit in seconds; a case over it is killed and recorded as timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_timeout)]
+    timeout: f64,
+
+    /// Directory with f32.toml, f16.toml, int.toml (default: the kit's own).
+    #[arg(long, value_name = "DIR")]
+    tolerances: Option<PathBuf>,
+
+    /// Also run the ABI behaviour checks (load handshake, create, devices, supports,
+    /// garbage blob, determinism).
+    #[arg(long)]
+    abi_checks: bool,
+
+    /// Print the ids of the selected cases and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Subcommand)]
+enum Hidden {
+    /// Internal: runs the cases named on stdin and streams results on stdout.
+    #[command(name = "__child", hide = true)]
+    Child {
+        #[arg(long)]
+        plugin: PathBuf,
+        #[arg(long = "option", value_parser = parse_kv)]
+        options: Vec<(String, String)>,
+        #[arg(long)]
+        tolerances: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone)]
+struct OpList(Vec<String>);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Hidden::Child {
+        plugin,
+        options,
+        tolerances,
+    }) = cli.child
+    {
+        let code = child_main(&ChildArgs {
+            plugin,
+            options,
+            tolerances,
+        });
+        return ExitCode::from(code as u8);
+    }
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("baton-conformance: error: {e:#}");
+            let usage = matches!(
+                e.downcast_ref::<Error>(),
+                Some(Error::Usage(_) | Error::Tolerance { .. })
+            );
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    let tolerances = Tolerances::load(cli.tolerances.as_deref())?;
+    let ops = cli.ops.map(|o| o.0);
+    let want_abi = cli.abi_checks || ops.as_ref().is_some_and(|o| o.iter().any(|s| s == "ABI"));
+    let selected = cases::select(cases::catalogue(want_abi)?, ops.as_deref(), cli.shard);
+    if cli.list {
+        for c in &selected {
+            println!("{}", c.id);
+        }
+        return Ok(0);
+    }
+    if selected.is_empty() {
+        return Err(Error::Usage("no cases selected by --ops and --shard".into()).into());
+    }
+    let plugin = cli
+        .plugin
+        .ok_or_else(|| Error::Usage("--plugin is required".into()))?;
+    if !plugin.is_file() {
+        return Err(Error::Usage(format!("--plugin {}: no such file", plugin.display())).into());
+    }
+    let config = RunConfig {
+        child_exe: std::env::current_exe().context("locating this executable")?,
+        plugin,
+        options: cli.options,
+        timeout: Duration::from_secs_f64(cli.timeout),
+        tolerances_dir: cli.tolerances,
+    };
+    let total = selected.len();
+    let mut done = 0;
+    eprintln!(
+        "baton-conformance: {total} cases against {}",
+        config.plugin.display()
+    );
+    let outcome = run_isolated_with(&config, &selected, &mut |r| {
+        done += 1;
+        if r.result.is_failure() {
+            eprintln!(
+                "[{done}/{total}] {} {}: {}",
+                r.result,
+                r.id,
+                first_line(&r.message)
+            );
+        }
+    })?;
+    let meta = RunMeta {
+        tolerances: tolerances.sources.clone(),
+        shard: cli.shard.map(|s| s.to_string()),
+        ops,
+    };
+    let report = Report::new(&config, meta, outcome);
+    let written = report
+        .write_all(&cli.report_dir)
+        .context("writing the reports")?;
+    let counts: Vec<String> = Class::ALL
+        .iter()
+        .filter_map(|c| {
+            let n = report.totals.get(c.name()).copied().unwrap_or(0);
+            (n > 0).then(|| format!("{n} {c}"))
+        })
+        .collect();
+    eprintln!(
+        "baton-conformance: {} — {}",
+        if report.failed { "FAILED" } else { "passed" },
+        counts.join(", ")
+    );
+    eprintln!(
+        "reports: {}, {}, {}",
+        written.json.display(),
+        written.junit.display(),
+        written.summary.display()
+    );
+    Ok(report.exit_code() as u8)
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}': expected KEY=VALUE")),
+    }
+}
+
+fn parse_ops(s: &str) -> Result<OpList, String> {
+    cases::parse_ops(s).map(OpList).map_err(|e| e.to_string())
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    s.parse::<Shard>().map_err(|e| e.to_string())
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{s}': expected a positive number of seconds")),
+    }
+}

@@ -1,0 +1,250 @@
+//! Deterministic values and the single-node case builder the generators share.
+
+use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor, TensorData};
+
+use super::{Case, CaseBody};
+use crate::error::{Error, Result};
+
+/// Special f32 values: signed zeros, huge, tiny (subnormal), infinities, NaN.
+pub const SPECIALS: [f64; 12] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    1e30,
+    -1e30,
+    1e-40,
+    -1e-40,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    3.0e38,
+];
+
+/// Special values that exist in f16 (65504 is its largest finite value).
+pub const SPECIALS_F16: [f64; 10] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    65504.0,
+    -65504.0,
+    6e-8,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+];
+
+/// How a tensor is filled.
+#[derive(Clone, Debug)]
+pub enum Fill {
+    /// Uniform in `[lo, hi)` (integers: `[lo, hi]`).
+    Range(f64, f64),
+    /// Uniform in `[lo, hi)`, avoiding `|x| < min_abs` (safe divisors).
+    Away(f64, f64, f64),
+    /// These values, repeated in order.
+    Cycle(Vec<f64>),
+    /// Each element is one of `specials` with probability 1/3, else uniform in `[lo, hi)`.
+    Mixed(Vec<f64>, f64, f64),
+}
+
+/// A xorshift64* generator seeded from a case id.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeds from the FNV-1a hash of `id`.
+    pub fn for_id(id: &str) -> Rng {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in id.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        Rng(h | 1)
+    }
+
+    /// The next raw value.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// Uniform integer in `[lo, hi]`.
+    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        let span = (hi - lo) as u64 + 1;
+        lo + (self.next_u64() % span) as i64
+    }
+
+    /// `n` values of `fill`.
+    pub fn values(&mut self, n: usize, fill: &Fill, integer: bool) -> Vec<f64> {
+        let mut draw = |lo: f64, hi: f64| {
+            if integer {
+                self.int(lo as i64, hi as i64) as f64
+            } else {
+                self.uniform(lo, hi)
+            }
+        };
+        match fill {
+            Fill::Range(lo, hi) => (0..n).map(|_| draw(*lo, *hi)).collect(),
+            Fill::Away(lo, hi, min_abs) => (0..n)
+                .map(|_| loop {
+                    let v = draw(*lo, *hi);
+                    if v.abs() >= *min_abs {
+                        break v;
+                    }
+                })
+                .collect(),
+            Fill::Cycle(v) => (0..n).map(|i| v[i % v.len()]).collect(),
+            Fill::Mixed(specials, lo, hi) => (0..n)
+                .map(|_| {
+                    if self.next_u64() % 3 == 0 {
+                        specials[(self.next_u64() % specials.len() as u64) as usize]
+                    } else {
+                        self.uniform(*lo, *hi)
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// A tensor of `dtype` and `shape` filled by `fill`.
+    pub fn tensor(&mut self, dtype: DType, shape: &[usize], fill: &Fill) -> Tensor {
+        let n = shape.iter().product();
+        let integer = !dtype.is_float();
+        let v = self.values(n, fill, integer);
+        tensor(dtype, shape, &v)
+    }
+}
+
+/// A tensor of `dtype` from f64 values (rounded to the dtype; integers truncate).
+pub fn tensor(dtype: DType, shape: &[usize], values: &[f64]) -> Tensor {
+    let bytes: Vec<u8> = match dtype {
+        DType::F32 => values
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect(),
+        DType::F16 => values
+            .iter()
+            .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
+            .collect(),
+        DType::I32 => values
+            .iter()
+            .flat_map(|&v| (v as i32).to_le_bytes())
+            .collect(),
+        DType::I64 => values
+            .iter()
+            .flat_map(|&v| (v as i64).to_le_bytes())
+            .collect(),
+        DType::I8 => values.iter().map(|&v| (v as i8) as u8).collect(),
+        DType::U8 | DType::Bool => values.iter().map(|&v| v as u8).collect(),
+    };
+    Tensor::from_bytes(dtype, shape, &bytes)
+}
+
+/// The id of an op case.
+pub fn case_id(op: OpKind, dtype: DType, desc: &str) -> String {
+    format!("{}/{}/{desc}", op.name(), dtype.name())
+}
+
+/// Builds one single-node case: operands are graph inputs or constants, in node order.
+pub struct Maker {
+    pub id: String,
+    pub op: OpKind,
+    pub dtype: DType,
+    pub rng: Rng,
+    operands: Vec<(Tensor, bool)>,
+}
+
+impl Maker {
+    /// A case `op/dtype/desc`; its generator is seeded by that id.
+    pub fn new(op: OpKind, dtype: DType, desc: &str) -> Maker {
+        let id = case_id(op, dtype, desc);
+        Maker {
+            rng: Rng::for_id(&id),
+            id,
+            op,
+            dtype,
+            operands: Vec::new(),
+        }
+    }
+
+    /// Adds a graph input of the case dtype filled by `fill`.
+    pub fn input(&mut self, shape: &[usize], fill: &Fill) -> &mut Maker {
+        let t = self.rng.tensor(self.dtype, shape, fill);
+        self.operands.push((t, false));
+        self
+    }
+
+    /// Adds a constant of the case dtype filled by `fill`.
+    pub fn constant(&mut self, shape: &[usize], fill: &Fill) -> &mut Maker {
+        let t = self.rng.tensor(self.dtype, shape, fill);
+        self.operands.push((t, true));
+        self
+    }
+
+    /// Adds a given tensor as a graph input (`constant = false`) or a constant.
+    pub fn operand(&mut self, t: Tensor, constant: bool) -> &mut Maker {
+        self.operands.push((t, constant));
+        self
+    }
+
+    /// Builds the graph: one node of `self.op` with `attrs`, its output the graph output.
+    pub fn build(&self, attrs: &[(&str, Attr)]) -> Result<Case> {
+        let err = |message: String| Error::Case {
+            id: self.id.clone(),
+            message,
+        };
+        let mut b = GraphBuilder::new(&self.id);
+        let mut ids = Vec::new();
+        let mut inputs = Vec::new();
+        for (i, (t, constant)) in self.operands.iter().enumerate() {
+            let name = format!("in{i}");
+            let id = if *constant {
+                b.constant(&name, t.dtype, &t.shape, TensorData::from_bytes(t.bytes()))
+            } else {
+                inputs.push(t.clone());
+                b.input_fixed(&name, t.dtype, &t.shape)
+            };
+            ids.push(id);
+        }
+        let out = b
+            .node(self.op, &ids, attrs)
+            .map_err(|e| err(e.to_string()))?;
+        b.rename(out, "out");
+        b.output(out);
+        let graph = b.finish().map_err(|e| err(e.to_string()))?;
+        Ok(Case {
+            id: self.id.clone(),
+            op: self.op.name().to_string(),
+            dtype: Some(self.dtype),
+            body: CaseBody::Op { graph, inputs },
+        })
+    }
+}
+
+/// `Attr::Ints` from a slice.
+pub fn ints(v: &[i64]) -> Attr {
+    Attr::Ints(v.to_vec())
+}
+
+/// Joins dims as `2x3x4` (`rank0` for a scalar).
+pub fn dims(shape: &[usize]) -> String {
+    if shape.is_empty() {
+        return "rank0".into();
+    }
+    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    parts.join("x")
+}

@@ -1,0 +1,166 @@
+//! What happened to one case: its [`Class`] and the evidence, as one [`CaseResult`].
+//!
+//! The same struct is streamed by the child process (one JSON line per case) and stored in
+//! `report.json`, so the report schema is this file.
+
+use serde::{Deserialize, Serialize};
+
+/// The classification of a finished case.
+///
+/// | class | meaning |
+/// |---|---|
+/// | `pass` | the plugin ran every node and matched the reference within tolerance |
+/// | `pass-undelegated` | a model case: the plugin declined some nodes (they ran on the reference) and every node it took matched |
+/// | `unsupported` | the plugin declined the case's node (op cases), every node (model cases) or the check's subject |
+/// | `load-fail` | the library failed to load or refused the ABI handshake |
+/// | `create-fail` | creating a context (or querying its devices) failed |
+/// | `supports-fail` | the `supports` call returned an error |
+/// | `compile-fail` / `init-fail` / `exec-fail` | that call returned an error (exec-fail includes a wrong output shape) |
+/// | `mismatch` | outputs differ from the reference beyond tolerance |
+/// | `crash` | the child process died (a signal or a non-zero exit) while running the case |
+/// | `timeout` | the case ran longer than the timeout; the child was killed |
+/// | `reference-fail` | the reference executor itself failed on the case: the kit could not judge the plugin |
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    Pass,
+    PassUndelegated,
+    Unsupported,
+    LoadFail,
+    CreateFail,
+    SupportsFail,
+    CompileFail,
+    InitFail,
+    ExecFail,
+    Mismatch,
+    Crash,
+    Timeout,
+    ReferenceFail,
+}
+
+impl Class {
+    /// Every class, in report order.
+    pub const ALL: [Class; 13] = [
+        Class::Pass,
+        Class::PassUndelegated,
+        Class::Unsupported,
+        Class::LoadFail,
+        Class::CreateFail,
+        Class::SupportsFail,
+        Class::CompileFail,
+        Class::InitFail,
+        Class::ExecFail,
+        Class::Mismatch,
+        Class::Crash,
+        Class::Timeout,
+        Class::ReferenceFail,
+    ];
+
+    /// The string used in reports (`pass-undelegated`, `exec-fail`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Pass => "pass",
+            Class::PassUndelegated => "pass-undelegated",
+            Class::Unsupported => "unsupported",
+            Class::LoadFail => "load-fail",
+            Class::CreateFail => "create-fail",
+            Class::SupportsFail => "supports-fail",
+            Class::CompileFail => "compile-fail",
+            Class::InitFail => "init-fail",
+            Class::ExecFail => "exec-fail",
+            Class::Mismatch => "mismatch",
+            Class::Crash => "crash",
+            Class::Timeout => "timeout",
+            Class::ReferenceFail => "reference-fail",
+        }
+    }
+
+    /// Whether the class makes the run fail (exit code 1): everything but `pass`,
+    /// `pass-undelegated` and `unsupported`.
+    pub fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            Class::Pass | Class::PassUndelegated | Class::Unsupported
+        )
+    }
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One finished case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Stable case id, `Op/dtype/description`.
+    pub id: String,
+    /// The op name, `Model` or `ABI`.
+    pub op: String,
+    /// `op`, `model` or `abi`.
+    pub kind: String,
+    /// The case's element type (`f32`, `i64`, ...); null for ABI checks.
+    pub dtype: Option<String>,
+    pub result: Class,
+    /// What happened, in words (the plugin's error text, the mismatch, the signal, ...).
+    pub message: String,
+    /// Largest |got - expected| over elements where both are finite; null when no
+    /// comparison took place.
+    pub max_abs_err: Option<f64>,
+    /// Largest |got - expected| / |expected| over finite elements with expected != 0.
+    pub max_rel_err: Option<f64>,
+    /// Multi-index of the worst failing element (mismatch only).
+    pub worst_index: Option<Vec<usize>>,
+    /// Which output the worst element is in.
+    pub worst_output: Option<usize>,
+    /// The plugin's value there, formatted in the output dtype (`NaN`, `-inf`, `-0.0`, ...).
+    pub got: Option<String>,
+    /// The reference value there.
+    pub expected: Option<String>,
+    /// Model cases: the first node that failed when run alone (see `runner::exec`).
+    pub failing_node: Option<String>,
+    /// Nodes the plugin accepted / nodes in the graph.
+    pub delegated_nodes: Option<usize>,
+    pub total_nodes: Option<usize>,
+    /// Crash: the signal (`SIGSEGV`) or the exit code of the child.
+    pub signal: Option<String>,
+    pub exit_code: Option<i32>,
+    /// Crash and timeout: the last lines the child wrote to stderr.
+    pub stderr_tail: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl CaseResult {
+    /// A result with only the identity, class and message set.
+    pub fn new(
+        id: &str,
+        op: &str,
+        kind: &str,
+        dtype: Option<&str>,
+        result: Class,
+        message: impl Into<String>,
+    ) -> CaseResult {
+        CaseResult {
+            id: id.to_string(),
+            op: op.to_string(),
+            kind: kind.to_string(),
+            dtype: dtype.map(str::to_string),
+            result,
+            message: message.into(),
+            max_abs_err: None,
+            max_rel_err: None,
+            worst_index: None,
+            worst_output: None,
+            got: None,
+            expected: None,
+            failing_node: None,
+            delegated_nodes: None,
+            total_nodes: None,
+            signal: None,
+            exit_code: None,
+            stderr_tail: None,
+            duration_ms: 0,
+        }
+    }
+}
