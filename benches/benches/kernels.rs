@@ -1,1 +1,156 @@
-fn main() {}
+//! Criterion benchmarks: the CPU plugin's GEMM (read as GFLOP/s), a convolution through the
+//! plugin's public `Delegate` path, and the example model end to end on the CPU plugin
+//! against the portable reference kernels alone.
+//!
+//! `cargo bench -p baton-benches` (one thread; the CPU plugin is single-threaded for now).
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+
+use baton_backend_cpu::gemm::{
+    self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
+};
+use baton_backend_cpu::CpuDelegate;
+use baton_delegate_api::sdk::{Constants, Delegate, Executable, Options};
+use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
+use baton_runtime_host::config::PluginConfig;
+use baton_runtime_host::{reference, sample, Config, Engine, Session};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+fn values(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1e-3)
+        .collect()
+}
+
+fn bench_gemm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gemm_f32");
+    for &(m, n, k) in &[
+        (64, 64, 64),
+        (128, 256, 64),
+        (256, 256, 256),
+        (49, 576, 192),
+        (512, 512, 512),
+    ] {
+        group.throughput(Throughput::Elements((2 * m * n * k) as u64));
+        let a = values(m * k);
+        let b = values(k * n);
+        let mut out = vec![0.0f32; m * n];
+        for (label, kernel) in [
+            ("best", MicroKernel::best()),
+            ("portable", MicroKernel::portable()),
+        ] {
+            let packed = PackedRhs::new(
+                kernel,
+                MatRef {
+                    data: &b,
+                    rs: n,
+                    cs: 1,
+                },
+                k,
+                n,
+            );
+            let mut scratch = GemmScratch::default();
+            scratch.reserve(kernel, m, n, k);
+            let id = BenchmarkId::new(format!("{label}:{}", kernel.name()), format!("{m}x{n}x{k}"));
+            group.bench_function(id, |bench| {
+                bench.iter(|| {
+                    gemm::gemm(
+                        kernel,
+                        m,
+                        n,
+                        k,
+                        Lhs::Strided(MatRef {
+                            data: &a,
+                            rs: k,
+                            cs: 1,
+                        }),
+                        Rhs::Packed(&packed),
+                        MatMut {
+                            data: &mut out,
+                            rs: n,
+                        },
+                        &Epilogue::new(),
+                        &mut scratch,
+                    );
+                    black_box(&out);
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn bench_conv(c: &mut Criterion) {
+    let mut group = c.benchmark_group("conv_f32");
+    // (channels in, channels out, spatial, kernel, group): a stem, a pointwise and a depthwise layer.
+    for &(ci, co, hw, kk, g) in &[(3, 16, 112, 3, 1), (32, 64, 28, 1, 1), (64, 64, 28, 3, 64)] {
+        let mut b = GraphBuilder::new("conv");
+        let x = b.input_fixed("x", DType::F32, &[1, ci, hw, hw]);
+        let w = b.constant_f32("w", &[co, ci / g, kk, kk], &values(co * ci / g * kk * kk));
+        let pad = (kk / 2) as i64;
+        let y = b
+            .node(
+                OpKind::Conv,
+                &[x, w],
+                &[
+                    ("pads", Attr::Ints(vec![pad; 4])),
+                    ("group", Attr::Int(g as i64)),
+                ],
+            )
+            .expect("valid conv");
+        b.output(y);
+        let graph = b.finish().expect("valid graph");
+        let out_shape = graph.tensors[y].static_shape().expect("static");
+        let flops = 2 * out_shape.iter().product::<usize>() * (ci / g) * kk * kk;
+        group.throughput(Throughput::Elements(flops as u64));
+
+        let delegate = CpuDelegate::create(
+            &Options::validate(&CpuDelegate::options(), &[]).expect("defaults"),
+        )
+        .expect("cpu");
+        let blob = delegate
+            .compile(0, &graph, Constants::new(&graph, &[]))
+            .expect("compile");
+        let mut exec = delegate.init(0, &blob, &[]).expect("init");
+        let input = Tensor::from_f32(&[1, ci, hw, hw], &values(ci * hw * hw));
+        let mut output = Tensor::zeros(DType::F32, &out_shape);
+        group.bench_function(
+            BenchmarkId::new("cpu", format!("{ci}to{co}_{hw}px_k{kk}_g{g}")),
+            |bench| {
+                bench.iter(|| {
+                    let mut outs = [output.view_mut()];
+                    exec.execute(&[input.view()], &mut outs).expect("execute");
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+fn bench_end_to_end(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tinynet_end_to_end");
+    let graph = sample::tinynet();
+    let input = vec![sample::tinynet_input()];
+    let cache = std::env::temp_dir().join("baton-bench-cache");
+    let mut cfg = Config {
+        cache_dir: Some(cache),
+        ..Config::default()
+    };
+    cfg.plugins.push(PluginConfig {
+        builtin: Some("cpu".into()),
+        ..Default::default()
+    });
+    let engine = Engine::new(cfg).expect("engine");
+    let mut session = Session::new(&engine, &graph, &BTreeMap::new()).expect("session");
+    group.bench_function("cpu_plugin", |bench| {
+        bench.iter(|| black_box(session.run(&input).expect("run")))
+    });
+    group.bench_function("reference_only", |bench| {
+        bench.iter(|| black_box(reference::run_graph(&graph, &input).expect("run")))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_gemm, bench_conv, bench_end_to_end);
+criterion_main!(benches);

@@ -1,1 +1,1 @@
-//! placeholder
+//! Criterion benchmarks of Baton live in `benches/`; run them with `cargo bench -p baton-benches`.
