@@ -165,6 +165,12 @@ pub fn gemm(out: &mut Vec<Case>) -> Result<()> {
             .constant(&[c], &UNIT);
         out.push(mk.build(&[])?);
     }
+    // beta = 0 means C is not read: a NaN or an infinity in C must not reach the result.
+    let mut mk = Maker::new(OpKind::Gemm, DType::F32, "beta0_nonfinite_c");
+    mk.input(&[m_, k], &UNIT)
+        .constant(&[k, n], &Fill::Range(-scale, scale))
+        .constant(&[n], &Fill::Cycle(vec![f64::NAN, f64::INFINITY, 1.0]));
+    out.push(mk.build(&[("beta", Attr::Float(0.0))])?);
     Ok(())
 }
 

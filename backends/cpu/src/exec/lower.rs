@@ -231,13 +231,16 @@ impl<'g> Builder<'g> {
             OpKind::Gemm => {
                 let a = self.src(input(0))?;
                 let b = self.operand(input(1))?;
+                // With beta = 0, C is not read at all (as the reference and ONNX Runtime do),
+                // so a NaN or Inf in C cannot leak into the result.
+                let beta = node.attr_float("beta", 1.0);
                 let c = match node.inputs.get(2) {
-                    Some(&t) => {
+                    Some(&t) if beta != 0.0 => {
                         let (rs, cs) = matrix_view(&out_shape, &shapes[2])
                             .ok_or("C does not broadcast to [M, N]")?;
-                        Some((self.src(t)?, rs, cs, node.attr_float("beta", 1.0)))
+                        Some((self.src(t)?, rs, cs, beta))
                     }
-                    None => None,
+                    _ => None,
                 };
                 Op::MatMul(MatMulOp::gemm(
                     self.kernel,
