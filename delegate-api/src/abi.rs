@@ -89,9 +89,13 @@ pub mod compat {
 
 /// Option value kinds of an [`OptionSpec`].
 pub mod option_kind {
+    /// Exactly `true` or `false`; `min`, `max` and `choices` are ignored.
     pub const BOOL: u32 = 0;
+    /// A decimal integer that must lie within the spec's inclusive `[min, max]`.
     pub const INT: u32 = 1;
+    /// A decimal number that must lie within the spec's inclusive `[min, max]`.
     pub const FLOAT: u32 = 2;
+    /// Any string; no range or choice applies.
     pub const STRING: u32 = 3;
     /// One of `choices`, a `|`-separated list.
     pub const ENUM: u32 = 4;
@@ -101,11 +105,22 @@ pub mod option_kind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct QuantView {
+    /// `BATON_QUANT_*`: 0 none (a plain tensor), 1 per-tensor, 2 per-axis. The same
+    /// values as the quant kinds of BTIR.
     pub kind: u32,
+    /// For per-axis parameters, the dimension they run along (an index into `shape`).
+    /// Meaningless for the other kinds.
     pub axis: u32,
+    /// Number of entries in `scales` and in `zero_points`: 0 for none, 1 per-tensor, and
+    /// for per-axis the extent of dimension `axis`.
     pub count: u32,
+    /// Always zero: the padding before the pointers, made explicit. Readers ignore it.
     pub reserved: u32,
+    /// `count` scales, the `scale` of `real = scale * (q - zero_point)`. NULL when `count`
+    /// is 0. Owned by the host and valid for the call only: copy what you keep.
     pub scales: *const f32,
+    /// `count` zero points, in the integer domain of the tensor's stored values, one per
+    /// scale. NULL when `count` is 0. Owned by the host and valid for the call only.
     pub zero_points: *const i32,
 }
 
@@ -118,11 +133,25 @@ pub struct QuantView {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TensorView {
+    /// The first element. Aligned to 64 bytes (`BATON_DATA_ALIGNMENT`) in every view the
+    /// host passes, so kernels may use aligned vector loads; NULL only when `byte_len` is 0.
+    /// The pointer is `mut` because the same struct describes outputs: inputs and constants
+    /// are read-only to the plugin. Of an output, the plugin writes every byte and nothing
+    /// past `byte_len`.
     pub data: *mut c_void,
+    /// Size of the data in bytes (not elements): exactly the product of `shape` times the
+    /// element size of `dtype`. Views are dense and row-major, with no padding or strides.
     pub byte_len: u64,
+    /// The element type, a `BATON_DTYPE_*` code (see [`DType::code`](crate::ir::DType::code)).
     pub dtype: u32,
+    /// Number of dimensions, `0..=MAX_RANK`; rank 0 is a scalar holding one element.
     pub rank: u32,
+    /// `rank` extents, each `>= 0`, borrowed from the host for the call. For outputs of
+    /// `execute` it points at [`MAX_RANK`] writable slots whose first `rank` hold the
+    /// expected extents; the plugin overwrites `rank` and these slots only to report the
+    /// shape it actually produced.
     pub shape: *mut i64,
+    /// Quantization parameters; `kind` 0 for a plain tensor.
     pub quant: QuantView,
 }
 
@@ -130,7 +159,13 @@ pub struct TensorView {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Blob {
+    /// Start of the compiled bytes, allocated by the plugin. The host may read, copy and
+    /// store them, but releases the allocation only by handing this same `Blob` back to
+    /// `free_blob` on the context that compiled it, never with its own allocator. The bytes
+    /// must be self-contained (no pointers), since they may be reused in another process.
+    /// `free_blob` ignores a blob whose `data` is NULL.
     pub data: *mut u8,
+    /// Length of the blob in bytes. Passed back unchanged to `free_blob`.
     pub len: u64,
 }
 
@@ -138,13 +173,20 @@ pub struct Blob {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceInfo {
+    /// In and out. Before the call the host sets it to the size of the struct as its build
+    /// declares it. The plugin fills every v1.0 field, fills a field added by a later minor
+    /// only when the host's size covers it, and on return sets `struct_size` to the number
+    /// of bytes it filled in; the host reads no field beyond that.
     pub struct_size: u32,
-    /// 0 CPU, 1 GPU, 2 NPU, 3 other.
+    /// `BATON_DEVICE_*`: 0 CPU, 1 GPU, 2 NPU, 3 other.
     pub kind: u32,
     /// Null-terminated, owned by the plugin, valid while the context lives.
     pub name: *const c_char,
-    /// Driver or firmware version; part of the probe cache key.
+    /// Driver or firmware version, NUL-terminated, owned by the plugin, valid while the
+    /// context lives. Part of the host's cache keys: blobs and probe results recorded under
+    /// one driver version are not trusted under another, so report it faithfully.
     pub driver_version: *const c_char,
+    /// Memory available to this device, in bytes; 0 if unknown.
     pub memory_bytes: u64,
 }
 
@@ -152,10 +194,14 @@ pub struct DeviceInfo {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct SupportAnswer {
+    /// 1 if the plugin will run this node, 0 if it declines. Declining is an answer, not
+    /// an error.
     pub supported: u32,
     /// One of [`reason`]'s codes; `reason::NONE` when supported.
     pub reason_code: u32,
-    /// Null-terminated explanation written by the plugin (empty when supported).
+    /// NUL-terminated UTF-8 explanation written by the plugin, cut to fit the buffer
+    /// (terminator included); empty when supported. Users read it in partition reports, so
+    /// it should name what is missing ("dtype f16", "op Conv not implemented").
     pub message: [c_char; SUPPORT_MESSAGE_LEN],
 }
 
@@ -164,7 +210,10 @@ pub struct SupportAnswer {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OptionValue {
+    /// The option's name, as declared in an [`OptionSpec`]'s `name`.
     pub key: *const c_char,
+    /// The value as text (`"true"`, `"4"`, `"0.5"`, an enum choice), already checked by
+    /// the host against the option's declaration.
     pub value: *const c_char,
 }
 
@@ -173,15 +222,22 @@ pub struct OptionValue {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct OptionSpec {
+    /// The key users write in their configuration. Every string of a spec is
+    /// NUL-terminated, owned by the plugin and valid as long as the descriptor.
     pub name: *const c_char,
+    /// One of the [`option_kind`] codes.
     pub kind: u32,
+    /// Always zero.
     pub reserved: u32,
+    /// The value applied when the user gives none, written as a user would write it.
     pub default_value: *const c_char,
-    /// Inclusive range for INT and FLOAT.
+    /// Inclusive lower bound for INT and FLOAT; ignored for the other kinds.
     pub min: f64,
+    /// Inclusive upper bound for INT and FLOAT; ignored for the other kinds.
     pub max: f64,
     /// `|`-separated values for ENUM, else null.
     pub choices: *const c_char,
+    /// One line of help for the user.
     pub help: *const c_char,
 }
 
@@ -194,24 +250,63 @@ pub type Handle = *mut c_void;
 /// library is unloaded. The first three fields are frozen forever.
 #[repr(C)]
 pub struct Descriptor {
+    /// The [`ABI_MAJOR`] the plugin was built against. Frozen at offset 0: a host with
+    /// another major refuses the plugin without reading any further field.
     pub abi_major: u32,
+    /// The [`ABI_MINOR`] the plugin was built against. Frozen at offset 4; any minor of
+    /// the host's major is accepted, in either direction.
     pub abi_minor: u32,
+    /// The size in bytes of the descriptor as the plugin's build declares it. Frozen at
+    /// offset 8. Below [`DESCRIPTOR_V1_SIZE`] the plugin is refused; a field a later minor
+    /// appends is read only when `struct_size` covers it.
     pub struct_size: u32,
+    /// A [`concurrency`] code: whether `execute` may overlap on one handle.
     pub concurrency: u32,
+    /// The plugin's name, unique among the installed plugins. Every string of the
+    /// descriptor is NUL-terminated and lives, unchanged, until the library is unloaded.
     pub name: *const c_char,
+    /// The plugin's own version (for example `"0.1.0"`), shown to users.
     pub version: *const c_char,
+    /// Identifies this build of the plugin. Part of the host's cache keys: change it
+    /// whenever compiled blobs or support answers could change.
     pub build_id: *const c_char,
+    /// Feature bits. None are defined in version 1.0, so it is 0.
     pub features: u64,
+    /// Number of entries in `options`.
     pub option_count: u32,
+    /// Always zero.
     pub reserved: u32,
+    /// The options the plugin accepts, `option_count` entries; may be NULL when
+    /// `option_count` is 0. Owned by the plugin, valid as long as the descriptor.
     pub options: *const OptionSpec,
 
+    /// Creates a context from `option_count` key/value pairs, which the host has already
+    /// validated against `options` (a careful plugin still refuses an unknown key with
+    /// [`STATUS_INVALID_ARGUMENT`]). The pairs are borrowed for the call. On success the
+    /// context is stored in the out-parameter; on failure nothing is stored and nothing is
+    /// left for the host to release.
     pub create: unsafe extern "C" fn(*const OptionValue, u32, *mut Context) -> Status,
+    /// Releases a context and everything it owns. The host has already destroyed its
+    /// handles and freed its blobs, and nothing else runs on the context meanwhile. NULL
+    /// is ignored.
     pub destroy_context: unsafe extern "C" fn(Context),
+    /// The calling thread's last error text: NUL-terminated UTF-8, never NULL, valid until
+    /// this thread's next call into the plugin. Meaningful only after a non-OK status.
     pub last_error: unsafe extern "C" fn() -> *const c_char,
+    /// 1 if the context can run anything at all on this machine, else 0. Only a hint: the
+    /// host proves availability by compiling and running a small probe graph.
     pub available: unsafe extern "C" fn(Context) -> u32,
+    /// Number of devices of the context; valid device indices are `0..count`.
     pub device_count: unsafe extern "C" fn(Context) -> u32,
+    /// Fills the host-allocated [`DeviceInfo`] for the device at the given index,
+    /// following its `struct_size` rule.
     pub device_info: unsafe extern "C" fn(Context, u32, *mut DeviceInfo) -> Status,
+    /// Answers, for each node of a BTIR graph (`graph`, `graph_len` bytes), whether the
+    /// plugin runs it. The constant views (`consts`, `const_count`) are those the graph's
+    /// external tensors index. The answer array has `answer_count` slots, which must
+    /// equal the number of nodes; slot `i` is for node `i`, and the plugin writes every
+    /// one. Declining every node is still [`STATUS_OK`]; a non-OK status means the
+    /// question could not be answered, and the host then treats every node as declined.
     pub supports: unsafe extern "C" fn(
         Context,
         *const u8,
@@ -221,6 +316,11 @@ pub struct Descriptor {
         *mut SupportAnswer,
         u32,
     ) -> Status,
+    /// Compiles a BTIR subgraph, every node of which `supports` accepted, for the device
+    /// at the given index, into a blob stored in the out-parameter (released later with
+    /// `free_blob`). Every shape is fixed. May run ahead of time on another machine with
+    /// the same plugin build. [`STATUS_UNSUPPORTED`] makes the host run the subgraph
+    /// elsewhere.
     pub compile: unsafe extern "C" fn(
         Context,
         u32,
@@ -230,8 +330,17 @@ pub struct Descriptor {
         u32,
         *mut Blob,
     ) -> Status,
+    /// Whether stored blob bytes can be used by this build: a [`compat`] code. The bytes
+    /// may be stale or corrupt; they are examined, never trusted.
     pub blob_compatibility: unsafe extern "C" fn(Context, *const u8, u64) -> u32,
+    /// Releases a blob that `compile` returned on this context. A blob whose `data` is
+    /// NULL is ignored.
     pub free_blob: unsafe extern "C" fn(Context, Blob),
+    /// Prepares blob bytes (from `compile`, possibly loaded from disk) for execution on
+    /// the device at the given index and stores the handle in the out-parameter. The blob
+    /// bytes are borrowed for the call only; the constant views have the same order and
+    /// contents as at compile time, though possibly other addresses. A corrupt or foreign
+    /// blob is refused with [`STATUS_INVALID_ARGUMENT`].
     pub init: unsafe extern "C" fn(
         Context,
         u32,
@@ -241,8 +350,13 @@ pub struct Descriptor {
         u32,
         *mut Handle,
     ) -> Status,
+    /// Runs a partition: the inputs follow the subgraph's input list and the outputs its
+    /// output list. The plugin checks both counts ([`STATUS_INVALID_ARGUMENT`] on a
+    /// mismatch) and each view's dtype, shape and `byte_len`, and writes every output in
+    /// full. A failed call leaves the handle usable.
     pub execute:
         unsafe extern "C" fn(Handle, *const TensorView, u32, *mut TensorView, u32) -> Status,
+    /// Releases a handle; it never overlaps another call on that handle. NULL is ignored.
     pub destroy: unsafe extern "C" fn(Handle),
 }
 

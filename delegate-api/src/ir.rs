@@ -23,12 +23,20 @@ pub type NodeId = usize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u32)]
 pub enum DType {
+    /// IEEE 754 binary32, 4 bytes.
     F32 = 1,
+    /// IEEE 754 binary16, 2 bytes, stored as its raw bit pattern (Rust has no native
+    /// `f16`; view it as `u16` and convert).
     F16 = 2,
+    /// Signed 8-bit integer; the usual stored type of symmetric quantized tensors.
     I8 = 3,
+    /// Unsigned 8-bit integer; the usual stored type of asymmetric quantized tensors.
     U8 = 4,
+    /// Signed 32-bit integer.
     I32 = 5,
+    /// Signed 64-bit integer; the type of shape operands (Reshape's target shape).
     I64 = 6,
+    /// One byte per element holding 0 or 1; any other byte value is invalid.
     Bool = 7,
 }
 
@@ -92,7 +100,11 @@ impl fmt::Display for DType {
 /// One dimension of a shape: a fixed extent or a named symbol bound at run time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Dim {
+    /// A known extent, in elements. 0 is allowed and makes the tensor empty.
     Fixed(usize),
+    /// A named extent (`"N"`, `"batch"`) fixed only when the model runs. Every dimension
+    /// carrying the same name has the same extent. The host binds symbols from the actual
+    /// inputs before partitioning, so `compile` never sees one.
     Sym(String),
 }
 
@@ -123,15 +135,25 @@ pub fn shape_string(dims: &[Dim]) -> String {
 
 /// Quantization parameters: `real = scale * (q - zero_point)`.
 #[derive(Clone, Debug, PartialEq)]
+///
+/// The semantics are those of ONNX `QuantizeLinear`/`DequantizeLinear`: a stored integer `q`
+/// (the tensor's `dtype`, usually `i8` or `u8`) stands for the real value above, and
+/// `zero_point` is the stored value that represents real zero exactly.
 pub enum Quant {
+    /// One scale and zero point for every element.
     PerTensor {
+        /// Real-valued step between consecutive stored integers; positive.
         scale: f32,
+        /// The stored integer that means real zero; within the range of the dtype.
         zero_point: i32,
     },
     /// One scale and zero point per index along `axis` (typically output channels of weights).
     PerAxis {
+        /// The dimension the parameters run along, an index into the tensor's shape.
         axis: usize,
+        /// One scale per index along `axis`: as many entries as that dimension's extent.
         scales: Vec<f32>,
+        /// One zero point per index along `axis`, the same length as `scales`.
         zero_points: Vec<i32>,
     },
 }
@@ -230,9 +252,15 @@ pub enum Storage {
 /// A tensor declaration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorDecl {
+    /// The tensor's name in the model. Graph inputs and outputs are bound by it
+    /// ([`Graph::tensor_by_name`]), and errors and reports use it.
     pub name: String,
+    /// The element type.
     pub dtype: DType,
+    /// The extents, outermost first (row-major); empty for a scalar. May hold symbolic
+    /// dimensions until the host binds them.
     pub shape: Vec<Dim>,
+    /// `Some` when the stored values are quantized integers; `None` for plain tensors.
     pub quant: Option<Quant>,
     /// `Some` for constants (weights, biases, shape operands).
     pub data: Option<Storage>,
@@ -251,11 +279,15 @@ impl TensorDecl {
 }
 
 macro_rules! ops {
-    ($($name:ident = $code:expr),* $(,)?) => {
+    ($($(#[$doc:meta])* $name:ident = $code:expr),* $(,)?) => {
         /// The operator set. Codes are part of the wire format and never reused.
+        ///
+        /// Each op follows the ONNX operator of the same name: its inputs come in ONNX's
+        /// order and its attributes carry ONNX's names and defaults, except where a
+        /// variant's documentation says otherwise. Every op produces exactly one output.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u32)]
-        pub enum OpKind { $($name = $code),* }
+        pub enum OpKind { $($(#[$doc])* $name = $code),* }
 
         impl OpKind {
             /// Every op, in code order.
@@ -275,24 +307,71 @@ macro_rules! ops {
 }
 
 ops! {
+    /// Matrix product of `A` and `B` with numpy `matmul` rules: a 1-D operand is promoted
+    /// to a matrix and its added dimension dropped from the result, and leading (batch)
+    /// dimensions broadcast. No attributes.
     MatMul = 1,
+    /// `Y = alpha * A' * B' + beta * C` for 2-D `A` and `B`, where `A'` is `A` transposed
+    /// when `transA` is non-zero (likewise `B'` with `transB`). The optional `C` must
+    /// broadcast to `[M, N]`. Attributes: `alpha` and `beta` (floats, default 1.0),
+    /// `transA` and `transB` (ints, default 0). With `beta` 0, `C` is ignored entirely.
     Gemm = 2,
+    /// Convolution (cross-correlation, as in ONNX) of `X` `[N, C, spatial...]` with
+    /// weights `W` `[M, C/group, kernel...]`, plus the optional bias `B` `[M]`. One or two
+    /// spatial dimensions. Attributes: `group` (default 1), `kernel_shape` (must agree
+    /// with `W`), `strides`, `dilations`, `pads` (all begins, then all ends) and
+    /// `auto_pad` (`NOTSET`, `VALID`, `SAME_UPPER`, `SAME_LOWER`); see
+    /// [`crate::shape::ConvGeometry`].
     Conv = 3,
+    /// `A + B`, element-wise with numpy broadcasting; both operands have the same dtype.
+    /// Integer arithmetic wraps on overflow.
     Add = 4,
+    /// `A - B`, element-wise with numpy broadcasting, like [`OpKind::Add`].
     Sub = 5,
+    /// `A * B`, element-wise with numpy broadcasting, like [`OpKind::Add`].
     Mul = 6,
+    /// `A / B`, element-wise with numpy broadcasting. Integer division truncates toward
+    /// zero; an integer division by zero is an error, not a value.
     Div = 7,
+    /// `max(X, 0)` element-wise; NaN stays NaN.
     Relu = 8,
+    /// Clamps `X` to `[min, max]`. As in ONNX (opset 11 and later) the bounds may be the
+    /// optional one-element inputs 1 and 2; unlike ONNX they may instead be the float
+    /// attributes `min` and `max`, since real models always give them as constants. An
+    /// absent bound is the lowest (or highest) finite value of the dtype.
     Clip = 9,
+    /// The logistic function `1 / (1 + exp(-X))`, element-wise.
     Sigmoid = 10,
+    /// Hyperbolic tangent, element-wise.
     Tanh = 11,
+    /// `exp(X) / sum(exp(X))` along the single dimension `axis` (opset 13 semantics;
+    /// default -1, negative values count from the end).
     Softmax = 12,
+    /// Maximum over each window of `X` `[N, C, spatial...]`. Attributes: `kernel_shape`
+    /// (required), `strides`, `dilations`, `pads`, `auto_pad`, `ceil_mode` (round the
+    /// output size up) and `storage_order`; see [`crate::shape::PoolGeometry`]. Only the
+    /// `Y` output exists here, not ONNX's optional `Indices`.
     MaxPool = 13,
+    /// Mean over each window of `X` `[N, C, spatial...]`, with MaxPool's window attributes
+    /// plus `count_include_pad` (default 0: the divisor counts only elements inside the
+    /// input).
     AveragePool = 14,
+    /// Mean over all spatial dimensions of `X` `[N, C, spatial...]`, giving
+    /// `[N, C, 1, ...]` with the input's rank. No attributes.
     GlobalAveragePool = 15,
+    /// The same elements under a new shape. The target comes from the `shape` attribute
+    /// (an IR addition) or, as in ONNX, from a constant `i64` input 1. In the target, -1
+    /// (at most once) is inferred from the element count and 0 copies the input's extent
+    /// at that position unless the `allowzero` attribute is non-zero.
     Reshape = 16,
+    /// Permutes the dimensions: output dimension `i` is input dimension `perm[i]`. Without
+    /// `perm` the dimensions are reversed.
     Transpose = 17,
+    /// Joins its inputs along `axis` (negative counts from the end); they must agree on
+    /// every other dimension.
     Concat = 18,
+    /// Reshapes to 2-D: `[product of dims before axis, product of the rest]`. `axis`
+    /// defaults to 1 and may equal the rank (giving `[all, 1]`).
     Flatten = 19,
 }
 
@@ -329,11 +408,20 @@ impl fmt::Display for OpKind {
 
 /// An attribute value.
 #[derive(Clone, Debug, PartialEq)]
+///
+/// The kinds are ONNX's attribute kinds, minus tensors and graphs; BTIR stores them under
+/// the codes 1 to 5 in the order listed here.
 pub enum Attr {
+    /// A single integer; flags such as `transA` or `ceil_mode` are 0 or 1.
     Int(i64),
+    /// A single float (`alpha`, Clip's `min`). Readers that expect a float accept an
+    /// `Int` too ([`Node::attr_float`]).
     Float(f32),
+    /// A list of integers: `pads`, `strides`, `perm`, Reshape's `shape`.
     Ints(Vec<i64>),
+    /// A list of floats. No op of the current set reads one.
     Floats(Vec<f32>),
+    /// A UTF-8 string, such as `auto_pad`.
     Str(String),
 }
 
@@ -342,10 +430,16 @@ pub enum Attr {
 /// Optional inputs (Gemm's `C`, Conv's bias) may only be omitted from the end.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
+    /// Names the node in errors and partition reports (see [`Node::label`]). Nothing is
+    /// looked up by it, and uniqueness is not checked.
     pub name: String,
+    /// The operator.
     pub op: OpKind,
+    /// The operands, in the ONNX input order of `op`.
     pub inputs: Vec<TensorId>,
+    /// The tensors this node defines; no other node and no graph input defines them.
     pub outputs: Vec<TensorId>,
+    /// Attributes by ONNX name. An absent attribute takes the op's default.
     pub attrs: BTreeMap<String, Attr>,
 }
 
@@ -392,10 +486,18 @@ impl Node {
 /// A dataflow graph. Nodes are stored in a topological order (checked by [`Graph::validate`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Graph {
+    /// The model's name; subgraphs cut out of it keep it.
     pub name: String,
+    /// Every tensor of the graph: inputs, constants and intermediate values. A
+    /// [`TensorId`] is an index into this list.
     pub tensors: Vec<TensorDecl>,
+    /// The nodes, producers before consumers. A [`NodeId`] is an index into this list,
+    /// and `supports` answers in this order.
     pub nodes: Vec<Node>,
+    /// The run-time inputs (never constants). Their order is the order of the input
+    /// views of `execute`.
     pub inputs: Vec<TensorId>,
+    /// The results. Their order is the order of the output views of `execute`.
     pub outputs: Vec<TensorId>,
 }
 

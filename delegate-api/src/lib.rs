@@ -5,7 +5,6 @@
 //! ([`wire`]), the C ABI itself ([`abi`], normative text in `include/baton_delegate.h`),
 //! and the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]).
 #![warn(missing_docs)]
-#![allow(missing_docs)] // being completed: field-level docs are in the header for now
 
 pub mod abi;
 pub mod error;

@@ -40,6 +40,8 @@ use crate::wire;
 pub struct DelegateError {
     /// One of the `abi::STATUS_*` codes (never `STATUS_OK`).
     pub status: Status,
+    /// The explanation the user reads, passed on as the thread's `last_error`. Say what
+    /// failed and on what ("init: blob built for device 2, context has 1 device").
     pub message: String,
 }
 
@@ -71,14 +73,24 @@ impl DelegateError {
 
 /// Quantization parameters of a borrowed tensor.
 #[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// The same meaning as [`Quant`] (`real = scale * (q - zero_point)`), but borrowed: from the
+/// host's views for the duration of a call, or from an IR [`Quant`].
 pub enum QuantRef<'a> {
+    /// One scale and zero point for every element.
     PerTensor {
+        /// Real-valued step between consecutive stored integers.
         scale: f32,
+        /// The stored integer that means real zero.
         zero_point: i32,
     },
+    /// One scale and zero point per index along `axis`.
     PerAxis {
+        /// The dimension the parameters run along.
         axis: usize,
+        /// One scale per index along `axis`.
         scales: &'a [f32],
+        /// One zero point per index along `axis`, the same length as `scales`.
         zero_points: &'a [i32],
     },
 }
@@ -106,10 +118,17 @@ impl<'a> QuantRef<'a> {
 
 /// A borrowed, read-only tensor. `data` is 64-byte aligned when it comes from the host.
 #[derive(Clone, Copy, Debug)]
+///
+/// Views the SDK builds from the host's arguments have been checked: `data` holds exactly
+/// the product of `shape` times the element size, in bytes.
 pub struct TensorRef<'a> {
+    /// The element type.
     pub dtype: DType,
+    /// Extents in elements, outermost first; empty for a scalar.
     pub shape: &'a [usize],
+    /// The elements, dense and row-major, as bytes; [`TensorRef::values`] views them typed.
     pub data: &'a [u8],
+    /// Quantization parameters, `None` for a plain tensor.
     pub quant: Option<QuantRef<'a>>,
 }
 
@@ -142,10 +161,16 @@ impl<'a> TensorRef<'a> {
 
 /// A borrowed, writable output tensor with the shape the host expects.
 #[derive(Debug)]
+///
+/// The host allocated it for the shape its own inference expects; read that shape with
+/// [`TensorMut::shape`]. Write every byte of `data`.
 pub struct TensorMut<'a> {
+    /// The element type the host expects.
     pub dtype: DType,
     shape: [usize; abi::MAX_RANK],
     rank: usize,
+    /// The output's bytes, dense and row-major, sized for the expected shape. Their prior
+    /// contents are unspecified: every byte must be written.
     pub data: &'a mut [u8],
 }
 
@@ -242,10 +267,15 @@ impl<'a> Constants<'a> {
 /// A node's support answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Support {
+    /// The plugin runs this node, and runs it correctly: conformance judges every claimed
+    /// node against the reference kernels.
     Yes,
     /// Declined, with a [`abi::reason`] code and an explanation for the user.
     No {
+        /// An [`abi::reason`] code other than `NONE`, so reports can group refusals.
         reason: u32,
+        /// What is missing, for the user ("dtype f16", "auto_pad SAME_LOWER"); cut to
+        /// [`abi::SUPPORT_MESSAGE_LEN`] minus one bytes at a character boundary.
         message: String,
     },
 }
@@ -263,32 +293,52 @@ impl Support {
 /// A device a delegate can run on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Device {
+    /// A name for users and reports ("cpu", a GPU's product name).
     pub name: String,
     /// 0 CPU, 1 GPU, 2 NPU, 3 other.
     pub kind: u32,
+    /// Driver or firmware version. Part of the host's cache keys: blobs and probe results
+    /// recorded under one version are not reused under another.
     pub driver_version: String,
+    /// Memory available to the device, in bytes; 0 if unknown.
     pub memory_bytes: u64,
 }
 
 /// Static facts about a plugin, copied into its descriptor.
 #[derive(Clone, Copy, Debug)]
 pub struct PluginInfo {
+    /// The plugin's name, unique among the installed plugins.
     pub name: &'static str,
+    /// The plugin's own version, e.g. `"0.1.0"`, shown to users.
     pub version: &'static str,
+    /// Identifies this build. Part of the host's cache keys, so it must change whenever
+    /// compiled blobs or support answers may change (a version plus a commit hash will do).
     pub build_id: &'static str,
+    /// Feature bits; none are defined in ABI 1.0, so 0.
     pub features: u64,
+    /// An [`abi::concurrency`] code. The SDK runs [`Executable::execute`] under a lock per
+    /// handle whatever this says, so `SERIALIZED_PER_HANDLE` is the honest value;
+    /// `REENTRANT` would only make the host's threads wait on that lock.
     pub concurrency: u32,
 }
 
 /// One option a delegate accepts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OptionDecl {
+    /// The key users write in their configuration.
     pub name: &'static str,
+    /// An [`abi::option_kind`] code.
     pub kind: u32,
+    /// The value applied when the user gives none, written as a user would write it.
     pub default: &'static str,
+    /// Inclusive lower bound for INT and FLOAT options; ignored for the other kinds.
     pub min: f64,
+    /// Inclusive upper bound for INT and FLOAT options; ignored for the other kinds.
     pub max: f64,
+    /// The allowed values of an ENUM option, separated by `|`; empty for the other kinds
+    /// (it then crosses the ABI as NULL).
     pub choices: &'static str,
+    /// One line of help for the user.
     pub help: &'static str,
 }
 

@@ -5,6 +5,11 @@ use crate::error::IrError;
 use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
 
 /// Infers the output dtype and shape of `node` from its inputs' declarations in `graph`.
+///
+/// Element-wise ops and Softmax keep symbolic dimensions; every other op needs fixed input
+/// shapes. Reshape's target shape is read from its `shape` attribute or from an inline
+/// `i64` constant; a target passed as an external constant view is not resolved here (use
+/// [`infer_static`] with the views).
 pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrError> {
     let err = |msg: String| IrError::Shape {
         node: node.label(),
@@ -318,9 +323,16 @@ pub fn reshape_shape(x: &[usize], target: &[i64], allowzero: bool) -> Result<Vec
 
 /// Padding, stride and dilation of a Conv or pooling window, per spatial axis.
 #[derive(Clone, Debug, PartialEq)]
+///
+/// Every list has one entry per spatial axis, in the order of the input's spatial
+/// dimensions; all values are in elements.
 pub struct Window {
+    /// Window extent along each spatial axis, before dilation; never 0.
     pub kernel: Vec<usize>,
+    /// Step between the starts of neighbouring windows (ONNX `strides`, default 1).
     pub strides: Vec<usize>,
+    /// Distance between neighbouring taps of a window (ONNX `dilations`, default 1): a
+    /// window covers `(kernel - 1) * dilation + 1` input elements.
     pub dilations: Vec<usize>,
     /// Padding before each spatial axis.
     pub pad_begin: Vec<usize>,
@@ -330,7 +342,9 @@ pub struct Window {
 
 impl Window {
     /// Reads `strides`, `dilations`, `pads` and `auto_pad` of `node` for a window of size
-    /// `kernel` over the spatial extents `spatial`. With `ceil_mode`, output sizes round up.
+    /// `kernel` over the spatial extents `spatial`. `auto_pad` other than `NOTSET`
+    /// overrides `pads`; `SAME_UPPER` puts the odd padding element at the end and
+    /// `SAME_LOWER` at the beginning.
     pub fn new(node: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window, String> {
         let n = kernel.len();
         if kernel.contains(&0) || spatial.len() != n {
@@ -392,7 +406,9 @@ impl Window {
         })
     }
 
-    /// Output extent along spatial axis `i` of input extent `len`.
+    /// Output extent along spatial axis `i` of input extent `len`. With `ceil_mode` the
+    /// count rounds up, but a window that would start past the input and the leading
+    /// padding is not counted.
     pub fn out_len(&self, i: usize, len: usize, ceil_mode: bool) -> Result<usize, String> {
         let eff = (self.kernel[i] - 1) * self.dilations[i] + 1;
         let padded = len + self.pad_begin[i] + self.pad_end[i];
@@ -418,12 +434,21 @@ impl Window {
 /// Everything a Conv kernel needs to know about its operands.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvGeometry {
+    /// `N`, the first dimension of the input and of the output.
     pub batch: usize,
+    /// `C`, the input's channels, all groups together.
     pub in_channels: usize,
+    /// `M`, the output's channels (the weights' first dimension), all groups together.
     pub out_channels: usize,
+    /// Number of groups (ONNX `group`, default 1). Input and output channels are split
+    /// evenly into this many groups, and each output channel sees only its own group's
+    /// `in_channels / group` input channels.
     pub group: usize,
+    /// The input's spatial extents.
     pub in_spatial: Vec<usize>,
+    /// The output's spatial extents.
     pub out_spatial: Vec<usize>,
+    /// Kernel, strides, dilations and resolved padding.
     pub window: Window,
 }
 
@@ -477,7 +502,10 @@ impl ConvGeometry {
 /// Everything a pooling kernel needs to know.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolGeometry {
+    /// Kernel, strides, dilations and resolved padding.
     pub window: Window,
+    /// The output's spatial extents (`ceil_mode` already applied); batch and channels are
+    /// the input's.
     pub out_spatial: Vec<usize>,
     /// AveragePool: whether padding counts in the divisor.
     pub count_include_pad: bool,

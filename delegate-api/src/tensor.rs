@@ -6,8 +6,12 @@ use crate::sdk::{TensorMut, TensorRef};
 
 /// An owned, 64-byte aligned tensor.
 pub struct Tensor {
+    /// The element type.
     pub dtype: DType,
+    /// Extents in elements, outermost first; empty for a scalar.
     pub shape: Vec<usize>,
+    /// The elements, dense and row-major. Its length in bytes is the product of `shape`
+    /// times the element size; code that changes `shape` or `data` keeps them in step.
     pub data: AlignedBytes,
 }
 
