@@ -253,14 +253,20 @@ impl<'a> Constants<'a> {
         if decl.dtype != DType::F32 {
             return None;
         }
-        bytemuck::try_cast_slice(self.bytes(t)?).ok()
+        let bytes = self.bytes(t)?;
+        if bytes.is_empty() {
+            return Some(&[]);
+        }
+        bytemuck::try_cast_slice(bytes).ok()
     }
 
     /// The values of constant `t` as i64.
     pub fn i64s(&self, t: TensorId) -> Option<Vec<i64>> {
         let decl = self.graph.tensors.get(t)?;
-        (decl.dtype == DType::I64)
-            .then(|| bytemuck::pod_collect_to_vec(self.bytes(t).unwrap_or(&[])))
+        if decl.dtype != DType::I64 {
+            return None;
+        }
+        Some(bytemuck::pod_collect_to_vec(self.bytes(t)?))
     }
 }
 
@@ -592,14 +598,15 @@ pub unsafe fn views_from_abi<'a>(
             if v.rank as usize > abi::MAX_RANK {
                 return Err(format!("view {i}: rank {} above {}", v.rank, abi::MAX_RANK));
             }
-            let shape: &[usize] = if v.rank == 0 {
+            let dims: &[i64] = if v.rank == 0 {
                 &[]
             } else {
-                bytemuck::cast_slice(std::slice::from_raw_parts(
-                    v.shape as *const i64,
-                    v.rank as usize,
-                ))
+                std::slice::from_raw_parts(v.shape as *const i64, v.rank as usize)
             };
+            if dims.iter().any(|&d| d < 0) {
+                return Err(format!("view {i}: negative extent in {dims:?}"));
+            }
+            let shape: &[usize] = bytemuck::cast_slice(dims);
             let data: &[u8] = if v.byte_len == 0 {
                 &[]
             } else {
@@ -721,6 +728,9 @@ mod glue {
         out: *mut Context,
     ) -> Status {
         guard("create", || {
+            if out.is_null() {
+                return Err(DelegateError::invalid("create: null result pointer"));
+            }
             let mut given = Vec::new();
             for o in slice(opts, n) {
                 if o.key.is_null() || o.value.is_null() {
@@ -795,9 +805,19 @@ mod glue {
                 driver_version: ver.as_ptr(),
                 memory_bytes: d.memory_bytes,
             };
-            // Write no more than the host's struct holds (an older host has a shorter one).
+            // Write no more than the host's struct holds (an older host has a shorter one),
+            // and report how much was filled.
             let theirs = (*out).struct_size as usize;
-            let n = if theirs == 0 { ours } else { theirs.min(ours) };
+            if theirs < std::mem::size_of::<u32>() {
+                return Err(DelegateError::invalid(format!(
+                    "device info struct_size {theirs} is too small; set it to sizeof(BatonDeviceInfo)"
+                )));
+            }
+            let n = theirs.min(ours);
+            let info = DeviceInfo {
+                struct_size: n as u32,
+                ..info
+            };
             std::ptr::copy_nonoverlapping(
                 &info as *const DeviceInfo as *const u8,
                 out as *mut u8,
@@ -879,6 +899,9 @@ mod glue {
         out: *mut Blob,
     ) -> Status {
         guard("compile", || {
+            if out.is_null() {
+                return Err(DelegateError::invalid("compile: null result pointer"));
+            }
             let c = ctx::<D>(c)?;
             let g = decode(bytes(graph, len))?;
             let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
@@ -923,6 +946,9 @@ mod glue {
         out: *mut Handle,
     ) -> Status {
         guard("init", || {
+            if out.is_null() {
+                return Err(DelegateError::invalid("init: null result pointer"));
+            }
             let c = ctx::<D>(c)?;
             let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
             let exec = c.delegate.init(device, bytes(blob, len), &views)?;
@@ -945,6 +971,9 @@ mod glue {
                 .as_ref()
                 .ok_or_else(|| DelegateError::invalid("null handle"))?;
             let ins = views_from_abi(slice(inputs, n_in)).map_err(DelegateError::invalid)?;
+            if outputs.is_null() && n_out > 0 {
+                return Err(DelegateError::invalid("null output list"));
+            }
             let out_views: &mut [abi::TensorView] = if n_out == 0 {
                 &mut []
             } else {
@@ -955,10 +984,30 @@ mod glue {
                 let dtype = DType::from_code(v.dtype).ok_or_else(|| {
                     DelegateError::invalid(format!("output {i}: dtype {}", v.dtype))
                 })?;
-                let shape: &[usize] = bytemuck::cast_slice(std::slice::from_raw_parts(
-                    v.shape as *const i64,
-                    (v.rank as usize).min(abi::MAX_RANK),
-                ));
+                // Outputs always carry MAX_RANK writable shape slots (see the header).
+                if v.shape.is_null()
+                    || v.rank as usize > abi::MAX_RANK
+                    || (v.byte_len > 0 && v.data.is_null())
+                {
+                    return Err(DelegateError::invalid(format!(
+                        "output {i}: null pointer or rank above {}",
+                        abi::MAX_RANK
+                    )));
+                }
+                let dims = std::slice::from_raw_parts(v.shape as *const i64, v.rank as usize);
+                if dims.iter().any(|&d| d < 0) {
+                    return Err(DelegateError::invalid(format!(
+                        "output {i}: negative extent in {dims:?}"
+                    )));
+                }
+                let shape: &[usize] = bytemuck::cast_slice(dims);
+                let elems = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+                if elems.and_then(|e| e.checked_mul(dtype.size())) != Some(v.byte_len as usize) {
+                    return Err(DelegateError::invalid(format!(
+                        "output {i}: {} bytes do not fit shape {shape:?} of {dtype}",
+                        v.byte_len
+                    )));
+                }
                 let data: &mut [u8] = if v.byte_len == 0 {
                     &mut []
                 } else {

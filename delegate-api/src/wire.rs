@@ -425,6 +425,34 @@ impl<'a> Reader<'a> {
             2 => Some(Storage::External(self.u32("external index")? as usize)),
             k => return self.invalid(format!("tensor '{name}': storage kind {k}")),
         };
+        let fixed: Option<Vec<usize>> = shape.iter().map(Dim::fixed).collect();
+        if let (Some(Storage::Inline(d)), Some(dims)) = (&data, &fixed) {
+            let want = dims.iter().try_fold(dtype.size(), |a, &n| a.checked_mul(n));
+            if want != Some(d.bytes().len()) {
+                return self.invalid(format!(
+                    "tensor '{name}': {} data bytes do not fit shape {dims:?} of {dtype}",
+                    d.bytes().len()
+                ));
+            }
+        }
+        if let Some(Quant::PerAxis { axis, scales, .. }) = &quant {
+            let extent = shape.get(*axis).map(Dim::fixed);
+            match extent {
+                None => {
+                    return self.invalid(format!(
+                        "tensor '{name}': quantization axis {axis} beyond rank {}",
+                        shape.len()
+                    ))
+                }
+                Some(Some(n)) if n != scales.len() => {
+                    return self.invalid(format!(
+                        "tensor '{name}': {} per-axis scales for an axis of extent {n}",
+                        scales.len()
+                    ))
+                }
+                _ => {}
+            }
+        }
         Ok(TensorDecl {
             name,
             dtype,

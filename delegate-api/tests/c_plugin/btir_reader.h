@@ -415,6 +415,8 @@ BTIR_FN int btir_tensor_elements(const btir_tensor* t, uint64_t* out) {
 
 BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* t) {
     uint32_t d;
+    uint64_t bytes; /* dtype size times every fixed extent, as wire.rs computes it */
+    int bytes_overflow = 0;
     memset(t, 0, sizeof *t);
     if (btir_str_read(c, "tensor name", &t->name) != 0) return -1;
     if (btir_u32(c, "dtype", &t->dtype) != 0) return -1;
@@ -423,6 +425,7 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
                          t->name.ptr, (unsigned long)t->dtype);
     }
     if (btir_count(c, "rank", 8, &t->rank) != 0) return -1;
+    bytes = btir_dtype_size(t->dtype);
     t->all_fixed = 1;
     for (d = 0; d < t->rank; d++) {
         uint32_t kind;
@@ -431,6 +434,11 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
         if (btir_u32(c, "dim kind", &kind) != 0) return -1;
         if (kind == BATON_BTIR_DIM_FIXED) {
             if (btir_u64(c, "dim", &extent) != 0) return -1;
+            if (extent != 0 && bytes > UINT64_MAX / extent) {
+                bytes_overflow = 1;
+            } else {
+                bytes *= extent;
+            }
         } else if (kind == BATON_BTIR_DIM_SYMBOLIC) {
             if (btir_str_read(c, "dim symbol", &symbol) != 0) return -1;
             t->all_fixed = 0;
@@ -490,6 +498,25 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
     default:
         return btir_fail(c, "tensor '%.*s': storage kind %lu", (int)t->name.len, t->name.ptr,
                          (unsigned long)t->storage);
+    }
+    /* The checks wire.rs makes: inline bytes fit the shape, per-axis counts fit the axis. */
+    if (t->storage == BATON_BTIR_STORAGE_INLINE && t->all_fixed &&
+        (bytes_overflow || bytes != t->inline_len)) {
+        return btir_fail(c, "tensor '%.*s': %llu data bytes do not fit its shape",
+                         (int)t->name.len, t->name.ptr, (unsigned long long)t->inline_len);
+    }
+    if (t->quant_kind == BATON_BTIR_QUANT_PER_AXIS) {
+        if (t->quant_axis >= t->rank) {
+            return btir_fail(c, "tensor '%.*s': quantization axis %lu beyond rank %lu",
+                             (int)t->name.len, t->name.ptr, (unsigned long)t->quant_axis,
+                             (unsigned long)t->rank);
+        }
+        if (t->quant_axis < BTIR_MAX_DIMS && t->symbols[t->quant_axis].len == 0 &&
+            t->symbols[t->quant_axis].ptr == NULL && t->dims[t->quant_axis] != t->quant_count) {
+            return btir_fail(c, "tensor '%.*s': %lu per-axis scales for an axis of extent %llu",
+                             (int)t->name.len, t->name.ptr, (unsigned long)t->quant_count,
+                             (unsigned long long)t->dims[t->quant_axis]);
+        }
     }
     return 0;
 }
