@@ -1,5 +1,5 @@
-//! Criterion benchmarks: the CPU plugin's GEMM (read as GFLOP/s), a convolution through the
-//! plugin's public `Delegate` path, and the example model end to end on the CPU plugin
+//! Criterion benchmarks: the CPU plugin's GEMM (read as GFLOP/s), convolutions through the
+//! host's normal path onto the CPU plugin, and the example model end to end on the CPU plugin
 //! against the portable reference kernels alone.
 //!
 //! `cargo bench -p baton-benches` (one thread; the CPU plugin is single-threaded for now).
@@ -10,8 +10,6 @@ use std::hint::black_box;
 use baton_backend_cpu::gemm::{
     self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
 };
-use baton_backend_cpu::CpuDelegate;
-use baton_delegate_api::sdk::{Constants, Delegate, Executable, Options};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{reference, sample, Config, Engine, Session};
@@ -105,25 +103,18 @@ fn bench_conv(c: &mut Criterion) {
         let flops = 2 * out_shape.iter().product::<usize>() * (ci / g) * kk * kk;
         group.throughput(Throughput::Elements(flops as u64));
 
-        let delegate = CpuDelegate::create(
-            &Options::validate(&CpuDelegate::options(), &[]).expect("defaults"),
-        )
-        .expect("cpu");
-        let blob = delegate
-            .compile(0, &graph, Constants::new(&graph, &[]))
-            .expect("compile");
-        let mut exec = delegate.init(0, &blob, &[]).expect("init");
-        let input = Tensor::from_f32(&[1, ci, hw, hw], &values(ci * hw * hw));
-        let mut output = Tensor::zeros(DType::F32, &out_shape);
-        group.bench_function(
-            BenchmarkId::new("cpu", format!("{ci}to{co}_{hw}px_k{kk}_g{g}")),
-            |bench| {
-                bench.iter(|| {
-                    let mut outs = [output.view_mut()];
-                    exec.execute(&[input.view()], &mut outs).expect("execute");
-                })
-            },
+        let engine = cpu_engine();
+        let mut session = Session::new(&engine, &graph, &BTreeMap::new()).expect("session");
+        assert_eq!(
+            session.nodes_per_backend().get("cpu"),
+            Some(&1),
+            "the conv runs on the plugin"
         );
+        let input = vec![Tensor::from_f32(&[1, ci, hw, hw], &values(ci * hw * hw))];
+        let id = BenchmarkId::new("cpu_via_host", format!("{ci}to{co}_{hw}px_k{kk}_g{g}"));
+        group.bench_function(id, |bench| {
+            bench.iter(|| black_box(session.run(&input).expect("run")))
+        });
     }
     group.finish();
 }
@@ -132,16 +123,7 @@ fn bench_end_to_end(c: &mut Criterion) {
     let mut group = c.benchmark_group("tinynet_end_to_end");
     let graph = sample::tinynet();
     let input = vec![sample::tinynet_input()];
-    let cache = std::env::temp_dir().join("baton-bench-cache");
-    let mut cfg = Config {
-        cache_dir: Some(cache),
-        ..Config::default()
-    };
-    cfg.plugins.push(PluginConfig {
-        builtin: Some("cpu".into()),
-        ..Default::default()
-    });
-    let engine = Engine::new(cfg).expect("engine");
+    let engine = cpu_engine();
     let mut session = Session::new(&engine, &graph, &BTreeMap::new()).expect("session");
     group.bench_function("cpu_plugin", |bench| {
         bench.iter(|| black_box(session.run(&input).expect("run")))
@@ -150,6 +132,19 @@ fn bench_end_to_end(c: &mut Criterion) {
         bench.iter(|| black_box(reference::run_graph(&graph, &input).expect("run")))
     });
     group.finish();
+}
+
+/// The built-in CPU backend through the normal host path (handshake, probe, partition).
+fn cpu_engine() -> Engine {
+    let mut cfg = Config {
+        cache_dir: Some(std::env::temp_dir().join("baton-bench-cache")),
+        ..Config::default()
+    };
+    cfg.plugins.push(PluginConfig {
+        builtin: Some("cpu".into()),
+        ..Default::default()
+    });
+    Engine::new(cfg).expect("engine")
 }
 
 criterion_group!(benches, bench_gemm, bench_conv, bench_end_to_end);
