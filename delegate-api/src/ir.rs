@@ -734,6 +734,20 @@ impl GraphBuilder {
         inputs: &[TensorId],
         attrs: &[(&str, Attr)],
     ) -> Result<TensorId, IrError> {
+        Ok(self.named_node_outputs(name, op, inputs, attrs, 1)?[0])
+    }
+
+    /// Adds a named node using the first `outputs` of the outputs its op can produce
+    /// (Split, LSTM...); returns them. Output tensors are named `{name}_out{i}`, the first
+    /// `{name}_out`.
+    pub fn named_node_outputs(
+        &mut self,
+        name: &str,
+        op: OpKind,
+        inputs: &[TensorId],
+        attrs: &[(&str, Attr)],
+        outputs: usize,
+    ) -> Result<Vec<TensorId>, IrError> {
         let mut node = Node {
             name: name.to_string(),
             op,
@@ -744,11 +758,24 @@ impl GraphBuilder {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
         };
-        let (dtype, shape) = crate::shape::infer_node(&self.graph, &node)?;
-        let out = self.push(&format!("{name}_out"), dtype, shape, None);
-        node.outputs.push(out);
+        let inferred = crate::shape::infer_node(&self.graph, &node)?;
+        if outputs == 0 || outputs > inferred.len() {
+            return Err(IrError::Shape {
+                node: node.label(),
+                message: format!("{outputs} outputs asked, the op has {}", inferred.len()),
+            });
+        }
+        for (i, (dtype, shape)) in inferred.into_iter().take(outputs).enumerate() {
+            let tname = if i == 0 {
+                format!("{name}_out")
+            } else {
+                format!("{name}_out{i}")
+            };
+            node.outputs.push(self.push(&tname, dtype, shape, None));
+        }
+        let outs = node.outputs.clone();
         self.graph.nodes.push(node);
-        Ok(out)
+        Ok(outs)
     }
 
     /// Marks a tensor as a graph output.

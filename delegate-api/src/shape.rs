@@ -10,7 +10,10 @@ use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
 /// shapes. Reshape's target shape is read from its `shape` attribute or from an inline
 /// `i64` constant; a target passed as an external constant view is not resolved here (use
 /// [`infer_static`] with the views).
-pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrError> {
+///
+/// Returns one dtype and shape per output the op can produce (an op with optional
+/// outputs lists them all; a node may use a prefix).
+pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, IrError> {
     let err = |msg: String| IrError::Shape {
         node: node.label(),
         message: msg,
@@ -27,7 +30,7 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrErr
             if node.op == OpKind::Softmax {
                 normalize_axis(node.attr_int("axis", -1), x.shape.len()).map_err(err)?;
             }
-            Ok((x.dtype, x.shape.clone()))
+            Ok(vec![(x.dtype, x.shape.clone())])
         }
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
             let y = input(1)?;
@@ -37,21 +40,25 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrErr
                     x.dtype, y.dtype
                 )));
             }
-            Ok((x.dtype, broadcast_dims(&x.shape, &y.shape).map_err(err)?))
+            Ok(vec![(
+                x.dtype,
+                broadcast_dims(&x.shape, &y.shape).map_err(err)?,
+            )])
         }
         _ => {
-            let shapes: Vec<Vec<usize>> = node
+            let inputs: Vec<(DType, Vec<usize>)> = node
                 .inputs
                 .iter()
                 .map(|&t| {
-                    graph.tensors[t].static_shape().ok_or_else(|| {
+                    let shape = graph.tensors[t].static_shape().ok_or_else(|| {
                         err(format!(
                             "input '{}' has a symbolic shape; bind it first",
                             graph.tensors[t].name
                         ))
-                    })
+                    })?;
+                    Ok((graph.tensors[t].dtype, shape))
                 })
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<_, IrError>>()?;
             let shape_operand = |i: usize| -> Option<Vec<i64>> {
                 let t = &graph.tensors[*node.inputs.get(i)?];
                 match (&t.data, t.dtype) {
@@ -61,20 +68,44 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<(DType, Vec<Dim>), IrErr
                     _ => None,
                 }
             };
-            let out = infer_static(node, &shapes, shape_operand).map_err(err)?;
-            Ok((x.dtype, out.into_iter().map(Dim::Fixed).collect()))
+            let outs = infer_outputs(node, &inputs, shape_operand).map_err(err)?;
+            Ok(outs
+                .into_iter()
+                .map(|(dtype, shape)| (dtype, shape.into_iter().map(Dim::Fixed).collect()))
+                .collect())
         }
     }
 }
 
-/// Output shape of `node` given concrete input shapes. `shape_operand(i)` returns the
-/// values of input `i` when it is a constant i64 tensor (Reshape's target shape).
+/// Every output's dtype and shape given the inputs' dtypes and concrete shapes.
+///
+/// This is the general rule: ops whose outputs change dtype (comparisons, casts) or that
+/// have several outputs are answered here; every other op has one output of its first
+/// input's dtype, shaped by [`infer_static`]. `shape_operand(i)` returns the values of
+/// input `i` when it is a constant i64 tensor.
+pub fn infer_outputs(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    shape_operand: impl Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Vec<(DType, Vec<usize>)>, String> {
+    let (dtype, _) = inputs
+        .first()
+        .ok_or_else(|| format!("{} needs at least one input", node.op))?;
+    let shapes: Vec<Vec<usize>> = inputs.iter().map(|(_, s)| s.clone()).collect();
+    Ok(vec![(*dtype, infer_static(node, &shapes, shape_operand)?)])
+}
+
+/// Shape of the first output of `node` given concrete input shapes. `shape_operand(i)`
+/// returns the values of input `i` when it is a constant i64 tensor (Reshape's target
+/// shape). See [`infer_outputs`] for dtypes and further outputs.
 pub fn infer_static(
     node: &Node,
     shapes: &[Vec<usize>],
     shape_operand: impl Fn(usize) -> Option<Vec<i64>>,
 ) -> Result<Vec<usize>, String> {
-    let x = &shapes[0];
+    let x = shapes
+        .first()
+        .ok_or_else(|| format!("{} needs at least one input", node.op))?;
     let rank = x.len();
     match node.op {
         OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh | OpKind::Softmax => {
@@ -309,7 +340,7 @@ pub fn reshape_shape(x: &[usize], target: &[i64], allowzero: bool) -> Result<Vec
     }
     let known: usize = out.iter().product();
     if let Some(i) = infer {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(format!("Reshape: cannot infer -1 of {target:?} from {x:?}"));
         }
         out[i] = total / known;

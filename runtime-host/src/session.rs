@@ -377,13 +377,21 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
     }
     for n in 0..g.nodes.len() {
         let node = g.nodes[n].clone();
-        let (dtype, dims) = shape::infer_node(&g, &node)?;
-        let &out = node.outputs.first().ok_or_else(|| HostError::Node {
-            node: node.label(),
-            message: "node has no output".into(),
-        })?;
-        g.tensors[out].dtype = dtype;
-        g.tensors[out].shape = dims;
+        let inferred = shape::infer_node(&g, &node)?;
+        if node.outputs.is_empty() || node.outputs.len() > inferred.len() {
+            return Err(HostError::Node {
+                node: node.label(),
+                message: format!(
+                    "{} outputs, the op produces {}",
+                    node.outputs.len(),
+                    inferred.len()
+                ),
+            });
+        }
+        for (&out, (dtype, dims)) in node.outputs.iter().zip(inferred) {
+            g.tensors[out].dtype = dtype;
+            g.tensors[out].shape = dims;
+        }
     }
     for t in &g.tensors {
         if t.static_shape().is_none() {

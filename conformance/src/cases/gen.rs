@@ -110,7 +110,7 @@ impl Rng {
             Fill::Cycle(v) => (0..n).map(|i| v[i % v.len()]).collect(),
             Fill::Mixed(specials, lo, hi) => (0..n)
                 .map(|_| {
-                    if self.next_u64() % 3 == 0 {
+                    if self.next_u64().is_multiple_of(3) {
                         specials[(self.next_u64() % specials.len() as u64) as usize]
                     } else {
                         self.uniform(*lo, *hi)
