@@ -11,6 +11,7 @@ pub mod error;
 pub mod memory;
 pub mod model;
 pub mod npy;
+pub mod onnx;
 pub mod plugin;
 pub mod probe;
 pub mod reference;
