@@ -62,6 +62,46 @@ impl Family {
             OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten => {
                 Family::DataMovement
             }
+            OpKind::Neg
+            | OpKind::Abs
+            | OpKind::Equal
+            | OpKind::Greater
+            | OpKind::Less
+            | OpKind::And
+            | OpKind::Not
+            | OpKind::Where
+            | OpKind::Cast
+            | OpKind::QuantizeLinear
+            | OpKind::DequantizeLinear => Family::Elementwise,
+            OpKind::Pow
+            | OpKind::Sqrt
+            | OpKind::Exp
+            | OpKind::Log
+            | OpKind::Erf
+            | OpKind::LeakyRelu
+            | OpKind::HardSigmoid
+            | OpKind::HardSwish
+            | OpKind::Gelu
+            | OpKind::Resize => Family::Activation,
+            OpKind::LogSoftmax
+            | OpKind::BatchNormalization
+            | OpKind::LayerNormalization
+            | OpKind::ReduceMean
+            | OpKind::ReduceSum
+            | OpKind::ReduceMax => Family::Reduction,
+            OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU => Family::Linalg,
+            OpKind::Squeeze
+            | OpKind::Unsqueeze
+            | OpKind::Split
+            | OpKind::Slice
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Pad
+            | OpKind::Tile
+            | OpKind::Shape
+            | OpKind::Size
+            | OpKind::Identity
+            | OpKind::ConstantOfShape => Family::DataMovement,
         }
     }
 

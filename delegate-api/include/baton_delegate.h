@@ -255,9 +255,10 @@ extern "C" {
 /* The name of the one symbol a plugin exports (type BatonEntryFn). */
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
 
-/* The major and minor version of the BTIR graph format this ABI version carries. */
+/* The major and minor version of the BTIR graph format this ABI version carries. 1.1 added
+ * op codes (BATON_OP_POW and after); a 1.0 reader refuses a graph holding one of them. */
 #define BATON_WIRE_MAJOR 1u
-#define BATON_WIRE_MINOR 0u
+#define BATON_WIRE_MINOR 1u
 
 /* Size of BatonSupportAnswer.message, including its terminating NUL. */
 #define BATON_SUPPORT_MESSAGE_LEN 256
@@ -383,6 +384,48 @@ typedef int32_t BatonStatus;
 #define BATON_OP_TRANSPOSE 17u
 #define BATON_OP_CONCAT 18u
 #define BATON_OP_FLATTEN 19u
+#define BATON_OP_POW 20u
+#define BATON_OP_SQRT 21u
+#define BATON_OP_EXP 22u
+#define BATON_OP_LOG 23u
+#define BATON_OP_NEG 24u
+#define BATON_OP_ABS 25u
+#define BATON_OP_ERF 26u
+#define BATON_OP_LEAKYRELU 27u
+#define BATON_OP_HARDSIGMOID 28u
+#define BATON_OP_HARDSWISH 29u
+#define BATON_OP_GELU 30u
+#define BATON_OP_LOGSOFTMAX 31u
+#define BATON_OP_BATCHNORMALIZATION 32u
+#define BATON_OP_LAYERNORMALIZATION 33u
+#define BATON_OP_REDUCEMEAN 34u
+#define BATON_OP_REDUCESUM 35u
+#define BATON_OP_REDUCEMAX 36u
+#define BATON_OP_EQUAL 37u
+#define BATON_OP_NOT 38u
+#define BATON_OP_GREATER 39u
+#define BATON_OP_LESS 40u
+#define BATON_OP_AND 41u
+#define BATON_OP_WHERE 42u
+#define BATON_OP_CAST 43u
+#define BATON_OP_SQUEEZE 50u
+#define BATON_OP_UNSQUEEZE 51u
+#define BATON_OP_SPLIT 52u
+#define BATON_OP_SLICE 53u
+#define BATON_OP_GATHER 54u
+#define BATON_OP_EXPAND 55u
+#define BATON_OP_PAD 56u
+#define BATON_OP_TILE 57u
+#define BATON_OP_SHAPE 58u
+#define BATON_OP_SIZE 59u
+#define BATON_OP_IDENTITY 60u
+#define BATON_OP_CONSTANTOFSHAPE 61u
+#define BATON_OP_CONVTRANSPOSE 62u
+#define BATON_OP_RESIZE 63u
+#define BATON_OP_LSTM 64u
+#define BATON_OP_GRU 65u
+#define BATON_OP_QUANTIZELINEAR 66u
+#define BATON_OP_DEQUANTIZELINEAR 67u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

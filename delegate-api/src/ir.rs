@@ -373,6 +373,90 @@ ops! {
     /// Reshapes to 2-D: `[product of dims before axis, product of the rest]`. `axis`
     /// defaults to 1 and may equal the rank (giving `[all, 1]`).
     Flatten = 19,
+    /// `A ^ B` element-wise with numpy broadcasting (float; the exponent may be any numeric dtype).
+    Pow = 20,
+    /// Square root, element-wise (float).
+    Sqrt = 21,
+    /// `e^x`, element-wise (float).
+    Exp = 22,
+    /// Natural logarithm, element-wise (float; `log(0) = -inf`, negative inputs give NaN).
+    Log = 23,
+    /// `-x`, element-wise (float and signed integers; integers wrap).
+    Neg = 24,
+    /// `|x|`, element-wise (float and integers; integers wrap at the minimum).
+    Abs = 25,
+    /// The error function, element-wise (float).
+    Erf = 26,
+    /// `x < 0 ? alpha * x : x`; attribute `alpha` (default 0.01).
+    LeakyRelu = 27,
+    /// `max(0, min(1, alpha * x + beta))`; attributes `alpha` (default 0.2) and `beta` (default 0.5).
+    HardSigmoid = 28,
+    /// `x * max(0, min(1, x / 6 + 1/2))`.
+    HardSwish = 29,
+    /// Gaussian error linear unit; attribute `approximate` (`none` or `tanh`, default `none`).
+    Gelu = 30,
+    /// `log(softmax(x))` along `axis` (default -1), computed stably.
+    LogSoftmax = 31,
+    /// Inference-mode batch normalization of `X` `[N, C, ...]` with `scale`, `B`, `mean`, `var` (each `[C]`); attribute `epsilon` (default 1e-5). Only the first output is produced.
+    BatchNormalization = 32,
+    /// Normalization over the axes from `axis` (default -1) to the end, then `* scale (+ B)`; attribute `epsilon` (default 1e-5). Outputs: `Y`, optionally `Mean` and `InvStdDev`.
+    LayerNormalization = 33,
+    /// Mean over `axes` (attribute or constant i64 input 1; all axes when absent unless `noop_with_empty_axes`); `keepdims` defaults to 1.
+    ReduceMean = 34,
+    /// Sum over `axes`, with the same rules as [`OpKind::ReduceMean`].
+    ReduceSum = 35,
+    /// Maximum over `axes`, with the same rules as [`OpKind::ReduceMean`].
+    ReduceMax = 36,
+    /// `A == B` with numpy broadcasting; the output is bool.
+    Equal = 37,
+    /// Logical not of a bool tensor.
+    Not = 38,
+    /// `A > B` with numpy broadcasting; the output is bool.
+    Greater = 39,
+    /// `A < B` with numpy broadcasting; the output is bool.
+    Less = 40,
+    /// Logical and of two bool tensors with numpy broadcasting.
+    And = 41,
+    /// `condition ? X : Y` with three-way numpy broadcasting; `condition` is bool.
+    Where = 42,
+    /// Converts to the dtype named by attribute `to` (an ONNX TensorProto data type code).
+    Cast = 43,
+    /// Removes size-1 dimensions listed in `axes` (attribute or constant i64 input 1; all size-1 dimensions when absent).
+    Squeeze = 50,
+    /// Inserts size-1 dimensions at `axes` (attribute or constant i64 input 1), positions in the output.
+    Unsqueeze = 51,
+    /// Splits along `axis` (default 0) into parts given by `split` (attribute or constant i64 input 1) or into `num_outputs` equal parts (the last may be smaller); several outputs.
+    Split = 52,
+    /// Slices with `starts`, `ends`, optional `axes` and `steps` (constant i64 inputs 1-4 or attributes of those names), clamped as in ONNX.
+    Slice = 53,
+    /// Takes entries of `data` along `axis` (default 0) at integer `indices` (negative counts from the end); output shape is `data[:axis] + indices + data[axis+1:]`.
+    Gather = 54,
+    /// Broadcasts the input to a shape given by a constant i64 input 1 (numpy rules, either side may be 1).
+    Expand = 55,
+    /// Pads with `pads` (constant i64 input 1 or attribute: all begins then all ends, negative crops), `mode` `constant` (value from optional input 2, default 0), `reflect` or `edge`.
+    Pad = 56,
+    /// Repeats the input `repeats[i]` times along each axis (constant i64 input 1).
+    Tile = 57,
+    /// The input's shape as an i64 vector; attributes `start`/`end` select a range of axes.
+    Shape = 58,
+    /// The input's element count as an i64 scalar.
+    Size = 59,
+    /// A copy of the input.
+    Identity = 60,
+    /// A tensor of the shape given by constant i64 input 0, filled with the attribute `value` (a one-element tensor stored as `value` (float) and `value_dtype` (int code); default f32 0).
+    ConstantOfShape = 61,
+    /// Transposed convolution of `X` `[N, C, spatial...]` with `W` `[C, M/group, kernel...]` and optional bias `[M]`; attributes `strides`, `pads`, `dilations`, `group`, `output_padding`, `output_shape`, `auto_pad`.
+    ConvTranspose = 62,
+    /// Resizes the spatial dimensions; attributes `mode` (`nearest`, `linear`), `coordinate_transformation_mode`, `nearest_mode`, and the target as `scales` (floats) or `sizes` (ints) attributes or constant inputs 2/3.
+    Resize = 63,
+    /// A long short-term memory layer (ONNX LSTM: gates i, o, f, c; `direction` forward, reverse or bidirectional; `hidden_size`; optional bias, sequence lengths, initial h and c, peepholes). Outputs `Y`, `Y_h`, `Y_c`.
+    LSTM = 64,
+    /// A gated recurrent unit layer (ONNX GRU: gates z, r, h; `linear_before_reset`; `direction`; `hidden_size`). Outputs `Y`, `Y_h`.
+    GRU = 65,
+    /// `saturate(round_half_even(x / scale) + zero_point)` to the zero point's dtype (u8 when absent); per-tensor or per-axis (`axis`).
+    QuantizeLinear = 66,
+    /// `(x - zero_point) * scale` as f32; per-tensor or per-axis (`axis`).
+    DequantizeLinear = 67,
 }
 
 impl OpKind {

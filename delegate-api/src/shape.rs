@@ -1,6 +1,9 @@
 //! Shape inference and the geometry of windowed ops, shared by the host, its reference
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
+mod math;
+mod tensor_ops;
+
 use crate::error::IrError;
 use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
 
@@ -77,6 +80,9 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
     }
 }
 
+/// The dtype and concrete shape of each output of a node.
+pub type Outputs = Vec<(DType, Vec<usize>)>;
+
 /// Every output's dtype and shape given the inputs' dtypes and concrete shapes.
 ///
 /// This is the general rule: ops whose outputs change dtype (comparisons, casts) or that
@@ -87,7 +93,13 @@ pub fn infer_outputs(
     node: &Node,
     inputs: &[(DType, Vec<usize>)],
     shape_operand: impl Fn(usize) -> Option<Vec<i64>>,
-) -> Result<Vec<(DType, Vec<usize>)>, String> {
+) -> Result<Outputs, String> {
+    if let Some(r) = math::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = tensor_ops::infer(node, inputs, &shape_operand) {
+        return r;
+    }
     let (dtype, _) = inputs
         .first()
         .ok_or_else(|| format!("{} needs at least one input", node.op))?;
@@ -202,6 +214,7 @@ pub fn infer_static(
             let axis = normalize_axis_inclusive(node.attr_int("axis", 1), rank)?;
             Ok(vec![x[..axis].iter().product(), x[axis..].iter().product()])
         }
+        op => Err(format!("no shape rule for {op} in this build")),
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod fold;
 pub mod memory;
 pub mod model;
 pub mod npy;

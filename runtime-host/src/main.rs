@@ -36,7 +36,7 @@ struct ConfigArg {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Model file (.btir).
+    /// Model file (.btir or .onnx).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
@@ -50,7 +50,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct PlanArgs {
-    /// Model file (.btir).
+    /// Model file (.btir or .onnx).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,

@@ -1,5 +1,5 @@
-//! Reading model files. A model is a serialized IR graph (`.btir`, the same schema as the
-//! program format); ONNX import plugs in here and is accepted by the same commands.
+//! Reading model files: a serialized IR graph (`.btir`, the same schema as the program
+//! format) or an ONNX model (`.onnx`), accepted by the same commands.
 
 use std::path::Path;
 
@@ -19,13 +19,19 @@ pub fn load(path: &Path) -> Result<Graph> {
             message: e.to_string(),
         });
     }
-    let is_onnx = path.extension().is_some_and(|e| e == "onnx");
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+    {
+        let mut graph = crate::onnx::load(path).map_err(|e| HostError::Model {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        crate::fold::fold_constants(&mut graph);
+        return Ok(graph);
+    }
     Err(HostError::Model {
         path: path.to_path_buf(),
-        message: if is_onnx {
-            "ONNX import is not in this build yet; convert the model to .btir".into()
-        } else {
-            "not a Baton IR file (expected the magic \"BTIR\")".into()
-        },
+        message: "not a Baton IR file (magic \"BTIR\") nor an .onnx model".into(),
     })
 }

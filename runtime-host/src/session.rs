@@ -393,6 +393,8 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
             g.tensors[out].shape = dims;
         }
     }
+    // Shape arithmetic on the now-fixed input shapes becomes constants.
+    crate::fold::fold_constants(&mut g);
     for t in &g.tensors {
         if t.static_shape().is_none() {
             return Err(HostError::Input {

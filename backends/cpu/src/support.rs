@@ -122,7 +122,36 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     }
 }
 
+/// The ops this delegate has kernels for.
+const IMPLEMENTED: &[OpKind] = &[
+    OpKind::MatMul,
+    OpKind::Gemm,
+    OpKind::Conv,
+    OpKind::Add,
+    OpKind::Sub,
+    OpKind::Mul,
+    OpKind::Div,
+    OpKind::Relu,
+    OpKind::Clip,
+    OpKind::Sigmoid,
+    OpKind::Tanh,
+    OpKind::Softmax,
+    OpKind::MaxPool,
+    OpKind::AveragePool,
+    OpKind::GlobalAveragePool,
+    OpKind::Reshape,
+    OpKind::Transpose,
+    OpKind::Concat,
+    OpKind::Flatten,
+];
+
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
+    if !IMPLEMENTED.contains(&node.op) {
+        return Err(Support::no(
+            reason::OP,
+            format!("{} is not implemented by the CPU delegate", node.op),
+        ));
+    }
     check_attributes(node)?;
     check_arity(node)?;
     let shapes = check_tensors(graph, node)?;

@@ -13,9 +13,11 @@ mod abi;
 mod elementwise;
 mod gen;
 mod linalg;
+mod math;
 mod models;
 mod movement;
 mod pool;
+mod tensor_ops;
 
 use std::str::FromStr;
 
@@ -111,6 +113,10 @@ pub fn all() -> Result<Vec<Case>> {
             OpKind::Transpose => movement::transpose(&mut out)?,
             OpKind::Concat => movement::concat(&mut out)?,
             OpKind::Flatten => movement::flatten(&mut out)?,
+            _ => {
+                math::cases(op, &mut out)?;
+                tensor_ops::cases(op, &mut out)?;
+            }
         }
     }
     models::all(&mut out)?;

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+mod import;
 pub mod proto;
 mod tensor;
 
@@ -38,9 +39,17 @@ use prost::Message;
 use thiserror::Error;
 
 use crate::error::HostError;
+pub use import::{import, OPSETS};
 use proto::tensor_proto::DataType;
 pub use proto::{ModelProto, TensorProto};
 pub use tensor::tensor_from_proto;
+
+/// Reads an `.onnx` file and converts it to the Baton IR (external data is looked up next
+/// to the file). Errors name the file.
+pub fn load(path: &Path) -> Result<baton_delegate_api::Graph, OnnxError> {
+    let model = read_model(path)?;
+    import(&model, path.parent()).map_err(|e| e.in_file(path))
+}
 
 /// Errors of the ONNX layer. Each names the file or the tensor at fault.
 #[derive(Debug, Error)]
@@ -76,6 +85,13 @@ pub enum OnnxError {
         path: PathBuf,
         /// The error about its contents.
         source: Box<OnnxError>,
+    },
+    /// Something in the model the IR cannot represent; the message names the node, its
+    /// op, the opset and the attribute at fault.
+    #[error("{message}")]
+    Unsupported {
+        /// What is unsupported, and where.
+        message: String,
     },
     /// The tensor's ONNX element type has no Baton dtype.
     #[error("tensor '{tensor}': ONNX type {onnx_type} ({code}) has no Baton dtype; Baton reads FLOAT, FLOAT16, INT8, UINT8, INT32, INT64 and BOOL tensors (convert the tensor in the model)")]

@@ -6,7 +6,7 @@ use baton_delegate_api::abi::MAX_RANK;
 use baton_delegate_api::ir::{shape_string, Dim, Graph, Storage, TensorId};
 use baton_delegate_api::{QuantRef, Tensor, TensorRef};
 
-use super::{check_operands, expected_shape, run_node, shape_err, unsupported, KernelError};
+use super::{check_operands, expected_outputs, run_node, shape_err, unsupported, KernelError};
 
 /// Runs `graph` on `inputs` (in `graph.inputs` order) and returns `graph.outputs` in order.
 ///
@@ -111,14 +111,7 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
     };
 
     for node in &graph.nodes {
-        if node.outputs.len() != 1 {
-            return Err(unsupported(
-                node,
-                format!("{} outputs; every op has exactly one", node.outputs.len()),
-            ));
-        }
-        let out_id = node.outputs[0];
-        let result = {
+        let results = {
             let mut refs: Vec<TensorRef<'_>> = Vec::with_capacity(node.inputs.len());
             for &i in &node.inputs {
                 let t = values[i].as_ref().ok_or_else(|| missing(i))?;
@@ -130,37 +123,54 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
                 });
             }
             check_operands(node, &refs)?;
-            let shape = expected_shape(node, &refs)?;
-            let decl = &graph.tensors[out_id];
-            let agrees = decl.shape.len() == shape.len()
-                && decl
-                    .shape
-                    .iter()
-                    .zip(&shape)
-                    .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
-            if !agrees || decl.dtype != refs[0].dtype {
-                return Err(shape_err(
+            let expected = expected_outputs(node, &refs)?;
+            if node.outputs.is_empty() || node.outputs.len() > expected.len() {
+                return Err(unsupported(
                     node,
                     format!(
-                        "computes {} {shape:?}, but output '{}' is declared {} {}",
-                        refs[0].dtype,
-                        decl.name,
-                        decl.dtype,
-                        shape_string(&decl.shape)
+                        "{} outputs; {} produces 1 to {}",
+                        node.outputs.len(),
+                        node.op,
+                        expected.len()
                     ),
                 ));
             }
-            if shape.len() > MAX_RANK {
-                return Err(unsupported(
-                    node,
-                    format!("output rank {} exceeds {MAX_RANK}", shape.len()),
-                ));
+            let mut results = Vec::with_capacity(node.outputs.len());
+            for (&out_id, (dtype, shape)) in node.outputs.iter().zip(&expected) {
+                let decl = &graph.tensors[out_id];
+                let agrees = decl.shape.len() == shape.len()
+                    && decl
+                        .shape
+                        .iter()
+                        .zip(shape)
+                        .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
+                if !agrees || decl.dtype != *dtype {
+                    return Err(shape_err(
+                        node,
+                        format!(
+                            "computes {dtype} {shape:?}, but output '{}' is declared {} {}",
+                            decl.name,
+                            decl.dtype,
+                            shape_string(&decl.shape)
+                        ),
+                    ));
+                }
+                if shape.len() > MAX_RANK {
+                    return Err(unsupported(
+                        node,
+                        format!("output rank {} exceeds {MAX_RANK}", shape.len()),
+                    ));
+                }
+                results.push(Tensor::zeros(*dtype, shape));
             }
-            let mut result = Tensor::zeros(decl.dtype, &shape);
-            run_node(node, &refs, &mut [result.view_mut()])?;
-            result
+            let mut views: Vec<_> = results.iter_mut().map(|t| t.view_mut()).collect();
+            run_node(node, &refs, &mut views)?;
+            drop(views);
+            results
         };
-        values[out_id] = Some(result);
+        for (&out_id, t) in node.outputs.iter().zip(results) {
+            values[out_id] = Some(t);
+        }
     }
 
     graph

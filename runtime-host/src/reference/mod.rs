@@ -52,13 +52,15 @@ mod data;
 mod elementwise;
 mod graph;
 mod linalg;
+mod math;
 mod pool;
 mod shape_ops;
+mod tensor_ops;
 #[cfg(test)]
 mod tests;
 
 use baton_delegate_api::ir::{DType, Node, OpKind};
-use baton_delegate_api::shape::infer_static;
+use baton_delegate_api::shape::infer_outputs;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 pub use graph::run_graph;
@@ -84,7 +86,8 @@ pub enum KernelError {
 }
 
 /// Runs one node. `inputs` follow `node.inputs` (constants included, as views); `outputs`
-/// have the shapes given by [`infer_static`] and are fully overwritten.
+/// have the dtypes and shapes given by [`infer_outputs`] (a node may use a prefix of the
+/// outputs its op can produce) and are fully overwritten.
 ///
 /// Never panics on operands of any shape or value: operands or outputs that do not fit
 /// the node are reported as a [`KernelError`].
@@ -94,44 +97,49 @@ pub fn run_node(
     outputs: &mut [TensorMut<'_>],
 ) -> Result<(), KernelError> {
     check_operands(node, inputs)?;
-    if outputs.len() != 1 {
+    let expected = expected_outputs(node, inputs)?;
+    if outputs.is_empty() || outputs.len() > expected.len() {
         return Err(unsupported(
             node,
-            format!("{} outputs given; every op has exactly one", outputs.len()),
+            format!(
+                "{} output views given; {} produces 1 to {}",
+                outputs.len(),
+                node.op,
+                expected.len()
+            ),
         ));
     }
-    let expected = expected_shape(node, inputs)?;
+    for (k, (out, (dtype, shape))) in outputs.iter().zip(&expected).enumerate() {
+        if out.dtype != *dtype || out.shape() != shape.as_slice() {
+            return Err(shape_err(
+                node,
+                format!(
+                    "output view {k} is {} {:?}, the op produces {dtype} {shape:?}",
+                    out.dtype,
+                    out.shape()
+                ),
+            ));
+        }
+        let want_bytes = byte_len(shape, out.dtype);
+        if want_bytes != Some(out.data.len()) {
+            return Err(shape_err(
+                node,
+                format!(
+                    "output view {k} holds {} bytes, shape {shape:?} of {} needs {}",
+                    out.data.len(),
+                    out.dtype,
+                    want_bytes.map_or("more than usize::MAX".to_string(), |b| b.to_string())
+                ),
+            ));
+        }
+    }
+    if let Some(r) = math::run(node, inputs, outputs) {
+        return r;
+    }
+    if let Some(r) = tensor_ops::run(node, inputs, outputs) {
+        return r;
+    }
     let out = &mut outputs[0];
-    if out.dtype != inputs[0].dtype {
-        return Err(shape_err(
-            node,
-            format!(
-                "output view is {}, the op produces {}",
-                out.dtype, inputs[0].dtype
-            ),
-        ));
-    }
-    if out.shape() != expected.as_slice() {
-        return Err(shape_err(
-            node,
-            format!(
-                "output view has shape {:?}, the op produces {expected:?}",
-                out.shape()
-            ),
-        ));
-    }
-    let want_bytes = byte_len(&expected, out.dtype);
-    if want_bytes != Some(out.data.len()) {
-        return Err(shape_err(
-            node,
-            format!(
-                "output view holds {} bytes, shape {expected:?} of {} needs {}",
-                out.data.len(),
-                out.dtype,
-                want_bytes.map_or("more than usize::MAX".to_string(), |b| b.to_string())
-            ),
-        ));
-    }
     match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
             elementwise::binary(node, &inputs[0], &inputs[1], out)
@@ -150,12 +158,22 @@ pub fn run_node(
         OpKind::Reshape | OpKind::Flatten => shape_ops::copy(&inputs[0], out),
         OpKind::Transpose => shape_ops::transpose(node, &inputs[0], out),
         OpKind::Concat => shape_ops::concat(node, inputs, out),
+        op => Err(KernelError::Unsupported {
+            node: node.label(),
+            message: format!("{op} has no reference kernel in this build"),
+        }),
     }
 }
 
 /// Whether [`run_node`] implements `op` for these input dtypes (in `node.inputs` order).
 /// The error says what is missing, for the host to show when it refuses a model.
 pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
+    if let Some(r) = math::supports(op, input_dtypes) {
+        return r;
+    }
+    if let Some(r) = tensor_ops::supports(op, input_dtypes) {
+        return r;
+    }
     let (min, max) = arity(op);
     if input_dtypes.len() < min || input_dtypes.len() > max {
         let want = match (min, max) {
@@ -217,6 +235,7 @@ fn dtypes_of(op: OpKind) -> &'static [DType] {
         | OpKind::AveragePool
         | OpKind::GlobalAveragePool => FLOATS,
         OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten => &DType::ALL,
+        _ => &[],
     }
 }
 
@@ -237,14 +256,27 @@ fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::GlobalAveragePool
         | OpKind::Transpose
         | OpKind::Flatten => (1, 1),
+        _ => (1, usize::MAX),
     }
 }
 
 /// Whether an op only moves bytes (and so may carry quantized operands through).
 fn is_layout_op(op: OpKind) -> bool {
+    // Ops that only move bytes: quantized operands pass through them unchanged.
     matches!(
         op,
-        OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten
+        OpKind::Reshape
+            | OpKind::Transpose
+            | OpKind::Concat
+            | OpKind::Flatten
+            | OpKind::Squeeze
+            | OpKind::Unsqueeze
+            | OpKind::Split
+            | OpKind::Slice
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Tile
+            | OpKind::Identity
     )
 }
 
@@ -275,18 +307,21 @@ pub(crate) fn check_operands(node: &Node, inputs: &[TensorRef<'_>]) -> Result<()
     Ok(())
 }
 
-/// The output shape of `node` for these operands (after [`check_operands`]).
-pub(crate) fn expected_shape(
+/// Every output's dtype and shape for these operands (after [`check_operands`]). The
+/// reference has every operand's values, so data-dependent shapes are resolved here.
+pub(crate) fn expected_outputs(
     node: &Node,
     inputs: &[TensorRef<'_>],
-) -> Result<Vec<usize>, KernelError> {
-    let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.to_vec()).collect();
+) -> Result<Vec<(DType, Vec<usize>)>, KernelError> {
+    let typed: Vec<(DType, Vec<usize>)> =
+        inputs.iter().map(|t| (t.dtype, t.shape.to_vec())).collect();
+    let shapes: Vec<Vec<usize>> = typed.iter().map(|(_, s)| s.clone()).collect();
     guard_geometry(node, &shapes)?;
     let operand = |i: usize| -> Option<Vec<i64>> {
         let t = inputs.get(i)?;
         (t.dtype == DType::I64).then(|| data::load::<i64>(t))
     };
-    infer_static(node, &shapes, operand).map_err(|m| shape_err(node, m))
+    infer_outputs(node, &typed, operand).map_err(|m| shape_err(node, m))
 }
 
 /// Rejects the operand shapes for which the shared geometry code would overflow (a Conv

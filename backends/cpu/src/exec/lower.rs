@@ -326,6 +326,7 @@ impl<'g> Builder<'g> {
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
+            op => return Err(format!("{op} is not implemented by the CPU delegate")),
         })
     }
 }

@@ -6,15 +6,22 @@ mod conv;
 mod elementwise;
 mod graph;
 mod linalg;
+mod math_graph;
+mod math_logic;
+mod math_norm;
+mod math_reduce;
+mod math_unary;
 mod pool;
 mod robustness;
 mod shape_ops;
+mod tensor_ops;
+mod tensor_ops_layers;
 
 use baton_delegate_api::ir::{Attr, DType, Node, OpKind};
 use baton_delegate_api::{Tensor, TensorRef};
 use half::f16;
 
-use super::{check_operands, expected_shape, run_node, KernelError};
+use super::{check_operands, expected_outputs, run_node, KernelError};
 
 /// A node reading tensors `0..n_inputs` and writing tensor `n_inputs`.
 fn node(op: OpKind, n_inputs: usize, attrs: &[(&str, Attr)]) -> Node {
@@ -37,15 +44,16 @@ fn ints(v: &[i64]) -> Attr {
 /// Runs `node` on `inputs` into an output of the shape the op produces (or, when there
 /// is none, an empty `[0]` output, which the kernel must refuse without panicking).
 ///
-/// The shape comes from `infer_static` behind the kernels' own operand checks, which also
+/// The shape comes from `infer_outputs` behind the kernels' own operand checks, which also
 /// keep it from the operand shapes it cannot take (see `guard_geometry`); the tests assert
 /// the shapes they expect literally.
 fn run(node: &Node, inputs: &[Tensor]) -> Result<Tensor, KernelError> {
     let views: Vec<TensorRef<'_>> = inputs.iter().map(Tensor::view).collect();
-    let shape = check_operands(node, &views)
-        .and_then(|()| expected_shape(node, &views))
-        .unwrap_or(vec![0]);
-    let dtype = inputs.first().map_or(DType::F32, |t| t.dtype);
+    let first = check_operands(node, &views)
+        .and_then(|()| expected_outputs(node, &views))
+        .ok()
+        .and_then(|outs| outs.into_iter().next());
+    let (dtype, shape) = first.unwrap_or((inputs.first().map_or(DType::F32, |t| t.dtype), vec![0]));
     let mut out = Tensor::zeros(dtype, &shape);
     run_node(node, &views, &mut [out.view_mut()])?;
     Ok(out)

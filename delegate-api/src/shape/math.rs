@@ -1,0 +1,262 @@
+//! Shape rules of the math family: element-wise math and activations, comparisons and
+//! logic, Where, Cast, the normalizations and the Reduce ops.
+//!
+//! Element-wise ops keep their operand's shape; binary and ternary ones broadcast with
+//! numpy rules. Comparisons, Not and And produce bool; Cast produces the dtype named by
+//! its `to` attribute. LayerNormalization lists three outputs (`Y`, `Mean`, `InvStdDev`),
+//! the last two f32 with the normalized axes kept as extents of 1.
+
+use super::{broadcast_shapes, normalize_axis, Outputs};
+use crate::ir::{Attr, DType, Node, OpKind};
+
+/// The outputs of `node` if its op belongs to this family, else `None`.
+pub(crate) fn infer(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Option<Result<Outputs, String>> {
+    let op = node.op;
+    let r = match op {
+        OpKind::Sqrt
+        | OpKind::Exp
+        | OpKind::Log
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::Erf
+        | OpKind::LeakyRelu
+        | OpKind::HardSigmoid
+        | OpKind::HardSwish
+        | OpKind::Gelu => same_as_input(op, inputs),
+        OpKind::LogSoftmax => log_softmax(node, inputs),
+        OpKind::Pow => binary(op, inputs, None),
+        OpKind::Equal | OpKind::Greater | OpKind::Less => binary(op, inputs, Some(DType::Bool)),
+        OpKind::And => {
+            bool_operands(op, inputs, 2).and_then(|()| binary(op, inputs, Some(DType::Bool)))
+        }
+        OpKind::Not => bool_operands(op, inputs, 1)
+            .and_then(|()| same_as_input(op, inputs))
+            .map(|mut o| {
+                o[0].0 = DType::Bool;
+                o
+            }),
+        OpKind::Where => where_outputs(inputs),
+        OpKind::Cast => cast(node, inputs),
+        OpKind::BatchNormalization => batch_norm(inputs),
+        OpKind::LayerNormalization => layer_norm(node, inputs),
+        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(node, inputs, operand),
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// Operand `i`, or an error naming the op.
+fn input(
+    op: OpKind,
+    inputs: &[(DType, Vec<usize>)],
+    i: usize,
+) -> Result<&(DType, Vec<usize>), String> {
+    inputs
+        .get(i)
+        .ok_or_else(|| format!("{op} needs input {i}, got {} inputs", inputs.len()))
+}
+
+fn same_as_input(op: OpKind, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let (dtype, shape) = input(op, inputs, 0)?;
+    Ok(vec![(*dtype, shape.clone())])
+}
+
+fn log_softmax(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let (dtype, shape) = input(node.op, inputs, 0)?;
+    normalize_axis(node.attr_int("axis", -1), shape.len())?;
+    Ok(vec![(*dtype, shape.clone())])
+}
+
+/// Two operands broadcast together. The output has dtype `out` when given (comparisons),
+/// else operand 0's. Pow's exponent may have another numeric dtype; every other op needs
+/// one dtype for both operands.
+fn binary(
+    op: OpKind,
+    inputs: &[(DType, Vec<usize>)],
+    out: Option<DType>,
+) -> Result<Outputs, String> {
+    let (da, a) = input(op, inputs, 0)?;
+    let (db, b) = input(op, inputs, 1)?;
+    if op != OpKind::Pow && da != db {
+        return Err(format!("{op} operand dtypes differ: {da} and {db}"));
+    }
+    Ok(vec![(out.unwrap_or(*da), broadcast_shapes(a, b)?)])
+}
+
+fn bool_operands(op: OpKind, inputs: &[(DType, Vec<usize>)], n: usize) -> Result<(), String> {
+    for i in 0..n {
+        let (d, _) = input(op, inputs, i)?;
+        if *d != DType::Bool {
+            return Err(format!("{op} operand {i} must be bool, got {d}"));
+        }
+    }
+    Ok(())
+}
+
+/// `condition`, `X`, `Y` broadcast three ways; the output has `X`'s dtype.
+fn where_outputs(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let op = OpKind::Where;
+    let (dc, c) = input(op, inputs, 0)?;
+    let (dx, x) = input(op, inputs, 1)?;
+    let (dy, y) = input(op, inputs, 2)?;
+    if *dc != DType::Bool {
+        return Err(format!("Where's condition must be bool, got {dc}"));
+    }
+    if dx != dy {
+        return Err(format!("Where's X and Y dtypes differ: {dx} and {dy}"));
+    }
+    let shape = broadcast_shapes(&broadcast_shapes(c, x)?, y)?;
+    Ok(vec![(*dx, shape)])
+}
+
+/// The dtype of an ONNX `TensorProto.DataType` code, for the dtypes the IR has.
+fn dtype_of_onnx_code(code: i64) -> Option<DType> {
+    Some(match code {
+        1 => DType::F32,
+        2 => DType::U8,
+        3 => DType::I8,
+        6 => DType::I32,
+        7 => DType::I64,
+        9 => DType::Bool,
+        10 => DType::F16,
+        _ => return None,
+    })
+}
+
+fn cast(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let (_, shape) = input(node.op, inputs, 0)?;
+    let to = match node.attrs.get("to") {
+        Some(Attr::Int(code)) => *code,
+        Some(other) => return Err(format!("Cast's 'to' must be an int, got {other:?}")),
+        None => return Err("Cast needs the attribute 'to'".into()),
+    };
+    let dtype = dtype_of_onnx_code(to).ok_or_else(|| {
+        format!(
+            "Cast to ONNX data type {to} is not supported (supported: 1 FLOAT, 10 FLOAT16, \
+             3 INT8, 2 UINT8, 6 INT32, 7 INT64, 9 BOOL)"
+        )
+    })?;
+    Ok(vec![(dtype, shape.clone())])
+}
+
+/// `X` `[N, C, ...]` (rank 1 counts as `C = 1`, as in ONNX) and four `[C]` parameters.
+fn batch_norm(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let op = OpKind::BatchNormalization;
+    let (dtype, x) = input(op, inputs, 0)?;
+    let channels = match x.len() {
+        0 => return Err("BatchNormalization needs X of rank >= 1, got a scalar".into()),
+        1 => 1,
+        _ => x[1],
+    };
+    for (i, name) in [(1, "scale"), (2, "B"), (3, "mean"), (4, "var")] {
+        let (_, s) = input(op, inputs, i)?;
+        if s.as_slice() != [channels] {
+            return Err(format!(
+                "BatchNormalization {name} has shape {s:?}, expected [{channels}] for X {x:?}"
+            ));
+        }
+    }
+    Ok(vec![(*dtype, x.clone())])
+}
+
+/// `Y` like `X`; `Mean` and `InvStdDev` (f32) with the normalized axes as extents of 1.
+/// `Scale` and the optional `B` must broadcast to `X`'s shape (ONNX's function body
+/// multiplies and adds them with numpy broadcasting; `Y` keeps `X`'s shape).
+fn layer_norm(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let op = node.op;
+    let (dtype, x) = input(op, inputs, 0)?;
+    let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+    for (i, name) in [(1, "Scale"), (2, "B")] {
+        let Some((_, s)) = inputs.get(i) else {
+            if i == 1 {
+                return Err("LayerNormalization needs Scale (input 1)".into());
+            }
+            continue;
+        };
+        if broadcast_shapes(x, s).ok().as_ref() != Some(x) {
+            return Err(format!(
+                "LayerNormalization {name} {s:?} does not broadcast to X {x:?}"
+            ));
+        }
+    }
+    let mut stats = x.clone();
+    stats[axis..].fill(1);
+    Ok(vec![
+        (*dtype, x.clone()),
+        (DType::F32, stats.clone()),
+        (DType::F32, stats),
+    ])
+}
+
+/// The axes a Reduce node reduces, as one flag per dimension of an input of rank `rank`,
+/// or `None` when the node is a no-op (empty axes with `noop_with_empty_axes`).
+///
+/// Axes come from the constant i64 input 1 (ONNX opset 18; ReduceSum from 13) or from the
+/// `axes` attribute (earlier opsets), not both. Absent or empty axes reduce every
+/// dimension unless `noop_with_empty_axes` is non-zero. Negative axes count from the
+/// end; a repeated axis is an error.
+fn reduce_axes(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Option<Vec<bool>>, String> {
+    let op = node.op;
+    let (_, x) = input(op, inputs, 0)?;
+    let axes: Vec<i64> = match (inputs.get(1), node.attr_ints("axes")) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{op} has both an axes input and an axes attribute; give one"
+            ))
+        }
+        (Some((d, s)), None) => {
+            if *d != DType::I64 || s.len() > 1 {
+                return Err(format!(
+                    "{op} axes (input 1) must be a 1-D i64 tensor, got {d} {s:?}"
+                ));
+            }
+            operand(1).ok_or_else(|| format!("{op} axes (input 1) must be a constant"))?
+        }
+        (None, Some(a)) => a.to_vec(),
+        (None, None) => Vec::new(),
+    };
+    if axes.is_empty() {
+        if node.attr_int("noop_with_empty_axes", 0) != 0 {
+            return Ok(None);
+        }
+        return Ok(Some(vec![true; x.len()]));
+    }
+    let mut flags = vec![false; x.len()];
+    for &a in &axes {
+        let d = normalize_axis(a, x.len()).map_err(|m| format!("{op} axes: {m}"))?;
+        if std::mem::replace(&mut flags[d], true) {
+            return Err(format!("{op} axes {axes:?} name dimension {d} twice"));
+        }
+    }
+    Ok(Some(flags))
+}
+
+fn reduce(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let (dtype, x) = input(node.op, inputs, 0)?;
+    let Some(flags) = reduce_axes(node, inputs, operand)? else {
+        return Ok(vec![(*dtype, x.clone())]);
+    };
+    let keep = node.attr_int("keepdims", 1) != 0;
+    let shape = x
+        .iter()
+        .zip(&flags)
+        .filter_map(|(&n, &reduced)| match (reduced, keep) {
+            (false, _) => Some(n),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    Ok(vec![(*dtype, shape)])
+}

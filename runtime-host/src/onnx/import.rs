@@ -1,0 +1,519 @@
+//! ONNX `ModelProto` → Baton IR.
+//!
+//! The IR follows ONNX names and semantics, so most nodes translate one to one. The work
+//! here is what ONNX leaves to the reader:
+//! - **values by name**: initializers become constants, `Constant` nodes become constants,
+//!   graph inputs that are also initializers are constants (old IR versions list them);
+//! - **opset differences**: operands that later opsets moved from attributes to inputs
+//!   (Clip's bounds, Resize's scales and sizes) are turned into attributes when they are
+//!   constant, and Softmax/LogSoftmax before opset 13 (which flatten to 2-D at `axis`) are
+//!   accepted only where that equals the opset-13 meaning;
+//! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
+//!   a 0-element constant (the kernels read a 0-element optional operand as absent);
+//!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
+//! - **shapes**: every value gets the dtype and shape the IR's shape rules infer. Where an
+//!   input's symbolic dimension makes that impossible, the value keeps a provisional
+//!   symbolic shape until the host binds the inputs and re-infers (see `session`).
+//!
+//! Anything the IR cannot represent is an error naming the node, its op, the opset and the
+//! attribute at fault.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use baton_delegate_api::ir::TensorData;
+use baton_delegate_api::{
+    shape, Attr, DType, Dim, Graph, Node, OpKind, Storage, Tensor, TensorDecl, TensorId,
+};
+
+use super::proto::attribute_proto::AttributeType;
+use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
+
+/// The oldest and newest default-domain opsets the importer accepts.
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+
+/// Converts a decoded model. `base_dir` is where external tensor data is looked up.
+pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, OnnxError> {
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
+        .map_or(1, |o| o.version);
+    if !OPSETS.contains(&opset) {
+        return Err(unsupported(format!(
+            "the model uses opset {opset} of the default domain; Baton imports opsets {} to {}",
+            OPSETS.start(),
+            OPSETS.end()
+        )));
+    }
+    let graph = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| unsupported("the model has no graph".into()))?;
+    let mut b = Importer {
+        g: Graph {
+            name: if graph.name.is_empty() {
+                "onnx".into()
+            } else {
+                graph.name.clone()
+            },
+            ..Graph::default()
+        },
+        names: HashMap::new(),
+        opset,
+        base_dir,
+        value_info: graph
+            .value_info
+            .iter()
+            .chain(&graph.output)
+            .map(|v| (v.name.clone(), v.clone()))
+            .collect(),
+    };
+    b.graph(graph)?;
+    Ok(b.g)
+}
+
+fn unsupported(message: String) -> OnnxError {
+    OnnxError::Unsupported { message }
+}
+
+struct Importer<'a> {
+    g: Graph,
+    names: HashMap<String, TensorId>,
+    opset: i64,
+    base_dir: Option<&'a Path>,
+    value_info: HashMap<String, ValueInfoProto>,
+}
+
+impl Importer<'_> {
+    fn graph(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+        for init in &graph.initializer {
+            let t = tensor_from_proto(init, self.base_dir)?;
+            self.constant(&init.name, t);
+        }
+        for input in &graph.input {
+            if self.names.contains_key(&input.name) {
+                continue; // an initializer listed as an input (IR version < 4)
+            }
+            let (dtype, shape) = value_type(input)?;
+            let id = self.push(&input.name, dtype, shape, None);
+            self.g.inputs.push(id);
+        }
+        for (i, node) in graph.node.iter().enumerate() {
+            self.node(i, node)?;
+        }
+        for out in &graph.output {
+            let &id = self.names.get(&out.name).ok_or_else(|| {
+                unsupported(format!(
+                    "graph output '{}' is not produced by any node",
+                    out.name
+                ))
+            })?;
+            self.g.outputs.push(id);
+        }
+        self.g.validate().map_err(|e| unsupported(e.to_string()))
+    }
+
+    fn node(&mut self, index: usize, n: &NodeProto) -> Result<(), OnnxError> {
+        let name = if n.name.is_empty() {
+            format!("{}_{index}", n.op_type)
+        } else {
+            n.name.clone()
+        };
+        let opset = self.opset;
+        let at = |message: String| {
+            unsupported(format!(
+                "node '{name}' ({}, opset {opset}): {message}",
+                n.op_type
+            ))
+        };
+        if !(n.domain.is_empty() || n.domain == "ai.onnx") {
+            return Err(at(format!("domain '{}' is not supported", n.domain)));
+        }
+        let mut attrs = BTreeMap::new();
+        for a in &n.attribute {
+            if n.op_type == "Constant" && a.name == "value" {
+                continue; // read whole by `constant_node`
+            }
+            if let Some(v) = self.attribute(a).map_err(&at)? {
+                attrs.insert(a.name.clone(), v);
+            }
+        }
+        match n.op_type.as_str() {
+            "Constant" => return self.constant_node(n, &attrs).map_err(&at),
+            "Dropout" => {
+                // Inference: Dropout is the identity; its mask output is not supported.
+                if n.output.iter().skip(1).any(|o| !o.is_empty()) {
+                    return Err(at("the mask output of Dropout is not supported".into()));
+                }
+                return self.add(
+                    &name,
+                    OpKind::Identity,
+                    &n.input[..1],
+                    &n.output[..1],
+                    BTreeMap::new(),
+                    n,
+                );
+            }
+            _ => {}
+        }
+        let op = OpKind::from_name(&n.op_type)
+            .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
+        let mut inputs: Vec<String> = n.input.clone();
+        self.adapt(op, &mut inputs, &mut attrs).map_err(&at)?;
+        self.add(&name, op, &inputs, &n.output, attrs, n)
+    }
+
+    /// Rewrites operands and attributes where opsets differ from the IR's form.
+    fn adapt(
+        &mut self,
+        op: OpKind,
+        inputs: &mut Vec<String>,
+        attrs: &mut BTreeMap<String, Attr>,
+    ) -> Result<(), String> {
+        match op {
+            OpKind::Clip if inputs.len() > 1 => {
+                // Opset 11+: bounds as inputs. Constant bounds become attributes.
+                let bounds: Vec<Option<Option<f32>>> = inputs[1..]
+                    .iter()
+                    .map(|s| {
+                        if s.is_empty() {
+                            Some(None)
+                        } else {
+                            self.scalar_f32(s).map(Some)
+                        }
+                    })
+                    .collect();
+                if bounds.iter().all(Option::is_some) {
+                    for (k, b) in ["min", "max"].iter().zip(bounds) {
+                        if let Some(Some(v)) = b {
+                            attrs.insert(k.to_string(), Attr::Float(v));
+                        }
+                    }
+                    inputs.truncate(1);
+                }
+            }
+            OpKind::Resize => {
+                // Inputs: X, roi, scales, sizes (opset 11+) or X, scales (opset 10).
+                let (scales_at, sizes_at) = if self.opset < 11 {
+                    (1, usize::MAX)
+                } else {
+                    (2, 3)
+                };
+                if let Some(s) = inputs.get(scales_at).filter(|s| !s.is_empty()) {
+                    let v = self
+                        .const_f32s(s)
+                        .ok_or("Resize scales must be a constant")?;
+                    if !v.is_empty() {
+                        attrs.insert("scales".into(), Attr::Floats(v));
+                    }
+                }
+                if let Some(s) = inputs.get(sizes_at).filter(|s| !s.is_empty()) {
+                    let v = self
+                        .const_i64s(s)
+                        .ok_or("Resize sizes must be a constant")?;
+                    attrs.insert("sizes".into(), Attr::Ints(v));
+                }
+                inputs.truncate(1);
+            }
+            OpKind::ConstantOfShape => {
+                // The fill value arrives as a one-element tensor: the IR keeps its value and
+                // its ONNX type code (see `OpKind::ConstantOfShape`).
+                if let Some(Attr::Floats(v)) = attrs.remove("value") {
+                    attrs.insert("value".into(), Attr::Float(v[0]));
+                    attrs.insert("value_dtype".into(), Attr::Int(v[1] as i64));
+                }
+            }
+            OpKind::Softmax | OpKind::LogSoftmax if self.opset < 13 => {
+                // Before opset 13 the input is flattened to 2-D at `axis` (default 1); that
+                // is the opset-13 meaning only when `axis` is the last dimension.
+                let axis = match attrs.get("axis") {
+                    Some(Attr::Int(a)) => *a,
+                    _ => 1,
+                };
+                let rank = self.rank_of(&inputs[0]).ok_or("input rank unknown")?;
+                let last = axis == -1 || axis == rank as i64 - 1;
+                if !last {
+                    return Err(format!(
+                        "axis {axis} of a rank-{rank} input flattens to 2-D before opset 13; only the last axis is supported"
+                    ));
+                }
+                attrs.insert("axis".into(), Attr::Int(-1));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn add(
+        &mut self,
+        name: &str,
+        op: OpKind,
+        inputs: &[String],
+        outputs: &[String],
+        attrs: BTreeMap<String, Attr>,
+        n: &NodeProto,
+    ) -> Result<(), OnnxError> {
+        let opset = self.opset;
+        let at = |message: String| {
+            unsupported(format!(
+                "node '{name}' ({}, opset {opset}): {message}",
+                n.op_type
+            ))
+        };
+        let used = inputs
+            .iter()
+            .rposition(|s| !s.is_empty())
+            .map_or(0, |p| p + 1);
+        let first_dtype = inputs
+            .first()
+            .and_then(|s| self.names.get(s))
+            .map_or(DType::F32, |&t| self.g.tensors[t].dtype);
+        let mut ids = Vec::with_capacity(used);
+        for (i, s) in inputs[..used].iter().enumerate() {
+            if s.is_empty() {
+                // An omitted optional operand: a 0-element constant (sequence lengths of
+                // recurrent ops are integers).
+                let dtype = if matches!(op, OpKind::LSTM | OpKind::GRU) && i == 4 {
+                    DType::I32
+                } else {
+                    first_dtype
+                };
+                let id = self.push(
+                    &format!("{name}_absent{i}"),
+                    dtype,
+                    vec![Dim::Fixed(0)],
+                    Some(Storage::Inline(TensorData::from_bytes(&[]))),
+                );
+                ids.push(id);
+            } else {
+                ids.push(
+                    *self
+                        .names
+                        .get(s)
+                        .ok_or_else(|| at(format!("input '{s}' is not defined before use")))?,
+                );
+            }
+        }
+        let n_out = outputs
+            .iter()
+            .rposition(|s| !s.is_empty())
+            .map_or(0, |p| p + 1);
+        if n_out == 0 {
+            return Err(at("the node has no output".into()));
+        }
+        let mut node = Node {
+            name: name.to_string(),
+            op,
+            inputs: ids,
+            outputs: Vec::new(),
+            attrs,
+        };
+        let inferred = shape::infer_node(&self.g, &node).ok();
+        if let Some(inf) = &inferred {
+            if inf.len() < n_out {
+                return Err(at(format!(
+                    "{n_out} outputs used, the op produces {}",
+                    inf.len()
+                )));
+            }
+        }
+        for (k, out) in outputs[..n_out].iter().enumerate() {
+            let (dtype, dims) = match &inferred {
+                Some(inf) => inf[k].clone(),
+                None => self.provisional(out, first_dtype),
+            };
+            let tname = if out.is_empty() {
+                format!("{name}_unused{k}")
+            } else {
+                out.clone()
+            };
+            if !out.is_empty() && self.names.contains_key(out) {
+                return Err(at(format!("value '{out}' is defined twice")));
+            }
+            node.outputs.push(self.push(&tname, dtype, dims, None));
+        }
+        self.g.nodes.push(node);
+        Ok(())
+    }
+
+    /// A shape for a value whose inputs have symbolic dimensions: from the model's
+    /// value_info when it has one, else one symbolic dimension per unknown. The host
+    /// re-infers every shape once the inputs are bound.
+    fn provisional(&self, name: &str, dtype: DType) -> (DType, Vec<Dim>) {
+        match self.value_info.get(name).map(value_type) {
+            Some(Ok((d, shape))) => (d, shape),
+            _ => (dtype, vec![Dim::Sym(format!("{name}?"))]),
+        }
+    }
+
+    fn constant_node(
+        &mut self,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+    ) -> Result<(), String> {
+        let out = n.output.first().ok_or("Constant without an output")?;
+        let tensor = if let Some(a) = n.attribute.iter().find(|a| a.name == "value") {
+            let t = a.t.as_ref().ok_or("Constant 'value' is not a tensor")?;
+            tensor_from_proto(t, self.base_dir).map_err(|e| e.to_string())?
+        } else {
+            match (
+                attrs.get("value_float"),
+                attrs.get("value_floats"),
+                attrs.get("value_int"),
+                attrs.get("value_ints"),
+            ) {
+                (Some(Attr::Float(v)), ..) => Tensor::from_f32(&[], &[*v]),
+                (_, Some(Attr::Floats(v)), ..) => Tensor::from_f32(&[v.len()], v),
+                (_, _, Some(Attr::Int(v)), _) => Tensor::from_i64(&[], &[*v]),
+                (_, _, _, Some(Attr::Ints(v))) => Tensor::from_i64(&[v.len()], v),
+                _ => return Err("Constant value kind is not supported (sparse or string)".into()),
+            }
+        };
+        self.constant(out, tensor);
+        Ok(())
+    }
+
+    /// Converts an attribute; `Ok(None)` for attributes that carry nothing for the IR.
+    fn attribute(&self, a: &AttributeProto) -> Result<Option<Attr>, String> {
+        let kind = AttributeType::try_from(a.r#type).unwrap_or(AttributeType::Undefined);
+        Ok(Some(match kind {
+            AttributeType::Float => Attr::Float(a.f),
+            AttributeType::Int => Attr::Int(a.i),
+            AttributeType::Floats => Attr::Floats(a.floats.clone()),
+            AttributeType::Ints => Attr::Ints(a.ints.clone()),
+            AttributeType::String => Attr::Str(
+                String::from_utf8(a.s.clone())
+                    .map_err(|_| format!("attribute '{}' is not UTF-8", a.name))?,
+            ),
+            AttributeType::Tensor => {
+                // Only one-element tensors (ConstantOfShape's `value`; Constant reads its
+                // own): stored as the value and its ONNX type code.
+                let t =
+                    a.t.as_ref()
+                        .ok_or_else(|| format!("attribute '{}' has no tensor", a.name))?;
+                let v = tensor_from_proto(t, self.base_dir).map_err(|e| e.to_string())?;
+                if v.len() != 1 {
+                    return Err(format!(
+                        "attribute '{}': only one-element tensors are supported",
+                        a.name
+                    ));
+                }
+                return Ok(Some(Attr::Floats(vec![
+                    v.to_f64()[0] as f32,
+                    t.data_type as f32,
+                ])));
+            }
+            AttributeType::Graph | AttributeType::Graphs => {
+                return Err(format!(
+                    "attribute '{}' is a subgraph; control flow (If, Loop) is not imported yet",
+                    a.name
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "attribute '{}' has an unsupported kind ({kind:?})",
+                    a.name
+                ))
+            }
+        }))
+    }
+
+    fn constant(&mut self, name: &str, t: Tensor) {
+        let dims = t.shape.iter().map(|&d| Dim::Fixed(d)).collect();
+        let data = Storage::Inline(TensorData::from_bytes(t.bytes()));
+        self.push(name, t.dtype, dims, Some(data));
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: Vec<Dim>,
+        data: Option<Storage>,
+    ) -> TensorId {
+        self.g.tensors.push(TensorDecl {
+            name: name.to_string(),
+            dtype,
+            shape,
+            quant: None,
+            data,
+        });
+        let id = self.g.tensors.len() - 1;
+        self.names.insert(name.to_string(), id);
+        id
+    }
+
+    fn const_bytes(&self, name: &str) -> Option<(DType, &[u8])> {
+        let t = &self.g.tensors[*self.names.get(name)?];
+        match &t.data {
+            Some(Storage::Inline(d)) => Some((t.dtype, d.bytes())),
+            _ => None,
+        }
+    }
+
+    fn const_f32s(&self, name: &str) -> Option<Vec<f32>> {
+        match self.const_bytes(name)? {
+            (DType::F32, b) => Some(bytemuck::pod_collect_to_vec(b)),
+            _ => None,
+        }
+    }
+
+    fn const_i64s(&self, name: &str) -> Option<Vec<i64>> {
+        match self.const_bytes(name)? {
+            (DType::I64, b) => Some(bytemuck::pod_collect_to_vec(b)),
+            _ => None,
+        }
+    }
+
+    fn scalar_f32(&self, name: &str) -> Option<f32> {
+        match self.const_f32s(name)?[..] {
+            [v] => Some(v),
+            _ => None,
+        }
+    }
+
+    fn rank_of(&self, name: &str) -> Option<usize> {
+        let t = &self.g.tensors[*self.names.get(name)?];
+        let provisional = matches!(&t.shape[..], [Dim::Sym(s)] if s.ends_with('?'));
+        (!provisional).then_some(t.shape.len())
+    }
+}
+
+/// Dtype and shape of a graph input or output from its declared type.
+fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
+    let t = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(t)) => t,
+        _ => return Err(unsupported(format!("value '{}' is not a tensor", v.name))),
+    };
+    let dtype = baton_dtype(t.elem_type).ok_or_else(|| {
+        unsupported(format!(
+            "value '{}' has element type {}, which Baton does not support",
+            v.name,
+            onnx_type_name(t.elem_type)
+        ))
+    })?;
+    let dims = match &t.shape {
+        None => {
+            return Err(unsupported(format!(
+                "value '{}' has no declared shape",
+                v.name
+            )))
+        }
+        Some(s) => s
+            .dim
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                use super::proto::tensor_shape_proto::dimension::Value;
+                match &d.value {
+                    Some(Value::DimValue(n)) if *n >= 0 => Dim::Fixed(*n as usize),
+                    Some(Value::DimParam(p)) if !p.is_empty() => Dim::Sym(p.clone()),
+                    _ => Dim::Sym(format!("{}_dim{i}", v.name)),
+                }
+            })
+            .collect(),
+    };
+    Ok((dtype, dims))
+}

@@ -1,0 +1,198 @@
+//! Reference kernels of the math family: element-wise math and activations, Pow,
+//! comparisons and logic, Where, Cast, LogSoftmax, the normalizations and the Reduce ops.
+//!
+//! Float ops widen f16 to f32 (exactly), evaluate in f64 and round once to the output
+//! dtype (to f16 through [`rounding`], as `half`'s own f64 conversion can round twice);
+//! sums accumulate in f64 from +0.0. The choices made where ONNX is silent:
+//!
+//! - **Sqrt, Exp, Log** follow IEEE: `sqrt(-0) = -0`, `sqrt(x < 0) = NaN`, `log(0) = -inf`,
+//!   `log(x < 0) = NaN`. **Erf** is `±1` at `±inf` and keeps the sign of zero.
+//! - **Neg** and **Abs** only touch the sign bit of floats (`Neg(0) = -0`, `Abs(-0) = 0`,
+//!   NaN stays NaN); on integers they wrap (`Neg(MIN) = Abs(MIN) = MIN`).
+//! - **LeakyRelu** is `if x < 0 { alpha * x } else { x }`: NaN and `-0` pass through.
+//!   **HardSigmoid** and the clamp inside **HardSwish** let NaN through, and HardSwish
+//!   uses `x / 6 + 1/2` exactly as the IR states. **HardSwish** and **Gelu** multiply by
+//!   `x` last, as ONNX's function bodies (and ONNX Runtime) do, so `HardSwish(-inf)` and
+//!   `Gelu(-inf)` (both modes) are `-inf * 0 = NaN`, although the limit is 0.
+//! - **Gelu** (`approximate = none`) is evaluated as `x/2 * erfc(-x/√2)`, which equals
+//!   `x/2 * (1 + erf(x/√2))` without its cancellation for large negative `x`; the `tanh`
+//!   form uses the identity `1 + tanh(z) = 2 / (1 + exp(-2z))` for the same reason.
+//! - **Pow** follows C's `pow` (`pow(x, ±0) = 1` even for NaN, `pow(1, y) = 1`, a negative
+//!   base with a non-integer exponent is NaN). An integer exponent is applied exactly:
+//!   the sign of a negative base's power comes from the exponent's parity, which an f64
+//!   conversion of an i64 beyond 2^53 would lose.
+//! - **Equal, Greater, Less** compare IEEE values (NaN is unequal to everything,
+//!   `-0 == 0`); a bool operand byte counts as true when non-zero (also in Not, And,
+//!   Where's condition and Cast from bool). **Where** copies the chosen elements bit for
+//!   bit.
+//! - **Cast** follows ONNX's rules: float to float rounds to nearest-even (out of range:
+//!   ±inf); integer to integer keeps the low bits (two's complement wrap); anything to
+//!   bool is `x != 0` (NaN is true); bool to anything is 0 or 1. ONNX leaves float to
+//!   integer undefined out of range: here it truncates toward zero and **saturates** to
+//!   the target's range, and NaN becomes 0 (Rust's `as`, also the behaviour of ARM's
+//!   conversion instructions).
+//! - **LogSoftmax** is `x - max - ln(sum(exp(x - max)))` with Softmax's non-finite rules:
+//!   a line of all -inf, or one holding +inf or NaN, is all NaN; other -inf entries
+//!   stay -inf.
+//! - **BatchNormalization** is the inference form `(x - mean) / sqrt(var + epsilon) *
+//!   scale + B`; `training_mode != 0` is unsupported. An X of rank 1 has one channel.
+//! - **LayerNormalization** normalizes over the axes from `axis` to the end with the
+//!   variance taken as the mean of squared deviations (equal to ONNX's `E[x²] - E[x]²`
+//!   without its cancellation). `stash_type` is ignored: everything is computed in f64.
+//!   An empty normalized extent gives NaN `Mean` and `InvStdDev`.
+//! - **ReduceSum** of nothing is 0 and **ReduceMean** of nothing is NaN (0/0); integer
+//!   ReduceMean is the exact mean truncated toward zero, and of nothing it is an
+//!   arithmetic error. **ReduceMax** of nothing is -inf for floats and the type's minimum
+//!   for integers (ONNX opset 18). ReduceMax is NaN when any reduced element is NaN
+//!   (numpy's rule, which ONNX's reference follows; ONNX Runtime's CPU result depends on
+//!   where the NaN sits), and of equal values keeps the first, so the maximum of
+//!   `[-0, 0]` is `-0`. Integer ReduceSum wraps.
+
+mod cast;
+mod logic;
+mod norm;
+mod reduce;
+// Visible to the reference's tests, which check the f16 rounding exhaustively.
+pub(super) mod rounding;
+mod special;
+mod unary;
+
+use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
+
+use super::KernelError;
+
+/// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
+/// one of this family's ops.
+pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), String>> {
+    let sig = signature(op)?;
+    Some(sig.check(op, input_dtypes))
+}
+
+/// Runs `node` if its op belongs to this family (operands already checked by
+/// [`supports`], output views already checked against the shape rules), else `None`.
+pub(crate) fn run(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    outputs: &mut [TensorMut<'_>],
+) -> Option<Result<(), KernelError>> {
+    signature(node.op)?;
+    if node.op == OpKind::LayerNormalization {
+        return Some(norm::layer_norm(node, inputs, outputs));
+    }
+    let x = &inputs[0];
+    let out = &mut outputs[0];
+    Some(match node.op {
+        OpKind::Neg | OpKind::Abs => unary::neg_abs(node, x, out),
+        OpKind::Pow => unary::pow(x, &inputs[1], out),
+        OpKind::Equal | OpKind::Greater | OpKind::Less => logic::compare(node, x, &inputs[1], out),
+        OpKind::Not => logic::not(x, out),
+        OpKind::And => logic::and(x, &inputs[1], out),
+        OpKind::Where => logic::select(inputs, out),
+        OpKind::Cast => cast::cast(x, out),
+        OpKind::LogSoftmax => norm::log_softmax(node, x, out),
+        OpKind::BatchNormalization => norm::batch_norm(node, inputs, out),
+        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
+            reduce::reduce(node, inputs, out)
+        }
+        _ => unary::float_unary(node, x, out),
+    })
+}
+
+const FLOATS: &[DType] = &[DType::F32, DType::F16];
+const NUMERIC: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::I8,
+    DType::U8,
+    DType::I32,
+    DType::I64,
+];
+const SIGNED: &[DType] = &[DType::F32, DType::F16, DType::I8, DType::I32, DType::I64];
+const REDUCIBLE: &[DType] = &[DType::F32, DType::F16, DType::I32, DType::I64];
+const BOOL: &[DType] = &[DType::Bool];
+const I64: &[DType] = &[DType::I64];
+
+/// What an op accepts: an operand count range, the dtypes of each operand (the last
+/// entry also covers any later operands) and pairs of operands that must share a dtype.
+struct Signature {
+    arity: (usize, usize),
+    dtypes: &'static [&'static [DType]],
+    same: &'static [(usize, usize)],
+}
+
+fn signature(op: OpKind) -> Option<Signature> {
+    let sig = |arity, dtypes, same| {
+        Some(Signature {
+            arity,
+            dtypes,
+            same,
+        })
+    };
+    match op {
+        OpKind::Sqrt
+        | OpKind::Exp
+        | OpKind::Log
+        | OpKind::Erf
+        | OpKind::LeakyRelu
+        | OpKind::HardSigmoid
+        | OpKind::HardSwish
+        | OpKind::Gelu
+        | OpKind::LogSoftmax => sig((1, 1), &[FLOATS], &[]),
+        OpKind::Neg => sig((1, 1), &[SIGNED], &[]),
+        OpKind::Abs => sig((1, 1), &[NUMERIC], &[]),
+        // ONNX lets the exponent have any numeric dtype, independent of the base's.
+        OpKind::Pow => sig((2, 2), &[FLOATS, NUMERIC], &[]),
+        OpKind::Equal => sig((2, 2), &[&DType::ALL], &[(0, 1)]),
+        OpKind::Greater | OpKind::Less => sig((2, 2), &[NUMERIC], &[(0, 1)]),
+        OpKind::Not => sig((1, 1), &[BOOL], &[]),
+        OpKind::And => sig((2, 2), &[BOOL], &[]),
+        OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
+        OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
+        // ONNX (opset 15) gives scale/B and mean/var type parameters of their own.
+        OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),
+        OpKind::LayerNormalization => sig((2, 3), &[FLOATS], &[(0, 1), (0, 2)]),
+        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
+            sig((1, 2), &[REDUCIBLE, I64], &[])
+        }
+        _ => None,
+    }
+}
+
+impl Signature {
+    fn check(&self, op: OpKind, dtypes: &[DType]) -> Result<(), String> {
+        let (min, max) = self.arity;
+        if dtypes.len() < min || dtypes.len() > max {
+            let want = if min == max {
+                format!("{min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            return Err(format!("{op} takes {want} inputs, got {}", dtypes.len()));
+        }
+        for (i, &d) in dtypes.iter().enumerate() {
+            let allowed = self.dtypes[i.min(self.dtypes.len() - 1)];
+            if !allowed.contains(&d) {
+                let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+                let what = if i == 0 {
+                    format!("{op} on {d}")
+                } else {
+                    format!("{op} with operand {i} of {d}")
+                };
+                return Err(format!(
+                    "{what} is not implemented (reference kernels: {})",
+                    names.join(", ")
+                ));
+            }
+        }
+        for &(a, b) in self.same {
+            if let (Some(da), Some(db)) = (dtypes.get(a), dtypes.get(b)) {
+                if da != db {
+                    return Err(format!(
+                        "{op} operand {b} is {db} but operand {a} is {da}; they must share a dtype"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

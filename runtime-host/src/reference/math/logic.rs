@@ -1,0 +1,89 @@
+//! Comparisons (Equal, Greater, Less), logic (Not, And) and Where. Bool results are
+//! stored as bytes 0 and 1; a bool operand byte counts as true when non-zero.
+
+use std::cmp::Ordering;
+
+use baton_delegate_api::ir::{Node, OpKind};
+use baton_delegate_api::{TensorMut, TensorRef};
+
+use super::unary::int_values;
+use crate::reference::data::{broadcast_offsets, load, load_f32, store};
+use crate::reference::{unsupported, KernelError};
+
+/// `a == b`, `a > b` or `a < b` with broadcasting, into a bool output. Floats compare as
+/// IEEE values (f16 widened exactly); integers exactly; bools as truth values.
+pub(crate) fn compare(
+    node: &Node,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let want: fn(Option<Ordering>) -> bool = match node.op {
+        OpKind::Equal => |o| o == Some(Ordering::Equal),
+        OpKind::Greater => |o| o == Some(Ordering::Greater),
+        OpKind::Less => |o| o == Some(Ordering::Less),
+        op => return Err(unsupported(node, format!("{op} is not a comparison"))),
+    };
+    let shape = out.shape().to_vec();
+    let ia = broadcast_offsets(a.shape, &shape);
+    let ib = broadcast_offsets(b.shape, &shape);
+    // `partial_cmp` is `None` exactly when a NaN is involved, which no comparison accepts.
+    let r: Vec<u8> = if a.dtype.is_float() {
+        let (x, y) = (load_f32(a), load_f32(b));
+        zip_map(&ia, &ib, |i, j| want(x[i].partial_cmp(&y[j])))
+    } else {
+        let (x, y) = (int_values(a, a.dtype), int_values(b, b.dtype));
+        zip_map(&ia, &ib, |i, j| want(x[i].partial_cmp(&y[j])))
+    };
+    store(out, &r);
+    Ok(())
+}
+
+/// Logical not of a bool tensor.
+pub(crate) fn not(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), KernelError> {
+    let r: Vec<u8> = load::<u8>(x).into_iter().map(|b| (b == 0) as u8).collect();
+    store(out, &r);
+    Ok(())
+}
+
+/// Logical and of two bool tensors with broadcasting.
+pub(crate) fn and(
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let shape = out.shape().to_vec();
+    let (ia, ib) = (
+        broadcast_offsets(a.shape, &shape),
+        broadcast_offsets(b.shape, &shape),
+    );
+    let (x, y) = (load::<u8>(a), load::<u8>(b));
+    store(out, &zip_map(&ia, &ib, |i, j| x[i] != 0 && y[j] != 0));
+    Ok(())
+}
+
+/// Where: each output element is copied bit for bit from `X` where the condition is true,
+/// else from `Y`, all three broadcast to the output's shape.
+pub(crate) fn select(inputs: &[TensorRef<'_>], out: &mut TensorMut<'_>) -> Result<(), KernelError> {
+    let (cond, x, y) = (&inputs[0], &inputs[1], &inputs[2]);
+    let shape = out.shape().to_vec();
+    let ic = broadcast_offsets(cond.shape, &shape);
+    let ix = broadcast_offsets(x.shape, &shape);
+    let iy = broadcast_offsets(y.shape, &shape);
+    let size = x.dtype.size();
+    let c = load::<u8>(cond);
+    for (k, chunk) in out.data.chunks_exact_mut(size).enumerate() {
+        let (src, at) = if c[ic[k]] != 0 {
+            (x.data, ix[k])
+        } else {
+            (y.data, iy[k])
+        };
+        chunk.copy_from_slice(&src[at * size..(at + 1) * size]);
+    }
+    Ok(())
+}
+
+/// `f(i, j)` as a bool byte for each pair of broadcast offsets.
+fn zip_map(ia: &[usize], ib: &[usize], f: impl Fn(usize, usize) -> bool) -> Vec<u8> {
+    ia.iter().zip(ib).map(|(&i, &j)| f(i, j) as u8).collect()
+}

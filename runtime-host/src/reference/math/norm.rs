@@ -1,0 +1,128 @@
+//! LogSoftmax, BatchNormalization (inference form) and LayerNormalization, evaluated in
+//! f64 and rounded once.
+
+use baton_delegate_api::ir::Node;
+use baton_delegate_api::shape::normalize_axis;
+use baton_delegate_api::{TensorMut, TensorRef};
+
+use super::rounding::store_rounded;
+use crate::reference::data::{broadcast_offsets, load_f32, store_f32, sum_f64};
+use crate::reference::{shape_err, unsupported, KernelError};
+
+/// LogSoftmax along `axis` (default -1): `x - max - ln(sum(exp(x - max)))` per line,
+/// the sum in f64. Subtracting the maximum first keeps large logits finite.
+pub(crate) fn log_softmax(
+    node: &Node,
+    x: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let shape = x.shape;
+    let axis = normalize_axis(node.attr_int("axis", -1), shape.len())
+        .map_err(|m| shape_err(node, format!("LogSoftmax: {m}")))?;
+    let outer: usize = shape[..axis].iter().product();
+    let n = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let v = load_f32(x);
+    let mut r = vec![0.0f64; v.len()];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| (o * n + k) * inner + i;
+            // `>` skips NaN here; a NaN then poisons the sum, and so the whole line.
+            let max = (0..n)
+                .map(|k| v[at(k)] as f64)
+                .fold(f64::NEG_INFINITY, |m, e| if e > m { e } else { m });
+            let log_sum = sum_f64((0..n).map(|k| (v[at(k)] as f64 - max).exp())).ln();
+            for k in 0..n {
+                r[at(k)] = (v[at(k)] as f64 - max) - log_sum;
+            }
+        }
+    }
+    store_rounded(out, &r);
+    Ok(())
+}
+
+/// Inference-mode BatchNormalization: `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c]
+/// + B[c]` for the channel `c` (dimension 1) of each element.
+pub(crate) fn batch_norm(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    if node.attr_int("training_mode", 0) != 0 {
+        return Err(unsupported(
+            node,
+            "BatchNormalization with training_mode != 0 (only inference is defined here)",
+        ));
+    }
+    let eps = node.attr_float("epsilon", 1e-5) as f64;
+    let x = &inputs[0];
+    let param =
+        |i: usize| -> Vec<f64> { load_f32(&inputs[i]).into_iter().map(f64::from).collect() };
+    let (scale, bias, mean, var) = (param(1), param(2), param(3), param(4));
+    // An X of rank 1 has a single channel (ONNX's shape rule).
+    let (channels, inner) = match x.shape {
+        [_, c, rest @ ..] => (*c, rest.iter().product::<usize>()),
+        _ => (1, 1),
+    };
+    let r: Vec<f64> = load_f32(x)
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| {
+            // Only reached when X has elements, so `inner` and `channels` are not 0.
+            let c = (k / inner) % channels;
+            (v as f64 - mean[c]) / (var[c] + eps).sqrt() * scale[c] + bias[c]
+        })
+        .collect();
+    store_rounded(out, &r);
+    Ok(())
+}
+
+/// LayerNormalization over the dimensions from `axis` (default -1) to the end: for each
+/// leading index, `mean` and `var` of the normalized block (var as the mean squared
+/// deviation), `inv = 1 / sqrt(var + epsilon)`, `Y = (x - mean) * inv * Scale + B` with
+/// Scale and B broadcast to X. Writes as many of `Y`, `Mean`, `InvStdDev` as given.
+pub(crate) fn layer_norm(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    outputs: &mut [TensorMut<'_>],
+) -> Result<(), KernelError> {
+    let x = &inputs[0];
+    let axis = normalize_axis(node.attr_int("axis", -1), x.shape.len())
+        .map_err(|m| shape_err(node, format!("LayerNormalization: {m}")))?;
+    let eps = node.attr_float("epsilon", 1e-5) as f64;
+    let n: usize = x.shape[axis..].iter().product();
+    let rows: usize = x.shape[..axis].iter().product();
+    let v: Vec<f64> = load_f32(x).into_iter().map(f64::from).collect();
+    let scale = load_f32(&inputs[1]);
+    let is = broadcast_offsets(inputs[1].shape, x.shape);
+    // Without B nothing is added (ONNX's function body skips the Add), so -0 stays -0.
+    let bias = inputs
+        .get(2)
+        .map(|b| (load_f32(b), broadcast_offsets(b.shape, x.shape)));
+    let mut y = vec![0.0f64; v.len()];
+    let mut means = Vec::with_capacity(rows);
+    let mut inv_std = Vec::with_capacity(rows);
+    for row in 0..rows {
+        let block = row * n..(row + 1) * n;
+        // An empty block gives 0/0 = NaN statistics (and no Y elements).
+        let mean = sum_f64(v[block.clone()].iter().copied()) / n as f64;
+        let var = sum_f64(v[block.clone()].iter().map(|&e| (e - mean) * (e - mean))) / n as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        for k in block {
+            y[k] = (v[k] - mean) * inv * scale[is[k]] as f64;
+            if let Some((b, ib)) = &bias {
+                y[k] += b[ib[k]] as f64;
+            }
+        }
+        means.push(mean as f32);
+        inv_std.push(inv as f32);
+    }
+    store_rounded(&mut outputs[0], &y);
+    if let Some(out) = outputs.get_mut(1) {
+        store_f32(out, &means);
+    }
+    if let Some(out) = outputs.get_mut(2) {
+        store_f32(out, &inv_std);
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! ONNX import on models built in the test from the protobuf messages: opset adaptation,
+//! constants, omitted operands, folding, and the errors for what the IR cannot hold.
+
+use baton_delegate_api::{Attr, DType, Dim, OpKind, Storage, Tensor};
+use baton_runtime_host::onnx::import;
+use baton_runtime_host::onnx::proto::attribute_proto::AttributeType;
+use baton_runtime_host::onnx::proto::tensor_proto::DataType;
+use baton_runtime_host::onnx::proto::tensor_shape_proto::{dimension, Dimension};
+use baton_runtime_host::onnx::proto::{
+    type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
+};
+use baton_runtime_host::{fold, reference};
+
+fn value(name: &str, elem: DataType, dims: &[Option<i64>]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|d| Dimension {
+            value: Some(match d {
+                Some(v) => dimension::Value::DimValue(*v),
+                None => dimension::Value::DimParam("batch".into()),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: elem as i32,
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn f32_tensor(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: DataType::Float as i32,
+        float_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
+    NodeProto {
+        op_type: op.into(),
+        name: format!("{op}_node"),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        attribute: attrs,
+        ..Default::default()
+    }
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        i: v,
+        r#type: AttributeType::Int as i32,
+        ..Default::default()
+    }
+}
+
+fn model(opset: i64, graph: GraphProto) -> ModelProto {
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: opset,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn clip_bounds_given_as_constant_inputs_become_attributes() {
+    let g = GraphProto {
+        name: "clip".into(),
+        node: vec![node("Clip", &["x", "lo", "hi"], &["y"], vec![])],
+        initializer: vec![f32_tensor("lo", &[], &[0.0]), f32_tensor("hi", &[], &[6.0])],
+        input: vec![value("x", DataType::Float, &[Some(4)])],
+        output: vec![value("y", DataType::Float, &[Some(4)])],
+        ..Default::default()
+    };
+    let graph = import(&model(13, g), None).unwrap();
+    let clip = &graph.nodes[0];
+    assert_eq!(clip.op, OpKind::Clip);
+    assert_eq!(clip.inputs.len(), 1);
+    assert_eq!(clip.attrs.get("max"), Some(&Attr::Float(6.0)));
+    let out = reference::run_graph(
+        &graph,
+        &[Tensor::from_f32(&[4], &[-1.0, 3.0, 7.0, f32::NAN])],
+    )
+    .unwrap();
+    let v = out[0].f32s();
+    assert_eq!(&v[..3], &[0.0, 3.0, 6.0]);
+    assert!(v[3].is_nan());
+}
+
+#[test]
+fn initializers_listed_as_inputs_and_constant_nodes_are_constants() {
+    let constant = node(
+        "Constant",
+        &[],
+        &["c"],
+        vec![AttributeProto {
+            name: "value".into(),
+            t: Some(f32_tensor("", &[2], &[10.0, 20.0])),
+            r#type: AttributeType::Tensor as i32,
+            ..Default::default()
+        }],
+    );
+    let g = GraphProto {
+        name: "consts".into(),
+        node: vec![
+            constant,
+            node("Add", &["x", "w"], &["s"], vec![]),
+            node("Add", &["s", "c"], &["y"], vec![]),
+        ],
+        initializer: vec![f32_tensor("w", &[2], &[1.0, 2.0])],
+        // IR version 3 style: the initializer is also a graph input.
+        input: vec![
+            value("x", DataType::Float, &[None, Some(2)]),
+            value("w", DataType::Float, &[Some(2)]),
+        ],
+        output: vec![value("y", DataType::Float, &[None, Some(2)])],
+        ..Default::default()
+    };
+    let graph = import(&model(9, g), None).unwrap();
+    assert_eq!(graph.inputs.len(), 1, "only x is a run-time input");
+    assert_eq!(
+        graph.tensors[graph.inputs[0]].shape,
+        vec![Dim::Sym("batch".into()), Dim::Fixed(2)]
+    );
+    let c = graph.tensor_by_name("c").unwrap();
+    assert!(matches!(graph.tensors[c].data, Some(Storage::Inline(_))));
+    let out = reference::run_graph(&graph, &[Tensor::from_f32(&[3, 2], &[0.0; 6])]).unwrap();
+    assert_eq!(out[0].f32s(), &[11.0, 22.0, 11.0, 22.0, 11.0, 22.0]);
+}
+
+#[test]
+fn softmax_before_opset_13_is_accepted_only_on_the_last_axis() {
+    let g = |axis: i64| GraphProto {
+        name: "sm".into(),
+        node: vec![node(
+            "Softmax",
+            &["x"],
+            &["y"],
+            vec![int_attr("axis", axis)],
+        )],
+        input: vec![value("x", DataType::Float, &[Some(2), Some(3)])],
+        output: vec![value("y", DataType::Float, &[Some(2), Some(3)])],
+        ..Default::default()
+    };
+    let ok = import(&model(11, g(1)), None).unwrap();
+    assert_eq!(ok.nodes[0].attrs.get("axis"), Some(&Attr::Int(-1)));
+    let err = import(&model(11, g(0)), None).unwrap_err().to_string();
+    assert!(
+        err.contains("Softmax_node") && err.contains("opset 11") && err.contains("axis 0"),
+        "{err}"
+    );
+    assert!(
+        import(&model(13, g(0)), None).is_ok(),
+        "opset 13 has per-axis semantics"
+    );
+}
+
+#[test]
+fn what_the_ir_cannot_hold_is_an_error_naming_node_op_and_opset() {
+    let unknown = GraphProto {
+        name: "u".into(),
+        node: vec![node("Frobnicate", &["x"], &["y"], vec![])],
+        input: vec![value("x", DataType::Float, &[Some(1)])],
+        output: vec![value("y", DataType::Float, &[Some(1)])],
+        ..Default::default()
+    };
+    let e = import(&model(17, unknown), None).unwrap_err().to_string();
+    assert!(
+        e.contains("Frobnicate_node")
+            && e.contains("opset 17")
+            && e.contains("not in the Baton IR"),
+        "{e}"
+    );
+
+    let with_subgraph = GraphProto {
+        name: "if".into(),
+        node: vec![node(
+            "Relu",
+            &["x"],
+            &["y"],
+            vec![AttributeProto {
+                name: "then_branch".into(),
+                g: Some(GraphProto::default()),
+                r#type: AttributeType::Graph as i32,
+                ..Default::default()
+            }],
+        )],
+        input: vec![value("x", DataType::Float, &[Some(1)])],
+        output: vec![value("y", DataType::Float, &[Some(1)])],
+        ..Default::default()
+    };
+    let e = import(&model(17, with_subgraph), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("then_branch") && e.contains("subgraph"), "{e}");
+
+    let double = GraphProto {
+        name: "d".into(),
+        input: vec![value("x", DataType::Double, &[Some(1)])],
+        ..Default::default()
+    };
+    let e = import(&model(17, double), None).unwrap_err().to_string();
+    assert!(e.contains("DOUBLE") && e.contains("'x'"), "{e}");
+
+    let old = GraphProto::default();
+    let e = import(&model(6, old), None).unwrap_err().to_string();
+    assert!(e.contains("opset 6"), "{e}");
+}
+
+#[test]
+fn dropout_is_the_identity_and_folding_removes_constant_subgraphs() {
+    let g = GraphProto {
+        name: "f".into(),
+        node: vec![
+            node("Add", &["a", "b"], &["ab"], vec![]),
+            node("Dropout", &["x"], &["xd"], vec![]),
+            node("Add", &["xd", "ab"], &["y"], vec![]),
+        ],
+        initializer: vec![
+            f32_tensor("a", &[2], &[1.0, 2.0]),
+            f32_tensor("b", &[2], &[3.0, 4.0]),
+        ],
+        input: vec![value("x", DataType::Float, &[Some(2)])],
+        output: vec![value("y", DataType::Float, &[Some(2)])],
+        ..Default::default()
+    };
+    let mut graph = import(&model(13, g), None).unwrap();
+    assert_eq!(graph.nodes[1].op, OpKind::Identity);
+    assert_eq!(
+        fold::fold_constants(&mut graph),
+        1,
+        "a + b is computed at load"
+    );
+    assert_eq!(graph.nodes.len(), 2);
+    assert_eq!(graph.tensors[graph.inputs[0]].dtype, DType::F32);
+}
