@@ -64,6 +64,13 @@ fn run_model(name: &str, with_cpu: bool) -> Vec<(String, f64)> {
     for (&t, got) in session.graph.outputs.iter().zip(&outputs) {
         let oname = session.graph.tensors[t].name.clone();
         let want = npy::read(&dir.join(format!("expected_{oname}.npy"))).unwrap();
+        let max_abs = got
+            .to_f64()
+            .iter()
+            .zip(want.to_f64())
+            .map(|(g, w)| (g - w).abs())
+            .fold(0.0, f64::max);
+        eprintln!("  {name} {oname}: max abs error {max_abs:.2e}");
         report.push((oname, worst(got, &want)));
     }
     eprintln!(
