@@ -18,6 +18,7 @@ pub mod error;
 pub mod outcome;
 pub mod report;
 pub mod runner;
+pub mod suite;
 pub mod tolerance;
 
 pub use cases::{Case, CaseBody, CaseKind};

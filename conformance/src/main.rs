@@ -9,7 +9,7 @@ use baton_conformance::cases::{self, Shard};
 use baton_conformance::report::RunMeta;
 use baton_conformance::runner::child::{child_main, ChildArgs};
 use baton_conformance::runner::{run_isolated_with, RunConfig};
-use baton_conformance::{Class, Error, Report, Tolerances};
+use baton_conformance::{suite, Class, Error, Report, Tolerances};
 use clap::{Parser, Subcommand};
 
 /// Runs the Baton conformance cases against a delegate plugin, each in an isolated child
@@ -25,7 +25,7 @@ struct Cli {
     child: Option<Hidden>,
 
     /// The plugin library (.so / .dylib / .dll) to test.
-    #[arg(long, value_name = "PATH", required_unless_present = "list")]
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["list", "suite"])]
     plugin: Option<PathBuf>,
 
     /// A plugin option, KEY=VALUE; repeat for several. Checked against the plugin's schema.
@@ -60,6 +60,21 @@ struct Cli {
     /// Print the ids of the selected cases and exit.
     #[arg(long)]
     list: bool,
+
+    /// Run an ONNX backend test-data suite on the reference instead: every case directory
+    /// (model.onnx + test_data_set_*/) under DIR. Writes suite.json and suite.md to
+    /// --report-dir; exit 1 on a failure the manifest does not list.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["plugin", "list", "abi_checks"])]
+    suite: Option<PathBuf>,
+
+    /// The suite's expected failures (`case_name  reason` per line).
+    #[arg(long, value_name = "FILE", requires = "suite")]
+    suite_manifest: Option<PathBuf>,
+
+    /// Write a manifest listing every failing case of this suite run (reasons taken from
+    /// the existing manifest, else from the failure message) to FILE.
+    #[arg(long, value_name = "FILE", requires = "suite")]
+    suite_write_manifest: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -109,6 +124,9 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<u8> {
     let tolerances = Tolerances::load(cli.tolerances.as_deref())?;
+    if let Some(dir) = &cli.suite {
+        return run_suite(&cli, dir, &tolerances);
+    }
     let ops = cli.ops.map(|o| o.0);
     let want_abi = cli.abi_checks || ops.as_ref().is_some_and(|o| o.iter().any(|s| s == "ABI"));
     let selected = cases::select(cases::catalogue(want_abi)?, ops.as_deref(), cli.shard);
@@ -176,6 +194,71 @@ fn run(cli: Cli) -> Result<u8> {
         "reports: {}, {}, {}",
         written.json.display(),
         written.junit.display(),
+        written.summary.display()
+    );
+    Ok(report.exit_code() as u8)
+}
+
+fn run_suite(cli: &Cli, dir: &std::path::Path, tolerances: &Tolerances) -> Result<u8> {
+    let manifest = match &cli.suite_manifest {
+        Some(p) => suite::Manifest::load(p)?,
+        None => suite::Manifest::default(),
+    };
+    let report = suite::run_suite(dir, &manifest, tolerances, &mut |c| {
+        if c.class.is_unexpected_failure() {
+            eprintln!(
+                "{} {} [{}]: {}",
+                c.class,
+                c.name,
+                c.op,
+                first_line(&c.message)
+            );
+        } else if c.class == suite::SuiteClass::UnexpectedPass {
+            eprintln!(
+                "warning: unexpected-pass {} [{}] (listed in the manifest)",
+                c.name, c.op
+            );
+        }
+    })?;
+    if let Some(p) = &cli.suite_write_manifest {
+        std::fs::write(p, report.manifest_text())
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    let written = report
+        .write_all(&cli.report_dir)
+        .context("writing the suite reports")?;
+    let counts: Vec<String> = suite::SuiteClass::ALL
+        .iter()
+        .filter_map(|c| {
+            let n = report.count(*c);
+            (n > 0).then(|| format!("{n} {c}"))
+        })
+        .collect();
+    eprintln!(
+        "baton-conformance: suite {}: {} — {} cases in {:.1} s: {}; IR ops: {}/{} pass",
+        dir.display(),
+        if report.failed { "FAILED" } else { "passed" },
+        report.total,
+        report.wall_s,
+        counts.join(", "),
+        report.ir_ops.passed,
+        report.ir_ops.cases
+    );
+    if !report.unexpected_passes.is_empty() {
+        eprintln!(
+            "warning: {} unexpected passes; remove them from the manifest",
+            report.unexpected_passes.len()
+        );
+    }
+    if !report.stale_manifest_entries.is_empty() {
+        eprintln!(
+            "warning: {} manifest entries name no case",
+            report.stale_manifest_entries.len()
+        );
+    }
+    eprintln!(
+        "reports: {}, {}",
+        written.json.display(),
         written.summary.display()
     );
     Ok(report.exit_code() as u8)

@@ -1,0 +1,518 @@
+//! ONNX backend test-data suites: the `node/`, `pytorch-operator/`, `pytorch-converted/`
+//! and `simple/` folders of `onnx/backend/test/data/` (see `scripts/fetch-onnx-testdata.sh`).
+//!
+//! Each case is a directory with `model.onnx` and `test_data_set_*/` holding
+//! `input_N.pb` and `output_N.pb`. A case is imported with
+//! [`baton_runtime_host::model::load`] (which folds constants), run on the reference with
+//! [`baton_runtime_host::reference::run_graph`] and its outputs compared with the expected
+//! ones. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
+//! fail, with reasons.
+//!
+//! # Tolerance
+//!
+//! Float outputs pass under the looser of two policies: the kit's rule for the op and dtype
+//! (from the tolerance files; whole-model rule for multi-node cases and ops outside the IR)
+//! and ONNX's own test runner's `rtol = 1e-3`, `atol = 1e-7`. The two are merged into one
+//! [`Rule`] with `abs = max(abs, 1e-7)`, `rel = max(rel, 1e-3)`, the kit's `ulp`, and the
+//! sign of zero ignored (as `numpy.testing.assert_allclose` does). Integer and bool outputs
+//! use the kit's rule (exact).
+
+pub mod manifest;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use baton_delegate_api::{DType, Graph, OpKind, Tensor};
+use baton_runtime_host::onnx::{self, proto, OnnxError};
+use baton_runtime_host::reference;
+use serde::Serialize;
+
+pub use manifest::Manifest;
+pub use report::SuiteReport;
+
+use crate::error::{Error, Result};
+use crate::tolerance::{compare, format_value, Rule, Tolerances};
+
+/// ONNX's backend test runner's relative tolerance.
+pub const ONNX_RTOL: f64 = 1e-3;
+/// ONNX's backend test runner's absolute tolerance.
+pub const ONNX_ATOL: f64 = 1e-7;
+
+/// The outcome class of a suite case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuiteClass {
+    /// Imported, ran, and every output matched.
+    Pass,
+    /// The model could not be imported into the IR.
+    FailImport,
+    /// Imported, but running it (or reading its test data) failed.
+    FailRun,
+    /// Ran, but an output differs from the expected one.
+    Mismatch,
+    /// A tensor has an ONNX type with no Baton dtype (DOUBLE, STRING, ...).
+    UnsupportedDtype,
+    /// Failed, and the manifest lists it.
+    ExpectedFailure,
+    /// Passed, but the manifest lists it as failing (a warning: update the manifest).
+    UnexpectedPass,
+}
+
+impl SuiteClass {
+    /// Every class, in report order.
+    pub const ALL: [SuiteClass; 7] = [
+        SuiteClass::Pass,
+        SuiteClass::FailImport,
+        SuiteClass::FailRun,
+        SuiteClass::Mismatch,
+        SuiteClass::UnsupportedDtype,
+        SuiteClass::ExpectedFailure,
+        SuiteClass::UnexpectedPass,
+    ];
+
+    /// The class's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuiteClass::Pass => "pass",
+            SuiteClass::FailImport => "fail-import",
+            SuiteClass::FailRun => "fail-run",
+            SuiteClass::Mismatch => "mismatch",
+            SuiteClass::UnsupportedDtype => "unsupported-dtype",
+            SuiteClass::ExpectedFailure => "expected-failure",
+            SuiteClass::UnexpectedPass => "unexpected-pass",
+        }
+    }
+
+    /// A failure that the manifest does not excuse.
+    pub fn is_unexpected_failure(self) -> bool {
+        matches!(
+            self,
+            SuiteClass::FailImport
+                | SuiteClass::FailRun
+                | SuiteClass::Mismatch
+                | SuiteClass::UnsupportedDtype
+        )
+    }
+}
+
+impl std::fmt::Display for SuiteClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The result of one case.
+#[derive(Clone, Debug, Serialize)]
+pub struct SuiteCase {
+    /// The case directory's name (`test_add_bcast`).
+    pub name: String,
+    /// The op under test: the node's `op_type` for a single-node model, `(graph)` for
+    /// several nodes, `(none)` for none, `(unreadable)` when the model does not decode.
+    pub op: String,
+    /// Whether `op` is an op of the IR ([`OpKind::from_name`]).
+    pub op_in_ir: bool,
+    /// The final class (after the manifest).
+    pub class: SuiteClass,
+    /// The class the case earned on its own (before the manifest).
+    pub actual: SuiteClass,
+    /// What went wrong (empty for a pass).
+    pub message: String,
+    /// The manifest's reason, when the case is listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Largest absolute error over the compared outputs (mismatches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_abs_err: Option<f64>,
+    /// Largest relative error over the compared outputs (mismatches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rel_err: Option<f64>,
+}
+
+/// How a case ended before the manifest is applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawOutcome {
+    /// The op under test (see [`SuiteCase::op`]).
+    pub op: String,
+    /// Pass, FailImport, FailRun, Mismatch or UnsupportedDtype.
+    pub class: SuiteClass,
+    /// What went wrong.
+    pub message: String,
+    /// Worst errors, for mismatches.
+    pub max_abs_err: Option<f64>,
+    /// Worst relative error, for mismatches.
+    pub max_rel_err: Option<f64>,
+}
+
+impl RawOutcome {
+    fn new(op: &str, class: SuiteClass, message: impl Into<String>) -> RawOutcome {
+        RawOutcome {
+            op: op.to_string(),
+            class,
+            message: message.into(),
+            max_abs_err: None,
+            max_rel_err: None,
+        }
+    }
+}
+
+/// The case directories under `dir`, sorted by name: each subdirectory holding a
+/// `model.onnx` (or `dir` itself when it holds one).
+pub fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    if dir.join("model.onnx").is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let read = std::fs::read_dir(dir)
+        .map_err(|e| Error::Usage(format!("--suite {}: {e}", dir.display())))?;
+    let mut dirs: Vec<PathBuf> = read
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("model.onnx").is_file())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Runs every case under `dir` and applies `manifest`. `progress` sees each case as it
+/// finishes.
+pub fn run_suite(
+    dir: &Path,
+    manifest: &Manifest,
+    tolerances: &Tolerances,
+    progress: &mut dyn FnMut(&SuiteCase),
+) -> Result<SuiteReport> {
+    let start = Instant::now();
+    let dirs = case_dirs(dir)?;
+    if dirs.is_empty() {
+        return Err(Error::Usage(format!(
+            "--suite {}: no case directories (with model.onnx) found",
+            dir.display()
+        )));
+    }
+    let mut cases = Vec::with_capacity(dirs.len());
+    for d in &dirs {
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let raw = run_case(d, tolerances);
+        let case = apply_manifest(name, raw, manifest);
+        progress(&case);
+        cases.push(case);
+    }
+    let names: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    let stale = manifest
+        .entries
+        .keys()
+        .filter(|k| !names.contains(k.as_str()))
+        .cloned()
+        .collect();
+    Ok(SuiteReport::new(
+        dir,
+        cases,
+        stale,
+        start.elapsed().as_secs_f64(),
+    ))
+}
+
+/// Gives a case its final class.
+pub fn apply_manifest(name: String, raw: RawOutcome, manifest: &Manifest) -> SuiteCase {
+    let reason = manifest.reason(&name).map(str::to_string);
+    let class = match (&reason, raw.class) {
+        (Some(_), SuiteClass::Pass) => SuiteClass::UnexpectedPass,
+        (Some(_), _) => SuiteClass::ExpectedFailure,
+        (None, c) => c,
+    };
+    SuiteCase {
+        op_in_ir: OpKind::from_name(&raw.op).is_some(),
+        name,
+        op: raw.op,
+        class,
+        actual: raw.class,
+        message: raw.message,
+        reason,
+        max_abs_err: raw.max_abs_err,
+        max_rel_err: raw.max_rel_err,
+    }
+}
+
+/// Runs one case directory (panics in the importer or the kernels become `fail-run`).
+pub fn run_case(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
+    match catch_unwind(AssertUnwindSafe(|| run_case_inner(dir, tolerances))) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            RawOutcome::new("(panic)", SuiteClass::FailRun, format!("panicked: {msg}"))
+        }
+    }
+}
+
+fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
+    let model_path = dir.join("model.onnx");
+    let model = match onnx::read_model(&model_path) {
+        Ok(m) => m,
+        Err(e) => return RawOutcome::new("(unreadable)", SuiteClass::FailImport, e.to_string()),
+    };
+    let Some(g) = model.graph.as_ref() else {
+        return RawOutcome::new("(none)", SuiteClass::FailImport, "no graph");
+    };
+    let op = match g.node.as_slice() {
+        [] => "(none)".to_string(),
+        [n] => n.op_type.clone(),
+        _ => "(graph)".to_string(),
+    };
+    let op_kind = OpKind::from_name(&op);
+    if let Some(msg) = unsupported_dtype(g) {
+        return RawOutcome::new(&op, SuiteClass::UnsupportedDtype, msg);
+    }
+    let graph = match baton_runtime_host::model::load(&model_path) {
+        Ok(g) => g,
+        Err(e) => {
+            let msg = e.to_string();
+            let class = if msg.contains("has no Baton dtype") {
+                SuiteClass::UnsupportedDtype
+            } else {
+                SuiteClass::FailImport
+            };
+            return RawOutcome::new(&op, class, msg);
+        }
+    };
+    let initializers: std::collections::HashSet<&str> =
+        g.initializer.iter().map(|t| t.name.as_str()).collect();
+    let onnx_inputs: Vec<&str> = g
+        .input
+        .iter()
+        .map(|v| v.name.as_str())
+        .filter(|n| !initializers.contains(n))
+        .collect();
+    let onnx_outputs: Vec<&str> = g.output.iter().map(|v| v.name.as_str()).collect();
+
+    let sets = match data_sets(dir) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return RawOutcome::new(&op, SuiteClass::FailRun, "no test_data_set_* directory"),
+        Err(e) => return RawOutcome::new(&op, SuiteClass::FailRun, e),
+    };
+    let mut worst_abs = 0.0f64;
+    let mut worst_rel = 0.0f64;
+    for set in &sets {
+        let set_name = set
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let read = |prefix: &str| -> std::result::Result<Vec<(String, Tensor)>, RawOutcome> {
+            let files =
+                numbered(set, prefix).map_err(|e| RawOutcome::new(&op, SuiteClass::FailRun, e))?;
+            files
+                .iter()
+                .map(|f| {
+                    onnx::read_tensor_pb(f).map_err(|e| {
+                        let class = if is_dtype_error(&e) {
+                            SuiteClass::UnsupportedDtype
+                        } else {
+                            SuiteClass::FailRun
+                        };
+                        RawOutcome::new(&op, class, e.to_string())
+                    })
+                })
+                .collect()
+        };
+        let inputs = match read("input_") {
+            Ok(v) => v,
+            Err(r) => return r,
+        };
+        let expected = match read("output_") {
+            Ok(v) => v,
+            Err(r) => return r,
+        };
+        let bound = match bind(&graph, &graph.inputs, &onnx_inputs, inputs, "input") {
+            Ok(b) => b,
+            Err(m) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {m}")),
+        };
+        let got = match reference::run_graph(&graph, &bound) {
+            Ok(o) => o,
+            Err(e) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {e}")),
+        };
+        let expected = match bind(&graph, &graph.outputs, &onnx_outputs, expected, "output") {
+            Ok(b) => b,
+            Err(m) => {
+                return RawOutcome::new(&op, SuiteClass::Mismatch, format!("{set_name}: {m}"))
+            }
+        };
+        let mut problems = Vec::new();
+        for ((&id, g_t), e_t) in graph.outputs.iter().zip(&got).zip(&expected) {
+            let out_name = &graph.tensors[id].name;
+            let rule = suite_rule(tolerances, e_t.dtype, op_kind);
+            let c = compare(g_t, e_t, &rule);
+            if c.ok {
+                continue;
+            }
+            if let Some(s) = c.structural {
+                problems.push(format!("output '{out_name}': {s}"));
+                continue;
+            }
+            worst_abs = worst_abs.max(c.max_abs_err);
+            worst_rel = worst_rel.max(c.max_rel_err);
+            let mut m = format!(
+                "output '{out_name}': {} of {} elements off, max abs err {:.3e}, max rel err {:.3e}",
+                c.failures,
+                e_t.len(),
+                c.max_abs_err,
+                c.max_rel_err
+            );
+            if let Some(w) = c.worst {
+                m.push_str(&format!(
+                    "; worst at {:?}: got {}, expected {}",
+                    w.index,
+                    format_value(e_t.dtype, w.got),
+                    format_value(e_t.dtype, w.expected)
+                ));
+            }
+            problems.push(m);
+        }
+        if !problems.is_empty() {
+            let mut r = RawOutcome::new(
+                &op,
+                SuiteClass::Mismatch,
+                format!("{set_name}: {}", problems.join("; ")),
+            );
+            r.max_abs_err = Some(worst_abs);
+            r.max_rel_err = Some(worst_rel);
+            return r;
+        }
+    }
+    RawOutcome::new(&op, SuiteClass::Pass, "")
+}
+
+/// The comparison rule of the suite: the looser of the kit's rule and ONNX's (see the
+/// module docs).
+pub fn suite_rule(tolerances: &Tolerances, dtype: DType, op: Option<OpKind>) -> Rule {
+    let kit = tolerances.rule(dtype, op);
+    match dtype {
+        DType::F32 | DType::F16 => Rule {
+            abs: kit.abs.max(ONNX_ATOL),
+            rel: kit.rel.max(ONNX_RTOL),
+            ulp: kit.ulp,
+            signed_zero: false,
+        },
+        _ => kit,
+    }
+}
+
+fn is_dtype_error(e: &OnnxError) -> bool {
+    match e {
+        OnnxError::UnsupportedDtype { .. } => true,
+        OnnxError::InFile { source, .. } => is_dtype_error(source),
+        _ => false,
+    }
+}
+
+/// The first graph input, output or initializer whose element type has no Baton dtype.
+fn unsupported_dtype(g: &proto::GraphProto) -> Option<String> {
+    use proto::type_proto::Value;
+    let values = g
+        .input
+        .iter()
+        .map(|v| ("input", v))
+        .chain(g.output.iter().map(|v| ("output", v)));
+    for (what, v) in values {
+        if let Some(Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            if t.elem_type != 0 && onnx::baton_dtype(t.elem_type).is_none() {
+                return Some(format!(
+                    "{what} '{}' is {}, which has no Baton dtype",
+                    v.name,
+                    onnx::onnx_type_name(t.elem_type)
+                ));
+            }
+        }
+    }
+    g.initializer
+        .iter()
+        .find(|t| onnx::baton_dtype(t.data_type).is_none())
+        .map(|t| {
+            format!(
+                "initializer '{}' is {}, which has no Baton dtype",
+                t.name,
+                onnx::onnx_type_name(t.data_type)
+            )
+        })
+}
+
+/// The `test_data_set_*` directories of a case, sorted by number.
+fn data_sets(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
+    let mut sets: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter_map(|p| {
+            let n = p
+                .file_name()?
+                .to_str()?
+                .strip_prefix("test_data_set_")?
+                .parse()
+                .ok()?;
+            Some((n, p))
+        })
+        .collect();
+    sets.sort();
+    Ok(sets.into_iter().map(|(_, p)| p).collect())
+}
+
+/// `<prefix>N.pb` files of a data set, sorted by N.
+fn numbered(dir: &Path, prefix: &str) -> std::result::Result<Vec<PathBuf>, String> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let n = p
+                .file_name()?
+                .to_str()?
+                .strip_prefix(prefix)?
+                .strip_suffix(".pb")?
+                .parse()
+                .ok()?;
+            Some((n, p))
+        })
+        .collect();
+    files.sort();
+    Ok(files.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Orders test-data tensors as the Baton graph's `ids`: by the `.pb` tensor names where
+/// they are given, else by position in the ONNX graph's inputs (or outputs).
+fn bind(
+    graph: &Graph,
+    ids: &[usize],
+    onnx_order: &[&str],
+    data: Vec<(String, Tensor)>,
+    what: &str,
+) -> std::result::Result<Vec<Tensor>, String> {
+    let mut by_name: BTreeMap<String, Tensor> = BTreeMap::new();
+    for (i, (name, t)) in data.into_iter().enumerate() {
+        let key = if name.is_empty() {
+            match onnx_order.get(i) {
+                Some(n) => n.to_string(),
+                None => {
+                    return Err(format!(
+                        "{what}_{i}.pb has no name and no matching graph {what}"
+                    ))
+                }
+            }
+        } else {
+            name
+        };
+        by_name.insert(key, t);
+    }
+    ids.iter()
+        .map(|&id| {
+            let name = &graph.tensors[id].name;
+            by_name
+                .remove(name)
+                .ok_or_else(|| format!("no {what} data for graph {what} '{name}'"))
+        })
+        .collect()
+}
