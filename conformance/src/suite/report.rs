@@ -285,8 +285,13 @@ fn short_reason(c: &SuiteCase) -> (String, String) {
             .next()
             .unwrap_or(&msg)
             .replace("the model uses ", "");
+        let range = baton_runtime_host::onnx::OPSETS;
         return (
-            "opsets the importer does not take (default domain: 7 to 23)".into(),
+            format!(
+                "opsets the importer does not take (default domain: {} to {})",
+                range.start(),
+                range.end()
+            ),
             reason,
         );
     }

@@ -31,7 +31,7 @@ use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
 /// The oldest and newest default-domain opsets the importer accepts.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=25;
 
 /// Converts a decoded model. `base_dir` is where external tensor data is looked up.
 pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, OnnxError> {
