@@ -41,9 +41,23 @@ pub(crate) fn softmax(
     x: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
 ) -> Result<(), KernelError> {
+    let r = softmax_lines(node, x, |d, sum| d.exp() / sum)?;
+    store_f64(out, &r);
+    Ok(())
+}
+
+/// The shared walk of Softmax and LogSoftmax: for each line along `axis` (default -1),
+/// `f(x - max, sum(exp(x - max)))` per element, in f64. Subtracting the maximum first
+/// keeps large logits finite; `>` skips NaN when finding it, and a NaN then poisons the
+/// sum and so the whole line.
+pub(crate) fn softmax_lines(
+    node: &Node,
+    x: &TensorRef<'_>,
+    f: impl Fn(f64, f64) -> f64,
+) -> Result<Vec<f64>, KernelError> {
     let shape = x.shape;
     let axis = normalize_axis(node.attr_int("axis", -1), shape.len())
-        .map_err(|m| shape_err(node, format!("Softmax: {m}")))?;
+        .map_err(|m| shape_err(node, format!("{}: {m}", node.op)))?;
     let outer: usize = shape[..axis].iter().product();
     let n = shape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
@@ -52,16 +66,14 @@ pub(crate) fn softmax(
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
-            // `>` skips NaN here; a NaN then poisons the sum below.
             let max = (0..n)
                 .map(|k| v[at(k)] as f64)
                 .fold(f64::NEG_INFINITY, |m, e| if e > m { e } else { m });
             let sum = sum_f64((0..n).map(|k| (v[at(k)] as f64 - max).exp()));
             for k in 0..n {
-                r[at(k)] = (v[at(k)] as f64 - max).exp() / sum;
+                r[at(k)] = f(v[at(k)] as f64 - max, sum);
             }
         }
     }
-    store_f64(out, &r);
-    Ok(())
+    Ok(r)
 }

@@ -16,27 +16,7 @@ pub(crate) fn log_softmax(
     x: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
 ) -> Result<(), KernelError> {
-    let shape = x.shape;
-    let axis = normalize_axis(node.attr_int("axis", -1), shape.len())
-        .map_err(|m| shape_err(node, format!("LogSoftmax: {m}")))?;
-    let outer: usize = shape[..axis].iter().product();
-    let n = shape[axis];
-    let inner: usize = shape[axis + 1..].iter().product();
-    let v = load_f32(x);
-    let mut r = vec![0.0f64; v.len()];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |k: usize| (o * n + k) * inner + i;
-            // `>` skips NaN here; a NaN then poisons the sum, and so the whole line.
-            let max = (0..n)
-                .map(|k| v[at(k)] as f64)
-                .fold(f64::NEG_INFINITY, |m, e| if e > m { e } else { m });
-            let log_sum = sum_f64((0..n).map(|k| (v[at(k)] as f64 - max).exp())).ln();
-            for k in 0..n {
-                r[at(k)] = (v[at(k)] as f64 - max) - log_sum;
-            }
-        }
-    }
+    let r = crate::reference::activation::softmax_lines(node, x, |d, sum| d - sum.ln())?;
     store_rounded(out, &r);
     Ok(())
 }
