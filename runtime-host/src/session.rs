@@ -152,6 +152,12 @@ impl<'e> Session<'e> {
 
     /// Runs the model. `inputs` follow the graph's input order.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.run_refs(&refs)
+    }
+
+    /// [`Session::run`] over borrowed inputs (streams pass their state without copying it).
+    pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         if inputs.len() != self.graph.inputs.len() {
             return Err(HostError::Input {
                 name: "(all)".into(),

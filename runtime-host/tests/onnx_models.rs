@@ -123,3 +123,52 @@ fn transformer_enc2_matches_pytorch() {
 fn stream_asr_matches_pytorch() {
     check("stream_asr");
 }
+
+/// stream_asr as a stream: `h0`/`c0` carried from `h1`/`c1`. Two steps through the stream
+/// equal two explicit runs feeding the state by hand, and a failed step (a wrong input)
+/// leaves the state as it was.
+#[test]
+fn stream_asr_streams_its_lstm_state() {
+    let dir = models_dir().join("stream_asr");
+    let graph = model::load(&dir.join("stream_asr.onnx")).unwrap();
+    let feats = npy::read(&dir.join("input_feats.npy")).unwrap();
+    let h0 = npy::read(&dir.join("input_h0.npy")).unwrap();
+    let c0 = npy::read(&dir.join("input_c0.npy")).unwrap();
+    let engine = engine(true);
+
+    // By hand: run, then feed h1/c1 back as h0/c0.
+    let mut plain = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    let first = plain.run(&[feats.clone(), h0.clone(), c0.clone()]).unwrap();
+    let second = plain
+        .run(&[feats.clone(), first[1].clone(), first[2].clone()])
+        .unwrap();
+
+    let mut session = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    let mut stream = session.stream(&[("h0", "h1"), ("c0", "c1")]).unwrap();
+    stream.set_state("h0", h0).unwrap();
+    stream.set_state("c0", c0).unwrap();
+    let s1 = stream.step(std::slice::from_ref(&feats)).unwrap();
+    assert_eq!(
+        s1.len(),
+        1,
+        "only logprobs is returned; the state stays inside"
+    );
+    assert_eq!(s1[0].bytes(), first[0].bytes());
+    let before = stream.state("h0").unwrap().clone();
+    let bad = Tensor::from_f32(&[1, 2], &[0.0, 0.0]);
+    let err = stream.step(&[bad]).unwrap_err().to_string();
+    assert!(err.contains("feats"), "{err}");
+    assert_eq!(
+        stream.state("h0").unwrap().bytes(),
+        before.bytes(),
+        "a failed step keeps the state"
+    );
+    let s2 = stream.step(std::slice::from_ref(&feats)).unwrap();
+    assert_eq!(s2[0].bytes(), second[0].bytes());
+    assert_eq!(stream.state("h0").unwrap().bytes(), second[1].bytes());
+    assert_ne!(
+        s2[0].bytes(),
+        s1[0].bytes(),
+        "the carried state changes the output"
+    );
+}

@@ -1,0 +1,138 @@
+//! Streaming: a session whose state outputs feed its state inputs on the next call.
+//!
+//! Recurrent and streaming models (an LSTM's `h`/`c`, a VAD's `state`) take their previous
+//! state as inputs and return the next one as outputs. A [`Stream`] pairs them by name and
+//! carries the state between calls itself, so the caller passes only the new data. The
+//! state is replaced only when a call succeeds: a failed call (bad input, a plugin error
+//! under the `fail` rule) leaves it exactly as it was, so the stream can go on.
+
+use baton_delegate_api::Tensor;
+
+use crate::error::{HostError, Result};
+use crate::session::Session;
+
+/// A session driven step by step with carried state.
+pub struct Stream<'s, 'e> {
+    session: &'s mut Session<'e>,
+    /// For each state: (position among graph inputs, position among graph outputs).
+    pairs: Vec<(usize, usize)>,
+    state: Vec<Tensor>,
+}
+
+impl<'e> Session<'e> {
+    /// Starts a stream. `pairs` names each state as `(input, output)`: the output of one
+    /// step becomes that input of the next. The state starts at zeros.
+    pub fn stream<'s>(&'s mut self, pairs: &[(&str, &str)]) -> Result<Stream<'s, 'e>> {
+        let position = |list: &[usize], name: &str, what: &str| {
+            list.iter()
+                .position(|&t| self.graph.tensors[t].name == name)
+                .ok_or_else(|| HostError::Input {
+                    name: name.to_string(),
+                    message: format!("the model has no {what} of that name"),
+                })
+        };
+        let mut resolved = Vec::with_capacity(pairs.len());
+        let mut state = Vec::with_capacity(pairs.len());
+        for &(input, output) in pairs {
+            let i = position(&self.graph.inputs, input, "input")?;
+            let o = position(&self.graph.outputs, output, "output")?;
+            let (ti, to) = (self.graph.inputs[i], self.graph.outputs[o]);
+            let shape = self.input_shapes()[i].to_vec();
+            let (din, dout) = (self.graph.tensors[ti].dtype, self.graph.tensors[to].dtype);
+            let out_shape = self.graph.tensors[to].static_shape();
+            if din != dout || out_shape.as_deref() != Some(&shape[..]) {
+                return Err(HostError::Input {
+                    name: input.to_string(),
+                    message: format!(
+                        "state input is {din} {shape:?} but output '{output}' is {dout} {out_shape:?}: they cannot be chained"
+                    ),
+                });
+            }
+            resolved.push((i, o));
+            state.push(Tensor::zeros(din, &shape));
+        }
+        Ok(Stream {
+            session: self,
+            pairs: resolved,
+            state,
+        })
+    }
+}
+
+impl Stream<'_, '_> {
+    /// Replaces the state named by its input (e.g. to start from a saved state).
+    pub fn set_state(&mut self, input: &str, value: Tensor) -> Result<()> {
+        let k = self.state_index(input)?;
+        let current = &self.state[k];
+        if value.dtype != current.dtype || value.shape != current.shape {
+            return Err(HostError::Input {
+                name: input.to_string(),
+                message: format!(
+                    "got {} {:?}, the state is {} {:?}",
+                    value.dtype, value.shape, current.dtype, current.shape
+                ),
+            });
+        }
+        self.state[k] = value;
+        Ok(())
+    }
+
+    /// The current state named by its input.
+    pub fn state(&self, input: &str) -> Result<&Tensor> {
+        Ok(&self.state[self.state_index(input)?])
+    }
+
+    /// Runs one step. `inputs` are the model's inputs that are not state, in graph order;
+    /// the result is the outputs that are not state, in graph order.
+    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let graph_inputs = self.session.graph.inputs.len();
+        let mut free = inputs.iter();
+        let mut all: Vec<&Tensor> = Vec::with_capacity(graph_inputs);
+        for pos in 0..graph_inputs {
+            match self.pairs.iter().position(|&(i, _)| i == pos) {
+                Some(k) => all.push(&self.state[k]),
+                None => all.push(free.next().ok_or_else(|| self.arity_error(inputs.len()))?),
+            }
+        }
+        if free.next().is_some() {
+            return Err(self.arity_error(inputs.len()));
+        }
+        // The state changes only once the whole call has succeeded.
+        let outputs = self.session.run_refs(&all)?;
+        let mut rest = Vec::with_capacity(outputs.len());
+        let mut next: Vec<Option<Tensor>> = self.state.iter().map(|_| None).collect();
+        for (pos, t) in outputs.into_iter().enumerate() {
+            match self.pairs.iter().position(|&(_, o)| o == pos) {
+                Some(k) => next[k] = Some(t),
+                None => rest.push(t),
+            }
+        }
+        for (slot, t) in self.state.iter_mut().zip(next) {
+            *slot = t.expect("every state output is produced by a successful run");
+        }
+        Ok(rest)
+    }
+
+    fn state_index(&self, input: &str) -> Result<usize> {
+        self.pairs
+            .iter()
+            .position(|&(i, _)| {
+                self.session.graph.tensors[self.session.graph.inputs[i]].name == input
+            })
+            .ok_or_else(|| HostError::Input {
+                name: input.to_string(),
+                message: "not a state input of this stream".into(),
+            })
+    }
+
+    fn arity_error(&self, given: usize) -> HostError {
+        HostError::Input {
+            name: "(all)".into(),
+            message: format!(
+                "{given} inputs given; the model takes {} besides its {} state inputs",
+                self.session.graph.inputs.len() - self.pairs.len(),
+                self.pairs.len()
+            ),
+        }
+    }
+}
