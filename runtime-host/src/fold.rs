@@ -37,9 +37,6 @@ pub fn fold_constants(graph: &mut Graph) -> usize {
 
 /// The node's output values if it can be computed now.
 fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
-    if graph.outputs.iter().any(|o| node.outputs.contains(o)) && node.op == OpKind::Identity {
-        return None; // keep a node that names a graph output after its input
-    }
     if matches!(node.op, OpKind::Shape | OpKind::Size) {
         let x = graph.tensors.get(*node.inputs.first()?)?;
         let dims = x.static_shape()?;

@@ -405,3 +405,24 @@ fn the_bundled_example_matches_its_generator() {
     let input = baton_runtime_host::npy::read(&root.join("image.npy")).unwrap();
     assert_eq!(input.bytes(), sample::tinynet_input().bytes());
 }
+
+#[test]
+fn a_graph_output_folded_to_a_constant_is_still_returned() {
+    let mut b = GraphBuilder::new("folded_output");
+    let x = b.input_fixed("x", DType::F32, &[2]);
+    let a = b.constant_f32("a", &[2], &[1.0, 2.0]);
+    let c = b.constant_f32("c", &[2], &[10.0, 20.0]);
+    let k = b.node(OpKind::Add, &[a, c], &[]).unwrap();
+    let y = b.node(OpKind::Add, &[x, k], &[]).unwrap();
+    b.rename(k, "k");
+    b.output(k);
+    b.output(y);
+    let mut g = b.finish().unwrap();
+    assert_eq!(baton_runtime_host::fold::fold_constants(&mut g), 1);
+    let e = Engine::new(Config::default()).unwrap();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    let out = s.run(&[Tensor::from_f32(&[2], &[0.5, 0.5])]).unwrap();
+    assert_eq!(out[0].f32s(), &[11.0, 22.0]);
+    assert_eq!(out[1].f32s(), &[11.5, 22.5]);
+    assert_eq!(s.graph.tensors[s.graph.outputs[0]].name, "k");
+}

@@ -44,7 +44,7 @@ const INT_SHAPES: &[&str] = &[
 const F16_SHAPES: &[&str] = &["same_33", "rank0_5", "bcast_2x1x3_4x1"];
 
 /// Shapes of the unary ops: odd sizes, rank-0, `[1]`, size-1 dims, empty.
-const UNARY_SHAPES: &[&[usize]] = &[
+pub(super) const UNARY_SHAPES: &[&[usize]] = &[
     &[7],
     &[13],
     &[33],

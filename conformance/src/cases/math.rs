@@ -11,6 +11,7 @@
 use baton_delegate_api::DType::{Bool, F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
 
+use super::elementwise::UNARY_SHAPES;
 use super::gen::{case_id, dims, ints, tensor, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
 use super::{Case, CaseBody};
 use crate::error::{Error, Result};
@@ -78,19 +79,6 @@ impl Sink<'_> {
         Ok(())
     }
 }
-
-/// Shapes of the unary ops: odd sizes, rank 0, `[1]`, size-1 dims, empty.
-const UNARY_SHAPES: &[&[usize]] = &[
-    &[7],
-    &[13],
-    &[33],
-    &[2, 3, 4],
-    &[],
-    &[1],
-    &[1, 1, 1, 65],
-    &[0],
-    &[2, 0, 3],
-];
 
 /// Operand shape pairs of the binary ops: equal shapes, rank 0, numpy broadcasting both
 /// ways, size-1 dims and empty tensors. Dtypes other than f32 take the first two.
