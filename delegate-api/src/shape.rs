@@ -48,6 +48,37 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
                 broadcast_dims(&x.shape, &y.shape).map_err(err)?,
             )])
         }
+        // Symbolic dims pass through the two ops that only move or contract known axes, so
+        // a model with a symbolic batch or sequence keeps its shapes before binding.
+        OpKind::MatMul
+            if x.static_shape().is_none() && x.shape.len() >= 2 && input(1)?.shape.len() >= 2 =>
+        {
+            let y = input(1)?;
+            let (a, b) = (&x.shape, &y.shape);
+            let (k, kb) = (&a[a.len() - 1], &b[b.len() - 2]);
+            if x.dtype != y.dtype
+                || (k != kb && !matches!((k, kb), (Dim::Sym(_), _) | (_, Dim::Sym(_))))
+            {
+                return Err(err(format!(
+                    "MatMul operands do not chain: {} {} x {} {}",
+                    x.dtype,
+                    crate::ir::shape_string(a),
+                    y.dtype,
+                    crate::ir::shape_string(b)
+                )));
+            }
+            let mut out = broadcast_dims(&a[..a.len() - 2], &b[..b.len() - 2]).map_err(err)?;
+            out.push(a[a.len() - 2].clone());
+            out.push(b[b.len() - 1].clone());
+            Ok(vec![(x.dtype, out)])
+        }
+        OpKind::Transpose if x.static_shape().is_none() => {
+            let perm = transpose_perm(node, x.shape.len()).map_err(err)?;
+            Ok(vec![(
+                x.dtype,
+                perm.iter().map(|&p| x.shape[p].clone()).collect(),
+            )])
+        }
         _ => {
             let inputs: Vec<(DType, Vec<usize>)> = node
                 .inputs
@@ -611,6 +642,31 @@ mod tests {
             matmul_shape(&[2, 1, 5, 3], &[4, 3, 6]).unwrap(),
             vec![2, 4, 5, 6]
         );
+    }
+
+    #[test]
+    fn symbolic_dims_pass_through_matmul_and_transpose() {
+        use crate::ir::{Attr, GraphBuilder};
+        let mut b = GraphBuilder::new("sym");
+        let n = Dim::Sym("n".into());
+        let x = b.input("x", DType::F32, &[Dim::Fixed(2), n.clone(), Dim::Fixed(8)]);
+        let w = b.constant_f32("w", &[8, 3], &[0.0; 24]);
+        let h = b.node(OpKind::MatMul, &[x, w], &[]).unwrap();
+        let t = b
+            .node(
+                OpKind::Transpose,
+                &[h],
+                &[("perm", Attr::Ints(vec![2, 0, 1]))],
+            )
+            .unwrap();
+        let wrong = b.constant_f32("v", &[7, 3], &[0.0; 21]);
+        assert!(b.node(OpKind::MatMul, &[x, wrong], &[]).is_err());
+        let g = b.finish().unwrap();
+        assert_eq!(
+            g.tensors[h].shape,
+            vec![Dim::Fixed(2), n.clone(), Dim::Fixed(3)]
+        );
+        assert_eq!(g.tensors[t].shape, vec![Dim::Fixed(3), Dim::Fixed(2), n]);
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub struct Config {
     pub policy: PolicyConfig,
     #[serde(default)]
     pub fallback: FallbackConfig,
+    /// Upper bounds of symbolic dimensions (`seq = 512`): a model with symbolic input
+    /// dimensions is then loaded once for every binding up to them (one memory plan, made
+    /// at the bounds), and an input above a bound is refused.
+    #[serde(default)]
+    pub bounds: BTreeMap<String, usize>,
     /// The directory relative paths are resolved against (the config file's directory).
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -232,9 +237,12 @@ mod tests {
             pin = [{ op = "Softmax", target = "host" }]
             [fallback]
             on_execute_error = "fail"
+            [bounds]
+            seq = 512
             "#,
         )
         .unwrap();
+        assert_eq!(c.bounds.get("seq"), Some(&512));
         assert_eq!(c.plugins[0].priority, 2);
         assert_eq!(c.fallback.on_execute_error, OnExecuteError::Fail);
         assert_eq!(c.policy.pin[0].target, "host");

@@ -5,6 +5,7 @@
 //! No telemetry, no network access: the host reads the files it is given and writes only
 //! its probe cache and the outputs asked for.
 
+pub mod bounded;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod sample;
 pub mod session;
 pub mod stream;
 
+pub use bounded::BoundedSession;
 pub use config::Config;
 pub use engine::Engine;
 pub use error::{HostError, Result};

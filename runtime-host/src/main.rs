@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{Dim, Graph, Tensor};
-use baton_runtime_host::{default_config, model, npy, Config, Engine, Session};
+use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
 /// Baton: on-device inference across backend delegates.
@@ -46,6 +46,11 @@ struct RunArgs {
     /// Write one .npy per output into this directory.
     #[arg(long)]
     output_dir: Option<PathBuf>,
+    /// Declare the upper bound of a symbolic dimension, NAME=MAX (adds to or overrides the
+    /// config's `[bounds]`). With bounds, memory is planned once at the bounds and an input
+    /// above one is refused.
+    #[arg(long = "bound", value_name = "NAME=MAX")]
+    bounds: Vec<String>,
 }
 
 #[derive(Args)]
@@ -127,17 +132,39 @@ fn run(a: RunArgs) -> Result<()> {
         inputs.push(tensor);
     }
     let engine = engine(&a.config)?;
-    let mut session = Session::new(&engine, &graph, &bindings)
-        .with_context(|| format!("loading {}", a.model.display()))?;
-    for n in &session.notes {
-        eprintln!("baton: note: {n}");
+    let mut bounds = engine.config.bounds.clone();
+    for spec in &a.bounds {
+        let (k, v) = spec
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--bound '{spec}': expected NAME=MAX"))?;
+        bounds.insert(
+            k.to_string(),
+            v.parse().with_context(|| format!("--bound '{spec}'"))?,
+        );
     }
-    let outputs = session.run(&inputs)?;
+    let (outputs, per_backend) = if bounds.is_empty() {
+        let mut session = Session::new(&engine, &graph, &bindings)
+            .with_context(|| format!("loading {}", a.model.display()))?;
+        for n in &session.notes {
+            eprintln!("baton: note: {n}");
+        }
+        (session.run(&inputs)?, session.nodes_per_backend())
+    } else {
+        let mut session = BoundedSession::new(&engine, &graph, &bounds)
+            .with_context(|| format!("loading {}", a.model.display()))?;
+        let p = session.arena_plan();
+        eprintln!(
+            "baton: memory planned at the bounds {bounds:?}: arena {} B (naive {} B, lower bound {} B)",
+            p.arena_size, p.naive_size, p.lower_bound
+        );
+        let outputs = session.run(&inputs)?;
+        (outputs, session.last_nodes_per_backend())
+    };
     if let Some(dir) = &a.output_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    for (&t, out) in session.graph.outputs.iter().zip(&outputs) {
-        let name = &session.graph.tensors[t].name;
+    for (&t, out) in graph.outputs.iter().zip(&outputs) {
+        let name = &graph.tensors[t].name;
         match &a.output_dir {
             Some(dir) => {
                 let path = dir.join(format!("{}.npy", file_safe(name)));
@@ -152,8 +179,7 @@ fn run(a: RunArgs) -> Result<()> {
             None => println!("{}", summary(name, out)),
         }
     }
-    let per: Vec<String> = session
-        .nodes_per_backend()
+    let per: Vec<String> = per_backend
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();

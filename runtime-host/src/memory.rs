@@ -69,6 +69,33 @@ pub fn plan(tensors: &[Lifetime]) -> ArenaPlan {
         .map(|(t, &o)| o + size(t))
         .max()
         .unwrap_or(0);
+    evaluate(tensors, offsets, arena_size)
+}
+
+/// Whether `offsets` place `tensors` inside an arena of `arena_size` bytes with no two
+/// tensors live at the same step sharing a byte. A layout planned for larger tensors with
+/// the same lifetimes always passes; the check makes reusing one safe whatever changed.
+pub fn is_valid(tensors: &[Lifetime], offsets: &[usize], arena_size: usize) -> bool {
+    if offsets.len() != tensors.len() {
+        return false;
+    }
+    let fits = tensors
+        .iter()
+        .zip(offsets)
+        .all(|(t, &o)| o % ALIGN == 0 && o + t.bytes <= arena_size);
+    fits && (0..tensors.len()).all(|i| {
+        (0..i).all(|j| {
+            let (a, b) = (&tensors[i], &tensors[j]);
+            !overlaps(a, b)
+                || offsets[i] + a.bytes <= offsets[j]
+                || offsets[j] + b.bytes <= offsets[i]
+        })
+    })
+}
+
+/// The plan record of a given placement: its size next to the naive sum and lower bound.
+pub fn evaluate(tensors: &[Lifetime], offsets: Vec<usize>, arena_size: usize) -> ArenaPlan {
+    let size = |t: &Lifetime| t.bytes.next_multiple_of(ALIGN);
     let naive_size = tensors.iter().map(size).sum();
     let steps = tensors.iter().map(|t| t.last + 1).max().unwrap_or(0);
     let lower_bound = (0..steps)

@@ -44,6 +44,16 @@ pub struct Session<'e> {
     slots: Vec<Slot>,
     shapes: Vec<Vec<usize>>,
     arena: AlignedBytes,
+    /// Whether `arena` is a buffer lent by a [`crate::bounded::BoundedSession`], laid out by
+    /// its plan at the bound; the session then owns it only while it runs.
+    borrowed_arena: bool,
+}
+
+/// An arena planned once (at a dimension bound) for sessions specialised to smaller
+/// bindings to reuse: its buffer and each arena tensor's offset, by tensor name.
+pub(crate) struct ArenaReuse {
+    pub layout: HashMap<String, usize>,
+    pub arena: AlignedBytes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +91,19 @@ impl<'e> Session<'e> {
         engine: &'e Engine,
         graph: &Graph,
         bindings: &BTreeMap<String, usize>,
+    ) -> Result<Session<'e>> {
+        Session::new_reusing(engine, graph, bindings, None)
+    }
+
+    /// [`Session::new`], placing the arena tensors at the offsets of `reuse` inside its
+    /// buffer when that layout is valid for this binding (every tensor found, fitting, and
+    /// no two tensors live at the same step sharing bytes); otherwise the session plans and
+    /// owns its own arena and gives the buffer back through [`Session::take_arena`].
+    pub(crate) fn new_reusing(
+        engine: &'e Engine,
+        graph: &Graph,
+        bindings: &BTreeMap<String, usize>,
+        mut reuse: Option<ArenaReuse>,
     ) -> Result<Session<'e>> {
         let graph = specialize(graph, bindings)?;
         for node in &graph.nodes {
@@ -128,6 +151,7 @@ impl<'e> Session<'e> {
                         partition_backends,
                         delegates,
                         notes,
+                        reuse.take(),
                     ));
                 }
                 Err((backend, err)) => {
@@ -196,6 +220,36 @@ impl<'e> Session<'e> {
                 Tensor::from_bytes(decl.dtype, &self.shapes[t], self.bytes(t))
             })
             .collect())
+    }
+
+    /// Offset of every arena tensor, by name: the layout other bindings can reuse.
+    pub(crate) fn arena_layout(&self) -> HashMap<String, usize> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(t, s)| match s {
+                Slot::Arena(off) => Some((self.graph.tensors[t].name.clone(), *off)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the arena is a lent buffer (see [`Session::new_reusing`]).
+    pub(crate) fn borrows_arena(&self) -> bool {
+        self.borrowed_arena
+    }
+
+    /// Takes the arena buffer out, leaving an empty one; the session must get it back
+    /// ([`Session::put_arena`]) before it runs again. The delegate views keep pointing
+    /// into the buffer's heap block, which moving the `AlignedBytes` does not move.
+    pub(crate) fn take_arena(&mut self) -> AlignedBytes {
+        std::mem::replace(&mut self.arena, AlignedBytes::zeroed(0))
+    }
+
+    /// Gives back the buffer taken by [`Session::take_arena`].
+    pub(crate) fn put_arena(&mut self, arena: AlignedBytes) {
+        debug_assert_eq!(self.arena.len(), 0, "the session already has its arena");
+        self.arena = arena;
     }
 
     /// Number of nodes each target ran ("host" for the portable kernels).
@@ -511,7 +565,8 @@ fn assemble<'e>(
     plan: PartitionPlan,
     partition_backends: Vec<String>,
     delegates: Vec<Instantiated>,
-    notes: Vec<String>,
+    mut notes: Vec<String>,
+    reuse: Option<ArenaReuse>,
 ) -> Session<'e> {
     let shapes: Vec<Vec<usize>> = graph
         .tensors
@@ -580,11 +635,37 @@ fn assemble<'e>(
         });
         placed.push(t);
     }
-    let arena_plan = memory::plan(&lifetimes);
+    // A lent layout is used only if it is valid for these lifetimes and sizes.
+    let lent = reuse.and_then(|r| {
+        let offsets: Option<Vec<usize>> = placed
+            .iter()
+            .map(|&t| r.layout.get(&graph.tensors[t].name).copied())
+            .collect();
+        match offsets {
+            Some(o) if memory::is_valid(&lifetimes, &o, r.arena.len()) => {
+                Some((memory::evaluate(&lifetimes, o, r.arena.len()), r.arena))
+            }
+            _ => {
+                notes.push(
+                    "the arena layout planned at the dimension bounds does not fit this binding; planned anew"
+                        .into(),
+                );
+                None
+            }
+        }
+    });
+    let borrowed_arena = lent.is_some();
+    let (arena_plan, mut arena) = match lent {
+        Some(l) => l,
+        None => {
+            let p = memory::plan(&lifetimes);
+            let a = AlignedBytes::zeroed(p.arena_size);
+            (p, a)
+        }
+    };
     for (&t, &off) in placed.iter().zip(&arena_plan.offsets) {
         slots[t] = Slot::Arena(off);
     }
-    let mut arena = AlignedBytes::zeroed(arena_plan.arena_size);
 
     let base = arena.as_mut_slice().as_mut_ptr();
     let mut delegates: Vec<Option<Instantiated>> = delegates.into_iter().map(Some).collect();
@@ -661,5 +742,6 @@ fn assemble<'e>(
         slots,
         shapes,
         arena,
+        borrowed_arena,
     }
 }

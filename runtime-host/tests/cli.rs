@@ -205,3 +205,52 @@ fn every_command_has_help() {
     let o = baton(&["frobnicate"], dir.path());
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn run_with_a_bound_refuses_an_input_beyond_it_and_runs_one_within() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = GraphBuilder::new("dyn");
+    let x = b.input(
+        "x",
+        DType::F32,
+        &[
+            baton_delegate_api::Dim::Sym("n".into()),
+            baton_delegate_api::Dim::Fixed(3),
+        ],
+    );
+    let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    b.output(y);
+    let (bytes, _) = wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline);
+    let model = dir.path().join("dyn.btir");
+    std::fs::write(&model, bytes).unwrap();
+    let run = |n: usize, bound: &str| {
+        let input = dir.path().join(format!("x{n}.npy"));
+        let v: Vec<f32> = (0..n * 3).map(|i| i as f32 - 4.0).collect();
+        baton_runtime_host::npy::write(&input, &Tensor::from_f32(&[n, 3], &v)).unwrap();
+        baton(
+            &[
+                "run",
+                model.to_str().unwrap(),
+                "--bound",
+                bound,
+                "--input",
+                &format!("x={}", input.display()),
+            ],
+            dir.path(),
+        )
+    };
+    let o = run(4, "n=4");
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("memory planned at the bounds"), "{stderr}");
+    assert!(stdout.contains("[4, 3]"), "{stdout}");
+    let o = run(5, "n=4");
+    let (stdout, stderr) = text(&o);
+    assert!(!o.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("'x'")
+            && stderr.contains("'n'")
+            && stderr.contains("above its declared bound 4"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,271 @@
+//! Dynamic shapes within declared bounds: one memory plan, many bindings.
+//!
+//! A model with symbolic dimensions (a sequence length, a batch) is usually run at many
+//! sizes. A [`BoundedSession`] is given an upper bound for every symbolic dimension of the
+//! inputs. At load it specialises the model at the bounds and plans the arena there, once;
+//! the arena is allocated at that size and never grows. Each run binds the dimensions from
+//! the actual inputs (a dimension above its bound is refused, naming the input and the
+//! dimension), and runs a session specialised to that binding whose arena tensors sit at
+//! the offsets planned at the bound: a tensor is never larger at a smaller binding and
+//! lives over the same steps, so the placement stays valid. [`crate::memory::is_valid`]
+//! checks that instead of assuming it (a binding can change which nodes a plugin takes, and
+//! with it the steps); a binding whose layout does not fit gets its own plan, counted in
+//! [`BoundedStats::replans`].
+//!
+//! Specialised sessions (partitions compiled for those shapes) are kept for the most
+//! recently used bindings, so a stream of alternating sizes does not recompile each call.
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::ir::AlignedBytes;
+use baton_delegate_api::{Dim, Graph, Tensor};
+
+use crate::engine::Engine;
+use crate::error::{HostError, Result};
+use crate::memory::ArenaPlan;
+use crate::session::{ArenaReuse, Session};
+
+/// Specialised sessions kept by default (see [`BoundedSession::with_capacity`]).
+pub const DEFAULT_CACHED_BINDINGS: usize = 8;
+
+/// A model loaded for every binding of its symbolic dimensions up to declared bounds.
+pub struct BoundedSession<'e> {
+    engine: &'e Engine,
+    graph: Graph,
+    bounds: BTreeMap<String, usize>,
+    layout: std::collections::HashMap<String, usize>,
+    /// The arena planned at the bounds; `None` only while a run has lent it out.
+    arena: Option<AlignedBytes>,
+    arena_plan: ArenaPlan,
+    /// Specialised sessions, least recently used first.
+    cache: Vec<(BTreeMap<String, usize>, Session<'e>)>,
+    capacity: usize,
+    stats: BoundedStats,
+}
+
+/// What the bounded session did, for tests and for the user.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoundedStats {
+    /// Sessions specialised (partitions compiled) for a new binding.
+    pub specializations: usize,
+    /// Bindings whose arena layout could not reuse the one planned at the bounds.
+    pub replans: usize,
+    /// Runs.
+    pub runs: usize,
+}
+
+impl<'e> BoundedSession<'e> {
+    /// Loads `graph` for every binding with each symbolic input dimension at most its bound.
+    /// Every symbolic dimension of the inputs needs a bound; bounds of names the model does
+    /// not use are refused too, since they are most likely a typo.
+    pub fn new(
+        engine: &'e Engine,
+        graph: &Graph,
+        bounds: &BTreeMap<String, usize>,
+    ) -> Result<BoundedSession<'e>> {
+        Self::with_capacity(engine, graph, bounds, DEFAULT_CACHED_BINDINGS)
+    }
+
+    /// [`BoundedSession::new`] keeping at most `capacity` (≥ 1) specialised sessions.
+    pub fn with_capacity(
+        engine: &'e Engine,
+        graph: &Graph,
+        bounds: &BTreeMap<String, usize>,
+        capacity: usize,
+    ) -> Result<BoundedSession<'e>> {
+        let mut used = BTreeMap::new();
+        for &t in &graph.inputs {
+            let decl = &graph.tensors[t];
+            for d in &decl.shape {
+                if let Dim::Sym(s) = d {
+                    used.entry(s.clone()).or_insert_with(|| decl.name.clone());
+                }
+            }
+        }
+        for (dim, input) in &used {
+            match bounds.get(dim) {
+                None => {
+                    return Err(HostError::Input {
+                        name: input.clone(),
+                        message: format!(
+                            "dimension '{dim}' is symbolic and has no declared bound (give one, e.g. --bound {dim}=MAX)"
+                        ),
+                    })
+                }
+                Some(0) => {
+                    return Err(HostError::Input {
+                        name: input.clone(),
+                        message: format!("the bound of dimension '{dim}' is 0"),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(extra) = bounds.keys().find(|k| !used.contains_key(*k)) {
+            return Err(HostError::Input {
+                name: "(bounds)".into(),
+                message: format!(
+                    "a bound is declared for dimension '{extra}', which no input of the model has (symbolic dimensions: {})",
+                    if used.is_empty() {
+                        "none".to_string()
+                    } else {
+                        used.keys().cloned().collect::<Vec<_>>().join(", ")
+                    }
+                ),
+            });
+        }
+        let mut at_bound = Session::new(engine, graph, bounds)?;
+        let layout = at_bound.arena_layout();
+        let arena_plan = at_bound.arena_plan.clone();
+        let arena = at_bound.take_arena();
+        Ok(BoundedSession {
+            engine,
+            graph: graph.clone(),
+            bounds: bounds.clone(),
+            layout,
+            arena: Some(arena),
+            arena_plan,
+            cache: Vec::new(),
+            capacity: capacity.max(1),
+            stats: BoundedStats::default(),
+        })
+    }
+
+    /// The arena plan made at the bounds: the memory every run uses.
+    pub fn arena_plan(&self) -> &ArenaPlan {
+        &self.arena_plan
+    }
+
+    /// What has happened so far.
+    pub fn stats(&self) -> BoundedStats {
+        self.stats
+    }
+
+    /// Nodes per target of the most recently run binding (empty before the first run).
+    pub fn last_nodes_per_backend(&self) -> BTreeMap<String, usize> {
+        self.cache
+            .last()
+            .map(|(_, s)| s.nodes_per_backend())
+            .unwrap_or_default()
+    }
+
+    /// The declared bounds.
+    pub fn bounds(&self) -> &BTreeMap<String, usize> {
+        &self.bounds
+    }
+
+    /// Binds the symbolic dimensions from `inputs` (graph input order), checking ranks,
+    /// fixed extents, consistency between inputs and the bounds.
+    pub fn bind(&self, inputs: &[&Tensor]) -> Result<BTreeMap<String, usize>> {
+        if inputs.len() != self.graph.inputs.len() {
+            return Err(HostError::Input {
+                name: "(all)".into(),
+                message: format!(
+                    "{} inputs given, the model takes {}",
+                    inputs.len(),
+                    self.graph.inputs.len()
+                ),
+            });
+        }
+        let mut binding: BTreeMap<String, usize> = BTreeMap::new();
+        for (&t, given) in self.graph.inputs.iter().zip(inputs) {
+            let decl = &self.graph.tensors[t];
+            let err = |message: String| HostError::Input {
+                name: decl.name.clone(),
+                message,
+            };
+            if given.dtype != decl.dtype || given.shape.len() != decl.shape.len() {
+                return Err(err(format!(
+                    "got {} {:?}, expected {} {}",
+                    given.dtype,
+                    given.shape,
+                    decl.dtype,
+                    baton_delegate_api::ir::shape_string(&decl.shape)
+                )));
+            }
+            for (axis, (d, &v)) in decl.shape.iter().zip(&given.shape).enumerate() {
+                match d {
+                    Dim::Fixed(f) if *f != v => {
+                        return Err(err(format!(
+                            "axis {axis} is {v}, the model fixes it at {f}"
+                        )))
+                    }
+                    Dim::Fixed(_) => {}
+                    Dim::Sym(s) => {
+                        let bound = self.bounds[s];
+                        if v > bound {
+                            return Err(err(format!(
+                                "dimension '{s}' (axis {axis}) is {v}, above its declared bound {bound}"
+                            )));
+                        }
+                        if let Some(&prev) = binding.get(s) {
+                            if prev != v {
+                                return Err(err(format!(
+                                    "dimension '{s}' (axis {axis}) is {v}, but another input bound it to {prev}"
+                                )));
+                            }
+                        }
+                        binding.insert(s.clone(), v);
+                    }
+                }
+            }
+        }
+        Ok(binding)
+    }
+
+    /// Runs the model on `inputs` (graph input order).
+    pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.run_refs(&refs)
+    }
+
+    /// [`BoundedSession::run`] over borrowed inputs.
+    pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let binding = self.bind(inputs)?;
+        let k = self.session_for(binding)?;
+        self.stats.runs += 1;
+        let (_, session) = &mut self.cache[k];
+        if !session.borrows_arena() {
+            return session.run_refs(inputs);
+        }
+        session.put_arena(self.arena.take().expect("the arena is home between runs"));
+        let result = session.run_refs(inputs);
+        self.arena = Some(session.take_arena());
+        result
+    }
+
+    /// The session specialised to `binding`, most recently used last; loads it on a miss.
+    fn session_for(&mut self, binding: BTreeMap<String, usize>) -> Result<usize> {
+        if let Some(k) = self.cache.iter().position(|(b, _)| *b == binding) {
+            let entry = self.cache.remove(k);
+            self.cache.push(entry);
+            return Ok(self.cache.len() - 1);
+        }
+        if self.cache.len() == self.capacity {
+            self.cache.remove(0);
+        }
+        let reuse = ArenaReuse {
+            layout: self.layout.clone(),
+            arena: self.arena.take().expect("the arena is home between runs"),
+        };
+        let loaded = Session::new_reusing(self.engine, &self.graph, &binding, Some(reuse));
+        let mut session = match loaded {
+            Ok(s) => s,
+            Err(e) => {
+                // A load that failed before assembling dropped the buffer: plan it again so
+                // the next run still has its memory.
+                self.arena = Some(AlignedBytes::zeroed(self.arena_plan.arena_size));
+                return Err(e);
+            }
+        };
+        self.stats.specializations += 1;
+        if session.borrows_arena() {
+            self.arena = Some(session.take_arena());
+        } else {
+            self.stats.replans += 1;
+            self.arena = Some(AlignedBytes::zeroed(self.arena_plan.arena_size));
+        }
+        self.cache.push((binding, session));
+        Ok(self.cache.len() - 1)
+    }
+}
