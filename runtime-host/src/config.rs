@@ -42,6 +42,9 @@ pub struct Config {
     pub policy: PolicyConfig,
     #[serde(default)]
     pub fallback: FallbackConfig,
+    /// Threads for every plugin that declares a `threads` option and is not given one in
+    /// its own `options` (`baton bench --threads N` sets it).
+    pub threads: Option<u32>,
     /// Upper bounds of symbolic dimensions (`seq = 512`): a model with symbolic input
     /// dimensions is then loaded once for every binding up to them (one memory plan, made
     /// at the bounds), and an input above a bound is refused.

@@ -108,11 +108,18 @@ fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Back
         (None, Some(b)) => PluginLibrary::builtin(b)?,
         (None, None) => unreachable!("config validation requires path or builtin"),
     };
-    let options: Vec<(String, String)> = pc
+    let mut options: Vec<(String, String)> = pc
         .options
         .iter()
         .map(|(k, v)| (k.clone(), option_string(v)))
         .collect();
+    // The config-wide thread count goes to every plugin that declares a `threads` option
+    // and was not given one of its own.
+    if let Some(n) = config.threads {
+        if lib.options.iter().any(|d| d.name == "threads") && !pc.options.contains_key("threads") {
+            options.push(("threads".into(), n.to_string()));
+        }
+    }
     let ctx = lib.create(&options)?;
     let devices = ctx.devices()?;
     let device = devices

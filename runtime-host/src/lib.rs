@@ -5,6 +5,7 @@
 //! No telemetry, no network access: the host reads the files it is given and writes only
 //! its probe cache and the outputs asked for.
 
+pub mod bench;
 pub mod bounded;
 pub mod config;
 pub mod engine;

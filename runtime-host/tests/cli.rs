@@ -254,3 +254,47 @@ fn run_with_a_bound_refuses_an_input_beyond_it_and_runs_one_within() {
         "{stderr}"
     );
 }
+
+#[test]
+fn bench_prints_one_json_line_with_the_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    let o = baton(
+        &[
+            "bench",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("image={}", image.display()),
+            "--runs",
+            "7",
+            "--warmup",
+            "1",
+            "--threads",
+            "1",
+            "--json",
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (min, median, p90) = (
+        v["min_ms"].as_f64().unwrap(),
+        v["median_ms"].as_f64().unwrap(),
+        v["p90_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < min && min <= median && median <= p90, "{v}");
+    assert_eq!(v["runs"], 7);
+    assert_eq!(v["threads"], 1);
+    let per = v["nodes_per_backend"].as_object().unwrap();
+    let total: u64 = per.values().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(total, 11, "tinynet has 11 nodes: {v}");
+
+    // Without --input, float inputs are synthesised and the run still works.
+    let o = baton(&["bench", model.to_str().unwrap(), "--runs", "2"], dir.path());
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("synthesised inputs: image"), "{stderr}");
+    assert!(stdout.contains("median"), "{stdout}");
+}
