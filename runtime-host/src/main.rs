@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use baton_delegate_api::{Dim, Graph, Tensor};
+use baton_delegate_api::{DType, Dim, Graph, Tensor};
 use baton_runtime_host::{default_config, model, npy, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
@@ -117,6 +117,14 @@ fn run(a: RunArgs) -> Result<()> {
                 decl.name
             )
         })?;
+        // numpy's default float64 feeds an f32 input, narrowed (a convenience kept from
+        // before the IR had f64).
+        let tensor = if tensor.dtype == DType::F64 && decl.dtype == DType::F32 {
+            let v: Vec<f32> = tensor.to_f64().into_iter().map(|x| x as f32).collect();
+            Tensor::from_f32(&tensor.shape, &v)
+        } else {
+            tensor
+        };
         if tensor.shape.len() == decl.shape.len() {
             for (d, &v) in decl.shape.iter().zip(&tensor.shape) {
                 if let Dim::Sym(s) = d {
