@@ -1,7 +1,7 @@
 //! Tolerances as data, and the comparison that applies them.
 //!
-//! One TOML file per dtype class: `f32.toml`, `f16.toml` and `int.toml` (i8, u8, i32, i64,
-//! bool). Each has one table per op family — `elementwise` (Add, Sub, Mul, Div),
+//! One TOML file per dtype class: `f32.toml` (f32 and f64), `f16.toml` (f16, bf16 and the
+//! float8/float4 formats) and `int.toml` (every integer type and bool). Each has one table per op family — `elementwise` (Add, Sub, Mul, Div),
 //! `activation` (Relu, Clip, Sigmoid, Tanh), `reduction` (Softmax and the pools),
 //! `linalg` (MatMul, Gemm, Conv), `data_movement` (Reshape, Transpose, Concat, Flatten) and
 //! `model` (whole-model outputs) — with `abs`, `rel`, `ulp` and optionally
@@ -22,6 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use baton_delegate_api::minifloat::{self, E8M0Rounding};
 use baton_delegate_api::{DType, OpKind, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,7 @@ impl Family {
             | OpKind::Not
             | OpKind::Where
             | OpKind::Cast
+            | OpKind::CastLike
             | OpKind::QuantizeLinear
             | OpKind::DequantizeLinear => Family::Elementwise,
             OpKind::Pow
@@ -278,6 +280,21 @@ pub fn ulp_distance(dtype: DType, a: f64, b: f64) -> u64 {
             ordered(half::f16::from_f64(a).to_bits() as u64, 1 << 15),
             ordered(half::f16::from_f64(b).to_bits() as u64, 1 << 15),
         ),
+        DType::F64 => (ordered(a.to_bits(), 1 << 63), ordered(b.to_bits(), 1 << 63)),
+        DType::BF16 => {
+            let bits = |v| minifloat::encode16(DType::BF16, v).unwrap_or(0) as u64;
+            (ordered(bits(a), 1 << 15), ordered(bits(b), 1 << 15))
+        }
+        // E8M0 is unsigned: its code is already in value order.
+        DType::F8E8M0 => {
+            let code = |v| minifloat::encode_e8m0(v, true, E8M0Rounding::Nearest) as i128;
+            (code(a), code(b))
+        }
+        d if d.is_float() => {
+            let sign = 1u64 << (d.bits() - 1);
+            let bits = |v| minifloat::encode(d, v, true).unwrap_or(0) as u64;
+            (ordered(bits(a), sign), ordered(bits(b), sign))
+        }
         _ => (a as i128, b as i128),
     };
     (oa - ob).unsigned_abs().min(u64::MAX as u128) as u64
@@ -362,7 +379,8 @@ pub fn format_value(dtype: DType, v: f64) -> String {
     match dtype {
         DType::F32 => format!("{:?}", v as f32),
         DType::F16 => format!("{:?}", half::f16::from_f64(v).to_f32()),
-        _ => format!("{}", v as i64),
+        d if d.is_float() => format!("{v:?}"),
+        _ => format!("{}", v as i128),
     }
 }
 
@@ -377,10 +395,11 @@ fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     idx
 }
 
+/// The tolerance file of a dtype: f64 is judged as f32, the other narrow floats as f16.
 fn file_key(dtype: DType) -> &'static str {
     match dtype {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
+        DType::F32 | DType::F64 => "f32",
+        d if d.is_float() => "f16",
         _ => "int",
     }
 }

@@ -42,12 +42,13 @@ fn f32_tensor(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
     }
 }
 
-fn f64_tensor(name: &str, dims: &[i64], values: &[f64]) -> TensorProto {
+/// A COMPLEX64 tensor (real and imaginary parts interleaved), a type the IR lacks.
+fn c64_tensor(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
     TensorProto {
         name: name.into(),
         dims: dims.to_vec(),
-        data_type: DataType::Double as i32,
-        double_data: values.to_vec(),
+        data_type: DataType::Complex64 as i32,
+        float_data: values.to_vec(),
         ..Default::default()
     }
 }
@@ -114,13 +115,13 @@ fn build_suite(root: &Path) {
     );
     write_add_case(
         root,
-        "test_add_double",
-        DataType::Double,
+        "test_add_complex",
+        DataType::Complex64,
         [
-            f64_tensor("x", &[2], &[1.0, 2.0]),
-            f64_tensor("y", &[2], &[1.0, 2.0]),
+            c64_tensor("x", &[2], &[1.0, 0.0, 2.0, 0.0]),
+            c64_tensor("y", &[2], &[1.0, 0.0, 2.0, 0.0]),
         ],
-        f64_tensor("z", &[2], &[2.0, 4.0]),
+        c64_tensor("z", &[2], &[2.0, 0.0, 4.0, 0.0]),
     );
 }
 
@@ -150,9 +151,9 @@ fn classes_without_a_manifest() {
     assert_eq!(mm.max_abs_err, Some(1.0));
     assert!(mm.message.contains("output 'z'"), "{}", mm.message);
 
-    let dbl = report.case("test_add_double").unwrap();
-    assert_eq!(dbl.class, SuiteClass::UnsupportedDtype);
-    assert!(dbl.message.contains("DOUBLE"), "{}", dbl.message);
+    let cplx = report.case("test_add_complex").unwrap();
+    assert_eq!(cplx.class, SuiteClass::UnsupportedDtype);
+    assert!(cplx.message.contains("COMPLEX64"), "{}", cplx.message);
 
     assert!(report.failed);
     assert_eq!(report.exit_code(), 1);
@@ -168,7 +169,7 @@ fn classes_without_a_manifest() {
     let generated = Manifest::parse(&text).unwrap();
     assert_eq!(
         generated.entries.keys().collect::<Vec<_>>(),
-        ["test_add_double", "test_add_mismatch"]
+        ["test_add_complex", "test_add_mismatch"]
     );
     let again = suite::run_suite(tmp.path(), &generated, &tolerances(), &mut |_| {}).unwrap();
     assert!(!again.failed);
@@ -181,8 +182,8 @@ fn manifest_expected_failures_and_unexpected_passes() {
     let tmp = tempfile::tempdir().unwrap();
     build_suite(tmp.path());
     let manifest = Manifest::parse(
-        "# double tensors have no Baton dtype\n\
-         test_add_double  DOUBLE has no Baton dtype\n\
+        "# complex tensors have no Baton dtype\n\
+         test_add_complex  COMPLEX64 has no Baton dtype\n\
          \n\
          # listed, but it passes\n\
          test_add_pass    was broken once\n\
@@ -191,10 +192,10 @@ fn manifest_expected_failures_and_unexpected_passes() {
     .unwrap();
     let report = suite::run_suite(tmp.path(), &manifest, &tolerances(), &mut |_| {}).unwrap();
 
-    let dbl = report.case("test_add_double").unwrap();
-    assert_eq!(dbl.class, SuiteClass::ExpectedFailure);
-    assert_eq!(dbl.actual, SuiteClass::UnsupportedDtype);
-    assert_eq!(dbl.reason.as_deref(), Some("DOUBLE has no Baton dtype"));
+    let cplx = report.case("test_add_complex").unwrap();
+    assert_eq!(cplx.class, SuiteClass::ExpectedFailure);
+    assert_eq!(cplx.actual, SuiteClass::UnsupportedDtype);
+    assert_eq!(cplx.reason.as_deref(), Some("COMPLEX64 has no Baton dtype"));
 
     let pass = report.case("test_add_pass").unwrap();
     assert_eq!(pass.class, SuiteClass::UnexpectedPass);
@@ -217,7 +218,7 @@ fn manifest_expected_failures_and_unexpected_passes() {
     assert!(md.contains("test_add_mismatch"));
 
     let only_pass = Manifest::parse(
-        "test_add_mismatch  off by design\ntest_add_double  f64\ntest_add_pass  x\n",
+        "test_add_mismatch  off by design\ntest_add_complex  c64\ntest_add_pass  x\n",
     )
     .unwrap();
     let report = suite::run_suite(tmp.path(), &only_pass, &tolerances(), &mut |_| {}).unwrap();
@@ -267,7 +268,7 @@ fn cli_suite_mode_exit_codes() {
 
     std::fs::write(
         &manifest,
-        "test_add_mismatch  wrong on purpose\ntest_add_double  f64\n",
+        "test_add_mismatch  wrong on purpose\ntest_add_complex  c64\n",
     )
     .unwrap();
     let out = run(Some(&manifest));

@@ -256,9 +256,10 @@ extern "C" {
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
 
 /* The major and minor version of the BTIR graph format this ABI version carries. 1.1 added
- * op codes (BATON_OP_POW and after); a 1.0 reader refuses a graph holding one of them. */
+ * op codes (BATON_OP_POW and after), 1.2 the dtype codes BATON_DTYPE_F64 and after and
+ * BATON_OP_CASTLIKE; an older reader refuses a graph holding one of them. */
 #define BATON_WIRE_MAJOR 1u
-#define BATON_WIRE_MINOR 1u
+#define BATON_WIRE_MINOR 2u
 
 /* Size of BatonSupportAnswer.message, including its terminating NUL. */
 #define BATON_SUPPORT_MESSAGE_LEN 256
@@ -357,6 +358,25 @@ typedef int32_t BatonStatus;
 #define BATON_DTYPE_I32 5u  /* int32_t */
 #define BATON_DTYPE_I64 6u  /* int64_t */
 #define BATON_DTYPE_BOOL 7u /* one byte, 0 or 1 */
+/* Added in wire 1.2. Every element takes a whole number of bytes: the 4- and 2-bit
+ * integers one byte each, sign-extended (I4, I2) or zero-extended (U4, U2); the float8
+ * formats one byte of their bit pattern; F4E2M1 one byte, its pattern in the low 4 bits. */
+#define BATON_DTYPE_F64 8u         /* IEEE binary64 */
+#define BATON_DTYPE_BF16 9u        /* bfloat16: the upper 16 bits of an IEEE binary32 */
+#define BATON_DTYPE_I16 10u        /* int16_t */
+#define BATON_DTYPE_U16 11u        /* uint16_t */
+#define BATON_DTYPE_U32 12u        /* uint32_t */
+#define BATON_DTYPE_U64 13u        /* uint64_t */
+#define BATON_DTYPE_F8E4M3FN 14u   /* float8, bias 7, no inf, NaN S.1111.111 */
+#define BATON_DTYPE_F8E4M3FNUZ 15u /* float8, bias 8, no inf, no -0, NaN 0x80 */
+#define BATON_DTYPE_F8E5M2 16u     /* float8, bias 15, IEEE inf and NaN */
+#define BATON_DTYPE_F8E5M2FNUZ 17u /* float8, bias 16, no inf, no -0, NaN 0x80 */
+#define BATON_DTYPE_F8E8M0 18u     /* 2^(bits - 127), NaN 0xFF */
+#define BATON_DTYPE_F4E2M1 19u     /* float4, bias 1, no inf or NaN; low 4 bits */
+#define BATON_DTYPE_I4 20u         /* -8..7, one per byte */
+#define BATON_DTYPE_U4 21u         /* 0..15, one per byte */
+#define BATON_DTYPE_I2 22u         /* -2..1, one per byte */
+#define BATON_DTYPE_U2 23u         /* 0..3, one per byte */
 
 /* ------------------------------------------------------------------------------------ */
 /* Operator codes, as used in BTIR nodes. Semantics, input order and attribute names     */
@@ -426,6 +446,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_GRU 65u
 #define BATON_OP_QUANTIZELINEAR 66u
 #define BATON_OP_DEQUANTIZELINEAR 67u
+#define BATON_OP_CASTLIKE 70u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -12,90 +12,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::dtype::DType;
 use crate::error::IrError;
 
 /// Index of a tensor in [`Graph::tensors`].
 pub type TensorId = usize;
 /// Index of a node in [`Graph::nodes`].
 pub type NodeId = usize;
-
-/// Element types. The numeric codes are part of the wire format and the C ABI.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u32)]
-pub enum DType {
-    /// IEEE 754 binary32, 4 bytes.
-    F32 = 1,
-    /// IEEE 754 binary16, 2 bytes, stored as its raw bit pattern (Rust has no native
-    /// `f16`; view it as `u16` and convert).
-    F16 = 2,
-    /// Signed 8-bit integer; the usual stored type of symmetric quantized tensors.
-    I8 = 3,
-    /// Unsigned 8-bit integer; the usual stored type of asymmetric quantized tensors.
-    U8 = 4,
-    /// Signed 32-bit integer.
-    I32 = 5,
-    /// Signed 64-bit integer; the type of shape operands (Reshape's target shape).
-    I64 = 6,
-    /// One byte per element holding 0 or 1; any other byte value is invalid.
-    Bool = 7,
-}
-
-impl DType {
-    /// All dtypes, in code order.
-    pub const ALL: [DType; 7] = [
-        DType::F32,
-        DType::F16,
-        DType::I8,
-        DType::U8,
-        DType::I32,
-        DType::I64,
-        DType::Bool,
-    ];
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            DType::F32 | DType::I32 => 4,
-            DType::F16 => 2,
-            DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::I64 => 8,
-        }
-    }
-
-    /// The wire/ABI code.
-    pub fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// Inverse of [`DType::code`].
-    pub fn from_code(code: u32) -> Option<DType> {
-        DType::ALL.into_iter().find(|d| d.code() == code)
-    }
-
-    /// Lower-case name as used in configs and reports (`f32`, `i64`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::I8 => "i8",
-            DType::U8 => "u8",
-            DType::I32 => "i32",
-            DType::I64 => "i64",
-            DType::Bool => "bool",
-        }
-    }
-
-    /// Whether the type is a floating-point type.
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F16)
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One dimension of a shape: a fixed extent or a named symbol bound at run time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -420,6 +343,8 @@ ops! {
     /// `condition ? X : Y` with three-way numpy broadcasting; `condition` is bool.
     Where = 42,
     /// Converts to the dtype named by attribute `to` (an ONNX TensorProto data type code).
+    /// `saturate` (default 1) governs out-of-range values of the float8 targets, and
+    /// `round_mode` (`up`, `down`, `nearest`; default `up`) the rounding to E8M0.
     Cast = 43,
     /// Removes size-1 dimensions listed in `axes` (attribute or constant i64 input 1; all size-1 dimensions when absent).
     Squeeze = 50,
@@ -453,10 +378,21 @@ ops! {
     LSTM = 64,
     /// A gated recurrent unit layer (ONNX GRU: gates z, r, h; `linear_before_reset`; `direction`; `hidden_size`). Outputs `Y`, `Y_h`.
     GRU = 65,
-    /// `saturate(round_half_even(x / scale) + zero_point)` to the zero point's dtype (u8 when absent); per-tensor or per-axis (`axis`).
+    /// `saturate(round_half_even(x / scale) + zero_point)` in the output dtype: the zero
+    /// point's, else the one the `output_dtype` attribute names (an ONNX type code), else
+    /// u8. Integer outputs of 2 to 16 bits, or a float8/float4 format (no rounding to an
+    /// integer; `saturate` as in Cast). The scale is one value (per tensor), a 1-D tensor
+    /// along `axis` (per axis, default 1), or, with `block_size` > 0, a tensor of the
+    /// input's rank whose extent along `axis` is the input's divided by `block_size`
+    /// (rounded up): each run of `block_size` elements along `axis` shares one scale.
     QuantizeLinear = 66,
-    /// `(x - zero_point) * scale` as f32; per-tensor or per-axis (`axis`).
+    /// `(x - zero_point) * scale` in the scale's dtype (or the one named by the
+    /// `output_dtype` attribute, an ONNX type code); per-tensor, per-axis (`axis`) or
+    /// blocked (`axis` and `block_size`), as in QuantizeLinear.
     DequantizeLinear = 67,
+    /// Converts input 0 to the dtype of input 1 (whose values are not read); attributes
+    /// `saturate` and `round_mode` as in Cast.
+    CastLike = 70,
 }
 
 impl OpKind {

@@ -7,8 +7,10 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod dtype;
 pub mod error;
 pub mod ir;
+pub mod minifloat;
 pub mod sdk;
 pub mod shape;
 pub mod tensor;

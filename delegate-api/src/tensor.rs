@@ -74,21 +74,13 @@ impl Tensor {
         bytemuck::cast_slice(self.data.as_slice())
     }
 
-    /// Every element converted to f64 (bool as 0/1, f16 widened), for comparisons.
+    /// Every element converted to f64 (bool as 0/1, narrow floats widened exactly, 64-bit
+    /// integers beyond 2^53 rounded), for comparisons.
     pub fn to_f64(&self) -> Vec<f64> {
         let b = self.data.as_slice();
-        match self.dtype {
-            DType::F32 => self.values::<f32>().iter().map(|&v| v as f64).collect(),
-            DType::F16 => self
-                .values::<u16>()
-                .iter()
-                .map(|&v| half::f16::from_bits(v).to_f64())
-                .collect(),
-            DType::I8 => b.iter().map(|&v| v as i8 as f64).collect(),
-            DType::U8 | DType::Bool => b.iter().map(|&v| v as f64).collect(),
-            DType::I32 => self.values::<i32>().iter().map(|&v| v as f64).collect(),
-            DType::I64 => self.values::<i64>().iter().map(|&v| v as f64).collect(),
-        }
+        (0..self.len())
+            .map(|i| crate::dtype::element_f64(self.dtype, b, i))
+            .collect()
     }
 
     /// A read-only view.

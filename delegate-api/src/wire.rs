@@ -1,5 +1,6 @@
-//! The serialized form of the IR ("BTIR"), version 1.1 (1.1 added the op codes 20-43 and
-//! 50-67 of the ONNX milestone; the layout is that of 1.0).
+//! The serialized form of the IR ("BTIR"), version 1.2 (1.1 added the op codes 20-43 and
+//! 50-67 of the ONNX milestone, 1.2 the dtype codes 8-23 and op code 70; the layout is
+//! that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -49,7 +50,7 @@ use crate::ir::{Attr, DType, Dim, Graph, Node, OpKind, Quant, Storage, TensorDat
 /// Major version of the wire format this build reads and writes.
 pub const WIRE_MAJOR: u16 = 1;
 /// Minor version this build writes.
-pub const WIRE_MINOR: u16 = 1;
+pub const WIRE_MINOR: u16 = 2;
 const HEADER_SIZE: u32 = 24;
 
 /// How to write constants.
@@ -523,7 +524,28 @@ mod tests {
         let (mut bytes, _) = encode(&sample(), ConstMode::Inline);
         bytes[4] = 2;
         let e = decode(&bytes).unwrap_err();
-        assert!(e.to_string().contains("2.1"), "{e}");
+        assert!(e.to_string().contains(&format!("2.{WIRE_MINOR}")), "{e}");
+    }
+
+    #[test]
+    fn every_dtype_round_trips_and_an_unknown_code_is_refused() {
+        let mut b = crate::ir::GraphBuilder::new("dtypes");
+        for d in DType::ALL {
+            let x = b.input_fixed(&format!("x_{d}"), d, &[2]);
+            let y = b.node(OpKind::Identity, &[x], &[]).unwrap();
+            b.output(y);
+        }
+        let g = b.finish().unwrap();
+        let (bytes, _) = encode(&g, ConstMode::Inline);
+        assert_eq!(decode(&bytes).unwrap(), g);
+        // The first tensor's dtype code follows its name: header, graph name, tensor
+        // count, then the name "x_f32" (u32 length + 8 padded bytes).
+        let at = HEADER_SIZE as usize + 4 + 8 + 4 + 4 + 8;
+        assert_eq!(bytes[at], DType::F32.code() as u8);
+        let mut bad = bytes.clone();
+        bad[at] = DType::ALL.len() as u8 + 1;
+        let e = decode(&bad).unwrap_err().to_string();
+        assert!(e.contains("unknown dtype code 24"), "{e}");
     }
 
     proptest::proptest! {

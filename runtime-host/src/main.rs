@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use baton_delegate_api::{Dim, Graph, Tensor};
+use baton_delegate_api::{DType, Dim, Graph, Tensor};
 use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
@@ -154,6 +154,14 @@ fn run(a: RunArgs) -> Result<()> {
                 decl.name
             )
         })?;
+        // numpy's default float64 feeds an f32 input, narrowed (a convenience kept from
+        // before the IR had f64).
+        let tensor = if tensor.dtype == DType::F64 && decl.dtype == DType::F32 {
+            let v: Vec<f32> = tensor.to_f64().into_iter().map(|x| x as f32).collect();
+            Tensor::from_f32(&tensor.shape, &v)
+        } else {
+            tensor
+        };
         if tensor.shape.len() == decl.shape.len() {
             for (d, &v) in decl.shape.iter().zip(&tensor.shape) {
                 if let Dim::Sym(s) = d {
@@ -410,7 +418,6 @@ fn bench(a: BenchArgs) -> Result<()> {
 /// A deterministic input: floats uniform in [-1, 1) (a small LCG, seeded per input), every
 /// other dtype zero.
 fn synthetic(dtype: baton_delegate_api::DType, shape: &[usize], seed: u64) -> Tensor {
-    use baton_delegate_api::DType;
     let n: usize = shape.iter().product();
     let mut s = seed
         .wrapping_mul(6364136223846793005)

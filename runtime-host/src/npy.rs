@@ -1,4 +1,8 @@
 //! `.npy` files in and out (through `npyz`), mapped to Baton dtypes.
+//!
+//! numpy has no bf16, float8, float4 or E8M0 type: tensors of those are written as
+//! `<f4` (which holds every one of their values exactly) and so read back as f32. The
+//! 4- and 2-bit integers are written as `|i1`/`|u1`, one value per byte.
 
 use std::path::Path;
 
@@ -30,17 +34,32 @@ pub fn read(path: &Path) -> Result<Tensor> {
     let read_err = |e: std::io::Error| err(format!("reading data: {e}"));
     let tensor = match descr.as_str() {
         "<f4" => Tensor::from_f32(&shape, &npy.into_vec::<f32>().map_err(read_err)?),
-        "<f8" => {
-            // Convenience: numpy's default float64 is narrowed to f32 on input.
-            let v: Vec<f32> = npy
-                .into_vec::<f64>()
-                .map_err(read_err)?
-                .into_iter()
-                .map(|x| x as f32)
-                .collect();
-            Tensor::from_f32(&shape, &v)
-        }
+        "<f8" => typed(
+            DType::F64,
+            &shape,
+            &npy.into_vec::<f64>().map_err(read_err)?,
+        ),
         "<i8" => Tensor::from_i64(&shape, &npy.into_vec::<i64>().map_err(read_err)?),
+        "<u8" => typed(
+            DType::U64,
+            &shape,
+            &npy.into_vec::<u64>().map_err(read_err)?,
+        ),
+        "<u4" => typed(
+            DType::U32,
+            &shape,
+            &npy.into_vec::<u32>().map_err(read_err)?,
+        ),
+        "<i2" => typed(
+            DType::I16,
+            &shape,
+            &npy.into_vec::<i16>().map_err(read_err)?,
+        ),
+        "<u2" => typed(
+            DType::U16,
+            &shape,
+            &npy.into_vec::<u16>().map_err(read_err)?,
+        ),
         "<i4" => typed(
             DType::I32,
             &shape,
@@ -100,6 +119,22 @@ pub fn write(path: &Path, t: &Tensor) -> Result<()> {
         DType::I8 => emit!(i8, "|i1", t.values::<i8>().iter().copied()),
         DType::U8 => emit!(u8, "|u1", t.values::<u8>().iter().copied()),
         DType::Bool => emit!(bool, "|b1", t.bytes().iter().map(|&b| b != 0)),
+        DType::F64 => emit!(f64, "<f8", t.values::<f64>().iter().copied()),
+        DType::I16 => emit!(i16, "<i2", t.values::<i16>().iter().copied()),
+        DType::U16 => emit!(u16, "<u2", t.values::<u16>().iter().copied()),
+        DType::U32 => emit!(u32, "<u4", t.values::<u32>().iter().copied()),
+        DType::U64 => emit!(u64, "<u8", t.values::<u64>().iter().copied()),
+        // One byte per element already holds the value (sign-extended for i4, i2).
+        DType::I4 | DType::I2 => emit!(i8, "|i1", t.values::<i8>().iter().copied()),
+        DType::U4 | DType::U2 => emit!(u8, "|u1", t.values::<u8>().iter().copied()),
+        // numpy has no bf16, float8, float4 or E8M0; f32 holds each of their values exactly.
+        DType::BF16
+        | DType::F8E4M3FN
+        | DType::F8E4M3FNUZ
+        | DType::F8E5M2
+        | DType::F8E5M2FNUZ
+        | DType::F8E8M0
+        | DType::F4E2M1 => emit!(f32, "<f4", t.to_f64().into_iter().map(|v| v as f32)),
     }
 }
 

@@ -283,8 +283,8 @@ fn element_count_mismatch_names_the_tensor() {
 fn unsupported_dtypes_are_refused_by_name() {
     let e = tensor_from_proto(
         &TensorProto {
-            double_data: vec![1.0, 2.0],
-            ..proto("d", &[2], DataType::Double)
+            string_data: vec![b"a".to_vec(), b"b".to_vec()],
+            ..proto("s", &[2], DataType::String)
         },
         None,
     )
@@ -292,23 +292,17 @@ fn unsupported_dtypes_are_refused_by_name() {
     match &e {
         OnnxError::UnsupportedDtype {
             tensor, onnx_type, ..
-        } => assert_eq!((tensor.as_str(), *onnx_type), ("d", "DOUBLE")),
+        } => assert_eq!((tensor.as_str(), *onnx_type), ("s", "STRING")),
         other => panic!("expected UnsupportedDtype, got {other:?}"),
     }
     let text = e.to_string();
-    assert!(text.contains("DOUBLE") && text.contains("'d'"), "{text}");
+    assert!(text.contains("STRING") && text.contains("'s'"), "{text}");
 
     for (dt, name) in [
         (DataType::Undefined, "UNDEFINED"),
-        (DataType::Int16, "INT16"),
-        (DataType::Uint16, "UINT16"),
-        (DataType::Uint32, "UINT32"),
-        (DataType::Uint64, "UINT64"),
         (DataType::String, "STRING"),
-        (DataType::Bfloat16, "BFLOAT16"),
         (DataType::Complex64, "COMPLEX64"),
-        (DataType::Float8e4m3fn, "FLOAT8E4M3FN"),
-        (DataType::Int4, "INT4"),
+        (DataType::Complex128, "COMPLEX128"),
     ] {
         let t = TensorProto {
             raw_data: vec![0; 16],
@@ -638,14 +632,14 @@ fn type_names_and_dtype_mapping() {
 
 #[test]
 fn errors_convert_into_host_errors() {
-    let e = tensor_from_proto(&proto("d", &[1], DataType::Double), None).unwrap_err();
+    let e = tensor_from_proto(&proto("c", &[1], DataType::Complex64), None).unwrap_err();
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("m.onnx");
     match HostError::from(e.in_file(&model)) {
         HostError::Model { path, message } => {
             assert_eq!(path, model);
             assert!(
-                message.contains("DOUBLE") && message.contains("'d'"),
+                message.contains("COMPLEX64") && message.contains("'c'"),
                 "{message}"
             );
         }

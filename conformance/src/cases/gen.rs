@@ -1,5 +1,6 @@
 //! Deterministic values and the single-node case builder the generators share.
 
+use baton_delegate_api::dtype::{push_float, push_int};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor, TensorData};
 
 use super::{Case, CaseBody};
@@ -129,28 +130,17 @@ impl Rng {
     }
 }
 
-/// A tensor of `dtype` from f64 values (rounded to the dtype; integers truncate).
+/// A tensor of `dtype` from f64 values (rounded to the dtype, float8 saturating;
+/// integers truncate toward zero and saturate to the dtype's range; bool is `v != 0`).
 pub fn tensor(dtype: DType, shape: &[usize], values: &[f64]) -> Tensor {
-    let bytes: Vec<u8> = match dtype {
-        DType::F32 => values
-            .iter()
-            .flat_map(|&v| (v as f32).to_le_bytes())
-            .collect(),
-        DType::F16 => values
-            .iter()
-            .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
-            .collect(),
-        DType::I32 => values
-            .iter()
-            .flat_map(|&v| (v as i32).to_le_bytes())
-            .collect(),
-        DType::I64 => values
-            .iter()
-            .flat_map(|&v| (v as i64).to_le_bytes())
-            .collect(),
-        DType::I8 => values.iter().map(|&v| (v as i8) as u8).collect(),
-        DType::U8 | DType::Bool => values.iter().map(|&v| v as u8).collect(),
-    };
+    let mut bytes = Vec::with_capacity(values.len() * dtype.size());
+    for &v in values {
+        match dtype.int_range() {
+            Some((lo, hi)) => push_int(dtype, (v as i128).clamp(lo, hi), &mut bytes),
+            None if dtype == DType::Bool => bytes.push((v != 0.0) as u8),
+            None => push_float(dtype, v, true, &mut bytes),
+        }
+    }
     Tensor::from_bytes(dtype, shape, &bytes)
 }
 

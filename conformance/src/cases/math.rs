@@ -1,5 +1,5 @@
 //! Cases of the math family: element-wise math and activations, Neg/Abs, Pow,
-//! comparisons, Not/And, Where, Cast, LogSoftmax, the normalizations and the Reduce ops.
+//! comparisons, Not/And, Where, Cast and CastLike, LogSoftmax, the normalizations and the Reduce ops.
 //!
 //! The dtype in an id is that of the op's data operand (operand 0; for Where, `X`): the
 //! comparisons and Not/And produce bool whatever it is, and Cast cases are named
@@ -13,7 +13,7 @@ use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, Ten
 
 use super::elementwise::UNARY_SHAPES;
 use super::gen::{case_id, dims, ints, tensor, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
-use super::{Case, CaseBody};
+use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 
 /// Appends the cases of `op` if it belongs to this family.
@@ -34,6 +34,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::Not | OpKind::And => logic(s),
         OpKind::Where => select(s),
         OpKind::Cast => cast(s),
+        OpKind::CastLike => cast_like(s),
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),
@@ -400,7 +401,7 @@ fn select(s: &mut Sink) -> Result<()> {
         ("bcast_1x4_3x1_1", &[1, 4], &[3, 1], &[1]),
         ("empty_0x3_1x3_3", &[0, 3], &[1, 3], &[3]),
     ];
-    for &dtype in &DType::ALL {
+    for dtype in KIT_DTYPES {
         let shapes = if dtype == F32 { shapes } else { &shapes[..2] };
         for &(name, c, x, y) in shapes {
             s.with(dtype, name, &[], |m| {
@@ -428,28 +429,15 @@ fn select(s: &mut Sink) -> Result<()> {
     })
 }
 
-/// ONNX `TensorProto` codes of the IR dtypes.
-fn onnx_code(dtype: DType) -> i64 {
-    match dtype {
-        F32 => 1,
-        U8 => 2,
-        I8 => 3,
-        I32 => 6,
-        I64 => 7,
-        Bool => 9,
-        F16 => 10,
-    }
-}
-
 fn to(dtype: DType) -> [(&'static str, Attr); 1] {
-    [("to", Attr::Int(onnx_code(dtype)))]
+    [("to", Attr::Int(dtype.onnx_code()))]
 }
 
 /// Every pair of dtypes on values inside the target's range (integer narrowing wraps,
 /// which ONNX defines), then float-to-integer saturation and float specials.
 fn cast(s: &mut Sink) -> Result<()> {
-    for &from in &DType::ALL {
-        for &target in &DType::ALL {
+    for from in KIT_DTYPES {
+        for target in KIT_DTYPES {
             let fill = match (from, target) {
                 (F32 | F16, F32 | F16 | Bool) => Fill::Mixed(SPECIALS_F16.to_vec(), -7e4, 7e4),
                 // In range: truncation toward zero is the whole conversion.
@@ -489,7 +477,54 @@ fn cast(s: &mut Sink) -> Result<()> {
         let desc = format!("to_f16_{}", dims(shape));
         s.one_with(F32, &desc, (shape, &Fill::Range(-10.0, 10.0)), &to(F16))?;
     }
-    s.one_with(F32, "to_f16_specials", (&[12], &specials()), &to(F16))
+    s.one_with(F32, "to_f16_specials", (&[12], &specials()), &to(F16))?;
+    wide_and_narrow_casts(s)
+}
+
+/// The dtypes outside [`KIT_DTYPES`], each from f32 (specials, values in range and, for
+/// floats, beyond it; float8 also with `saturate = 0`) and back to f32.
+fn wide_and_narrow_casts(s: &mut Sink) -> Result<()> {
+    for target in DType::ALL.into_iter().filter(|d| !KIT_DTYPES.contains(d)) {
+        let fill = match target.int_range() {
+            // In range: truncation toward zero is the whole conversion.
+            Some((lo, hi)) => Fill::Range(lo as f64 - 0.9, hi as f64 + 0.9),
+            None => Fill::Mixed(SPECIALS.to_vec(), -500.0, 500.0),
+        };
+        let desc = format!("to_{}", target.name());
+        s.one_with(F32, &desc, (&[33], &fill), &to(target))?;
+        if target.name().starts_with("f8e") && target != DType::F8E8M0 {
+            let [to_attr] = to(target);
+            let attrs = [to_attr, ("saturate", Attr::Int(0))];
+            s.one_with(F32, &format!("{desc}_no_saturate"), (&[33], &fill), &attrs)?;
+        }
+        s.with(target, "to_f32", &to(F32), |m| {
+            let x = m.rng.tensor(target, &[33], &fill);
+            m.operand(x, false);
+        })?;
+    }
+    Ok(())
+}
+
+/// CastLike from f32 to the dtype of a constant one-element `like` operand.
+fn cast_like(s: &mut Sink) -> Result<()> {
+    let targets = [
+        F32,
+        F16,
+        I32,
+        U8,
+        Bool,
+        DType::F64,
+        DType::BF16,
+        DType::F8E4M3FN,
+        DType::I4,
+    ];
+    for target in targets {
+        s.with(F32, &format!("like_{}", target.name()), &[], |m| {
+            m.input(&[17], &Fill::Mixed(SPECIALS.to_vec(), -300.0, 300.0));
+            m.operand(Tensor::zeros(target, &[1]), true);
+        })?;
+    }
+    Ok(())
 }
 
 fn log_softmax(s: &mut Sink) -> Result<()> {

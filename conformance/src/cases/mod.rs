@@ -27,6 +27,21 @@ pub use abi::AbiCheck;
 
 use crate::error::{Error, Result};
 
+/// The dtypes the kit's dtype matrices (Cast from and to, Where, the data-movement ops)
+/// run over: the ones plugins commonly implement. The wider and narrower dtypes of the IR
+/// (f64, bf16, 16-bit and unsigned integers, float8, float4, sub-byte integers) get
+/// dedicated Cast and CastLike cases instead, which keeps the catalogue's size in
+/// proportion; the ONNX suite covers their other ops.
+pub const KIT_DTYPES: [DType; 7] = [
+    DType::F32,
+    DType::F16,
+    DType::I8,
+    DType::U8,
+    DType::I32,
+    DType::I64,
+    DType::Bool,
+];
+
 /// One conformance case.
 pub struct Case {
     /// Stable id, unique in the catalogue.

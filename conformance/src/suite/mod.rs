@@ -405,7 +405,7 @@ fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
 pub fn suite_rule(tolerances: &Tolerances, dtype: DType, op: Option<OpKind>) -> Rule {
     let kit = tolerances.rule(dtype, op);
     match dtype {
-        DType::F32 | DType::F16 => Rule {
+        d if d.is_float() => Rule {
             abs: kit.abs.max(ONNX_ATOL),
             rel: kit.rel.max(ONNX_RTOL),
             ulp: kit.ulp,

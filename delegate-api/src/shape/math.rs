@@ -1,9 +1,9 @@
 //! Shape rules of the math family: element-wise math and activations, comparisons and
-//! logic, Where, Cast, the normalizations and the Reduce ops.
+//! logic, Where, Cast and CastLike, the normalizations and the Reduce ops.
 //!
 //! Element-wise ops keep their operand's shape; binary and ternary ones broadcast with
 //! numpy rules. Comparisons, Not and And produce bool; Cast produces the dtype named by
-//! its `to` attribute. LayerNormalization lists three outputs (`Y`, `Mean`, `InvStdDev`),
+//! its `to` attribute, CastLike that of its second operand. LayerNormalization lists three outputs (`Y`, `Mean`, `InvStdDev`),
 //! the last two f32 with the normalized axes kept as extents of 1.
 
 use super::{broadcast_shapes, normalize_axis, Outputs};
@@ -41,6 +41,7 @@ pub(crate) fn infer(
             }),
         OpKind::Where => where_outputs(inputs),
         OpKind::Cast => cast(node, inputs),
+        OpKind::CastLike => cast_like(inputs),
         OpKind::BatchNormalization => batch_norm(inputs),
         OpKind::LayerNormalization => layer_norm(node, inputs),
         OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(node, inputs, operand),
@@ -113,20 +114,6 @@ fn where_outputs(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
     Ok(vec![(*dx, shape)])
 }
 
-/// The dtype of an ONNX `TensorProto.DataType` code, for the dtypes the IR has.
-fn dtype_of_onnx_code(code: i64) -> Option<DType> {
-    Some(match code {
-        1 => DType::F32,
-        2 => DType::U8,
-        3 => DType::I8,
-        6 => DType::I32,
-        7 => DType::I64,
-        9 => DType::Bool,
-        10 => DType::F16,
-        _ => return None,
-    })
-}
-
 fn cast(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
     let (_, shape) = input(node.op, inputs, 0)?;
     let to = match node.attrs.get("to") {
@@ -134,13 +121,17 @@ fn cast(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> 
         Some(other) => return Err(format!("Cast's 'to' must be an int, got {other:?}")),
         None => return Err("Cast needs the attribute 'to'".into()),
     };
-    let dtype = dtype_of_onnx_code(to).ok_or_else(|| {
-        format!(
-            "Cast to ONNX data type {to} is not supported (supported: 1 FLOAT, 10 FLOAT16, \
-             3 INT8, 2 UINT8, 6 INT32, 7 INT64, 9 BOOL)"
-        )
+    let dtype = DType::from_onnx(to).ok_or_else(|| {
+        format!("Cast to ONNX data type {to} is not supported (the IR has no such dtype)")
     })?;
     Ok(vec![(dtype, shape.clone())])
+}
+
+/// CastLike: input 0's shape in input 1's dtype.
+fn cast_like(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let (_, shape) = input(OpKind::CastLike, inputs, 0)?;
+    let (dtype, _) = input(OpKind::CastLike, inputs, 1)?;
+    Ok(vec![(*dtype, shape.clone())])
 }
 
 /// `X` `[N, C, ...]` (rank 1 counts as `C = 1`, as in ONNX) and four `[C]` parameters.

@@ -173,12 +173,17 @@ BTIR_FN uint32_t btir_graph_output(const btir_graph* g, uint32_t k) {
 /* Names, for messages                                                                  */
 
 BTIR_FN const char* btir_dtype_name(uint32_t dtype) {
-    static const char* const names[] = {"?", "f32", "f16", "i8", "u8", "i32", "i64", "bool"};
+    static const char* const names[] = {
+        "?",        "f32",        "f16",    "i8",         "u8",     "i32",    "i64",  "bool",
+        "f64",      "bf16",       "i16",    "u16",        "u32",    "u64",    "f8e4m3fn",
+        "f8e4m3fnuz", "f8e5m2",   "f8e5m2fnuz", "f8e8m0", "f4e2m1", "i4",     "u4",   "i2",
+        "u2"};
     return dtype < sizeof names / sizeof names[0] ? names[dtype] : "?";
 }
 
 BTIR_FN uint32_t btir_dtype_size(uint32_t dtype) {
-    static const uint32_t sizes[] = {0, 4, 2, 1, 1, 4, 8, 1};
+    static const uint32_t sizes[] = {0, 4, 2, 1, 1, 4, 8, 1, 8, 2, 2, 2,
+                                     4, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     return dtype < sizeof sizes / sizeof sizes[0] ? sizes[dtype] : 0;
 }
 
@@ -420,7 +425,7 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
     memset(t, 0, sizeof *t);
     if (btir_str_read(c, "tensor name", &t->name) != 0) return -1;
     if (btir_u32(c, "dtype", &t->dtype) != 0) return -1;
-    if (t->dtype < BATON_DTYPE_F32 || t->dtype > BATON_DTYPE_BOOL) {
+    if (t->dtype < BATON_DTYPE_F32 || t->dtype > BATON_DTYPE_U2) {
         return btir_fail(c, "tensor '%.*s': unknown dtype code %lu", (int)t->name.len,
                          t->name.ptr, (unsigned long)t->dtype);
     }
@@ -529,7 +534,8 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, btir_node* n) {
     if (btir_u32(c, "op", &n->op) != 0) return -1;
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CAST) ||
-          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_DEQUANTIZELINEAR))) {
+          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_DEQUANTIZELINEAR) ||
+          n->op == BATON_OP_CASTLIKE)) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

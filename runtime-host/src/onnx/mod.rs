@@ -230,29 +230,12 @@ fn read_file(path: &Path) -> Result<Vec<u8>, OnnxError> {
 
 /// The Baton dtype of an ONNX element type code, if it has one.
 pub fn baton_dtype(data_type: i32) -> Option<DType> {
-    match DataType::try_from(data_type).ok()? {
-        DataType::Float => Some(DType::F32),
-        DataType::Float16 => Some(DType::F16),
-        DataType::Int8 => Some(DType::I8),
-        DataType::Uint8 => Some(DType::U8),
-        DataType::Int32 => Some(DType::I32),
-        DataType::Int64 => Some(DType::I64),
-        DataType::Bool => Some(DType::Bool),
-        _ => None,
-    }
+    DType::from_onnx(data_type.into())
 }
 
 /// The ONNX element type of a Baton dtype (the inverse of [`baton_dtype`]).
 pub fn onnx_data_type(dtype: DType) -> DataType {
-    match dtype {
-        DType::F32 => DataType::Float,
-        DType::F16 => DataType::Float16,
-        DType::I8 => DataType::Int8,
-        DType::U8 => DataType::Uint8,
-        DType::I32 => DataType::Int32,
-        DType::I64 => DataType::Int64,
-        DType::Bool => DataType::Bool,
-    }
+    DataType::try_from(dtype.onnx_code() as i32).expect("every dtype has an ONNX type")
 }
 
 /// The name ONNX gives an element type code (`1` is `"FLOAT"`, `11` is `"DOUBLE"`);

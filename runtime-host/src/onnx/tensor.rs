@@ -1,5 +1,6 @@
 //! ONNX [`TensorProto`] to Baton [`Tensor`], from every storage form the format has:
-//! `raw_data`, the typed repeated fields, and external files.
+//! `raw_data`, the typed repeated fields, and external files. 4- and 2-bit types, which
+//! ONNX packs two or four to a byte, are unpacked to one element per byte.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -14,8 +15,10 @@ use super::{baton_dtype, onnx_type_name, OnnxError};
 /// Converts an ONNX tensor to a Baton tensor.
 ///
 /// The elements may be in `raw_data` (dense, little-endian), in the typed field the ONNX
-/// type calls for (`float_data` for FLOAT, `int64_data` for INT64, `int32_data` for INT32
-/// and, widened, for INT8, UINT8, BOOL and FLOAT16 bit patterns), or in an external file
+/// type calls for (`float_data` for FLOAT, `double_data` for DOUBLE, `int64_data` for
+/// INT64, `uint64_data` for UINT32 and UINT64, `int32_data` for INT32 and, widened, for
+/// the other integers of up to 16 bits, BOOL, the bit patterns of the 16- and 8-bit
+/// floats and the packed bytes of the 4- and 2-bit types), or in an external file
 /// (`data_location = EXTERNAL`). An external `location` is resolved against `base_dir` (the
 /// directory of the model file); absolute locations and locations with `..` are refused.
 /// Symbolic links inside `base_dir` are followed.
@@ -66,10 +69,7 @@ pub fn tensor_from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Ten
                 format!("holds elements both in raw_data and in {field}"),
             ));
         }
-        check_byte_len(t, dtype, &shape, t.raw_data.len(), "raw_data")?;
-        let mut out = Tensor::zeros(dtype, &shape);
-        out.data.as_mut_slice().copy_from_slice(&t.raw_data);
-        return finish_le(t, out, "raw_data");
+        return dense(t, dtype, &shape, &t.raw_data, "raw_data");
     }
     let expected = typed_field_for(dtype);
     if let Some(field) = typed.iter().find(|&&f| f != expected) {
@@ -154,9 +154,79 @@ fn typed_fields_set(t: &TensorProto) -> Vec<&'static str> {
 fn typed_field_for(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "float_data",
+        DType::F64 => "double_data",
         DType::I64 => "int64_data",
-        DType::F16 | DType::I8 | DType::U8 | DType::I32 | DType::Bool => "int32_data",
+        DType::U32 | DType::U64 => "uint64_data",
+        // The rest: integers of up to 32 bits, bool, and the bit patterns of the 16-, 8-
+        // and 4-bit floats, one per entry; 4- and 2-bit types packed, one byte per entry.
+        _ => "int32_data",
     }
+}
+
+/// How many elements of a sub-byte dtype ONNX packs into a byte (low bits first); 1 for
+/// the others.
+fn per_byte(dtype: DType) -> usize {
+    match dtype {
+        DType::I4 | DType::U4 | DType::F4E2M1 => 2,
+        DType::I2 | DType::U2 => 4,
+        _ => 1,
+    }
+}
+
+/// A tensor from dense little-endian storage (`raw_data` or an external file), unpacking
+/// sub-byte types to one element per byte (see [`baton_delegate_api::dtype`]).
+fn dense(
+    t: &TensorProto,
+    dtype: DType,
+    shape: &[usize],
+    bytes: &[u8],
+    storage: &'static str,
+) -> Result<Tensor, OnnxError> {
+    if per_byte(dtype) > 1 {
+        return unpack(t, dtype, shape, bytes, storage);
+    }
+    check_byte_len(t, dtype, shape, bytes.len(), storage)?;
+    let mut out = Tensor::zeros(dtype, shape);
+    out.data.as_mut_slice().copy_from_slice(bytes);
+    finish_le(t, out, storage)
+}
+
+/// Unpacks 4-bit (two per byte) or 2-bit (four per byte) elements, low bits first, into
+/// one byte each, sign-extending the signed types. The last byte may be partly padding.
+fn unpack(
+    t: &TensorProto,
+    dtype: DType,
+    shape: &[usize],
+    packed: &[u8],
+    storage: &'static str,
+) -> Result<Tensor, OnnxError> {
+    let n = element_count(shape);
+    let k = per_byte(dtype);
+    if packed.len() != n.div_ceil(k) {
+        return Err(malformed(
+            t,
+            format!(
+                "{storage} has {} bytes; {n} {} elements packed {k} to a byte take {}",
+                packed.len(),
+                onnx_type_name(t.data_type),
+                n.div_ceil(k)
+            ),
+        ));
+    }
+    let bits = 8 / k;
+    let mask = (1u8 << bits) - 1;
+    let signed = matches!(dtype, DType::I4 | DType::I2);
+    let values: Vec<u8> = (0..n)
+        .map(|i| {
+            let v = (packed[i / k] >> ((i % k) * bits)) & mask;
+            match signed {
+                // Shift the sign bit to bit 7 and back, arithmetically.
+                true => (((v << (8 - bits)) as i8) >> (8 - bits)) as u8,
+                false => v,
+            }
+        })
+        .collect();
+    Ok(Tensor::from_bytes(dtype, shape, &values))
 }
 
 /// Checks that `len` bytes of dense storage are exactly the tensor's elements.
@@ -206,34 +276,58 @@ fn finish_le(t: &TensorProto, mut out: Tensor, storage: &str) -> Result<Tensor, 
 fn from_typed(t: &TensorProto, dtype: DType, shape: &[usize]) -> Result<Tensor, OnnxError> {
     let count = element_count(shape);
     let field = typed_field_for(dtype);
+    if per_byte(dtype) > 1 {
+        // int32_data holds the packed bytes, one per entry.
+        let packed: Vec<u8> = narrow(t, |x| u8::try_from(x).ok())?;
+        return unpack(t, dtype, shape, &packed, "int32_data");
+    }
     let found = match dtype {
         DType::F32 => t.float_data.len(),
+        DType::F64 => t.double_data.len(),
         DType::I64 => t.int64_data.len(),
+        DType::U32 | DType::U64 => t.uint64_data.len(),
         _ => t.int32_data.len(),
     };
     if found != count {
         return Err(count_error(t, shape, found, field));
     }
+    fn le<T: bytemuck::Pod>(dtype: DType, shape: &[usize], v: &[T]) -> Tensor {
+        Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(v))
+    }
     let tensor = match dtype {
         DType::F32 => Tensor::from_f32(shape, &t.float_data),
+        DType::F64 => le(dtype, shape, &t.double_data),
         DType::I64 => Tensor::from_i64(shape, &t.int64_data),
-        DType::I32 => Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(&t.int32_data)),
-        DType::I8 => {
-            let v: Vec<i8> = narrow(t, |x| i8::try_from(x).ok())?;
-            Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(&v))
+        DType::U64 => le(dtype, shape, &t.uint64_data),
+        DType::U32 => {
+            let v: Vec<u32> = t
+                .uint64_data
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    u32::try_from(x).map_err(|_| {
+                        malformed(
+                            t,
+                            format!("uint64_data[{i}] = {x} is not a valid UINT32 element"),
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            le(dtype, shape, &v)
         }
-        DType::U8 => {
-            let v: Vec<u8> = narrow(t, |x| u8::try_from(x).ok())?;
-            Tensor::from_bytes(dtype, shape, &v)
+        DType::I32 => le(dtype, shape, &t.int32_data),
+        DType::I8 => le(dtype, shape, &narrow(t, |x| i8::try_from(x).ok())?),
+        DType::I16 => le(dtype, shape, &narrow(t, |x| i16::try_from(x).ok())?),
+        DType::U16 | DType::F16 | DType::BF16 => {
+            le(dtype, shape, &narrow(t, |x| u16::try_from(x).ok())?)
         }
-        DType::Bool => {
-            let v: Vec<u8> = narrow(t, |x| matches!(x, 0 | 1).then_some(x as u8))?;
-            Tensor::from_bytes(dtype, shape, &v)
-        }
-        DType::F16 => {
-            let v: Vec<u16> = narrow(t, |x| u16::try_from(x).ok())?;
-            Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(&v))
-        }
+        DType::Bool => le(
+            dtype,
+            shape,
+            &narrow(t, |x| matches!(x, 0 | 1).then_some(x as u8))?,
+        ),
+        // u8 and the one-byte float bit patterns.
+        _ => le(dtype, shape, &narrow(t, |x| u8::try_from(x).ok())?),
     };
     Ok(tensor)
 }
@@ -356,17 +450,71 @@ fn read_external(
         })?;
     let len = usize::try_from(end - loc.offset)
         .map_err(|_| err(format!("{} bytes do not fit in memory", end - loc.offset)))?;
-    check_byte_len(t, dtype, shape, len, "external data")?;
-    let mut out = Tensor::zeros(dtype, shape);
+    let mut bytes = vec![0u8; len];
     file.seek(SeekFrom::Start(loc.offset))
-        .and_then(|_| file.read_exact(out.data.as_mut_slice()))
+        .and_then(|_| file.read_exact(&mut bytes))
         .map_err(|e| err(format!("reading {shown}: {e}")))?;
-    finish_le(t, out, "external data")
+    dense(t, dtype, shape, &bytes, "external data")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn proto(data_type: i32, dims: &[i64]) -> TensorProto {
+        TensorProto {
+            name: "t".into(),
+            data_type,
+            dims: dims.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn four_and_two_bit_types_unpack_low_bits_first() {
+        // INT4 (22): 0x87 is 7 then -8; 0xf0 is 0 then -1; the high half of the last byte
+        // is padding.
+        let mut t = proto(22, &[5]);
+        t.raw_data = vec![0x87, 0xf0, 0x05];
+        let x = tensor_from_proto(&t, None).unwrap();
+        assert_eq!(
+            (x.dtype, x.values::<i8>()),
+            (DType::I4, &[7, -8, 0, -1, 5][..])
+        );
+        // UINT2 (25) from int32_data, one packed byte per entry: 0b11_10_01_00.
+        let mut t = proto(25, &[2, 3]);
+        t.int32_data = vec![0xe4, 0x01];
+        let x = tensor_from_proto(&t, None).unwrap();
+        assert_eq!(x.values::<u8>(), &[0, 1, 2, 3, 1, 0]);
+        // A wrong packed length is an error naming the tensor.
+        t.int32_data = vec![0xe4];
+        let e = tensor_from_proto(&t, None).unwrap_err().to_string();
+        assert!(e.starts_with("tensor 't'"), "{e}");
+        assert!(e.contains("packed 4 to a byte take 2"), "{e}");
+    }
+
+    #[test]
+    fn wide_types_come_from_their_typed_fields() {
+        let mut t = proto(11, &[2]); // DOUBLE
+        t.double_data = vec![0.1, -2.5];
+        let x = tensor_from_proto(&t, None).unwrap();
+        assert_eq!(x.values::<f64>(), &[0.1, -2.5]);
+        let mut t = proto(12, &[2]); // UINT32
+        t.uint64_data = vec![u32::MAX as u64, 7];
+        assert_eq!(
+            tensor_from_proto(&t, None).unwrap().values::<u32>(),
+            &[u32::MAX, 7]
+        );
+        t.uint64_data = vec![1 << 32, 7];
+        assert!(tensor_from_proto(&t, None).is_err());
+        let mut t = proto(16, &[1]); // BFLOAT16, bits in int32_data
+        t.int32_data = vec![0x3f80];
+        let x = tensor_from_proto(&t, None).unwrap();
+        assert_eq!((x.dtype, x.to_f64()), (DType::BF16, vec![1.0]));
+        let mut t = proto(5, &[1]); // INT16 out of range
+        t.int32_data = vec![40000];
+        assert!(tensor_from_proto(&t, None).is_err());
+    }
 
     #[test]
     fn relative_paths_inside_the_directory_are_accepted() {

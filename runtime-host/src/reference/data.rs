@@ -1,6 +1,7 @@
 //! Reading and writing tensor views element-wise, and index arithmetic shared by the
 //! kernels. Reads copy into owned vectors, so views of any alignment are fine.
 
+use baton_delegate_api::dtype;
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::{TensorMut, TensorRef};
 use half::f16;
@@ -19,6 +20,39 @@ pub(crate) fn load_f32(t: &TensorRef<'_>) -> Vec<f32> {
             .collect(),
         _ => load::<f32>(t),
     }
+}
+
+/// Every element of `t` as f64: exact for every float dtype (and integers up to 2^53).
+pub(crate) fn load_f64(t: &TensorRef<'_>) -> Vec<f64> {
+    (0..t.len())
+        .map(|i| dtype::element_f64(t.dtype, t.data, i))
+        .collect()
+}
+
+/// Every element of an integer or bool tensor as i128, exactly (bool as 0 or 1).
+pub(crate) fn load_ints(t: &TensorRef<'_>) -> Vec<i128> {
+    (0..t.len())
+        .map(|i| dtype::element_int(t.dtype, t.data, i).unwrap_or_default())
+        .collect()
+}
+
+/// Overwrites an integer (or bool) output with `values`, each wrapped to the dtype's bits.
+pub(crate) fn store_ints(out: &mut TensorMut<'_>, values: &[i128]) {
+    let mut bytes = Vec::with_capacity(out.data.len());
+    for &v in values {
+        dtype::push_int(out.dtype, v, &mut bytes);
+    }
+    out.data.copy_from_slice(&bytes);
+}
+
+/// Overwrites a float output with `values`, each rounded once to the dtype (float8
+/// out-of-range values per `saturate`, as in Cast).
+pub(crate) fn store_floats(out: &mut TensorMut<'_>, values: &[f64], saturate: bool) {
+    let mut bytes = Vec::with_capacity(out.data.len());
+    for &v in values {
+        dtype::push_float(out.dtype, v, saturate, &mut bytes);
+    }
+    out.data.copy_from_slice(&bytes);
 }
 
 /// Overwrites `out` with `values` (exactly `out`'s element count, of its dtype).

@@ -4,12 +4,13 @@ use baton_delegate_api::ir::{Attr, DType, Node, OpKind};
 use baton_delegate_api::{TensorMut, TensorRef};
 use half::f16;
 
-use super::data::{broadcast_offsets, load, load_f32, store, store_f32};
+use super::data::{broadcast_offsets, load, load_f32, load_f64, store, store_f32, store_floats};
 use super::{shape_err, unsupported, KernelError};
 
 /// Add/Sub/Mul/Div of two operands of one dtype, broadcast to `out`'s shape. Floats follow
-/// IEEE arithmetic (f16 computed in f32, rounded once); integers wrap, Div truncates
-/// toward zero and a zero divisor is an error.
+/// IEEE arithmetic (f16 computed in f32, bf16 in f64, each rounded once); integers of
+/// every width and signedness wrap, Div truncates toward zero and a zero divisor is an
+/// error.
 pub(crate) fn binary(
     node: &Node,
     a: &TensorRef<'_>,
@@ -27,11 +28,25 @@ pub(crate) fn binary(
             store_f32(out, &r);
             Ok(())
         }
+        DType::F64 | DType::BF16 => {
+            // f64 arithmetic, rounded once to the dtype: exact for f64 itself, and for
+            // bf16 the single rounding of the f64 result (sums and products of two bf16
+            // values are exact in f64).
+            let op = f64_op(node.op);
+            let (x, y) = (load_f64(a), load_f64(b));
+            let r: Vec<f64> = ia.iter().zip(&ib).map(|(&i, &j)| op(x[i], y[j])).collect();
+            store_floats(out, &r, false);
+            Ok(())
+        }
         DType::I8 => int_binary::<i8>(node, a, b, &ia, &ib, out),
         DType::U8 => int_binary::<u8>(node, a, b, &ia, &ib, out),
+        DType::I16 => int_binary::<i16>(node, a, b, &ia, &ib, out),
+        DType::U16 => int_binary::<u16>(node, a, b, &ia, &ib, out),
         DType::I32 => int_binary::<i32>(node, a, b, &ia, &ib, out),
+        DType::U32 => int_binary::<u32>(node, a, b, &ia, &ib, out),
         DType::I64 => int_binary::<i64>(node, a, b, &ia, &ib, out),
-        DType::Bool => Err(unsupported(node, "arithmetic on bool")),
+        DType::U64 => int_binary::<u64>(node, a, b, &ia, &ib, out),
+        d => Err(unsupported(node, format!("arithmetic on {d}"))),
     }
 }
 
@@ -58,7 +73,7 @@ pub(crate) fn relu(
         DType::U8 => store(out, &load::<u8>(x)),
         DType::I32 => store(out, &map(x, |v: i32| relu_of(v, 0))),
         DType::I64 => store(out, &map(x, |v: i64| relu_of(v, 0))),
-        DType::Bool => return Err(unsupported(node, "Relu on bool")),
+        d => return Err(unsupported(node, format!("Relu on {d}"))),
     }
     Ok(())
 }
@@ -89,8 +104,12 @@ pub(crate) fn clip(
         DType::I8 => int_clip::<i8>(node, inputs, out),
         DType::U8 => int_clip::<u8>(node, inputs, out),
         DType::I32 => int_clip::<i32>(node, inputs, out),
+        DType::I16 => int_clip::<i16>(node, inputs, out),
+        DType::U16 => int_clip::<u16>(node, inputs, out),
+        DType::U32 => int_clip::<u32>(node, inputs, out),
         DType::I64 => int_clip::<i64>(node, inputs, out),
-        DType::Bool => Err(unsupported(node, "Clip on bool")),
+        DType::U64 => int_clip::<u64>(node, inputs, out),
+        d => Err(unsupported(node, format!("Clip on {d}"))),
     }
 }
 
@@ -106,6 +125,15 @@ fn clamp<T: PartialOrd + Copy>(v: T, lo: T, hi: T) -> T {
 
 fn map<T: bytemuck::Pod>(x: &TensorRef<'_>, f: impl Fn(T) -> T) -> Vec<T> {
     load::<T>(x).into_iter().map(f).collect()
+}
+
+fn f64_op(op: OpKind) -> fn(f64, f64) -> f64 {
+    match op {
+        OpKind::Sub => |a, b| a - b,
+        OpKind::Mul => |a, b| a * b,
+        OpKind::Div => |a, b| a / b,
+        _ => |a, b| a + b,
+    }
 }
 
 fn float_op(op: OpKind) -> fn(f32, f32) -> f32 {
@@ -150,7 +178,7 @@ macro_rules! int_impl {
         }
     )*};
 }
-int_impl!(i8, u8, i32, i64);
+int_impl!(i8, u8, i16, u16, i32, u32, i64, u64);
 
 fn int_binary<T: Int>(
     node: &Node,

@@ -1,9 +1,9 @@
 //! Reference kernels of the math family: element-wise math and activations, Pow,
 //! comparisons and logic, Where, Cast, LogSoftmax, the normalizations and the Reduce ops.
 //!
-//! Float ops widen f16 to f32 (exactly), evaluate in f64 and round once to the output
-//! dtype (to f16 through [`rounding`], as `half`'s own f64 conversion can round twice);
-//! sums accumulate in f64 from +0.0. The choices made where ONNX is silent:
+//! Float ops widen their operands to f64 (exactly: f16, bf16, f32 and f64), evaluate in
+//! f64 and round once to the output dtype (to f16 through [`rounding`], as `half`'s own
+//! f64 conversion can round twice); sums accumulate in f64 from +0.0. The choices made where ONNX is silent:
 //!
 //! - **Sqrt, Exp, Log** follow IEEE: `sqrt(-0) = -0`, `sqrt(x < 0) = NaN`, `log(0) = -inf`,
 //!   `log(x < 0) = NaN`. **Erf** is `±1` at `±inf` and keeps the sign of zero.
@@ -20,17 +20,26 @@
 //! - **Pow** follows C's `pow` (`pow(x, ±0) = 1` even for NaN, `pow(1, y) = 1`, a negative
 //!   base with a non-integer exponent is NaN). An integer exponent is applied exactly:
 //!   the sign of a negative base's power comes from the exponent's parity, which an f64
-//!   conversion of an i64 beyond 2^53 would lose.
-//! - **Equal, Greater, Less** compare IEEE values (NaN is unequal to everything,
-//!   `-0 == 0`); a bool operand byte counts as true when non-zero (also in Not, And,
-//!   Where's condition and Cast from bool). **Where** copies the chosen elements bit for
-//!   bit.
-//! - **Cast** follows ONNX's rules: float to float rounds to nearest-even (out of range:
-//!   ±inf); integer to integer keeps the low bits (two's complement wrap); anything to
-//!   bool is `x != 0` (NaN is true); bool to anything is 0 or 1. ONNX leaves float to
+//!   conversion of an i64 beyond 2^53 would lose. An integer base (i32, i64) with an
+//!   integer exponent is exact, wrapping integer arithmetic (a negative exponent gives
+//!   `1 / base` truncated: 0 unless the base is ±1); with a float exponent the f64 power
+//!   is truncated toward zero and saturated to the base's type, as numpy's
+//!   `power(...).astype(...)` does.
+//! - **Equal, Greater, Less** compare exact values: floats of any width as f64 (NaN is
+//!   unequal to everything, `-0 == 0`), integers of any width as i128; a bool operand
+//!   byte counts as true when non-zero (also in Not, And, Where's condition and Cast
+//!   from bool). **Where** copies the chosen elements bit for bit.
+//! - **Cast** (and **CastLike**, which takes the target dtype from its second operand)
+//!   follows ONNX's rules: float to float rounds once to nearest-even (out of range: ±inf
+//!   in the IEEE formats; in float8 the largest finite value with `saturate` (the
+//!   default), else inf in E5M2 and NaN in the others; float4 always saturates; E8M0
+//!   rounds per `round_mode`, see `baton_delegate_api::minifloat`); integer to integer
+//!   keeps the low bits (two's complement wrap, also into 4- and 2-bit types); anything
+//!   to bool is `x != 0` (NaN is true); bool to anything is 0 or 1. ONNX leaves float to
 //!   integer undefined out of range: here it truncates toward zero and **saturates** to
 //!   the target's range, and NaN becomes 0 (Rust's `as`, also the behaviour of ARM's
-//!   conversion instructions).
+//!   conversion instructions); into the 4- and 2-bit types the truncated value **wraps**
+//!   instead, as ONNX's test data has it (`-9.0` to int4 is 7).
 //! - **LogSoftmax** is `x - max - ln(sum(exp(x - max)))` with Softmax's non-finite rules:
 //!   a line of all -inf, or one holding +inf or NaN, is all NaN; other -inf entries
 //!   stay -inf.
@@ -46,7 +55,8 @@
 //!   for integers (ONNX opset 18). ReduceMax is NaN when any reduced element is NaN
 //!   (numpy's rule, which ONNX's reference follows; ONNX Runtime's CPU result depends on
 //!   where the NaN sits), and of equal values keeps the first, so the maximum of
-//!   `[-0, 0]` is `-0`. Integer ReduceSum wraps.
+//!   `[-0, 0]` is `-0`. Integer ReduceSum wraps. ReduceMax of bool is "any", and of
+//!   nothing false.
 
 mod cast;
 mod logic;
@@ -88,7 +98,7 @@ pub(crate) fn run(
         OpKind::Not => logic::not(x, out),
         OpKind::And => logic::and(x, &inputs[1], out),
         OpKind::Where => logic::select(inputs, out),
-        OpKind::Cast => cast::cast(x, out),
+        OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
         OpKind::BatchNormalization => norm::batch_norm(node, inputs, out),
         OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
@@ -99,16 +109,77 @@ pub(crate) fn run(
 }
 
 const FLOATS: &[DType] = &[DType::F32, DType::F16];
+/// The element-wise float ops evaluate in f64, so any standard float width works.
+const ANY_FLOAT: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::BF16];
 const NUMERIC: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::BF16,
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
+const SIGNED: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::BF16,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+];
+/// ONNX Pow's base types.
+const POW_BASE: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::BF16,
+    DType::I32,
+    DType::I64,
+];
+/// Everything with an order: every dtype but bool (floats compare as exact f64 values,
+/// integers as exact i128 values).
+const ORDERED: &[DType] = &[
     DType::F32,
     DType::F16,
     DType::I8,
     DType::U8,
     DType::I32,
     DType::I64,
+    DType::F64,
+    DType::BF16,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F8E4M3FN,
+    DType::F8E4M3FNUZ,
+    DType::F8E5M2,
+    DType::F8E5M2FNUZ,
+    DType::F8E8M0,
+    DType::F4E2M1,
+    DType::I4,
+    DType::U4,
+    DType::I2,
+    DType::U2,
 ];
-const SIGNED: &[DType] = &[DType::F32, DType::F16, DType::I8, DType::I32, DType::I64];
-const REDUCIBLE: &[DType] = &[DType::F32, DType::F16, DType::I32, DType::I64];
+const REDUCIBLE: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::I32, DType::I64];
+/// ReduceMax also takes bool (any element true).
+const MAX_REDUCIBLE: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::I32,
+    DType::I64,
+    DType::Bool,
+];
 const BOOL: &[DType] = &[DType::Bool];
 const I64: &[DType] = &[DType::I64];
 
@@ -136,24 +207,24 @@ fn signature(op: OpKind) -> Option<Signature> {
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
-        | OpKind::Gelu
-        | OpKind::LogSoftmax => sig((1, 1), &[FLOATS], &[]),
+        | OpKind::Gelu => sig((1, 1), &[ANY_FLOAT], &[]),
+        OpKind::LogSoftmax => sig((1, 1), &[FLOATS], &[]),
         OpKind::Neg => sig((1, 1), &[SIGNED], &[]),
         OpKind::Abs => sig((1, 1), &[NUMERIC], &[]),
         // ONNX lets the exponent have any numeric dtype, independent of the base's.
-        OpKind::Pow => sig((2, 2), &[FLOATS, NUMERIC], &[]),
+        OpKind::Pow => sig((2, 2), &[POW_BASE, NUMERIC], &[]),
         OpKind::Equal => sig((2, 2), &[&DType::ALL], &[(0, 1)]),
-        OpKind::Greater | OpKind::Less => sig((2, 2), &[NUMERIC], &[(0, 1)]),
+        OpKind::Greater | OpKind::Less => sig((2, 2), &[ORDERED], &[(0, 1)]),
         OpKind::Not => sig((1, 1), &[BOOL], &[]),
         OpKind::And => sig((2, 2), &[BOOL], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
         OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
+        OpKind::CastLike => sig((2, 2), &[&DType::ALL], &[]),
         // ONNX (opset 15) gives scale/B and mean/var type parameters of their own.
         OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),
         OpKind::LayerNormalization => sig((2, 3), &[FLOATS], &[(0, 1), (0, 2)]),
-        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
-            sig((1, 2), &[REDUCIBLE, I64], &[])
-        }
+        OpKind::ReduceMean | OpKind::ReduceSum => sig((1, 2), &[REDUCIBLE, I64], &[]),
+        OpKind::ReduceMax => sig((1, 2), &[MAX_REDUCIBLE, I64], &[]),
         _ => None,
     }
 }

@@ -210,20 +210,54 @@ pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
 }
 
 const FLOATS: &[DType] = &[DType::F32, DType::F16];
+/// MaxPool compares without arithmetic, so it takes every standard integer too.
+const MAX_POOLABLE: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
 const ARITH: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::BF16,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+];
+/// Clip's float path is f32/f16 only.
+const CLIPPABLE: &[DType] = &[
     DType::F32,
     DType::F16,
     DType::I32,
     DType::I64,
     DType::I8,
     DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::U64,
 ];
 const SIGNED: &[DType] = &[DType::F32, DType::F16, DType::I32, DType::I64, DType::I8];
 
 /// The dtypes of operand 0 each op is implemented for.
 fn dtypes_of(op: OpKind) -> &'static [DType] {
     match op {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Clip => ARITH,
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => ARITH,
+        OpKind::Clip => CLIPPABLE,
+        OpKind::MaxPool => MAX_POOLABLE,
         OpKind::Relu => SIGNED,
         OpKind::Sigmoid
         | OpKind::Tanh
@@ -231,7 +265,6 @@ fn dtypes_of(op: OpKind) -> &'static [DType] {
         | OpKind::MatMul
         | OpKind::Gemm
         | OpKind::Conv
-        | OpKind::MaxPool
         | OpKind::AveragePool
         | OpKind::GlobalAveragePool => FLOATS,
         OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten => &DType::ALL,

@@ -1,10 +1,14 @@
-//! MaxPool, AveragePool and GlobalAveragePool over any number of spatial axes.
+//! MaxPool (float and integer), AveragePool and GlobalAveragePool (float) over any number
+//! of spatial axes.
 
 use baton_delegate_api::ir::Node;
 use baton_delegate_api::shape::{PoolGeometry, Window};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use super::data::{all_indices, load_f32, store_f32, store_f64, strides, sum_f64, tap_position};
+use super::data::{
+    all_indices, load_f32, load_ints, store_f32, store_f64, store_ints, strides, sum_f64,
+    tap_position,
+};
 use super::{shape_err, KernelError};
 
 /// MaxPool: padding is ignored (-inf). Starts from the first in-bounds element and takes
@@ -16,6 +20,9 @@ pub(crate) fn max_pool(
     out: &mut TensorMut<'_>,
 ) -> Result<(), KernelError> {
     let g = PoolGeometry::new(node, x.shape).map_err(|m| shape_err(node, m))?;
+    if let Some((lowest, _)) = x.dtype.int_range() {
+        return int_max_pool(x, &g, lowest, out);
+    }
     let v = load_f32(x);
     let mut r = Vec::with_capacity(out.len());
     for_each_window(x.shape, &g, |plane, taps| {
@@ -33,6 +40,27 @@ pub(crate) fn max_pool(
         r.push(max.unwrap_or(f32::NEG_INFINITY));
     });
     store_f32(out, &r);
+    Ok(())
+}
+
+/// MaxPool of an integer tensor: exact comparisons; a window wholly in the padding gives
+/// the type's minimum.
+fn int_max_pool(
+    x: &TensorRef<'_>,
+    g: &PoolGeometry,
+    lowest: i128,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let v = load_ints(x);
+    let mut r = Vec::with_capacity(out.len());
+    for_each_window(x.shape, g, |plane, taps| {
+        let inside = taps.iter().filter_map(|tap| match tap {
+            Tap::Inside(i) => Some(v[plane + i]),
+            _ => None,
+        });
+        r.push(inside.max().unwrap_or(lowest));
+    });
+    store_ints(out, &r);
     Ok(())
 }
 

@@ -32,8 +32,11 @@
 //!   steps past an entry's length leave `Y` at 0, and the reverse direction starts at the
 //!   entry's last valid step.
 //! - **QuantizeLinear** divides in f32 (as ONNX Runtime), rounds half to even, adds the
-//!   zero point and saturates; NaN quantizes to the zero point. **DequantizeLinear**
-//!   computes `(x - zero_point) * scale` exactly and rounds once to f32.
+//!   zero point and saturates to the integer output type; NaN quantizes to the zero
+//!   point. To a float8 or float4 output it adds the zero point to the quotient and
+//!   converts as Cast does (honouring `saturate`). **DequantizeLinear** computes
+//!   `(x - zero_point) * scale` exactly and rounds once to the output dtype. Both take
+//!   per-tensor, per-axis and blocked (`block_size`) scales.
 
 mod conv_transpose;
 mod movement;
@@ -53,6 +56,40 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
     const ANY: &[DType] = &DType::ALL;
     const FLOAT: &[DType] = &[DType::F32, DType::F16];
     const I64: &[DType] = &[DType::I64];
+    const SCALE: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+    // `quantize::QUANT_INTS` and `quantize::QUANT_FLOATS` (checked in a test), plus i32
+    // for DequantizeLinear.
+    const QUANTIZED: &[DType] = &[
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I4,
+        DType::U4,
+        DType::I2,
+        DType::U2,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::F4E2M1,
+    ];
+    const DEQUANTIZABLE: &[DType] = &[
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I4,
+        DType::U4,
+        DType::I2,
+        DType::U2,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::F4E2M1,
+        DType::I32,
+    ];
     // Per operand position: what it may be. The minimum operand count comes first.
     let (min, rules): (usize, &[Rule]) = match op {
         OpKind::Squeeze | OpKind::Unsqueeze | OpKind::Split => (1, &[Of(ANY), Of(I64)]),
@@ -81,15 +118,12 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
         OpKind::QuantizeLinear => (
             2,
             &[
-                Of(&[DType::F32, DType::F16, DType::I32]),
-                Of(FLOAT),
-                Of(&[DType::U8, DType::I8]),
+                Of(&[DType::F32, DType::F16, DType::BF16, DType::I32]),
+                Of(SCALE),
+                Of(QUANTIZED),
             ],
         ),
-        OpKind::DequantizeLinear => (
-            2,
-            &[Of(&[DType::I8, DType::U8, DType::I32]), Of(FLOAT), Same],
-        ),
+        OpKind::DequantizeLinear => (2, &[Of(DEQUANTIZABLE), Of(SCALE), Same]),
         _ => return None,
     };
     Some(check_signature(op, input_dtypes, min, rules))

@@ -246,16 +246,36 @@ pub(super) fn recurrent(ops: &Operands<'_>) -> Result<Outputs, String> {
     Ok(outs)
 }
 
-/// QuantizeLinear (output: the zero point's dtype, u8 without one) and DequantizeLinear
-/// (output f32). The scale is one value (rank 0 or one element) or, per axis, a 1-D
-/// tensor as long as the input's extent along `axis` (default 1); the optional zero
-/// point has the scale's shape.
+/// QuantizeLinear and DequantizeLinear. The scale is one value (rank 0 or one element),
+/// per axis a 1-D tensor as long as the input's extent along `axis` (default 1), or with
+/// `block_size` > 0 a tensor of the input's rank that matches it except along `axis`,
+/// where it has `ceil(extent / block_size)`. The optional zero point has the scale's
+/// shape. QuantizeLinear's output has the zero point's dtype, else the `output_dtype`
+/// attribute's, else u8; DequantizeLinear's the `output_dtype` attribute's, else the
+/// scale's.
 pub(super) fn quantize(ops: &Operands<'_>) -> Result<Outputs, String> {
     let op = ops.node.op;
     let (_, x) = ops.x()?;
-    let (_, scale) = ops.input(1)?;
-    let per_tensor = scale.len() <= 1 && scale.iter().product::<usize>() == 1;
-    if !per_tensor {
+    let (scale_dtype, scale) = ops.input(1)?;
+    let block = ops.node.attr_int("block_size", 0);
+    let count = |s: &[usize]| s.iter().product::<usize>();
+    let per_tensor = scale.len() <= 1 && count(scale) == 1;
+    if block < 0 {
+        return Err(format!("{op} block_size {block} is negative"));
+    }
+    if block > 0 {
+        let axis = normalize_axis(ops.node.attr_int("axis", 1), x.len())?;
+        let fits = scale.len() == x.len()
+            && (0..x.len()).all(|d| match d == axis {
+                true => scale[d] == x[d].div_ceil(block as usize),
+                false => scale[d] == x[d],
+            });
+        if !fits {
+            return Err(format!(
+                "{op} scale {scale:?} does not block input {x:?} by {block} along axis {axis}"
+            ));
+        }
+    } else if !per_tensor {
         let axis = normalize_axis(ops.node.attr_int("axis", 1), x.len())?;
         if scale.len() != 1 || scale[0] != x[axis] {
             return Err(format!(
@@ -263,16 +283,33 @@ pub(super) fn quantize(ops: &Operands<'_>) -> Result<Outputs, String> {
             ));
         }
     }
-    if let Some((_, zp)) = ops.inputs.get(2) {
-        if zp.iter().product::<usize>() != scale.iter().product::<usize>() || zp.len() > 1 {
+    let zero_point = ops.inputs.get(2).filter(|(_, s)| count(s) > 0);
+    if let Some((_, zp)) = zero_point {
+        let same = zp == scale || (per_tensor && count(zp) == 1 && zp.len() <= 1);
+        if !same {
             return Err(format!(
                 "{op} zero point {zp:?} does not match scale {scale:?}"
             ));
         }
     }
+    let named = match ops.node.attr_int("output_dtype", 0) {
+        0 => None,
+        code => Some(
+            DType::from_onnx(code)
+                .ok_or_else(|| format!("{op} output_dtype {code} is not a dtype of the IR"))?,
+        ),
+    };
     let out = match op {
-        OpKind::QuantizeLinear => ops.inputs.get(2).map_or(DType::U8, |(d, _)| *d),
-        _ => DType::F32,
+        OpKind::QuantizeLinear => match (zero_point, named) {
+            (Some((z, _)), Some(n)) if *z != n => {
+                return Err(format!(
+                    "{op} output_dtype {n} disagrees with the zero point's dtype {z}"
+                ))
+            }
+            (Some((z, _)), _) => *z,
+            (None, n) => n.unwrap_or(DType::U8),
+        },
+        _ => named.unwrap_or(*scale_dtype),
     };
     Ok(vec![(out, x.clone())])
 }

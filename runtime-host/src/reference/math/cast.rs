@@ -1,57 +1,65 @@
-//! Cast between every pair of F32, F16, I8, U8, I32, I64 and Bool (rules in the family's
-//! module docs).
+//! Cast and CastLike between every pair of dtypes (rules in the family's module docs).
 
-use baton_delegate_api::ir::DType;
+use baton_delegate_api::dtype::{push_float, push_int};
+use baton_delegate_api::ir::{DType, Node};
+use baton_delegate_api::minifloat::{encode_e8m0, E8M0Rounding};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use super::rounding::f16_bits;
-use super::unary::int_values;
-use crate::reference::data::{load_f32, store};
-use crate::reference::KernelError;
+use crate::reference::data::{load_f64, load_ints};
+use crate::reference::{unsupported, KernelError};
 
-/// The source elements in a form that holds each of them exactly.
-enum Source {
-    /// f32, or f16 widened.
-    Float(Vec<f32>),
-    /// Integers, and bools as 0 or 1.
-    Int(Vec<i64>),
-}
-
-/// Converts `x` to `out`'s dtype element by element.
-pub(crate) fn cast(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), KernelError> {
+/// Converts `x` to `out`'s dtype element by element (CastLike's second operand only
+/// fixed that dtype).
+pub(crate) fn cast(
+    node: &Node,
+    x: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
     if x.dtype == out.dtype && x.dtype != DType::Bool {
         // The identity keeps every bit, NaN payloads included. (Bool is rewritten as 0/1.)
         out.data.copy_from_slice(x.data);
         return Ok(());
     }
-    let src = if x.dtype.is_float() {
-        Source::Float(load_f32(x))
+    let saturate = node.attr_int("saturate", 1) != 0;
+    let mode = node.attr_str("round_mode", "up");
+    let rounding = E8M0Rounding::from_onnx(mode).ok_or_else(|| {
+        unsupported(
+            node,
+            format!("round_mode '{mode}' (expected 'up', 'down' or 'nearest')"),
+        )
+    })?;
+    let to = out.dtype;
+    let mut bytes = Vec::with_capacity(out.data.len());
+    if x.dtype.is_float() {
+        for v in load_f64(x) {
+            match to {
+                DType::Bool => bytes.push((v != 0.0) as u8),
+                DType::F8E8M0 => bytes.push(encode_e8m0(v, saturate, rounding)),
+                d if d.is_float() => push_float(d, v, saturate, &mut bytes),
+                // Truncation toward zero (`as` from f64 to i128 saturates and maps NaN
+                // to 0), then into the 4- and 2-bit types the low bits (ONNX's test
+                // data wraps), into the others saturation to the range.
+                d if d.bits() < 8 => push_int(d, v as i128, &mut bytes),
+                d => {
+                    let (lo, hi) = d.int_range().expect("an integer dtype");
+                    push_int(d, (v as i128).clamp(lo, hi), &mut bytes);
+                }
+            }
+        }
     } else {
-        Source::Int(int_values(x, x.dtype))
-    };
-    // Float to integer with Rust's `as`: truncation toward zero, saturation at the
-    // target's limits, NaN to 0. Integer to integer with `as`: the low bits, i.e. a
-    // two's complement wrap, as ONNX specifies.
-    macro_rules! to {
-        ($t:ty, $from_float:expr, $from_int:expr) => {{
-            let v: Vec<$t> = match &src {
-                Source::Float(v) => v.iter().map(|&f| $from_float(f)).collect(),
-                Source::Int(v) => v.iter().map(|&i| $from_int(i)).collect(),
-            };
-            store(out, &v)
-        }};
+        for i in load_ints(x) {
+            match to {
+                // `as` from i128 to f32 rounds once. For the narrower floats the f64 step
+                // is exact up to 2^53, and larger integers are beyond their range (bf16
+                // aside, where a second rounding can differ in the last place).
+                DType::F32 => bytes.extend_from_slice(&(i as f32).to_le_bytes()),
+                DType::F8E8M0 => bytes.push(encode_e8m0(i as f64, saturate, rounding)),
+                d if d.is_float() => push_float(d, i as f64, saturate, &mut bytes),
+                // Integer to integer keeps the low bits: a two's complement wrap.
+                d => push_int(d, i, &mut bytes),
+            }
+        }
     }
-    match out.dtype {
-        DType::F32 => to!(f32, |f| f, |i| i as f32),
-        // An i64 beyond 2^53 is rounded by the f64 conversion, but any value that large is
-        // far beyond f16's range (65504) and rounds to ±inf either way, so the result is
-        // rounded once.
-        DType::F16 => to!(u16, |f| f16_bits(f as f64), |i| f16_bits(i as f64)),
-        DType::I8 => to!(i8, |f| f as i8, |i| i as i8),
-        DType::U8 => to!(u8, |f| f as u8, |i| i as u8),
-        DType::I32 => to!(i32, |f| f as i32, |i| i as i32),
-        DType::I64 => to!(i64, |f| f as i64, |i| i),
-        DType::Bool => to!(u8, |f| (f != 0.0) as u8, |i| (i != 0) as u8),
-    }
+    out.data.copy_from_slice(&bytes);
     Ok(())
 }

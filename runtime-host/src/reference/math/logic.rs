@@ -6,12 +6,11 @@ use std::cmp::Ordering;
 use baton_delegate_api::ir::{Node, OpKind};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use super::unary::int_values;
-use crate::reference::data::{broadcast_offsets, load, load_f32, store};
+use crate::reference::data::{broadcast_offsets, load, load_f64, load_ints, store};
 use crate::reference::{unsupported, KernelError};
 
 /// `a == b`, `a > b` or `a < b` with broadcasting, into a bool output. Floats compare as
-/// IEEE values (f16 widened exactly); integers exactly; bools as truth values.
+/// IEEE values (widened to f64 exactly); integers exactly; bools as truth values.
 pub(crate) fn compare(
     node: &Node,
     a: &TensorRef<'_>,
@@ -29,10 +28,10 @@ pub(crate) fn compare(
     let ib = broadcast_offsets(b.shape, &shape);
     // `partial_cmp` is `None` exactly when a NaN is involved, which no comparison accepts.
     let r: Vec<u8> = if a.dtype.is_float() {
-        let (x, y) = (load_f32(a), load_f32(b));
+        let (x, y) = (load_f64(a), load_f64(b));
         zip_map(&ia, &ib, |i, j| want(x[i].partial_cmp(&y[j])))
     } else {
-        let (x, y) = (int_values(a, a.dtype), int_values(b, b.dtype));
+        let (x, y) = (load_ints(a), load_ints(b));
         zip_map(&ia, &ib, |i, j| want(x[i].partial_cmp(&y[j])))
     };
     store(out, &r);

@@ -1,12 +1,12 @@
-//! ReduceSum, ReduceMean and ReduceMax over f32, f16, i32 and i64.
+//! ReduceSum, ReduceMean and ReduceMax over f32, f16, f64, i32 and i64, and ReduceMax over
+//! bool.
 
 use baton_delegate_api::ir::{DType, Node, OpKind};
 use baton_delegate_api::shape::normalize_axis;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
-use super::unary::int_values;
-use crate::reference::data::{for_each_index, load, load_f32, store, strides};
+use crate::reference::data::{for_each_index, load, load_f64, load_ints, store, strides};
 use crate::reference::{shape_err, KernelError};
 
 /// Reduces `inputs[0]` over the node's axes (see the family's module docs for empty
@@ -49,15 +49,22 @@ pub(crate) fn reduce(
         .map(|(&n, _)| n)
         .product();
     match x.dtype {
-        DType::F32 | DType::F16 => {
-            let r = reduce_floats(node.op, &load_f32(x), &target, out_len, count);
+        DType::F32 | DType::F16 | DType::F64 => {
+            let r = reduce_floats(node.op, &load_f64(x), &target, out_len, count);
             store_rounded(out, &r);
+            Ok(())
+        }
+        DType::Bool => {
+            // Only ReduceMax takes bool (`supports`): the maximum of 0/1 is "any".
+            let r = reduce_ints(node, &small_ints(x), &target, out_len, count, 0)?;
+            let r: Vec<u8> = r.into_iter().map(|v| v as u8).collect();
+            store(out, &r);
             Ok(())
         }
         DType::I32 => {
             let r = reduce_ints(
                 node,
-                &int_values(x, x.dtype),
+                &small_ints(x),
                 &target,
                 out_len,
                 count,
@@ -75,11 +82,16 @@ pub(crate) fn reduce(
     }
 }
 
+/// The elements of an i32 or bool tensor as i64.
+fn small_ints(x: &TensorRef<'_>) -> Vec<i64> {
+    load_ints(x).into_iter().map(|v| v as i64).collect()
+}
+
 /// Sum and mean in f64 from +0.0 (mean = sum / count, so 0/0 = NaN for nothing); max
 /// from -inf, NaN as soon as one element is NaN, the first of equal values kept.
 fn reduce_floats(
     op: OpKind,
-    v: &[f32],
+    v: &[f64],
     target: &[usize],
     out_len: usize,
     count: usize,
@@ -91,7 +103,6 @@ fn reduce_floats(
     };
     let mut acc = vec![start; out_len];
     for (&e, &t) in v.iter().zip(target) {
-        let e = e as f64;
         let a = &mut acc[t];
         if op != OpKind::ReduceMax {
             *a += e;

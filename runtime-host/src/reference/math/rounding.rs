@@ -9,20 +9,21 @@
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::TensorMut;
 
-use crate::reference::data::store;
+use crate::reference::data::{store, store_floats};
 
-/// Overwrites an f32 or f16 output with `values`, each rounded once to nearest-even.
+/// Overwrites a float output with `values`, each rounded once to nearest-even.
 pub(crate) fn store_rounded(out: &mut TensorMut<'_>, values: &[f64]) {
     match out.dtype {
         DType::F16 => {
             let bits: Vec<u16> = values.iter().map(|&v| f16_bits(v)).collect();
             store(out, &bits);
         }
-        _ => {
+        DType::F32 => {
             // `as` from f64 to f32 rounds to nearest-even (overflow to ±inf).
             let v: Vec<f32> = values.iter().map(|&v| v as f32).collect();
             store(out, &v);
         }
+        _ => store_floats(out, values, false),
     }
 }
 

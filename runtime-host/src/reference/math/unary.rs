@@ -8,7 +8,7 @@ use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
 use super::special::{erf, erfc};
-use crate::reference::data::{broadcast_offsets, load, load_f32, store};
+use crate::reference::data::{broadcast_offsets, load, load_f64, load_ints, store, store_ints};
 use crate::reference::{unsupported, KernelError};
 
 /// The float-only element-wise ops: each f32 (or widened f16) value is mapped in f64 and
@@ -19,7 +19,7 @@ pub(crate) fn float_unary(
     out: &mut TensorMut<'_>,
 ) -> Result<(), KernelError> {
     let f = scalar_fn(node)?;
-    let r: Vec<f64> = load_f32(x).into_iter().map(|v| f(v as f64)).collect();
+    let r: Vec<f64> = load_f64(x).into_iter().map(f).collect();
     store_rounded(out, &r);
     Ok(())
 }
@@ -99,7 +99,14 @@ pub(crate) fn neg_abs(
                 &map(x, |b: u32| if neg { b ^ sign } else { b & !sign }),
             )
         }
-        DType::F16 => {
+        DType::F64 => {
+            let sign = 1u64 << 63;
+            store(
+                out,
+                &map(x, |b: u64| if neg { b ^ sign } else { b & !sign }),
+            )
+        }
+        DType::F16 | DType::BF16 => {
             let sign = 1u16 << 15;
             store(
                 out,
@@ -107,10 +114,14 @@ pub(crate) fn neg_abs(
             )
         }
         DType::I8 => int!(i8),
+        DType::I16 => int!(i16),
         DType::I32 => int!(i32),
         DType::I64 => int!(i64),
-        // Abs only (Neg refuses u8 in `supports`): every u8 is its own absolute value.
-        DType::U8 if !neg => store(out, &load::<u8>(x)),
+        // Abs only (Neg refuses unsigned types in `supports`): every unsigned value is
+        // its own absolute value.
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 if !neg => {
+            out.data.copy_from_slice(x.data)
+        }
         d => return Err(unsupported(node, format!("{} on {d}", node.op))),
     }
     Ok(())
@@ -120,8 +131,9 @@ fn map<T: bytemuck::Pod>(x: &TensorRef<'_>, f: impl Fn(T) -> T) -> Vec<T> {
     load::<T>(x).into_iter().map(f).collect()
 }
 
-/// `base ^ exponent` broadcast to `out`'s shape. A float exponent goes through f64 `powf`
-/// (C `pow` semantics); an integer exponent through [`pow_int`].
+/// `base ^ exponent` broadcast to `out`'s shape. A float base with a float exponent goes
+/// through f64 `powf` (C `pow` semantics), with an integer exponent through [`pow_int`];
+/// an integer base through [`int_pow`] (see the family's module docs).
 pub(crate) fn pow(
     base: &TensorRef<'_>,
     exponent: &TensorRef<'_>,
@@ -130,39 +142,62 @@ pub(crate) fn pow(
     let shape = out.shape().to_vec();
     let ib = broadcast_offsets(base.shape, &shape);
     let ie = broadcast_offsets(exponent.shape, &shape);
-    let x = load_f32(base);
     let pairs = ib.iter().zip(&ie);
-    let r: Vec<f64> = match exponent.dtype {
-        DType::F32 | DType::F16 => {
-            let y = load_f32(exponent);
+    if base.dtype.is_int() {
+        let x = load_ints(base);
+        let r: Vec<i128> = if exponent.dtype.is_float() {
+            let y = load_f64(exponent);
+            let (lo, hi) = base.dtype.int_range().expect("an integer dtype");
+            // `as` truncates toward zero and saturates (NaN to 0).
             pairs
-                .map(|(&i, &j)| (x[i] as f64).powf(y[j] as f64))
+                .map(|(&i, &j)| ((x[i] as f64).powf(y[j]) as i128).clamp(lo, hi))
                 .collect()
-        }
-        d => {
-            let y = int_values(exponent, d);
-            pairs.map(|(&i, &j)| pow_int(x[i] as f64, y[j])).collect()
-        }
+        } else {
+            let y = load_ints(exponent);
+            pairs.map(|(&i, &j)| int_pow(x[i], y[j])).collect()
+        };
+        store_ints(out, &r);
+        return Ok(());
+    }
+    let x = load_f64(base);
+    let r: Vec<f64> = if exponent.dtype.is_float() {
+        let y = load_f64(exponent);
+        pairs.map(|(&i, &j)| x[i].powf(y[j])).collect()
+    } else {
+        let y = load_ints(exponent);
+        pairs.map(|(&i, &j)| pow_int(x[i], y[j])).collect()
     };
     store_rounded(out, &r);
     Ok(())
 }
 
-/// The elements of an integer (or bool) tensor as i64, exactly.
-pub(crate) fn int_values(t: &TensorRef<'_>, dtype: DType) -> Vec<i64> {
-    match dtype {
-        DType::I8 => load::<i8>(t).into_iter().map(i64::from).collect(),
-        DType::U8 => load::<u8>(t).into_iter().map(i64::from).collect(),
-        DType::Bool => load::<u8>(t).into_iter().map(|b| (b != 0) as i64).collect(),
-        DType::I32 => load::<i32>(t).into_iter().map(i64::from).collect(),
-        _ => load::<i64>(t),
+/// `x ^ n` in wrapping 64-bit integer arithmetic (the caller keeps the low bits of the
+/// base's type, so the result is the same as wrapping in that type). A negative `n`
+/// gives `1 / x^|n|` truncated: ±1 for a base of ±1, 0 otherwise (and for 0, whose
+/// reciprocal is undefined, 0 as well).
+fn int_pow(x: i128, n: i128) -> i128 {
+    if n < 0 {
+        return match x {
+            1 => 1,
+            -1 => 1 - 2 * (n & 1),
+            _ => 0,
+        };
     }
+    let (mut base, mut e, mut acc) = (x as i64, n as u128, 1i64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    acc as i128
 }
 
 /// `x ^ n` for an integer `n`: the magnitude from `powf` and the sign from the exact
 /// parity of `n` (an exponent beyond 2^53 is rounded by the f64 conversion, which may
 /// change its parity; the magnitude is then 0, 1 or inf whatever the rounding).
-fn pow_int(x: f64, n: i64) -> f64 {
+fn pow_int(x: f64, n: i128) -> f64 {
     let magnitude = x.abs().powf(n as f64);
     if x.is_sign_negative() && n % 2 != 0 {
         -magnitude

@@ -3,9 +3,9 @@
 //! shape already says what a parameter resolved to (Split's parts, Expand's and Tile's
 //! targets) the kernel reads it from there rather than resolving it a second time.
 
+use baton_delegate_api::dtype::{push_float, push_int};
 use baton_delegate_api::ir::Attr;
 use baton_delegate_api::{DType, Node, TensorMut, TensorRef};
-use half::f16;
 
 use super::super::data::{broadcast_offsets, for_each_index, load, store, strides};
 use super::super::{shape_err, KernelError};
@@ -283,17 +283,15 @@ fn scalar_bytes(dtype: DType, v: Option<&Attr>) -> Vec<u8> {
         Some(Attr::Float(f)) => (None, *f as f64),
         _ => (Some(0), 0.0),
     };
-    // Float-to-int `as` casts saturate (NaN gives 0); integers clamp to the range.
-    let int_in = |lo: i64, hi: i64| int.map_or(float as i64, |i| i).clamp(lo, hi);
-    match dtype {
-        DType::F32 => (float as f32).to_le_bytes().to_vec(),
-        DType::F16 => f16::from_f64(float).to_bits().to_le_bytes().to_vec(),
-        DType::I8 => vec![int_in(i8::MIN as i64, i8::MAX as i64) as i8 as u8],
-        DType::U8 => vec![int_in(0, u8::MAX as i64) as u8],
-        DType::I32 => (int_in(i32::MIN as i64, i32::MAX as i64) as i32)
-            .to_le_bytes()
-            .to_vec(),
-        DType::I64 => int_in(i64::MIN, i64::MAX).to_le_bytes().to_vec(),
-        DType::Bool => vec![u8::from(float != 0.0)],
+    let mut bytes = Vec::with_capacity(dtype.size());
+    match dtype.int_range() {
+        // Float-to-int `as` casts saturate (NaN gives 0); integers clamp to the range.
+        Some((lo, hi)) => {
+            let wide = int.map_or(float as i128, i128::from).clamp(lo, hi);
+            push_int(dtype, wide, &mut bytes);
+        }
+        None if dtype == DType::Bool => bytes.push(u8::from(float != 0.0)),
+        None => push_float(dtype, float, true, &mut bytes),
     }
+    bytes
 }

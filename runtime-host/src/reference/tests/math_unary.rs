@@ -340,8 +340,26 @@ fn pow_integer_exponents_are_exact() {
     .unwrap();
     assert_eq!(out.dtype, DType::F16);
     assert_eq!(f16_values(&out)[0], 1365. / 4096.);
-    // An integer base is not defined here.
-    let x = typed(DType::I32, &[1], &[2i32]);
+    // A u8 base is not an ONNX Pow type.
+    let x = typed(DType::U8, &[1], &[2u8]);
     let err = run(&node(OpKind::Pow, 2, &[]), &[x.clone(), x]).unwrap_err();
     assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
+}
+
+#[test]
+fn pow_with_an_integer_base_wraps_and_truncates() {
+    let pow = node(OpKind::Pow, 2, &[]);
+    // Integer exponents: exact, wrapping in the base's type; negative exponents give
+    // the truncated reciprocal.
+    let x = typed(DType::I32, &[6], &[2i32, -3, 2, 1, -1, 5]);
+    let y = typed(DType::I64, &[6], &[10i64, 3, 31, -4, -3, -1]);
+    let out = run(&pow, &[x, y]).unwrap();
+    assert_eq!(out.dtype, DType::I32);
+    assert_eq!(out.values::<i32>(), &[1024, -27, i32::MIN, 1, -1, 0]);
+    // A float exponent: the f64 power truncated toward zero and saturated.
+    let x = typed(DType::I64, &[4], &[4i64, 2, -8, 10]);
+    let y = f32t(&[4], &[0.5, 0.5, 1. / 3., 30.]);
+    let out = run(&pow, &[x, y]).unwrap();
+    // 2^0.5 = 1.41 truncates to 1; (-8)^(1/3) is NaN in C's pow, which becomes 0.
+    assert_eq!(out.values::<i64>(), &[2, 1, 0, i64::MAX]);
 }

@@ -3,6 +3,7 @@
 
 mod activation;
 mod conv;
+mod dtypes;
 mod elementwise;
 mod graph;
 mod linalg;

@@ -22,7 +22,12 @@ fn supports_answers_per_dtype() {
     assert!(supports(OpKind::Conv, &[DType::F32, DType::F32, DType::F32]).is_ok());
     assert!(supports(OpKind::Conv, &[DType::F32]).is_err());
     assert!(supports(OpKind::Gemm, &[DType::F32; 4]).is_err());
-    assert!(supports(OpKind::MaxPool, &[DType::I8]).is_err());
+    assert!(supports(OpKind::MaxPool, &[DType::I8]).is_ok());
+    assert!(supports(OpKind::MaxPool, &[DType::Bool]).is_err());
+    assert!(supports(OpKind::AveragePool, &[DType::U8]).is_err());
+    assert!(supports(OpKind::Add, &[DType::U64, DType::U64]).is_ok());
+    assert!(supports(OpKind::Add, &[DType::F8E4M3FN, DType::F8E4M3FN]).is_err());
+    assert!(supports(OpKind::Sub, &[DType::I4, DType::I4]).is_err());
     for &d in &DType::ALL {
         assert!(supports(OpKind::Transpose, &[d]).is_ok(), "{d}");
         assert!(supports(OpKind::Flatten, &[d]).is_ok(), "{d}");
