@@ -102,6 +102,8 @@ impl Family {
             | OpKind::Size
             | OpKind::Identity
             | OpKind::ConstantOfShape => Family::DataMovement,
+            // Control flow computes whatever its subgraphs do: judged as a model.
+            OpKind::If | OpKind::Loop => Family::Model,
         }
     }
 
