@@ -172,6 +172,15 @@ pub fn run_node(
     }
 }
 
+/// Runs a control-flow node (If, Loop) on owned operands in `node.inputs` order, its
+/// subgraphs on [`run_graph`]; returns its outputs.
+pub fn run_control(
+    node: &Node,
+    inputs: &[&baton_delegate_api::Tensor],
+) -> Result<Vec<baton_delegate_api::Tensor>, KernelError> {
+    control::run(node, inputs)
+}
+
 /// Whether [`run_node`] implements `op` for these input dtypes (in `node.inputs` order).
 /// The error says what is missing, for the host to show when it refuses a model.
 pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
