@@ -22,12 +22,24 @@ if [ ! -f "$CACHE_DIR/silero_vad.onnx" ]; then
     echo "silero-expected: $CACHE_DIR/silero_vad.onnx is missing; run scripts/fetch-silero.sh" >&2
     exit 1
 fi
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import onnxruntime, numpy' 2>/dev/null; then
+# A venv where python3 can make one; else (no ensurepip) a --target directory on PYTHONPATH.
+PY=("$VENV/bin/python")
+if [ -d "$VENV/site" ]; then
+    PY=(env PYTHONPATH="$VENV/site" python3)
+fi
+if ! "${PY[@]}" -c 'import onnxruntime, numpy' 2>/dev/null; then
     rm -rf "$VENV"
-    python3 -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet --no-deps --require-hashes \
-        -r scripts/silero-requirements.txt
+    if python3 -m venv "$VENV" 2>/dev/null; then
+        PY=("$VENV/bin/python")
+        "${PY[@]}" -m pip install --quiet --no-deps --require-hashes \
+            -r scripts/silero-requirements.txt
+    else
+        rm -rf "$VENV"
+        python3 -m pip install --quiet --no-deps --require-hashes \
+            --target "$VENV/site" -r scripts/silero-requirements.txt
+        PY=(env PYTHONPATH="$VENV/site" python3)
+    fi
 fi
 rm -rf "$CACHE_DIR/expected"
-"$VENV/bin/python" scripts/silero_expected.py "$CACHE_DIR/silero_vad.onnx" "$CACHE_DIR/expected"
+"${PY[@]}" scripts/silero_expected.py "$CACHE_DIR/silero_vad.onnx" "$CACHE_DIR/expected"
 touch "$STAMP"
