@@ -71,6 +71,7 @@ impl Family {
             | OpKind::Not
             | OpKind::Where
             | OpKind::Cast
+            | OpKind::Ceil
             | OpKind::QuantizeLinear
             | OpKind::DequantizeLinear => Family::Elementwise,
             OpKind::Pow

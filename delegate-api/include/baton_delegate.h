@@ -419,6 +419,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_AND 41u
 #define BATON_OP_WHERE 42u
 #define BATON_OP_CAST 43u
+#define BATON_OP_CEIL 44u
 #define BATON_OP_SQUEEZE 50u
 #define BATON_OP_UNSQUEEZE 51u
 #define BATON_OP_SPLIT 52u

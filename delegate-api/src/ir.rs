@@ -421,6 +421,9 @@ ops! {
     Where = 42,
     /// Converts to the dtype named by attribute `to` (an ONNX TensorProto data type code).
     Cast = 43,
+    /// Rounds up to the nearest integer, element-wise (float; `-0.5` gives `-0.0`, NaN and
+    /// infinities pass through).
+    Ceil = 44,
     /// Removes size-1 dimensions listed in `axes` (attribute or constant i64 input 1; all size-1 dimensions when absent).
     Squeeze = 50,
     /// Inserts size-1 dimensions at `axes` (attribute or constant i64 input 1), positions in the output.

@@ -542,7 +542,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (btir_str_read(c, "node name", &n->name) != 0) return -1;
     if (btir_u32(c, "op", &n->op) != 0) return -1;
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
-          (n->op >= BATON_OP_POW && n->op <= BATON_OP_CAST) ||
+          (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_LOOP))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);

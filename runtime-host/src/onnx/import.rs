@@ -37,7 +37,7 @@ use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 mod control;
 
 /// The oldest and newest default-domain opsets the importer accepts.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=25;
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=27;
 
 /// Converts a decoded model. `base_dir` is where external tensor data is looked up.
 pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, OnnxError> {
@@ -75,6 +75,9 @@ pub(super) struct Importer<'a> {
     /// Whether this imports a subgraph, whose inputs may omit their shapes (ONNX allows
     /// it there): they get provisional ones.
     subgraph: bool,
+    /// Types for a subgraph's own inputs where it omits them (ONNX lets a Loop body leave
+    /// them to inference): by input name.
+    input_types: HashMap<String, (DType, Vec<Dim>)>,
 }
 
 impl<'a> Importer<'a> {
@@ -99,6 +102,7 @@ impl<'a> Importer<'a> {
                 .map(|v| (v.name.clone(), v.clone()))
                 .collect(),
             subgraph: false,
+            input_types: HashMap::new(),
         }
     }
 
@@ -119,11 +123,14 @@ impl<'a> Importer<'a> {
             if self.names.contains_key(&input.name) {
                 continue; // an initializer listed as an input (IR version < 4)
             }
-            let (dtype, shape) = match (value_type(input), tensor_dtype(input)) {
-                (Err(_), Some(dtype)) if self.subgraph => {
+            let hint = self.input_types.get(&input.name);
+            let (dtype, shape) = match (value_type(input), tensor_dtype(input), hint) {
+                (Ok(t), ..) => t,
+                (Err(_), Some(dtype), _) if self.subgraph => {
                     (dtype, vec![Dim::Sym(format!("{}?", input.name))])
                 }
-                (other, _) => other?,
+                (Err(_), None, Some(t)) if !has_type(input) => t.clone(),
+                (Err(e), ..) => return Err(e),
             };
             let id = self.push(&input.name, dtype, shape, None);
             self.g.inputs.push(id);
@@ -522,6 +529,11 @@ impl<'a> Importer<'a> {
         let provisional = matches!(&t.shape[..], [Dim::Sym(s)] if s.ends_with('?'));
         (!provisional).then_some(t.shape.len())
     }
+}
+
+/// Whether `v` declares a type at all.
+fn has_type(v: &ValueInfoProto) -> bool {
+    v.r#type.as_ref().is_some_and(|t| t.value.is_some())
 }
 
 /// The element type of `v` if it is a tensor of a type Baton has (its shape may be missing).

@@ -8,9 +8,9 @@
 //! A nested subgraph's free names are free names of its parent too, so each level only
 //! ever looks one level up.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use baton_delegate_api::{Attr, Graph, OpKind, TensorDecl};
+use baton_delegate_api::{Attr, DType, Dim, Graph, OpKind, TensorDecl};
 
 use super::super::proto::{GraphProto, NodeProto};
 use super::{unsupported, Importer, OnnxError};
@@ -47,8 +47,10 @@ impl Importer<'_> {
                 .first()
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| at("the condition input is missing".into()))?;
-            let (mut then, then_caps) = self.subgraph(graph_attr("then_branch")?, 0)?;
-            let (mut other, other_caps) = self.subgraph(graph_attr("else_branch")?, 0)?;
+            let (mut then, then_caps) =
+                self.subgraph(graph_attr("then_branch")?, 0, HashMap::new())?;
+            let (mut other, other_caps) =
+                self.subgraph(graph_attr("else_branch")?, 0, HashMap::new())?;
             let mut all = then_caps.clone();
             all.extend(
                 other_caps
@@ -72,7 +74,27 @@ impl Importer<'_> {
                     n.input.len()
                 )));
             }
-            let (body, caps) = self.subgraph(body, n.input.len())?;
+            // What a body that leaves its inputs untyped takes: the iteration number, the
+            // condition, and each carried value with its initial value's dtype.
+            let mut types = vec![(DType::I64, vec![]), (DType::Bool, vec![])];
+            for (k, name) in n.input.iter().enumerate().skip(2) {
+                let &id = self
+                    .names
+                    .get(name)
+                    .ok_or_else(|| at(format!("input '{name}' is not defined before use")))?;
+                let formal = &body.input[k].name;
+                types.push((
+                    self.g.tensors[id].dtype,
+                    vec![Dim::Sym(format!("{formal}?"))],
+                ));
+            }
+            let hints = body
+                .input
+                .iter()
+                .map(|v| v.name.clone())
+                .zip(types)
+                .collect();
+            let (body, caps) = self.subgraph(body, n.input.len(), hints)?;
             attrs.insert("body".into(), Attr::Graph(Box::new(body)));
             attrs.insert("captures".into(), Attr::Int(caps.len() as i64));
             inputs = n.input.clone();
@@ -82,9 +104,15 @@ impl Importer<'_> {
         self.add(name, op, &inputs, &n.output, attrs, n)
     }
 
-    /// Imports subgraph `g`, whose first `formal` inputs are its own (a Loop body's);
-    /// returns it and the outer names it captured, in the order of its extra inputs.
-    fn subgraph(&self, g: &GraphProto, formal: usize) -> Result<(Graph, Vec<String>), OnnxError> {
+    /// Imports subgraph `g`, whose first `formal` inputs are its own (a Loop body's, typed
+    /// by `input_types` where it leaves them untyped); returns it and the outer names it
+    /// captured, in the order of its extra inputs.
+    fn subgraph(
+        &self,
+        g: &GraphProto,
+        formal: usize,
+        input_types: HashMap<String, (DType, Vec<Dim>)>,
+    ) -> Result<(Graph, Vec<String>), OnnxError> {
         if g.input.len() != formal {
             return Err(unsupported(format!(
                 "subgraph '{}' declares {} inputs, expected {formal}",
@@ -104,6 +132,7 @@ impl Importer<'_> {
             .collect::<Result<Vec<(String, TensorDecl)>, _>>()?;
         let mut child = Importer::new(g, self.opset, self.base_dir);
         child.subgraph = true;
+        child.input_types = input_types;
         let captured = child.graph(g, &outer)?;
         Ok((child.g, captured))
     }

@@ -280,6 +280,7 @@ fn float_unary_ops_keep_empty_and_rank0_shapes_and_refuse_integers() {
         OpKind::Exp,
         OpKind::Log,
         OpKind::Erf,
+        OpKind::Ceil,
         OpKind::LeakyRelu,
         OpKind::HardSigmoid,
         OpKind::HardSwish,
@@ -344,4 +345,19 @@ fn pow_integer_exponents_are_exact() {
     let x = typed(DType::I32, &[1], &[2i32]);
     let err = run(&node(OpKind::Pow, 2, &[]), &[x.clone(), x]).unwrap_err();
     assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
+}
+
+#[test]
+fn ceil_rounds_up_keeping_signed_zero_and_non_finite_values() {
+    let got = unary(
+        OpKind::Ceil,
+        &[],
+        &[1.2, -1.2, -0.5, 2.0, 0.0, 1e30, 8388607.5, INF, -INF, NAN],
+    );
+    assert_eq!(
+        &got[..9],
+        &[2.0, -1.0, -0.0, 2.0, 0.0, 1e30, 8388608.0, INF, -INF]
+    );
+    assert!(got[4].is_sign_positive() && got[2].is_sign_negative());
+    assert!(got[9].is_nan());
 }
