@@ -73,6 +73,7 @@ impl Family {
             | OpKind::Where
             | OpKind::Cast
             | OpKind::CastLike
+            | OpKind::Ceil
             | OpKind::QuantizeLinear
             | OpKind::DequantizeLinear => Family::Elementwise,
             OpKind::Pow
@@ -104,6 +105,8 @@ impl Family {
             | OpKind::Size
             | OpKind::Identity
             | OpKind::ConstantOfShape => Family::DataMovement,
+            // Control flow computes whatever its subgraphs do: judged as a model.
+            OpKind::If | OpKind::Loop => Family::Model,
         }
     }
 

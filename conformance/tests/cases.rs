@@ -8,6 +8,12 @@ fn every_op_has_cases_and_the_catalogue_is_large() {
     let all = cases::all().expect("catalogue builds");
     assert!(all.len() >= 400, "only {} cases", all.len());
     for &op in OpKind::ALL {
+        if op.is_control_flow() {
+            // Never sent to a plugin, so nothing for the kit to judge: the host runs it
+            // (the ONNX node suite and the host's tests cover it).
+            assert_eq!(all.iter().filter(|c| c.op == op.name()).count(), 0);
+            continue;
+        }
         let n = all.iter().filter(|c| c.op == op.name()).count();
         assert!(n >= 5, "{op}: only {n} cases");
         assert!(

@@ -175,7 +175,14 @@
  *           | u32 BATON_BTIR_STORAGE_EXTERNAL, u32 index
  *   node    str name, u32 op, u32 n, u32 input[n], u32 n, u32 output[n], u32 n, attr[n]
  *   attr    str name, u32 kind, value   (BATON_BTIR_ATTR_*: i64 | f32 | u32 n, i64[n]
- *                                        | u32 n, f32[n] | str)
+ *                                        | u32 n, f32[n] | str | u32 len, graph)
+ *
+ * A graph attribute (1.2) holds a subgraph of a control-flow node (If, Loop) as a graph
+ * record of exactly `len` bytes, nested at most BATON_BTIR_MAX_GRAPH_DEPTH deep. Control
+ * flow always runs on the host: a host never passes If, Loop or a graph attribute to
+ * supports or compile. It cuts control-flow nodes out of the graph it asks about (their
+ * outputs arrive as graph inputs) and answers for them itself. Program files on disk may
+ * hold them; btir_reader.h validates and skips graph attributes.
  *
  * Tensors and nodes are referred to by their position (u32 index). Nodes are in
  * topological order, and answers[i] of supports belongs to node i. The graph's input and
@@ -256,10 +263,14 @@ extern "C" {
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
 
 /* The major and minor version of the BTIR graph format this ABI version carries. 1.1 added
- * op codes (BATON_OP_POW and after), 1.2 the dtype codes BATON_DTYPE_F64 and after and
- * BATON_OP_CASTLIKE; an older reader refuses a graph holding one of them. */
+ * op codes (BATON_OP_POW and after); a 1.0 reader refuses a graph holding one of them. 1.2
+ * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
+ * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
+ * control flow to a plugin (see section 7). */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 2u
+/* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
+#define BATON_BTIR_MAX_GRAPH_DEPTH 16u
 
 /* Size of BatonSupportAnswer.message, including its terminating NUL. */
 #define BATON_SUPPORT_MESSAGE_LEN 256
@@ -428,6 +439,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_AND 41u
 #define BATON_OP_WHERE 42u
 #define BATON_OP_CAST 43u
+#define BATON_OP_CEIL 44u
 #define BATON_OP_SQUEEZE 50u
 #define BATON_OP_UNSQUEEZE 51u
 #define BATON_OP_SPLIT 52u
@@ -446,6 +458,8 @@ typedef int32_t BatonStatus;
 #define BATON_OP_GRU 65u
 #define BATON_OP_QUANTIZELINEAR 66u
 #define BATON_OP_DEQUANTIZELINEAR 67u
+#define BATON_OP_IF 68u   /* control flow: never sent to a plugin */
+#define BATON_OP_LOOP 69u /* control flow: never sent to a plugin */
 #define BATON_OP_CASTLIKE 70u
 
 /* ------------------------------------------------------------------------------------ */
@@ -468,6 +482,7 @@ typedef int32_t BatonStatus;
 #define BATON_BTIR_ATTR_INTS 3u   /* u32 n, i64[n] */
 #define BATON_BTIR_ATTR_FLOATS 4u /* u32 n, f32[n] */
 #define BATON_BTIR_ATTR_STRING 5u /* str */
+#define BATON_BTIR_ATTR_GRAPH 6u  /* u32 len, graph record of len bytes (1.2) */
 
 /* ------------------------------------------------------------------------------------ */
 /* Quantization kinds (BatonQuantView.kind) and device kinds (BatonDeviceInfo.kind)      */

@@ -207,7 +207,7 @@ macro_rules! ops {
         ///
         /// Each op follows the ONNX operator of the same name: its inputs come in ONNX's
         /// order and its attributes carry ONNX's names and defaults, except where a
-        /// variant's documentation says otherwise. Every op produces exactly one output.
+        /// variant's documentation says otherwise. Ops with several outputs (Split, LSTM, If...) say so.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[repr(u32)]
         pub enum OpKind { $($(#[$doc])* $name = $code),* }
@@ -346,6 +346,9 @@ ops! {
     /// `saturate` (default 1) governs out-of-range values of the float8 targets, and
     /// `round_mode` (`up`, `down`, `nearest`; default `up`) the rounding to E8M0.
     Cast = 43,
+    /// Rounds up to the nearest integer, element-wise (float; `-0.5` gives `-0.0`, NaN and
+    /// infinities pass through).
+    Ceil = 44,
     /// Removes size-1 dimensions listed in `axes` (attribute or constant i64 input 1; all size-1 dimensions when absent).
     Squeeze = 50,
     /// Inserts size-1 dimensions at `axes` (attribute or constant i64 input 1), positions in the output.
@@ -390,6 +393,19 @@ ops! {
     /// `output_dtype` attribute, an ONNX type code); per-tensor, per-axis (`axis`) or
     /// blocked (`axis` and `block_size`), as in QuantizeLinear.
     DequantizeLinear = 67,
+    /// Runs one of two subgraphs: `then_branch` when the one-element bool input 0 is true,
+    /// else `else_branch` (both [`Attr::Graph`]). Inputs 1.. are the outer values the
+    /// branches read (see [`OpKind::is_control_flow`] for how captures work); both branches
+    /// take all of them, in that order, and produce as many outputs as the node has.
+    If = 68,
+    /// A loop (ONNX `Loop`, opsets 11-16, tensors only). Inputs: the trip count `M` (i64,
+    /// one element, or 0 elements for none), the condition `cond` (bool, one element, or 0
+    /// elements for none), the `N` loop-carried initial values, then the `captures`
+    /// (attribute, default 0) outer values the body reads. The `body` graph takes
+    /// `(iteration i64 [], cond bool [], N carried..., captures...)` and returns
+    /// `(cond, N carried..., K scan values...)`; the node's outputs are the `N` final carried
+    /// values, then the `K` scan values stacked along a new leading axis.
+    Loop = 69,
     /// Converts input 0 to the dtype of input 1 (whose values are not read); attributes
     /// `saturate` and `round_mode` as in Cast.
     CastLike = 70,
@@ -411,6 +427,21 @@ impl OpKind {
         matches!(self, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div)
     }
 
+    /// Whether the op is control flow ([`OpKind::If`], [`OpKind::Loop`]): its work is done by
+    /// subgraphs held in [`Attr::Graph`] attributes.
+    ///
+    /// Control flow always runs on the host; plugins never receive it. Its subgraphs are
+    /// *closed*: every value of an enclosing graph that a subgraph reads is passed to the
+    /// node as an explicit extra input (a "capture") and declared as an input of the
+    /// subgraph, rather than referenced by name across scopes as ONNX does. The partitioner,
+    /// the memory planner and the scheduler therefore see every real data dependency on the
+    /// node itself, and a subgraph can be planned, run or serialized on its own. Outer
+    /// constants are copied into the subgraph (sharing their bytes) instead of captured, so
+    /// the shape rules and constant folding see them.
+    pub fn is_control_flow(self) -> bool {
+        matches!(self, OpKind::If | OpKind::Loop)
+    }
+
     /// Whether the op is an element-wise unary op.
     pub fn is_unary_elementwise(self) -> bool {
         matches!(
@@ -429,8 +460,8 @@ impl fmt::Display for OpKind {
 /// An attribute value.
 #[derive(Clone, Debug, PartialEq)]
 ///
-/// The kinds are ONNX's attribute kinds, minus tensors and graphs; BTIR stores them under
-/// the codes 1 to 5 in the order listed here.
+/// The kinds are ONNX's attribute kinds, minus tensors and lists of graphs; BTIR stores
+/// them under the codes 1 to 6 in the order listed here.
 pub enum Attr {
     /// A single integer; flags such as `transA` or `ceil_mode` are 0 or 1.
     Int(i64),
@@ -443,6 +474,9 @@ pub enum Attr {
     Floats(Vec<f32>),
     /// A UTF-8 string, such as `auto_pad`.
     Str(String),
+    /// A subgraph: the branches of [`OpKind::If`], the body of [`OpKind::Loop`]. It is
+    /// closed (see [`OpKind::is_control_flow`]): it names no tensor of the graph around it.
+    Graph(Box<Graph>),
 }
 
 /// A node: one op applied to input tensors, producing output tensors.
@@ -485,6 +519,14 @@ impl Node {
     pub fn attr_ints(&self, name: &str) -> Option<&[i64]> {
         match self.attrs.get(name) {
             Some(Attr::Ints(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A subgraph attribute, if present.
+    pub fn attr_graph(&self, name: &str) -> Option<&Graph> {
+        match self.attrs.get(name) {
+            Some(Attr::Graph(g)) => Some(g),
             _ => None,
         }
     }
@@ -552,8 +594,18 @@ impl Graph {
     }
 
     /// Checks structural soundness: indices in range, every tensor defined once, nodes in
-    /// topological order, outputs defined. Errors name the node at fault.
+    /// topological order, outputs defined, and the same of every subgraph. Errors name the
+    /// node at fault.
     pub fn validate(&self) -> Result<(), IrError> {
+        for node in &self.nodes {
+            for (k, v) in &node.attrs {
+                if let Attr::Graph(g) = v {
+                    g.validate().map_err(|e| {
+                        IrError::Malformed(format!("subgraph '{k}' of node {}: {e}", node.label()))
+                    })?;
+                }
+            }
+        }
         let nt = self.tensors.len();
         let mut defined = vec![false; nt];
         for &i in &self.inputs {

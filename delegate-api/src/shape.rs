@@ -1,8 +1,11 @@
 //! Shape inference and the geometry of windowed ops, shared by the host, its reference
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
+mod control;
 mod math;
 mod tensor_ops;
+
+pub use control::is_provisional;
 
 use crate::error::IrError;
 use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
@@ -13,6 +16,10 @@ use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
 /// shapes. Reshape's target shape is read from its `shape` attribute or from an inline
 /// `i64` constant; a target passed as an external constant view is not resolved here (use
 /// [`infer_static`] with the views).
+///
+/// If and Loop read their subgraphs' declared outputs (see the `control` rules): a
+/// dimension that depends on values at run time comes back provisional (see
+/// [`is_provisional`]).
 ///
 /// Returns one dtype and shape per output the op can produce (an op with optional
 /// outputs lists them all; a node may use a prefix).
@@ -27,6 +34,9 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
             .map(|&t| &graph.tensors[t])
             .ok_or_else(|| err(format!("missing input {i}")))
     };
+    if node.op.is_control_flow() {
+        return control::infer(node).map_err(err);
+    }
     let x = input(0)?;
     match node.op {
         OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh | OpKind::Softmax => {
@@ -125,6 +135,12 @@ pub fn infer_outputs(
     inputs: &[(DType, Vec<usize>)],
     shape_operand: impl Fn(usize) -> Option<Vec<i64>>,
 ) -> Result<Outputs, String> {
+    if node.op.is_control_flow() {
+        return Err(format!(
+            "{}: the outputs of control flow come from its subgraphs (see infer_node)",
+            node.op
+        ));
+    }
     if let Some(r) = math::infer(node, inputs, &shape_operand) {
         return r;
     }

@@ -1,6 +1,7 @@
 //! The serialized form of the IR ("BTIR"), version 1.2 (1.1 added the op codes 20-43 and
-//! 50-67 of the ONNX milestone, 1.2 the dtype codes 8-23 and op code 70; the layout is
-//! that of 1.0).
+//! 50-67 of the ONNX milestone; 1.2 added the dtype codes 8-23, the ops Ceil (44) and
+//! CastLike (70), and the control-flow ops If and Loop (68, 69) with the graph attribute
+//! kind 6 that holds their subgraphs; the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -37,8 +38,19 @@
 //!          | u32 2, u32 index             (external: index of a constant view)
 //! node    := str name, u32 op, u32 n, u32 input[n], u32 n, u32 output[n], u32 n, attr[n]
 //! attr    := str name, u32 kind, value    (1 i64 | 2 f32 | 3 u32 n, i64[n]
-//!                                          | 4 u32 n, f32[n] | 5 str)
+//!                                          | 4 u32 n, f32[n] | 5 str
+//!                                          | 6 u32 len, graph (exactly len bytes))
 //! ```
+//!
+//! A graph attribute (kind 6, 1.2) is a subgraph of a control-flow node, written as a
+//! `graph` record of its own; its length prefix lets a reader that does not care skip it.
+//! Its tensor indices are its own (subgraphs are closed: see
+//! [`OpKind::is_control_flow`](crate::ir::OpKind::is_control_flow)). Inline constants of
+//! every subgraph live in the one data segment of the buffer, and subgraph constants are
+//! always inline, even in [`ConstMode::External`]: external views number the constants of
+//! the graph a plugin is handed, and plugins never receive control flow. Subgraphs nest at
+//! most [`MAX_GRAPH_DEPTH`] deep. A 1.1 reader refuses a 1.2 buffer that uses any of this
+//! (unknown op code or attribute kind) with a clear error, and reads one that does not.
 //!
 //! `header_size` lets a later minor version grow the header; readers skip what they do not
 //! know. A new minor version only appends: fields at the end of the graph, new codes that
@@ -51,6 +63,10 @@ use crate::ir::{Attr, DType, Dim, Graph, Node, OpKind, Quant, Storage, TensorDat
 pub const WIRE_MAJOR: u16 = 1;
 /// Minor version this build writes.
 pub const WIRE_MINOR: u16 = 2;
+/// How deeply subgraphs may nest (a Loop inside an If's branch is depth 2). Deeper buffers
+/// are refused, by this reader and the C one alike, so a crafted buffer cannot exhaust the
+/// stack.
+pub const MAX_GRAPH_DEPTH: usize = 16;
 const HEADER_SIZE: u32 = 24;
 
 /// How to write constants.
@@ -73,107 +89,12 @@ pub fn encode(graph: &Graph, mode: ConstMode) -> (Vec<u8>, Vec<usize>) {
     w.u32(HEADER_SIZE);
     w.u32(0);
     w.u64(0); // data_offset, patched below
-    let mut data: Vec<u8> = Vec::new();
     let mut external = Vec::new();
-    w.str(&graph.name);
-    w.u32(graph.tensors.len() as u32);
-    for (id, t) in graph.tensors.iter().enumerate() {
-        w.str(&t.name);
-        w.u32(t.dtype.code());
-        w.u32(t.shape.len() as u32);
-        for d in &t.shape {
-            match d {
-                Dim::Fixed(n) => {
-                    w.u32(0);
-                    w.u64(*n as u64);
-                }
-                Dim::Sym(s) => {
-                    w.u32(1);
-                    w.str(s);
-                }
-            }
-        }
-        match &t.quant {
-            None => w.u32(0),
-            Some(Quant::PerTensor { scale, zero_point }) => {
-                w.u32(1);
-                w.f32(*scale);
-                w.u32(*zero_point as u32);
-            }
-            Some(Quant::PerAxis {
-                axis,
-                scales,
-                zero_points,
-            }) => {
-                w.u32(2);
-                w.u32(*axis as u32);
-                w.u32(scales.len() as u32);
-                scales.iter().for_each(|s| w.f32(*s));
-                zero_points.iter().for_each(|z| w.u32(*z as u32));
-            }
-        }
-        match (&t.data, mode) {
-            (None, _) => w.u32(0),
-            (Some(Storage::Inline(bytes)), ConstMode::Inline) => {
-                let offset = data.len().next_multiple_of(64);
-                data.resize(offset, 0);
-                data.extend_from_slice(bytes.bytes());
-                w.u32(1);
-                w.u64(offset as u64);
-                w.u64(bytes.bytes().len() as u64);
-            }
-            (Some(_), ConstMode::External) => {
-                w.u32(2);
-                w.u32(external.len() as u32);
-                external.push(id);
-            }
-            (Some(Storage::External(i)), ConstMode::Inline) => {
-                // Re-serializing a graph received from the ABI: keep the reference.
-                w.u32(2);
-                w.u32(*i as u32);
-            }
-        }
-    }
-    w.u32(graph.nodes.len() as u32);
-    for n in &graph.nodes {
-        w.str(&n.name);
-        w.u32(n.op.code());
-        w.ids(&n.inputs);
-        w.ids(&n.outputs);
-        w.u32(n.attrs.len() as u32);
-        for (k, v) in &n.attrs {
-            w.str(k);
-            match v {
-                Attr::Int(i) => {
-                    w.u32(1);
-                    w.u64(*i as u64);
-                }
-                Attr::Float(f) => {
-                    w.u32(2);
-                    w.f32(*f);
-                }
-                Attr::Ints(v) => {
-                    w.u32(3);
-                    w.u32(v.len() as u32);
-                    v.iter().for_each(|i| w.u64(*i as u64));
-                }
-                Attr::Floats(v) => {
-                    w.u32(4);
-                    w.u32(v.len() as u32);
-                    v.iter().for_each(|f| w.f32(*f));
-                }
-                Attr::Str(s) => {
-                    w.u32(5);
-                    w.str(s);
-                }
-            }
-        }
-    }
-    w.ids(&graph.inputs);
-    w.ids(&graph.outputs);
-    if !data.is_empty() {
+    w.graph(graph, Some((mode, &mut external)));
+    if !w.data.is_empty() {
         let offset = w.buf.len().next_multiple_of(64);
         w.buf.resize(offset, 0);
+        let data = std::mem::take(&mut w.data);
         w.buf.extend_from_slice(&data);
         w.buf[16..24].copy_from_slice(&(offset as u64).to_le_bytes());
     }
@@ -203,69 +124,7 @@ pub fn decode(bytes: &[u8]) -> Result<Graph, WireError> {
         return r.invalid(format!("header_size {header_size}"));
     }
     r.pos = header_size;
-
-    let name = r.str("graph name")?;
-    let nt = r.count("tensor count", 8)?;
-    let mut tensors = Vec::with_capacity(nt);
-    for _ in 0..nt {
-        tensors.push(r.tensor(bytes, data_offset)?);
-    }
-    let nn = r.count("node count", 20)?;
-    let mut nodes = Vec::with_capacity(nn);
-    for _ in 0..nn {
-        let name = r.str("node name")?;
-        let code = r.u32("op")?;
-        let op = match OpKind::from_code(code) {
-            Some(op) => op,
-            None => return r.invalid(format!("node '{name}': unknown op code {code}")),
-        };
-        let inputs = r.ids("node inputs")?;
-        let outputs = r.ids("node outputs")?;
-        let na = r.count("attribute count", 8)?;
-        let mut attrs = std::collections::BTreeMap::new();
-        for _ in 0..na {
-            let k = r.str("attribute name")?;
-            let v = match r.u32("attribute kind")? {
-                1 => Attr::Int(r.u64("int attribute")? as i64),
-                2 => Attr::Float(r.f32("float attribute")?),
-                3 => {
-                    let n = r.count("ints length", 8)?;
-                    Attr::Ints(
-                        (0..n)
-                            .map(|_| r.u64("ints").map(|v| v as i64))
-                            .collect::<Result<_, _>>()?,
-                    )
-                }
-                4 => {
-                    let n = r.count("floats length", 4)?;
-                    Attr::Floats((0..n).map(|_| r.f32("floats")).collect::<Result<_, _>>()?)
-                }
-                5 => Attr::Str(r.str("string attribute")?),
-                kind => {
-                    return r.invalid(format!(
-                        "node '{name}': attribute '{k}' has unknown kind {kind}"
-                    ))
-                }
-            };
-            attrs.insert(k, v);
-        }
-        nodes.push(Node {
-            name,
-            op,
-            inputs,
-            outputs,
-            attrs,
-        });
-    }
-    let inputs = r.ids("graph inputs")?;
-    let outputs = r.ids("graph outputs")?;
-    let graph = Graph {
-        name,
-        tensors,
-        nodes,
-        inputs,
-        outputs,
-    };
+    let graph = r.graph(bytes, data_offset, 0)?;
     graph.validate()?;
     Ok(graph)
 }
@@ -273,9 +132,136 @@ pub fn decode(bytes: &[u8]) -> Result<Graph, WireError> {
 #[derive(Default)]
 struct Writer {
     buf: Vec<u8>,
+    /// The data segment, appended after the graph records.
+    data: Vec<u8>,
 }
 
 impl Writer {
+    /// Writes a `graph` record. `external` is `Some` for the top-level graph only: the
+    /// constants of subgraphs always go to the data segment, since external views number
+    /// the constants of the graph a plugin is handed, and plugins never run control flow.
+    fn graph(&mut self, graph: &Graph, external: Option<(ConstMode, &mut Vec<usize>)>) {
+        let (mode, mut external) = match external {
+            Some((mode, list)) => (mode, Some(list)),
+            None => (ConstMode::Inline, None),
+        };
+        self.str(&graph.name);
+        self.u32(graph.tensors.len() as u32);
+        for (id, t) in graph.tensors.iter().enumerate() {
+            self.tensor(t);
+            match (&t.data, mode) {
+                (None, _) => self.u32(0),
+                (Some(Storage::Inline(bytes)), ConstMode::Inline) => {
+                    let offset = self.data.len().next_multiple_of(64);
+                    self.data.resize(offset, 0);
+                    self.data.extend_from_slice(bytes.bytes());
+                    self.u32(1);
+                    self.u64(offset as u64);
+                    self.u64(bytes.bytes().len() as u64);
+                }
+                (Some(_), ConstMode::External) => {
+                    let list = external.as_deref_mut().expect("external mode has a list");
+                    self.u32(2);
+                    self.u32(list.len() as u32);
+                    list.push(id);
+                }
+                (Some(Storage::External(i)), ConstMode::Inline) => {
+                    // Re-serializing a graph received from the ABI: keep the reference.
+                    self.u32(2);
+                    self.u32(*i as u32);
+                }
+            }
+        }
+        self.u32(graph.nodes.len() as u32);
+        for n in &graph.nodes {
+            self.str(&n.name);
+            self.u32(n.op.code());
+            self.ids(&n.inputs);
+            self.ids(&n.outputs);
+            self.u32(n.attrs.len() as u32);
+            for (k, v) in &n.attrs {
+                self.str(k);
+                self.attr(v);
+            }
+        }
+        self.ids(&graph.inputs);
+        self.ids(&graph.outputs);
+    }
+
+    /// A tensor record up to (not including) its storage.
+    fn tensor(&mut self, t: &TensorDecl) {
+        self.str(&t.name);
+        self.u32(t.dtype.code());
+        self.u32(t.shape.len() as u32);
+        for d in &t.shape {
+            match d {
+                Dim::Fixed(n) => {
+                    self.u32(0);
+                    self.u64(*n as u64);
+                }
+                Dim::Sym(s) => {
+                    self.u32(1);
+                    self.str(s);
+                }
+            }
+        }
+        match &t.quant {
+            None => self.u32(0),
+            Some(Quant::PerTensor { scale, zero_point }) => {
+                self.u32(1);
+                self.f32(*scale);
+                self.u32(*zero_point as u32);
+            }
+            Some(Quant::PerAxis {
+                axis,
+                scales,
+                zero_points,
+            }) => {
+                self.u32(2);
+                self.u32(*axis as u32);
+                self.u32(scales.len() as u32);
+                scales.iter().for_each(|s| self.f32(*s));
+                zero_points.iter().for_each(|z| self.u32(*z as u32));
+            }
+        }
+    }
+
+    fn attr(&mut self, v: &Attr) {
+        match v {
+            Attr::Int(i) => {
+                self.u32(1);
+                self.u64(*i as u64);
+            }
+            Attr::Float(f) => {
+                self.u32(2);
+                self.f32(*f);
+            }
+            Attr::Ints(v) => {
+                self.u32(3);
+                self.u32(v.len() as u32);
+                v.iter().for_each(|i| self.u64(*i as u64));
+            }
+            Attr::Floats(v) => {
+                self.u32(4);
+                self.u32(v.len() as u32);
+                v.iter().for_each(|f| self.f32(*f));
+            }
+            Attr::Str(s) => {
+                self.u32(5);
+                self.str(s);
+            }
+            Attr::Graph(g) => {
+                self.u32(6);
+                let len_at = self.buf.len();
+                self.u32(0); // patched below
+                let start = self.buf.len();
+                self.graph(g, None);
+                let len = (self.buf.len() - start) as u32;
+                self.buf[len_at..start].copy_from_slice(&len.to_le_bytes());
+            }
+        }
+    }
+
     fn u16(&mut self, v: u16) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
@@ -368,6 +354,109 @@ impl<'a> Reader<'a> {
         let n = self.count(what, 4)?;
         (0..n).map(|_| self.u32(what).map(|v| v as usize)).collect()
     }
+    /// Reads a `graph` record at nesting `depth` (0 for the top level).
+    fn graph(&mut self, all: &[u8], data_offset: usize, depth: usize) -> Result<Graph, WireError> {
+        let name = self.str("graph name")?;
+        let nt = self.count("tensor count", 8)?;
+        let mut tensors = Vec::with_capacity(nt);
+        for _ in 0..nt {
+            tensors.push(self.tensor(all, data_offset)?);
+        }
+        let nn = self.count("node count", 20)?;
+        let mut nodes = Vec::with_capacity(nn);
+        for _ in 0..nn {
+            let name = self.str("node name")?;
+            let code = self.u32("op")?;
+            let op = match OpKind::from_code(code) {
+                Some(op) => op,
+                None => return self.invalid(format!("node '{name}': unknown op code {code}")),
+            };
+            let inputs = self.ids("node inputs")?;
+            let outputs = self.ids("node outputs")?;
+            let na = self.count("attribute count", 8)?;
+            let mut attrs = std::collections::BTreeMap::new();
+            for _ in 0..na {
+                let k = self.str("attribute name")?;
+                let v = self.attr(&name, &k, all, data_offset, depth)?;
+                attrs.insert(k, v);
+            }
+            nodes.push(Node {
+                name,
+                op,
+                inputs,
+                outputs,
+                attrs,
+            });
+        }
+        let inputs = self.ids("graph inputs")?;
+        let outputs = self.ids("graph outputs")?;
+        Ok(Graph {
+            name,
+            tensors,
+            nodes,
+            inputs,
+            outputs,
+        })
+    }
+
+    fn attr(
+        &mut self,
+        node: &str,
+        k: &str,
+        all: &[u8],
+        data_offset: usize,
+        depth: usize,
+    ) -> Result<Attr, WireError> {
+        Ok(match self.u32("attribute kind")? {
+            1 => Attr::Int(self.u64("int attribute")? as i64),
+            2 => Attr::Float(self.f32("float attribute")?),
+            3 => {
+                let n = self.count("ints length", 8)?;
+                Attr::Ints(
+                    (0..n)
+                        .map(|_| self.u64("ints").map(|v| v as i64))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            4 => {
+                let n = self.count("floats length", 4)?;
+                Attr::Floats(
+                    (0..n)
+                        .map(|_| self.f32("floats"))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            5 => Attr::Str(self.str("string attribute")?),
+            6 => {
+                if depth >= MAX_GRAPH_DEPTH {
+                    return self.invalid(format!(
+                        "node '{node}': subgraph '{k}' is nested deeper than {MAX_GRAPH_DEPTH} levels"
+                    ));
+                }
+                let len = self.count("graph length", 1)?;
+                let end = self.pos + len;
+                let mut sub = Reader {
+                    buf: &self.buf[..end],
+                    pos: self.pos,
+                };
+                let g = sub.graph(all, data_offset, depth + 1)?;
+                if sub.pos != end {
+                    return sub.invalid(format!(
+                        "node '{node}': subgraph '{k}' ends {} bytes before its length",
+                        end - sub.pos
+                    ));
+                }
+                self.pos = end;
+                Attr::Graph(Box::new(g))
+            }
+            kind => {
+                return self.invalid(format!(
+                    "node '{node}': attribute '{k}' has unknown kind {kind}"
+                ))
+            }
+        })
+    }
+
     fn tensor(&mut self, all: &[u8], data_offset: usize) -> Result<TensorDecl, WireError> {
         let name = self.str("tensor name")?;
         let code = self.u32("dtype")?;
@@ -546,6 +635,82 @@ mod tests {
         bad[at] = DType::ALL.len() as u8 + 1;
         let e = decode(&bad).unwrap_err().to_string();
         assert!(e.contains("unknown dtype code 24"), "{e}");
+    }
+
+    /// Two levels of If per `depth`: the then-branches nest, the else-branches are leaves;
+    /// every leaf holds a constant.
+    fn nested(depth: usize) -> Graph {
+        let mut b = GraphBuilder::new(&format!("level{depth}"));
+        let c = b.input_fixed("c", DType::Bool, &[]);
+        let x = b.input_fixed("x", DType::F32, &[2]);
+        let y = if depth == 0 {
+            let k = b.constant_f32("k", &[2], &[0.5, -4.0]);
+            b.node(OpKind::Add, &[x, k], &[]).unwrap()
+        } else {
+            let branch = || {
+                let mut s = GraphBuilder::new("branch");
+                let c = s.input_fixed("c", DType::Bool, &[]);
+                let x = s.input_fixed("x", DType::F32, &[2]);
+                let y = s
+                    .node(
+                        OpKind::If,
+                        &[c, c, x],
+                        &[
+                            ("then_branch", Attr::Graph(Box::new(nested(depth - 1)))),
+                            ("else_branch", Attr::Graph(Box::new(nested(0)))),
+                        ],
+                    )
+                    .unwrap();
+                s.output(y);
+                Attr::Graph(Box::new(s.finish().unwrap()))
+            };
+            let leaf = Attr::Graph(Box::new(nested(0)));
+            b.node(
+                OpKind::If,
+                &[c, c, x],
+                &[("then_branch", branch()), ("else_branch", leaf)],
+            )
+            .unwrap()
+        };
+        b.output(y);
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn subgraphs_round_trip_with_their_constants_inline() {
+        let g = nested(3);
+        let (bytes, ext) = encode(&g, ConstMode::Inline);
+        assert!(ext.is_empty());
+        assert_eq!(decode(&bytes).unwrap(), g);
+        // Across the ABI only the top level's constants become views; this graph has none
+        // there, so every constant (all inside subgraphs) stays inline.
+        let (bytes, ext) = encode(&g, ConstMode::External);
+        assert!(ext.is_empty());
+        assert_eq!(decode(&bytes).unwrap(), g);
+    }
+
+    #[test]
+    fn nesting_beyond_the_limit_is_refused() {
+        // nested(d) holds If levels 1..=2d; the innermost subgraph sits at depth 2d.
+        let ok = nested(MAX_GRAPH_DEPTH / 2);
+        assert!(decode(&encode(&ok, ConstMode::Inline).0).is_ok());
+        let deep = nested(MAX_GRAPH_DEPTH / 2 + 1);
+        let e = decode(&encode(&deep, ConstMode::Inline).0).unwrap_err();
+        assert!(e.to_string().contains("nested deeper"), "{e}");
+    }
+
+    #[test]
+    fn a_subgraph_shorter_than_its_length_is_refused() {
+        let g = nested(1);
+        let (mut bytes, _) = encode(&g, ConstMode::Inline);
+        // The first graph attribute: its kind (6) follows the name "else_branch".
+        let name = b"else_branch";
+        let at = bytes.windows(name.len()).position(|w| w == name).unwrap();
+        let len_at = at + name.len().next_multiple_of(4) + 4;
+        let len = u32::from_le_bytes(bytes[len_at..len_at + 4].try_into().unwrap());
+        bytes[len_at..len_at + 4].copy_from_slice(&(len + 4).to_le_bytes());
+        let e = decode(&bytes).unwrap_err();
+        assert!(e.to_string().contains("before its length"), "{e}");
     }
 
     proptest::proptest! {

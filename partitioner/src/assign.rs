@@ -29,6 +29,9 @@ pub(crate) struct Placement {
     outside: Vec<Vec<String>>,
     /// Nodes a pin sends to the host: their one reason is the pin.
     pinned_to_host: Vec<bool>,
+    /// Nodes that only the host can run (control flow), with the reason; no backend is
+    /// considered for them, whatever it answered or a pin says.
+    host_only: Vec<Option<String>>,
 }
 
 /// Whether one backend may take one node.
@@ -57,8 +60,25 @@ impl Placement {
             history: vec![Vec::new(); nodes],
             outside: vec![Vec::new(); nodes],
             pinned_to_host: vec![false; nodes],
+            host_only: vec![None; nodes],
         };
         for (n, node) in graph.nodes.iter().enumerate() {
+            if node.op.is_control_flow() {
+                let why = format!(
+                    "{} is control flow, which always runs on the host (its subgraphs are planned as graphs of their own)",
+                    node.op
+                );
+                placement.standing.push(
+                    policy
+                        .priority
+                        .iter()
+                        .map(|name| Standing::Refused(format!("{name} not considered: {why}")))
+                        .collect(),
+                );
+                placement.host_only[n] = Some(why);
+                placement.cursor[n] = policy.priority.len();
+                continue;
+            }
             let pin = policy.pins.iter().find(|p| p.matches(node.op, &node.name));
             placement.pinned_to_host[n] = pin.is_some_and(|p| p.target == Target::Host);
             let standing = policy
@@ -121,6 +141,9 @@ impl Placement {
                 let mut reasons = vec![format!("taken by {} (priority {})", self.names[b], b + 1)];
                 reasons.extend(self.history[n].iter().cloned());
                 reasons
+            }
+            None if self.host_only[n].is_some() => {
+                vec![self.host_only[n].clone().unwrap_or_default()]
             }
             None if self.pinned_to_host[n] => vec!["pinned to host by config".to_string()],
             None => {

@@ -10,7 +10,9 @@
 //! 1. **Assign.** Each node goes to the first backend in `policy.priority` that supports it
 //!    and that its pin (if any) allows. Preference is a user decision, so it is honoured
 //!    node by node before any structural concern; structure can only push a node *down*
-//!    the list, never up.
+//!    the list, never up. Control flow (If, Loop) is the exception: it goes to the host
+//!    whatever the backends answer or a pin says, since its subgraphs are whole graphs that
+//!    the host plans on their own.
 //! 2. **Merge along edges.** Nodes are visited in topological order and merged into the
 //!    groups of their same-backend producers. Most models are long chains on one backend,
 //!    and this pass turns them into one group cheaply: while visiting node `v`, every

@@ -193,6 +193,42 @@ fn an_empty_priority_list_leaves_everything_on_the_host_and_says_so() {
     );
 }
 
+/// Relu -> If -> Relu where the backend claims everything, If included, and a pin even
+/// sends If to it: control flow stays on the host all the same, and says why.
+#[test]
+fn control_flow_always_runs_on_the_host() {
+    let g = graph(|b, x| {
+        let a = b.named_node("a", OpKind::Relu, &[x], &[]).unwrap();
+        let branch = {
+            let mut s = GraphBuilder::new("branch");
+            let v = s.input_fixed("v", DType::F32, &[4]);
+            let r = s.node(OpKind::Relu, &[v], &[]).unwrap();
+            s.output(r);
+            baton_delegate_api::Attr::Graph(Box::new(s.finish().unwrap()))
+        };
+        let c = b.input_fixed("c", DType::Bool, &[]);
+        let i = b
+            .named_node(
+                "if",
+                OpKind::If,
+                &[c, a],
+                &[("then_branch", branch.clone()), ("else_branch", branch)],
+            )
+            .unwrap();
+        b.named_node("c", OpKind::Relu, &[i], &[]).unwrap()
+    });
+    let mut p = policy(&["cpu"]);
+    p.pins
+        .push(Pin::op(OpKind::If, Target::Backend("cpu".into())));
+    let plan = run(&g, &[all("cpu", &g)], &p);
+    assert_eq!(parts(&plan), vec![("cpu", vec![0]), ("cpu", vec![2])]);
+    assert_eq!(plan.nodes[1].decision, Decision::Host);
+    assert_eq!(
+        plan.nodes[1].reasons,
+        vec!["If is control flow, which always runs on the host (its subgraphs are planned as graphs of their own)"]
+    );
+}
+
 // ---- pins ------------------------------------------------------------------------------
 
 #[test]

@@ -7,25 +7,36 @@
 //! (a Reshape with a constant target is a plain reshape to them). `Shape` and `Size` of a
 //! value with a fixed shape fold too, since they read only the shape. The pass runs after
 //! import and again after the host binds symbolic dimensions.
+//!
+//! An If whose condition is constant is replaced by the nodes of the branch it would take
+//! ([`inline_if`]); they are folded in turn. (A model's If on a run-time input, such as
+//! silero VAD's sample rate, stays.)
+
+use std::collections::VecDeque;
 
 use baton_delegate_api::ir::TensorData;
-use baton_delegate_api::{shape, Dim, Graph, Node, OpKind, Storage, Tensor, TensorRef};
+use baton_delegate_api::{
+    shape, DType, Dim, Graph, Node, OpKind, Storage, Tensor, TensorDecl, TensorId, TensorRef,
+};
 
 use crate::reference;
 
 /// Folds every foldable node of `graph`; returns how many nodes were removed.
 pub fn fold_constants(graph: &mut Graph) -> usize {
-    let mut kept = Vec::with_capacity(graph.nodes.len());
+    let mut queue: VecDeque<Node> = std::mem::take(&mut graph.nodes).into();
+    let mut kept = Vec::with_capacity(queue.len());
     let mut folded = 0;
-    for node in std::mem::take(&mut graph.nodes) {
+    while let Some(node) = queue.pop_front() {
+        if let Some(inlined) = inline_if(graph, &node) {
+            folded += 1;
+            for n in inlined.into_iter().rev() {
+                queue.push_front(n);
+            }
+            continue;
+        }
         match fold_node(graph, &node) {
             Some(values) => {
-                for (&out, t) in node.outputs.iter().zip(values) {
-                    let decl = &mut graph.tensors[out];
-                    decl.dtype = t.dtype;
-                    decl.shape = t.shape.iter().map(|&d| Dim::Fixed(d)).collect();
-                    decl.data = Some(Storage::Inline(TensorData::from_bytes(t.bytes())));
-                }
+                set_constants(graph, &node, values);
                 folded += 1;
             }
             None => kept.push(node),
@@ -35,8 +46,82 @@ pub fn fold_constants(graph: &mut Graph) -> usize {
     folded
 }
 
+/// Makes the outputs of `node` the constants `values`.
+pub(crate) fn set_constants(graph: &mut Graph, node: &Node, values: Vec<Tensor>) {
+    for (&out, t) in node.outputs.iter().zip(values) {
+        let decl = &mut graph.tensors[out];
+        decl.dtype = t.dtype;
+        decl.shape = t.shape.iter().map(|&d| Dim::Fixed(d)).collect();
+        decl.data = Some(Storage::Inline(TensorData::from_bytes(t.bytes())));
+    }
+}
+
+/// If `node` is an If with a constant condition: adds the tensors of the branch it takes to
+/// `graph` and returns that branch's nodes (renamed `node/...`, reading the node's captured
+/// inputs), followed by one Identity per output, which defines the node's outputs. The
+/// caller puts them where `node` was.
+pub fn inline_if(graph: &mut Graph, node: &Node) -> Option<Vec<Node>> {
+    if node.op != OpKind::If {
+        return None;
+    }
+    let cond = &graph.tensors[*node.inputs.first()?];
+    let Some(Storage::Inline(data)) = &cond.data else {
+        return None;
+    };
+    if cond.dtype != DType::Bool || data.bytes().len() != 1 {
+        return None;
+    }
+    let name = if data.bytes()[0] != 0 {
+        "then_branch"
+    } else {
+        "else_branch"
+    };
+    let branch = node.attr_graph(name)?;
+    if branch.inputs.len() + 1 != node.inputs.len() || branch.outputs.len() < node.outputs.len() {
+        return None;
+    }
+    // Branch tensor -> graph tensor: inputs are the node's captures, the rest are new.
+    let mut map: Vec<Option<TensorId>> = vec![None; branch.tensors.len()];
+    for (&b, &outer) in branch.inputs.iter().zip(&node.inputs[1..]) {
+        map[b] = Some(outer);
+    }
+    for (b, decl) in branch.tensors.iter().enumerate() {
+        if map[b].is_none() {
+            graph.tensors.push(TensorDecl {
+                name: format!("{}/{}", node.name, decl.name),
+                ..decl.clone()
+            });
+            map[b] = Some(graph.tensors.len() - 1);
+        }
+    }
+    let id = |b: TensorId| map[b].expect("every branch tensor is mapped");
+    let mut nodes: Vec<Node> = branch
+        .nodes
+        .iter()
+        .map(|n| Node {
+            name: format!("{}/{}", node.name, n.name),
+            inputs: n.inputs.iter().map(|&t| id(t)).collect(),
+            outputs: n.outputs.iter().map(|&t| id(t)).collect(),
+            ..n.clone()
+        })
+        .collect();
+    for (k, (&out, &b)) in node.outputs.iter().zip(&branch.outputs).enumerate() {
+        nodes.push(Node {
+            name: format!("{}/{name}_out{k}", node.name),
+            op: OpKind::Identity,
+            inputs: vec![id(b)],
+            outputs: vec![out],
+            attrs: Default::default(),
+        });
+    }
+    Some(nodes)
+}
+
 /// The node's output values if it can be computed now.
-fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
+pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
+    if node.op.is_control_flow() {
+        return None;
+    }
     if matches!(node.op, OpKind::Shape | OpKind::Size) {
         let x = graph.tensors.get(*node.inputs.first()?)?;
         let dims = x.static_shape()?;

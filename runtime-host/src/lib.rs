@@ -20,6 +20,7 @@ pub mod probe;
 pub mod reference;
 pub mod sample;
 pub mod session;
+pub mod specialize;
 pub mod stream;
 
 pub use bounded::BoundedSession;

@@ -9,6 +9,9 @@ use baton_delegate_api::{DType, Dim, Graph, Tensor};
 use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
+#[path = "cli/stream_run.rs"]
+mod stream_run;
+
 /// Baton: on-device inference across backend delegates.
 #[derive(Parser)]
 #[command(version, about, long_about = None)]
@@ -82,6 +85,18 @@ struct RunArgs {
     /// above one is refused.
     #[arg(long = "bound", value_name = "NAME=MAX")]
     bounds: Vec<String>,
+    /// Run step by step: an --input file with one more dimension than the model's input is
+    /// a stack of chunks, fed one per step along its leading axis; other inputs are reused
+    /// at every step. Outputs are stacked the same way, except state outputs, whose final
+    /// value is written.
+    #[arg(long)]
+    stream: bool,
+    /// With --stream: a state carried from output OUT of one step to input IN of the next.
+    /// Inputs not given with --input are paired with the one output of their dtype and
+    /// shape when this is not given. A state starts at zeros, or at the file given with
+    /// --input IN=FILE.npy.
+    #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
+    states: Vec<String>,
 }
 
 #[derive(Args)]
@@ -140,6 +155,9 @@ fn run(a: RunArgs) -> Result<()> {
             );
         }
         given.insert(name.to_string(), npy::read(Path::new(file))?);
+    }
+    if a.stream {
+        return stream_run::run(&a, &graph, given);
     }
     let mut inputs = Vec::new();
     let mut bindings = BTreeMap::new();
@@ -200,12 +218,24 @@ fn run(a: RunArgs) -> Result<()> {
         let outputs = session.run(&inputs)?;
         (outputs, session.last_nodes_per_backend())
     };
-    if let Some(dir) = &a.output_dir {
+    let named: Vec<(String, Tensor)> = graph
+        .outputs
+        .iter()
+        .map(|&t| graph.tensors[t].name.clone())
+        .zip(outputs)
+        .collect();
+    write_outputs(a.output_dir.as_deref(), &named)?;
+    report_per_backend(&per_backend);
+    Ok(())
+}
+
+/// Writes each output as `DIR/NAME.npy`, or prints a summary of it without a directory.
+fn write_outputs(dir: Option<&Path>, outputs: &[(String, Tensor)]) -> Result<()> {
+    if let Some(dir) = dir {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    for (&t, out) in graph.outputs.iter().zip(&outputs) {
-        let name = &graph.tensors[t].name;
-        match &a.output_dir {
+    for (name, out) in outputs {
+        match dir {
             Some(dir) => {
                 let path = dir.join(format!("{}.npy", file_safe(name)));
                 npy::write(&path, out)?;
@@ -219,12 +249,16 @@ fn run(a: RunArgs) -> Result<()> {
             None => println!("{}", summary(name, out)),
         }
     }
-    let per: Vec<String> = per_backend
-        .iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    eprintln!("baton: nodes run by: {}", per.join(", "));
     Ok(())
+}
+
+fn report_targets(session: &Session<'_>) {
+    report_per_backend(&session.nodes_per_backend());
+}
+
+fn report_per_backend(per: &BTreeMap<String, usize>) {
+    let per: Vec<String> = per.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    eprintln!("baton: nodes run by: {}", per.join(", "));
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
@@ -250,6 +284,17 @@ fn plan(a: PlanArgs) -> Result<()> {
         println!("note: {n}");
     }
     print!("{}", session.plan.render(&session.graph));
+    for (label, branch) in session.branches() {
+        match branch {
+            Ok(b) => {
+                println!("{label} (a session of its own):");
+                for line in b.plan.render(&b.graph).lines() {
+                    println!("  {line}");
+                }
+            }
+            Err(why) => println!("{label}: cannot run for these input shapes: {why}"),
+        }
+    }
     let per: Vec<String> = session
         .nodes_per_backend()
         .iter()

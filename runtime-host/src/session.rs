@@ -6,13 +6,18 @@
 //! boundary in one arena, and prepare the ABI views of every delegate call. A run then
 //! copies the inputs in, walks the steps and copies the outputs out; it allocates no tensor
 //! memory, and delegate calls reuse their prepared views.
+//!
+//! Control flow runs on the host. An If's branches are sessions of their own, loaded once
+//! (partitioned across the plugins like any model) and run when the condition picks them;
+//! plugins never see an If, a Loop or a subgraph: they are asked about the graph with the
+//! control-flow nodes cut out. A Loop's body runs on the reference interpreter.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use baton_delegate_api::abi;
 use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::{
-    shape, Dim, Graph, NodeId, Storage, Tensor, TensorId, TensorMut, TensorRef,
+    DType, Graph, NodeId, OpKind, Storage, Support, Tensor, TensorId, TensorMut, TensorRef,
 };
 use baton_partitioner::{
     self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Step, Target,
@@ -24,6 +29,7 @@ use crate::error::{HostError, Result};
 use crate::memory::{self, ArenaPlan, Lifetime};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::reference;
+pub use crate::specialize::specialize;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {
@@ -41,6 +47,8 @@ pub struct Session<'e> {
     /// How many delegate calls failed and were run on the portable kernels instead.
     pub fallbacks: usize,
     steps: Vec<ExecStep>,
+    /// The control-flow nodes' runners, indexed by [`ExecStep::Control`].
+    controls: Vec<Control<'e>>,
     slots: Vec<Slot>,
     shapes: Vec<Vec<usize>>,
     arena: AlignedBytes,
@@ -69,6 +77,17 @@ enum Slot {
 enum ExecStep {
     Host(NodeId),
     Delegate(Box<DelegateStep>),
+    /// An index into `Session::controls`.
+    Control(usize),
+}
+
+/// How a control-flow node runs.
+struct Control<'e> {
+    node: NodeId,
+    /// An If's then and else branches as sessions, or why a branch cannot run for these
+    /// input shapes (taking it is then an error); empty for a Loop, whose body runs on the
+    /// reference interpreter.
+    branches: Vec<std::result::Result<Session<'e>, String>>,
 }
 
 struct DelegateStep {
@@ -144,12 +163,14 @@ impl<'e> Session<'e> {
                 Ok(delegates) => {
                     let partition_backends =
                         plan.partitions.iter().map(|p| p.backend.clone()).collect();
+                    let controls = load_controls(engine, &graph)?;
                     return Ok(assemble(
                         engine,
                         graph,
                         plan,
                         partition_backends,
                         delegates,
+                        controls,
                         notes,
                         reuse.take(),
                     ));
@@ -252,7 +273,8 @@ impl<'e> Session<'e> {
         self.arena = arena;
     }
 
-    /// Number of nodes each target ran ("host" for the portable kernels).
+    /// Number of nodes each target runs ("host" for the portable kernels), the nodes of
+    /// every If branch included.
     pub fn nodes_per_backend(&self) -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
         for e in &self.plan.nodes {
@@ -262,7 +284,29 @@ impl<'e> Session<'e> {
             };
             *m.entry(k).or_insert(0) += 1;
         }
+        for (_, branch) in self.branches() {
+            let Ok(branch) = branch else {
+                continue;
+            };
+            for (k, v) in branch.nodes_per_backend() {
+                *m.entry(k).or_insert(0) += v;
+            }
+        }
         m
+    }
+
+    /// The sessions of the If branches, each with a label (`node If_0 (If), then_branch`),
+    /// or why a branch cannot run for these input shapes.
+    pub fn branches(&self) -> Vec<(String, std::result::Result<&Session<'e>, &str>)> {
+        let mut out = Vec::new();
+        for c in &self.controls {
+            let node = &self.graph.nodes[c.node];
+            for (name, b) in ["then_branch", "else_branch"].iter().zip(&c.branches) {
+                let b = b.as_ref().map_err(String::as_str);
+                out.push((format!("node {}, {name}", node.label()), b));
+            }
+        }
+        out
     }
 
     fn run_step(&mut self, i: usize) -> Result<()> {
@@ -270,6 +314,10 @@ impl<'e> Session<'e> {
             ExecStep::Host(n) => {
                 let n = *n;
                 self.run_host_nodes(&[n], &mut HashMap::new())
+            }
+            ExecStep::Control(k) => {
+                let k = *k;
+                self.run_control(k)
             }
             ExecStep::Delegate(d) => {
                 for (s, e) in d.out_shapes.iter_mut().zip(&d.expected_out) {
@@ -399,6 +447,84 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
+    /// Runs control-flow node `controls[k]`: an If runs the branch session its condition
+    /// picks, a Loop runs on the reference interpreter. Results must have the shapes the
+    /// session planned.
+    fn run_control(&mut self, k: usize) -> Result<()> {
+        let n = self.controls[k].node;
+        let node = &self.graph.nodes[n];
+        let operands: Vec<Tensor> = node
+            .inputs
+            .iter()
+            .map(|&t| {
+                Tensor::from_bytes(self.graph.tensors[t].dtype, &self.shapes[t], self.bytes(t))
+            })
+            .collect();
+        let results = if node.op == OpKind::If {
+            let cond = &operands[0];
+            if cond.dtype != DType::Bool || cond.len() != 1 {
+                return Err(HostError::Node {
+                    node: node.label(),
+                    message: format!(
+                        "the condition must be one bool, got {} {:?}",
+                        cond.dtype, cond.shape
+                    ),
+                });
+            }
+            let pick = if cond.bytes()[0] != 0 { 0 } else { 1 };
+            let name = ["then_branch", "else_branch"][pick];
+            let refs: Vec<&Tensor> = operands[1..].iter().collect();
+            match &mut self.controls[k].branches[pick] {
+                Ok(branch) => branch.run_refs(&refs).map_err(|e| HostError::Node {
+                    node: node.label(),
+                    message: format!("in {name}: {e}"),
+                })?,
+                Err(why) => {
+                    return Err(HostError::Node {
+                        node: node.label(),
+                        message: format!(
+                            "the condition picks {name}, which cannot run for these input shapes: {why}"
+                        ),
+                    })
+                }
+            }
+        } else {
+            let refs: Vec<&Tensor> = operands.iter().collect();
+            reference::run_control(node, &refs).map_err(|e| HostError::Node {
+                node: node.label(),
+                message: e.to_string(),
+            })?
+        };
+        let node = &self.graph.nodes[n];
+        for (&o, t) in node.outputs.iter().zip(&results) {
+            let decl = &self.graph.tensors[o];
+            if t.dtype != decl.dtype || t.shape != self.shapes[o] {
+                return Err(HostError::Node {
+                    node: node.label(),
+                    message: format!(
+                        "output '{}' is {} {:?} at run time, but the session planned {} {:?}",
+                        decl.name, t.dtype, t.shape, decl.dtype, self.shapes[o]
+                    ),
+                });
+            }
+            if let Slot::Arena(off) = self.slots[o] {
+                let len = t.bytes().len();
+                self.arena.as_mut_slice()[off..off + len].copy_from_slice(t.bytes());
+            }
+        }
+        if results.len() < node.outputs.len() {
+            return Err(HostError::Node {
+                node: node.label(),
+                message: format!(
+                    "{} results for {} outputs",
+                    results.len(),
+                    node.outputs.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
     fn bytes(&self, t: TensorId) -> &[u8] {
         let len = byte_len(self.graph.tensors[t].dtype, &self.shapes[t]);
         match self.slots[t] {
@@ -420,52 +546,6 @@ fn const_bytes(graph: &Graph, t: TensorId) -> &[u8] {
     }
 }
 
-/// Binds symbolic dimensions of the inputs and re-infers every node's output shape.
-pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<Graph> {
-    let mut g = graph.clone();
-    for &i in &g.inputs.clone() {
-        let decl = &mut g.tensors[i];
-        for d in &mut decl.shape {
-            if let Dim::Sym(s) = d {
-                let v = *bindings.get(s.as_str()).ok_or_else(|| HostError::Input {
-                    name: decl.name.clone(),
-                    message: format!("dimension '{s}' is symbolic; give an input to bind it"),
-                })?;
-                *d = Dim::Fixed(v);
-            }
-        }
-    }
-    for n in 0..g.nodes.len() {
-        let node = g.nodes[n].clone();
-        let inferred = shape::infer_node(&g, &node)?;
-        if node.outputs.is_empty() || node.outputs.len() > inferred.len() {
-            return Err(HostError::Node {
-                node: node.label(),
-                message: format!(
-                    "{} outputs, the op produces {}",
-                    node.outputs.len(),
-                    inferred.len()
-                ),
-            });
-        }
-        for (&out, (dtype, dims)) in node.outputs.iter().zip(inferred) {
-            g.tensors[out].dtype = dtype;
-            g.tensors[out].shape = dims;
-        }
-    }
-    // Shape arithmetic on the now-fixed input shapes becomes constants.
-    crate::fold::fold_constants(&mut g);
-    for t in &g.tensors {
-        if t.static_shape().is_none() {
-            return Err(HostError::Input {
-                name: t.name.clone(),
-                message: "shape still symbolic after binding the inputs".into(),
-            });
-        }
-    }
-    Ok(g)
-}
-
 /// Asks every usable, non-excluded backend and partitions. Returns a backend whose
 /// `supports` call failed, so the caller can drop it and retry.
 fn partition_with(
@@ -474,11 +554,21 @@ fn partition_with(
     excluded: &BTreeSet<String>,
 ) -> Result<std::result::Result<PartitionPlan, (String, String)>> {
     let mut answers = Vec::new();
+    let (view, positions) = without_control_flow(graph);
     for b in engine.usable().filter(|b| !excluded.contains(&b.name)) {
-        match b.ctx.supports(graph) {
+        match b.ctx.supports(&view) {
             Ok(a) => answers.push(BackendAnswers {
                 backend: b.name.clone(),
-                answers: a,
+                answers: positions
+                    .iter()
+                    .map(|p| match p {
+                        Some(v) => a[*v].clone(),
+                        None => Support::no(
+                            abi::reason::OP,
+                            "control flow runs on the host; plugins are not asked",
+                        ),
+                    })
+                    .collect(),
             }),
             Err(e) => return Ok(Err((b.name.clone(), e.to_string()))),
         }
@@ -523,6 +613,67 @@ fn partition_with(
     Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
 }
 
+/// The graph plugins are asked about: `graph` without its control-flow nodes, whose
+/// outputs become inputs (to a plugin they are values arriving from elsewhere, which they
+/// are). Also gives, for each node of `graph`, its position in that view.
+fn without_control_flow(graph: &Graph) -> (std::borrow::Cow<'_, Graph>, Vec<Option<usize>>) {
+    if !graph.nodes.iter().any(|n| n.op.is_control_flow()) {
+        return (
+            std::borrow::Cow::Borrowed(graph),
+            (0..graph.nodes.len()).map(Some).collect(),
+        );
+    }
+    let mut view = Graph {
+        nodes: Vec::new(),
+        ..graph.clone()
+    };
+    let mut positions = Vec::with_capacity(graph.nodes.len());
+    for node in &graph.nodes {
+        if node.op.is_control_flow() {
+            view.inputs.extend(&node.outputs);
+            positions.push(None);
+        } else {
+            positions.push(Some(view.nodes.len()));
+            view.nodes.push(node.clone());
+        }
+    }
+    (std::borrow::Cow::Owned(view), positions)
+}
+
+/// Loads the branches of every If as sessions of their own (a Loop needs nothing).
+fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec<Control<'e>>> {
+    let mut controls = Vec::new();
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if !node.op.is_control_flow() {
+            continue;
+        }
+        let mut branches = Vec::new();
+        if node.op == OpKind::If {
+            for name in ["then_branch", "else_branch"] {
+                let branch = node.attr_graph(name).ok_or_else(|| HostError::Node {
+                    node: node.label(),
+                    message: format!("subgraph '{name}' is missing"),
+                })?;
+                branches.push(
+                    Session::new(engine, branch, &BTreeMap::new()).map_err(|e| e.to_string()),
+                );
+            }
+            if branches.iter().all(|b| b.is_err()) {
+                let why: Vec<String> = branches.into_iter().filter_map(|b| b.err()).collect();
+                return Err(HostError::Node {
+                    node: node.label(),
+                    message: format!(
+                        "neither branch can run for these input shapes: {}",
+                        why.join("; ")
+                    ),
+                });
+            }
+        }
+        controls.push(Control { node: n, branches });
+    }
+    Ok(controls)
+}
+
 struct Instantiated {
     exec: PluginExecutable,
     sub_inputs: Vec<TensorId>,
@@ -565,6 +716,7 @@ fn assemble<'e>(
     plan: PartitionPlan,
     partition_backends: Vec<String>,
     delegates: Vec<Instantiated>,
+    controls: Vec<Control<'e>>,
     mut notes: Vec<String>,
     reuse: Option<ArenaReuse>,
 ) -> Session<'e> {
@@ -672,6 +824,12 @@ fn assemble<'e>(
     let steps = schedule
         .iter()
         .map(|s| match s {
+            Step::Node(n) if graph.nodes[*n].op.is_control_flow() => ExecStep::Control(
+                controls
+                    .iter()
+                    .position(|c| c.node == *n)
+                    .expect("every control-flow node has a runner"),
+            ),
             Step::Node(n) => ExecStep::Host(*n),
             Step::Partition(p) => {
                 let inst = delegates[*p].take().expect("each partition scheduled once");
@@ -739,6 +897,7 @@ fn assemble<'e>(
         notes,
         fallbacks: 0,
         steps,
+        controls,
         slots,
         shapes,
         arena,

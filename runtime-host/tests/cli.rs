@@ -301,3 +301,79 @@ fn bench_prints_one_json_line_with_the_figures() {
     assert!(stderr.contains("synthesised inputs: image"), "{stderr}");
     assert!(stdout.contains("median"), "{stdout}");
 }
+
+/// `y = x + h`, `h_next = y * 1`: a running sum with its state carried by `--stream`.
+#[test]
+fn run_stream_iterates_chunks_carries_state_and_stacks_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = GraphBuilder::new("running_sum");
+    let x = b.input_fixed("x", DType::F32, &[1, 2]);
+    let h = b.input_fixed("h", DType::F32, &[1, 2]);
+    let y = b.named_node("sum", OpKind::Add, &[x, h], &[]).unwrap();
+    let one = b.constant_f32("one", &[1], &[1.0]);
+    let next = b.named_node("keep", OpKind::Mul, &[y, one], &[]).unwrap();
+    b.rename(y, "y");
+    b.rename(next, "h_next");
+    b.output(y);
+    b.output(next);
+    let (bytes, _) = wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline);
+    let model = dir.path().join("sum.btir");
+    std::fs::write(&model, bytes).unwrap();
+    let chunks = dir.path().join("chunks.npy");
+    let values = [1.0, 10.0, 2.0, 20.0, 3.0, 30.0];
+    baton_runtime_host::npy::write(&chunks, &Tensor::from_f32(&[3, 1, 2], &values)).unwrap();
+    let h0 = dir.path().join("h0.npy");
+    baton_runtime_host::npy::write(&h0, &Tensor::from_f32(&[1, 2], &[100.0, 0.0])).unwrap();
+    let out = dir.path().join("out");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "run".to_string(),
+            model.display().to_string(),
+            "--stream".into(),
+            "--input".into(),
+            format!("x={}", chunks.display()),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        baton(&a, dir.path())
+    };
+
+    // Both outputs fit `h`: the pairing must be said.
+    let o = run(&[]);
+    let (_, stderr) = text(&o);
+    assert!(!o.status.success());
+    assert!(stderr.contains("--state h=OUTPUT"), "{stderr}");
+
+    let o = run(&[
+        "--state",
+        "h=h_next",
+        "--input",
+        &format!("h={}", h0.display()),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("3 steps, states carried: h_next -> h"),
+        "{stderr}"
+    );
+    let y = baton_runtime_host::npy::read(&out.join("y.npy")).unwrap();
+    assert_eq!(y.shape, vec![3, 1, 2]);
+    assert_eq!(y.f32s(), &[101.0, 10.0, 103.0, 30.0, 106.0, 60.0]);
+    let h = baton_runtime_host::npy::read(&out.join("h_next.npy")).unwrap();
+    assert_eq!(
+        (h.shape.clone(), h.f32s().to_vec()),
+        (vec![1, 2], vec![106.0, 60.0])
+    );
+
+    // Without an initial file the state starts at zeros.
+    let o = run(&["--state", "h=h_next", "--output-dir", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let y = baton_runtime_host::npy::read(&out.join("y.npy")).unwrap();
+    assert_eq!(y.f32s(), &[1.0, 10.0, 3.0, 30.0, 6.0, 60.0]);
+}

@@ -426,3 +426,133 @@ fn a_graph_output_folded_to_a_constant_is_still_returned() {
     assert_eq!(out[1].f32s(), &[11.5, 22.5]);
     assert_eq!(s.graph.tensors[s.graph.outputs[0]].name, "k");
 }
+
+/// `If(c, then: relu(x + k), else: x * k)` over a captured `x` [1, 4], then `+ 1`.
+fn branching() -> Graph {
+    let branch = |then: bool| {
+        let mut b = GraphBuilder::new(if then { "then" } else { "else" });
+        let x = b.input_fixed("x", DType::F32, &[1, 4]);
+        let k = b.constant_f32("k", &[1, 4], &[1.0, -2.0, 3.0, -4.0]);
+        let y = if then {
+            let s = b.node(OpKind::Add, &[x, k], &[]).unwrap();
+            b.node(OpKind::Relu, &[s], &[]).unwrap()
+        } else {
+            b.node(OpKind::Mul, &[x, k], &[]).unwrap()
+        };
+        b.output(y);
+        Attr::Graph(Box::new(b.finish().unwrap()))
+    };
+    let mut b = GraphBuilder::new("branching");
+    let c = b.input_fixed("c", DType::Bool, &[]);
+    let x = b.input_fixed("x", DType::F32, &[1, 4]);
+    let y = b
+        .named_node(
+            "choose",
+            OpKind::If,
+            &[c, x],
+            &[
+                ("then_branch", branch(true)),
+                ("else_branch", branch(false)),
+            ],
+        )
+        .unwrap();
+    let one = b.constant_f32("one", &[1], &[1.0]);
+    let z = b.node(OpKind::Add, &[y, one], &[]).unwrap();
+    b.output(z);
+    b.finish().unwrap()
+}
+
+#[test]
+fn an_if_runs_its_branch_sessions_with_the_plugins_and_stays_on_the_host() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let graph = branching();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let x = Tensor::from_f32(&[1, 4], &[0.5, 0.5, 0.5, 0.5]);
+    let cond = |v: u8| Tensor::from_bytes(DType::Bool, &[], &[v]);
+    let then = s.run(&[cond(1), x.clone()]).unwrap();
+    assert_eq!(then[0].f32s(), &[2.5, 1.0, 4.5, 1.0]);
+    let other = s.run(&[cond(0), x]).unwrap();
+    assert_eq!(other[0].f32s(), &[1.5, 0.0, 2.5, -1.0]);
+    // The If itself is on the host, with the reason; its branches went to the plugin.
+    let if_node = s
+        .graph
+        .nodes
+        .iter()
+        .position(|n| n.name == "choose")
+        .unwrap();
+    assert_eq!(s.plan.nodes[if_node].decision, Decision::Host);
+    assert!(s.plan.nodes[if_node].reasons[0].contains("control flow"));
+    let branches = s.branches();
+    assert_eq!(branches.len(), 2);
+    for (label, b) in branches {
+        let b = b.unwrap();
+        assert!(b.nodes_per_backend().contains_key("cpu"), "{label}");
+    }
+    assert_eq!(s.nodes_per_backend()["cpu"], 1 + 2 + 1);
+}
+
+#[test]
+fn a_loop_runs_in_a_session_and_a_value_dependent_shape_is_refused_by_name() {
+    // v <- v + k, three times.
+    let mut body = GraphBuilder::new("body");
+    body.input_fixed("i", DType::I64, &[]);
+    let c = body.input_fixed("cond", DType::Bool, &[]);
+    let v = body.input_fixed("v", DType::F32, &[2]);
+    let k = body.constant_f32("k", &[2], &[1.0, 10.0]);
+    let next = body.node(OpKind::Add, &[v, k], &[]).unwrap();
+    body.output(c);
+    body.output(next);
+    let mut b = GraphBuilder::new("looping");
+    let v0 = b.input_fixed("v0", DType::F32, &[2]);
+    let m = b.constant_i64("m", &[], &[3]);
+    let none = b.constant(
+        "none",
+        DType::Bool,
+        &[0],
+        baton_delegate_api::ir::TensorData::from_bytes(&[]),
+    );
+    let out = b
+        .named_node(
+            "loop",
+            OpKind::Loop,
+            &[m, none, v0],
+            &[("body", Attr::Graph(Box::new(body.finish().unwrap())))],
+        )
+        .unwrap();
+    b.output(out);
+    let graph = b.finish().unwrap();
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let got = s.run(&[Tensor::from_f32(&[2], &[0.5, 0.0])]).unwrap();
+    assert_eq!(got[0].f32s(), &[3.5, 30.0]);
+
+    // An If on an input whose branches give [2] and [3]: the session cannot plan it.
+    let branch = |n: usize| {
+        let mut g = GraphBuilder::new("b");
+        let x = g.input_fixed("x", DType::F32, &[1]);
+        let t = g.constant_i64("t", &[1], &[n as i64]);
+        let y = g.node(OpKind::Expand, &[x, t], &[]).unwrap();
+        g.output(y);
+        Attr::Graph(Box::new(g.finish().unwrap()))
+    };
+    let mut b = GraphBuilder::new("ragged");
+    let c = b.input_fixed("c", DType::Bool, &[]);
+    let x = b.input_fixed("x", DType::F32, &[1]);
+    let y = b
+        .named_node(
+            "ragged",
+            OpKind::If,
+            &[c, x],
+            &[("then_branch", branch(2)), ("else_branch", branch(3))],
+        )
+        .unwrap();
+    b.output(y);
+    let err = Session::new(&e, &b.finish().unwrap(), &BTreeMap::new())
+        .err()
+        .expect("a value-dependent shape is refused")
+        .to_string();
+    assert!(
+        err.contains("ragged_out") && err.contains("run time"),
+        "{err}"
+    );
+}

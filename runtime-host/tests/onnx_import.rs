@@ -254,3 +254,101 @@ fn dropout_is_the_identity_and_folding_removes_constant_subgraphs() {
         "the folded value is a constant"
     );
 }
+
+fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        g: Some(g),
+        r#type: AttributeType::Graph as i32,
+        ..Default::default()
+    }
+}
+
+/// A branch with no inputs (as ONNX writes them) computing `node` into its one output.
+fn branch(name: &str, nodes: Vec<NodeProto>, out: &str) -> GraphProto {
+    GraphProto {
+        name: name.into(),
+        node: nodes,
+        output: vec![value(out, DataType::Float, &[Some(2)])],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn subgraphs_are_closed_outer_values_become_inputs_and_constants_are_copied() {
+    // y = Relu(x); z = If(c, then: x + k, else: If(c2, then: x * y, else: -y)).
+    let inner = node(
+        "If",
+        &["c2"],
+        &["w"],
+        vec![
+            graph_attr(
+                "then_branch",
+                branch("mul", vec![node("Mul", &["x", "y"], &["m"], vec![])], "m"),
+            ),
+            graph_attr(
+                "else_branch",
+                branch("neg", vec![node("Neg", &["y"], &["n"], vec![])], "n"),
+            ),
+        ],
+    );
+    let outer_if = node(
+        "If",
+        &["c"],
+        &["z"],
+        vec![
+            graph_attr(
+                "then_branch",
+                branch("add", vec![node("Add", &["x", "k"], &["s"], vec![])], "s"),
+            ),
+            graph_attr("else_branch", branch("nested", vec![inner], "w")),
+        ],
+    );
+    let g = GraphProto {
+        name: "control".into(),
+        node: vec![node("Relu", &["x"], &["y"], vec![]), outer_if],
+        initializer: vec![f32_tensor("k", &[2], &[10.0, 20.0])],
+        input: vec![
+            value("x", DataType::Float, &[Some(2)]),
+            value("c", DataType::Bool, &[]),
+            value("c2", DataType::Bool, &[]),
+        ],
+        output: vec![value("z", DataType::Float, &[Some(2)])],
+        ..Default::default()
+    };
+    let graph = import(&model(13, g), None).unwrap();
+    let node_if = &graph.nodes[1];
+    assert_eq!(node_if.op, OpKind::If);
+    let names: Vec<&str> = node_if
+        .inputs
+        .iter()
+        .map(|&t| graph.tensors[t].name.as_str())
+        .collect();
+    // The condition, then every captured value once; `k` is a constant, so it is copied
+    // into the branch instead.
+    assert_eq!(names, ["c", "x", "c2", "y"]);
+    let then = node_if.attr_graph("then_branch").unwrap();
+    let other = node_if.attr_graph("else_branch").unwrap();
+    assert_eq!(then.inputs.len(), 3);
+    assert_eq!(other.inputs.len(), 3);
+    let k = then.tensor_by_name("k").unwrap();
+    assert!(then.tensors[k].is_const() && !then.inputs.contains(&k));
+    // The nested If captured x and y from the else branch, which captured them from the
+    // top level.
+    assert_eq!(other.nodes[0].inputs.len(), 3);
+    assert_eq!(graph.tensors[node_if.outputs[0]].shape, vec![Dim::Fixed(2)]);
+
+    let x = Tensor::from_f32(&[2], &[-1.0, 3.0]);
+    let b = |v: bool| Tensor::from_bytes(baton_delegate_api::DType::Bool, &[], &[v as u8]);
+    let run = |c, c2| {
+        let out = reference::run_graph(&graph, &[x.clone(), b(c), b(c2)]).unwrap();
+        out[0].f32s().to_vec()
+    };
+    assert_eq!(run(true, false), [9.0, 23.0]);
+    assert_eq!(run(false, true), [-0.0, 9.0]);
+    assert_eq!(run(false, false), [-0.0, -3.0]);
+    // The serialized form keeps the subgraphs.
+    let (bytes, _) =
+        baton_delegate_api::wire::encode(&graph, baton_delegate_api::wire::ConstMode::Inline);
+    assert_eq!(baton_delegate_api::wire::decode(&bytes).unwrap(), graph);
+}

@@ -24,6 +24,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         | OpKind::Exp
         | OpKind::Log
         | OpKind::Erf
+        | OpKind::Ceil
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish

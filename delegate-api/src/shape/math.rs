@@ -23,6 +23,7 @@ pub(crate) fn infer(
         | OpKind::Neg
         | OpKind::Abs
         | OpKind::Erf
+        | OpKind::Ceil
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish

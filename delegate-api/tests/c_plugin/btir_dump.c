@@ -145,6 +145,9 @@ static void dump(const btir_graph* g, const uint8_t* buf) {
                 }
                 printf("]");
                 break;
+            case BATON_BTIR_ATTR_GRAPH:
+                printf("graph");
+                break;
             default:
                 printf("str=%.*s", (int)a.s.len, a.s.ptr);
                 break;
@@ -170,6 +173,11 @@ static int check_one(const uint8_t* bytes, size_t len, int print) {
     if (len) memcpy(copy, bytes, len);
     rc = btir_open(&g, copy, len);
     if (rc != 0) {
+        /* A message may quote a corrupt name: one line per verdict, whatever it holds. */
+        char* ch;
+        for (ch = g.error; *ch != '\0'; ch++) {
+            if (*ch == '\n' || *ch == '\r') *ch = ' ';
+        }
         printf("%s %s\n", print ? "error" : "err", g.error);
     } else if (print) {
         dump(&g, copy);

@@ -16,6 +16,10 @@
  *     thousands of corrupted buffers, under AddressSanitizer.
  *   - It allocates two arrays (tensors and nodes), bounded by the buffer length; strings,
  *     id lists and attribute values stay in the caller's buffer and are read in place.
+ *   - Graph attributes (BTIR 1.2: the subgraphs of If and Loop, which a host never sends
+ *     to a plugin) are validated like the top-level graph, recursively up to
+ *     BATON_BTIR_MAX_GRAPH_DEPTH, and then skipped: btir_attr_next reports them with their
+ *     bytes (values_at, count) but this reader exposes no parsed form of them.
  *
  * Usage:
  *
@@ -116,8 +120,9 @@ typedef struct {
     uint32_t kind;            /* BATON_BTIR_ATTR_* */
     int64_t i;                /* INT */
     float f;                  /* FLOAT */
-    uint32_t count;           /* INTS, FLOATS: number of values */
-    const uint8_t* values_at; /* INTS: count i64; FLOATS: count f32 (little-endian) */
+    uint32_t count;           /* INTS, FLOATS: number of values; GRAPH: bytes */
+    const uint8_t* values_at; /* INTS: count i64; FLOATS: count f32 (little-endian);
+                                 GRAPH: the graph record (already validated) */
     btir_str s;               /* STRING */
 } btir_attr;
 
@@ -357,6 +362,9 @@ BTIR_FN int btir_attr_read(btir_cursor* c, btir_attr* a) {
         return btir_take(c, (uint64_t)a->count * 4, "floats", &a->values_at);
     case BATON_BTIR_ATTR_STRING:
         return btir_str_read(c, "string attribute", &a->s);
+    case BATON_BTIR_ATTR_GRAPH:
+        if (btir_count(c, "graph length", 1, &a->count) != 0) return -1;
+        return btir_take(c, a->count, "graph", &a->values_at);
     default:
         return btir_fail(c, "attribute '%.*s' has unknown kind %lu", (int)a->name.len,
                          a->name.ptr, (unsigned long)a->kind);
@@ -418,7 +426,9 @@ BTIR_FN int btir_tensor_elements(const btir_tensor* t, uint64_t* out) {
 /* ------------------------------------------------------------------------------------ */
 /* Records                                                                              */
 
-BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* t) {
+/* `total_len` is the length of the whole buffer (the data segment follows every graph). */
+BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, uint64_t total_len,
+                             btir_tensor* t) {
     uint32_t d;
     uint64_t bytes; /* dtype size times every fixed extent, as wire.rs computes it */
     int bytes_overflow = 0;
@@ -488,7 +498,7 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
         if (btir_u64(c, "data len", &len) != 0) return -1;
         /* data_offset + off + len <= buffer length, without overflow */
         if (data_offset == 0 || off > UINT64_MAX - data_offset ||
-            len > UINT64_MAX - (data_offset + off) || data_offset + off + len > c->len) {
+            len > UINT64_MAX - (data_offset + off) || data_offset + off + len > total_len) {
             return btir_fail(c, "tensor '%.*s': data [%llu, +%llu) lies outside the data segment",
                              (int)t->name.len, t->name.ptr, (unsigned long long)off,
                              (unsigned long long)len);
@@ -526,15 +536,19 @@ BTIR_FN int btir_tensor_read(btir_cursor* c, uint64_t data_offset, btir_tensor* 
     return 0;
 }
 
-BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, btir_node* n) {
+BTIR_FN int btir_subgraph_check(btir_cursor* c, const btir_attr* a, uint64_t data_offset,
+                                uint64_t total_len, uint32_t depth);
+
+BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_offset,
+                           uint64_t total_len, uint32_t depth, btir_node* n) {
     uint32_t k;
     size_t start;
     memset(n, 0, sizeof *n);
     if (btir_str_read(c, "node name", &n->name) != 0) return -1;
     if (btir_u32(c, "op", &n->op) != 0) return -1;
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
-          (n->op >= BATON_OP_POW && n->op <= BATON_OP_CAST) ||
-          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_DEQUANTIZELINEAR) ||
+          (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
+          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_LOOP) ||
           n->op == BATON_OP_CASTLIKE)) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
@@ -546,7 +560,22 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, btir_node* n) {
     start = c->pos;
     for (k = 0; k < n->n_attrs; k++) {
         btir_attr a;
+        size_t at = c->pos;
+        uint32_t kind;
+        btir_str name;
+        /* The nesting limit is checked before the length is read, as wire.rs does. */
+        if (btir_str_read(c, "attribute name", &name) != 0) return -1;
+        if (btir_u32(c, "attribute kind", &kind) != 0) return -1;
+        if (kind == BATON_BTIR_ATTR_GRAPH && depth >= BATON_BTIR_MAX_GRAPH_DEPTH) {
+            return btir_fail(c, "node '%.*s': subgraph '%.*s' is nested deeper than %u levels",
+                             (int)n->name.len, n->name.ptr, (int)name.len, name.ptr,
+                             (unsigned)BATON_BTIR_MAX_GRAPH_DEPTH);
+        }
+        c->pos = at;
         if (btir_attr_read(c, &a) != 0) return -1;
+        if (a.kind == BATON_BTIR_ATTR_GRAPH &&
+            btir_subgraph_check(c, &a, data_offset, total_len, depth + 1) != 0)
+            return -1;
     }
     n->attrs_at = c->buf + start;
     n->attrs_len = c->pos - start;
@@ -617,9 +646,11 @@ BTIR_FN void btir_close(btir_graph* g) {
     g->nodes = NULL;
 }
 
+BTIR_FN int btir_graph_read(btir_graph* g, btir_cursor* c, uint64_t total_len, uint32_t depth);
+
 BTIR_FN int btir_open_inner(btir_graph* g, btir_cursor* c) {
     const uint8_t* magic;
-    uint32_t header_size, i;
+    uint32_t header_size;
     if (btir_take(c, 4, "magic", &magic) != 0) return -1;
     if (memcmp(magic, "BTIR", 4) != 0) {
         snprintf(g->error, BTIR_ERROR_LEN,
@@ -641,7 +672,14 @@ BTIR_FN int btir_open_inner(btir_graph* g, btir_cursor* c) {
         return btir_fail(c, "header_size %lu", (unsigned long)header_size);
     }
     c->pos = header_size; /* a later minor may have a longer header: skip what we do not know */
+    return btir_graph_read(g, c, c->len, 0);
+}
 
+/* Reads a graph record at nesting `depth` into g (whose data_offset is set) and checks its
+ * order. Anything after the output list (fields of a later minor, the data segment) is not
+ * read here. */
+BTIR_FN int btir_graph_read(btir_graph* g, btir_cursor* c, uint64_t total_len, uint32_t depth) {
+    uint32_t i;
     if (btir_str_read(c, "graph name", &g->name) != 0) return -1;
 
     /* a tensor takes at least 20 bytes: name length, dtype, rank, quant kind, storage */
@@ -651,7 +689,7 @@ BTIR_FN int btir_open_inner(btir_graph* g, btir_cursor* c) {
         return btir_fail(c, "out of memory for %lu tensors", (unsigned long)g->n_tensors);
     }
     for (i = 0; i < g->n_tensors; i++) {
-        if (btir_tensor_read(c, g->data_offset, &g->tensors[i]) != 0) return -1;
+        if (btir_tensor_read(c, g->data_offset, total_len, &g->tensors[i]) != 0) return -1;
     }
 
     /* a node takes at least 20 bytes: name length, op, three counts */
@@ -661,14 +699,38 @@ BTIR_FN int btir_open_inner(btir_graph* g, btir_cursor* c) {
         return btir_fail(c, "out of memory for %lu nodes", (unsigned long)g->n_nodes);
     }
     for (i = 0; i < g->n_nodes; i++) {
-        if (btir_node_read(c, g->n_tensors, &g->nodes[i]) != 0) return -1;
+        if (btir_node_read(c, g->n_tensors, g->data_offset, total_len, depth, &g->nodes[i]) != 0)
+            return -1;
     }
 
     if (btir_ids(c, "graph inputs", g->n_tensors, &g->n_inputs, &g->inputs_at) != 0) return -1;
     if (btir_ids(c, "graph outputs", g->n_tensors, &g->n_outputs, &g->outputs_at) != 0) return -1;
-    /* Anything after the output list (fields of a later minor, the data segment) is not
-     * read here. */
     return btir_check_order(g);
+}
+
+/* Validates the subgraph held by graph attribute `a` (read from cursor c): a graph record
+ * that fills exactly the attribute's bytes. */
+BTIR_FN int btir_subgraph_check(btir_cursor* c, const btir_attr* a, uint64_t data_offset,
+                                uint64_t total_len, uint32_t depth) {
+    btir_graph sub;
+    btir_cursor sc;
+    int rc;
+    memset(&sub, 0, sizeof sub);
+    sub.data_offset = data_offset;
+    sc.buf = c->buf;
+    sc.pos = (size_t)(a->values_at - c->buf);
+    sc.len = sc.pos + a->count;
+    sc.err = sub.error;
+    rc = btir_graph_read(&sub, &sc, total_len, depth);
+    if (rc == 0 && sc.pos != sc.len) {
+        rc = btir_fail(&sc, "subgraph '%.*s' ends %lu bytes before its length", (int)a->name.len,
+                       a->name.ptr, (unsigned long)(sc.len - sc.pos));
+    }
+    btir_close(&sub);
+    if (rc != 0 && c->err != NULL) {
+        memcpy(c->err, sub.error, BTIR_ERROR_LEN);
+    }
+    return rc;
 }
 
 /* Reads and validates `len` bytes at `data`. Returns 0 on success; otherwise -1 with the

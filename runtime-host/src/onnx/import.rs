@@ -15,6 +15,10 @@
 //!   input's symbolic dimension makes that impossible, the value keeps a provisional
 //!   symbolic shape until the host binds the inputs and re-infers (see `session`).
 //!
+//! - **control flow**: If and Loop become IR nodes whose subgraphs are imported by child
+//!   importers (see `control`); every outer value a subgraph reads becomes an explicit
+//!   input of the node and of the subgraph.
+//!
 //! Anything the IR cannot represent is an error naming the node, its op, the opset and the
 //! attribute at fault.
 
@@ -30,8 +34,10 @@ use super::proto::attribute_proto::AttributeType;
 use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
+mod control;
+
 /// The oldest and newest default-domain opsets the importer accepts.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=25;
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=27;
 
 /// Converts a decoded model. `base_dir` is where external tensor data is looked up.
 pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, OnnxError> {
@@ -51,26 +57,8 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, Onnx
         .graph
         .as_ref()
         .ok_or_else(|| unsupported("the model has no graph".into()))?;
-    let mut b = Importer {
-        g: Graph {
-            name: if graph.name.is_empty() {
-                "onnx".into()
-            } else {
-                graph.name.clone()
-            },
-            ..Graph::default()
-        },
-        names: HashMap::new(),
-        opset,
-        base_dir,
-        value_info: graph
-            .value_info
-            .iter()
-            .chain(&graph.output)
-            .map(|v| (v.name.clone(), v.clone()))
-            .collect(),
-    };
-    b.graph(graph)?;
+    let mut b = Importer::new(graph, opset, base_dir);
+    b.graph(graph, &[])?;
     Ok(b.g)
 }
 
@@ -78,16 +66,55 @@ fn unsupported(message: String) -> OnnxError {
     OnnxError::Unsupported { message }
 }
 
-struct Importer<'a> {
-    g: Graph,
-    names: HashMap<String, TensorId>,
-    opset: i64,
-    base_dir: Option<&'a Path>,
+pub(super) struct Importer<'a> {
+    pub(super) g: Graph,
+    pub(super) names: HashMap<String, TensorId>,
+    pub(super) opset: i64,
+    pub(super) base_dir: Option<&'a Path>,
     value_info: HashMap<String, ValueInfoProto>,
+    /// Whether this imports a subgraph, whose inputs may omit their shapes (ONNX allows
+    /// it there): they get provisional ones.
+    subgraph: bool,
+    /// Types for a subgraph's own inputs where it omits them (ONNX lets a Loop body leave
+    /// them to inference): by input name.
+    input_types: HashMap<String, (DType, Vec<Dim>)>,
 }
 
-impl Importer<'_> {
-    fn graph(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+impl<'a> Importer<'a> {
+    /// An importer for `graph` (the model's, or a subgraph's: each has its own names).
+    pub(super) fn new(graph: &GraphProto, opset: i64, base_dir: Option<&'a Path>) -> Self {
+        Importer {
+            g: Graph {
+                name: if graph.name.is_empty() {
+                    "onnx".into()
+                } else {
+                    graph.name.clone()
+                },
+                ..Graph::default()
+            },
+            names: HashMap::new(),
+            opset,
+            base_dir,
+            value_info: graph
+                .value_info
+                .iter()
+                .chain(&graph.output)
+                .map(|v| (v.name.clone(), v.clone()))
+                .collect(),
+            subgraph: false,
+            input_types: HashMap::new(),
+        }
+    }
+
+    /// Imports `graph`. `outer` lists the values of enclosing graphs that a subgraph reads
+    /// (empty at the top level): constants among them are copied in, the others become
+    /// graph inputs after the graph's own. Returns the names of those captured inputs, in
+    /// order.
+    pub(super) fn graph(
+        &mut self,
+        graph: &GraphProto,
+        outer: &[(String, TensorDecl)],
+    ) -> Result<Vec<String>, OnnxError> {
         for init in &graph.initializer {
             let t = tensor_from_proto(init, self.base_dir)?;
             self.constant(&init.name, t);
@@ -96,9 +123,28 @@ impl Importer<'_> {
             if self.names.contains_key(&input.name) {
                 continue; // an initializer listed as an input (IR version < 4)
             }
-            let (dtype, shape) = value_type(input)?;
+            let hint = self.input_types.get(&input.name);
+            let (dtype, shape) = match (value_type(input), tensor_dtype(input), hint) {
+                (Ok(t), ..) => t,
+                (Err(_), Some(dtype), _) if self.subgraph => {
+                    (dtype, vec![Dim::Sym(format!("{}?", input.name))])
+                }
+                (Err(_), None, Some(t)) if !has_type(input) => t.clone(),
+                (Err(e), ..) => return Err(e),
+            };
             let id = self.push(&input.name, dtype, shape, None);
             self.g.inputs.push(id);
+        }
+        let mut captured = Vec::new();
+        for (name, decl) in outer {
+            if self.names.contains_key(name) {
+                continue; // shadowed by a value of this graph
+            }
+            let id = self.push(name, decl.dtype, decl.shape.clone(), decl.data.clone());
+            if decl.data.is_none() {
+                self.g.inputs.push(id);
+                captured.push(name.clone());
+            }
         }
         for (i, node) in graph.node.iter().enumerate() {
             self.node(i, node)?;
@@ -112,7 +158,8 @@ impl Importer<'_> {
             })?;
             self.g.outputs.push(id);
         }
-        self.g.validate().map_err(|e| unsupported(e.to_string()))
+        self.g.validate().map_err(|e| unsupported(e.to_string()))?;
+        Ok(captured)
     }
 
     fn node(&mut self, index: usize, n: &NodeProto) -> Result<(), OnnxError> {
@@ -130,6 +177,9 @@ impl Importer<'_> {
         };
         if !(n.domain.is_empty() || n.domain == "ai.onnx") {
             return Err(at(format!("domain '{}' is not supported", n.domain)));
+        }
+        if matches!(n.op_type.as_str(), "If" | "Loop") {
+            return self.control_node(&name, n);
         }
         let mut attrs = BTreeMap::new();
         for a in &n.attribute {
@@ -246,7 +296,7 @@ impl Importer<'_> {
         Ok(())
     }
 
-    fn add(
+    pub(super) fn add(
         &mut self,
         name: &str,
         op: OpKind,
@@ -407,7 +457,7 @@ impl Importer<'_> {
             }
             AttributeType::Graph | AttributeType::Graphs => {
                 return Err(format!(
-                    "attribute '{}' is a subgraph; control flow (If, Loop) is not imported yet",
+                    "attribute '{}' is a subgraph; only If and Loop take subgraphs",
                     a.name
                 ))
             }
@@ -478,6 +528,19 @@ impl Importer<'_> {
         let t = &self.g.tensors[*self.names.get(name)?];
         let provisional = matches!(&t.shape[..], [Dim::Sym(s)] if s.ends_with('?'));
         (!provisional).then_some(t.shape.len())
+    }
+}
+
+/// Whether `v` declares a type at all.
+fn has_type(v: &ValueInfoProto) -> bool {
+    v.r#type.as_ref().is_some_and(|t| t.value.is_some())
+}
+
+/// The element type of `v` if it is a tensor of a type Baton has (its shape may be missing).
+fn tensor_dtype(v: &ValueInfoProto) -> Option<DType> {
+    match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(t)) => baton_dtype(t.elem_type),
+        _ => None,
     }
 }
 

@@ -3,12 +3,19 @@
 use std::collections::BTreeMap;
 
 use baton_delegate_api::abi::MAX_RANK;
-use baton_delegate_api::ir::{shape_string, Dim, Graph, Storage, TensorId};
+use baton_delegate_api::ir::{shape_string, DType, Dim, Graph, Node, Storage, TensorId};
+use baton_delegate_api::shape::is_provisional;
 use baton_delegate_api::{QuantRef, Tensor, TensorRef};
 
-use super::{check_operands, expected_outputs, run_node, shape_err, unsupported, KernelError};
+use super::{
+    check_operands, control, expected_outputs, run_node, shape_err, unsupported, KernelError,
+};
 
 /// Runs `graph` on `inputs` (in `graph.inputs` order) and returns `graph.outputs` in order.
+///
+/// Control flow (If, Loop) runs its subgraphs here too, recursively. A declared shape that
+/// is provisional (one symbol ending in `?`: a value whose rank was unknown when the model
+/// was imported) accepts any shape.
 ///
 /// Symbolic dimensions of the graph inputs are bound from the given shapes (one value per
 /// symbol across all inputs); every node's output shape is then inferred from its actual
@@ -48,6 +55,10 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
                 shape_string(&decl.shape)
             ))
         };
+        if is_provisional(&decl.shape) {
+            values[id] = Some(t.clone());
+            continue;
+        }
         if t.shape.len() != decl.shape.len() {
             return Err(mismatch());
         }
@@ -111,6 +122,29 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
     };
 
     for node in &graph.nodes {
+        if node.op.is_control_flow() {
+            let operands: Vec<&Tensor> = node
+                .inputs
+                .iter()
+                .map(|&i| values[i].as_ref().ok_or_else(|| missing(i)))
+                .collect::<Result<_, _>>()?;
+            let results = control::run(node, &operands)?;
+            if results.len() < node.outputs.len() {
+                return Err(shape_err(
+                    node,
+                    format!(
+                        "its subgraph returns {} values for {} outputs",
+                        results.len(),
+                        node.outputs.len()
+                    ),
+                ));
+            }
+            for (&out_id, t) in node.outputs.iter().zip(results) {
+                agrees_with_declaration(graph, node, out_id, t.dtype, &t.shape)?;
+                values[out_id] = Some(t);
+            }
+            continue;
+        }
         let results = {
             let mut refs: Vec<TensorRef<'_>> = Vec::with_capacity(node.inputs.len());
             for &i in &node.inputs {
@@ -137,24 +171,7 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
             }
             let mut results = Vec::with_capacity(node.outputs.len());
             for (&out_id, (dtype, shape)) in node.outputs.iter().zip(&expected) {
-                let decl = &graph.tensors[out_id];
-                let agrees = decl.shape.len() == shape.len()
-                    && decl
-                        .shape
-                        .iter()
-                        .zip(shape)
-                        .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
-                if !agrees || decl.dtype != *dtype {
-                    return Err(shape_err(
-                        node,
-                        format!(
-                            "computes {dtype} {shape:?}, but output '{}' is declared {} {}",
-                            decl.name,
-                            decl.dtype,
-                            shape_string(&decl.shape)
-                        ),
-                    ));
-                }
+                agrees_with_declaration(graph, node, out_id, *dtype, shape)?;
                 if shape.len() > MAX_RANK {
                     return Err(unsupported(
                         node,
@@ -178,4 +195,35 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
         .iter()
         .map(|&o| values[o].clone().ok_or_else(|| missing(o)))
         .collect()
+}
+
+/// Checks a computed output against its declaration: same dtype, and the same rank and
+/// fixed extents unless the declaration is provisional.
+fn agrees_with_declaration(
+    graph: &Graph,
+    node: &Node,
+    out_id: TensorId,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<(), KernelError> {
+    let decl = &graph.tensors[out_id];
+    let agrees = is_provisional(&decl.shape)
+        || (decl.shape.len() == shape.len()
+            && decl
+                .shape
+                .iter()
+                .zip(shape)
+                .all(|(d, &s)| d.fixed().is_none_or(|f| f == s)));
+    if !agrees || decl.dtype != dtype {
+        return Err(shape_err(
+            node,
+            format!(
+                "computes {dtype} {shape:?}, but output '{}' is declared {} {}",
+                decl.name,
+                decl.dtype,
+                shape_string(&decl.shape)
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -204,6 +204,7 @@ fn signature(op: OpKind) -> Option<Signature> {
         | OpKind::Exp
         | OpKind::Log
         | OpKind::Erf
+        | OpKind::Ceil
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish

@@ -47,6 +47,7 @@
 //!   the bias).
 
 mod activation;
+mod control;
 mod conv;
 mod data;
 mod elementwise;
@@ -96,6 +97,12 @@ pub fn run_node(
     inputs: &[TensorRef<'_>],
     outputs: &mut [TensorMut<'_>],
 ) -> Result<(), KernelError> {
+    if node.op.is_control_flow() {
+        return Err(unsupported(
+            node,
+            "control flow runs whole subgraphs: use run_graph (or a session), not run_node",
+        ));
+    }
     check_operands(node, inputs)?;
     let expected = expected_outputs(node, inputs)?;
     if outputs.is_empty() || outputs.len() > expected.len() {
@@ -165,9 +172,21 @@ pub fn run_node(
     }
 }
 
+/// Runs a control-flow node (If, Loop) on owned operands in `node.inputs` order, its
+/// subgraphs on [`run_graph`]; returns its outputs.
+pub fn run_control(
+    node: &Node,
+    inputs: &[&baton_delegate_api::Tensor],
+) -> Result<Vec<baton_delegate_api::Tensor>, KernelError> {
+    control::run(node, inputs)
+}
+
 /// Whether [`run_node`] implements `op` for these input dtypes (in `node.inputs` order).
 /// The error says what is missing, for the host to show when it refuses a model.
 pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
+    if let Some(r) = control::supports(op, input_dtypes) {
+        return r;
+    }
     if let Some(r) = math::supports(op, input_dtypes) {
         return r;
     }

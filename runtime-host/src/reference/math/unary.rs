@@ -1,4 +1,4 @@
-//! Element-wise math and activations (Sqrt, Exp, Log, Erf, LeakyRelu, HardSigmoid,
+//! Element-wise math and activations (Sqrt, Exp, Log, Erf, Ceil, LeakyRelu, HardSigmoid,
 //! HardSwish, Gelu), Neg and Abs, and Pow.
 
 use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_PI};
@@ -34,6 +34,7 @@ fn scalar_fn(node: &Node) -> Result<Box<dyn Fn(f64) -> f64>, KernelError> {
         OpKind::Exp => Box::new(f64::exp),
         OpKind::Log => Box::new(f64::ln),
         OpKind::Erf => Box::new(erf),
+        OpKind::Ceil => Box::new(f64::ceil),
         OpKind::LeakyRelu => {
             let alpha = attr("alpha", 0.01);
             Box::new(move |v| if v < 0.0 { alpha * v } else { v })

@@ -280,6 +280,7 @@ fn float_unary_ops_keep_empty_and_rank0_shapes_and_refuse_integers() {
         OpKind::Exp,
         OpKind::Log,
         OpKind::Erf,
+        OpKind::Ceil,
         OpKind::LeakyRelu,
         OpKind::HardSigmoid,
         OpKind::HardSwish,
@@ -362,4 +363,19 @@ fn pow_with_an_integer_base_wraps_and_truncates() {
     let out = run(&pow, &[x, y]).unwrap();
     // 2^0.5 = 1.41 truncates to 1; (-8)^(1/3) is NaN in C's pow, which becomes 0.
     assert_eq!(out.values::<i64>(), &[2, 1, 0, i64::MAX]);
+}
+
+#[test]
+fn ceil_rounds_up_keeping_signed_zero_and_non_finite_values() {
+    let got = unary(
+        OpKind::Ceil,
+        &[],
+        &[1.2, -1.2, -0.5, 2.0, 0.0, 1e30, 8388607.5, INF, -INF, NAN],
+    );
+    assert_eq!(
+        &got[..9],
+        &[2.0, -1.0, -0.0, 2.0, 0.0, 1e30, 8388608.0, INF, -INF]
+    );
+    assert!(got[4].is_sign_positive() && got[2].is_sign_negative());
+    assert!(got[9].is_nan());
 }

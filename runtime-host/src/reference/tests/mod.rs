@@ -2,6 +2,7 @@
 //! case, an independent naive formula written differently from the kernel).
 
 mod activation;
+mod control;
 mod conv;
 mod dtypes;
 mod elementwise;
