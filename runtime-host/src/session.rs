@@ -161,14 +161,11 @@ impl<'e> Session<'e> {
             };
             match instantiate(engine, &graph, &plan) {
                 Ok(delegates) => {
-                    let partition_backends =
-                        plan.partitions.iter().map(|p| p.backend.clone()).collect();
                     let controls = load_controls(engine, &graph)?;
                     return Ok(assemble(
                         engine,
                         graph,
                         plan,
-                        partition_backends,
                         delegates,
                         controls,
                         notes,
@@ -714,12 +711,12 @@ fn assemble<'e>(
     engine: &'e Engine,
     graph: Graph,
     plan: PartitionPlan,
-    partition_backends: Vec<String>,
     delegates: Vec<Instantiated>,
     controls: Vec<Control<'e>>,
     mut notes: Vec<String>,
     reuse: Option<ArenaReuse>,
 ) -> Session<'e> {
+    let partition_backends = plan.partitions.iter().map(|p| p.backend.clone()).collect();
     let shapes: Vec<Vec<usize>> = graph
         .tensors
         .iter()
