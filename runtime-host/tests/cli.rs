@@ -292,7 +292,10 @@ fn bench_prints_one_json_line_with_the_figures() {
     assert_eq!(total, 11, "tinynet has 11 nodes: {v}");
 
     // Without --input, float inputs are synthesised and the run still works.
-    let o = baton(&["bench", model.to_str().unwrap(), "--runs", "2"], dir.path());
+    let o = baton(
+        &["bench", model.to_str().unwrap(), "--runs", "2"],
+        dir.path(),
+    );
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("synthesised inputs: image"), "{stderr}");

@@ -70,6 +70,7 @@ pub(crate) fn build(
         kernel,
         gemm: GemmScratch::default(),
         im2col: Vec::new(),
+        depthwise: Vec::new(),
     };
     for step in &steps {
         match &step.op {

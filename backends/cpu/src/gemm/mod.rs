@@ -27,7 +27,7 @@ mod pack;
 
 pub(crate) use epilogue::{clip, relu};
 pub use epilogue::{EpOp, Epilogue, MAX_EPILOGUE_OPS};
-pub use kernels::{simd_description, MicroKernel};
+pub use kernels::{simd_description, Isa, MicroKernel};
 pub use pack::{PackedLhs, PackedRhs};
 
 /// Depth of a `K` block: a packed `A` panel of `MR x KC` plus a `B` panel of `KC x NR`
@@ -202,13 +202,23 @@ fn macro_kernel(
             kernel.run(kc, a_panel, b_panel, &mut tile[..mr * nr]);
             let rows = mr.min(block.rows - ir);
             let cols = nr.min(block.cols - jr);
+            let (row0, col0) = (block.row0 + ir, block.col0 + jr);
+            if block.first && block.last {
+                // The whole sum is in the tile: finish it there (in L1) and write C once.
+                epilogue.apply_tile(row0, col0, &mut tile, nr, rows, cols);
+                for i in 0..rows {
+                    let at = (row0 + i) * c.rs + col0;
+                    pack::copy_short(&mut c.data[at..at + cols], &tile[i * nr..i * nr + cols]);
+                }
+                continue;
+            }
             for i in 0..rows {
                 let row = block.row0 + ir + i;
                 let col = block.col0 + jr;
                 let dst = &mut c.data[row * c.rs + col..row * c.rs + col + cols];
                 let src = &tile[i * nr..i * nr + cols];
                 if block.first {
-                    dst.copy_from_slice(src);
+                    pack::copy_short(dst, src);
                 } else {
                     dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
                 }

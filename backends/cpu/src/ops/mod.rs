@@ -6,6 +6,7 @@
 //! the constants it had to copy), and writes one output buffer.
 
 pub(crate) mod conv;
+pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod layout;
 pub(crate) mod matmul;
@@ -74,6 +75,8 @@ pub(crate) struct RunCtx {
     pub kernel: &'static MicroKernel,
     pub gemm: GemmScratch,
     pub im2col: Vec<f32>,
+    /// The depthwise kernel's phase plane.
+    pub depthwise: Vec<f32>,
 }
 
 /// An epilogue op whose operand is resolved at execute time.
