@@ -1,6 +1,7 @@
 //! The Baton CPU delegate: f32 inference on packed, cache-blocked GEMM micro-kernels
-//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution, pooling,
-//! element-wise, Softmax and layout kernels.
+//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution (direct vectorised
+//! depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
+//! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path.
 //!
 //! # Lifecycle
 //!

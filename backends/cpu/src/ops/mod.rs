@@ -9,8 +9,12 @@ pub(crate) mod conv;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod layout;
+pub(crate) mod lstm;
+pub(crate) mod math;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod tensor;
 
 use std::borrow::Cow;
 
@@ -25,6 +29,13 @@ pub(crate) enum Src {
     Input(usize),
     /// A buffer owned by the executable.
     Slot(usize),
+    /// `len` floats from `offset` in a slot: one output of a multi-output op, whose
+    /// outputs share one buffer.
+    Part {
+        slot: usize,
+        offset: usize,
+        len: usize,
+    },
 }
 
 /// An operand at build time: constant data to pack or copy, or a run-time source.
@@ -48,7 +59,13 @@ impl<'a> Sources<'a> {
         match src {
             Src::Input(i) => f32_view(self.inputs[i].data).unwrap_or(&[]),
             Src::Slot(s) => &self.slots[s],
+            Src::Part { slot, offset, len } => &self.slots[slot][offset..offset + len],
         }
+    }
+
+    /// The raw bytes of subgraph input `i` (integer operands: Gather indices).
+    pub fn input_bytes(&self, i: usize) -> &'a [u8] {
+        self.inputs[i].data
     }
 }
 
@@ -77,6 +94,25 @@ pub(crate) struct RunCtx {
     pub im2col: Vec<f32>,
     /// The depthwise kernel's phase plane.
     pub depthwise: Vec<f32>,
+    /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
+    pub acc: Vec<f64>,
+    pub work: Vec<f32>,
+}
+
+impl RunCtx {
+    /// Grows the f64 accumulators to at least `len`.
+    pub fn reserve_acc(&mut self, len: usize) {
+        if self.acc.len() < len {
+            self.acc.resize(len, 0.0);
+        }
+    }
+
+    /// Grows the f32 work space to at least `len`.
+    pub fn reserve_work(&mut self, len: usize) {
+        if self.work.len() < len {
+            self.work.resize(len, 0.0);
+        }
+    }
 }
 
 /// An epilogue op whose operand is resolved at execute time.
