@@ -9,7 +9,7 @@ use baton_delegate_api::{Constants, DType, DelegateError};
 
 use super::{CpuExecutable, IoDecl, Op, Step};
 use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
-use crate::gemm::{GemmScratch, MicroKernel};
+use crate::gemm::MicroKernel;
 use crate::ops::conv::ConvOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
@@ -28,6 +28,7 @@ pub(crate) fn build(
     plan: &FusionPlan,
     consts: Constants<'_>,
     kernel: &'static MicroKernel,
+    threads: usize,
 ) -> Result<CpuExecutable, DelegateError> {
     let mut b = Builder {
         graph,
@@ -76,14 +77,7 @@ pub(crate) fn build(
         let src = b.src(t).map_err(DelegateError::invalid)?;
         outputs.push((decl, src));
     }
-    let mut ctx = RunCtx {
-        kernel,
-        gemm: GemmScratch::default(),
-        im2col: Vec::new(),
-        depthwise: Vec::new(),
-        acc: Vec::new(),
-        work: Vec::new(),
-    };
+    let mut ctx = RunCtx::new(kernel, threads);
     for step in &steps {
         match &step.op {
             Op::MatMul(op) => op.reserve(&mut ctx),

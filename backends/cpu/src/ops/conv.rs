@@ -16,7 +16,8 @@ use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::{DepthwisePlan, DwShape};
 use super::{EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
+use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
+use crate::pool::Disjoint;
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,11 +210,8 @@ impl ConvOp {
             }
         }
         match &self.depthwise {
-            Some(plan) if ctx.depthwise.len() < plan.scratch_len() => {
-                ctx.depthwise.resize(plan.scratch_len(), 0.0)
-            }
-            Some(_) => {}
-            None => ctx.gemm.reserve(ctx.kernel, g.mg(), g.out_plane(), g.kg()),
+            Some(plan) => ctx.reserve_depthwise(plan.scratch_len()),
+            None => ctx.reserve_gemm(g.mg(), g.out_plane(), g.kg()),
         }
     }
 
@@ -228,20 +226,25 @@ impl ConvOp {
         let epilogue = self.epilogue.resolve(sources);
         if let Some(plan) = &self.depthwise {
             let (mult, ks, p) = (g.mg(), g.kh * g.kw, g.out_plane());
-            for n in 0..g.batch {
-                for ic in 0..g.c {
-                    let plane = &x[(n * g.c + ic) * g.in_plane()..][..g.in_plane()];
-                    let oc = ic * mult;
-                    let filters = &w[oc * ks..(oc + mult) * ks];
-                    let dst = &mut out[(n * g.m + oc) * p..(n * g.m + oc + mult) * p];
-                    plan.run_channel(plane, filters, dst, oc, &epilogue, &mut ctx.depthwise);
-                }
-            }
+            let out = Disjoint::new(out);
+            let scratch = &ctx.depthwise;
+            // One task per input channel (and its `mult` output channels).
+            ctx.pool.run(g.batch * g.c, &|task, worker| {
+                let (n, ic) = (task / g.c, task % g.c);
+                let plane = &x[(n * g.c + ic) * g.in_plane()..][..g.in_plane()];
+                let oc = ic * mult;
+                let filters = &w[oc * ks..(oc + mult) * ks];
+                // SAFETY: each task writes the planes of its own output channels.
+                let dst = unsafe { out.range((n * g.m + oc) * p, mult * p) };
+                let mut s = scratch[worker].lock().unwrap_or_else(|e| e.into_inner());
+                plan.run_channel(plane, filters, dst, oc, &epilogue, &mut s);
+            });
             return;
         }
         let (mg, kg, p) = (g.mg(), g.kg(), g.out_plane());
         let RunCtx {
             kernel,
+            pool,
             gemm: scratch,
             im2col: cols,
             ..
@@ -277,7 +280,7 @@ impl ConvOp {
                     rs: p,
                 };
                 let ep = epilogue.from_row(grp * mg);
-                gemm(kernel, mg, p, kg, lhs, rhs, c, &ep, scratch);
+                gemm_parallel(pool, scratch, kernel, mg, p, kg, lhs, rhs, c, &ep);
             }
         }
     }

@@ -12,7 +12,9 @@
 //! after another into its buffer; the node's outputs are views of it.
 
 use super::{RunCtx, Sources, Src};
-use crate::gemm::{gemm, EpOp, Epilogue, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs};
+use crate::gemm::{
+    gemm_parallel, EpOp, Epilogue, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
+};
 
 /// One direction's prepared weights.
 #[derive(Clone, Debug)]
@@ -107,8 +109,7 @@ impl LstmOp {
 
     pub fn reserve(&self, ctx: &mut RunCtx) {
         let gh = 4 * self.hidden;
-        ctx.gemm
-            .reserve(ctx.kernel, self.seq * self.batch, gh, self.input);
+        ctx.reserve_gemm(self.seq * self.batch, gh, self.input);
         // G for all steps, then one step's gates, then H and C.
         ctx.reserve_work(self.seq * self.batch * gh + gh + 2 * self.hidden);
     }
@@ -128,6 +129,7 @@ impl LstmOp {
         let (y_h, y_c) = rest.split_at_mut(state_len);
         let RunCtx {
             kernel,
+            pool,
             gemm: scratch,
             work,
             ..
@@ -154,17 +156,8 @@ impl LstmOp {
                 rs: gh,
             };
             let m = seq * batch;
-            gemm(
-                kernel,
-                m,
-                gh,
-                self.input,
-                Lhs::Strided(a),
-                Rhs::Packed(&dir.w),
-                g,
-                &epilogue,
-                scratch,
-            );
+            let (a, b) = (Lhs::Strided(a), Rhs::Packed(&dir.w));
+            gemm_parallel(pool, scratch, kernel, m, gh, self.input, a, b, g, &epilogue);
             for b in 0..batch {
                 let at = (d * batch + b) * hidden;
                 match init_h {
