@@ -79,7 +79,7 @@ impl<'a> Epilogue<'a> {
 
     /// Applies the ops to `values`, the elements `(row, col0..col0 + values.len())`.
     ///
-    /// The values go through all the ops [`EP_CHUNK`] at a time, so a long row (a whole
+    /// The values go through all the ops 256 at a time, so a long row (a whole
     /// depthwise output plane) is read and written once, not once per op; each op's loop
     /// over a chunk is branch-free and vectorizes.
     pub fn apply_row(&self, row: usize, col0: usize, values: &mut [f32]) {
