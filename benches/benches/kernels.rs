@@ -2,7 +2,8 @@
 //! host's normal path onto the CPU plugin, and the example model end to end on the CPU plugin
 //! against the portable reference kernels alone.
 //!
-//! `cargo bench -p baton-benches` (one thread; the CPU plugin is single-threaded for now).
+//! `cargo bench -p baton-benches --bench kernels` (one thread: the GEMM calls bypass the
+//! pool; the engines use the CPU plugin's default thread count).
 
 use std::collections::BTreeMap;
 use std::hint::black_box;

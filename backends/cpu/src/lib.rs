@@ -1,6 +1,7 @@
 //! The Baton CPU delegate: f32 inference on packed, cache-blocked GEMM micro-kernels
-//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution, pooling,
-//! element-wise, Softmax and layout kernels.
+//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution (direct vectorised
+//! depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
+//! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path.
 //!
 //! # Lifecycle
 //!
@@ -18,7 +19,10 @@
 //!
 //! # Options
 //!
-//! - `threads` (1..=256, default 1): stored; execution is single-threaded for now.
+//! - `threads` (1..=256, default: the number of physical cores): the threads an
+//!   executable runs on (the caller plus `threads - 1` workers that sleep between calls).
+//!   Work is split over output rows of GEMMs and output channels of depthwise
+//!   convolutions; results are bit-identical whatever the count.
 //! - `disable_simd` (default false): use the portable kernels even where SIMD ones exist.
 
 mod blob;
@@ -26,6 +30,7 @@ mod exec;
 mod fusion;
 pub mod gemm;
 mod ops;
+mod pool;
 mod support;
 
 use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
@@ -49,7 +54,7 @@ pub struct CpuDelegate {
 }
 
 impl CpuDelegate {
-    /// The number of threads asked for (execution is single-threaded for now).
+    /// The number of threads each executable runs on.
     pub fn threads(&self) -> usize {
         self.threads
     }
@@ -57,6 +62,31 @@ impl CpuDelegate {
     /// The GEMM micro-kernel this delegate packs for and runs.
     pub fn kernel(&self) -> &'static MicroKernel {
         self.kernel
+    }
+}
+
+/// The number of physical cores (hyper-threads share one core's FMA units, so counting
+/// them would only add contention), as a decimal string; the logical CPU count where the
+/// topology cannot be read.
+fn default_threads() -> &'static str {
+    static DEFAULT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| physical_cores().clamp(1, 256).to_string())
+}
+
+fn physical_cores() -> usize {
+    let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut cores = std::collections::BTreeSet::new();
+    for cpu in 0..logical.max(1) * 4 {
+        let dir = format!("/sys/devices/system/cpu/cpu{cpu}/topology");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        if let (Some(pkg), Some(core)) = (read("physical_package_id"), read("core_id")) {
+            cores.insert((pkg.trim().to_string(), core.trim().to_string()));
+        }
+    }
+    // The affinity mask may allow fewer CPUs than the machine has.
+    match cores.len() {
+        0 => logical,
+        n => n.min(logical),
     }
 }
 
@@ -84,12 +114,12 @@ impl Delegate for CpuDelegate {
             OptionDecl {
                 name: "threads",
                 kind: option_kind::INT,
-                default: "1",
+                default: default_threads(),
                 min: 1.0,
                 max: 256.0,
                 choices: "",
-                help: "Worker threads for execution. Accepted and stored; this version \
-                       executes on the calling thread only.",
+                help: "Threads an executable runs on (the calling thread included). \
+                       Default: the number of physical cores.",
             },
             OptionDecl {
                 name: "disable_simd",
@@ -105,7 +135,9 @@ impl Delegate for CpuDelegate {
     }
 
     fn create(options: &Options) -> Result<CpuDelegate, DelegateError> {
-        let threads = options.int("threads").unwrap_or(1);
+        let threads = options
+            .int("threads")
+            .unwrap_or_else(|| default_threads().parse().unwrap_or(1));
         let threads = usize::try_from(threads)
             .ok()
             .filter(|t| (1..=256).contains(t))
@@ -183,7 +215,7 @@ impl Delegate for CpuDelegate {
         require_supported(&graph, &consts, DelegateError::invalid)?;
         plan.validate(&graph, &consts)
             .map_err(|e| DelegateError::invalid(format!("blob: {e}")))?;
-        exec::build(&graph, &plan, consts, self.kernel)
+        exec::build(&graph, &plan, consts, self.kernel, self.threads)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
-use baton_delegate_api::shape::{infer_static, PoolGeometry};
+use baton_delegate_api::shape::{infer_outputs, normalize_axis, PoolGeometry};
 use baton_delegate_api::{Constants, Support};
 
 use crate::ops::layout::MAX_RANK;
@@ -118,6 +118,22 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::Softmax | OpKind::Concat | OpKind::Flatten => &[("axis", Int)],
         OpKind::Reshape => &[("allowzero", Int), ("shape", Ints)],
         OpKind::Transpose => &[("perm", Ints)],
+        OpKind::ReduceMean => &[
+            ("axes", Ints),
+            ("keepdims", Int),
+            ("noop_with_empty_axes", Int),
+        ],
+        OpKind::LayerNormalization => &[("axis", Int), ("epsilon", Float), ("stash_type", Int)],
+        OpKind::LogSoftmax | OpKind::Gather => &[("axis", Int)],
+        OpKind::Split => &[("axis", Int), ("split", Ints), ("num_outputs", Int)],
+        OpKind::Squeeze | OpKind::Unsqueeze => &[("axes", Ints)],
+        OpKind::LSTM => &[
+            ("activations", Str),
+            ("direction", Str),
+            ("hidden_size", Int),
+            ("input_forget", Int),
+            ("layout", Int),
+        ],
         _ => &[],
     }
 }
@@ -143,6 +159,16 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Transpose,
     OpKind::Concat,
     OpKind::Flatten,
+    OpKind::ReduceMean,
+    OpKind::LayerNormalization,
+    OpKind::Erf,
+    OpKind::LogSoftmax,
+    OpKind::Gather,
+    OpKind::Split,
+    OpKind::Slice,
+    OpKind::Squeeze,
+    OpKind::Unsqueeze,
+    OpKind::LSTM,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -161,13 +187,29 @@ fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Suppo
         consts.bytes(t)?;
         consts.i64s(t)
     };
-    let inferred = infer_static(node, &shapes, shape_operand).map_err(|e| shape_no(node, e))?;
-    let declared = graph.tensors[node.outputs[0]].static_shape();
-    if declared.as_deref() != Some(&inferred[..]) {
-        return Err(shape_no(
-            node,
-            format!("declared output shape {declared:?} differs from the inferred {inferred:?}"),
-        ));
+    let typed: Vec<(DType, Vec<usize>)> = node
+        .inputs
+        .iter()
+        .zip(&shapes)
+        .map(|(&t, s)| (graph.tensors[t].dtype, s.clone()))
+        .collect();
+    let inferred = infer_outputs(node, &typed, shape_operand).map_err(|e| shape_no(node, e))?;
+    for (k, &t) in node.outputs.iter().enumerate() {
+        let decl = &graph.tensors[t];
+        let declared = decl.static_shape();
+        match inferred.get(k) {
+            Some((dtype, shape)) if *dtype == decl.dtype && declared.as_ref() == Some(shape) => {}
+            other => {
+                return Err(shape_no(
+                    node,
+                    format!(
+                        "declared output {k} ('{}') {} {declared:?} differs from the inferred \
+                         {other:?}",
+                        decl.name, decl.dtype
+                    ),
+                ))
+            }
+        }
     }
     Ok(())
 }
@@ -221,7 +263,17 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::Clip => (1, 3),
         OpKind::Reshape => (1, 2),
         OpKind::Concat => (1, usize::MAX),
+        OpKind::ReduceMean | OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => (1, 2),
+        OpKind::LayerNormalization => (2, 3),
+        OpKind::Gather => (2, 2),
+        OpKind::Slice => (3, 5),
+        OpKind::LSTM => (3, 8),
         _ => (1, 1),
+    };
+    let max_outputs = match node.op {
+        OpKind::Split => usize::MAX,
+        OpKind::LayerNormalization | OpKind::LSTM => 3,
+        _ => 1,
     };
     let n = node.inputs.len();
     if n < min || n > max {
@@ -230,11 +282,11 @@ fn check_arity(node: &Node) -> Result<(), Support> {
             format!("{} with {n} inputs is not supported", node.op),
         ));
     }
-    if node.outputs.len() != 1 {
+    if node.outputs.is_empty() || node.outputs.len() > max_outputs {
         return Err(Support::no(
             reason::OTHER,
             format!(
-                "{} with {} outputs is not supported (only the first output of an op is)",
+                "{} with {} outputs is not supported (1 to {max_outputs})",
                 node.op,
                 node.outputs.len()
             ),
@@ -249,16 +301,14 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
     let tensors = node.inputs.iter().enumerate().map(|(i, &t)| (Some(i), t));
     for (pos, t) in tensors.chain(node.outputs.iter().map(|&t| (None, t))) {
         let decl = &graph.tensors[t];
-        let expected = if node.op == OpKind::Reshape && pos == Some(1) {
-            DType::I64
-        } else {
-            DType::F32
-        };
-        if decl.dtype != expected {
+        let expected = expected_dtypes(node.op, pos);
+        let absent = pos.is_some() && decl.static_shape().is_some_and(|s| s.contains(&0));
+        let optional = node.op == OpKind::LSTM && pos.is_some_and(|p| p >= 3);
+        if !(expected.contains(&decl.dtype) || absent && optional) {
             return Err(Support::no(
                 reason::DTYPE,
                 format!(
-                    "{}: tensor '{}' is {}; the CPU delegate handles {expected} here",
+                    "{}: tensor '{}' is {}; the CPU delegate handles {expected:?} here",
                     node.op, decl.name, decl.dtype
                 ),
             ));
@@ -305,6 +355,24 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
     Ok(shapes)
 }
 
+/// The dtypes the CPU delegate reads at input `pos` (`None`: an output) of an `op` node:
+/// f32 data, and i64 (or i32) shape, axis and index operands.
+fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
+    match (op, pos) {
+        (
+            OpKind::Reshape
+            | OpKind::ReduceMean
+            | OpKind::Split
+            | OpKind::Squeeze
+            | OpKind::Unsqueeze
+            | OpKind::Slice,
+            Some(1..),
+        ) => &[DType::I64],
+        (OpKind::Gather, Some(1)) => &[DType::I64, DType::I32],
+        _ => &[DType::F32],
+    }
+}
+
 /// Op-specific limits, checked before shape inference (which assumes sane operands).
 fn check_op(
     graph: &Graph,
@@ -339,6 +407,39 @@ fn check_op(
         }
         OpKind::Clip => {
             clip_bounds(graph, node, consts)?;
+        }
+        OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze | OpKind::Slice => {
+            require_const_operands(graph, node, consts)?
+        }
+        OpKind::LSTM => check_lstm(graph, node, consts)?,
+        OpKind::ReduceMean => {
+            require_const_operands(graph, node, consts)?;
+            let values = |t| consts.bytes(t).and_then(|_| consts.i64s(t));
+            let flags =
+                crate::exec::reduced_axes(node, x, values).map_err(|e| shape_no(node, e))?;
+            if let Some(f) = flags.filter(|f| f.contains(&true)) {
+                if crate::exec::reduced_run(x, &f).is_none() {
+                    return Err(shape_no(
+                        node,
+                        format!("reduced axes {f:?} of {x:?} are not one contiguous run"),
+                    ));
+                }
+            }
+        }
+        OpKind::LayerNormalization => {
+            let axis = normalize_axis(node.attr_int("axis", -1), x.len())
+                .map_err(|e| shape_no(node, e))?;
+            for s in &shapes[1..] {
+                // Right-aligned to X, the operand must not vary before `axis`.
+                let lead =
+                    (x.len() - s.len().min(x.len())..axis).all(|d| s[d + s.len() - x.len()] == 1);
+                if s.len() > x.len() || !lead {
+                    return Err(shape_no(
+                        node,
+                        format!("Scale/B {s:?} varies across the normalized rows of {x:?}"),
+                    ));
+                }
+            }
         }
         OpKind::Reshape => {
             let by_attr = node.attrs.contains_key("shape");
@@ -426,6 +527,84 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
                 node.op, w.pad_begin, w.pad_end, w.kernel
             ),
         ));
+    }
+    Ok(())
+}
+
+/// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
+/// `sequence_lens` or peepholes, and constant weights (packed at init).
+fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
+    let attr_no = |m: String| Err(Support::no(reason::ATTRIBUTE, format!("LSTM {m}")));
+    if node.attr_int("layout", 0) != 0 {
+        return attr_no("layout 1 (batch first) is not supported".into());
+    }
+    if node.attr_int("input_forget", 0) != 0 {
+        return attr_no("input_forget is not supported".into());
+    }
+    if let Some(a) = node.attrs.get("activations") {
+        let Attr::Str(s) = a else {
+            return attr_no(format!("activations {a:?} are not supported"));
+        };
+        let s = s.to_ascii_lowercase().replace(' ', "");
+        if !s
+            .split(',')
+            .collect::<Vec<_>>()
+            .chunks(3)
+            .all(|c| c.join(",") == "sigmoid,tanh,tanh")
+        {
+            return attr_no(format!("activations '{s}': only sigmoid,tanh,tanh"));
+        }
+    }
+    let direction = node.attr_str("direction", "forward");
+    if !matches!(direction, "forward" | "reverse" | "bidirectional") {
+        return attr_no(format!("direction '{direction}' is not supported"));
+    }
+    let present = |i: usize| {
+        node.inputs.get(i).is_some_and(|&t| {
+            graph.tensors[t]
+                .static_shape()
+                .is_some_and(|s| !s.contains(&0))
+        })
+    };
+    for (i, what) in [(4, "sequence_lens"), (7, "peepholes (P)")] {
+        if present(i) {
+            return Err(Support::no(
+                reason::OTHER,
+                format!("LSTM {what} is not supported"),
+            ));
+        }
+    }
+    for i in [1, 2, 3] {
+        if present(i) && consts.bytes(node.inputs[i]).is_none() {
+            return Err(Support::no(
+                reason::NOT_CONSTANT,
+                format!(
+                    "LSTM weight '{}' is computed at run time; only constant W, R and B are \
+                     supported",
+                    graph.tensors[node.inputs[i]].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Axis, shape and bound operands (inputs 1 on) must be constants: they fix shapes.
+fn require_const_operands(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    for &t in &node.inputs[1..] {
+        if consts.bytes(t).is_none() {
+            return Err(Support::no(
+                reason::NOT_CONSTANT,
+                format!(
+                    "{} operand '{}' is computed at run time; only constants are supported",
+                    node.op, graph.tensors[t].name
+                ),
+            ));
+        }
     }
     Ok(())
 }

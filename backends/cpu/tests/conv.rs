@@ -300,6 +300,49 @@ fn depthwise() {
     );
 }
 
+/// The direct depthwise kernel: rows wider than its 16-column chunk with ragged tails,
+/// output heights not a multiple of its 4-row block, strides 2 and 3 (phase planes),
+/// asymmetric padding, dilation, a channel multiplier and 1-D.
+#[test]
+fn depthwise_wide_and_strided() {
+    check(
+        &Case::new(3, 3, &[13, 37], &[3, 3])
+            .group(3)
+            .pads(&[1, 1, 1, 1]),
+        40,
+    );
+    check(
+        &Case::new(2, 2, &[15, 40], &[3, 3])
+            .group(2)
+            .strides(&[2, 2])
+            .pads(&[1, 1, 1, 1]),
+        41,
+    );
+    check(
+        &Case::new(2, 6, &[11, 50], &[5, 4])
+            .group(2)
+            .strides(&[3, 3])
+            .pads(&[2, 0, 1, 3]),
+        42,
+    );
+    check(
+        &Case::new(3, 3, &[10, 33], &[3, 3])
+            .group(3)
+            .dilations(&[2, 3])
+            .strides(&[1, 2])
+            .pads(&[0, 4, 2, 1]),
+        43,
+    );
+    check(&Case::new(4, 4, &[70], &[7]).group(4).pads(&[3, 3]), 44);
+    check(
+        &Case::new(2, 2, &[6, 18], &[3, 3])
+            .group(2)
+            .pads(&[5, 5, 5, 5])
+            .no_bias(),
+        45,
+    );
+}
+
 #[test]
 fn one_dimensional() {
     check(&Case::new(3, 4, &[17], &[3]), 19);

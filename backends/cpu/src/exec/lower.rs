@@ -9,12 +9,15 @@ use baton_delegate_api::{Constants, DType, DelegateError};
 
 use super::{CpuExecutable, IoDecl, Op, Step};
 use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
-use crate::gemm::{GemmScratch, MicroKernel};
+use crate::gemm::MicroKernel;
 use crate::ops::conv::ConvOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
+use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
+use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
+use crate::ops::tensor::{GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Src};
 use crate::support::clip_bounds;
 
@@ -25,6 +28,7 @@ pub(crate) fn build(
     plan: &FusionPlan,
     consts: Constants<'_>,
     kernel: &'static MicroKernel,
+    threads: usize,
 ) -> Result<CpuExecutable, DelegateError> {
     let mut b = Builder {
         graph,
@@ -51,8 +55,15 @@ pub(crate) fn build(
             }
         };
         let op = op.map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
-        let out = b.output(graph.nodes[last].outputs[0])?;
-        steps.push(Step { op, out });
+        let out = match output_parts(&op) {
+            Some(parts) => b.multi_output(&graph.nodes[last].outputs, &parts)?,
+            None => b.output(graph.nodes[last].outputs[0])?,
+        };
+        steps.push(Step {
+            op,
+            out,
+            node: node.label(),
+        });
     }
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
@@ -66,15 +77,13 @@ pub(crate) fn build(
         let src = b.src(t).map_err(DelegateError::invalid)?;
         outputs.push((decl, src));
     }
-    let mut ctx = RunCtx {
-        kernel,
-        gemm: GemmScratch::default(),
-        im2col: Vec::new(),
-    };
+    let mut ctx = RunCtx::new(kernel, threads);
     for step in &steps {
         match &step.op {
             Op::MatMul(op) => op.reserve(&mut ctx),
             Op::Conv(op) => op.reserve(&mut ctx),
+            Op::ReduceMean(op) => op.reserve(&mut ctx),
+            Op::Lstm(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -85,6 +94,20 @@ pub(crate) fn build(
         slots: b.slots,
         ctx,
     })
+}
+
+/// The lengths of the outputs of a multi-output op, in the order it writes them into its
+/// one buffer; `None` for single-output ops.
+fn output_parts(op: &Op) -> Option<Vec<usize>> {
+    match op {
+        Op::Split(s) => Some(s.parts.iter().map(|p| p * s.outer).collect()),
+        Op::LayerNorm(l) => Some(vec![l.rows * l.n, l.rows, l.rows]),
+        Op::Lstm(l) => {
+            let (y, state) = l.out_len();
+            Some(vec![y, state, state])
+        }
+        _ => None,
+    }
 }
 
 struct Builder<'g> {
@@ -164,6 +187,37 @@ impl<'g> Builder<'g> {
         self.slots.push(buf);
         self.srcs[t] = Some(Src::Slot(slot));
         Ok(slot)
+    }
+
+    /// One zeroed buffer holding all the `parts` of a multi-output op; the node's
+    /// `outputs` (a prefix of its possible outputs) become views of their parts.
+    fn multi_output(
+        &mut self,
+        outputs: &[TensorId],
+        parts: &[usize],
+    ) -> Result<usize, DelegateError> {
+        let len: usize = parts.iter().sum();
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| {
+            DelegateError::new(format!(
+                "cannot allocate {len} floats for a multi-output op"
+            ))
+        })?;
+        buf.resize(len, 0.0);
+        let slot = self.slots.len();
+        self.slots.push(buf);
+        let mut offset = 0;
+        for (&t, &len) in outputs.iter().zip(parts) {
+            self.srcs[t] = Some(Src::Part { slot, offset, len });
+            offset += len;
+        }
+        Ok(slot)
+    }
+
+    /// A constant's i64 values.
+    fn const_i64s(&self, t: TensorId) -> Option<Vec<i64>> {
+        self.consts.bytes(t)?;
+        self.consts.i64s(t)
     }
 
     /// The epilogue ops of a chain's fused Add and activation.
@@ -286,10 +340,71 @@ impl<'g> Builder<'g> {
                 x: self.src(input(0))?,
                 f: self.activation(node)?,
             }),
-            OpKind::Softmax => {
+            OpKind::Softmax | OpKind::LogSoftmax => {
                 let axis = normalize_axis(node.attr_int("axis", -1), shapes[0].len())?;
-                Op::Softmax(SoftmaxOp::new(self.src(input(0))?, &shapes[0], axis))
+                let log = node.op == OpKind::LogSoftmax;
+                Op::Softmax(SoftmaxOp::new(self.src(input(0))?, &shapes[0], axis, log))
             }
+            OpKind::Erf => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: Unary::Erf,
+            }),
+            OpKind::Squeeze | OpKind::Unsqueeze => Op::Copy(self.src(input(0))?),
+            OpKind::ReduceMean => self.reduce_mean(node, &shapes[0], &out_shape)?,
+            OpKind::LayerNormalization => self.layer_norm(node, &shapes)?,
+            OpKind::Gather => {
+                let x = &shapes[0];
+                let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let t = input(1);
+                let dtype = self.graph.tensors[t].dtype;
+                let constant = self.graph.tensors[t].is_const();
+                let indices = match self.consts.bytes(t) {
+                    Some(bytes) if constant && dtype == DType::I32 => Indices::Const(
+                        bytes
+                            .chunks_exact(4)
+                            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64)
+                            .collect(),
+                    ),
+                    Some(_) if constant => {
+                        Indices::Const(self.const_i64s(t).ok_or("unreadable Gather indices")?)
+                    }
+                    _ => match self.srcs[t] {
+                        Some(Src::Input(index)) => Indices::Input {
+                            index,
+                            dtype: self.graph.tensors[t].dtype,
+                        },
+                        _ => return Err("Gather indices are neither constant nor an input".into()),
+                    },
+                };
+                Op::Gather(GatherOp {
+                    x: self.src(input(0))?,
+                    indices,
+                    outer: x[..axis].iter().product(),
+                    axis: x[axis],
+                    inner: x[axis + 1..].iter().product(),
+                })
+            }
+            OpKind::Slice => {
+                let axes = self.slice_axes(node, &shapes[0])?;
+                Op::Slice(SliceOp::new(self.src(input(0))?, &shapes[0], &axes))
+            }
+            OpKind::Split => {
+                let x = &shapes[0];
+                let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let inner: usize = x[axis + 1..].iter().product();
+                let parts = node
+                    .outputs
+                    .iter()
+                    .map(|&t| self.shape(t)[axis] * inner)
+                    .collect();
+                Op::Split(SplitOp {
+                    x: self.src(input(0))?,
+                    outer: x[..axis].iter().product(),
+                    row: x[axis] * inner,
+                    parts,
+                })
+            }
+            OpKind::LSTM => self.lstm(node, &shapes)?,
             OpKind::MaxPool | OpKind::AveragePool => {
                 let geometry = PoolGeometry::new(node, &shapes[0])?;
                 let kind = if node.op == OpKind::MaxPool {
@@ -329,4 +444,181 @@ impl<'g> Builder<'g> {
             op => return Err(format!("{op} is not implemented by the CPU delegate")),
         })
     }
+}
+
+impl Builder<'_> {
+    /// ReduceMean over a contiguous run of axes (checked by `supports`).
+    fn reduce_mean(&mut self, node: &Node, x: &[usize], out: &[usize]) -> Result<Op, String> {
+        let x_src = self.src(node.inputs[0])?;
+        let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
+        let Some(flags) = flags.filter(|f| f.contains(&true)) else {
+            return Ok(Op::Copy(x_src));
+        };
+        let (first, last) = reduced_run(x, &flags).ok_or("reduced axes are not contiguous")?;
+        let count: usize = x[first..=last].iter().product();
+        let outer: usize = x[..first].iter().product();
+        let inner: usize = x[last + 1..].iter().product();
+        debug_assert_eq!(outer * inner, out.iter().product::<usize>());
+        Ok(Op::ReduceMean(ReduceMeanOp {
+            x: x_src,
+            outer,
+            count,
+            inner,
+        }))
+    }
+
+    fn layer_norm(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let x = &shapes[0];
+        let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+        let block = &x[axis..];
+        let operand = |b: &mut Self, i: usize| -> Result<BlockOperand, String> {
+            let src = b.src(node.inputs[i])?;
+            let s = &shapes[i];
+            let n: usize = block.iter().product();
+            let index = if s.iter().product::<usize>() == n && n > 0 {
+                None
+            } else {
+                // Broadcast strides of the operand over the block's dimensions.
+                let strides = crate::ops::layout::broadcast_strides(s, x.len());
+                let mut index = Vec::with_capacity(n);
+                let mut idx = vec![0usize; block.len()];
+                for _ in 0..n {
+                    index.push(idx.iter().zip(&strides[axis..]).map(|(i, s)| i * s).sum());
+                    for d in (0..block.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] < block[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+                Some(index)
+            };
+            Ok(BlockOperand { src, index })
+        };
+        let scale = operand(self, 1)?;
+        let bias = match node.inputs.get(2) {
+            Some(_) => Some(operand(self, 2)?),
+            None => None,
+        };
+        Ok(Op::LayerNorm(LayerNormOp {
+            x: self.src(node.inputs[0])?,
+            scale,
+            bias,
+            rows: x[..axis].iter().product(),
+            n: block.iter().product(),
+            epsilon: node.attr_float("epsilon", 1e-5) as f64,
+            stats: node.outputs.len() > 1,
+        }))
+    }
+
+    /// Slice's `(axis, first, step, count)` per sliced axis, clamped as ONNX says.
+    fn slice_axes(
+        &self,
+        node: &Node,
+        x: &[usize],
+    ) -> Result<Vec<(usize, i64, i64, usize)>, String> {
+        let ints = |i: usize| node.inputs.get(i).and_then(|&t| self.const_i64s(t));
+        let starts = ints(1).ok_or("Slice starts are not constant")?;
+        let ends = ints(2).ok_or("Slice ends are not constant")?;
+        let n = starts.len();
+        let axes: Vec<usize> = match ints(3) {
+            Some(a) => a
+                .iter()
+                .map(|&a| normalize_axis(a, x.len()))
+                .collect::<Result<_, _>>()?,
+            None => (0..n).collect(),
+        };
+        let steps = ints(4).unwrap_or_else(|| vec![1; n]);
+        let mut out = Vec::with_capacity(n);
+        for k in 0..n {
+            let (axis, step) = (axes[k], steps[k]);
+            let dim = x[axis] as i64;
+            let from_end = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+            let (start, end) = (from_end(starts[k]), from_end(ends[k]));
+            let (first, count) = if step > 0 {
+                let (b, e) = (start.clamp(0, dim), end.clamp(0, dim));
+                (b, if e > b { (e - b - 1) / step + 1 } else { 0 })
+            } else if dim == 0 {
+                (0, 0)
+            } else {
+                let (b, e) = (start.clamp(0, dim - 1), end.clamp(-1, dim - 1));
+                let stride = step.checked_neg().unwrap_or(i64::MAX);
+                (b, if b > e { (b - e - 1) / stride + 1 } else { 0 })
+            };
+            out.push((axis, first, step, count as usize));
+        }
+        Ok(out)
+    }
+
+    fn lstm(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
+        let r = self.const_f32(node.inputs[2]).ok_or("R is not constant")?;
+        let b = if present(3) {
+            Some(self.const_f32(node.inputs[3]).ok_or("B is not constant")?)
+        } else {
+            None
+        };
+        let initial_h = if present(5) {
+            Some(self.src(node.inputs[5])?)
+        } else {
+            None
+        };
+        let initial_c = if present(6) {
+            Some(self.src(node.inputs[6])?)
+        } else {
+            None
+        };
+        let x = self.src(node.inputs[0])?;
+        Ok(Op::Lstm(LstmOp::new(
+            self.kernel,
+            x,
+            &shapes[0],
+            &w,
+            &r,
+            b.as_deref(),
+            (initial_h, initial_c),
+            node.attr_str("direction", "forward"),
+            shapes[1][0],
+            shapes[2][2],
+        )))
+    }
+}
+
+/// The axes a ReduceMean node reduces (one flag per dimension of `x`), or `None` when it
+/// is a no-op (empty axes with `noop_with_empty_axes`). Axes come from the constant input
+/// 1 or the `axes` attribute; none at all means every axis.
+pub(crate) fn reduced_axes(
+    node: &Node,
+    x: &[usize],
+    consts: impl Fn(TensorId) -> Option<Vec<i64>>,
+) -> Result<Option<Vec<bool>>, String> {
+    let axes: Vec<i64> = match (node.inputs.get(1), node.attr_ints("axes")) {
+        (Some(&t), _) => consts(t).ok_or("ReduceMean axes are not constant")?,
+        (None, Some(a)) => a.to_vec(),
+        (None, None) => Vec::new(),
+    };
+    if axes.is_empty() {
+        if node.attr_int("noop_with_empty_axes", 0) != 0 {
+            return Ok(None);
+        }
+        return Ok(Some(vec![true; x.len()]));
+    }
+    let mut flags = vec![false; x.len()];
+    for &a in &axes {
+        flags[normalize_axis(a, x.len())?] = true;
+    }
+    Ok(Some(flags))
+}
+
+/// The first and last reduced axis when every axis between them is reduced or of extent
+/// 1 (so the input is `[outer, count, inner]`); `None` otherwise. With no reduced axis of
+/// extent above 1, the run is the first flagged axis alone (or axis 0 for a scalar).
+pub(crate) fn reduced_run(x: &[usize], flags: &[bool]) -> Option<(usize, usize)> {
+    let flagged: Vec<usize> = (0..x.len()).filter(|&d| flags[d]).collect();
+    let (&first, &last) = (flagged.first()?, flagged.last()?);
+    (first..=last)
+        .all(|d| flags[d] || x[d] == 1)
+        .then_some((first, last))
 }

@@ -6,7 +6,7 @@
 
 mod lower;
 
-pub(crate) use lower::build;
+pub(crate) use lower::{build, reduced_axes, reduced_run};
 
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};
@@ -14,8 +14,11 @@ use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};
 use crate::ops::conv::ConvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
+use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
+use crate::ops::norm::LayerNormOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
+use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
@@ -37,11 +40,13 @@ struct IoDecl {
     shape: Vec<usize>,
 }
 
-/// One prepared op and the slot it writes.
+/// One prepared op, the slot it writes (all its outputs, for a multi-output op) and the
+/// node it came from, for errors.
 #[derive(Debug)]
 struct Step {
     op: Op,
     out: usize,
+    node: String,
 }
 
 /// The prepared ops.
@@ -56,13 +61,21 @@ enum Op {
     Softmax(SoftmaxOp),
     Transpose(TransposeOp),
     Concat(ConcatOp),
-    /// Reshape and Flatten: the data is unchanged.
+    ReduceMean(ReduceMeanOp),
+    LayerNorm(LayerNormOp),
+    Gather(GatherOp),
+    Slice(SliceOp),
+    Split(SplitOp),
+    Lstm(LstmOp),
+    /// Reshape, Flatten, Squeeze, Unsqueeze: the data is unchanged.
     Copy(Src),
 }
 
 impl Op {
-    fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+    /// Runs the op. Only data-dependent failures (a Gather index out of range) are errors.
+    fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) -> Result<(), String> {
         match self {
+            Op::Gather(op) => return op.run(sources, out),
             Op::MatMul(op) => op.run(sources, out, ctx),
             Op::Conv(op) => op.run(sources, out, ctx),
             Op::Pool(op) => op.run(sources, out),
@@ -72,8 +85,14 @@ impl Op {
             Op::Softmax(op) => op.run(sources, out),
             Op::Transpose(op) => op.run(sources, out),
             Op::Concat(op) => op.run(sources, out),
+            Op::ReduceMean(op) => op.run(sources, out, ctx),
+            Op::LayerNorm(op) => op.run(sources, out),
+            Op::Slice(op) => op.run(sources, out),
+            Op::Split(op) => op.run(sources, out),
+            Op::Lstm(op) => op.run(sources, out, ctx),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
         }
+        Ok(())
     }
 }
 
@@ -92,8 +111,9 @@ impl Executable for CpuExecutable {
                 inputs,
                 slots: &self.slots,
             };
-            step.op.run(&sources, &mut out, &mut self.ctx);
+            let result = step.op.run(&sources, &mut out, &mut self.ctx);
             self.slots[step.out] = out;
+            result.map_err(|e| DelegateError::new(format!("node {}: {e}", step.node)))?;
         }
         let sources = Sources {
             inputs,

@@ -27,8 +27,10 @@ mod pack;
 
 pub(crate) use epilogue::{clip, relu};
 pub use epilogue::{EpOp, Epilogue, MAX_EPILOGUE_OPS};
-pub use kernels::{simd_description, MicroKernel};
+pub use kernels::{simd_description, Isa, MicroKernel};
 pub use pack::{PackedLhs, PackedRhs};
+
+use crate::pool::{Disjoint, Pool};
 
 /// Depth of a `K` block: a packed `A` panel of `MR x KC` plus a `B` panel of `KC x NR`
 /// stay in L1 (6x256 + 256x16 floats = 22 KiB for the AVX2 kernel).
@@ -115,21 +117,98 @@ pub fn gemm(
     epilogue: &Epilogue<'_>,
     scratch: &mut GemmScratch,
 ) {
-    if m == 0 || n == 0 {
+    gemm_rows(kernel, 0..m, m, n, k, a, b, c, epilogue, scratch);
+}
+
+/// [`gemm`] with the rows of `C` split over the threads of `pool` (in multiples of the
+/// kernel's `MR`, so packed operands stay aligned). Each thread packs its own panels in
+/// `scratch[worker]`; the result is bit-identical to [`gemm`]'s, whatever the thread
+/// count, since every element is summed in the same order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_parallel(
+    pool: &Pool,
+    scratch: &[std::sync::Mutex<GemmScratch>],
+    kernel: &MicroKernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Lhs<'_>,
+    b: Rhs<'_>,
+    c: MatMut<'_>,
+    epilogue: &Epilogue<'_>,
+) {
+    let tiles = m.div_ceil(kernel.mr());
+    // Small products are not worth waking the workers for.
+    let work = m.saturating_mul(n).saturating_mul(k.max(1));
+    let tasks = pool.threads().min(tiles).min(work / MIN_TASK_WORK + 1);
+    let mut s0 = lock_scratch(&scratch[0]);
+    if tasks <= 1 {
+        gemm(kernel, m, n, k, a, b, c, epilogue, &mut s0);
         return;
     }
-    assert!((m - 1) * c.rs + n <= c.data.len(), "gemm: C view too small");
+    drop(s0);
+    let rows_per = tiles.div_ceil(tasks) * kernel.mr();
+    let rs = c.rs;
+    assert!(
+        rs >= n && (m - 1) * rs + n <= c.data.len(),
+        "gemm: C view too small"
+    );
+    let data = Disjoint::new(c.data);
+    pool.run(tasks, &|t, w| {
+        let r0 = (t * rows_per).min(m);
+        let r1 = ((t + 1) * rows_per).min(m);
+        if r0 == r1 {
+            return;
+        }
+        // SAFETY: tasks own disjoint row ranges r0..r1 of C; the last row of a range ends
+        // before the next range's first row starts (n <= rs).
+        let rows = unsafe { data.range(r0 * rs, (r1 - 1 - r0) * rs + n) };
+        let c = MatMut { data: rows, rs };
+        let mut s = lock_scratch(&scratch[w]);
+        gemm_rows(kernel, r0..r1, m, n, k, a, b, c, epilogue, &mut s);
+    });
+}
+
+/// Products below this many multiply-adds run on one thread.
+const MIN_TASK_WORK: usize = 32 * 1024;
+
+fn lock_scratch(m: &std::sync::Mutex<GemmScratch>) -> std::sync::MutexGuard<'_, GemmScratch> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Rows `rows` of `C = epilogue(A · B)`; `c` starts at row `rows.start`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_rows(
+    kernel: &MicroKernel,
+    rows: std::ops::Range<usize>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Lhs<'_>,
+    b: Rhs<'_>,
+    c: MatMut<'_>,
+    epilogue: &Epilogue<'_>,
+    scratch: &mut GemmScratch,
+) {
+    if rows.is_empty() || n == 0 {
+        return;
+    }
+    let count = rows.end - rows.start;
+    assert!(
+        (count - 1) * c.rs + n <= c.data.len(),
+        "gemm: C view too small"
+    );
     if k == 0 {
-        for i in 0..m {
+        for i in 0..count {
             let row = &mut c.data[i * c.rs..i * c.rs + n];
             row.fill(0.0);
-            epilogue.apply_row(i, 0, row);
+            epilogue.apply_row(rows.start + i, 0, row);
         }
         return;
     }
     check_lhs(kernel, &a, m, k);
     check_rhs(kernel, &b, k, n);
-    scratch.reserve(kernel, m, n, k);
+    scratch.reserve(kernel, count, n, k);
     let GemmScratch { a: a_buf, b: b_buf } = scratch;
     let (mr, nr) = (kernel.mr(), kernel.nr());
     let (mc, nc) = (kernel.mc(), kernel.nc());
@@ -146,8 +225,8 @@ pub fn gemm(
                     &b_buf[..len]
                 }
             };
-            for ic in (0..m).step_by(mc) {
-                let mc_len = mc.min(m - ic);
+            for ic in rows.clone().step_by(mc) {
+                let mc_len = mc.min(rows.end - ic);
                 let a_block: &[f32] = match a {
                     Lhs::Packed(p) => p.block(pc, ic, kc_len, mc_len),
                     Lhs::Strided(s) => {
@@ -158,6 +237,7 @@ pub fn gemm(
                 };
                 let block = Block {
                     row0: ic,
+                    c_row0: rows.start,
                     col0: jc,
                     rows: mc_len,
                     cols: nc_len,
@@ -174,6 +254,8 @@ pub fn gemm(
 /// One `MC x NC` block of `C` for one `KC` slice of the sum.
 struct Block {
     row0: usize,
+    /// The row of `C` the view's first row is.
+    c_row0: usize,
     col0: usize,
     rows: usize,
     cols: usize,
@@ -202,13 +284,24 @@ fn macro_kernel(
             kernel.run(kc, a_panel, b_panel, &mut tile[..mr * nr]);
             let rows = mr.min(block.rows - ir);
             let cols = nr.min(block.cols - jr);
+            let (row0, col0) = (block.row0 + ir, block.col0 + jr);
+            if block.first && block.last {
+                // The whole sum is in the tile: finish it there (in L1) and write C once.
+                epilogue.apply_tile(row0, col0, &mut tile, nr, rows, cols);
+                for i in 0..rows {
+                    let at = (row0 + i - block.c_row0) * c.rs + col0;
+                    pack::copy_short(&mut c.data[at..at + cols], &tile[i * nr..i * nr + cols]);
+                }
+                continue;
+            }
             for i in 0..rows {
                 let row = block.row0 + ir + i;
                 let col = block.col0 + jr;
-                let dst = &mut c.data[row * c.rs + col..row * c.rs + col + cols];
+                let at = (row - block.c_row0) * c.rs + col;
+                let dst = &mut c.data[at..at + cols];
                 let src = &tile[i * nr..i * nr + cols];
                 if block.first {
-                    dst.copy_from_slice(src);
+                    pack::copy_short(dst, src);
                 } else {
                     dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
                 }

@@ -125,7 +125,7 @@ pub(super) fn pack_rhs(
             let row = (pc + kk) * b.rs;
             if b.cs == 1 {
                 let start = row + jc + col0;
-                out[..cols].copy_from_slice(&b.data[start..start + cols]);
+                copy_short(&mut out[..cols], &b.data[start..start + cols]);
             } else {
                 for (j, o) in out[..cols].iter_mut().enumerate() {
                     *o = b.data[row + (jc + col0 + j) * b.cs];
@@ -133,5 +133,22 @@ pub(super) fn pack_rhs(
             }
             out[cols..].fill(0.0);
         }
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the short rows of a panel: the full-width cases are
+/// fixed-size copies (a few vector moves) instead of a call to `memcpy`, which dominated
+/// the packing of wide, shallow operands (pointwise convolutions).
+#[inline]
+pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
+    fn fixed<const N: usize>(dst: &mut [f32], src: &[f32]) {
+        let d: &mut [f32; N] = dst.try_into().expect("N floats");
+        let s: &[f32; N] = src.try_into().expect("N floats");
+        *d = *s;
+    }
+    match dst.len() {
+        16 => fixed::<16>(dst, src),
+        8 => fixed::<8>(dst, src),
+        _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d = *s),
     }
 }

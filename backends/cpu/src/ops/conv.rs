@@ -14,8 +14,10 @@
 
 use baton_delegate_api::shape::ConvGeometry;
 
+use super::depthwise::{DepthwisePlan, DwShape};
 use super::{EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm, Epilogue, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
+use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
+use crate::pool::Disjoint;
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +126,8 @@ pub(crate) struct ConvOp {
     weights: Weights,
     /// Rows are output channels, columns output pixels.
     epilogue: EpilogueSpec,
+    /// The direct kernel's plan, on the depthwise path.
+    depthwise: Option<DepthwisePlan>,
 }
 
 impl ConvOp {
@@ -168,12 +172,31 @@ impl ConvOp {
                 Weights::Packed(packed)
             }
         };
+        let depthwise = (path == Path::Depthwise).then(|| {
+            let g = &geom;
+            let shape = DwShape {
+                h: g.h,
+                w: g.w,
+                kh: g.kh,
+                kw: g.kw,
+                sh: g.sh,
+                sw: g.sw,
+                dh: g.dh,
+                dw: g.dw,
+                ph: g.ph,
+                pw: g.pw,
+                oh: g.oh,
+                ow: g.ow,
+            };
+            DepthwisePlan::new(shape, kernel.isa())
+        });
         ConvOp {
             geom,
             path,
             x,
             weights,
             epilogue,
+            depthwise,
         }
     }
 
@@ -186,8 +209,9 @@ impl ConvOp {
                 ctx.im2col.resize(len, 0.0);
             }
         }
-        if self.path != Path::Depthwise {
-            ctx.gemm.reserve(ctx.kernel, g.mg(), g.out_plane(), g.kg());
+        match &self.depthwise {
+            Some(plan) => ctx.reserve_depthwise(plan.scratch_len()),
+            None => ctx.reserve_gemm(g.mg(), g.out_plane(), g.kg()),
         }
     }
 
@@ -200,15 +224,30 @@ impl ConvOp {
             Weights::Runtime(src) => sources.get(*src),
         };
         let epilogue = self.epilogue.resolve(sources);
-        if self.path == Path::Depthwise {
-            depthwise(g, x, w, out, &epilogue);
+        if let Some(plan) = &self.depthwise {
+            let (mult, ks, p) = (g.mg(), g.kh * g.kw, g.out_plane());
+            let out = Disjoint::new(out);
+            let scratch = &ctx.depthwise;
+            // One task per input channel (and its `mult` output channels).
+            ctx.pool.run(g.batch * g.c, &|task, worker| {
+                let (n, ic) = (task / g.c, task % g.c);
+                let plane = &x[(n * g.c + ic) * g.in_plane()..][..g.in_plane()];
+                let oc = ic * mult;
+                let filters = &w[oc * ks..(oc + mult) * ks];
+                // SAFETY: each task writes the planes of its own output channels.
+                let dst = unsafe { out.range((n * g.m + oc) * p, mult * p) };
+                let mut s = scratch[worker].lock().unwrap_or_else(|e| e.into_inner());
+                plan.run_channel(plane, filters, dst, oc, &epilogue, &mut s);
+            });
             return;
         }
         let (mg, kg, p) = (g.mg(), g.kg(), g.out_plane());
         let RunCtx {
             kernel,
+            pool,
             gemm: scratch,
             im2col: cols,
+            ..
         } = ctx;
         for n in 0..g.batch {
             for grp in 0..g.group {
@@ -241,7 +280,7 @@ impl ConvOp {
                     rs: p,
                 };
                 let ep = epilogue.from_row(grp * mg);
-                gemm(kernel, mg, p, kg, lhs, rhs, c, &ep, scratch);
+                gemm_parallel(pool, scratch, kernel, mg, p, kg, lhs, rhs, c, &ep);
             }
         }
     }
@@ -286,40 +325,5 @@ fn ceil_div_nonneg(v: isize, d: usize) -> usize {
         0
     } else {
         (v as usize).div_ceil(d)
-    }
-}
-
-/// Depthwise convolution: output channel `oc` reads input channel `oc / multiplier` only.
-/// Taps in the padding are skipped. The epilogue runs on each output row as it is done.
-fn depthwise(g: &Geom, x: &[f32], w: &[f32], out: &mut [f32], epilogue: &Epilogue<'_>) {
-    let multiplier = g.mg();
-    let (ksize, p) = (g.kh * g.kw, g.out_plane());
-    for n in 0..g.batch {
-        for oc in 0..g.m {
-            let ic = oc / multiplier;
-            let plane = &x[(n * g.c + ic) * g.in_plane()..][..g.in_plane()];
-            let taps = &w[oc * ksize..(oc + 1) * ksize];
-            let dst = &mut out[(n * g.m + oc) * p..(n * g.m + oc + 1) * p];
-            for oy in 0..g.oh {
-                for ox in 0..g.ow {
-                    let mut acc = 0f32;
-                    for ki in 0..g.kh {
-                        let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
-                        if iy < 0 || iy >= g.h as isize {
-                            continue;
-                        }
-                        let row = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                        for kj in 0..g.kw {
-                            let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
-                            if ix >= 0 && ix < g.w as isize {
-                                acc += row[ix as usize] * taps[ki * g.kw + kj];
-                            }
-                        }
-                    }
-                    dst[oy * g.ow + ox] = acc;
-                }
-            }
-            epilogue.apply_row(oc, 0, dst);
-        }
     }
 }

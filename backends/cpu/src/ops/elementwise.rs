@@ -14,6 +14,7 @@ pub(crate) enum Unary {
     Clip { min: f32, max: f32 },
     Sigmoid,
     Tanh,
+    Erf,
 }
 
 impl Unary {
@@ -23,6 +24,7 @@ impl Unary {
             Unary::Clip { min, max } => clip(x, min, max),
             Unary::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             Unary::Tanh => x.tanh(),
+            Unary::Erf => super::math::erf(x),
         }
     }
 }
@@ -42,6 +44,7 @@ impl UnaryOp {
             // Monomorphized loops so the simple cases vectorize.
             Unary::Relu => map(x, out, relu),
             Unary::Clip { min, max } => map(x, out, |v| clip(v, min, max)),
+            Unary::Erf => map(x, out, super::math::erf),
             _ => map(x, out, |v| f.apply(v)),
         }
     }
@@ -132,19 +135,21 @@ impl BinaryOp {
     }
 }
 
-/// Softmax along one axis of a tensor seen as `[outer, axis, inner]`.
+/// Softmax (or LogSoftmax) along one axis of a tensor seen as `[outer, axis, inner]`.
 #[derive(Clone, Debug)]
 pub(crate) struct SoftmaxOp {
     x: Src,
+    log: bool,
     outer: usize,
     axis: usize,
     inner: usize,
 }
 
 impl SoftmaxOp {
-    pub fn new(x: Src, shape: &[usize], axis: usize) -> SoftmaxOp {
+    pub fn new(x: Src, shape: &[usize], axis: usize, log: bool) -> SoftmaxOp {
         SoftmaxOp {
             x,
+            log,
             outer: shape[..axis].iter().product(),
             axis: shape[axis],
             inner: shape[axis + 1..].iter().product(),
@@ -161,6 +166,15 @@ impl SoftmaxOp {
                 let base = o * n * inner + i;
                 let at = |j: usize| base + j * inner;
                 let max = (0..n).map(|j| x[at(j)]).fold(f32::NEG_INFINITY, nan_max);
+                if self.log {
+                    // x - max - ln(sum(exp(x - max))).
+                    let d = |j: usize| x[at(j)] as f64 - max as f64;
+                    let ln = (0..n).map(|j| d(j).exp()).sum::<f64>().ln();
+                    for j in 0..n {
+                        out[at(j)] = (d(j) - ln) as f32;
+                    }
+                    continue;
+                }
                 let mut sum = 0f64;
                 for j in 0..n {
                     let e = (x[at(j)] - max).exp();

@@ -4,7 +4,7 @@ use baton_delegate_api::shape::broadcast_shapes;
 
 use super::layout::broadcast_strides;
 use super::{EpOpSpec, EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs};
+use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs};
 
 /// A batch of independent products `C[c..] = A[a..] · B[b]`.
 #[derive(Clone, Copy, Debug)]
@@ -189,7 +189,7 @@ impl MatMulOp {
 
     /// Grows the scratch buffers this op needs.
     pub fn reserve(&self, ctx: &mut RunCtx) {
-        ctx.gemm.reserve(ctx.kernel, self.m, self.n, self.k);
+        ctx.reserve_gemm(self.m, self.n, self.k);
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
@@ -217,16 +217,8 @@ impl MatMulOp {
                 data: &mut out[batch.c..],
                 rs: self.n,
             };
-            gemm(
-                ctx.kernel,
-                self.m,
-                self.n,
-                self.k,
-                lhs,
-                rhs,
-                c,
-                &epilogue,
-                &mut ctx.gemm,
+            gemm_parallel(
+                &ctx.pool, &ctx.gemm, ctx.kernel, self.m, self.n, self.k, lhs, rhs, c, &epilogue,
             );
         }
     }

@@ -6,16 +6,24 @@
 //! the constants it had to copy), and writes one output buffer.
 
 pub(crate) mod conv;
+pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod layout;
+pub(crate) mod lstm;
+pub(crate) mod math;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod tensor;
 
 use std::borrow::Cow;
 
 use baton_delegate_api::TensorRef;
 
+use std::sync::Mutex;
+
 use crate::gemm::{EpOp, Epilogue, GemmScratch, MicroKernel};
+use crate::pool::Pool;
 
 /// Where an operand's data lives at execute time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +32,13 @@ pub(crate) enum Src {
     Input(usize),
     /// A buffer owned by the executable.
     Slot(usize),
+    /// `len` floats from `offset` in a slot: one output of a multi-output op, whose
+    /// outputs share one buffer.
+    Part {
+        slot: usize,
+        offset: usize,
+        len: usize,
+    },
 }
 
 /// An operand at build time: constant data to pack or copy, or a run-time source.
@@ -47,7 +62,13 @@ impl<'a> Sources<'a> {
         match src {
             Src::Input(i) => f32_view(self.inputs[i].data).unwrap_or(&[]),
             Src::Slot(s) => &self.slots[s],
+            Src::Part { slot, offset, len } => &self.slots[slot][offset..offset + len],
         }
+    }
+
+    /// The raw bytes of subgraph input `i` (integer operands: Gather indices).
+    pub fn input_bytes(&self, i: usize) -> &'a [u8] {
+        self.inputs[i].data
     }
 }
 
@@ -72,8 +93,64 @@ pub(crate) fn f32_view_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
 #[derive(Debug)]
 pub(crate) struct RunCtx {
     pub kernel: &'static MicroKernel,
-    pub gemm: GemmScratch,
+    pub pool: Pool,
+    /// Packing buffers, one per thread of the pool.
+    pub gemm: Vec<Mutex<GemmScratch>>,
     pub im2col: Vec<f32>,
+    /// The depthwise kernel's phase plane, one per thread of the pool.
+    pub depthwise: Vec<Mutex<Vec<f32>>>,
+    /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
+    pub acc: Vec<f64>,
+    pub work: Vec<f32>,
+}
+
+impl RunCtx {
+    /// A context running on `threads` threads.
+    pub fn new(kernel: &'static MicroKernel, threads: usize) -> RunCtx {
+        let pool = Pool::new(threads);
+        let n = pool.threads();
+        RunCtx {
+            kernel,
+            pool,
+            gemm: (0..n).map(|_| Mutex::default()).collect(),
+            im2col: Vec::new(),
+            depthwise: (0..n).map(|_| Mutex::default()).collect(),
+            acc: Vec::new(),
+            work: Vec::new(),
+        }
+    }
+
+    /// Grows every thread's packing buffers for an `m x n x k` product.
+    pub fn reserve_gemm(&mut self, m: usize, n: usize, k: usize) {
+        for s in &mut self.gemm {
+            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
+            s.reserve(self.kernel, m, n, k);
+        }
+    }
+
+    /// Grows every thread's depthwise phase plane to `len` floats.
+    pub fn reserve_depthwise(&mut self, len: usize) {
+        for s in &mut self.depthwise {
+            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
+            if s.len() < len {
+                s.resize(len, 0.0);
+            }
+        }
+    }
+
+    /// Grows the f64 accumulators to at least `len`.
+    pub fn reserve_acc(&mut self, len: usize) {
+        if self.acc.len() < len {
+            self.acc.resize(len, 0.0);
+        }
+    }
+
+    /// Grows the f32 work space to at least `len`.
+    pub fn reserve_work(&mut self, len: usize) {
+        if self.work.len() < len {
+            self.work.resize(len, 0.0);
+        }
+    }
 }
 
 /// An epilogue op whose operand is resolved at execute time.

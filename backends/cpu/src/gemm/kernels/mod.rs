@@ -35,6 +35,18 @@ pub struct MicroKernel {
     /// Target columns of a `B` block (rounded down to a multiple of `nr`): fits L3.
     nc_target: usize,
     entry: KernelFn,
+    isa: Isa,
+}
+
+/// The instruction set a kernel uses; the other SIMD kernels (depthwise, element-wise)
+/// follow the GEMM kernel's choice, so `disable_simd` turns them all off together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Portable,
+    /// AVX2 with FMA (x86-64).
+    Avx2Fma,
+    /// NEON (aarch64).
+    Neon,
 }
 
 static PORTABLE: MicroKernel = MicroKernel {
@@ -44,6 +56,7 @@ static PORTABLE: MicroKernel = MicroKernel {
     mc_target: 128,
     nc_target: 1024,
     entry: portable::kernel,
+    isa: Isa::Portable,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -54,6 +67,7 @@ static AVX2_FMA: MicroKernel = MicroKernel {
     mc_target: 126,
     nc_target: 1024,
     entry: avx2::kernel,
+    isa: Isa::Avx2Fma,
 };
 
 #[cfg(target_arch = "aarch64")]
@@ -64,6 +78,7 @@ static NEON: MicroKernel = MicroKernel {
     mc_target: 128,
     nc_target: 1024,
     entry: neon::kernel,
+    isa: Isa::Neon,
 };
 
 impl MicroKernel {
@@ -97,6 +112,12 @@ impl MicroKernel {
     /// A short name (`"avx2+fma 6x16"`).
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// The instruction set of this kernel, which the other kernels of an executable use
+    /// too.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// Tile rows.

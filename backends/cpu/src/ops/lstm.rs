@@ -1,0 +1,203 @@
+//! LSTM (ONNX layout 0, default activations) on the GEMM path.
+//!
+//! Per direction, the input projection of *all* time steps is one GEMM,
+//! `G = X · Wᵀ + (Wb + Rb)` (`[seq * batch, 4H]`, weights packed at init), since it does
+//! not depend on the recurrence. Each step then adds `H_{t-1} · Rᵀ` (a GEMV over `Rᵀ`
+//! stored row-major, `H` rows of `4H`, so that the inner loop is a contiguous, vectorized
+//! `axpy`) and applies the cell. Gate order in `W`, `R` and `B` is i, o, f, c:
+//! `i = σ(.)`, `f = σ(.)`, `c~ = tanh(.)`, `C = f * C + i * c~`, `o = σ(.)`,
+//! `H = o * tanh(C)`.
+//!
+//! The op writes `Y` (`[seq, dirs, batch, H]`), `Y_h` and `Y_c` (`[dirs, batch, H]`) one
+//! after another into its buffer; the node's outputs are views of it.
+
+use super::{RunCtx, Sources, Src};
+use crate::gemm::{
+    gemm_parallel, EpOp, Epilogue, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
+};
+
+/// One direction's prepared weights.
+#[derive(Clone, Debug)]
+pub(crate) struct LstmDirection {
+    /// `Wᵀ` (`[input, 4H]`), packed.
+    w: PackedRhs,
+    /// `Rᵀ`, row-major `[H, 4H]`.
+    r_t: Vec<f32>,
+    /// `Wb + Rb` (`[4H]`).
+    bias: Vec<f32>,
+    reverse: bool,
+}
+
+/// A prepared LSTM node.
+#[derive(Clone, Debug)]
+pub(crate) struct LstmOp {
+    x: Src,
+    initial_h: Option<Src>,
+    initial_c: Option<Src>,
+    dirs: Vec<LstmDirection>,
+    seq: usize,
+    batch: usize,
+    input: usize,
+    hidden: usize,
+}
+
+impl LstmOp {
+    /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        kernel: &MicroKernel,
+        x: Src,
+        x_shape: &[usize],
+        w: &[f32],
+        r: &[f32],
+        b: Option<&[f32]>,
+        initial: (Option<Src>, Option<Src>),
+        direction: &str,
+        dirs: usize,
+        hidden: usize,
+    ) -> LstmOp {
+        let (seq, batch, input) = (x_shape[0], x_shape[1], x_shape[2]);
+        let gh = 4 * hidden;
+        let dirs = (0..dirs)
+            .map(|d| {
+                let wd = &w[d * gh * input..(d + 1) * gh * input];
+                // Wᵀ[k][n] = W[n][k].
+                let view = MatRef {
+                    data: wd,
+                    rs: 1,
+                    cs: input,
+                };
+                let rd = &r[d * gh * hidden..(d + 1) * gh * hidden];
+                let mut r_t = vec![0f32; hidden * gh];
+                for (n, row) in rd.chunks_exact(hidden.max(1)).enumerate().take(gh) {
+                    for (k, &v) in row.iter().enumerate() {
+                        r_t[k * gh + n] = v;
+                    }
+                }
+                let bias = match b {
+                    Some(b) => {
+                        let bd = &b[d * 2 * gh..(d + 1) * 2 * gh];
+                        (0..gh).map(|j| bd[j] + bd[gh + j]).collect()
+                    }
+                    None => vec![0.0; gh],
+                };
+                LstmDirection {
+                    w: PackedRhs::new(kernel, view, input, gh),
+                    r_t,
+                    bias,
+                    reverse: direction == "reverse" || d == 1,
+                }
+            })
+            .collect();
+        LstmOp {
+            x,
+            initial_h: initial.0,
+            initial_c: initial.1,
+            dirs,
+            seq,
+            batch,
+            input,
+            hidden,
+        }
+    }
+
+    /// Floats of `Y`, `Y_h` and `Y_c` together.
+    pub fn out_len(&self) -> (usize, usize) {
+        let state = self.dirs.len() * self.batch * self.hidden;
+        (self.seq * state, state)
+    }
+
+    pub fn reserve(&self, ctx: &mut RunCtx) {
+        let gh = 4 * self.hidden;
+        ctx.reserve_gemm(self.seq * self.batch, gh, self.input);
+        // G for all steps, then one step's gates, then H and C.
+        ctx.reserve_work(self.seq * self.batch * gh + gh + 2 * self.hidden);
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+        let (seq, batch, hidden) = (self.seq, self.batch, self.hidden);
+        if hidden == 0 || batch == 0 {
+            return;
+        }
+        let gh = 4 * hidden;
+        let ndirs = self.dirs.len();
+        let x = sources.get(self.x);
+        let init_h = self.initial_h.map(|s| sources.get(s));
+        let init_c = self.initial_c.map(|s| sources.get(s));
+        let (y_len, state_len) = self.out_len();
+        let (y, rest) = out.split_at_mut(y_len);
+        let (y_h, y_c) = rest.split_at_mut(state_len);
+        let RunCtx {
+            kernel,
+            pool,
+            gemm: scratch,
+            work,
+            ..
+        } = ctx;
+        for (d, dir) in self.dirs.iter().enumerate() {
+            let (g_all, rest) = work.split_at_mut(seq * batch * gh);
+            let (gates, rest) = rest.split_at_mut(gh);
+            let (h, rest) = rest.split_at_mut(hidden);
+            let c = &mut rest[..hidden];
+            let mut epilogue = Epilogue::new();
+            epilogue.push(EpOp::Add {
+                data: &dir.bias,
+                rs: 0,
+                cs: 1,
+                scale: 1.0,
+            });
+            let a = MatRef {
+                data: x,
+                rs: self.input,
+                cs: 1,
+            };
+            let g = MatMut {
+                data: &mut g_all[..],
+                rs: gh,
+            };
+            let m = seq * batch;
+            let (a, b) = (Lhs::Strided(a), Rhs::Packed(&dir.w));
+            gemm_parallel(pool, scratch, kernel, m, gh, self.input, a, b, g, &epilogue);
+            for b in 0..batch {
+                let at = (d * batch + b) * hidden;
+                match init_h {
+                    Some(v) => h.copy_from_slice(&v[at..at + hidden]),
+                    None => h.fill(0.0),
+                }
+                match init_c {
+                    Some(v) => c.copy_from_slice(&v[at..at + hidden]),
+                    None => c.fill(0.0),
+                }
+                for step in 0..seq {
+                    let t = if dir.reverse { seq - 1 - step } else { step };
+                    gates.copy_from_slice(&g_all[(t * batch + b) * gh..][..gh]);
+                    for (&hk, row) in h.iter().zip(dir.r_t.chunks_exact(gh)) {
+                        gates.iter_mut().zip(row).for_each(|(g, &r)| *g += hk * r);
+                    }
+                    cell(gates, h, c);
+                    let at = ((t * ndirs + d) * batch + b) * hidden;
+                    y[at..at + hidden].copy_from_slice(h);
+                }
+                y_h[at..at + hidden].copy_from_slice(h);
+                y_c[at..at + hidden].copy_from_slice(c);
+            }
+        }
+    }
+}
+
+/// One LSTM cell update from the pre-activation `gates` (i, o, f, c blocks of `H`).
+fn cell(gates: &[f32], h: &mut [f32], c: &mut [f32]) {
+    let n = h.len();
+    let (i, rest) = gates.split_at(n);
+    let (o, rest) = rest.split_at(n);
+    let (f, cand) = rest.split_at(n);
+    for j in 0..n {
+        let c_new = sigmoid(f[j]) * c[j] + sigmoid(i[j]) * cand[j].tanh();
+        c[j] = c_new;
+        h[j] = sigmoid(o[j]) * c_new.tanh();
+    }
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}

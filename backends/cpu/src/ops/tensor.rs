@@ -1,0 +1,237 @@
+//! Indexing and reduction: Gather, Slice, Split and ReduceMean.
+//!
+//! Shapes, axes and slice bounds are resolved at init (they are constants); only Gather's
+//! indices may arrive at execute time, as a subgraph input, and are then range-checked on
+//! every run (an index outside `[-dim, dim)` is an error, as in the reference).
+
+use baton_delegate_api::ir::DType;
+
+use super::{RunCtx, Sources, Src};
+
+/// Gather's indices: constant, or an i32/i64 subgraph input read at execute time.
+#[derive(Clone, Debug)]
+pub(crate) enum Indices {
+    Const(Vec<i64>),
+    Input { index: usize, dtype: DType },
+}
+
+/// `out[o, i, j] = x[o, idx[i], j]` over `[outer, axis, inner]`.
+#[derive(Clone, Debug)]
+pub(crate) struct GatherOp {
+    pub x: Src,
+    pub indices: Indices,
+    pub outer: usize,
+    pub axis: usize,
+    pub inner: usize,
+}
+
+impl GatherOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        let x = sources.get(self.x);
+        match &self.indices {
+            Indices::Const(v) => self.gather(x, v.iter().copied(), out),
+            Indices::Input { index, dtype } => {
+                let bytes = sources.input_bytes(*index);
+                if *dtype == DType::I32 {
+                    let it = bytes
+                        .chunks_exact(4)
+                        .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")) as i64);
+                    self.gather(x, it, out)
+                } else {
+                    let it = bytes
+                        .chunks_exact(8)
+                        .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")));
+                    self.gather(x, it, out)
+                }
+            }
+        }
+    }
+
+    fn gather(
+        &self,
+        x: &[f32],
+        indices: impl Iterator<Item = i64> + Clone,
+        out: &mut [f32],
+    ) -> Result<(), String> {
+        let (n, inner) = (self.axis as i64, self.inner);
+        let count = indices.clone().count();
+        for o in 0..self.outer {
+            for (i, idx) in indices.clone().enumerate() {
+                let k = if idx < 0 { idx + n } else { idx };
+                if !(0..n).contains(&k) {
+                    return Err(format!("Gather index {idx} is out of range for extent {n}"));
+                }
+                let src = ((o * self.axis) + k as usize) * inner;
+                let dst = (o * count + i) * inner;
+                out[dst..dst + inner].copy_from_slice(&x[src..src + inner]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Slice (any steps, negative ones included), as a strided walk of the input: output
+/// dimension `d` advances the input offset by `strides[d]` (signed).
+#[derive(Clone, Debug)]
+pub(crate) struct SliceOp {
+    pub x: Src,
+    pub start: usize,
+    pub dims: Vec<usize>,
+    pub strides: Vec<isize>,
+}
+
+impl SliceOp {
+    /// `axes`: per sliced axis `(axis, first index, step, count)`, already clamped.
+    pub fn new(x: Src, shape: &[usize], axes: &[(usize, i64, i64, usize)]) -> SliceOp {
+        let mut step_of = vec![1isize; shape.len()];
+        let mut dims = shape.to_vec();
+        let mut start = 0isize;
+        let mut elem = 1isize;
+        let mut elem_strides = vec![0isize; shape.len()];
+        for d in (0..shape.len()).rev() {
+            elem_strides[d] = elem;
+            elem *= shape[d] as isize;
+        }
+        for &(axis, first, step, count) in axes {
+            dims[axis] = count;
+            step_of[axis] = step as isize;
+            if count > 0 {
+                start += first as isize * elem_strides[axis];
+            }
+        }
+        let strides = (0..shape.len())
+            .map(|d| elem_strides[d] * step_of[d])
+            .collect();
+        SliceOp {
+            x,
+            start: start as usize,
+            dims,
+            strides,
+        }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        strided_copy(
+            sources.get(self.x),
+            self.start,
+            &self.dims,
+            &self.strides,
+            out,
+        );
+    }
+}
+
+/// Copies the elements at `start + sum(index[d] * strides[d])` for every index of `dims`,
+/// in row-major order, into `out`.
+fn strided_copy(x: &[f32], start: usize, dims: &[usize], strides: &[isize], out: &mut [f32]) {
+    if dims.contains(&0) || out.is_empty() {
+        return;
+    }
+    let Some((&inner, outer)) = dims.split_last() else {
+        out[0] = x[start];
+        return;
+    };
+    let inner_stride = strides[dims.len() - 1];
+    let mut index = [0usize; super::layout::MAX_RANK];
+    let mut offset = start as isize;
+    for row in out.chunks_exact_mut(inner) {
+        if inner_stride == 1 {
+            let o = offset as usize;
+            row.copy_from_slice(&x[o..o + inner]);
+        } else {
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = x[(offset + j as isize * inner_stride) as usize];
+            }
+        }
+        for d in (0..outer.len()).rev() {
+            index[d] += 1;
+            offset += strides[d];
+            if index[d] < outer[d] {
+                break;
+            }
+            offset -= strides[d] * outer[d] as isize;
+            index[d] = 0;
+        }
+    }
+}
+
+/// Split along one axis: the parts are written one after another into one buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct SplitOp {
+    pub x: Src,
+    pub outer: usize,
+    /// The extent of the axis times the inner size: one outer row of the input.
+    pub row: usize,
+    /// Each part's extent times the inner size.
+    pub parts: Vec<usize>,
+}
+
+impl SplitOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.get(self.x);
+        let mut pos = 0;
+        let mut first = 0;
+        for &len in &self.parts {
+            for o in 0..self.outer {
+                let src = o * self.row + first;
+                out[pos..pos + len].copy_from_slice(&x[src..src + len]);
+                pos += len;
+            }
+            first += len;
+        }
+    }
+}
+
+/// ReduceMean over a contiguous run of axes: the input seen as `[outer, count, inner]`,
+/// sums in f64 (as the reference), divided once; `count = 0` gives NaN (0/0).
+#[derive(Clone, Debug)]
+pub(crate) struct ReduceMeanOp {
+    pub x: Src,
+    pub outer: usize,
+    pub count: usize,
+    pub inner: usize,
+}
+
+impl ReduceMeanOp {
+    pub fn reserve(&self, ctx: &mut RunCtx) {
+        ctx.reserve_acc(self.inner);
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+        let x = sources.get(self.x);
+        let (count, inner) = (self.count, self.inner);
+        if inner == 0 {
+            return;
+        }
+        let n = count as f64;
+        for o in 0..self.outer {
+            let block = &x[o * count * inner..(o + 1) * count * inner];
+            let dst = &mut out[o * inner..(o + 1) * inner];
+            if inner == 1 {
+                dst[0] = (sum_f64(block) / n) as f32;
+                continue;
+            }
+            let acc = &mut ctx.acc[..inner];
+            acc.fill(0.0);
+            for line in block.chunks_exact(inner) {
+                acc.iter_mut().zip(line).for_each(|(a, &v)| *a += v as f64);
+            }
+            dst.iter_mut()
+                .zip(acc.iter())
+                .for_each(|(d, &a)| *d = (a / n) as f32);
+        }
+    }
+}
+
+/// A sum in f64 with four independent accumulators.
+pub(crate) fn sum_f64(v: &[f32]) -> f64 {
+    let mut acc = [0f64; 4];
+    let chunks = v.chunks_exact(4);
+    let tail: f64 = chunks.remainder().iter().map(|&x| x as f64).sum();
+    for c in chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += x as f64;
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}

@@ -1,0 +1,271 @@
+//! The ops the transformer and streaming models need (LayerNormalization, Erf, LogSoftmax,
+//! ReduceMean, Gather, Slice, Split, Squeeze/Unsqueeze, LSTM), against known answers and
+//! naive implementations written here, with SIMD and portable kernels.
+
+mod common;
+
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorData, TensorId};
+use baton_delegate_api::{Support, Tensor};
+use common::{assert_close, delegate, run, supports, Rng};
+
+/// Runs `g` with both kernel sets; returns the outputs of the SIMD run after checking
+/// the portable run agrees within `tol`.
+fn run_both(g: &Graph, inputs: &[Tensor], tol: f64) -> Vec<Tensor> {
+    let simd = run(&delegate(true), g, inputs).expect("simd run");
+    let portable = run(&delegate(false), g, inputs).expect("portable run");
+    for (a, b) in simd.iter().zip(&portable) {
+        let wide: Vec<f64> = b.f32s().iter().map(|&v| v as f64).collect();
+        assert_close(a.f32s(), &wide, tol, tol, "simd vs portable");
+    }
+    simd
+}
+
+fn graph(build: impl FnOnce(&mut GraphBuilder) -> Vec<TensorId>) -> Graph {
+    let mut g = GraphBuilder::new("t");
+    for out in build(&mut g) {
+        g.output(out);
+    }
+    g.finish().unwrap()
+}
+
+#[test]
+fn layer_norm_with_statistics() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, -1.0, -1.0, 1.0, 1.0];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 4]);
+        let s = g.constant_f32("s", &[4], &[1.0, 2.0, 0.5, 1.0]);
+        let b = g.constant_f32("b", &[4], &[0.0, 1.0, 0.0, -1.0]);
+        let eps = ("epsilon", Attr::Float(0.0));
+        g.named_node_outputs("ln", OpKind::LayerNormalization, &[xt, s, b], &[eps], 3)
+            .unwrap()
+    });
+    let out = run_both(&g, &[Tensor::from_f32(&[2, 4], &x)], 1e-6);
+    // Row 0: mean 2.5, var 1.25; row 1: mean 0, var 1.
+    let inv0 = 1.0 / 1.25f64.sqrt();
+    let want_y: Vec<f64> = vec![
+        -1.5 * inv0,
+        -0.5 * inv0 * 2.0 + 1.0,
+        0.5 * inv0 * 0.5,
+        1.5 * inv0 - 1.0,
+        -1.0,
+        -2.0 + 1.0,
+        0.5,
+        0.0,
+    ];
+    assert_close(out[0].f32s(), &want_y, 1e-6, 1e-6, "Y");
+    assert_eq!(out[1].shape, vec![2, 1]);
+    assert_close(out[1].f32s(), &[2.5, 0.0], 0.0, 0.0, "Mean");
+    assert_close(out[2].f32s(), &[inv0, 1.0], 1e-7, 0.0, "InvStdDev");
+}
+
+#[test]
+fn erf_log_softmax_and_reduce_mean() {
+    let mut rng = Rng::new(5);
+    let x = rng.vec(2 * 3 * 4);
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 3, 4]);
+        let erf = g.node(OpKind::Erf, &[xt], &[]).unwrap();
+        let ls = g
+            .node(OpKind::LogSoftmax, &[xt], &[("axis", Attr::Int(1))])
+            .unwrap();
+        let axes = g.constant_i64("axes", &[2], &[1, 2]);
+        let mean = g
+            .node(
+                OpKind::ReduceMean,
+                &[xt, axes],
+                &[("keepdims", Attr::Int(0))],
+            )
+            .unwrap();
+        let axes0 = g.constant_i64("axes0", &[1], &[1]);
+        let mean1 = g.node(OpKind::ReduceMean, &[xt, axes0], &[]).unwrap();
+        vec![erf, ls, mean, mean1]
+    });
+    let out = run_both(&g, &[Tensor::from_f32(&[2, 3, 4], &x)], 1e-6);
+    // erf: libm-free check through the series erf(x) = 2/sqrt(pi) sum (-1)^n x^(2n+1)/(n!(2n+1)).
+    let erf = |v: f64| {
+        let (mut term, mut sum) = (v, 0.0);
+        for n in 0..30 {
+            sum += term / (2 * n + 1) as f64;
+            term *= -v * v / (n + 1) as f64;
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    };
+    let want: Vec<f64> = x.iter().map(|&v| erf(v as f64)).collect();
+    assert_close(out[0].f32s(), &want, 1e-6, 1e-6, "Erf");
+    let at = |o: usize, c: usize, i: usize| x[(o * 3 + c) * 4 + i] as f64;
+    let mut want = vec![0.0; 24];
+    for o in 0..2 {
+        for i in 0..4 {
+            let lse = (0..3).map(|c| at(o, c, i).exp()).sum::<f64>().ln();
+            for c in 0..3 {
+                want[(o * 3 + c) * 4 + i] = at(o, c, i) - lse;
+            }
+        }
+    }
+    assert_close(out[1].f32s(), &want, 1e-6, 1e-6, "LogSoftmax");
+    let m: Vec<f64> = (0..2)
+        .map(|o| (0..12).map(|k| x[o * 12 + k] as f64).sum::<f64>() / 12.0)
+        .collect();
+    assert_eq!(out[2].shape, vec![2]);
+    assert_close(out[2].f32s(), &m, 1e-6, 1e-7, "ReduceMean over 1,2");
+    let m1: Vec<f64> = (0..8)
+        .map(|k| (0..3).map(|c| at(k / 4, c, k % 4)).sum::<f64>() / 3.0)
+        .collect();
+    assert_eq!(out[3].shape, vec![2, 1, 4]);
+    assert_close(out[3].f32s(), &m1, 1e-6, 1e-7, "ReduceMean over 1");
+}
+
+#[test]
+fn non_contiguous_reduce_axes_are_declined() {
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 3, 4]);
+        let axes = g.constant_i64("axes", &[2], &[0, 2]);
+        vec![g.node(OpKind::ReduceMean, &[xt, axes], &[]).unwrap()]
+    });
+    let s = supports(&delegate(true), &g);
+    assert!(matches!(s[0], Support::No { .. }), "{s:?}");
+}
+
+#[test]
+fn gather_slice_split_squeeze() {
+    let x: Vec<f32> = (0..24).map(|v| v as f32).collect();
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[4, 6]);
+        let ids = g.input_fixed("ids", DType::I64, &[3]);
+        let gather = g.node(OpKind::Gather, &[xt, ids], &[]).unwrap();
+        let c = |g: &mut GraphBuilder, n: &str, v: &[i64]| g.constant_i64(n, &[v.len()], v);
+        let (st, en, ax, sp) = (
+            c(g, "st", &[-1, 1]),
+            c(g, "en", &[i64::MIN, 100]),
+            c(g, "ax", &[0, 1]),
+            c(g, "sp", &[-2, 2]),
+        );
+        let slice = g.node(OpKind::Slice, &[xt, st, en, ax, sp], &[]).unwrap();
+        let sizes = c(g, "sizes", &[1, 3, 2]);
+        let mut parts = g
+            .named_node_outputs(
+                "split",
+                OpKind::Split,
+                &[xt, sizes],
+                &[("axis", Attr::Int(1))],
+                3,
+            )
+            .unwrap();
+        let sq_axes = c(g, "sq", &[1]);
+        let sq = g.node(OpKind::Squeeze, &[parts[0], sq_axes], &[]).unwrap();
+        let mut outs = vec![gather, slice];
+        outs.append(&mut parts);
+        outs.push(sq);
+        outs
+    });
+    let ids = Tensor::from_i64(&[3], &[2, -1, 0]);
+    let out = run_both(&g, &[Tensor::from_f32(&[4, 6], &x), ids], 0.0);
+    let row = |r: usize| (0..6).map(move |c| (r * 6 + c) as f64);
+    let want: Vec<f64> = row(2).chain(row(3)).chain(row(0)).collect();
+    assert_close(out[0].f32s(), &want, 0.0, 0.0, "Gather");
+    // Rows 3, 1; columns 1, 3, 5.
+    let want: Vec<f64> = [19.0, 21.0, 23.0, 7.0, 9.0, 11.0].to_vec();
+    assert_eq!(out[1].shape, vec![2, 3]);
+    assert_close(out[1].f32s(), &want, 0.0, 0.0, "Slice");
+    let cols = |a: usize, b: usize| -> Vec<f64> {
+        (0..4)
+            .flat_map(|r| (a..b).map(move |c| (r * 6 + c) as f64))
+            .collect()
+    };
+    assert_close(out[2].f32s(), &cols(0, 1), 0.0, 0.0, "Split 0");
+    assert_close(out[3].f32s(), &cols(1, 4), 0.0, 0.0, "Split 1");
+    assert_close(out[4].f32s(), &cols(4, 6), 0.0, 0.0, "Split 2");
+    assert_eq!(out[5].shape, vec![4]);
+    assert_close(out[5].f32s(), &cols(0, 1), 0.0, 0.0, "Squeeze");
+
+    // An index out of range is an execute error naming the node, not a panic.
+    let bad = Tensor::from_i64(&[3], &[0, 4, 1]);
+    let err = run(&delegate(true), &g, &[Tensor::from_f32(&[4, 6], &x), bad]).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}
+
+/// A naive LSTM in f64 (gate order i, o, f, c), one direction.
+#[allow(clippy::too_many_arguments)]
+fn lstm_naive(
+    x: &[f32],
+    w: &[f32],
+    r: &[f32],
+    b: &[f32],
+    (seq, batch, input, hidden): (usize, usize, usize, usize),
+    reverse: bool,
+    h0: &[f32],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let gh = 4 * hidden;
+    let mut y = vec![0.0; seq * batch * hidden];
+    let (mut yh, mut yc) = (vec![0.0; batch * hidden], vec![0.0; batch * hidden]);
+    for bi in 0..batch {
+        let mut h: Vec<f64> = h0[bi * hidden..(bi + 1) * hidden]
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
+        let mut c = vec![0.0; hidden];
+        for s in 0..seq {
+            let t = if reverse { seq - 1 - s } else { s };
+            let pre = |g: usize, j: usize, h: &[f64]| {
+                let row = g * hidden + j;
+                let xw: f64 = (0..input)
+                    .map(|k| x[(t * batch + bi) * input + k] as f64 * w[row * input + k] as f64)
+                    .sum();
+                let hr: f64 = (0..hidden).map(|k| h[k] * r[row * hidden + k] as f64).sum();
+                xw + hr + b[row] as f64 + b[gh + row] as f64
+            };
+            let mut hn = vec![0.0; hidden];
+            for j in 0..hidden {
+                let i = sig(pre(0, j, &h));
+                let o = sig(pre(1, j, &h));
+                let f = sig(pre(2, j, &h));
+                let cc = pre(3, j, &h).tanh();
+                c[j] = f * c[j] + i * cc;
+                hn[j] = o * c[j].tanh();
+            }
+            h = hn;
+            y[(t * batch + bi) * hidden..][..hidden].copy_from_slice(&h);
+        }
+        yh[bi * hidden..][..hidden].copy_from_slice(&h);
+        yc[bi * hidden..][..hidden].copy_from_slice(&c);
+    }
+    (y, yh, yc)
+}
+
+#[test]
+fn lstm_forward_and_reverse_match_naive() {
+    let (seq, batch, input, hidden) = (5, 2, 7, 9);
+    let mut rng = Rng::new(11);
+    let x = rng.vec(seq * batch * input);
+    let w = rng.vec(4 * hidden * input);
+    let r = rng.vec(4 * hidden * hidden);
+    let b = rng.vec(8 * hidden);
+    let h0 = rng.vec(batch * hidden);
+    for direction in ["forward", "reverse"] {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[seq, batch, input]);
+            let wt = g.constant_f32("w", &[1, 4 * hidden, input], &w);
+            let rt = g.constant_f32("r", &[1, 4 * hidden, hidden], &r);
+            let bt = g.constant_f32("b", &[1, 8 * hidden], &b);
+            let lens = g.constant("lens", DType::I32, &[0], TensorData::from_bytes(&[]));
+            let h = g.input_fixed("h0", DType::F32, &[1, batch, hidden]);
+            let attrs = [
+                ("hidden_size", Attr::Int(hidden as i64)),
+                ("direction", Attr::Str(direction.into())),
+            ];
+            g.named_node_outputs("lstm", OpKind::LSTM, &[xt, wt, rt, bt, lens, h], &attrs, 3)
+                .unwrap()
+        });
+        let inputs = [
+            Tensor::from_f32(&[seq, batch, input], &x),
+            Tensor::from_f32(&[1, batch, hidden], &h0),
+        ];
+        let out = run_both(&g, &inputs, 1e-5);
+        let dims = (seq, batch, input, hidden);
+        let (y, yh, yc) = lstm_naive(&x, &w, &r, &b, dims, direction == "reverse", &h0);
+        assert_close(out[0].f32s(), &y, 1e-5, 1e-6, &format!("Y {direction}"));
+        assert_close(out[1].f32s(), &yh, 1e-5, 1e-6, &format!("Y_h {direction}"));
+        assert_close(out[2].f32s(), &yc, 1e-5, 1e-6, &format!("Y_c {direction}"));
+    }
+}
