@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# A Python environment with the peers Baton is compared with and checked against, at pinned
-# versions, in .cache/peer-venv (gitignored). Needs network once; idempotent afterwards.
-#   scripts/peer-venv.sh        -> prints the venv's python path on its last line
+# A Python with the peers of scripts/peer-requirements.txt (ONNX Runtime, numpy; pinned by
+# hash) in .cache/peer-venv (gitignored). Needs network once; idempotent afterwards.
+# Prints the interpreter's path on its last line:
+#   python=$(scripts/peer-venv.sh)
+# Where python3 cannot make a venv (no ensurepip), the packages go to a --target directory
+# and .cache/peer-venv/bin/python is a wrapper that puts it on PYTHONPATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.cache/peer-venv
-# Exact pins: expected outputs and timings are only comparable at known versions.
-PINS=(onnxruntime==1.32.0 numpy==2.4.6)
-stamp="$VENV/.pins"
-if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "${PINS[*]}" ]]; then
+REQ=scripts/peer-requirements.txt
+STAMP="$VENV/.requirements-sha256"
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+if [[ -x "$VENV/bin/python" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
     echo "$VENV/bin/python"
     exit 0
 fi
 rm -rf "$VENV"
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}" >&2
-"$VENV/bin/python" -c 'import onnxruntime, numpy; print("peer venv: onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)' >&2
-echo "${PINS[*]}" > "$stamp"
+if python3 -m venv "$VENV" 2>/dev/null; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --no-deps --require-hashes -r "$REQ" >&2
+else
+    rm -rf "$VENV"
+    python3 -m pip install --quiet --disable-pip-version-check \
+        --no-deps --require-hashes --target "$VENV/site" -r "$REQ" >&2
+    mkdir -p "$VENV/bin"
+    printf '#!/bin/sh\nPYTHONPATH="%s/site${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' \
+        "$(pwd)/$VENV" > "$VENV/bin/python"
+    chmod +x "$VENV/bin/python"
+fi
+"$VENV/bin/python" -c 'import onnxruntime, numpy; print("peer python: onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)' >&2
+echo "$want" > "$STAMP"
 echo "$VENV/bin/python"
