@@ -12,7 +12,8 @@ use super::{check_operands, expected_outputs, run_node, shape_err, unsupported, 
 ///
 /// Symbolic dimensions of the graph inputs are bound from the given shapes (one value per
 /// symbol across all inputs); every node's output shape is then inferred from its actual
-/// operands, and each intermediate is an owned [`Tensor`]. Constants must be
+/// operands (a value-dependent shape, declared as the importer's provisional `[name?]`,
+/// takes whatever its values give), and each intermediate is an owned [`Tensor`]. Constants must be
 /// [`Storage::Inline`]; an [`Storage::External`] constant that a node or output reads is
 /// an error. Quantization parameters declared on tensors travel with the operand views
 /// (so arithmetic on quantized tensors is refused).
@@ -138,12 +139,15 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
             let mut results = Vec::with_capacity(node.outputs.len());
             for (&out_id, (dtype, shape)) in node.outputs.iter().zip(&expected) {
                 let decl = &graph.tensors[out_id];
-                let agrees = decl.shape.len() == shape.len()
-                    && decl
-                        .shape
-                        .iter()
-                        .zip(shape)
-                        .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
+                // The importer's placeholder for a value-dependent shape agrees with any.
+                let provisional = matches!(&decl.shape[..], [Dim::Sym(s)] if s.ends_with('?'));
+                let agrees = provisional
+                    || decl.shape.len() == shape.len()
+                        && decl
+                            .shape
+                            .iter()
+                            .zip(shape)
+                            .all(|(d, &s)| d.fixed().is_none_or(|f| f == s));
                 if !agrees || decl.dtype != *dtype {
                     return Err(shape_err(
                         node,
