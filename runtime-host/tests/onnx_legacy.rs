@@ -338,6 +338,19 @@ fn upsample_is_nearest_resize_with_floor_and_dropout_mask_is_all_true() {
     assert_eq!(y[0].f32s(), &[1.0, -2.0, 3.0]);
     assert_eq!(y[1].dtype, DType::Bool);
     assert_eq!(y[1].bytes(), &[1, 1, 1]);
+    // A training_mode that is not a constant false drops at random: refused.
+    let m = one_node(
+        13,
+        "Dropout",
+        &[("x", F, &[3]), ("r", F, &[]), ("t", DataType::Bool, &[])],
+        &[("y", F, &[3])],
+        vec![],
+    );
+    let e = import(&m, None).unwrap_err().to_string();
+    assert!(
+        e.contains("Dropout_node") && e.contains("training mode"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -190,7 +190,33 @@ impl Importer<'_> {
     }
 
     /// Dropout at inference: the identity, and an all-true mask when one is asked for.
+    /// Training mode (random dropping) is refused unless its ratio is a constant 0.
     pub(super) fn dropout(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
+        let training = match self.opset {
+            // Before opset 7, `is_test` (default 0: training) chose the mode.
+            ..=6 => n
+                .attribute
+                .iter()
+                .find(|a| a.name == "is_test")
+                .is_none_or(|a| a.i == 0),
+            // From opset 12, the optional operand 2 (default false).
+            _ => n.input.get(2).filter(|t| !t.is_empty()).is_some_and(|t| {
+                self.const_bytes(t) != Some((baton_delegate_api::DType::Bool, &[0][..]))
+            }),
+        };
+        let no_ratio = n
+            .input
+            .get(1)
+            .filter(|r| !r.is_empty())
+            .is_some_and(|r| self.scalar_f32(r) == Some(0.0));
+        if training && !no_ratio {
+            return Err(self.node_error(
+                name,
+                n,
+                "training mode (random dropping) is not supported; only inference, or a ratio of 0"
+                    .into(),
+            ));
+        }
         let x = n.input.first().cloned().unwrap_or_default();
         let y = n.output.first().cloned().unwrap_or_default();
         self.add(
