@@ -1,6 +1,7 @@
 //! ONNX import of old opsets (1 to 10) and of the ops rewritten into IR ops (Sum, LRN,
-//! Upsample, Dropout's mask, Softmax flattened to 2-D): each model is built from the
-//! protobuf messages, imported and run on the reference, against answers worked out here.
+//! Upsample, PRelu, Elu, Selu, Softplus, Max, Min, InstanceNormalization, Dropout's
+//! mask, Softmax flattened to 2-D): each model is built from the protobuf messages,
+//! imported and run on the reference, against answers worked out here.
 
 use baton_delegate_api::{DType, Tensor};
 use baton_runtime_host::onnx::import;
@@ -351,6 +352,91 @@ fn upsample_is_nearest_resize_with_floor_and_dropout_mask_is_all_true() {
         e.contains("Dropout_node") && e.contains("training mode"),
         "{e}"
     );
+}
+
+#[test]
+fn activations_without_an_ir_op_match_their_formulas() {
+    let x = [-2.0f32, -0.5, 0.0, 1.5];
+    let unary = |op: &str, opset: i64, attrs: Vec<AttributeProto>| {
+        let m = one_node(opset, op, &[("x", F, &[4])], &[("y", F, &[4])], attrs);
+        run(&m, &[Tensor::from_f32(&[4], &x)])[0].f32s().to_vec()
+    };
+    let close = |got: &[f32], want: &[f64]| {
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (*g as f64 - w).abs() <= 1e-6 * w.abs().max(1.0),
+                "{got:?} vs {want:?}"
+            );
+        }
+    };
+    let elu = |v: f64, a: f64| if v > 0.0 { v } else { a * (v.exp() - 1.0) };
+    let want: Vec<f64> = x.iter().map(|&v| elu(v as f64, 2.0)).collect();
+    close(&unary("Elu", 6, vec![float("alpha", 2.0)]), &want);
+    let (a, g) = (1.673_263_242_354_377_3, 1.050_700_987_355_480_5);
+    let want: Vec<f64> = x.iter().map(|&v| g * elu(v as f64, a)).collect();
+    close(&unary("Selu", 6, vec![]), &want);
+    let want: Vec<f64> = x.iter().map(|&v| (1.0 + (v as f64).exp()).ln()).collect();
+    close(&unary("Softplus", 6, vec![]), &want);
+    // Softplus of a large input stays finite (no exp overflow).
+    let m = one_node(6, "Softplus", &[("x", F, &[1])], &[("y", F, &[1])], vec![]);
+    assert_eq!(
+        run(&m, &[Tensor::from_f32(&[1], &[200.0])])[0].f32s(),
+        &[200.0]
+    );
+}
+
+#[test]
+fn prelu_max_min_and_instance_norm_are_rewritten_exactly() {
+    // Opset 6 PRelu with one slope per channel of X [1, 2, 2].
+    let m = one_node(
+        6,
+        "PRelu",
+        &[("x", F, &[1, 2, 2]), ("s", F, &[2])],
+        &[("y", F, &[1, 2, 2])],
+        vec![],
+    );
+    let y = run(
+        &m,
+        &[
+            Tensor::from_f32(&[1, 2, 2], &[-1.0, 2.0, -3.0, 4.0]),
+            Tensor::from_f32(&[2], &[0.5, 0.25]),
+        ],
+    );
+    assert_eq!(y[0].f32s(), &[-0.5, 2.0, -0.75, 4.0]);
+    let three = [("a", F, &[3][..]), ("b", F, &[3][..]), ("c", F, &[1][..])];
+    let operands = [
+        Tensor::from_f32(&[3], &[1.0, 5.0, -2.0]),
+        Tensor::from_f32(&[3], &[4.0, 0.0, -3.0]),
+        Tensor::from_f32(&[1], &[2.0]),
+    ];
+    let y = run(
+        &one_node(8, "Max", &three, &[("y", F, &[3])], vec![]),
+        &operands,
+    );
+    assert_eq!(y[0].f32s(), &[4.0, 5.0, 2.0]);
+    let y = run(
+        &one_node(8, "Min", &three, &[("y", F, &[3])], vec![]),
+        &operands,
+    );
+    assert_eq!(y[0].f32s(), &[1.0, 0.0, -3.0]);
+    // InstanceNormalization of X [1, 2, 2]: channel 0 holds 1, 3 (mean 2, variance 1),
+    // channel 1 holds 2, 6 (mean 4, variance 4).
+    let m = one_node(
+        6,
+        "InstanceNormalization",
+        &[("x", F, &[1, 2, 2]), ("s", F, &[2]), ("b", F, &[2])],
+        &[("y", F, &[1, 2, 2])],
+        vec![float("epsilon", 0.0)],
+    );
+    let y = run(
+        &m,
+        &[
+            Tensor::from_f32(&[1, 2, 2], &[1.0, 3.0, 2.0, 6.0]),
+            Tensor::from_f32(&[2], &[1.0, 3.0]),
+            Tensor::from_f32(&[2], &[0.0, 10.0]),
+        ],
+    );
+    assert_eq!(y[0].f32s(), &[-1.0, 1.0, 7.0, 13.0]);
 }
 
 #[test]

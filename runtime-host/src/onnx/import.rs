@@ -7,9 +7,9 @@
 //! - **opset differences**: operands that later opsets moved from attributes to inputs
 //!   (Clip's bounds, Resize's scales and sizes) are turned into attributes when they are
 //!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
-//! - **ops and forms without an IR op** (Sum, LRN, Upsample, Dropout's mask, Softmax
-//!   flattened to 2-D before opset 13, batch-first LSTM/GRU) are rewritten into IR ops by
-//!   `lower`;
+//! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
+//!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
+//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -149,7 +149,16 @@ impl Importer<'_> {
         match n.op_type.as_str() {
             "Constant" => return self.constant_node(n, &attrs).map_err(&at),
             "Dropout" => return self.dropout(&name, n),
-            "Sum" | "LRN" | "Upsample" => return self.lower(&name, n, &attrs),
+            "Sum"
+            | "LRN"
+            | "Upsample"
+            | "PRelu"
+            | "Elu"
+            | "Selu"
+            | "Softplus"
+            | "Max"
+            | "Min"
+            | "InstanceNormalization" => return self.lower(&name, n, &attrs),
             "Softmax" | "LogSoftmax" if self.opset < 13 => {
                 return self.softmax_2d(&name, n, attrs);
             }

@@ -8,6 +8,13 @@
 //!   zeros (`count_include_pad`).
 //! - **Upsample** (opsets 7-9): Resize with `asymmetric` coordinates and, for `nearest`,
 //!   `floor` rounding, which is what Upsample defines.
+//! - **PRelu** `x < 0 ? x * slope : x` (before opset 7 a `[C]` slope runs along axis 1);
+//!   **Elu** and **Selu** `x > 0 ? x : alpha * (exp(x) - 1)` (Selu then times `gamma`);
+//!   **Softplus** `relu(x) + log(1 + exp(-|x|))`, which does not overflow;
+//!   **Max**/**Min** of n operands, a chain of `Where(a > b, a, b)` (`<` for Min): a NaN
+//!   operand wins only in second place;
+//!   **InstanceNormalization** `(x - mean) / sqrt(var + epsilon) * scale + B` with the
+//!   mean and (population) variance over the spatial axes of each `(n, c)`.
 //! - **Dropout** at inference is the identity; its optional mask output is all true
 //!   (bool from opset 10, before that of the input's type).
 //! - **Softmax/LogSoftmax before opset 13** flatten the input to 2-D at `axis`: the
@@ -37,6 +44,11 @@ impl Importer<'_> {
             "Sum" => self.sum(name, n),
             "LRN" => self.lrn(name, n, attrs),
             "Upsample" => self.upsample(name, n, attrs),
+            "PRelu" => self.prelu(name, n),
+            "Elu" | "Selu" => self.elu(name, n, attrs),
+            "Softplus" => self.softplus(name, n),
+            "Max" | "Min" => self.extremum(name, n),
+            "InstanceNormalization" => self.instance_norm(name, n, attrs),
             other => Err(self.node_error(name, n, format!("op {other} is not lowered"))),
         }
     }
@@ -187,6 +199,200 @@ impl Importer<'_> {
             _ => return Err(self.node_error(name, n, "Upsample needs scales".into())),
         }
         self.add(name, OpKind::Resize, &inputs, &[out], resize_attrs, n)
+    }
+
+    fn prelu(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let (x, rank) = self.f32_operand(name, n)?;
+        let mut slope = n.input.get(1).cloned().unwrap_or_default();
+        let per_channel = self
+            .static_shape_of(&slope)
+            .is_some_and(|s| s.len() == 1 && s[0] > 1);
+        if self.opset < 7 && rank > 2 && per_channel {
+            let axes = (1..rank as i64 - 1).collect();
+            slope = self.emit(
+                name,
+                "slope",
+                OpKind::Unsqueeze,
+                &[slope],
+                &[("axes", Attr::Ints(axes))],
+                n,
+            )?;
+        }
+        let zero = self.named_constant(name, "zero", Tensor::from_f32(&[], &[0.0]));
+        let negative = self.emit(name, "negative", OpKind::Less, &[x.clone(), zero], &[], n)?;
+        let scaled = self.emit(name, "scaled", OpKind::Mul, &[x.clone(), slope], &[], n)?;
+        let inputs = [negative, scaled, x];
+        self.add(name, OpKind::Where, &inputs, &[out], BTreeMap::new(), n)
+    }
+
+    fn elu(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+    ) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let (x, _) = self.f32_operand(name, n)?;
+        let selu = n.op_type == "Selu";
+        let float = |k: &str, default: f32| match attrs.get(k) {
+            Some(Attr::Float(v)) => *v,
+            _ => default,
+        };
+        let alpha = float("alpha", if selu { 1.673_263_2 } else { 1.0 });
+        let zero = self.named_constant(name, "zero", Tensor::from_f32(&[], &[0.0]));
+        let one = self.named_constant(name, "one", Tensor::from_f32(&[], &[1.0]));
+        let alpha = self.named_constant(name, "alpha", Tensor::from_f32(&[], &[alpha]));
+        let positive = self.emit(
+            name,
+            "positive",
+            OpKind::Greater,
+            &[x.clone(), zero],
+            &[],
+            n,
+        )?;
+        let e = self.emit(name, "exp", OpKind::Exp, std::slice::from_ref(&x), &[], n)?;
+        let em1 = self.emit(name, "exp_minus_1", OpKind::Sub, &[e, one], &[], n)?;
+        let negative = self.emit(name, "negative", OpKind::Mul, &[em1, alpha], &[], n)?;
+        let inputs = [positive, x, negative];
+        if !selu {
+            return self.add(name, OpKind::Where, &inputs, &[out], BTreeMap::new(), n);
+        }
+        let gamma = float("gamma", 1.050_701);
+        let gamma = self.named_constant(name, "gamma", Tensor::from_f32(&[], &[gamma]));
+        let y = self.emit(name, "unscaled", OpKind::Where, &inputs, &[], n)?;
+        self.add(name, OpKind::Mul, &[y, gamma], &[out], BTreeMap::new(), n)
+    }
+
+    fn softplus(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let (x, _) = self.f32_operand(name, n)?;
+        let one = self.named_constant(name, "one", Tensor::from_f32(&[], &[1.0]));
+        let abs = self.emit(name, "abs", OpKind::Abs, std::slice::from_ref(&x), &[], n)?;
+        let neg = self.emit(name, "neg_abs", OpKind::Neg, &[abs], &[], n)?;
+        let e = self.emit(name, "exp", OpKind::Exp, &[neg], &[], n)?;
+        let sum = self.emit(name, "one_plus", OpKind::Add, &[e, one], &[], n)?;
+        let log = self.emit(name, "log", OpKind::Log, &[sum], &[], n)?;
+        let relu = self.emit(name, "relu", OpKind::Relu, &[x], &[], n)?;
+        self.add(name, OpKind::Add, &[relu, log], &[out], BTreeMap::new(), n)
+    }
+
+    fn extremum(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let compare = match n.op_type.as_str() {
+            "Max" => OpKind::Greater,
+            _ => OpKind::Less,
+        };
+        let Some((first, rest)) = n.input.split_first() else {
+            return Err(self.node_error(name, n, "at least one input is needed".into()));
+        };
+        if rest.is_empty() {
+            return self.add(name, OpKind::Identity, &n.input, &[out], BTreeMap::new(), n);
+        }
+        let mut acc = first.clone();
+        for (k, b) in rest.iter().enumerate() {
+            let pick = self.emit(
+                name,
+                &format!("pick{k}"),
+                compare,
+                &[acc.clone(), b.clone()],
+                &[],
+                n,
+            )?;
+            let inputs = [pick, acc, b.clone()];
+            if k + 1 == rest.len() {
+                return self.add(name, OpKind::Where, &inputs, &[out], BTreeMap::new(), n);
+            }
+            acc = self.emit(name, &format!("partial{k}"), OpKind::Where, &inputs, &[], n)?;
+        }
+        unreachable!("the loop returns at the last operand")
+    }
+
+    fn instance_norm(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+    ) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let (x, rank) = self.f32_operand(name, n)?;
+        if rank < 3 {
+            return Err(self.node_error(
+                name,
+                n,
+                format!("input of rank {rank}; 3 or more needed"),
+            ));
+        }
+        let eps = match attrs.get("epsilon") {
+            Some(Attr::Float(v)) => *v,
+            _ => 1e-5,
+        };
+        let operand = |k: usize| n.input.get(k).cloned().unwrap_or_default();
+        let spatial: Vec<i64> = (2..rank as i64).collect();
+        let reduce = [("axes", Attr::Ints(spatial)), ("keepdims", Attr::Int(1))];
+        let mean = self.emit(
+            name,
+            "mean",
+            OpKind::ReduceMean,
+            std::slice::from_ref(&x),
+            &reduce,
+            n,
+        )?;
+        let d = self.emit(name, "centered", OpKind::Sub, &[x, mean], &[], n)?;
+        let sq = self.emit(
+            name,
+            "squared",
+            OpKind::Mul,
+            &[d.clone(), d.clone()],
+            &[],
+            n,
+        )?;
+        let var = self.emit(name, "variance", OpKind::ReduceMean, &[sq], &reduce, n)?;
+        let eps = self.named_constant(name, "epsilon", Tensor::from_f32(&[], &[eps]));
+        let var = self.emit(name, "variance_eps", OpKind::Add, &[var, eps], &[], n)?;
+        let std = self.emit(name, "std", OpKind::Sqrt, &[var], &[], n)?;
+        let normed = self.emit(name, "normalized", OpKind::Div, &[d, std], &[], n)?;
+        // Scale and B [C] run along axis 1.
+        let per_channel = [("axes", Attr::Ints((1..rank as i64 - 1).collect()))];
+        let scale = self.emit(
+            name,
+            "scale",
+            OpKind::Unsqueeze,
+            &[operand(1)],
+            &per_channel,
+            n,
+        )?;
+        let bias = self.emit(
+            name,
+            "bias",
+            OpKind::Unsqueeze,
+            &[operand(2)],
+            &per_channel,
+            n,
+        )?;
+        let scaled = self.emit(name, "scaled", OpKind::Mul, &[normed, scale], &[], n)?;
+        self.add(
+            name,
+            OpKind::Add,
+            &[scaled, bias],
+            &[out],
+            BTreeMap::new(),
+            n,
+        )
+    }
+
+    /// Operand 0 and its rank; an error unless it is f32 of known rank (the rewrites'
+    /// constants are f32).
+    fn f32_operand(&self, name: &str, n: &NodeProto) -> Result<(String, usize), OnnxError> {
+        let x = n.input.first().cloned().unwrap_or_default();
+        match (self.dtype_of(&x), self.rank_of(&x)) {
+            (Some(DType::F32), Some(rank)) => Ok((x, rank)),
+            _ => Err(self.node_error(
+                name,
+                n,
+                format!("{} is supported on f32 inputs of known rank", n.op_type),
+            )),
+        }
     }
 
     /// Dropout at inference: the identity, and an all-true mask when one is asked for.
