@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the ONNX backend test data (onnx/backend/test/data/: node, pytorch-operator,
-# pytorch-converted, simple) from the pinned onnx wheel into CACHE_DIR
+# pytorch-converted, simple, light and real, whose data.json files give the light models'
+# tolerances) from the pinned onnx wheel into CACHE_DIR
 # (default .cache/onnx-testdata), for `baton-conformance --suite`.
 #
 #   scripts/fetch-onnx-testdata.sh [CACHE_DIR]

@@ -177,6 +177,93 @@ fn classes_without_a_manifest() {
     assert_eq!(again.count(SuiteClass::Pass), 1);
 }
 
+/// Writes `light/light_{name}.onnx` (`y = x + x`, `x` of shape `[2, batch]`) and its
+/// expected output `y` = `scale` times the right answer for the runner's inputs
+/// `arange(n) / n` with the unknown `batch` taken as 1.
+fn write_light_model(root: &Path, name: &str, scale: f32) {
+    let dir = root.join("light");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut x = value_info("x", DataType::Float, &[2, 1]);
+    if let Some(type_proto::Value::TensorType(t)) = x.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.shape.as_mut().unwrap().dim[1].value = Some(
+            proto::tensor_shape_proto::dimension::Value::DimParam("batch".into()),
+        );
+    }
+    let model = ModelProto {
+        ir_version: 4,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 9,
+        }],
+        graph: Some(GraphProto {
+            name: name.into(),
+            node: vec![NodeProto {
+                input: vec!["x".into(), "x".into()],
+                output: vec!["y".into()],
+                op_type: "Add".into(),
+                ..Default::default()
+            }],
+            input: vec![x],
+            output: vec![value_info("y", DataType::Float, &[2, 1])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    std::fs::write(
+        dir.join(format!("light_{name}.onnx")),
+        model.encode_to_vec(),
+    )
+    .unwrap();
+    // Inputs 0/2 and 1/2, doubled.
+    let y = f32_tensor("y", &[2, 1], &[0.0, scale]);
+    std::fs::write(
+        dir.join(format!("light_{name}_output_0.pb")),
+        y.encode_to_vec(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn light_models_get_generated_inputs_and_their_data_json_tolerance() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_light_model(tmp.path(), "exact", 1.0);
+    write_light_model(tmp.path(), "off", 1.01);
+    write_light_model(tmp.path(), "off_allowed", 1.01);
+    let real = tmp.path().join("real/test_off_allowed");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(
+        real.join("data.json"),
+        r#"{"atol": 1e-07, "model_name": "off_allowed", "rtol": 0.02}"#,
+    )
+    .unwrap();
+
+    let report = suite::run_suite(
+        &tmp.path().join("light"),
+        &Manifest::default(),
+        &tolerances(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.total, 3);
+    let exact = report.case("light_exact").unwrap();
+    assert_eq!(exact.class, SuiteClass::Pass, "{}", exact.message);
+    assert_eq!(exact.op, "Add");
+    let off = report.case("light_off").unwrap();
+    assert_eq!(
+        off.class,
+        SuiteClass::Mismatch,
+        "a 1% error is over rtol 1e-3"
+    );
+    let allowed = report.case("light_off_allowed").unwrap();
+    assert_eq!(
+        allowed.class,
+        SuiteClass::Pass,
+        "rtol 0.02 from data.json: {}",
+        allowed.message
+    );
+}
+
 #[test]
 fn manifest_expected_failures_and_unexpected_passes() {
     let tmp = tempfile::tempdir().unwrap();

@@ -240,8 +240,8 @@ ops! {
     /// `transA` and `transB` (ints, default 0). With `beta` 0, `C` is ignored entirely.
     Gemm = 2,
     /// Convolution (cross-correlation, as in ONNX) of `X` `[N, C, spatial...]` with
-    /// weights `W` `[M, C/group, kernel...]`, plus the optional bias `B` `[M]`. One or two
-    /// spatial dimensions. Attributes: `group` (default 1), `kernel_shape` (must agree
+    /// weights `W` `[M, C/group, kernel...]`, plus the optional bias `B` `[M]`. Any number
+    /// of spatial dimensions (plugins commonly take one or two). Attributes: `group` (default 1), `kernel_shape` (must agree
     /// with `W`), `strides`, `dilations`, `pads` (all begins, then all ends) and
     /// `auto_pad` (`NOTSET`, `VALID`, `SAME_UPPER`, `SAME_LOWER`); see
     /// [`crate::shape::ConvGeometry`].
@@ -272,8 +272,9 @@ ops! {
     Softmax = 12,
     /// Maximum over each window of `X` `[N, C, spatial...]`. Attributes: `kernel_shape`
     /// (required), `strides`, `dilations`, `pads`, `auto_pad`, `ceil_mode` (round the
-    /// output size up) and `storage_order`; see [`crate::shape::PoolGeometry`]. Only the
-    /// `Y` output exists here, not ONNX's optional `Indices`.
+    /// output size up) and `storage_order`; see [`crate::shape::PoolGeometry`]. The
+    /// optional second output `Indices` (i64) holds each maximum's flat index in `X`,
+    /// with the spatial axes in column-major order when `storage_order` is 1.
     MaxPool = 13,
     /// Mean over each window of `X` `[N, C, spatial...]`, with MaxPool's window attributes
     /// plus `count_include_pad` (default 0: the divisor counts only elements inside the
@@ -320,7 +321,7 @@ ops! {
     Gelu = 30,
     /// `log(softmax(x))` along `axis` (default -1), computed stably.
     LogSoftmax = 31,
-    /// Inference-mode batch normalization of `X` `[N, C, ...]` with `scale`, `B`, `mean`, `var` (each `[C]`); attribute `epsilon` (default 1e-5). Only the first output is produced.
+    /// Batch normalization of `X` `[N, C, ...]` with `scale`, `B`, `mean`, `var` (each `[C]`); attributes `epsilon` (default 1e-5), `training_mode` (default 0) and `momentum` (default 0.9). In inference `Y` uses `mean` and `var`; with `training_mode` it uses the batch's per-channel mean and (population) variance, and two more outputs give `running_mean = mean * momentum + batch_mean * (1 - momentum)` and likewise `running_var`.
     BatchNormalization = 32,
     /// Normalization over the axes from `axis` (default -1) to the end, then `* scale (+ B)`; attribute `epsilon` (default 1e-5). Outputs: `Y`, optionally `Mean` and `InvStdDev`.
     LayerNormalization = 33,
@@ -361,7 +362,7 @@ ops! {
     Gather = 54,
     /// Broadcasts the input to a shape given by a constant i64 input 1 (numpy rules, either side may be 1).
     Expand = 55,
-    /// Pads with `pads` (constant i64 input 1 or attribute: all begins then all ends, negative crops), `mode` `constant` (value from optional input 2, default 0), `reflect` or `edge`.
+    /// Pads with `pads` (constant i64 input 1 or attribute: all begins then all ends, negative crops), `mode` `constant` (value from optional input 2, default 0), `reflect`, `edge` or `wrap`.
     Pad = 56,
     /// Repeats the input `repeats[i]` times along each axis (constant i64 input 1).
     Tile = 57,

@@ -151,7 +151,12 @@ pub fn infer_outputs(
         .first()
         .ok_or_else(|| format!("{} needs at least one input", node.op))?;
     let shapes: Vec<Vec<usize>> = inputs.iter().map(|(_, s)| s.clone()).collect();
-    Ok(vec![(*dtype, infer_static(node, &shapes, shape_operand)?)])
+    let y = infer_static(node, &shapes, shape_operand)?;
+    if node.op == OpKind::MaxPool {
+        // The optional `Indices` output: i64, shaped like `Y`.
+        return Ok(vec![(*dtype, y.clone()), (DType::I64, y)]);
+    }
+    Ok(vec![(*dtype, y)])
 }
 
 /// Shape of the first output of `node` given concrete input shapes. `shape_operand(i)`
@@ -547,8 +552,10 @@ impl ConvGeometry {
     /// From a Conv node, its input shape `[N, C, spatial...]` and weight shape
     /// `[M, C/group, kernel...]`.
     pub fn new(node: &Node, x: &[usize], w: &[usize]) -> Result<ConvGeometry, String> {
-        if x.len() < 3 || x.len() > 4 {
-            return Err(format!("Conv supports 1-D and 2-D inputs, got shape {x:?}"));
+        if x.len() < 3 {
+            return Err(format!(
+                "Conv needs an input [N, C, spatial...] with a spatial axis, got shape {x:?}"
+            ));
         }
         if w.len() != x.len() {
             return Err(format!(

@@ -384,6 +384,12 @@ fn check_op(
     match node.op {
         OpKind::Conv => {
             let w = &shapes[1];
+            if x.len() > 4 {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: only 1-D and 2-D convolutions are implemented"),
+                ));
+            }
             if w.len() < 3 || w[2..].contains(&0) {
                 return Err(shape_no(
                     node,

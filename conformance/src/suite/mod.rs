@@ -1,8 +1,16 @@
-//! ONNX backend test-data suites: the `node/`, `pytorch-operator/`, `pytorch-converted/`
-//! and `simple/` folders of `onnx/backend/test/data/` (see `scripts/fetch-onnx-testdata.sh`).
+//! ONNX backend test-data suites: the `node/`, `pytorch-operator/`, `pytorch-converted/`,
+//! `simple/` and `light/` folders of `onnx/backend/test/data/` (see
+//! `scripts/fetch-onnx-testdata.sh`).
 //!
-//! Each case is a directory with `model.onnx` and `test_data_set_*/` holding
-//! `input_N.pb` and `output_N.pb`. A case is imported with
+//! Two layouts are read (see [`SuiteCaseSource`]):
+//! - a **case directory** with `model.onnx` and `test_data_set_*/` holding `input_N.pb`
+//!   and `output_N.pb` (every folder but `light/`);
+//! - a **light model**, a flat `light_NAME.onnx` beside `light_NAME_output_N.pb`. As ONNX's
+//!   backend test runner does, each float input is fed `arange(n).reshape(shape) / n` in
+//!   f32 (unknown dimensions taken as 1), and the tolerance is the model's `rtol`/`atol`
+//!   from `../real/test_NAME/data.json` when that file exists.
+//!
+//! A case is imported with
 //! [`baton_runtime_host::model::load`] (which folds constants), run on the reference with
 //! [`baton_runtime_host::reference::run_graph`] and its outputs compared with the expected
 //! ones. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
@@ -40,6 +48,50 @@ use crate::tolerance::{compare, format_value, Rule, Tolerances};
 pub const ONNX_RTOL: f64 = 1e-3;
 /// ONNX's backend test runner's absolute tolerance.
 pub const ONNX_ATOL: f64 = 1e-7;
+
+/// Where a case's model and test data are.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SuiteCaseSource {
+    /// A directory with `model.onnx` and `test_data_set_*/`.
+    Dir(PathBuf),
+    /// A light model: `light_NAME.onnx`, generated inputs, expected outputs in
+    /// `light_NAME_output_N.pb`.
+    Light {
+        /// The `.onnx` file.
+        model: PathBuf,
+        /// The expected outputs, in output order.
+        outputs: Vec<PathBuf>,
+        /// ONNX's `(rtol, atol)` for the model.
+        onnx_tolerance: (f64, f64),
+    },
+}
+
+impl SuiteCaseSource {
+    /// The case's name: the directory's name, or the light model's file stem.
+    pub fn name(&self) -> String {
+        let path = match self {
+            SuiteCaseSource::Dir(d) => d.as_path(),
+            SuiteCaseSource::Light { model, .. } => model.as_path(),
+        };
+        path.file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    fn model_path(&self) -> PathBuf {
+        match self {
+            SuiteCaseSource::Dir(d) => d.join("model.onnx"),
+            SuiteCaseSource::Light { model, .. } => model.clone(),
+        }
+    }
+
+    fn onnx_tolerance(&self) -> (f64, f64) {
+        match self {
+            SuiteCaseSource::Dir(_) => (ONNX_RTOL, ONNX_ATOL),
+            SuiteCaseSource::Light { onnx_tolerance, .. } => *onnx_tolerance,
+        }
+    }
+}
 
 /// The outcome class of a suite case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -158,20 +210,59 @@ impl RawOutcome {
     }
 }
 
-/// The case directories under `dir`, sorted by name: each subdirectory holding a
-/// `model.onnx` (or `dir` itself when it holds one).
-pub fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The cases under `dir`, sorted by name: each subdirectory holding a `model.onnx` (or
+/// `dir` itself when it holds one), then each `light_*.onnx` file with its expected
+/// outputs.
+pub fn cases(dir: &Path) -> Result<Vec<SuiteCaseSource>> {
     if dir.join("model.onnx").is_file() {
-        return Ok(vec![dir.to_path_buf()]);
+        return Ok(vec![SuiteCaseSource::Dir(dir.to_path_buf())]);
     }
     let read = std::fs::read_dir(dir)
         .map_err(|e| Error::Usage(format!("--suite {}: {e}", dir.display())))?;
-    let mut dirs: Vec<PathBuf> = read
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("model.onnx").is_file())
-        .collect();
-    dirs.sort();
-    Ok(dirs)
+    let mut found = Vec::new();
+    for path in read.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.join("model.onnx").is_file() {
+            found.push(SuiteCaseSource::Dir(path));
+            continue;
+        }
+        let Some(stem) = light_stem(&path) else {
+            continue;
+        };
+        let outputs = (0..)
+            .map(|i| dir.join(format!("{stem}_output_{i}.pb")))
+            .take_while(|p| p.is_file())
+            .collect();
+        let onnx_tolerance = light_tolerance(dir, &stem).unwrap_or((ONNX_RTOL, ONNX_ATOL));
+        found.push(SuiteCaseSource::Light {
+            model: path,
+            outputs,
+            onnx_tolerance,
+        });
+    }
+    found.sort_by_key(SuiteCaseSource::name);
+    Ok(found)
+}
+
+/// `light_NAME` for a file `light_NAME.onnx`.
+fn light_stem(path: &Path) -> Option<String> {
+    let file = path.file_name()?.to_str()?;
+    let stem = file.strip_suffix(".onnx")?;
+    (stem.starts_with("light_") && path.is_file()).then(|| stem.to_string())
+}
+
+/// The `(rtol, atol)` ONNX's runner uses for a light model: from
+/// `../real/test_NAME/data.json`, the file that points the runner at the model.
+fn light_tolerance(dir: &Path, stem: &str) -> Option<(f64, f64)> {
+    let name = stem.strip_prefix("light_")?;
+    let file = dir
+        .join("..")
+        .join("real")
+        .join(format!("test_{name}"))
+        .join("data.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let get = |k: &str, default: f64| json.get(k).and_then(|v| v.as_f64()).unwrap_or(default);
+    Some((get("rtol", ONNX_RTOL), get("atol", ONNX_ATOL)))
 }
 
 /// Runs every case under `dir` and applies `manifest`. `progress` sees each case as it
@@ -183,20 +274,17 @@ pub fn run_suite(
     progress: &mut dyn FnMut(&SuiteCase),
 ) -> Result<SuiteReport> {
     let start = Instant::now();
-    let dirs = case_dirs(dir)?;
-    if dirs.is_empty() {
+    let sources = cases(dir)?;
+    if sources.is_empty() {
         return Err(Error::Usage(format!(
-            "--suite {}: no case directories (with model.onnx) found",
+            "--suite {}: no case directories (with model.onnx) or light_*.onnx models found",
             dir.display()
         )));
     }
-    let mut cases = Vec::with_capacity(dirs.len());
-    for d in &dirs {
-        let name = d
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let raw = run_case(d, tolerances);
+    let mut cases = Vec::with_capacity(sources.len());
+    for source in &sources {
+        let name = source.name();
+        let raw = run_case(source, tolerances);
         let case = apply_manifest(name, raw, manifest);
         progress(&case);
         cases.push(case);
@@ -237,9 +325,9 @@ pub fn apply_manifest(name: String, raw: RawOutcome, manifest: &Manifest) -> Sui
     }
 }
 
-/// Runs one case directory (panics in the importer or the kernels become `fail-run`).
-pub fn run_case(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
-    match catch_unwind(AssertUnwindSafe(|| run_case_inner(dir, tolerances))) {
+/// Runs one case (panics in the importer or the kernels become `fail-run`).
+pub fn run_case(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutcome {
+    match catch_unwind(AssertUnwindSafe(|| run_case_inner(source, tolerances))) {
         Ok(r) => r,
         Err(p) => {
             let msg = p
@@ -252,8 +340,11 @@ pub fn run_case(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
     }
 }
 
-fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
-    let model_path = dir.join("model.onnx");
+/// One data set of a case: its name, inputs and expected outputs.
+type DataSet = (String, Vec<(String, Tensor)>, Vec<(String, Tensor)>);
+
+fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutcome {
+    let model_path = source.model_path();
     let model = match onnx::read_model(&model_path) {
         Ok(m) => m,
         Err(e) => return RawOutcome::new("(unreadable)", SuiteClass::FailImport, e.to_string()),
@@ -292,43 +383,17 @@ fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
         .collect();
     let onnx_outputs: Vec<&str> = g.output.iter().map(|v| v.name.as_str()).collect();
 
-    let sets = match data_sets(dir) {
-        Ok(s) if !s.is_empty() => s,
-        Ok(_) => return RawOutcome::new(&op, SuiteClass::FailRun, "no test_data_set_* directory"),
-        Err(e) => return RawOutcome::new(&op, SuiteClass::FailRun, e),
+    let sets = match source {
+        SuiteCaseSource::Dir(dir) => read_data_sets(dir, &op),
+        SuiteCaseSource::Light { outputs, .. } => light_data_set(g, outputs, &op),
+    };
+    let sets = match sets {
+        Ok(s) => s,
+        Err(r) => return r,
     };
     let mut worst_abs = 0.0f64;
     let mut worst_rel = 0.0f64;
-    for set in &sets {
-        let set_name = set
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let read = |prefix: &str| -> std::result::Result<Vec<(String, Tensor)>, RawOutcome> {
-            let files =
-                numbered(set, prefix).map_err(|e| RawOutcome::new(&op, SuiteClass::FailRun, e))?;
-            files
-                .iter()
-                .map(|f| {
-                    onnx::read_tensor_pb(f).map_err(|e| {
-                        let class = if is_dtype_error(&e) {
-                            SuiteClass::UnsupportedDtype
-                        } else {
-                            SuiteClass::FailRun
-                        };
-                        RawOutcome::new(&op, class, e.to_string())
-                    })
-                })
-                .collect()
-        };
-        let inputs = match read("input_") {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
-        let expected = match read("output_") {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
+    for (set_name, inputs, expected) in sets {
         let bound = match bind(&graph, &graph.inputs, &onnx_inputs, inputs, "input") {
             Ok(b) => b,
             Err(m) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {m}")),
@@ -358,7 +423,7 @@ fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
         let mut problems = Vec::new();
         for ((&id, g_t), e_t) in graph.outputs.iter().zip(&got).zip(&expected) {
             let out_name = &graph.tensors[id].name;
-            let rule = suite_rule(tolerances, e_t.dtype, op_kind);
+            let rule = suite_rule(tolerances, e_t.dtype, op_kind, source.onnx_tolerance());
             let c = compare(g_t, e_t, &rule);
             if c.ok {
                 continue;
@@ -400,14 +465,19 @@ fn run_case_inner(dir: &Path, tolerances: &Tolerances) -> RawOutcome {
     RawOutcome::new(&op, SuiteClass::Pass, "")
 }
 
-/// The comparison rule of the suite: the looser of the kit's rule and ONNX's (see the
-/// module docs).
-pub fn suite_rule(tolerances: &Tolerances, dtype: DType, op: Option<OpKind>) -> Rule {
+/// The comparison rule of the suite: the looser of the kit's rule and ONNX's
+/// `(rtol, atol)` (see the module docs).
+pub fn suite_rule(
+    tolerances: &Tolerances,
+    dtype: DType,
+    op: Option<OpKind>,
+    (rtol, atol): (f64, f64),
+) -> Rule {
     let kit = tolerances.rule(dtype, op);
     match dtype {
         d if d.is_float() => Rule {
-            abs: kit.abs.max(ONNX_ATOL),
-            rel: kit.rel.max(ONNX_RTOL),
+            abs: kit.abs.max(atol),
+            rel: kit.rel.max(rtol),
             ulp: kit.ulp,
             signed_zero: false,
         },
@@ -452,6 +522,111 @@ fn unsupported_dtype(g: &proto::GraphProto) -> Option<String> {
                 onnx::onnx_type_name(t.data_type)
             )
         })
+}
+
+/// Reads every `test_data_set_*` of a case directory.
+fn read_data_sets(dir: &Path, op: &str) -> std::result::Result<Vec<DataSet>, RawOutcome> {
+    let sets = match data_sets(dir) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => {
+            return Err(RawOutcome::new(
+                op,
+                SuiteClass::FailRun,
+                "no test_data_set_* directory",
+            ))
+        }
+        Err(e) => return Err(RawOutcome::new(op, SuiteClass::FailRun, e)),
+    };
+    let mut out = Vec::with_capacity(sets.len());
+    for set in &sets {
+        let set_name = set
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let read = |prefix: &str| {
+            let files =
+                numbered(set, prefix).map_err(|e| RawOutcome::new(op, SuiteClass::FailRun, e))?;
+            read_tensors(&files, op)
+        };
+        out.push((set_name, read("input_")?, read("output_")?));
+    }
+    Ok(out)
+}
+
+/// The one data set of a light model: generated inputs (see the module docs) and the
+/// stored outputs.
+fn light_data_set(
+    g: &proto::GraphProto,
+    outputs: &[PathBuf],
+    op: &str,
+) -> std::result::Result<Vec<DataSet>, RawOutcome> {
+    use proto::type_proto::Value;
+    let initializers: std::collections::HashSet<&str> =
+        g.initializer.iter().map(|t| t.name.as_str()).collect();
+    let mut inputs = Vec::new();
+    for v in g
+        .input
+        .iter()
+        .filter(|v| !initializers.contains(v.name.as_str()))
+    {
+        let t = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(Value::TensorType(t))
+                if t.elem_type == proto::tensor_proto::DataType::Float as i32 =>
+            {
+                t
+            }
+            _ => {
+                return Err(RawOutcome::new(
+                    op,
+                    SuiteClass::FailRun,
+                    format!("input '{}': light models are fed float inputs only", v.name),
+                ))
+            }
+        };
+        let shape: Vec<usize> = t
+            .shape
+            .iter()
+            .flat_map(|s| &s.dim)
+            .map(|d| match d.value {
+                Some(proto::tensor_shape_proto::dimension::Value::DimValue(n)) if n >= 0 => {
+                    n as usize
+                }
+                _ => 1,
+            })
+            .collect();
+        let n: usize = shape.iter().product();
+        let values: Vec<f32> = (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
+        inputs.push((v.name.clone(), Tensor::from_f32(&shape, &values)));
+    }
+    if outputs.is_empty() {
+        return Err(RawOutcome::new(
+            op,
+            SuiteClass::FailRun,
+            "no light_*_output_N.pb file",
+        ));
+    }
+    let expected = read_tensors(outputs, op)?;
+    Ok(vec![("generated inputs".to_string(), inputs, expected)])
+}
+
+/// Reads `.pb` tensor files; an ONNX type with no Baton dtype is `unsupported-dtype`.
+fn read_tensors(
+    files: &[PathBuf],
+    op: &str,
+) -> std::result::Result<Vec<(String, Tensor)>, RawOutcome> {
+    files
+        .iter()
+        .map(|f| {
+            onnx::read_tensor_pb(f).map_err(|e| {
+                let class = if is_dtype_error(&e) {
+                    SuiteClass::UnsupportedDtype
+                } else {
+                    SuiteClass::FailRun
+                };
+                RawOutcome::new(op, class, e.to_string())
+            })
+        })
+        .collect()
 }
 
 /// The `test_data_set_*` directories of a case, sorted by number.

@@ -90,7 +90,8 @@ impl SuiteReport {
             suite: dir.display().to_string(),
             tolerance_policy: format!(
                 "float outputs: the looser of the kit's rule (op family / dtype) and ONNX's \
-                 rtol={:e}, atol={:e}, sign of zero ignored; integer and bool outputs: the kit's rule",
+                 rtol={:e}, atol={:e} (light models: the rtol/atol of their data.json), sign of \
+                 zero ignored; integer and bool outputs: the kit's rule",
                 super::ONNX_RTOL,
                 super::ONNX_ATOL
             ),

@@ -43,7 +43,7 @@ pub(crate) fn infer(
         OpKind::Where => where_outputs(inputs),
         OpKind::Cast => cast(node, inputs),
         OpKind::CastLike => cast_like(inputs),
-        OpKind::BatchNormalization => batch_norm(inputs),
+        OpKind::BatchNormalization => batch_norm(node, inputs),
         OpKind::LayerNormalization => layer_norm(node, inputs),
         OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(node, inputs, operand),
         _ => return None,
@@ -136,7 +136,9 @@ fn cast_like(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
 }
 
 /// `X` `[N, C, ...]` (rank 1 counts as `C = 1`, as in ONNX) and four `[C]` parameters.
-fn batch_norm(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+/// `Y` like `X`; with `training_mode` also the updated `running_mean` and `running_var`,
+/// one value per channel.
+fn batch_norm(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
     let op = OpKind::BatchNormalization;
     let (dtype, x) = input(op, inputs, 0)?;
     let channels = match x.len() {
@@ -152,7 +154,12 @@ fn batch_norm(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
             ));
         }
     }
-    Ok(vec![(*dtype, x.clone())])
+    let mut outs = vec![(*dtype, x.clone())];
+    if node.attr_int("training_mode", 0) != 0 {
+        outs.push((*dtype, vec![channels]));
+        outs.push((*dtype, vec![channels]));
+    }
+    Ok(outs)
 }
 
 /// `Y` like `X`; `Mean` and `InvStdDev` (f32) with the normalized axes as extents of 1.

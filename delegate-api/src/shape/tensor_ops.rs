@@ -337,15 +337,15 @@ fn pad(ops: &Operands<'_>) -> Result<Outputs, String> {
         }
         match mode {
             "constant" => {}
-            "edge" if grow > 0 && kept == 0 => {
-                return Err(format!("edge padding of the empty axis {d}"));
+            "edge" | "wrap" if grow > 0 && kept == 0 => {
+                return Err(format!("{mode} padding of the empty axis {d}"));
             }
             "reflect" if grow > 0 && grow >= kept => {
                 return Err(format!(
                     "reflect padding {grow} on axis {d} needs an extent above it, got {kept}"
                 ));
             }
-            "edge" | "reflect" => {}
+            "edge" | "reflect" | "wrap" => {}
             other => return Err(format!("unknown Pad mode '{other}'")),
         }
         out.push(extent(

@@ -6,8 +6,10 @@
 //!   graph inputs that are also initializers are constants (old IR versions list them);
 //! - **opset differences**: operands that later opsets moved from attributes to inputs
 //!   (Clip's bounds, Resize's scales and sizes) are turned into attributes when they are
-//!   constant, and Softmax/LogSoftmax before opset 13 (which flatten to 2-D at `axis`) are
-//!   accepted only where that equals the opset-13 meaning;
+//!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
+//! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
+//!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
+//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -35,9 +37,12 @@ use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
 mod control;
+mod legacy;
+mod lower;
 
 /// The oldest and newest default-domain opsets the importer accepts.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=27;
+/// Opsets 1 to 6 are read through the rewrites of `legacy`.
+pub const OPSETS: std::ops::RangeInclusive<i64> = 1..=27;
 
 /// Converts a decoded model. `base_dir` is where external tensor data is looked up.
 pub fn import(model: &ModelProto, base_dir: Option<&Path>) -> Result<Graph, OnnxError> {
@@ -192,25 +197,31 @@ impl<'a> Importer<'a> {
         }
         match n.op_type.as_str() {
             "Constant" => return self.constant_node(n, &attrs).map_err(&at),
-            "Dropout" => {
-                // Inference: Dropout is the identity; its mask output is not supported.
-                if n.output.iter().skip(1).any(|o| !o.is_empty()) {
-                    return Err(at("the mask output of Dropout is not supported".into()));
-                }
-                return self.add(
-                    &name,
-                    OpKind::Identity,
-                    &n.input[..1],
-                    &n.output[..1],
-                    BTreeMap::new(),
-                    n,
-                );
+            "Dropout" => return self.dropout(&name, n),
+            "Sum"
+            | "LRN"
+            | "Upsample"
+            | "PRelu"
+            | "Elu"
+            | "Selu"
+            | "Softplus"
+            | "Max"
+            | "Min"
+            | "InstanceNormalization" => return self.lower(&name, n, &attrs),
+            "Softmax" | "LogSoftmax" if self.opset < 13 => {
+                return self.softmax_2d(&name, n, attrs);
             }
             _ => {}
         }
         let op = OpKind::from_name(&n.op_type)
             .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
+        if matches!(op, OpKind::LSTM | OpKind::GRU) && attrs.get("layout") == Some(&Attr::Int(1)) {
+            return self.recurrent_batch_first(&name, op, n, attrs);
+        }
         let mut inputs: Vec<String> = n.input.clone();
+        if self.opset < 11 {
+            self.adapt_legacy(&name, op, &mut inputs, &mut attrs, n)?;
+        }
         self.adapt(op, &mut inputs, &mut attrs).map_err(&at)?;
         self.add(&name, op, &inputs, &n.output, attrs, n)
     }
@@ -245,27 +256,33 @@ impl<'a> Importer<'a> {
                 }
             }
             OpKind::Resize => {
-                // Inputs: X, roi, scales, sizes (opset 11+) or X, scales (opset 10).
-                let (scales_at, sizes_at) = if self.opset < 11 {
-                    (1, usize::MAX)
-                } else {
-                    (2, 3)
-                };
-                if let Some(s) = inputs.get(scales_at).filter(|s| !s.is_empty()) {
-                    let v = self
-                        .const_f32s(s)
-                        .ok_or("Resize scales must be a constant")?;
-                    if !v.is_empty() {
-                        attrs.insert("scales".into(), Attr::Floats(v));
+                // Inputs: X, roi, scales, sizes (opset 11+) or X, scales (opset 10, whose
+                // coordinates were `asymmetric` and nearest rounding `floor`). Constant
+                // scales and sizes become attributes; run-time ones stay operands (the
+                // output shape is then known once their values are).
+                if self.opset < 11 {
+                    inputs.insert(1, String::new());
+                    for (k, v) in [
+                        ("coordinate_transformation_mode", "asymmetric"),
+                        ("nearest_mode", "floor"),
+                    ] {
+                        attrs.insert(k.into(), Attr::Str(v.into()));
                     }
                 }
-                if let Some(s) = inputs.get(sizes_at).filter(|s| !s.is_empty()) {
-                    let v = self
-                        .const_i64s(s)
-                        .ok_or("Resize sizes must be a constant")?;
-                    attrs.insert("sizes".into(), Attr::Ints(v));
+                if let Some(s) = inputs.get(2).filter(|s| !s.is_empty()) {
+                    if let Some(v) = self.const_f32s(s) {
+                        if !v.is_empty() {
+                            attrs.insert("scales".into(), Attr::Floats(v));
+                        }
+                        inputs[2] = String::new();
+                    }
                 }
-                inputs.truncate(1);
+                if let Some(s) = inputs.get(3).filter(|s| !s.is_empty()) {
+                    if let Some(v) = self.const_i64s(s) {
+                        attrs.insert("sizes".into(), Attr::Ints(v));
+                        inputs[3] = String::new();
+                    }
+                }
             }
             OpKind::ConstantOfShape => {
                 // The fill value arrives as a one-element tensor: the IR keeps its value and
@@ -274,22 +291,6 @@ impl<'a> Importer<'a> {
                     attrs.insert("value".into(), Attr::Float(v[0]));
                     attrs.insert("value_dtype".into(), Attr::Int(v[1] as i64));
                 }
-            }
-            OpKind::Softmax | OpKind::LogSoftmax if self.opset < 13 => {
-                // Before opset 13 the input is flattened to 2-D at `axis` (default 1); that
-                // is the opset-13 meaning only when `axis` is the last dimension.
-                let axis = match attrs.get("axis") {
-                    Some(Attr::Int(a)) => *a,
-                    _ => 1,
-                };
-                let rank = self.rank_of(&inputs[0]).ok_or("input rank unknown")?;
-                let last = axis == -1 || axis == rank as i64 - 1;
-                if !last {
-                    return Err(format!(
-                        "axis {axis} of a rank-{rank} input flattens to 2-D before opset 13; only the last axis is supported"
-                    ));
-                }
-                attrs.insert("axis".into(), Attr::Int(-1));
             }
             _ => {}
         }
@@ -493,6 +494,49 @@ impl<'a> Importer<'a> {
         let id = self.g.tensors.len() - 1;
         self.names.insert(name.to_string(), id);
         id
+    }
+
+    /// An [`OnnxError::Unsupported`] naming the node, its op and the opset.
+    fn node_error(&self, name: &str, n: &NodeProto, message: String) -> OnnxError {
+        unsupported(format!(
+            "node '{name}' ({}, opset {}): {message}",
+            n.op_type, self.opset
+        ))
+    }
+
+    /// Adds a helper node of a rewrite, named and with its one output named
+    /// `{name}/{tag}`; returns the output's name.
+    fn emit(
+        &mut self,
+        name: &str,
+        tag: &str,
+        op: OpKind,
+        inputs: &[String],
+        attrs: &[(&str, Attr)],
+        n: &NodeProto,
+    ) -> Result<String, OnnxError> {
+        let out = format!("{name}/{tag}");
+        let attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        self.add(&out, op, inputs, std::slice::from_ref(&out), attrs, n)?;
+        Ok(out)
+    }
+
+    /// Adds a constant of a rewrite named `{name}/{tag}`; returns its name.
+    fn named_constant(&mut self, name: &str, tag: &str, t: Tensor) -> String {
+        let full = format!("{name}/{tag}");
+        self.constant(&full, t);
+        full
+    }
+
+    fn dtype_of(&self, name: &str) -> Option<DType> {
+        Some(self.g.tensors[*self.names.get(name)?].dtype)
+    }
+
+    fn static_shape_of(&self, name: &str) -> Option<Vec<usize>> {
+        self.g.tensors[*self.names.get(name)?].static_shape()
     }
 
     fn const_bytes(&self, name: &str) -> Option<(DType, &[u8])> {

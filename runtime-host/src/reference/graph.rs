@@ -19,7 +19,8 @@ use super::{
 ///
 /// Symbolic dimensions of the graph inputs are bound from the given shapes (one value per
 /// symbol across all inputs); every node's output shape is then inferred from its actual
-/// operands, and each intermediate is an owned [`Tensor`]. Constants must be
+/// operands (a value-dependent shape, declared as the importer's provisional `[name?]`,
+/// takes whatever its values give), and each intermediate is an owned [`Tensor`]. Constants must be
 /// [`Storage::Inline`]; an [`Storage::External`] constant that a node or output reads is
 /// an error. Quantization parameters declared on tensors travel with the operand views
 /// (so arithmetic on quantized tensors is refused).

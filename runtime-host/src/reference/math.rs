@@ -44,7 +44,8 @@
 //!   a line of all -inf, or one holding +inf or NaN, is all NaN; other -inf entries
 //!   stay -inf.
 //! - **BatchNormalization** is the inference form `(x - mean) / sqrt(var + epsilon) *
-//!   scale + B`; `training_mode != 0` is unsupported. An X of rank 1 has one channel.
+//!   scale + B`; with `training_mode` the batch's statistics (population variance) and the
+//!   updated running ones (outputs 1 and 2). An X of rank 1 has one channel.
 //! - **LayerNormalization** normalizes over the axes from `axis` to the end with the
 //!   variance taken as the mean of squared deviations (equal to ONNX's `E[x²] - E[x]²`
 //!   without its cancellation). `stash_type` is ignored: everything is computed in f64.
@@ -86,8 +87,10 @@ pub(crate) fn run(
     outputs: &mut [TensorMut<'_>],
 ) -> Option<Result<(), KernelError>> {
     signature(node.op)?;
-    if node.op == OpKind::LayerNormalization {
-        return Some(norm::layer_norm(node, inputs, outputs));
+    match node.op {
+        OpKind::LayerNormalization => return Some(norm::layer_norm(node, inputs, outputs)),
+        OpKind::BatchNormalization => return Some(norm::batch_norm(node, inputs, outputs)),
+        _ => {}
     }
     let x = &inputs[0];
     let out = &mut outputs[0];
@@ -100,7 +103,6 @@ pub(crate) fn run(
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
-        OpKind::BatchNormalization => norm::batch_norm(node, inputs, out),
         OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
             reduce::reduce(node, inputs, out)
         }

@@ -146,6 +146,9 @@ pub fn run_node(
     if let Some(r) = tensor_ops::run(node, inputs, outputs) {
         return r;
     }
+    if node.op == OpKind::MaxPool {
+        return pool::max_pool(node, &inputs[0], outputs);
+    }
     let out = &mut outputs[0];
     match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
@@ -159,7 +162,6 @@ pub fn run_node(
         OpKind::MatMul => linalg::matmul(node, &inputs[0], &inputs[1], out),
         OpKind::Gemm => linalg::gemm(node, inputs, out),
         OpKind::Conv => conv::conv(node, inputs, out),
-        OpKind::MaxPool => pool::max_pool(node, &inputs[0], out),
         OpKind::AveragePool => pool::average_pool(node, &inputs[0], out),
         OpKind::GlobalAveragePool => pool::global_average_pool(&inputs[0], out),
         OpKind::Reshape | OpKind::Flatten => shape_ops::copy(&inputs[0], out),
@@ -365,6 +367,9 @@ pub(crate) fn expected_outputs(
     node: &Node,
     inputs: &[TensorRef<'_>],
 ) -> Result<Vec<(DType, Vec<usize>)>, KernelError> {
+    // Run-time Resize scales are floats, which the shape rule does not read as operands.
+    let with_scales = tensor_ops::with_operand_scales(node, inputs);
+    let node = with_scales.as_ref().unwrap_or(node);
     let typed: Vec<(DType, Vec<usize>)> =
         inputs.iter().map(|t| (t.dtype, t.shape.to_vec())).collect();
     let shapes: Vec<Vec<usize>> = typed.iter().map(|(_, s)| s.clone()).collect();

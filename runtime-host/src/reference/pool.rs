@@ -6,7 +6,7 @@ use baton_delegate_api::shape::{PoolGeometry, Window};
 use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::data::{
-    all_indices, load_f32, load_ints, store_f32, store_f64, store_ints, strides, sum_f64,
+    all_indices, load_f32, load_ints, store, store_f32, store_f64, store_ints, strides, sum_f64,
     tap_position,
 };
 use super::{shape_err, KernelError};
@@ -14,32 +14,66 @@ use super::{shape_err, KernelError};
 /// MaxPool: padding is ignored (-inf). Starts from the first in-bounds element and takes
 /// every later `v > max`, so NaN wins only as the first element (ONNX Runtime's
 /// comparison). A window wholly in the padding gives -inf.
+///
+/// The optional second output, `Indices` (i64), is the flat index of each maximum in
+/// `X`: row-major, or with `storage_order` 1 with the spatial axes in column-major order
+/// (batch and channel still outermost), as ONNX defines it; -1 for a window wholly in
+/// the padding.
 pub(crate) fn max_pool(
     node: &Node,
     x: &TensorRef<'_>,
-    out: &mut TensorMut<'_>,
+    outputs: &mut [TensorMut<'_>],
 ) -> Result<(), KernelError> {
     let g = PoolGeometry::new(node, x.shape).map_err(|m| shape_err(node, m))?;
     if let Some((lowest, _)) = x.dtype.int_range() {
-        return int_max_pool(x, &g, lowest, out);
+        if outputs.len() > 1 {
+            return Err(shape_err(
+                node,
+                format!(
+                    "MaxPool's Indices output is implemented for float inputs, not {}",
+                    x.dtype
+                ),
+            ));
+        }
+        return int_max_pool(x, &g, lowest, &mut outputs[0]);
     }
     let v = load_f32(x);
-    let mut r = Vec::with_capacity(out.len());
+    let spatial = &x.shape[2..];
+    let column_major = node.attr_int("storage_order", 0) != 0;
+    let row_strides = strides(spatial);
+    // Column-major strides of the spatial axes: the first axis varies fastest.
+    let col_strides: Vec<usize> = (0..spatial.len())
+        .map(|d| spatial[..d].iter().product())
+        .collect();
+    let mut r = Vec::with_capacity(outputs[0].len());
+    let mut indices = Vec::with_capacity(outputs[0].len());
     for_each_window(x.shape, &g, |plane, taps| {
-        let mut max: Option<f32> = None;
+        let mut best: Option<(f32, usize)> = None;
         for tap in taps {
             if let Tap::Inside(i) = tap {
                 let e = v[plane + i];
-                max = match max {
-                    Some(m) if e > m => Some(e),
-                    None => Some(e),
+                best = match best {
+                    Some((m, _)) if e > m => Some((e, *i)),
+                    None => Some((e, *i)),
                     kept => kept,
                 };
             }
         }
-        r.push(max.unwrap_or(f32::NEG_INFINITY));
+        r.push(best.map_or(f32::NEG_INFINITY, |b| b.0));
+        indices.push(best.map_or(-1, |(_, i)| {
+            let within = match column_major {
+                false => i,
+                true => (0..spatial.len())
+                    .map(|d| (i / row_strides[d]) % spatial[d] * col_strides[d])
+                    .sum(),
+            };
+            (plane + within) as i64
+        }));
     });
-    store_f32(out, &r);
+    store_f32(&mut outputs[0], &r);
+    if let Some(out) = outputs.get_mut(1) {
+        store(out, &indices);
+    }
     Ok(())
 }
 

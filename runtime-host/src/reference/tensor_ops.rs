@@ -11,22 +11,21 @@
 //!   goes, as in ONNX Runtime).
 //! - **Gather**: an index outside `[-dim, dim)` is a [`KernelError::Arithmetic`].
 //! - **Pad**: negative pads crop first and the mode then pads the cropped extent (ONNX
-//!   Runtime's order); `reflect` needs each pad below that extent and `edge` a non-empty
-//!   one. The constant is input 2 (its first element) or else the float attribute
+//!   Runtime's order); `reflect` needs each pad below that extent and `edge` and `wrap`
+//!   a non-empty one (`wrap` repeats the extent as often as the pads need). The constant is input 2 (its first element) or else the float attribute
 //!   `value` converted to the dtype, else 0.
 //! - **ConstantOfShape**: an integer `value` attribute (`Attr::Int`) is used exactly for
 //!   integer dtypes; a float one converts with saturation (bool: non-zero is true).
 //! - **ConvTranspose** with `output_shape` or `SAME_*` auto-padding takes the total
 //!   padding `max(0, full - out)` and puts the smaller half first for `SAME_UPPER` and
 //!   the larger half first otherwise (the ONNX specification's formula).
-//! - **Resize** coordinates are computed in f32 as ONNX Runtime does; `linear` is N-linear
-//!   over every axis (the identity on an axis whose extent and scale stay 1), clamping the
-//!   source coordinate to the input, and taps of weight exactly 0 are skipped, so a NaN
-//!   next to a sampled point does not leak into it. `align_corners` divides by the integer
-//!   output extent minus 1 (the specification's `length_resized`, and ONNX Runtime; ONNX's
-//!   backend test data for downsampling uses the fractional `in * scale`). Scales must be
-//!   the `scales` attribute (constant float operands are folded into it). `cubic`,
-//!   `tf_crop_and_resize` and antialiased linear downsampling are unsupported.
+//! - **Resize** follows ONNX's reference implementation, whose results are the backend
+//!   test data: coordinates in f64 from the fractional output extent `in * scale`
+//!   (`align_corners` divides by it minus 1, where ONNX Runtime uses the integer extent),
+//!   one axis resampled at a time in f64 (an axis whose extent and scale stay 1 is left
+//!   alone), taps past the input reading the edge element, taps of weight exactly 0
+//!   skipped (a NaN next to a sampled point does not leak in). Scales are the `scales`
+//!   attribute or a run-time float operand 2; sizes likewise the attribute or operand 3.
 //! - **LSTM/GRU** run in f64 throughout (state included) and round each output once.
 //!   Default activations only. `sequence_lens` may vary per batch entry (1 to `seq`):
 //!   steps past an entry's length leave `Y` at 0, and the reverse direction starts at the
@@ -48,6 +47,7 @@ use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
 use super::data;
 use super::KernelError;
+pub(crate) use resize::with_operand_scales;
 
 /// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
 /// one of this family's ops.

@@ -1,4 +1,4 @@
-//! LogSoftmax, BatchNormalization (inference form) and LayerNormalization, evaluated in
+//! LogSoftmax, BatchNormalization and LayerNormalization, evaluated in
 //! f64 and rounded once.
 
 use baton_delegate_api::ir::Node;
@@ -7,7 +7,7 @@ use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
 use crate::reference::data::{broadcast_offsets, load_f32, store_f32, sum_f64};
-use crate::reference::{shape_err, unsupported, KernelError};
+use crate::reference::{shape_err, KernelError};
 
 /// LogSoftmax along `axis` (default -1): `x - max - ln(sum(exp(x - max)))` per line,
 /// the sum in f64. Subtracting the maximum first keeps large logits finite.
@@ -21,39 +21,68 @@ pub(crate) fn log_softmax(
     Ok(())
 }
 
-/// Inference-mode BatchNormalization: `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c]
-/// + B[c]` for the channel `c` (dimension 1) of each element.
+/// BatchNormalization: `(x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]` for
+/// the channel `c` (dimension 1) of each element. With `training_mode`, `mean` and `var`
+/// are the batch's (over every dimension but 1; the variance as the mean squared
+/// deviation, as ONNX's reference computes it) and the outputs 1 and 2, when given, are
+/// `running = input * momentum + batch * (1 - momentum)` for the mean and the variance.
 pub(crate) fn batch_norm(
     node: &Node,
     inputs: &[TensorRef<'_>],
-    out: &mut TensorMut<'_>,
+    outputs: &mut [TensorMut<'_>],
 ) -> Result<(), KernelError> {
-    if node.attr_int("training_mode", 0) != 0 {
-        return Err(unsupported(
-            node,
-            "BatchNormalization with training_mode != 0 (only inference is defined here)",
-        ));
-    }
     let eps = node.attr_float("epsilon", 1e-5) as f64;
     let x = &inputs[0];
     let param =
         |i: usize| -> Vec<f64> { load_f32(&inputs[i]).into_iter().map(f64::from).collect() };
-    let (scale, bias, mean, var) = (param(1), param(2), param(3), param(4));
+    let (scale, bias, mut mean, mut var) = (param(1), param(2), param(3), param(4));
     // An X of rank 1 has a single channel (ONNX's shape rule).
     let (channels, inner) = match x.shape {
         [_, c, rest @ ..] => (*c, rest.iter().product::<usize>()),
         _ => (1, 1),
     };
-    let r: Vec<f64> = load_f32(x)
-        .into_iter()
+    let xv = load_f32(x);
+    // Only reached when X has elements, so `inner` and `channels` are not 0.
+    let channel = |k: usize| (k / inner) % channels;
+    if node.attr_int("training_mode", 0) != 0 {
+        let momentum = node.attr_float("momentum", 0.9) as f64;
+        let mut sum = vec![0.0f64; channels];
+        let mut count = vec![0usize; channels];
+        for (k, &v) in xv.iter().enumerate() {
+            sum[channel(k)] += v as f64;
+            count[channel(k)] += 1;
+        }
+        let batch_mean: Vec<f64> = sum.iter().zip(&count).map(|(s, &n)| s / n as f64).collect();
+        let mut sq = vec![0.0f64; channels];
+        for (k, &v) in xv.iter().enumerate() {
+            sq[channel(k)] += (v as f64 - batch_mean[channel(k)]).powi(2);
+        }
+        let batch_var: Vec<f64> = sq.iter().zip(&count).map(|(s, &n)| s / n as f64).collect();
+        let running = |input: &[f64], batch: &[f64]| -> Vec<f64> {
+            input
+                .iter()
+                .zip(batch)
+                .map(|(i, b)| i * momentum + b * (1.0 - momentum))
+                .collect()
+        };
+        let (running_mean, running_var) = (running(&mean, &batch_mean), running(&var, &batch_var));
+        if let Some(out) = outputs.get_mut(1) {
+            store_rounded(out, &running_mean);
+        }
+        if let Some(out) = outputs.get_mut(2) {
+            store_rounded(out, &running_var);
+        }
+        (mean, var) = (batch_mean, batch_var);
+    }
+    let r: Vec<f64> = xv
+        .iter()
         .enumerate()
-        .map(|(k, v)| {
-            // Only reached when X has elements, so `inner` and `channels` are not 0.
-            let c = (k / inner) % channels;
+        .map(|(k, &v)| {
+            let c = channel(k);
             (v as f64 - mean[c]) / (var[c] + eps).sqrt() * scale[c] + bias[c]
         })
         .collect();
-    store_rounded(out, &r);
+    store_rounded(&mut outputs[0], &r);
     Ok(())
 }
 

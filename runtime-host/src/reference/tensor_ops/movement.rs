@@ -174,7 +174,8 @@ pub(super) fn tile(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), Ker
 }
 
 /// Pad: each output coordinate maps into the cropped input (negative pads crop first),
-/// and coordinates outside it take the constant, the edge or the reflection.
+/// and coordinates outside it take the constant, the edge, the reflection or (`wrap`)
+/// the element a whole number of extents away.
 pub(super) fn pad(
     node: &Node,
     inputs: &[TensorRef<'_>],
@@ -216,6 +217,7 @@ pub(super) fn pad(
                 "edge" if n > 0 => c.clamp(0, n - 1),
                 "reflect" if c < 0 => -c,
                 "reflect" => 2 * (n - 1) - c,
+                "wrap" if n > 0 => c.rem_euclid(n),
                 _ => -1,
             };
             if !(0..n).contains(&c) {

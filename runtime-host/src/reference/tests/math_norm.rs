@@ -89,17 +89,43 @@ fn batch_norm_rank1_f16_and_errors() {
     let out = bn(&eps0, f16t(&[1, 2, 1], &[2., 4.])).unwrap();
     assert_eq!(out.dtype, DType::F16);
     assert_eq!(f16_values(&out), vec![0.5, 5.]);
-    let err = bn(
-        &[("training_mode", Attr::Int(1))],
-        f32t(&[1, 2, 1], &[0.; 2]),
-    )
-    .unwrap_err();
-    assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
     // Three channels against two-element parameters; a scalar X.
     let err = bn(&eps0, f32t(&[1, 3], &[0.; 3])).unwrap_err();
     assert!(matches!(err, KernelError::Shape { .. }), "{err:?}");
     let err = bn(&eps0, f32t(&[], &[0.])).unwrap_err();
     assert!(matches!(err, KernelError::Shape { .. }), "{err:?}");
+}
+
+#[test]
+fn batch_norm_training_mode_uses_batch_statistics_and_updates_running_ones() {
+    // X [2, 2, 1]: channel 0 holds 1 and 3, channel 1 holds 2 and 6.
+    let x = f32t(&[2, 2, 1], &[1., 2., 3., 6.]);
+    let p = |v: [f32; 2]| f32t(&[2], &v);
+    let inputs = [x, p([1., 2.]), p([0., 1.]), p([10., 20.]), p([5., 6.])];
+    let attrs = [
+        ("training_mode", Attr::Int(1)),
+        ("momentum", Attr::Float(0.75)),
+        ("epsilon", Attr::Float(0.)),
+    ];
+    let n = Node {
+        outputs: vec![10, 11, 12],
+        ..node(OpKind::BatchNormalization, 5, &attrs)
+    };
+    let views: Vec<TensorRef<'_>> = inputs.iter().map(Tensor::view).collect();
+    let shapes = expected_outputs(&n, &views).unwrap();
+    assert_eq!(shapes[1].1, vec![2]);
+    let mut outs: Vec<Tensor> = shapes.iter().map(|(d, s)| Tensor::zeros(*d, s)).collect();
+    let mut out_views: Vec<TensorMut<'_>> = outs.iter_mut().map(Tensor::view_mut).collect();
+    run_node(&n, &views, &mut out_views).unwrap();
+    // Batch means 2 and 4, population variances 1 and 4: channel 0 (x - 2) / 1 * 1 + 0,
+    // channel 1 (x - 4) / 2 * 2 + 1.
+    assert_bits(outs[0].f32s(), &[-1., -1., 1., 3.]);
+    // running = input * 0.75 + batch * 0.25.
+    assert_bits(outs[1].f32s(), &[8., 16.]);
+    assert_bits(outs[2].f32s(), &[4., 5.5]);
+    // Without training_mode there is only Y.
+    let inference = node(OpKind::BatchNormalization, 5, &attrs[2..]);
+    assert_eq!(expected_outputs(&inference, &views).unwrap().len(), 1);
 }
 
 /// Runs LayerNormalization into all three outputs: `(Y, Mean, InvStdDev)`.

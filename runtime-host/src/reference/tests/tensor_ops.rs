@@ -265,7 +265,10 @@ fn pad_modes() {
     // Reflect needs pads below the extent; cropping past it fails.
     assert!(pad("reflect", &[0, 3, 0, 0], None).is_err());
     assert!(pad("constant", &[0, -2, 0, -2], None).is_err());
-    assert!(pad("wrap", &[0, 1, 0, 1], None).is_err());
+    // Wrap continues from the other end, as often as the pads need.
+    let (_, v) = pad("wrap", &[0, 1, 0, 4], None).unwrap();
+    #[rustfmt::skip]
+    assert_bits(&v, &[3., 1., 2., 3., 1., 2., 3., 1., 6., 4., 5., 6., 4., 5., 6., 4.]);
     // Axes (opset 18) with a u8 constant, and the attribute form.
     let u = typed(DType::U8, &[2, 2], &[1u8, 2, 3, 4]);
     let n = node(OpKind::Pad, 4, &[]);

@@ -252,11 +252,10 @@ fn resize_linear_examples() {
     let down = ("scales", Attr::Floats(vec![1., 1., 0.6, 0.6]));
     let (_, got) = resize(x.clone(), &[down.clone(), lin.clone()], None);
     assert_close(&got, &[2.666_666_5, 4.333_333], 1e-5);
-    // align_corners divides by the resized tensor's integer extent minus 1 (the spec's
-    // `length_resized`, as ONNX Runtime does): column 1 reads x[3]. ONNX's backend test
-    // data uses the fractional 4 * 0.6 instead and expects 3.142857.
+    // align_corners divides by the fractional extent 4 * 0.6 minus 1, as ONNX's reference
+    // and backend test data do (ONNX Runtime's integer extent would read x[3] = 4).
     let (_, got) = resize(x, &[down, lin.clone(), ac], None);
-    assert_close(&got, &[1.0, 4.0], 1e-5);
+    assert_close(&got, &[1.0, 3.142_857], 1e-5);
     // pytorch_half_pixel to an extent of 1 reads coordinate 0.
     let x = f32t(&[1, 3], &[1., 2., 3.]);
     let attrs = [
@@ -266,25 +265,85 @@ fn resize_linear_examples() {
     assert_bits(&resize(x, &attrs, Some(&[1, 1])).1, &[1.]);
 }
 
+// The expected values of the next test are those of ONNX's reference implementation
+// (onnx 1.22 `ReferenceEvaluator`), which generated the backend test data.
 #[test]
-fn resize_refusals() {
+fn resize_cubic_antialias_crop_and_operand_scales() {
     let x = f32t(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
-    let sc = ("scales", Attr::Floats(vec![1., 1., 2., 2.]));
-    let n = node(OpKind::Resize, 1, &[sc.clone(), ("mode", s("cubic"))]);
-    let err = run(&n, std::slice::from_ref(&x)).unwrap_err();
-    assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
+    let up = ("scales", Attr::Floats(vec![1., 1., 2., 2.]));
+    let (_, got) = resize(x.clone(), &[up.clone(), ("mode", s("cubic"))], None);
+    #[rustfmt::skip]
+    let want = [
+        0.683_593_75, 1.015_625, 1.562_5, 1.894_531_3,
+        1.347_656_3, 1.679_687_5, 2.226_562_5, 2.558_593_8,
+        2.441_406_3, 2.773_437_5, 3.320_312_5, 3.652_343_8,
+        3.105_468_8, 3.437_5, 3.984_375, 4.316_406_3,
+    ];
+    assert_close(&got, &want, 1e-6);
+    let x4 = f32t(&[1, 1, 4, 4], &iota(16));
+    let down = ("scales", Attr::Floats(vec![1., 1., 0.6, 0.6]));
+    let attrs = [
+        down.clone(),
+        ("mode", s("cubic")),
+        ("exclude_outside", Attr::Int(1)),
+        ("cubic_coeff_a", Attr::Float(-0.5)),
+    ];
+    let (_, got) = resize(x4.clone(), &attrs, None);
+    assert_close(&got, &[2.206_898, 3.965_518_5, 9.241_382, 11.000_003], 1e-5);
+    // Antialiased linear halving averages 4 taps with weights 1/8, 3/8, 3/8, 1/8.
+    let half = ("scales", Attr::Floats(vec![1., 1., 0.5, 0.5]));
+    let attrs = [half, ("mode", s("linear")), ("antialias", Attr::Int(1))];
+    let (_, got) = resize(x4.clone(), &attrs, None);
+    assert_close(&got, &[4.125, 5.875, 11.125, 12.875], 1e-6);
+    let attrs = [
+        down,
+        ("mode", s("linear")),
+        ("coordinate_transformation_mode", s("half_pixel_symmetric")),
+    ];
+    let (_, got) = resize(x4.clone(), &attrs, None);
+    assert_close(&got, &[4.333_333_5, 6.0, 11.0, 12.666_666], 1e-6);
+    // tf_crop_and_resize: the roi (operand 1) picks the region; outside the input is the
+    // extrapolation value. Sizes as operand 3, scales omitted.
     let n = node(
         OpKind::Resize,
-        1,
+        4,
         &[
-            sc,
+            ("mode", s("linear")),
             ("coordinate_transformation_mode", s("tf_crop_and_resize")),
+            ("extrapolation_value", Attr::Float(10.)),
         ],
     );
-    assert!(run(&n, std::slice::from_ref(&x)).is_err());
-    // Scales as a float operand must have been folded into the attribute.
-    let inputs = [x, f32t(&[0], &[]), f32t(&[4], &[1., 1., 2., 2.])];
-    assert!(run(&node(OpKind::Resize, 3, &[]), &inputs).is_err());
+    let roi = f32t(&[8], &[0., 0., 0.4, 0.6, 1., 1., 1.2, 1.7]);
+    let inputs = [
+        x4,
+        roi,
+        f32t(&[0], &[]),
+        Tensor::from_i64(&[4], &[1, 1, 3, 3]),
+    ];
+    let out = run(&n, &inputs).unwrap();
+    assert_eq!(out.shape, vec![1, 1, 3, 3]);
+    #[rustfmt::skip]
+    assert_close(out.f32s(), &[7.6, 10., 10., 12.4, 10., 10., 10., 10., 10.], 1e-5);
+    // Scales as a run-time float operand 2 size the output like the attribute.
+    let inputs = [x.clone(), f32t(&[0], &[]), f32t(&[4], &[1., 1., 2., 2.])];
+    let out = run(&node(OpKind::Resize, 3, &[]), &inputs).unwrap();
+    assert_eq!(out.shape, vec![1, 1, 4, 4]);
+    assert_eq!(&out.f32s()[..4], &[1., 1., 2., 2.]);
+    // Unknown modes and linear on integers are refused.
+    for attrs in [
+        [up.clone(), ("mode", s("bicubic"))],
+        [up.clone(), ("coordinate_transformation_mode", s("bogus"))],
+    ] {
+        let err = run(&node(OpKind::Resize, 1, &attrs), std::slice::from_ref(&x)).unwrap_err();
+        assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
+    }
+    let ints = typed(DType::I32, &[1, 1, 2, 2], &[1i32, 2, 3, 4]);
+    let err = run(
+        &node(OpKind::Resize, 1, &[up, ("mode", s("linear"))]),
+        &[ints],
+    )
+    .unwrap_err();
+    assert!(matches!(err, KernelError::Unsupported { .. }), "{err:?}");
 }
 
 /// LSTM, one batch entry, written out gate by gate: `(Y, Y_h, Y_c)`.
