@@ -235,14 +235,16 @@ fn run_suite(cli: &Cli, dir: &std::path::Path, tolerances: &Tolerances) -> Resul
         })
         .collect();
     eprintln!(
-        "baton-conformance: suite {}: {} — {} cases in {:.1} s: {}; IR ops: {}/{} pass",
+        "baton-conformance: suite {}: {} — {} cases in {:.1} s: {}; IR ops: {}/{} pass; ops of exported models: {}/{} pass",
         dir.display(),
         if report.failed { "FAILED" } else { "passed" },
         report.total,
         report.wall_s,
         counts.join(", "),
         report.ir_ops.passed,
-        report.ir_ops.cases
+        report.ir_ops.cases,
+        report.model_ops.passed,
+        report.model_ops.cases
     );
     if !report.unexpected_passes.is_empty() {
         eprintln!(
