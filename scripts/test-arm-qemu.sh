@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the CPU delegate's tests for aarch64 under qemu-user, once per emulated core, so
-# that every NEON dispatch path is exercised: `max` (all extensions), `neoverse-n1`
-# (dotprod, no i8mm) and `cortex-a72` (plain NEON).
+# Runs the CPU delegate's tests and then the conformance kit on the CPU plugin for aarch64
+# under qemu-user, once per emulated core, so that every NEON dispatch path is exercised:
+# `max` (all extensions), `neoverse-n1` (dotprod, no i8mm) and `cortex-a72` (plain NEON).
+# Conformance reports go to baton-reports/cpu-aarch64-<core>/.
 #
 # rustup cannot fetch targets on the CI machines, so this uses Debian's Rust toolchain,
 # whose aarch64 standard library installs through multiarch; it installs what it needs
@@ -45,12 +46,23 @@ export CARGO_TARGET_DIR=target/aarch64-qemu
 
 # Build once, then run under each emulated core.
 /usr/bin/cargo test --target aarch64-unknown-linux-gnu -p baton-backend-cpu --no-run
+/usr/bin/cargo build --release --target aarch64-unknown-linux-gnu -p baton-backend-cpu \
+    -p baton-conformance
+rel="$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/release"
 status=0
 for cpu in "${CPUS[@]}"; do
-    echo "== QEMU_CPU=$cpu" >&2
+    echo "== QEMU_CPU=$cpu: tests" >&2
     if ! QEMU_CPU="$cpu" /usr/bin/cargo test --target aarch64-unknown-linux-gnu \
         -p baton-backend-cpu "$@"; then
-        echo "test-arm-qemu: FAILED under QEMU_CPU=$cpu" >&2
+        echo "test-arm-qemu: tests FAILED under QEMU_CPU=$cpu" >&2
+        status=1
+    fi
+    echo "== QEMU_CPU=$cpu: conformance of the CPU plugin" >&2
+    # The kit starts its isolated children through the runner (no binfmt_misc needed).
+    if ! QEMU_CPU="$cpu" BATON_CHILD_RUNNER=qemu-aarch64-static qemu-aarch64-static \
+        "$rel/baton-conformance" --plugin "$rel/libbaton_backend_cpu.so" \
+        --report-dir "baton-reports/cpu-aarch64-$cpu"; then
+        echo "test-arm-qemu: conformance FAILED under QEMU_CPU=$cpu" >&2
         status=1
     fi
 done

@@ -1,4 +1,6 @@
-//! Criterion benchmarks: the CPU plugin's GEMM (read as GFLOP/s), convolutions through the
+//! Criterion benchmarks: the measured FMA peak of each vector width, the CPU plugin's GEMM on
+//! every micro-kernel this CPU runs next to the `gemm` crate (all read as GFLOP/s; the
+//! `gemm-report` binary prints the same as a table with % of peak), convolutions through the
 //! host's normal path onto the CPU plugin, and the example model end to end on the CPU plugin
 //! against the portable reference kernels alone.
 //!
@@ -8,19 +10,13 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
-use baton_backend_cpu::gemm::{
-    self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
-};
+use baton_backend_cpu::gemm::MicroKernel;
+use baton_benches::peak::{self, Width};
+use baton_benches::{values, GemmProblem};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{reference, sample, Config, Engine, Session};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-
-fn values(n: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1e-3)
-        .collect()
-}
 
 fn bench_gemm(c: &mut Criterion) {
     let mut group = c.benchmark_group("gemm_f32");
@@ -31,51 +27,31 @@ fn bench_gemm(c: &mut Criterion) {
         (49, 576, 192),
         (512, 512, 512),
     ] {
-        group.throughput(Throughput::Elements((2 * m * n * k) as u64));
-        let a = values(m * k);
-        let b = values(k * n);
-        let mut out = vec![0.0f32; m * n];
-        for (label, kernel) in [
-            ("best", MicroKernel::best()),
-            ("portable", MicroKernel::portable()),
-        ] {
-            let packed = PackedRhs::new(
-                kernel,
-                MatRef {
-                    data: &b,
-                    rs: n,
-                    cs: 1,
-                },
-                k,
-                n,
-            );
-            let mut scratch = GemmScratch::default();
-            scratch.reserve(kernel, m, n, k);
-            let id = BenchmarkId::new(format!("{label}:{}", kernel.name()), format!("{m}x{n}x{k}"));
-            group.bench_function(id, |bench| {
-                bench.iter(|| {
-                    gemm::gemm(
-                        kernel,
-                        m,
-                        n,
-                        k,
-                        Lhs::Strided(MatRef {
-                            data: &a,
-                            rs: k,
-                            cs: 1,
-                        }),
-                        Rhs::Packed(&packed),
-                        MatMut {
-                            data: &mut out,
-                            rs: n,
-                        },
-                        &Epilogue::new(),
-                        &mut scratch,
-                    );
-                    black_box(&out);
-                })
-            });
+        let mut p = GemmProblem::new(m, n, k);
+        group.throughput(Throughput::Elements(p.flops()));
+        for kernel in MicroKernel::available() {
+            let id = BenchmarkId::new(kernel.name(), format!("{m}x{n}x{k}"));
+            let mut run = p.baton(kernel);
+            group.bench_function(id, |bench| bench.iter(&mut run));
         }
+        let mut run = p.yardstick();
+        group.bench_function(
+            BenchmarkId::new("gemm crate", format!("{m}x{n}x{k}")),
+            |bench| bench.iter(&mut run),
+        );
+    }
+    group.finish();
+}
+
+/// The FMA peak of each vector width, the ceiling the GEMM figures are read against.
+fn bench_fma_peak(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fma_peak");
+    const ITERS: u64 = 100_000;
+    for width in Width::available() {
+        group.throughput(Throughput::Elements(ITERS * peak::fma_loop(width, 1)));
+        group.bench_function(width.name(), |bench| {
+            bench.iter(|| black_box(peak::fma_loop(width, ITERS)))
+        });
     }
     group.finish();
 }
@@ -148,5 +124,11 @@ fn cpu_engine() -> Engine {
     Engine::new(cfg).expect("engine")
 }
 
-criterion_group!(benches, bench_gemm, bench_conv, bench_end_to_end);
+criterion_group!(
+    benches,
+    bench_fma_peak,
+    bench_gemm,
+    bench_conv,
+    bench_end_to_end
+);
 criterion_main!(benches);

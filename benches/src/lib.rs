@@ -1,1 +1,145 @@
 //! Criterion benchmarks of Baton live in `benches/`; run them with `cargo bench -p baton-benches`.
+//! This library holds what they share: the measured FMA peak ([`peak`]) and the GEMM
+//! throughput measurement the `gemm-report` binary prints as a table ([`gemm_rate`]).
+
+pub mod peak;
+
+use std::time::Instant;
+
+use baton_backend_cpu::gemm::{
+    self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
+};
+
+/// Deterministic values in [-0.5, 0.5).
+pub fn values(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) * 1e-3)
+        .collect()
+}
+
+/// A GEMM problem: `C[m x n] = A[m x k] * B[k x n]`, row-major, B packed once (as the
+/// CPU plugin does for weights).
+pub struct GemmProblem {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The shared dimension.
+    pub k: usize,
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+}
+
+impl GemmProblem {
+    /// A problem of the given shape with deterministic operands.
+    pub fn new(m: usize, n: usize, k: usize) -> GemmProblem {
+        GemmProblem {
+            m,
+            n,
+            k,
+            a: values(m * k),
+            b: values(k * n),
+            c: vec![0.0; m * n],
+        }
+    }
+
+    /// Floating-point operations of one product.
+    pub fn flops(&self) -> u64 {
+        2 * (self.m * self.n * self.k) as u64
+    }
+
+    /// A closure running the product once with Baton's GEMM on `kernel`, B prepacked.
+    pub fn baton<'p>(&'p mut self, kernel: &'static MicroKernel) -> impl FnMut() + 'p {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let packed = PackedRhs::new(
+            kernel,
+            MatRef {
+                data: &self.b,
+                rs: n,
+                cs: 1,
+            },
+            k,
+            n,
+        );
+        let mut scratch = GemmScratch::default();
+        scratch.reserve(kernel, m, n, k);
+        let (a, c) = (&self.a, &mut self.c);
+        move || {
+            gemm::gemm(
+                kernel,
+                m,
+                n,
+                k,
+                Lhs::Strided(MatRef {
+                    data: a,
+                    rs: k,
+                    cs: 1,
+                }),
+                Rhs::Packed(&packed),
+                MatMut { data: c, rs: n },
+                &Epilogue::new(),
+                &mut scratch,
+            );
+            std::hint::black_box(&*c);
+        }
+    }
+
+    /// A closure running the product once with the `gemm` crate (one thread), the
+    /// yardstick: a well-tuned pure-Rust GEMM that packs both operands on every call.
+    pub fn yardstick(&mut self) -> impl FnMut() + '_ {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let (a, b, c) = (&self.a, &self.b, &mut self.c);
+        move || {
+            // SAFETY: the pointers and strides describe the row-major m x k, k x n and
+            // m x n buffers above, which outlive the call; `c` is not aliased.
+            unsafe {
+                ::gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    c.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    false,
+                    a.as_ptr(),
+                    1,
+                    k as isize,
+                    b.as_ptr(),
+                    1,
+                    n as isize,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    ::gemm::Parallelism::None,
+                );
+            }
+            std::hint::black_box(&*c);
+        }
+    }
+}
+
+/// GFLOP/s of `run` on a problem of `flops`: the median of 15 timed batches (each about
+/// 10 ms) after a warm-up batch.
+pub fn gemm_rate(flops: u64, mut run: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    run();
+    let once = t.elapsed().as_secs_f64().max(1e-7);
+    let reps = ((0.01 / once) as usize).clamp(1, 10_000);
+    for _ in 0..reps {
+        run();
+    }
+    let mut rates: Vec<f64> = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                run();
+            }
+            (flops * reps as u64) as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}

@@ -24,6 +24,9 @@
 //!   Work is split over output rows of GEMMs and output channels of depthwise
 //!   convolutions; results are bit-identical whatever the count.
 //! - `disable_simd` (default false): use the portable kernels even where SIMD ones exist.
+//! - `isa` (`auto`, `avx512f`, `avx2`, `neon`, `portable`; default `auto`, the widest the
+//!   CPU runs): the GEMM kernel family, so tests and CI reach every dispatch path on one
+//!   machine. Naming one the CPU lacks fails `create` with that reason.
 
 mod blob;
 mod exec;
@@ -42,7 +45,7 @@ use baton_delegate_api::{
 pub use exec::CpuExecutable;
 
 use crate::fusion::FusionPlan;
-use crate::gemm::MicroKernel;
+use crate::gemm::{Isa, MicroKernel};
 
 baton_delegate_api::export_delegate!(CpuDelegate);
 
@@ -131,6 +134,17 @@ impl Delegate for CpuDelegate {
                 help: "Use the portable kernels even where SIMD (AVX2+FMA, NEON) ones are \
                        available. For testing and debugging.",
             },
+            OptionDecl {
+                name: "isa",
+                kind: option_kind::ENUM,
+                default: "auto",
+                min: 0.0,
+                max: 0.0,
+                choices: "auto|avx512f|avx2|neon|portable",
+                help: "The GEMM kernel family: `auto` takes the widest this CPU runs; naming \
+                       one this CPU lacks is an error. Lets tests and benches reach every \
+                       dispatch path on one machine.",
+            },
         ]
     }
 
@@ -143,10 +157,30 @@ impl Delegate for CpuDelegate {
             .filter(|t| (1..=256).contains(t))
             .ok_or_else(|| DelegateError::invalid(format!("threads = {threads}: out of range")))?;
         let disable_simd = options.bool("disable_simd").unwrap_or(false);
-        Ok(CpuDelegate {
-            threads,
-            kernel: MicroKernel::select(!disable_simd),
-        })
+        let kernel = match options.get("isa").unwrap_or("auto") {
+            _ if disable_simd => MicroKernel::portable(),
+            "auto" => MicroKernel::best(),
+            name => {
+                let isa = match name {
+                    "avx512f" => Isa::Avx512F,
+                    "avx2" => Isa::Avx2Fma,
+                    "neon" => Isa::Neon,
+                    "portable" => Isa::Portable,
+                    other => {
+                        return Err(DelegateError::invalid(format!(
+                            "isa = {other}: not one of auto, avx512f, avx2, neon, portable"
+                        )))
+                    }
+                };
+                MicroKernel::for_isa(isa).ok_or_else(|| {
+                    DelegateError::unsupported(format!(
+                        "isa = {name}: this CPU ({}) does not run it",
+                        gemm::simd_description()
+                    ))
+                })?
+            }
+        };
+        Ok(CpuDelegate { threads, kernel })
     }
 
     fn devices(&self) -> Vec<Device> {

@@ -196,7 +196,7 @@ fn run(
 }
 
 fn kernels() -> Vec<&'static MicroKernel> {
-    vec![MicroKernel::portable(), MicroKernel::best()]
+    MicroKernel::available()
 }
 
 #[test]
@@ -298,7 +298,9 @@ fn zero_depth_gives_the_epilogue_of_zeros() {
 #[test]
 fn the_best_kernel_is_the_simd_one_where_the_cpu_has_it() {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    if is_x86_feature_detected!("avx512f") {
+        assert!(MicroKernel::best().name().starts_with("avx512f"));
+    } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         assert!(MicroKernel::best().name().starts_with("avx2"));
     }
     #[cfg(target_arch = "aarch64")]
@@ -312,9 +314,14 @@ fn the_best_kernel_is_the_simd_one_where_the_cpu_has_it() {
 
 #[test]
 fn simd_and_portable_kernels_agree() {
-    let (simd, portable) = (MicroKernel::best(), MicroKernel::portable());
+    let portable = MicroKernel::portable();
     let mut rng = Rng::new(3);
-    for &(m, n, k) in SHAPES {
+    for (&(m, n, k), simd) in SHAPES.iter().flat_map(|s| {
+        MicroKernel::available()
+            .into_iter()
+            .skip(1)
+            .map(move |k| (s, k))
+    }) {
         let (a, b) = (rng.vec(m * k), rng.vec(k * n));
         let data = EpData::new(&mut rng, m, n);
         let ep = data.epilogue(Case::Chain, n);
@@ -441,10 +448,11 @@ proptest::proptest! {
         k in 0usize..300,
         seed in proptest::prelude::any::<u64>(),
         packed in proptest::prelude::any::<bool>(),
-        simd in proptest::prelude::any::<bool>(),
+        which in 0usize..8,
         case in 0usize..CASES.len(),
     ) {
-        let kernel = MicroKernel::select(simd);
+        let all = MicroKernel::available();
+        let kernel = all[which % all.len()];
         let mut rng = Rng::new(seed);
         let (a, b) = (rng.vec(m * k), rng.vec(k * n));
         let data = EpData::new(&mut rng, m, n);

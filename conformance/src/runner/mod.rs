@@ -266,7 +266,17 @@ struct ChildProc {
 
 impl ChildProc {
     fn spawn(config: &RunConfig, ids: &[&str]) -> Result<ChildProc> {
-        let mut cmd = Command::new(&config.child_exe);
+        // `BATON_CHILD_RUNNER` prefixes the child with a launcher, as cargo's target
+        // runner does: under qemu-user without binfmt_misc an aarch64 child must be
+        // started through `qemu-aarch64-static`.
+        let mut cmd = match std::env::var_os("BATON_CHILD_RUNNER").filter(|r| !r.is_empty()) {
+            Some(runner) => {
+                let mut c = Command::new(runner);
+                c.arg(&config.child_exe);
+                c
+            }
+            None => Command::new(&config.child_exe),
+        };
         cmd.arg("__child").arg("--plugin").arg(&config.plugin);
         for (k, v) in &config.options {
             cmd.arg("--option").arg(format!("{k}={v}"));

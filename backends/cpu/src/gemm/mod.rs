@@ -4,7 +4,7 @@
 //! can be added without touching the rest:
 //!
 //! - **Blocking.** The `N` dimension is cut into blocks of `NC` columns, `K` into blocks
-//!   of [`KC`], `M` into blocks of `MC` rows (both multiples of the micro-kernel's tile).
+//!   of `KC` (per kernel: [`MicroKernel::kc`]), `M` into blocks of `MC` rows (both multiples of the micro-kernel's tile).
 //!   For each `(NC, KC)` block, `B` is packed into `NR`-column panels; for each `MC` block,
 //!   `A` is packed into `MR`-row panels. Then every `MR x NR` tile is computed by the
 //!   [`MicroKernel`].
@@ -31,10 +31,6 @@ pub use kernels::{simd_description, Isa, MicroKernel};
 pub use pack::{PackedLhs, PackedRhs};
 
 use crate::pool::{Disjoint, Pool};
-
-/// Depth of a `K` block: a packed `A` panel of `MR x KC` plus a `B` panel of `KC x NR`
-/// stay in L1 (6x256 + 256x16 floats = 22 KiB for the AVX2 kernel).
-pub const KC: usize = 256;
 
 /// A read-only strided matrix view: element `(i, j)` is `data[i * rs + j * cs]`.
 ///
@@ -94,7 +90,7 @@ impl GemmScratch {
 
 /// Packing buffer lengths (A, B) an `m x n x k` product needs with `kernel`.
 fn scratch_lens(kernel: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
-    let kc = k.min(KC);
+    let kc = k.min(kernel.kc());
     let mc = kernel.mc().min(m.next_multiple_of(kernel.mr()));
     let nc = kernel.nc().min(n.next_multiple_of(kernel.nr()));
     (mc * kc, kc * nc)
@@ -215,8 +211,8 @@ fn gemm_rows(
     let mut c = c;
     for jc in (0..n).step_by(nc) {
         let nc_len = nc.min(n - jc);
-        for pc in (0..k).step_by(KC) {
-            let kc_len = KC.min(k - pc);
+        for pc in (0..k).step_by(kernel.kc()) {
+            let kc_len = kernel.kc().min(k - pc);
             let b_block: &[f32] = match b {
                 Rhs::Packed(p) => p.block(pc, jc, kc_len, nc_len),
                 Rhs::Strided(s) => {

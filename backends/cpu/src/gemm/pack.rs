@@ -9,12 +9,14 @@
 //! `pc * M_padded`, and the panels of rows `ic..` at `ic * kc` inside it, which is what
 //! [`PackedLhs::block`] and [`PackedRhs::block`] compute.
 
-use super::{MatRef, MicroKernel, KC};
+use super::{MatRef, MicroKernel};
 
 /// A left operand (`M x K`) packed once into `MR`-row panels.
 #[derive(Clone, Debug)]
 pub struct PackedLhs {
     mr: usize,
+    /// The kernel's `K` block depth the panels were cut at.
+    kc: usize,
     m: usize,
     k: usize,
     data: Vec<f32>,
@@ -23,22 +25,28 @@ pub struct PackedLhs {
 impl PackedLhs {
     /// Packs the `m x k` matrix `a` for `kernel`.
     pub fn new(kernel: &MicroKernel, a: MatRef<'_>, m: usize, k: usize) -> PackedLhs {
-        let mr = kernel.mr();
+        let (mr, kc_max) = (kernel.mr(), kernel.kc());
         let m_pad = m.next_multiple_of(mr);
         let mut data = vec![0.0; m_pad * k];
         if m > 0 {
-            for pc in (0..k).step_by(KC) {
-                let kc = KC.min(k - pc);
+            for pc in (0..k).step_by(kc_max) {
+                let kc = kc_max.min(k - pc);
                 let block = &mut data[pc * m_pad..pc * m_pad + kc * m_pad];
                 pack_lhs(a, 0, pc, m, kc, mr, block);
             }
         }
-        PackedLhs { mr, m, k, data }
+        PackedLhs {
+            mr,
+            kc: kc_max,
+            m,
+            k,
+            data,
+        }
     }
 
     /// Whether this was packed for `kernel` as an `m x k` matrix.
     pub(super) fn fits(&self, kernel: &MicroKernel, m: usize, k: usize) -> bool {
-        self.mr == kernel.mr() && self.m == m && self.k == k
+        self.mr == kernel.mr() && self.kc == kernel.kc() && self.m == m && self.k == k
     }
 
     /// The packed panels of rows `ic..ic+mc` for the `KC` slice starting at `pc`.
@@ -52,6 +60,8 @@ impl PackedLhs {
 #[derive(Clone, Debug)]
 pub struct PackedRhs {
     nr: usize,
+    /// The kernel's `K` block depth the panels were cut at.
+    kc: usize,
     k: usize,
     n: usize,
     data: Vec<f32>,
@@ -60,22 +70,28 @@ pub struct PackedRhs {
 impl PackedRhs {
     /// Packs the `k x n` matrix `b` for `kernel`.
     pub fn new(kernel: &MicroKernel, b: MatRef<'_>, k: usize, n: usize) -> PackedRhs {
-        let nr = kernel.nr();
+        let (nr, kc_max) = (kernel.nr(), kernel.kc());
         let n_pad = n.next_multiple_of(nr);
         let mut data = vec![0.0; n_pad * k];
         if n > 0 {
-            for pc in (0..k).step_by(KC) {
-                let kc = KC.min(k - pc);
+            for pc in (0..k).step_by(kc_max) {
+                let kc = kc_max.min(k - pc);
                 let block = &mut data[pc * n_pad..pc * n_pad + kc * n_pad];
                 pack_rhs(b, pc, 0, kc, n, nr, block);
             }
         }
-        PackedRhs { nr, k, n, data }
+        PackedRhs {
+            nr,
+            kc: kc_max,
+            k,
+            n,
+            data,
+        }
     }
 
     /// Whether this was packed for `kernel` as a `k x n` matrix.
     pub(super) fn fits(&self, kernel: &MicroKernel, k: usize, n: usize) -> bool {
-        self.nr == kernel.nr() && self.k == k && self.n == n
+        self.nr == kernel.nr() && self.kc == kernel.kc() && self.k == k && self.n == n
     }
 
     /// The packed panels of columns `jc..jc+nc` for the `KC` slice starting at `pc`.

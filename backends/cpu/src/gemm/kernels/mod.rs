@@ -11,11 +11,14 @@ mod portable;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
 /// The largest tile (`MR * NR`) of any kernel; the driver's tile buffer has this size.
-pub(super) const MAX_TILE: usize = 256;
+pub(super) const MAX_TILE: usize = 384;
 
 /// The unsafe entry of a kernel. Contract: `a` points to `kc * MR` readable floats, `b` to
 /// `kc * NR`, `tile` to `MR * NR` writable ones, and the CPU has the kernel's features.
@@ -30,6 +33,9 @@ pub struct MicroKernel {
     name: &'static str,
     mr: usize,
     nr: usize,
+    /// Depth of a `K` block: an `MR x KC` panel of `A` plus a `KC x NR` panel of `B`
+    /// stay in L1 (6x256 + 256x16 floats = 22 KiB for the AVX2 kernel).
+    kc: usize,
     /// Target rows of an `A` block (rounded down to a multiple of `mr`): fits L2 with `KC`.
     mc_target: usize,
     /// Target columns of a `B` block (rounded down to a multiple of `nr`): fits L3.
@@ -45,6 +51,9 @@ pub enum Isa {
     Portable,
     /// AVX2 with FMA (x86-64).
     Avx2Fma,
+    /// AVX-512F (x86-64). Such CPUs also have AVX2 and FMA, so the kernels without an
+    /// AVX-512 version use their AVX2 one.
+    Avx512F,
     /// NEON (aarch64).
     Neon,
 }
@@ -53,6 +62,7 @@ static PORTABLE: MicroKernel = MicroKernel {
     name: "portable 4x8",
     mr: portable::MR,
     nr: portable::NR,
+    kc: 256,
     mc_target: 128,
     nc_target: 1024,
     entry: portable::kernel,
@@ -64,10 +74,24 @@ static AVX2_FMA: MicroKernel = MicroKernel {
     name: "avx2+fma 6x16",
     mr: avx2::MR,
     nr: avx2::NR,
+    kc: 256,
     mc_target: 126,
     nc_target: 1024,
     entry: avx2::kernel,
     isa: Isa::Avx2Fma,
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX512F: MicroKernel = MicroKernel {
+    name: "avx512f 12x32",
+    mr: avx512::MR,
+    nr: avx512::NR,
+    // 12x192 + 192x32 floats = 33 KiB: a 32-wide B panel at depth 256 alone fills 32 KiB.
+    kc: 192,
+    mc_target: 144,
+    nc_target: 1024,
+    entry: avx512::kernel,
+    isa: Isa::Avx512F,
 };
 
 #[cfg(target_arch = "aarch64")]
@@ -75,6 +99,7 @@ static NEON: MicroKernel = MicroKernel {
     name: "neon 8x8",
     mr: neon::MR,
     nr: neon::NR,
+    kc: 256,
     mc_target: 128,
     nc_target: 1024,
     entry: neon::kernel,
@@ -96,17 +121,35 @@ impl MicroKernel {
         &PORTABLE
     }
 
-    /// The best kernel this CPU supports, detected at run time.
+    /// The best kernel this CPU supports, detected at run time: the widest vectors.
     pub fn best() -> &'static MicroKernel {
+        MicroKernel::available()
+            .last()
+            .copied()
+            .unwrap_or(&PORTABLE)
+    }
+
+    /// Every kernel this CPU can run, portable first, then by increasing vector width.
+    /// Tests run each of them; the `isa` option of the delegate picks one by [`Isa`].
+    pub fn available() -> Vec<&'static MicroKernel> {
+        let mut out = vec![&PORTABLE];
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return &AVX2_FMA;
+            out.push(&AVX2_FMA);
+            if is_x86_feature_detected!("avx512f") {
+                out.push(&AVX512F);
+            }
         }
         #[cfg(target_arch = "aarch64")]
         if std::arch::is_aarch64_feature_detected!("neon") {
-            return &NEON;
+            out.push(&NEON);
         }
-        &PORTABLE
+        out
+    }
+
+    /// The kernel of instruction set `isa`, if this CPU runs it.
+    pub fn for_isa(isa: Isa) -> Option<&'static MicroKernel> {
+        MicroKernel::available().into_iter().find(|k| k.isa == isa)
     }
 
     /// A short name (`"avx2+fma 6x16"`).
@@ -128,6 +171,11 @@ impl MicroKernel {
     /// Tile columns.
     pub fn nr(&self) -> usize {
         self.nr
+    }
+
+    /// Depth of a `K` block.
+    pub fn kc(&self) -> usize {
+        self.kc
     }
 
     /// Rows of an `A` block.

@@ -184,8 +184,10 @@ fn rows(isa: Isa, src: &[f32], step: usize, taps: &[usize], w: &[f32], out: &mut
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the reads are in bounds (checked above), `out` holds n * ow floats, and an
-        // Avx2Fma kernel is only selected after AVX2 and FMA were detected.
-        Isa::Avx2Fma => unsafe { avx2::rows(src.as_ptr(), step, taps, w, out.as_mut_ptr(), ow, n) },
+        // Avx2Fma or Avx512F kernel is only selected after AVX2 and FMA were detected.
+        Isa::Avx2Fma | Isa::Avx512F => unsafe {
+            avx2::rows(src.as_ptr(), step, taps, w, out.as_mut_ptr(), ow, n)
+        },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: as above, with NEON detected.
         Isa::Neon => unsafe { neon::rows(src.as_ptr(), step, taps, w, out.as_mut_ptr(), ow, n) },

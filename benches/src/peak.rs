@@ -1,0 +1,150 @@
+//! The machine's measured f32 FMA peak, the yardstick GEMM throughput is read against.
+//!
+//! A datasheet peak assumes a clock the VM may not run at, so it is measured: a loop of
+//! independent fused multiply-adds on as many accumulators as hide the FMA latency, with
+//! no loads or stores, one thread. What it reaches is the most any GEMM kernel of that
+//! vector width can reach on this core.
+
+use std::time::Instant;
+
+/// The vector widths a peak can be measured at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// 256-bit AVX2 + FMA (x86-64).
+    Avx2,
+    /// 512-bit AVX-512F (x86-64).
+    Avx512,
+    /// 128-bit NEON (aarch64).
+    Neon,
+}
+
+impl Width {
+    /// Every width this CPU runs.
+    pub fn available() -> Vec<Width> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                out.push(Width::Avx2);
+            }
+            if is_x86_feature_detected!("avx512f") {
+                out.push(Width::Avx512);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            out.push(Width::Neon);
+        }
+        out
+    }
+
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Width::Avx2 => "avx2+fma",
+            Width::Avx512 => "avx512f",
+            Width::Neon => "neon",
+        }
+    }
+}
+
+/// Runs `iters` iterations of the FMA loop at `width` and returns the flops done (two per
+/// lane per FMA). Panics if the CPU lacks the width (see [`Width::available`]).
+pub fn fma_loop(width: Width, iters: u64) -> u64 {
+    assert!(
+        Width::available().contains(&width),
+        "{width:?} not on this CPU"
+    );
+    match width {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the feature was detected just above.
+        Width::Avx2 => unsafe { x86::avx2(iters) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Width::Avx512 => unsafe { x86::avx512(iters) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        Width::Neon => unsafe { arm::neon(iters) },
+        #[allow(unreachable_patterns)]
+        _ => unreachable!("checked by Width::available"),
+    }
+}
+
+/// The measured peak in GFLOP/s at `width`, one thread: the best of a few timed runs of
+/// about 20 ms each.
+pub fn peak_gflops(width: Width) -> f64 {
+    fma_loop(width, 1_000_000); // warm up the clock
+    let mut best = 0.0f64;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let flops = fma_loop(width, 5_000_000);
+        best = best.max(flops as f64 / t.elapsed().as_secs_f64() / 1e9);
+    }
+    best
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+    use std::hint::black_box;
+
+    /// Twelve accumulators: FMA latency 4 x two ports = 8 in flight, with margin.
+    const ACC: usize = 12;
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn avx2(iters: u64) -> u64 {
+        let mut acc = [_mm256_set1_ps(1.0); ACC];
+        let (a, b) = (
+            _mm256_set1_ps(black_box(0.999_999)),
+            _mm256_set1_ps(black_box(1e-7)),
+        );
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm256_fmadd_ps(*x, a, b);
+            }
+        }
+        black_box(acc);
+        iters * (ACC * 8 * 2) as u64
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512(iters: u64) -> u64 {
+        let mut acc = [_mm512_set1_ps(1.0); ACC];
+        let (a, b) = (
+            _mm512_set1_ps(black_box(0.999_999)),
+            _mm512_set1_ps(black_box(1e-7)),
+        );
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = _mm512_fmadd_ps(*x, a, b);
+            }
+        }
+        black_box(acc);
+        iters * (ACC * 16 * 2) as u64
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+    use std::hint::black_box;
+
+    /// Sixteen accumulators: FMA latency 4 x up to four pipes.
+    const ACC: usize = 16;
+
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn neon(iters: u64) -> u64 {
+        let mut acc = [vdupq_n_f32(1.0); ACC];
+        let (a, b) = (
+            vdupq_n_f32(black_box(0.999_999)),
+            vdupq_n_f32(black_box(1e-7)),
+        );
+        for _ in 0..iters {
+            for x in acc.iter_mut() {
+                *x = vfmaq_f32(b, *x, a);
+            }
+        }
+        black_box(acc);
+        iters * (ACC * 4 * 2) as u64
+    }
+}
