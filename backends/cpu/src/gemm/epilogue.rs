@@ -98,7 +98,7 @@ impl<'a> Epilogue<'a> {
 impl Epilogue<'_> {
     /// Applies the ops to a `rows x cols` tile (row `i` at `tile[i * stride..]`) whose
     /// top-left element is `C(row0, col0)`. Each op is matched once per tile, not once per
-    /// row, and full 16-wide rows (the AVX2 tile) compile to straight-line vector code:
+    /// row, and full 16- and 32-wide rows (the AVX2 and AVX-512 tiles) compile to straight-line vector code:
     /// per-row calls cost more than the arithmetic on small-`K` products.
     pub fn apply_tile(
         &self,
@@ -112,9 +112,16 @@ impl Epilogue<'_> {
         for op in self.ops() {
             for i in 0..rows {
                 let v = &mut tile[i * stride..i * stride + cols];
-                match <&mut [f32; 16]>::try_from(&mut *v) {
-                    Ok(v16) => apply_op(op, row0 + i, col0, v16.as_mut_slice()),
-                    Err(_) => apply_op(op, row0 + i, col0, v),
+                match cols {
+                    32 => {
+                        let v32: &mut [f32; 32] = v.try_into().expect("32 columns");
+                        apply_op(op, row0 + i, col0, v32.as_mut_slice())
+                    }
+                    16 => {
+                        let v16: &mut [f32; 16] = v.try_into().expect("16 columns");
+                        apply_op(op, row0 + i, col0, v16.as_mut_slice())
+                    }
+                    _ => apply_op(op, row0 + i, col0, v),
                 }
             }
         }

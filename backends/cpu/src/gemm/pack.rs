@@ -163,6 +163,7 @@ pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
         *d = *s;
     }
     match dst.len() {
+        32 => fixed::<32>(dst, src),
         16 => fixed::<16>(dst, src),
         8 => fixed::<8>(dst, src),
         _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d = *s),

@@ -1,7 +1,8 @@
 //! The AVX2+FMA depthwise kernel: up to 4 rows x 16 columns in 8 `ymm` accumulators.
 
 use std::arch::x86_64::{
-    __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+    __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_maskstore_ps,
+    _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
 };
 
 use super::{CHUNK, ROWS};
@@ -60,19 +61,27 @@ unsafe fn block<const R: usize>(
     }
 }
 
-/// Stores the first `len` of 16 values.
+/// Lane masks: reading 8 lanes at `MASKS[8 - n..]` enables the first `n`.
+static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// Stores the first `len` of 16 values. A partial chunk uses masked stores: the rows of
+/// small planes (7, 14, 28 wide) end in one on every row, and a `memcpy` call there cost
+/// more than the arithmetic.
 #[target_feature(enable = "avx2")]
 unsafe fn store(dst: *mut f32, v: &[__m256; 2], len: usize) {
-    // SAFETY: `dst` holds `len` writable floats (the caller's contract).
+    // SAFETY: `dst` holds `len` writable floats (the caller's contract); masked-off lanes
+    // are neither read nor written; the mask loads stay inside MASKS (offsets 0..=8).
     unsafe {
         if len == CHUNK {
             _mm256_storeu_ps(dst, v[0]);
             _mm256_storeu_ps(dst.add(8), v[1]);
         } else {
-            let mut tmp = [0f32; CHUNK];
-            _mm256_storeu_ps(tmp.as_mut_ptr(), v[0]);
-            _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v[1]);
-            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, len);
+            let lo = len.min(8);
+            let hi = len.saturating_sub(8).min(8);
+            let m0 = _mm256_loadu_si256(MASKS.as_ptr().add(8 - lo).cast());
+            let m1 = _mm256_loadu_si256(MASKS.as_ptr().add(8 - hi).cast());
+            _mm256_maskstore_ps(dst, m0, v[0]);
+            _mm256_maskstore_ps(dst.add(8), m1, v[1]);
         }
     }
 }
