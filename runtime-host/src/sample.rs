@@ -2,7 +2,7 @@
 //! and reproducible: `cargo run -p baton-runtime-host --example make_tinynet` writes
 //! `examples/tinynet/` and a test checks the committed files match this code.
 
-use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor};
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor, TensorData};
 
 /// A small image classifier in the MobileNet style: conv, depthwise conv, pointwise conv,
 /// pooling and a classifier head, over a 1x3x32x32 image.
@@ -118,4 +118,274 @@ impl XorShift {
         let scale = (2.0 / fan_in as f32).sqrt();
         (0..n).map(|_| self.next_f32() * scale).collect()
     }
+}
+
+/// A model for one graph over three kinds of backend: a statically quantized (QDQ, int8)
+/// convolutional front — for an integer NPU — and a float head — for a GPU or the CPU.
+///
+/// `image` f32 `[1,3,32,32]` is quantized (per tensor), then three quantized blocks run
+/// (conv 3x3 stride 2 + Relu, depthwise 3x3 + Relu, pointwise 1x1): each is
+/// `DequantizeLinear → Conv → [Relu] → QuantizeLinear` with int8 weights quantized per
+/// output channel (symmetric), int32 biases at scale `x_scale * w_scale`, as ONNX
+/// Runtime's QDQ format lays them out. The last activation is dequantized and the float
+/// head runs: GlobalAveragePool, Flatten, MatMul + Add, LayerNormalization, a GELU written
+/// out with Erf, MatMul, Softmax → `probabilities` `[1,10]`.
+///
+/// Activation scales come from a real calibration: the float model with the same weights
+/// is run on [`mixed_input`] and each quantized tensor's scale is its largest magnitude
+/// over 127 (MinMax, symmetric, zero point 0).
+pub fn mixed() -> Graph {
+    let weights = MixedWeights::new();
+    let calib = build_mixed(&weights, None);
+    let outs = crate::reference::run_graph(&calib, &[mixed_input()])
+        .expect("the float calibration model runs on the reference");
+    let scales: Vec<f32> = outs
+        .iter()
+        .map(|t| t.f32s().iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6) / 127.0)
+        .collect();
+    build_mixed(&weights, Some(&scales))
+}
+
+/// The input of [`mixed`]: the example image.
+pub fn mixed_input() -> Tensor {
+    tinynet_input()
+}
+
+struct MixedWeights {
+    convs: Vec<(&'static str, Vec<usize>, Vec<f32>, Vec<f32>, i64, i64, i64)>,
+    fc1: (Vec<f32>, Vec<f32>),
+    fc2: Vec<f32>,
+    ln: (Vec<f32>, Vec<f32>),
+}
+
+impl MixedWeights {
+    fn new() -> MixedWeights {
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        // (name, weight shape, weights, bias, group, pad, stride)
+        let convs = vec![
+            (
+                "q1.conv",
+                vec![16, 3, 3, 3],
+                rng.weights(16 * 27, 27),
+                rng.weights(16, 8),
+                1,
+                1,
+                2,
+            ),
+            (
+                "q2.dw",
+                vec![16, 1, 3, 3],
+                rng.weights(16 * 9, 9),
+                rng.weights(16, 8),
+                16,
+                1,
+                1,
+            ),
+            (
+                "q3.pw",
+                vec![32, 16, 1, 1],
+                rng.weights(32 * 16, 16),
+                rng.weights(32, 8),
+                1,
+                0,
+                1,
+            ),
+        ];
+        MixedWeights {
+            convs,
+            fc1: (rng.weights(32 * 64, 32), rng.weights(64, 16)),
+            fc2: rng.weights(64 * 10, 64),
+            ln: (
+                (0..64).map(|i| 1.0 + 0.01 * i as f32).collect(),
+                rng.weights(64, 64),
+            ),
+        }
+    }
+}
+
+/// Builds [`mixed`]: with `scales`, the QDQ model (one scale per quantized activation:
+/// the input, then each block's output); without, the float model whose outputs are
+/// exactly the tensors those scales are calibrated on.
+fn build_mixed(w: &MixedWeights, scales: Option<&[f32]>) -> Graph {
+    let mut b = GraphBuilder::new(if scales.is_some() {
+        "mixed"
+    } else {
+        "mixed_calibration"
+    });
+    let image = b.input_fixed("image", DType::F32, &[1, 3, 32, 32]);
+    let mut calib_outputs = Vec::new();
+    let mut act = |b: &mut GraphBuilder, t: usize, i: usize, name: &str| -> usize {
+        match scales {
+            None => {
+                calib_outputs.push(t);
+                t
+            }
+            Some(s) => qdq(b, t, s[i], name),
+        }
+    };
+    let mut x = act(&mut b, image, 0, "image");
+    let mut x_scale = scales.map(|s| s[0]);
+    for (i, (name, shape, wv, bv, group, pad, stride)) in w.convs.iter().enumerate() {
+        let oc = shape[0];
+        let (wt, bt) = match x_scale {
+            None => (
+                b.constant_f32(&format!("{name}.weight"), shape, wv),
+                b.constant_f32(&format!("{name}.bias"), &[oc], bv),
+            ),
+            Some(sx) => quantized_weights(&mut b, name, shape, wv, bv, sx),
+        };
+        let c = conv(&mut b, name, &[x, wt, bt], *group, &[*pad; 4], *stride);
+        let y = if i < 2 {
+            b.named_node(&format!("{name}.relu"), OpKind::Relu, &[c], &[])
+                .expect("valid")
+        } else {
+            c
+        };
+        x = act(&mut b, y, i + 1, name);
+        x_scale = scales.map(|s| s[i + 1]);
+    }
+    if scales.is_none() {
+        for t in calib_outputs {
+            b.output(t);
+        }
+        return b.finish().expect("the calibration model is well formed");
+    }
+    let node =
+        |b: &mut GraphBuilder, name: &str, op: OpKind, ins: &[usize], attrs: &[(&str, Attr)]| {
+            b.named_node(name, op, ins, attrs).expect("valid")
+        };
+    let gap = node(&mut b, "head.gap", OpKind::GlobalAveragePool, &[x], &[]);
+    let flat = node(&mut b, "head.flatten", OpKind::Flatten, &[gap], &[]);
+    let w1 = b.constant_f32("head.fc1.weight", &[32, 64], &w.fc1.0);
+    let b1 = b.constant_f32("head.fc1.bias", &[64], &w.fc1.1);
+    let m1 = node(&mut b, "head.fc1", OpKind::MatMul, &[flat, w1], &[]);
+    let a1 = node(&mut b, "head.fc1.add", OpKind::Add, &[m1, b1], &[]);
+    let g = b.constant_f32("head.ln.scale", &[64], &w.ln.0);
+    let beta = b.constant_f32("head.ln.bias", &[64], &w.ln.1);
+    let ln = node(
+        &mut b,
+        "head.ln",
+        OpKind::LayerNormalization,
+        &[a1, g, beta],
+        &[("axis", Attr::Int(-1))],
+    );
+    // GELU(x) = 0.5 * x * (1 + erf(x / sqrt 2)), as exporters write it.
+    let inv_sqrt2 = b.constant_f32(
+        "head.gelu.inv_sqrt2",
+        &[],
+        &[std::f32::consts::FRAC_1_SQRT_2],
+    );
+    let one = b.constant_f32("head.gelu.one", &[], &[1.0]);
+    let half = b.constant_f32("head.gelu.half", &[], &[0.5]);
+    let s = node(
+        &mut b,
+        "head.gelu.scale",
+        OpKind::Mul,
+        &[ln, inv_sqrt2],
+        &[],
+    );
+    let e = node(&mut b, "head.gelu.erf", OpKind::Erf, &[s], &[]);
+    let p = node(&mut b, "head.gelu.plus1", OpKind::Add, &[e, one], &[]);
+    let xm = node(&mut b, "head.gelu.mul", OpKind::Mul, &[ln, p], &[]);
+    let gl = node(&mut b, "head.gelu.half", OpKind::Mul, &[xm, half], &[]);
+    let w2 = b.constant_f32("head.fc2.weight", &[64, 10], &w.fc2);
+    let m2 = node(&mut b, "head.fc2", OpKind::MatMul, &[gl, w2], &[]);
+    let probs = node(&mut b, "head.softmax", OpKind::Softmax, &[m2], &[]);
+    b.rename(probs, "probabilities");
+    b.output(probs);
+    b.finish().expect("the mixed model is well formed")
+}
+
+/// `QuantizeLinear → DequantizeLinear` of `t` at `scale` (int8, zero point 0): the
+/// quantized tensor between them is what an integer backend reads and writes.
+fn qdq(b: &mut GraphBuilder, t: usize, scale: f32, name: &str) -> usize {
+    let s = b.constant_f32(&format!("{name}.q.scale"), &[], &[scale]);
+    let z = b.constant(
+        &format!("{name}.q.zero_point"),
+        DType::I8,
+        &[],
+        TensorData::from_slice(&[0i8]),
+    );
+    let q = b
+        .named_node(
+            &format!("{name}.quantize"),
+            OpKind::QuantizeLinear,
+            &[t, s, z],
+            &[],
+        )
+        .expect("valid");
+    b.named_node(
+        &format!("{name}.dequantize"),
+        OpKind::DequantizeLinear,
+        &[q, s, z],
+        &[],
+    )
+    .expect("valid")
+}
+
+/// Int8 weights per output channel (symmetric) and an int32 bias at `x_scale * w_scale`,
+/// each behind a `DequantizeLinear` along axis 0. Returns the dequantized (weight, bias).
+fn quantized_weights(
+    b: &mut GraphBuilder,
+    name: &str,
+    shape: &[usize],
+    w: &[f32],
+    bias: &[f32],
+    x_scale: f32,
+) -> (usize, usize) {
+    let oc = shape[0];
+    let per = w.len() / oc;
+    let w_scales: Vec<f32> = w
+        .chunks(per)
+        .map(|c| c.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-8) / 127.0)
+        .collect();
+    let wq: Vec<i8> = w
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v / w_scales[i / per]).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    let b_scales: Vec<f32> = w_scales.iter().map(|s| s * x_scale).collect();
+    let bq: Vec<i32> = bias
+        .iter()
+        .zip(&b_scales)
+        .map(|(v, s)| (v / s).round() as i32)
+        .collect();
+    let wt = b.constant(
+        &format!("{name}.weight_q"),
+        DType::I8,
+        shape,
+        TensorData::from_slice(&wq),
+    );
+    let ws = b.constant_f32(&format!("{name}.weight_scale"), &[oc], &w_scales);
+    let wz = b.constant(
+        &format!("{name}.weight_zero_point"),
+        DType::I8,
+        &[oc],
+        TensorData::from_slice(&vec![0i8; oc]),
+    );
+    let axis0 = [("axis", Attr::Int(0))];
+    let wd = b
+        .named_node(
+            &format!("{name}.weight_dq"),
+            OpKind::DequantizeLinear,
+            &[wt, ws, wz],
+            &axis0,
+        )
+        .expect("valid");
+    let bt = b.constant(
+        &format!("{name}.bias_q"),
+        DType::I32,
+        &[oc],
+        TensorData::from_slice(&bq),
+    );
+    let bs = b.constant_f32(&format!("{name}.bias_scale"), &[oc], &b_scales);
+    let bd = b
+        .named_node(
+            &format!("{name}.bias_dq"),
+            OpKind::DequantizeLinear,
+            &[bt, bs],
+            &axis0,
+        )
+        .expect("valid");
+    (wd, bd)
 }
