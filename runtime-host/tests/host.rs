@@ -178,7 +178,13 @@ fn abi_faults_are_refused_before_any_call_with_typed_errors() {
         Err(e @ HostError::AbiMismatch { .. }) => {
             let m = e.to_string();
             assert!(
-                m.contains("libwrong_major.so") && m.contains("2.") && m.contains("1.0"),
+                m.contains("libwrong_major.so")
+                    && m.contains("2.")
+                    && m.contains(&format!(
+                        "{}.{}",
+                        baton_delegate_api::abi::ABI_MAJOR,
+                        baton_delegate_api::abi::ABI_MINOR
+                    )),
                 "{m}"
             );
             assert!(m.contains("upgrade the host"), "the fix is named: {m}");
