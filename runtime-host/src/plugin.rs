@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
-use baton_delegate_api::sdk::{check_option, OptionDecl, Support};
+use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
 use baton_delegate_api::{Graph, Tensor};
 
 use crate::error::{HostError, Result};
@@ -63,6 +63,9 @@ pub struct PluginLibrary {
     pub build_id: String,
     pub abi_minor: u32,
     pub concurrency: u32,
+    /// The 1.1 `profile` entry point, read only when the plugin's `struct_size` covers it
+    /// (a 1.0 plugin has none, and its descriptor is not read past `destroy`).
+    profile: Option<ProfileFn>,
     /// The option schema read from the descriptor.
     pub options: Vec<OptionDecl>,
     /// sha256 of the library file (builtins: of the host executable's version string).
@@ -221,8 +224,20 @@ impl PluginLibrary {
                 });
             }
         }
+        let profile = if size as usize >= abi::DESCRIPTOR_V1_1_SIZE {
+            // SAFETY: struct_size covers the 1.1 field; it is a nullable function pointer.
+            unsafe {
+                (ptr as *const u8)
+                    .add(std::mem::offset_of!(Descriptor, profile))
+                    .cast::<Option<ProfileFn>>()
+                    .read_unaligned()
+            }
+        } else {
+            None
+        };
         Ok(Arc::new(PluginLibrary {
             desc,
+            profile,
             name: text(desc.name),
             version: text(desc.version),
             build_id: text(desc.build_id),
@@ -549,7 +564,54 @@ impl PluginExecutable {
     pub fn library(&self) -> &PluginLibrary {
         &self.lib
     }
+
+    /// The events of the last successful execute, if the plugin reports any (ABI 1.1
+    /// `profile`); empty for a 1.0 plugin or one without profiling.
+    pub fn profile(&self) -> Vec<ProfileEvent> {
+        let Some(f) = self.lib.profile else {
+            return Vec::new();
+        };
+        // SAFETY: counting only: a NULL array with capacity 0.
+        let n = unsafe { f(self.handle, std::ptr::null_mut(), 0) };
+        let blank = abi::ProfileEvent {
+            struct_size: std::mem::size_of::<abi::ProfileEvent>() as u32,
+            reserved: 0,
+            name: std::ptr::null(),
+            kind: std::ptr::null(),
+            cycles: 0,
+            wall_ns: 0,
+        };
+        // A plugin answering with an absurd count gets a bounded array, not an allocation.
+        let mut events = vec![blank; (n as usize).min(1 << 16)];
+        // SAFETY: `events` has the capacity we pass, each slot's struct_size set.
+        let filled = unsafe { f(self.handle, events.as_mut_ptr(), events.len() as u32) };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: the plugin's strings live until the next execute on this handle.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        events
+            .iter()
+            .take(filled as usize)
+            .map(|e| {
+                // Fields beyond the plugin's struct_size keep our zero defaults.
+                let has = |end: usize| e.struct_size as usize >= end;
+                ProfileEvent {
+                    name: if has(24) { text(e.name) } else { String::new() },
+                    kind: if has(24) { text(e.kind) } else { String::new() },
+                    cycles: if has(32) { e.cycles } else { 0 },
+                    wall_ns: if has(40) { e.wall_ns } else { 0 },
+                }
+            })
+            .collect()
+    }
 }
+
+/// The type of the 1.1 `profile` entry point.
+type ProfileFn = unsafe extern "C" fn(abi::Handle, *mut abi::ProfileEvent, u32) -> u32;
 
 /// A graph serialized for an ABI call, with its constants as views.
 pub struct AbiGraph<'g> {
@@ -657,6 +719,16 @@ pub fn run_once(
     graph: &Graph,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>> {
+    run_once_profiled(ctx, device, graph, inputs).map(|(out, _)| out)
+}
+
+/// [`run_once`], also returning the plugin's profile events of the run.
+pub fn run_once_profiled(
+    ctx: &PluginContext,
+    device: u32,
+    graph: &Graph,
+    inputs: &[Tensor],
+) -> Result<(Vec<Tensor>, Vec<ProfileEvent>)> {
     let blob = ctx.compile(device, graph)?;
     let mut exec = ctx.init(device, &blob, graph)?;
     let mut in_shapes: Vec<Vec<i64>> = inputs
@@ -718,7 +790,7 @@ pub fn run_once(
     // SAFETY: every view points into buffers owned above, alive for the call.
     unsafe { exec.execute_raw(&in_views, &mut out_views)? };
     check_output_shapes(&exec.lib, &out_views, &outputs)?;
-    Ok(outputs)
+    Ok((outputs, exec.profile()))
 }
 
 /// Refuses outputs whose reported shape differs from the expected one.
