@@ -1169,19 +1169,33 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// Whether node `n` is a DQ feeding, or a node following, the op `anchor`.
+    /// Whether node `n` would have belonged to the group of `anchor`: a DQ feeding it, or
+    /// a bias Add, Relu/Clip or the Q on the chain that follows it.
     fn related(&self, n: NodeId, anchor: NodeId) -> bool {
         let a = &self.g.nodes[anchor];
-        let feeds = self.g.nodes[n].outputs.iter().any(|t| a.inputs.contains(t));
+        let node = &self.g.nodes[n];
+        if node.op == OpKind::DequantizeLinear {
+            return node.outputs.iter().any(|t| a.inputs.contains(t));
+        }
         let mut t = a.outputs[0];
         for _ in 0..3 {
-            match self.consumers[t][..] {
-                [k] if k == n => return true,
-                [k] => t = self.g.nodes[k].outputs[0],
-                _ => break,
+            let [k] = self.consumers[t][..] else { break };
+            let next = &self.g.nodes[k];
+            if !matches!(
+                next.op,
+                OpKind::Relu | OpKind::Clip | OpKind::Add | OpKind::QuantizeLinear
+            ) {
+                break;
             }
+            if k == n {
+                return true;
+            }
+            if next.op == OpKind::QuantizeLinear {
+                break;
+            }
+            t = next.outputs[0];
         }
-        feeds && self.g.nodes[n].op == OpKind::DequantizeLinear
+        false
     }
 }
 
