@@ -326,7 +326,10 @@ pub fn estimate(c: &Command, m: Machine) -> Estimate {
         Body::Pool(b) => {
             let bands = u(b.oh).div_ceil(u(b.tile_rows).max(1)).max(1);
             let planes = u(b.n) * u(b.c);
-            let ops = planes * u(b.oh) * u(b.ow) * u(b.kh) * u(b.kw);
+            // Saturating: a MAXPOOL's window is not bounded by any buffer size.
+            let ops = [u(b.oh), u(b.ow), u(b.kh), u(b.kw)]
+                .iter()
+                .fold(planes, |a, &v| a.saturating_mul(v));
             (
                 u(b.n) * bands,
                 ops,
