@@ -9,13 +9,14 @@
 //!
 //! # What it runs
 //!
-//! QDQ groups (see [`lower`](crate) for the recognition rules):
+//! QDQ groups (the recognition rules are in `lower.rs`):
 //! `DequantizeLinear(int8 x) [+ DequantizeLinear(int8 weights) + DequantizeLinear(int32
 //! bias)] → op [→ Relu | Clip] → QuantizeLinear(int8)`, where op is Conv (plain or
 //! depthwise, 2-D), MatMul or Gemm with constant weights (a following Add of a
 //! dequantized int32 constant is the bias), Add of two activations of equal shape,
 //! MaxPool, AveragePool, GlobalAveragePool, Relu, Clip, Reshape, Flatten, Concat or
-//! Softmax. It claims every node of a group, so its partitions begin and end on int8
+//! Softmax. A Reshape or Flatten between the DequantizeLinear and an FC's MatMul/Gemm is
+//! folded into the FC. It claims every node of a group, so its partitions begin and end on int8
 //! tensors and the f32 tensors inside a group are folded away. Everything else is
 //! declined with a reason: float ops (`dtype`), other ops (`op`), dynamic or oversize
 //! shapes (`shape`; extents up to 65536, kernels up to 64, strides up to 3, dilations up
@@ -39,7 +40,7 @@
 //! Accumulation is in integers; every command ends with a fixed-point requantization
 //! `round_half_away_from_zero(v · m / 2^shift)` (`quant.rs`) and a clamp that also
 //! implements a fused Relu or Clip exactly. Softmax uses a 256-entry exponent table and
-//! an integer division (`command.rs`, [`Softmax`](crate)). Against the reference
+//! an integer division (`command.rs`, `Softmax`). Against the reference
 //! executor (f32/f64 arithmetic, QuantizeLinear rounding half to even) the results agree
 //! within one quantization step; most agree exactly.
 //!

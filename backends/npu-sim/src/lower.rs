@@ -125,17 +125,19 @@ pub fn analyse(g: &Graph, c: Constants<'_>, machine: Machine) -> Analysis {
     }
     let mut answers: Vec<Option<Support>> = vec![None; g.nodes.len()];
     let mut groups = Vec::new();
+    // Refusals first: a node that failed as an anchor may still belong to another group
+    // (a Reshape folded into the FC after it), and then it is claimed.
     for (anchor, r) in &attempts {
-        match r {
-            Ok(gr) => {
-                for &n in &gr.nodes {
-                    answers[n] = Some(Support::Yes);
-                }
-                groups.push(gr.clone());
+        if let Err(d) = r {
+            answers[*anchor] = Some(Support::no(d.reason, d.message.clone()));
+        }
+    }
+    for (_, r) in &attempts {
+        if let Ok(gr) = r {
+            for &n in &gr.nodes {
+                answers[n] = Some(Support::Yes);
             }
-            Err(d) => {
-                answers[*anchor] = Some(Support::no(d.reason, d.message.clone()));
-            }
+            groups.push(gr.clone());
         }
     }
     // Nodes that belong to no claimed group: say why, naming what they hang off.
@@ -645,9 +647,26 @@ impl<'a> Cx<'a> {
         Ok(self.finish(anchor, tail, vec![x.tensor], op, Body::Conv(body)))
     }
 
+    /// The FC's input: a dequantized activation, possibly through a Reshape or Flatten
+    /// that only this FC reads (row-major reshaping moves no data, so the FC reads the
+    /// int8 buffer as the reshaped shape). Returns the folded reshape node, if any.
+    fn fc_input(&self, node: &Node) -> Result<(ActIn, Option<NodeId>), Decline> {
+        let t = node.inputs[0];
+        if let Some(p) = self.producers[t] {
+            let pn = &self.g.nodes[p];
+            let only_reader = self.consumers[t].len() == 1 && !self.g.outputs.contains(&t);
+            if matches!(pn.op, OpKind::Reshape | OpKind::Flatten) && only_reader {
+                let mut x = self.act_in(pn, pn.inputs[0])?;
+                x.shape = self.shape(t)?;
+                return Ok((x, Some(p)));
+            }
+        }
+        Ok((self.act_in(node, t)?, None))
+    }
+
     fn fc(&self, anchor: NodeId) -> Result<Group, Decline> {
         let node = &self.g.nodes[anchor];
-        let x = self.act_in(node, node.inputs[0])?;
+        let (x, reshape) = self.fc_input(node)?;
         let (wdq, wv, wq, wshape) = self.const_in(node, node.inputs[1], DType::I8)?;
         let trans_b = node.op == OpKind::Gemm && node.attr_int("transB", 0) != 0;
         if node.op == OpKind::Gemm
@@ -690,6 +709,7 @@ impl<'a> Cx<'a> {
         let rows: usize = x.shape[..x.shape.len() - 1].iter().product();
         let per_ch = self.per_channel(node, &wq, n, if trans_b { 0 } else { 1 })?;
         let mut nodes = vec![x.dq, wdq, anchor];
+        nodes.extend(reshape);
         let mut bias = None;
         if node.op == OpKind::Gemm {
             if let Some(&b) = node.inputs.get(2) {

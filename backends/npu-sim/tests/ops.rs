@@ -319,3 +319,18 @@ fn a_small_conv_net_runs_as_one_stream() {
     }
     eprintln!("elements differing by one step: {differ}");
 }
+
+#[test]
+fn a_reshape_between_dequantize_and_gemm_folds_into_the_fc() {
+    let mut q = Qdq::new("flatten_fc", 19);
+    let x = q.input("x", &[1, 8, 1, 1], 0.03, -4);
+    let flat = q.op(OpKind::Flatten, &[x], &[]);
+    let (w, ws) = q.weights("w", &[5, 8], 0);
+    let b = q.bias("b", 0.03, &ws);
+    let y = q.op(OpKind::Gemm, &[flat, w, b], &[("transB", Attr::Int(1))]);
+    let out = q.quantize(y, 0.02, 3);
+    let (g, i) = q.output(out);
+    let (_, events) = check(&g, &i);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, "FC");
+}
