@@ -244,7 +244,7 @@ fn run(a: RunArgs) -> Result<()> {
 /// Prints the plugins' profile events: one row per event, a total per partition.
 fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
     println!(
-        "{:>9}  {:<10} {:<10} {:<40} {:>12} {:>10}",
+        "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10}",
         "partition", "backend", "kind", "command", "cycles", "wall_us"
     );
     for p in parts {
@@ -254,7 +254,7 @@ fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
         }
         for e in &p.events {
             println!(
-                "{:>9}  {:<10} {:<10} {:<40} {:>12} {:>10.1}",
+                "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
                 p.partition,
                 p.backend,
                 e.kind,
@@ -266,7 +266,7 @@ fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
         let cycles: u64 = p.events.iter().map(|e| e.cycles).sum();
         let wall: u64 = p.events.iter().map(|e| e.wall_ns).sum();
         println!(
-            "{:>9}  {:<10} {:<10} {:<40} {:>12} {:>10.1}",
+            "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
             p.partition,
             p.backend,
             "total",
