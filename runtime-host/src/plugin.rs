@@ -56,16 +56,16 @@ impl std::fmt::Display for PluginSource {
 
 /// A loaded plugin library whose descriptor passed the handshake.
 pub struct PluginLibrary {
-    desc: &'static Descriptor,
+    /// The host's copy of the plugin's descriptor: the bytes its `struct_size` covers,
+    /// zeros after them (so a 1.0 plugin's missing 1.1 `profile` reads as NULL, and no
+    /// reference ever spans memory the plugin did not declare).
+    desc: Descriptor,
     pub source: PluginSource,
     pub name: String,
     pub version: String,
     pub build_id: String,
     pub abi_minor: u32,
     pub concurrency: u32,
-    /// The 1.1 `profile` entry point, read only when the plugin's `struct_size` covers it
-    /// (a 1.0 plugin has none, and its descriptor is not read past `destroy`).
-    profile: Option<ProfileFn>,
     /// The option schema read from the descriptor.
     pub options: Vec<OptionDecl>,
     /// sha256 of the library file (builtins: of the host executable's version string).
@@ -196,9 +196,19 @@ impl PluginLibrary {
                 });
             }
         }
-        // SAFETY: the plugin declared a v1-sized descriptor with every function set, which
-        // lives until unload; the library is kept alive by the returned value.
-        let desc: &'static Descriptor = unsafe { &*ptr };
+        // Copy what the plugin declared into a zeroed host-side descriptor: fields a later
+        // minor appended that this plugin lacks stay zero (NULL), and fields a newer plugin
+        // has beyond our struct are not read.
+        let declared = (size as usize).min(std::mem::size_of::<Descriptor>());
+        let desc: Descriptor = unsafe {
+            let mut copy = std::mem::MaybeUninit::<Descriptor>::zeroed();
+            // SAFETY: the plugin declared `size` readable bytes at `ptr`, at least the whole
+            // v1 descriptor (checked above) with every v1 function pointer non-NULL.
+            std::ptr::copy_nonoverlapping(ptr as *const u8, copy.as_mut_ptr() as *mut u8, declared);
+            // SAFETY: every v1 field is a copied valid value; the rest are zeroed nullable
+            // function pointers (`Option<fn>`), for which zero is `None`.
+            copy.assume_init()
+        };
         let text = |p: *const c_char| -> String {
             if p.is_null() {
                 String::new()
@@ -224,25 +234,13 @@ impl PluginLibrary {
                 });
             }
         }
-        let profile = if size as usize >= abi::DESCRIPTOR_V1_1_SIZE {
-            // SAFETY: struct_size covers the 1.1 field; it is a nullable function pointer.
-            unsafe {
-                (ptr as *const u8)
-                    .add(std::mem::offset_of!(Descriptor, profile))
-                    .cast::<Option<ProfileFn>>()
-                    .read_unaligned()
-            }
-        } else {
-            None
-        };
         Ok(Arc::new(PluginLibrary {
-            desc,
-            profile,
             name: text(desc.name),
             version: text(desc.version),
             build_id: text(desc.build_id),
             abi_minor: minor,
             concurrency: desc.concurrency,
+            desc,
             options,
             file_hash,
             source,
@@ -568,7 +566,8 @@ impl PluginExecutable {
     /// The events of the last successful execute, if the plugin reports any (ABI 1.1
     /// `profile`); empty for a 1.0 plugin or one without profiling.
     pub fn profile(&self) -> Vec<ProfileEvent> {
-        let Some(f) = self.lib.profile else {
+        // NULL for a 1.0 plugin: its descriptor copy is zero past `destroy`.
+        let Some(f) = self.lib.desc.profile else {
             return Vec::new();
         };
         // SAFETY: counting only: a NULL array with capacity 0.
@@ -609,9 +608,6 @@ impl PluginExecutable {
             .collect()
     }
 }
-
-/// The type of the 1.1 `profile` entry point.
-type ProfileFn = unsafe extern "C" fn(abi::Handle, *mut abi::ProfileEvent, u32) -> u32;
 
 /// A graph serialized for an ABI call, with its constants as views.
 pub struct AbiGraph<'g> {
