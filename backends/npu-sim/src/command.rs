@@ -120,7 +120,7 @@ pub struct Fc {
     pub tile_cols: u32,
 }
 
-/// `out = zp_o + round((a - zp_a)·ma + (b - zp_b)·mb) / 2^shift)` (ADD).
+/// `out = zp_o + round_half_away(((a - zp_a)·ma + (b - zp_b)·mb) / 2^shift)` (ADD).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Add {
     pub len: u32,

@@ -9,7 +9,7 @@
 //!
 //! # What it runs
 //!
-//! QDQ groups (the recognition rules are in `lower.rs`):
+//! QDQ groups (recognised in `lower/mod.rs`, checked per op in `lower/groups.rs`):
 //! `DequantizeLinear(int8 x) [+ DequantizeLinear(int8 weights) + DequantizeLinear(int32
 //! bias)] → op [→ Relu | Clip] → QuantizeLinear(int8)`, where op is Conv (plain or
 //! depthwise, 2-D), MatMul or Gemm with constant weights (a following Add of a
@@ -89,7 +89,7 @@
 //!    - FC: `u32 rows, k, n; i32 in_zp, out_zp; list i8 weights [n][k]; list i32 bias;
 //!      list rq; u32 tile_rows, tile_cols`.
 //!    - ADD: `u32 len; i32 a_zp, b_zp, a_mult, b_mult; u8 shift; i32 out_zp; u32 tile_len`
-//!      (`out = out_zp + round((a-a_zp)·a_mult + (b-b_zp)·b_mult) / 2^shift)`).
+//!      (`out = out_zp + round_half_away(((a-a_zp)·a_mult + (b-b_zp)·b_mult) / 2^shift)`).
 //!    - AVGPOOL, MAXPOOL: `u32 n, c, h, w, oh, ow, kh, kw, sh, sw, pad_top, pad_left,
 //!      pad_bottom, pad_right; u8 count_include_pad; i32 in_zp, out_zp; list rq (MAXPOOL:
 //!      one; AVGPOOL: one per window count 1..=kh·kw); u32 tile_rows`.
