@@ -191,6 +191,56 @@ pub fn checksum(bytes: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
+    use crate::command::{opcode, Body, Rescale};
+    use crate::quant::Requant;
+
+    fn sample() -> Stream {
+        Stream {
+            machine: Machine {
+                macs: 256,
+                sram_bytes: 384 * 1024,
+                clock_mhz: 500,
+            },
+            buffers: vec![12, 12],
+            inputs: vec![0],
+            outputs: vec![1],
+            commands: vec![Command {
+                op: opcode::RESHAPE,
+                name: "reshape_1 (Reshape)".into(),
+                inputs: vec![0],
+                output: 1,
+                lo: -128,
+                hi: 127,
+                body: Body::Rescale(Rescale {
+                    len: 12,
+                    in_zp: 3,
+                    out_zp: -1,
+                    requant: Requant::from_real(0.75).unwrap(),
+                    tile_len: 4096,
+                }),
+            }],
+        }
+    }
+
+    #[test]
+    fn streams_round_trip_and_the_header_is_as_documented() {
+        let s = sample();
+        let blob = s.encode();
+        assert_eq!(Stream::decode(&blob).unwrap(), s);
+        assert_eq!(&blob[0..4], b"BNPU");
+        let u32_at = |i: usize| u32::from_le_bytes(blob[i..i + 4].try_into().unwrap());
+        assert_eq!(u32_at(4), FORMAT_VERSION);
+        assert_eq!(u32_at(8), HEADER_LEN as u32);
+        assert_eq!(u32_at(12), 0);
+        assert_eq!(u32_at(16), 1);
+        assert_eq!(u32_at(20) as usize, blob.len() - HEADER_LEN);
+        assert_eq!(u32_at(28), 0);
+        // Truncation anywhere is refused, never a panic.
+        for n in 0..blob.len() {
+            assert!(Stream::decode(&blob[..n]).is_err());
+        }
+    }
+
     #[test]
     fn crc32_check_value() {
         assert_eq!(checksum(b"123456789"), 0xCBF4_3926);
