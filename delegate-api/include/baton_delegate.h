@@ -257,7 +257,7 @@ extern "C" {
 /* The ABI major version. A plugin with another major is refused before any call. */
 #define BATON_ABI_MAJOR 1u
 /* The ABI minor version of this header. Minors only append. */
-#define BATON_ABI_MINOR 0u
+#define BATON_ABI_MINOR 1u
 
 /* The name of the one symbol a plugin exports (type BatonEntryFn). */
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
@@ -582,6 +582,21 @@ typedef struct BatonOptionSpec {
     const char* help;    /* one line for the user */
 } BatonOptionSpec;
 
+/* One event of a run, reported by the descriptor's `profile` function (added in 1.1):
+ * a unit of work the plugin chose to time, such as one command of an NPU command stream.
+ * struct_size follows the rule of section 1: the host sets it to sizeof(BatonProfileEvent)
+ * of its build, the plugin fills the fields that size covers and sets it to the bytes it
+ * filled. The strings belong to the plugin and stay valid until the next execute or
+ * destroy on the handle. */
+typedef struct BatonProfileEvent {
+    uint32_t struct_size;
+    uint32_t reserved;   /* zero */
+    const char* name;    /* what ran, for people: "conv_3 (Conv)" */
+    const char* kind;    /* the kind of work: "CONV2D", "kernel" */
+    uint64_t cycles;     /* estimated or measured device cycles; 0 if unknown */
+    uint64_t wall_ns;    /* wall-clock nanoseconds spent on it; 0 if unknown */
+} BatonProfileEvent;
+
 /* An opaque plugin context: one per loaded configuration. */
 typedef void* BatonContext;
 /* An opaque executable handle: one per initialised partition. */
@@ -677,11 +692,25 @@ typedef struct BatonDescriptor {
 
     /* Releases a handle. NULL is ignored. */
     void (*destroy)(BatonHandle handle);
+
+    /* ---- Added in 1.1. A host reads these only when BATON_DESCRIPTOR_HAS says so. ---- */
+
+    /* May be NULL: the plugin reports no profile. After a successful execute on `handle`,
+     * writes up to `capacity` events of that run into `events` and returns the number of
+     * events the run has in all (call again with a larger array if it is more than
+     * `capacity`; events == NULL with capacity 0 only counts). Never fails: a handle that
+     * has not run, or whose last execute failed, has 0 events. Never overlaps another call
+     * on the same handle. */
+    uint32_t (*profile)(BatonHandle handle, BatonProfileEvent* events, uint32_t capacity);
 } BatonDescriptor;
 
 /* The smallest struct_size a v1 host accepts: everything up to and including `destroy`. */
 #define BATON_DESCRIPTOR_V1_SIZE                                                           \
     (offsetof(BatonDescriptor, destroy) + sizeof(((const BatonDescriptor*)0)->destroy))
+
+/* The size of a 1.1 descriptor: everything up to and including `profile`. */
+#define BATON_DESCRIPTOR_V1_1_SIZE                                                         \
+    (offsetof(BatonDescriptor, profile) + sizeof(((const BatonDescriptor*)0)->profile))
 
 /* Whether the plugin's descriptor `d` (a const BatonDescriptor*) filled in `field`:
  * how a host tests for a field appended in a later minor before reading it. */

@@ -1,4 +1,4 @@
-//! The C ABI, version 1.0: `#[repr(C)]` mirrors of `include/baton_delegate.h`.
+//! The C ABI, version 1.1: `#[repr(C)]` mirrors of `include/baton_delegate.h`.
 //!
 //! The header is the normative text (it carries the ownership and threading rules); this
 //! module must match it field for field. `tests/c_abi.rs` compiles a C plugin against the
@@ -13,8 +13,9 @@ use std::ffi::{c_char, c_void};
 
 /// ABI major version. A different major is refused before any other call.
 pub const ABI_MAJOR: u32 = 1;
-/// ABI minor version of this build.
-pub const ABI_MINOR: u32 = 0;
+/// ABI minor version of this build. 1.1 appended [`Descriptor::profile`] and
+/// [`ProfileEvent`].
+pub const ABI_MINOR: u32 = 1;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "baton_delegate_entry";
 /// Size of the message buffer in [`SupportAnswer`].
@@ -358,6 +359,37 @@ pub struct Descriptor {
         unsafe extern "C" fn(Handle, *const TensorView, u32, *mut TensorView, u32) -> Status,
     /// Releases a handle; it never overlaps another call on that handle. NULL is ignored.
     pub destroy: unsafe extern "C" fn(Handle),
+
+    /// Added in 1.1; may be NULL (no profiling), and a host reads it only when
+    /// `struct_size` is at least [`DESCRIPTOR_V1_1_SIZE`]. After a successful `execute`
+    /// on the handle, writes up to `capacity` events of that run into the host's array
+    /// (each following the [`ProfileEvent::struct_size`] rule) and returns how many
+    /// events the run has in all, so a host with too small an array can ask again. A
+    /// NULL array with capacity 0 only counts. Never fails; a handle that has not run,
+    /// or whose last run failed, has 0 events. Calls on one handle never overlap, as for
+    /// `execute`.
+    pub profile: Option<unsafe extern "C" fn(Handle, *mut ProfileEvent, u32) -> u32>,
+}
+
+/// One event of a run, as `profile` reports it (added in 1.1): a unit of work the plugin
+/// chose to time (a command of an NPU command stream, a kernel launch, an operator).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ProfileEvent {
+    /// In and out, as in [`DeviceInfo`]: the host sets it to the size its build declares,
+    /// the plugin fills the fields that size covers and sets it to the bytes it filled.
+    pub struct_size: u32,
+    /// Always zero.
+    pub reserved: u32,
+    /// What ran, for people ("conv_3 rows 0-7"): NUL-terminated UTF-8 owned by the plugin,
+    /// valid until the next `execute` or `destroy` on the handle.
+    pub name: *const c_char,
+    /// The kind of work ("CONV2D", "kernel"), with the same ownership as `name`.
+    pub kind: *const c_char,
+    /// The device's estimated or measured cycle count; 0 if unknown.
+    pub cycles: u64,
+    /// Wall-clock time the plugin spent on it, in nanoseconds; 0 if unknown.
+    pub wall_ns: u64,
 }
 
 // SAFETY: the descriptor is immutable static data (strings and function pointers).
@@ -383,6 +415,10 @@ const _: () = assert!(
 /// The entry symbol's type.
 pub type EntryFn = unsafe extern "C" fn() -> *const Descriptor;
 
-/// Size of the complete v1 descriptor: a plugin whose `struct_size` is smaller cannot be
-/// used (it lacks fields every v1 host calls).
-pub const DESCRIPTOR_V1_SIZE: usize = std::mem::size_of::<Descriptor>();
+/// Size of the complete v1.0 descriptor (up to and including `destroy`): a plugin whose
+/// `struct_size` is smaller cannot be used (it lacks fields every v1 host calls).
+pub const DESCRIPTOR_V1_SIZE: usize = std::mem::offset_of!(Descriptor, profile);
+
+/// Size of the v1.1 descriptor, which ends with `profile`: a plugin whose `struct_size` is
+/// smaller was built against 1.0 and has no profiling.
+pub const DESCRIPTOR_V1_1_SIZE: usize = std::mem::size_of::<Descriptor>();

@@ -23,6 +23,6 @@ pub use ir::{
 };
 pub use sdk::{
     Constants, Delegate, DelegateError, Device, Executable, OptionDecl, Options, PluginInfo,
-    QuantRef, Support, TensorMut, TensorRef,
+    ProfileEvent, QuantRef, Support, TensorMut, TensorRef,
 };
 pub use tensor::Tensor;

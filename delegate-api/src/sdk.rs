@@ -481,6 +481,28 @@ pub trait Executable: Send + 'static {
         inputs: &[TensorRef<'_>],
         outputs: &mut [TensorMut<'_>],
     ) -> Result<(), DelegateError>;
+
+    /// The events of the last successful [`Executable::execute`], in the order they ran.
+    ///
+    /// The SDK asks right after each successful run and hands the answer to the host
+    /// through the descriptor's `profile` entry point (ABI 1.1); a host built against 1.0
+    /// never asks. The default reports nothing, which is always honest.
+    fn profile(&self) -> Vec<ProfileEvent> {
+        Vec::new()
+    }
+}
+
+/// One timed unit of work of a run (a command, a kernel launch), for `baton run --profile`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileEvent {
+    /// What ran, for people ("conv_3 (Conv)").
+    pub name: String,
+    /// The kind of work ("CONV2D", "kernel").
+    pub kind: String,
+    /// The device's estimated or measured cycles; 0 if unknown.
+    pub cycles: u64,
+    /// Wall-clock nanoseconds spent on it; 0 if unknown.
+    pub wall_ns: u64,
 }
 
 /// Exports a [`Delegate`] as a loadable plugin: defines the entry symbol
@@ -568,6 +590,7 @@ impl StaticDescriptor {
             init: glue::init::<D>,
             execute: glue::execute::<D>,
             destroy: glue::destroy::<D>,
+            profile: Some(glue::profile::<D>),
         };
         StaticDescriptor {
             descriptor,
@@ -698,6 +721,8 @@ mod glue {
 
     struct Exec<D: Delegate> {
         exec: Mutex<D::Executable>,
+        /// The last run's events with their strings, kept alive for the host to read.
+        events: Mutex<Vec<(CString, CString, u64, u64)>>,
     }
 
     unsafe fn ctx<'a, D: Delegate>(c: Context) -> Result<&'a Ctx<D>, DelegateError> {
@@ -954,6 +979,7 @@ mod glue {
             let exec = c.delegate.init(device, bytes(blob, len), &views)?;
             *out = Box::into_raw(Box::new(Exec::<D> {
                 exec: Mutex::new(exec),
+                events: Mutex::new(Vec::new()),
             })) as Handle;
             Ok(())
         })
@@ -1016,7 +1042,15 @@ mod glue {
                 outs.push(TensorMut::new(dtype, shape, data));
             }
             let mut exec = h.exec.lock().unwrap_or_else(|p| p.into_inner());
+            let mut events = h.events.lock().unwrap_or_else(|p| p.into_inner());
+            events.clear();
             exec.execute(&ins, &mut outs)?;
+            let text = |s: &str| CString::new(s.replace('\0', " ")).expect("no NUL");
+            *events = exec
+                .profile()
+                .iter()
+                .map(|e| (text(&e.name), text(&e.kind), e.cycles, e.wall_ns))
+                .collect();
             for (v, o) in out_views.iter_mut().zip(&outs) {
                 let shape = o.shape();
                 v.rank = shape.len() as u32;
@@ -1026,6 +1060,47 @@ mod glue {
                 }
             }
             Ok(())
+        })
+    }
+
+    pub unsafe extern "C" fn profile<D: Delegate>(
+        h: Handle,
+        out: *mut abi::ProfileEvent,
+        capacity: u32,
+    ) -> u32 {
+        guard_value(0, || {
+            let Some(h) = (h as *const Exec<D>).as_ref() else {
+                return 0;
+            };
+            let events = h.events.lock().unwrap_or_else(|p| p.into_inner());
+            if !out.is_null() {
+                let ours = std::mem::size_of::<abi::ProfileEvent>();
+                for (i, (name, kind, cycles, wall_ns)) in
+                    events.iter().take(capacity as usize).enumerate()
+                {
+                    let slot = out.add(i);
+                    // Write no more than the host's struct holds, as for DeviceInfo.
+                    let theirs = (*slot).struct_size as usize;
+                    let n = theirs.min(ours);
+                    if n < std::mem::size_of::<u32>() {
+                        continue;
+                    }
+                    let e = abi::ProfileEvent {
+                        struct_size: n as u32,
+                        reserved: 0,
+                        name: name.as_ptr(),
+                        kind: kind.as_ptr(),
+                        cycles: *cycles,
+                        wall_ns: *wall_ns,
+                    };
+                    std::ptr::copy_nonoverlapping(
+                        &e as *const abi::ProfileEvent as *const u8,
+                        slot as *mut u8,
+                        n,
+                    );
+                }
+            }
+            events.len() as u32
         })
     }
 

@@ -215,7 +215,13 @@ fn abi_structs() -> Vec<StructInfo> {
                 init,
                 execute,
                 destroy,
+                profile,
             ]
+        ),
+        struct_info!(
+            abi::ProfileEvent,
+            "BatonProfileEvent",
+            [struct_size, reserved, name, kind, cycles, wall_ns]
         ),
     ]
 }
@@ -230,6 +236,10 @@ fn expected_constants() -> Vec<(String, i64)> {
         ("BATON_SUPPORT_MESSAGE_LEN", abi::SUPPORT_MESSAGE_LEN as i64),
         ("BATON_MAX_RANK", abi::MAX_RANK as i64),
         ("BATON_DESCRIPTOR_V1_SIZE", abi::DESCRIPTOR_V1_SIZE as i64),
+        (
+            "BATON_DESCRIPTOR_V1_1_SIZE",
+            abi::DESCRIPTOR_V1_1_SIZE as i64,
+        ),
         ("BATON_STATUS_OK", abi::STATUS_OK as i64),
         ("BATON_STATUS_ERROR", abi::STATUS_ERROR as i64),
         ("BATON_STATUS_UNSUPPORTED", abi::STATUS_UNSUPPORTED as i64),
@@ -379,6 +389,15 @@ fn split_top_level(s: &str) -> Vec<&str> {
 fn c_declaration(ty: &str, declarator: &str, is_const: bool) -> String {
     let ty = ty.trim();
     let q = if is_const { "const " } else { "" };
+    // A nullable function pointer (fields added in a later minor may be NULL).
+    if let Some(inner) = ty
+        .strip_prefix("core::option::Option<")
+        .and_then(|t| t.strip_suffix('>'))
+    {
+        if inner.trim_start().starts_with("unsafe extern \"C\" fn(") {
+            return c_declaration(inner, declarator, is_const);
+        }
+    }
     if let Some(rest) = ty.strip_prefix("*const ") {
         return c_declaration(rest, &format!("*{q}{declarator}"), true);
     }
@@ -1501,7 +1520,7 @@ fn c_plugin_fault_variants() {
     assert_eq!(major, 2);
     assert_ne!(major, abi::ABI_MAJOR, "a host must refuse this plugin");
     assert_eq!(minor, abi::ABI_MINOR);
-    assert_eq!(size as usize, abi::DESCRIPTOR_V1_SIZE);
+    assert_eq!(size as usize, abi::DESCRIPTOR_V1_1_SIZE);
 
     let short = Loaded::open(&build_plugin(dir.path(), Some("BATON_TEST_SHORT_STRUCT")));
     let (major, _, size) = short.prefix();

@@ -8,6 +8,12 @@
 //! value with a fixed shape fold too, since they read only the shape. The pass runs after
 //! import and again after the host binds symbolic dimensions.
 //!
+//! DequantizeLinear is never folded, even of a constant: in a QDQ model the int8 weight
+//! and its scales *are* the information an integer backend (an NPU) needs, and folding
+//! them into an f32 constant would break up the quantized groups it claims (ONNX Runtime
+//! keeps these nodes for the same reason). Where no backend takes them, the portable
+//! kernels dequantize at run time.
+//!
 //! An If whose condition is constant is replaced by the nodes of the branch it would take
 //! ([`inline_if`]); they are folded in turn. (A model's If on a run-time input, such as
 //! silero VAD's sample rate, stays.)
@@ -119,7 +125,7 @@ pub fn inline_if(graph: &mut Graph, node: &Node) -> Option<Vec<Node>> {
 
 /// The node's output values if it can be computed now.
 pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
-    if node.op.is_control_flow() {
+    if node.op.is_control_flow() || node.op == OpKind::DequantizeLinear {
         return None;
     }
     if matches!(node.op, OpKind::Shape | OpKind::Size) {

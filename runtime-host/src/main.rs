@@ -97,6 +97,10 @@ struct RunArgs {
     /// --input IN=FILE.npy.
     #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
     states: Vec<String>,
+    /// Print what each delegated partition's plugin reports about the run (ABI 1.1
+    /// profile events: command, estimated cycles, wall time), as a table.
+    #[arg(long)]
+    profile: bool,
 }
 
 #[derive(Args)]
@@ -206,8 +210,16 @@ fn run(a: RunArgs) -> Result<()> {
         for n in &session.notes {
             eprintln!("baton: note: {n}");
         }
-        (session.run(&inputs)?, session.nodes_per_backend())
+        session.set_profiling(a.profile);
+        let outputs = session.run(&inputs)?;
+        if a.profile {
+            print_profile(&session.profile());
+        }
+        (outputs, session.nodes_per_backend())
     } else {
+        if a.profile {
+            eprintln!("baton: note: --profile is not available with --bound yet; ignored");
+        }
         let mut session = BoundedSession::new(&engine, &graph, &bounds)
             .with_context(|| format!("loading {}", a.model.display()))?;
         let p = session.arena_plan();
@@ -227,6 +239,42 @@ fn run(a: RunArgs) -> Result<()> {
     write_outputs(a.output_dir.as_deref(), &named)?;
     report_per_backend(&per_backend);
     Ok(())
+}
+
+/// Prints the plugins' profile events: one row per event, a total per partition.
+fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
+    println!(
+        "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10}",
+        "partition", "backend", "kind", "command", "cycles", "wall_us"
+    );
+    for p in parts {
+        if p.events.is_empty() {
+            println!("{:>9}  {:<10} (no events reported)", p.partition, p.backend);
+            continue;
+        }
+        for e in &p.events {
+            println!(
+                "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
+                p.partition,
+                p.backend,
+                e.kind,
+                e.name,
+                e.cycles,
+                e.wall_ns as f64 / 1e3
+            );
+        }
+        let cycles: u64 = p.events.iter().map(|e| e.cycles).sum();
+        let wall: u64 = p.events.iter().map(|e| e.wall_ns).sum();
+        println!(
+            "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
+            p.partition,
+            p.backend,
+            "total",
+            "",
+            cycles,
+            wall as f64 / 1e3
+        );
+    }
 }
 
 /// Writes each output as `DIR/NAME.npy`, or prints a summary of it without a directory.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
-use baton_delegate_api::sdk::{check_option, OptionDecl, Support};
+use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
 use baton_delegate_api::{Graph, Tensor};
 
 use crate::error::{HostError, Result};
@@ -56,7 +56,10 @@ impl std::fmt::Display for PluginSource {
 
 /// A loaded plugin library whose descriptor passed the handshake.
 pub struct PluginLibrary {
-    desc: &'static Descriptor,
+    /// The host's copy of the plugin's descriptor: the bytes its `struct_size` covers,
+    /// zeros after them (so a 1.0 plugin's missing 1.1 `profile` reads as NULL, and no
+    /// reference ever spans memory the plugin did not declare).
+    desc: Descriptor,
     pub source: PluginSource,
     pub name: String,
     pub version: String,
@@ -193,9 +196,19 @@ impl PluginLibrary {
                 });
             }
         }
-        // SAFETY: the plugin declared a v1-sized descriptor with every function set, which
-        // lives until unload; the library is kept alive by the returned value.
-        let desc: &'static Descriptor = unsafe { &*ptr };
+        // Copy what the plugin declared into a zeroed host-side descriptor: fields a later
+        // minor appended that this plugin lacks stay zero (NULL), and fields a newer plugin
+        // has beyond our struct are not read.
+        let declared = (size as usize).min(std::mem::size_of::<Descriptor>());
+        let desc: Descriptor = unsafe {
+            let mut copy = std::mem::MaybeUninit::<Descriptor>::zeroed();
+            // SAFETY: the plugin declared `size` readable bytes at `ptr`, at least the whole
+            // v1 descriptor (checked above) with every v1 function pointer non-NULL.
+            std::ptr::copy_nonoverlapping(ptr as *const u8, copy.as_mut_ptr() as *mut u8, declared);
+            // SAFETY: every v1 field is a copied valid value; the rest are zeroed nullable
+            // function pointers (`Option<fn>`), for which zero is `None`.
+            copy.assume_init()
+        };
         let text = |p: *const c_char| -> String {
             if p.is_null() {
                 String::new()
@@ -222,12 +235,12 @@ impl PluginLibrary {
             }
         }
         Ok(Arc::new(PluginLibrary {
-            desc,
             name: text(desc.name),
             version: text(desc.version),
             build_id: text(desc.build_id),
             abi_minor: minor,
             concurrency: desc.concurrency,
+            desc,
             options,
             file_hash,
             source,
@@ -549,6 +562,51 @@ impl PluginExecutable {
     pub fn library(&self) -> &PluginLibrary {
         &self.lib
     }
+
+    /// The events of the last successful execute, if the plugin reports any (ABI 1.1
+    /// `profile`); empty for a 1.0 plugin or one without profiling.
+    pub fn profile(&self) -> Vec<ProfileEvent> {
+        // NULL for a 1.0 plugin: its descriptor copy is zero past `destroy`.
+        let Some(f) = self.lib.desc.profile else {
+            return Vec::new();
+        };
+        // SAFETY: counting only: a NULL array with capacity 0.
+        let n = unsafe { f(self.handle, std::ptr::null_mut(), 0) };
+        let blank = abi::ProfileEvent {
+            struct_size: std::mem::size_of::<abi::ProfileEvent>() as u32,
+            reserved: 0,
+            name: std::ptr::null(),
+            kind: std::ptr::null(),
+            cycles: 0,
+            wall_ns: 0,
+        };
+        // A plugin answering with an absurd count gets a bounded array, not an allocation.
+        let mut events = vec![blank; (n as usize).min(1 << 16)];
+        // SAFETY: `events` has the capacity we pass, each slot's struct_size set.
+        let filled = unsafe { f(self.handle, events.as_mut_ptr(), events.len() as u32) };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                // SAFETY: the plugin's strings live until the next execute on this handle.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        events
+            .iter()
+            .take(filled as usize)
+            .map(|e| {
+                // Fields beyond the plugin's struct_size keep our zero defaults.
+                let has = |end: usize| e.struct_size as usize >= end;
+                ProfileEvent {
+                    name: if has(24) { text(e.name) } else { String::new() },
+                    kind: if has(24) { text(e.kind) } else { String::new() },
+                    cycles: if has(32) { e.cycles } else { 0 },
+                    wall_ns: if has(40) { e.wall_ns } else { 0 },
+                }
+            })
+            .collect()
+    }
 }
 
 /// A graph serialized for an ABI call, with its constants as views.
@@ -657,6 +715,16 @@ pub fn run_once(
     graph: &Graph,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>> {
+    run_once_profiled(ctx, device, graph, inputs).map(|(out, _)| out)
+}
+
+/// [`run_once`], also returning the plugin's profile events of the run.
+pub fn run_once_profiled(
+    ctx: &PluginContext,
+    device: u32,
+    graph: &Graph,
+    inputs: &[Tensor],
+) -> Result<(Vec<Tensor>, Vec<ProfileEvent>)> {
     let blob = ctx.compile(device, graph)?;
     let mut exec = ctx.init(device, &blob, graph)?;
     let mut in_shapes: Vec<Vec<i64>> = inputs
@@ -718,7 +786,7 @@ pub fn run_once(
     // SAFETY: every view points into buffers owned above, alive for the call.
     unsafe { exec.execute_raw(&in_views, &mut out_views)? };
     check_output_shapes(&exec.lib, &out_views, &outputs)?;
-    Ok(outputs)
+    Ok((outputs, exec.profile()))
 }
 
 /// Refuses outputs whose reported shape differs from the expected one.

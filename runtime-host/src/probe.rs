@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tensor};
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::{run_once, DeviceReport, PluginContext};
@@ -124,7 +124,7 @@ pub fn probe(ctx: &PluginContext, device: u32) -> ProbeVerdict {
         ran.push(name);
     }
     if ran.is_empty() {
-        return fail("declined every probe graph (Relu, Add, MatMul+Add+Relu, Conv+Relu): nothing proves it runs".into());
+        return fail("declined every probe graph (Relu, Add, MatMul+Add+Relu, Conv+Relu, int8 QDQ Conv): nothing proves it runs".into());
     }
     ProbeVerdict {
         passed: true,
@@ -141,8 +141,15 @@ fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
             got.dtype, got.shape, want.dtype, want.shape
         ));
     }
+    // Quantized outputs may differ by one step: integer requantization rounds differently
+    // from the reference's float arithmetic (ties, fixed-point multipliers).
+    let quantized = matches!(want.dtype, DType::I8 | DType::U8);
     for (i, (&g, &w)) in got.to_f64().iter().zip(&want.to_f64()).enumerate() {
-        let within = (g - w).abs() <= 1e-4 * (1.0 + w.abs());
+        let within = if quantized {
+            (g - w).abs() <= 1.0
+        } else {
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs())
+        };
         if !within {
             return Some(format!("element {i} is {g}, expected {w}"));
         }
@@ -217,5 +224,77 @@ fn probe_graphs() -> Vec<(&'static str, Graph, Vec<Tensor>)> {
         b.finish().expect("valid"),
         vec![Tensor::from_f32(&[1, 2, 5, 5], &vals(50))],
     ));
+    out.push(quantized_conv_probe());
     out
+}
+
+/// An int8 QDQ convolution, so that a backend that runs only quantized work (an NPU) can
+/// prove itself: int8 in → DequantizeLinear → Conv (int8 weights with per-channel scales,
+/// int32 bias at `x_scale * w_scale`) → QuantizeLinear → int8 out. Compared within one
+/// quantization step.
+fn quantized_conv_probe() -> (&'static str, Graph, Vec<Tensor>) {
+    let scalar = |b: &mut GraphBuilder, name: &str, dtype: DType, bytes: &[u8]| {
+        b.constant(name, dtype, &[], TensorData::from_bytes(bytes))
+    };
+    let mut b = GraphBuilder::new("probe_qconv");
+    let x = b.input_fixed("x", DType::I8, &[1, 2, 5, 5]);
+    let xs = scalar(&mut b, "x_scale", DType::F32, &0.05f32.to_le_bytes());
+    let xz = scalar(&mut b, "x_zp", DType::I8, &[3]);
+    let xf = b
+        .node(OpKind::DequantizeLinear, &[x, xs, xz], &[])
+        .expect("static probe graph");
+    let w: Vec<i8> = (0..54).map(|i: i32| (i * 37 % 101 - 50) as i8).collect();
+    let w = b.constant("w", DType::I8, &[3, 2, 3, 3], TensorData::from_slice(&w));
+    let w_scales = [0.01f32, 0.02, 0.015];
+    let ws = b.constant(
+        "w_scale",
+        DType::F32,
+        &[3],
+        TensorData::from_slice(&w_scales),
+    );
+    let wz = b.constant("w_zp", DType::I8, &[3], TensorData::from_slice(&[0i8; 3]));
+    let axis = [("axis", Attr::Int(0))];
+    let wf = b
+        .node(OpKind::DequantizeLinear, &[w, ws, wz], &axis)
+        .expect("static probe graph");
+    let bias = b.constant(
+        "b",
+        DType::I32,
+        &[3],
+        TensorData::from_slice(&[120i32, -340, 55]),
+    );
+    let b_scales: Vec<f32> = w_scales.iter().map(|s| s * 0.05).collect();
+    let bs = b.constant(
+        "b_scale",
+        DType::F32,
+        &[3],
+        TensorData::from_slice(&b_scales),
+    );
+    let bz = b.constant("b_zp", DType::I32, &[3], TensorData::from_slice(&[0i32; 3]));
+    let bf = b
+        .node(OpKind::DequantizeLinear, &[bias, bs, bz], &axis)
+        .expect("static probe graph");
+    let y = b
+        .node(
+            OpKind::Conv,
+            &[xf, wf, bf],
+            &[("pads", Attr::Ints(vec![1, 1, 1, 1]))],
+        )
+        .expect("static probe graph");
+    let ys = scalar(&mut b, "y_scale", DType::F32, &0.04f32.to_le_bytes());
+    let yz = scalar(&mut b, "y_zp", DType::I8, &[(-6i8) as u8]);
+    let q = b
+        .node(OpKind::QuantizeLinear, &[y, ys, yz], &[])
+        .expect("static probe graph");
+    b.output(q);
+    let input: Vec<i8> = (0..50).map(|i: i32| (i * 53 % 97 - 48) as i8).collect();
+    (
+        "int8 QDQ Conv",
+        b.finish().expect("valid"),
+        vec![Tensor::from_bytes(
+            DType::I8,
+            &[1, 2, 5, 5],
+            bytemuck::cast_slice(&input),
+        )],
+    )
 }

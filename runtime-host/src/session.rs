@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use baton_delegate_api::abi;
 use baton_delegate_api::ir::AlignedBytes;
+use baton_delegate_api::sdk::ProfileEvent;
 use baton_delegate_api::{
     DType, Graph, NodeId, OpKind, Storage, Support, Tensor, TensorId, TensorMut, TensorRef,
 };
@@ -46,6 +47,9 @@ pub struct Session<'e> {
     pub notes: Vec<String>,
     /// How many delegate calls failed and were run on the portable kernels instead.
     pub fallbacks: usize,
+    /// Whether each run asks the plugins for their profile events (off by default: it
+    /// costs two calls and some copies per partition per run).
+    profiling: bool,
     steps: Vec<ExecStep>,
     /// The control-flow nodes' runners, indexed by [`ExecStep::Control`].
     controls: Vec<Control<'e>>,
@@ -102,9 +106,47 @@ struct DelegateStep {
     _in_shapes: Vec<Vec<i64>>,
     out_shapes: Vec<[i64; abi::MAX_RANK]>,
     expected_out: Vec<[i64; abi::MAX_RANK]>,
+    /// The plugin's events of the last run, when profiling.
+    events: Vec<ProfileEvent>,
+}
+
+/// What one partition's plugin reported about the last run (`baton run --profile`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionProfile {
+    /// The partition's index in the plan.
+    pub partition: usize,
+    /// The backend that ran it.
+    pub backend: String,
+    /// The plugin's events, in the order it ran them; empty when it reports none (a 1.0
+    /// plugin, or one without profiling) or the run fell back to the portable kernels.
+    pub events: Vec<ProfileEvent>,
 }
 
 impl<'e> Session<'e> {
+    /// Turns collecting the plugins' profile events on or off for the following runs.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiling = on;
+    }
+
+    /// The profile of the last run, one entry per delegated partition in execution order
+    /// (empty unless [`Session::set_profiling`] is on).
+    pub fn profile(&self) -> Vec<PartitionProfile> {
+        if !self.profiling {
+            return Vec::new();
+        }
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                ExecStep::Delegate(d) => Some(PartitionProfile {
+                    partition: d.partition,
+                    backend: d.backend.clone(),
+                    events: d.events.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Loads `graph` on `engine`. `bindings` gives values to symbolic dimensions.
     pub fn new(
         engine: &'e Engine,
@@ -346,6 +388,10 @@ impl<'e> Session<'e> {
                     }
                     Ok(())
                 });
+                d.events.clear();
+                if result.is_ok() && self.profiling {
+                    d.events = d.exec.profile();
+                }
                 match result {
                     Ok(()) => Ok(()),
                     Err(e)
@@ -881,6 +927,7 @@ fn assemble<'e>(
                     _in_shapes: in_shapes,
                     out_shapes,
                     expected_out,
+                    events: Vec::new(),
                 }))
             }
         })
@@ -893,6 +940,7 @@ fn assemble<'e>(
         arena_plan,
         notes,
         fallbacks: 0,
+        profiling: false,
         steps,
         controls,
         slots,

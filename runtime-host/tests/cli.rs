@@ -377,3 +377,28 @@ fn run_stream_iterates_chunks_carries_state_and_stacks_outputs() {
     let y = baton_runtime_host::npy::read(&out.join("y.npy")).unwrap();
     assert_eq!(y.f32s(), &[1.0, 10.0, 3.0, 30.0, 6.0, 60.0]);
 }
+
+#[test]
+fn run_profile_prints_a_table_per_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "-i",
+            &format!("image={}", image.display()),
+            "--profile",
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    // The default CPU plugin reports no events; the table says so per partition.
+    assert!(
+        stdout.contains("partition")
+            && stdout.contains("cycles")
+            && stdout.contains("(no events reported)"),
+        "{stdout}"
+    );
+}

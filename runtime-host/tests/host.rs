@@ -178,7 +178,13 @@ fn abi_faults_are_refused_before_any_call_with_typed_errors() {
         Err(e @ HostError::AbiMismatch { .. }) => {
             let m = e.to_string();
             assert!(
-                m.contains("libwrong_major.so") && m.contains("2.") && m.contains("1.0"),
+                m.contains("libwrong_major.so")
+                    && m.contains("2.")
+                    && m.contains(&format!(
+                        "{}.{}",
+                        baton_delegate_api::abi::ABI_MAJOR,
+                        baton_delegate_api::abi::ABI_MINOR
+                    )),
                 "{m}"
             );
             assert!(m.contains("upgrade the host"), "the fix is named: {m}");
@@ -555,4 +561,37 @@ fn a_loop_runs_in_a_session_and_a_value_dependent_shape_is_refused_by_name() {
         err.contains("ragged_out") && err.contains("run time"),
         "{err}"
     );
+}
+
+#[test]
+fn a_plugin_built_against_abi_1_0_still_runs_and_reports_no_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = c_plugin(dir.path(), &["-DBATON_TEST_V1_0"], "libv1_0.so");
+    let (_d, e) = engine(&format!("[[plugin]]\npath = {}\n", q(&lib)));
+    let c = &e.backends[0];
+    assert_eq!(c.ctx.lib.abi_minor, 0);
+    assert!(c.verdict.passed, "{}", c.verdict.detail);
+    let (g, inputs) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    s.set_profiling(true);
+    let got = s.run(&inputs).unwrap();
+    assert_eq!(got[0].f32s(), reference_outputs(&g, &inputs)[0].f32s());
+    let profile = s.profile();
+    assert_eq!(profile.len(), 1);
+    assert!(profile[0].events.is_empty(), "{profile:?}");
+}
+
+#[test]
+fn profiling_is_off_unless_asked_and_a_1_1_plugin_without_events_reports_none() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let graph = sample::tinynet();
+    let inputs = vec![sample::tinynet_input()];
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    s.run(&inputs).unwrap();
+    assert!(s.profile().is_empty());
+    s.set_profiling(true);
+    s.run(&inputs).unwrap();
+    // The CPU plugin has the 1.1 entry point (the SDK provides it) but reports no events.
+    assert!(s.profile().iter().all(|p| p.events.is_empty()));
+    assert!(!s.profile().is_empty());
 }

@@ -14,6 +14,8 @@
  * Fault variants for the host's ABI checks, selected at build time:
  *     -DBATON_TEST_WRONG_MAJOR   the descriptor claims abi_major 2
  *     -DBATON_TEST_SHORT_STRUCT  the descriptor claims struct_size 24
+ *     -DBATON_TEST_V1_0          built as against ABI 1.0: abi_minor 0 and struct_size
+ *                                BATON_DESCRIPTOR_V1_SIZE (no 1.1 profile field)
  *     -DBATON_TEST_NO_ENTRY      baton_delegate_entry is not exported (the descriptor is
  *                                reachable through baton_test_renamed_entry instead)
  *
@@ -918,13 +920,19 @@ static void plugin_destroy(BatonHandle handle) {
 
 #if defined(BATON_TEST_SHORT_STRUCT)
 #define DESCRIPTOR_SIZE 24u
+#elif defined(BATON_TEST_V1_0)
+#define DESCRIPTOR_SIZE ((uint32_t)BATON_DESCRIPTOR_V1_SIZE)
 #else
 #define DESCRIPTOR_SIZE ((uint32_t)sizeof(BatonDescriptor))
 #endif
 
 static const BatonDescriptor k_descriptor = {
     .abi_major = DESCRIPTOR_MAJOR,
+#if defined(BATON_TEST_V1_0)
+    .abi_minor = 0u,
+#else
     .abi_minor = BATON_ABI_MINOR,
+#endif
     .struct_size = DESCRIPTOR_SIZE,
     .concurrency = BATON_CONCURRENCY_SERIALIZED_PER_HANDLE,
     .name = PLUGIN_NAME,

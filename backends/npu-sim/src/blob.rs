@@ -1,0 +1,249 @@
+//! The command stream container: header, machine record, buffer table, commands, CRC.
+//!
+//! The layout is documented field by field in the crate documentation (`lib.rs`), which
+//! is what vendors and tools read; this module is its only writer and reader.
+
+use crate::command::{Command, Reader, Writer};
+use crate::error::NpuError;
+
+/// `"BNPU"`: the first four bytes of every stream.
+pub const MAGIC: [u8; 4] = *b"BNPU";
+/// The format version this build writes and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes in the header.
+pub const HEADER_LEN: usize = 32;
+/// Offset of the CRC field in the header.
+const CRC_AT: usize = 24;
+
+/// The NPU a stream was compiled for: its tiles fit `sram_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Machine {
+    /// 8-bit multiply-accumulates per cycle.
+    pub macs: u32,
+    /// On-chip SRAM in bytes.
+    pub sram_bytes: u32,
+    /// Clock in MHz.
+    pub clock_mhz: u32,
+}
+
+/// A decoded stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stream {
+    /// The machine it was compiled for.
+    pub machine: Machine,
+    /// Byte size of every int8 buffer.
+    pub buffers: Vec<u32>,
+    /// The buffers the partition's inputs are copied into, in input order.
+    pub inputs: Vec<u32>,
+    /// The buffers the partition's outputs are read from, in output order.
+    pub outputs: Vec<u32>,
+    /// The commands, in execution order.
+    pub commands: Vec<Command>,
+}
+
+impl Stream {
+    /// Serializes the stream with its header and checksum.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut p = Writer::default();
+        p.u32(self.machine.macs);
+        p.u32(self.machine.sram_bytes);
+        p.u32(self.machine.clock_mhz);
+        for list in [&self.buffers, &self.inputs, &self.outputs] {
+            p.u32(list.len() as u32);
+            list.iter().for_each(|&v| p.u32(v));
+        }
+        self.commands.iter().for_each(|c| c.write(&mut p));
+        let mut h = Writer::default();
+        h.buf.extend_from_slice(&MAGIC);
+        h.u32(FORMAT_VERSION);
+        h.u32(HEADER_LEN as u32);
+        h.u32(0); // flags
+        h.u32(self.commands.len() as u32);
+        h.u32(p.buf.len() as u32);
+        h.u32(0); // crc, filled below
+        h.u32(0); // reserved
+        let mut out = h.buf;
+        out.extend_from_slice(&p.buf);
+        let crc = checksum(&out);
+        out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Checks the header and checksum and decodes the stream.
+    pub fn decode(blob: &[u8]) -> Result<Stream, NpuError> {
+        let header = check_header(blob)?;
+        let mut r = Reader::new(&blob[HEADER_LEN..]);
+        let bad = |e: String| NpuError::Malformed(e);
+        let machine = Machine {
+            macs: r.u32().map_err(bad)?,
+            sram_bytes: r.u32().map_err(bad)?,
+            clock_mhz: r.u32().map_err(bad)?,
+        };
+        let mut lists = Vec::new();
+        for _ in 0..3 {
+            let n = r.count(4).map_err(bad)?;
+            let l: Vec<u32> = (0..n)
+                .map(|_| r.u32())
+                .collect::<Result<_, _>>()
+                .map_err(bad)?;
+            lists.push(l);
+        }
+        let commands = (0..header.commands)
+            .map(|_| Command::read(&mut r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad)?;
+        if r.pos != r.buf.len() {
+            return Err(bad(format!(
+                "{} bytes left after the last command",
+                r.buf.len() - r.pos
+            )));
+        }
+        let outputs = lists.pop().expect("3 lists");
+        let inputs = lists.pop().expect("3 lists");
+        let buffers = lists.pop().expect("3 lists");
+        Ok(Stream {
+            machine,
+            buffers,
+            inputs,
+            outputs,
+            commands,
+        })
+    }
+}
+
+/// What the header says, once magic, version, lengths and checksum are right.
+pub struct Header {
+    /// The number of commands.
+    pub commands: u32,
+}
+
+/// Validates magic, version, header length, payload length and checksum, in that order,
+/// so the error names the first thing wrong.
+pub fn check_header(blob: &[u8]) -> Result<Header, NpuError> {
+    if blob.len() < HEADER_LEN || blob[..4] != MAGIC {
+        return Err(NpuError::NotAStream);
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(blob[i..i + 4].try_into().expect("4 bytes"));
+    let version = u32_at(4);
+    if version != FORMAT_VERSION {
+        return Err(NpuError::Version {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let header_len = u32_at(8) as usize;
+    if header_len != HEADER_LEN {
+        return Err(NpuError::Malformed(format!(
+            "header length {header_len}, version {FORMAT_VERSION} has {HEADER_LEN}"
+        )));
+    }
+    let payload = u32_at(20) as usize;
+    if blob.len() != HEADER_LEN + payload {
+        return Err(NpuError::Malformed(format!(
+            "the header announces {payload} payload bytes, the blob has {}",
+            blob.len() - HEADER_LEN
+        )));
+    }
+    let stored = u32_at(CRC_AT);
+    let mut copy = blob.to_vec();
+    copy[CRC_AT..CRC_AT + 4].fill(0);
+    let computed = checksum(&copy);
+    if stored != computed {
+        return Err(NpuError::Checksum { stored, computed });
+    }
+    Ok(Header {
+        commands: u32_at(16),
+    })
+}
+
+/// CRC-32 (IEEE 802.3: reflected polynomial 0xEDB88320, initial value and final xor
+/// 0xFFFFFFFF; the check value of `"123456789"` is 0xCBF43926), written here by hand
+/// because a backend depends on `baton-delegate-api` alone (see ARCHITECTURE.md), and
+/// thirty lines do not justify a dependency every vendor build would inherit.
+pub fn checksum(bytes: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in bytes {
+        crc = TABLE[((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    crc ^ 0xFFFF_FFFF
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::command::{opcode, Body, Rescale};
+    use crate::quant::Requant;
+
+    fn sample() -> Stream {
+        Stream {
+            machine: Machine {
+                macs: 256,
+                sram_bytes: 384 * 1024,
+                clock_mhz: 500,
+            },
+            buffers: vec![12, 12],
+            inputs: vec![0],
+            outputs: vec![1],
+            commands: vec![Command {
+                op: opcode::RESHAPE,
+                name: "reshape_1 (Reshape)".into(),
+                inputs: vec![0],
+                output: 1,
+                lo: -128,
+                hi: 127,
+                body: Body::Rescale(Rescale {
+                    len: 12,
+                    in_zp: 3,
+                    out_zp: -1,
+                    requant: Requant::from_real(0.75).unwrap(),
+                    tile_len: 4096,
+                }),
+            }],
+        }
+    }
+
+    #[test]
+    fn streams_round_trip_and_the_header_is_as_documented() {
+        let s = sample();
+        let blob = s.encode();
+        assert_eq!(Stream::decode(&blob).unwrap(), s);
+        assert_eq!(&blob[0..4], b"BNPU");
+        let u32_at = |i: usize| u32::from_le_bytes(blob[i..i + 4].try_into().unwrap());
+        assert_eq!(u32_at(4), FORMAT_VERSION);
+        assert_eq!(u32_at(8), HEADER_LEN as u32);
+        assert_eq!(u32_at(12), 0);
+        assert_eq!(u32_at(16), 1);
+        assert_eq!(u32_at(20) as usize, blob.len() - HEADER_LEN);
+        assert_eq!(u32_at(28), 0);
+        // Truncation anywhere is refused, never a panic.
+        for n in 0..blob.len() {
+            assert!(Stream::decode(&blob[..n]).is_err());
+        }
+    }
+
+    #[test]
+    fn crc32_check_value() {
+        assert_eq!(checksum(b"123456789"), 0xCBF4_3926);
+        assert_eq!(checksum(b""), 0);
+    }
+}
