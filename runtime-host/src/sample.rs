@@ -151,8 +151,11 @@ pub fn mixed_input() -> Tensor {
     tinynet_input()
 }
 
+/// One quantized conv block: name, weight shape, weights, bias, group, pad, stride.
+type ConvBlock = (&'static str, Vec<usize>, Vec<f32>, Vec<f32>, i64, i64, i64);
+
 struct MixedWeights {
-    convs: Vec<(&'static str, Vec<usize>, Vec<f32>, Vec<f32>, i64, i64, i64)>,
+    convs: Vec<ConvBlock>,
     fc1: (Vec<f32>, Vec<f32>),
     fc2: Vec<f32>,
     ln: (Vec<f32>, Vec<f32>),

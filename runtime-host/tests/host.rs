@@ -595,3 +595,26 @@ fn profiling_is_off_unless_asked_and_a_1_1_plugin_without_events_reports_none() 
     assert!(s.profile().iter().all(|p| p.events.is_empty()));
     assert!(!s.profile().is_empty());
 }
+
+#[test]
+fn the_mixed_example_matches_its_generator_and_is_really_quantized() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mixed");
+    let graph = sample::mixed();
+    let (bytes, _) =
+        baton_delegate_api::wire::encode(&graph, baton_delegate_api::wire::ConstMode::Inline);
+    assert!(
+        std::fs::read(root.join("mixed.btir")).unwrap() == bytes,
+        "examples/mixed/mixed.btir is stale: run `cargo run -p baton-runtime-host --example make_mixed`"
+    );
+    let count = |op: OpKind| graph.nodes.iter().filter(|n| n.op == op).count();
+    assert_eq!(count(OpKind::Conv), 3);
+    assert_eq!(count(OpKind::QuantizeLinear), 4);
+    // Input, three weights, three biases, three activations.
+    assert_eq!(count(OpKind::DequantizeLinear), 10);
+    // A distribution, not saturated garbage from a mis-scaled quantization.
+    let got = reference_outputs(&graph, &[sample::mixed_input()]);
+    let p = got[0].f32s();
+    assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    assert!(p.iter().all(|v| v.is_finite() && *v > 0.0));
+    assert!(p.iter().cloned().fold(0f32, f32::max) < 0.9);
+}
