@@ -129,7 +129,9 @@ impl XorShift {
 /// output channel (symmetric), int32 biases at scale `x_scale * w_scale`, as ONNX
 /// Runtime's QDQ format lays them out. The last activation is dequantized and the float
 /// head runs: GlobalAveragePool, Flatten, MatMul + Add, LayerNormalization, a GELU written
-/// out with Erf, MatMul, Softmax → `probabilities` `[1,10]`.
+/// out with Erf, MatMul, Softmax → `probabilities` `[1,10]`. The last int8 activation is a
+/// second output, `features_q` `[1,32,16,16]`, so that the integer part can be checked in
+/// quantization steps.
 ///
 /// Activation scales come from a real calibration: the float model with the same weights
 /// is run on [`mixed_input`] and each quantized tensor's scale is its largest magnitude
@@ -217,13 +219,18 @@ fn build_mixed(w: &MixedWeights, scales: Option<&[f32]>) -> Graph {
     });
     let image = b.input_fixed("image", DType::F32, &[1, 3, 32, 32]);
     let mut calib_outputs = Vec::new();
+    let mut last_q = None;
     let mut act = |b: &mut GraphBuilder, t: usize, i: usize, name: &str| -> usize {
         match scales {
             None => {
                 calib_outputs.push(t);
                 t
             }
-            Some(s) => qdq(b, t, s[i], name),
+            Some(s) => {
+                let (q, dq) = qdq(b, t, s[i], name);
+                last_q = Some(q);
+                dq
+            }
         }
     };
     let mut x = act(&mut b, image, 0, "image");
@@ -247,6 +254,7 @@ fn build_mixed(w: &MixedWeights, scales: Option<&[f32]>) -> Graph {
         x = act(&mut b, y, i + 1, name);
         x_scale = scales.map(|s| s[i + 1]);
     }
+    let features = last_q;
     if scales.is_none() {
         for t in calib_outputs {
             b.output(t);
@@ -296,12 +304,15 @@ fn build_mixed(w: &MixedWeights, scales: Option<&[f32]>) -> Graph {
     let probs = node(&mut b, "head.softmax", OpKind::Softmax, &[m2], &[]);
     b.rename(probs, "probabilities");
     b.output(probs);
+    let features = features.expect("three quantized blocks");
+    b.rename(features, "features_q");
+    b.output(features);
     b.finish().expect("the mixed model is well formed")
 }
 
 /// `QuantizeLinear → DequantizeLinear` of `t` at `scale` (int8, zero point 0): the
 /// quantized tensor between them is what an integer backend reads and writes.
-fn qdq(b: &mut GraphBuilder, t: usize, scale: f32, name: &str) -> usize {
+fn qdq(b: &mut GraphBuilder, t: usize, scale: f32, name: &str) -> (usize, usize) {
     let s = b.constant_f32(&format!("{name}.q.scale"), &[], &[scale]);
     let z = b.constant(
         &format!("{name}.q.zero_point"),
@@ -317,13 +328,15 @@ fn qdq(b: &mut GraphBuilder, t: usize, scale: f32, name: &str) -> usize {
             &[],
         )
         .expect("valid");
-    b.named_node(
-        &format!("{name}.dequantize"),
-        OpKind::DequantizeLinear,
-        &[q, s, z],
-        &[],
-    )
-    .expect("valid")
+    let dq = b
+        .named_node(
+            &format!("{name}.dequantize"),
+            OpKind::DequantizeLinear,
+            &[q, s, z],
+            &[],
+        )
+        .expect("valid");
+    (q, dq)
 }
 
 /// Int8 weights per output channel (symmetric) and an int32 bias at `x_scale * w_scale`,
