@@ -5,7 +5,9 @@
 //! `activation` (Relu, Clip, Sigmoid, Tanh), `reduction` (Softmax and the pools),
 //! `linalg` (MatMul, Gemm, Conv), `data_movement` (Reshape, Transpose, Concat, Flatten) and
 //! `model` (whole-model outputs) — with `abs`, `rel`, `ulp` and optionally
-//! `signed_zero`, plus optional per-op overrides under `[ops.<Op>]`.
+//! `signed_zero`, plus optional per-op overrides under `[ops.<Op>]` and an optional
+//! `quantized` table for the outputs of quantized (QDQ) cases (`int.toml` allows one
+//! quantization step there: `ulp = 1`).
 //!
 //! An element passes when:
 //! - the expected value is NaN: the plugin's value is NaN (any payload), and vice versa;
@@ -145,6 +147,10 @@ struct DtypeTolerances {
     linalg: Rule,
     data_movement: Rule,
     model: Rule,
+    /// Outputs of quantized (QDQ) cases, whose integer kernels may round a half step the
+    /// other way from dequantize → f32 → quantize; absent: the `model` rule.
+    #[serde(default)]
+    quantized: Option<Rule>,
     #[serde(default)]
     ops: BTreeMap<String, Rule>,
 }
@@ -206,6 +212,14 @@ impl Tolerances {
             Family::DataMovement => file.data_movement,
             Family::Model => file.model,
         }
+    }
+
+    /// The rule for an output of `dtype` of a quantized (QDQ) case: the file's
+    /// `[quantized]` table, else its `[model]` table. For integer outputs `ulp` counts
+    /// quantization steps.
+    pub fn quantized_rule(&self, dtype: DType) -> Rule {
+        let file = &self.files[file_key(dtype)];
+        file.quantized.unwrap_or(file.model)
     }
 
     fn load_dir(dir: &Path, explicit: bool) -> Result<Tolerances> {
@@ -429,8 +443,10 @@ fn parse(label: &str, text: &str) -> Result<DtypeTolerances> {
         ("data_movement", &t.data_movement),
         ("model", &t.model),
     ];
+    let quantized = t.quantized.iter().map(|r| ("quantized", r));
     for (name, r) in named
         .into_iter()
+        .chain(quantized)
         .chain(t.ops.iter().map(|(k, v)| (k.as_str(), v)))
     {
         if !(r.abs >= 0.0 && r.rel >= 0.0) {

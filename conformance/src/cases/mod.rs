@@ -5,8 +5,11 @@
 //! and `ABI/description`. Inputs come from a xorshift generator seeded by the id, so a case
 //! is the same in every run, on every machine, whatever else the catalogue contains.
 //!
+//! Quantized (QDQ) cases have op `Quantized` and ids `Quantized/<dtype>/<Op>_<desc>`
+//! (see `quantized.rs`); they are judged in quantization steps.
+//!
 //! The catalogue order is fixed: ABI checks (when asked for), then op cases in
-//! [`OpKind::ALL`] order, then models. `--ops` filters by [`Case::op`] and `--shard i/n`
+//! [`OpKind::ALL`] order, then models, then quantized cases. `--ops` filters by [`Case::op`] and `--shard i/n`
 //! keeps every n-th case of what the filter left, starting at the i-th.
 
 mod abi;
@@ -17,6 +20,7 @@ mod math;
 mod models;
 mod movement;
 mod pool;
+mod quantized;
 mod tensor_ops;
 
 use std::str::FromStr;
@@ -24,6 +28,7 @@ use std::str::FromStr;
 use baton_delegate_api::{DType, Graph, OpKind, Tensor};
 
 pub use abi::AbiCheck;
+pub use quantized::QUANTIZED;
 
 use crate::error::{Error, Result};
 
@@ -135,6 +140,7 @@ pub fn all() -> Result<Vec<Case>> {
         }
     }
     models::all(&mut out)?;
+    quantized::all(&mut out)?;
     check_unique(&out)?;
     Ok(out)
 }
@@ -187,15 +193,19 @@ impl std::fmt::Display for Shard {
     }
 }
 
-/// Parses an `--ops` list (`Conv,Add,Model`): op names, `Model` and `ABI`. Unknown names
+/// Parses an `--ops` list (`Conv,Add,Model`): op names, `Model`, `Quantized` and `ABI`. Unknown names
 /// are an error that lists the valid ones.
 pub fn parse_ops(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if OpKind::from_name(name).is_none() && name != "Model" && name != "ABI" {
+        if OpKind::from_name(name).is_none()
+            && name != "Model"
+            && name != QUANTIZED
+            && name != "ABI"
+        {
             let valid: Vec<&str> = OpKind::ALL.iter().map(|o| o.name()).collect();
             return Err(Error::Usage(format!(
-                "--ops: unknown op '{name}' (valid: {}, Model, ABI)",
+                "--ops: unknown op '{name}' (valid: {}, Model, Quantized, ABI)",
                 valid.join(", ")
             )));
         }

@@ -18,11 +18,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use baton_delegate_api::abi::reason;
-use baton_delegate_api::{Graph, OpKind, Support, Tensor};
+use baton_delegate_api::{DType, Graph, OpKind, Support, Tensor};
 use baton_runtime_host::plugin::{run_once, PluginContext};
 use baton_runtime_host::{reference, HostError};
 
-use crate::cases::{Case, CaseKind};
+use crate::cases::{Case, CaseKind, QUANTIZED};
 use crate::outcome::{CaseResult, Class};
 use crate::tolerance::{compare, format_value, Rule, Tolerances};
 
@@ -55,7 +55,14 @@ pub fn run_graph_case(h: &Harness<'_>, case: &Case) -> CaseResult {
     let mut r = blank(case);
     match (case.kind(), case.graph()) {
         (CaseKind::Op, Some((graph, inputs))) => op_case(h, graph, inputs, &mut r),
-        (CaseKind::Model, Some((graph, inputs))) => model_case(h, graph, inputs, &mut r),
+        (CaseKind::Model, Some((graph, inputs))) => {
+            let whole = if case.op == QUANTIZED {
+                Judged::Quantized
+            } else {
+                Judged::Model
+            };
+            model_case(h, graph, inputs, whole, &mut r)
+        }
         _ => set(
             &mut r,
             Class::ReferenceFail,
@@ -132,10 +139,28 @@ fn op_case(h: &Harness<'_>, graph: &Graph, inputs: &[Tensor], r: &mut CaseResult
         Err(e) => return set(r, Class::ReferenceFail, format!("reference: {e}")),
     };
     let op = graph.nodes.first().map(|n| n.op);
-    judge(h.tolerances, op, &got, &expected, r);
+    let judged = op.map_or(Judged::Model, Judged::Op);
+    judge(h.tolerances, judged, &got, &expected, r);
 }
 
-fn model_case(h: &Harness<'_>, graph: &Graph, inputs: &[Tensor], r: &mut CaseResult) {
+/// Which tolerance rule judges an output.
+#[derive(Clone, Copy)]
+enum Judged {
+    /// The rule of the op that produced it.
+    Op(OpKind),
+    /// A whole model's output: the `model` rule.
+    Model,
+    /// A whole quantized (QDQ) case's output: the `quantized` rule (quantization steps).
+    Quantized,
+}
+
+fn model_case(
+    h: &Harness<'_>,
+    graph: &Graph,
+    inputs: &[Tensor],
+    whole: Judged,
+    r: &mut CaseResult,
+) {
     let answers = match h.ctx.supports(graph) {
         Ok(a) => a,
         Err(e) => return set(r, call_class(&e), e.to_string()),
@@ -161,7 +186,7 @@ fn model_case(h: &Harness<'_>, graph: &Graph, inputs: &[Tensor], r: &mut CaseRes
             Ok(e) => e,
             Err(e) => return set(r, Class::ReferenceFail, format!("reference: {e}")),
         };
-        return judge(h.tolerances, None, &got, &expected, r);
+        return judge(h.tolerances, whole, &got, &expected, r);
     }
     mixed_model(h, graph, inputs, &accepted, r);
     if r.result == Class::Pass {
@@ -226,7 +251,7 @@ fn mixed_model(
                     return set(r, call_class(&e), format!("node {}: {e}", node.label()));
                 }
             };
-            judge(h.tolerances, Some(node.op), &got, &expected, r);
+            judge(h.tolerances, Judged::Op(node.op), &got, &expected, r);
             max_abs = max_abs.max(r.max_abs_err.unwrap_or(0.0));
             max_rel = max_rel.max(r.max_rel_err.unwrap_or(0.0));
             r.max_abs_err = Some(max_abs);
@@ -243,11 +268,11 @@ fn mixed_model(
     }
 }
 
-/// Compares every output under the rule for `op` (`None`: model rule) and records the
+/// Compares every output under the rule `judged` names and records the
 /// evidence: `pass`, or `mismatch` with the worst element of the first failing output.
 fn judge(
     tol: &Tolerances,
-    op: Option<OpKind>,
+    judged: Judged,
     got: &[Tensor],
     expected: &[Tensor],
     r: &mut CaseResult,
@@ -266,7 +291,11 @@ fn judge(
     let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
     let mut first_failure: Option<String> = None;
     for (i, (g, e)) in got.iter().zip(expected).enumerate() {
-        let rule = tol.rule(e.dtype, op);
+        let rule = match judged {
+            Judged::Op(op) => tol.rule(e.dtype, Some(op)),
+            Judged::Model => tol.rule(e.dtype, None),
+            Judged::Quantized => tol.quantized_rule(e.dtype),
+        };
         let c = compare(g, e, &rule);
         max_abs = max_abs.max(c.max_abs_err);
         max_rel = max_rel.max(c.max_rel_err);
@@ -286,7 +315,7 @@ fn judge(
                 "output {i}: {} of {} elements outside tolerance ({}); worst at {:?}: got {}, expected {}",
                 c.failures,
                 e.len(),
-                describe(&rule),
+                describe(&rule, e.dtype),
                 w.index,
                 format_value(e.dtype, w.got),
                 format_value(e.dtype, w.expected),
@@ -305,9 +334,11 @@ fn judge(
     }
 }
 
-fn describe(rule: &Rule) -> String {
+/// The rule in words; for integer outputs `ulp` is written as quantization steps.
+fn describe(rule: &Rule, dtype: DType) -> String {
+    let unit = if dtype.is_float() { "ulp" } else { "steps" };
     format!(
-        "abs {:e}, rel {:e}, ulp {}{}",
+        "abs {:e}, rel {:e}, {unit} {}{}",
         rule.abs,
         rule.rel,
         rule.ulp,
