@@ -31,6 +31,7 @@ mod fusion;
 pub mod gemm;
 mod ops;
 mod pool;
+pub mod qgemm;
 mod support;
 
 use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
