@@ -6,6 +6,7 @@
 //!
 //! | kernel | ISA | inner step |
 //! | --- | --- | --- |
+//! | `avx512-vnni` | x86-64 AVX-512 VNNI | `vpdpbusd` on 512 bits: two rows per register against the weight block repeated in both halves, offset as below |
 //! | `avx-vnni` | x86-64 AVX-VNNI | `vpdpbusd`: u8 x i8 → i32, 4 products per lane; the signed activation is offset by 128 and the offset removed with the column sums |
 //! | `avx2` | x86-64 AVX2 | sign-extend bytes to i16, `vpmaddwd` (no saturation: i16 products summed in pairs into i32) |
 //! | `neon-i8mm` | aarch64 `i8mm` | `smmla` through `asm!` (the intrinsic is unstable) |
@@ -28,6 +29,7 @@ pub enum QKernelId {
     Portable,
     Avx2,
     AvxVnni,
+    Avx512Vnni,
     Neon,
     NeonDotprod,
     NeonI8mm,
@@ -53,6 +55,13 @@ static AVX2: QKernel = QKernel {
     id: QKernelId::Avx2,
     name: "int8 avx2 4x8 (vpmaddwd)",
     entry: x86::avx2,
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX512_VNNI: QKernel = QKernel {
+    id: QKernelId::Avx512Vnni,
+    name: "int8 avx512-vnni 4x8 (vpdpbusd zmm)",
+    entry: x86::avx512_vnni,
 };
 
 #[cfg(target_arch = "x86_64")]
@@ -90,6 +99,9 @@ impl QKernel {
         let mut out: Vec<&'static QKernel> = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni") {
+                out.push(&AVX512_VNNI);
+            }
             if is_x86_feature_detected!("avxvnni") && is_x86_feature_detected!("avx2") {
                 out.push(&AVX_VNNI);
             }
@@ -209,6 +221,46 @@ mod x86 {
             let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(sums);
             // SAFETY: the tile holds MR * NR i32.
             unsafe { _mm256_storeu_si256(tile.add(r * NR) as *mut __m256i, ordered) };
+        }
+    }
+
+    /// # Safety
+    /// Pointers as documented on `Entry`; the CPU has AVX-512F and AVX-512 VNNI.
+    pub(super) unsafe fn avx512_vnni(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
+        // SAFETY: forwarded from the caller.
+        unsafe { avx512_vnni_impl(k4, a, b, tile) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    unsafe fn avx512_vnni_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
+        // As avx_vnni below, with rows 2p and 2p+1 in the low and high halves of one
+        // register, so each vpdpbusd does two rows of eight columns.
+        let flip = _mm512_set1_epi8(-128);
+        let mut acc = [_mm512_setzero_si512(); MR / 2];
+        let mut bias = _mm512_setzero_si512();
+        for blk in 0..k4 {
+            // SAFETY: blk < k4: 32 weight bytes and 16 activation bytes are in bounds.
+            let (bv, ab) = unsafe {
+                let half = _mm256_loadu_si256(b.add(blk * NR * 4) as *const __m256i);
+                (_mm512_broadcast_i64x4(half), a.add(blk * MR * 4))
+            };
+            bias = _mm512_dpbusd_epi32(bias, flip, bv);
+            for (p, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: rows 2p and 2p+1 of this block are in bounds (2p + 1 < MR).
+                let (r0, r1) = unsafe {
+                    (
+                        (ab.add(p * 8) as *const i32).read_unaligned(),
+                        (ab.add(p * 8 + 4) as *const i32).read_unaligned(),
+                    )
+                };
+                let av = _mm512_inserti64x4::<1>(_mm512_set1_epi32(r0), _mm256_set1_epi32(r1));
+                *acc = _mm512_dpbusd_epi32(*acc, _mm512_xor_si512(av, flip), bv);
+            }
+        }
+        for (p, acc) in acc.iter().enumerate() {
+            let raw = _mm512_sub_epi32(*acc, bias);
+            // SAFETY: rows 2p and 2p+1 are 16 consecutive i32 of the MR * NR tile.
+            unsafe { _mm512_storeu_si512(tile.add(p * 16) as *mut _, raw) };
         }
     }
 
