@@ -148,6 +148,10 @@ pub(crate) struct QLinearOp {
     /// point in the epilogues is shifted the same way).
     pub x_offset: i32,
     pub kernel: &'static QKernel,
+    /// Depthwise convolutions (one input and one output channel per group) keep their
+    /// taps here, `[channel][kh * kw]`, and run directly: a GEMM with one column would
+    /// waste most of every weight panel.
+    pub depthwise: Option<Vec<i8>>,
 }
 
 /// What the builder knows of a group, in real terms.
@@ -201,6 +205,15 @@ impl QLinearOp {
                 hi,
             });
         }
+        let depthwise = match &spec.shape {
+            QShape::Conv(g) if g.cg() == 1 && g.mg() == 1 => Some(
+                (0..spec.groups)
+                    .flat_map(|c| (0..spec.k).map(move |k| (c, k)))
+                    .map(|(c, k)| (spec.weight)(c, k, 0))
+                    .collect(),
+            ),
+            _ => None,
+        };
         QLinearOp {
             x: spec.x,
             shape: spec.shape,
@@ -208,6 +221,7 @@ impl QLinearOp {
             epilogues,
             x_offset,
             kernel: spec.kernel,
+            depthwise,
         }
     }
 
@@ -244,6 +258,10 @@ impl QLinearOp {
                     |r, j, y| out[r * n + j] = y as f32,
                 );
             }
+            QShape::Conv(g) if self.depthwise.is_some() => {
+                let taps = self.depthwise.as_deref().unwrap_or_default();
+                self.run_depthwise(g, x, taps, out);
+            }
             QShape::Conv(g) => {
                 let pad = (self.epilogues[0].a_zero_point) as i8;
                 let p = g.out_plane();
@@ -265,6 +283,46 @@ impl QLinearOp {
                             &mut ctx.qpanel,
                             |r, j, y| out[(m0 + j) * p + r] = y as f32,
                         );
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl QLinearOp {
+    /// Direct depthwise convolution: per channel, `sum over taps inside the input of
+    /// (a - za) * w` (taps in the padding read real zero and add nothing), then the
+    /// channel's epilogue.
+    fn run_depthwise(&self, g: &Geom, x: &[f32], taps: &[i8], out: &mut [f32]) {
+        let (kh, kw) = (g.kh, g.kw);
+        let p = g.out_plane();
+        for b in 0..g.batch {
+            for c in 0..g.c {
+                let ep = &self.epilogues[c];
+                let za = ep.a_zero_point + self.x_offset;
+                let plane = &x[(b * g.c + c) * g.in_plane()..(b * g.c + c + 1) * g.in_plane()];
+                let w = &taps[c * kh * kw..(c + 1) * kh * kw];
+                let dst = &mut out[(b * g.m + c) * p..(b * g.m + c + 1) * p];
+                for oy in 0..g.oh {
+                    for ox in 0..g.ow {
+                        let mut acc = 0i32;
+                        for ki in 0..kh {
+                            let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
+                            if iy < 0 || iy >= g.h as isize {
+                                continue;
+                            }
+                            let row = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
+                            for kj in 0..kw {
+                                let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
+                                if ix >= 0 && ix < g.w as isize {
+                                    let a = row[ix as usize] as i32 - za;
+                                    acc += a * w[ki * kw + kj] as i32;
+                                }
+                            }
+                        }
+                        // The zero point is already taken off: no column-sum correction.
+                        dst[oy * g.ow + ox] = ep.finish(acc, 0, 0) as f32;
                     }
                 }
             }
