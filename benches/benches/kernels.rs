@@ -1,6 +1,6 @@
-//! Criterion benchmarks: the CPU plugin's GEMM (read as GFLOP/s), convolutions through the
-//! host's normal path onto the CPU plugin, and the example model end to end on the CPU plugin
-//! against the portable reference kernels alone.
+//! Criterion benchmarks: the CPU plugin's GEMM, f32 and int8 (read as GFLOP/s and GOP/s),
+//! convolutions through the host's normal path onto the CPU plugin, and the example model
+//! end to end on the CPU plugin against the portable reference kernels alone.
 //!
 //! `cargo bench -p baton-benches --bench kernels` (one thread: the GEMM calls bypass the
 //! pool; the engines use the CPU plugin's default thread count).
@@ -11,6 +11,7 @@ use std::hint::black_box;
 use baton_backend_cpu::gemm::{
     self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
 };
+use baton_backend_cpu::qgemm::{self, padded_k, PackedWeights, QEpilogue, QKernel, Requant};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{reference, sample, Config, Engine, Session};
@@ -71,6 +72,53 @@ fn bench_gemm(c: &mut Criterion) {
                         },
                         &Epilogue::new(),
                         &mut scratch,
+                    );
+                    black_box(&out);
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// The int8 GEMM (i8 x i8 -> i32, requantized to i8 in the epilogue) at the f32 group's
+/// shapes, for every int8 kernel this CPU runs: throughput in integer ops (2 per
+/// multiply-add), comparable with `gemm_f32`'s GFLOP/s.
+fn bench_qgemm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gemm_i8");
+    for &(m, n, k) in &[
+        (64, 64, 64),
+        (128, 256, 64),
+        (256, 256, 256),
+        (49, 576, 192),
+        (512, 512, 512),
+    ] {
+        group.throughput(Throughput::Elements((2 * m * n * k) as u64));
+        let a: Vec<i8> = (0..m * k).map(|i| (i * 7919 % 255) as i8).collect();
+        let b: Vec<i8> = (0..k * n).map(|i| (i * 104_729 % 255) as i8).collect();
+        let packed = PackedWeights::pack(k, n, |kk, j| b[kk * n + j]);
+        let ep = QEpilogue {
+            a_zero_point: 3,
+            bias: vec![100; n],
+            requant: vec![Requant::new(0.0004); n],
+            out_zero_point: -2,
+            lo: -128,
+            hi: 127,
+        };
+        let mut panel = vec![0i8; padded_k(k) * qgemm::MR];
+        let mut out = vec![0i8; m * n];
+        for kernel in QKernel::available() {
+            let id = BenchmarkId::new(kernel.name(), format!("{m}x{n}x{k}"));
+            group.bench_function(id, |bench| {
+                bench.iter(|| {
+                    qgemm::qgemm(
+                        kernel,
+                        m,
+                        &packed,
+                        |r, kk| a[r * k + kk],
+                        &ep,
+                        &mut panel,
+                        |r, j, y| out[r * n + j] = y as i8,
                     );
                     black_box(&out);
                 })
@@ -148,5 +196,11 @@ fn cpu_engine() -> Engine {
     Engine::new(cfg).expect("engine")
 }
 
-criterion_group!(benches, bench_gemm, bench_conv, bench_end_to_end);
+criterion_group!(
+    benches,
+    bench_gemm,
+    bench_qgemm,
+    bench_conv,
+    bench_end_to_end
+);
 criterion_main!(benches);
