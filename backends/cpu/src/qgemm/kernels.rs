@@ -35,7 +35,7 @@ pub enum QKernelId {
     NeonI8mm,
 }
 
-/// One int8 micro-kernel. Obtained only through [`QKernel::best`] or
+/// One int8 micro-kernel. Obtained only through [`QKernel::select`] or
 /// [`QKernel::available`], which check the CPU first: that makes [`QKernel::run`] safe.
 #[derive(Debug)]
 pub struct QKernel {
@@ -135,10 +135,12 @@ impl QKernel {
         }
     }
 
+    /// Which kernel this is.
     pub fn id(&self) -> QKernelId {
         self.id
     }
 
+    /// A short name with the instruction it is built on (`"int8 avx2 4x8 (vpmaddwd)"`).
     pub fn name(&self) -> &'static str {
         self.name
     }
