@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Python with the peers of scripts/peer-requirements.txt (ONNX Runtime, numpy; pinned by
+# A Python with the peers of scripts/peer-requirements.txt (ONNX Runtime, numpy, onnx; pinned by
 # hash) in .cache/peer-venv (gitignored). Needs network once; idempotent afterwards.
 # Prints the interpreter's path on its last line:
 #   python=$(scripts/peer-venv.sh)
@@ -28,6 +28,6 @@ else
         "$(pwd)/$VENV" > "$VENV/bin/python"
     chmod +x "$VENV/bin/python"
 fi
-"$VENV/bin/python" -c 'import onnxruntime, numpy; print("peer python: onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)' >&2
+"$VENV/bin/python" -c 'import onnxruntime, numpy, onnx; print("peer python: onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__, "onnx", onnx.__version__)' >&2
 echo "$want" > "$STAMP"
 echo "$VENV/bin/python"

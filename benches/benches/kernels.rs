@@ -1,8 +1,8 @@
 //! Criterion benchmarks: the measured FMA peak of each vector width, the CPU plugin's GEMM on
-//! every micro-kernel this CPU runs next to the `gemm` crate (all read as GFLOP/s; the
-//! `gemm-report` binary prints the same as a table with % of peak), convolutions through the
-//! host's normal path onto the CPU plugin, and the example model end to end on the CPU plugin
-//! against the portable reference kernels alone.
+//! every micro-kernel this CPU runs next to the `gemm` crate, f32 and int8 (read as GFLOP/s
+//! and GOP/s; the `gemm-report` binary prints the f32 figures as a table with % of peak),
+//! convolutions through the host's normal path onto the CPU plugin, and the example model
+//! end to end on the CPU plugin against the portable reference kernels alone.
 //!
 //! `cargo bench -p baton-benches --bench kernels` (one thread: the GEMM calls bypass the
 //! pool; the engines use the CPU plugin's default thread count).
@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use baton_backend_cpu::gemm::MicroKernel;
+use baton_backend_cpu::qgemm::{self, padded_k, PackedWeights, QEpilogue, QKernel, Requant};
 use baton_benches::peak::{self, Width};
 use baton_benches::{values, GemmProblem};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
@@ -52,6 +53,53 @@ fn bench_fma_peak(c: &mut Criterion) {
         group.bench_function(width.name(), |bench| {
             bench.iter(|| black_box(peak::fma_loop(width, ITERS)))
         });
+    }
+    group.finish();
+}
+
+/// The int8 GEMM (i8 x i8 -> i32, requantized to i8 in the epilogue) at the f32 group's
+/// shapes, for every int8 kernel this CPU runs: throughput in integer ops (2 per
+/// multiply-add), comparable with `gemm_f32`'s GFLOP/s.
+fn bench_qgemm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gemm_i8");
+    for &(m, n, k) in &[
+        (64, 64, 64),
+        (128, 256, 64),
+        (256, 256, 256),
+        (49, 576, 192),
+        (512, 512, 512),
+    ] {
+        group.throughput(Throughput::Elements((2 * m * n * k) as u64));
+        let a: Vec<i8> = (0..m * k).map(|i| (i * 7919 % 255) as i8).collect();
+        let b: Vec<i8> = (0..k * n).map(|i| (i * 104_729 % 255) as i8).collect();
+        let packed = PackedWeights::pack(k, n, |kk, j| b[kk * n + j]);
+        let ep = QEpilogue {
+            a_zero_point: 3,
+            bias: vec![100; n],
+            requant: vec![Requant::new(0.0004); n],
+            out_zero_point: -2,
+            lo: -128,
+            hi: 127,
+        };
+        let mut panel = vec![0i8; padded_k(k) * qgemm::MR];
+        let mut out = vec![0i8; m * n];
+        for kernel in QKernel::available() {
+            let id = BenchmarkId::new(kernel.name(), format!("{m}x{n}x{k}"));
+            group.bench_function(id, |bench| {
+                bench.iter(|| {
+                    qgemm::qgemm(
+                        kernel,
+                        m,
+                        &packed,
+                        |r, kk| a[r * k + kk],
+                        &ep,
+                        &mut panel,
+                        |r, j, y| out[r * n + j] = y as i8,
+                    );
+                    black_box(&out);
+                })
+            });
+        }
     }
     group.finish();
 }
@@ -128,6 +176,7 @@ criterion_group!(
     benches,
     bench_fma_peak,
     bench_gemm,
+    bench_qgemm,
     bench_conv,
     bench_end_to_end
 );

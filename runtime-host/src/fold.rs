@@ -9,10 +9,11 @@
 //! import and again after the host binds symbolic dimensions.
 //!
 //! DequantizeLinear is never folded, even of a constant: in a QDQ model the int8 weight
-//! and its scales *are* the information an integer backend (an NPU) needs, and folding
-//! them into an f32 constant would break up the quantized groups it claims (ONNX Runtime
-//! keeps these nodes for the same reason). Where no backend takes them, the portable
-//! kernels dequantize at run time.
+//! and its scales *are* the information an integer backend (the CPU delegate's int8
+//! groups, an NPU) needs, and folding them into an f32 constant would break up the
+//! quantized groups it claims and quadruple the weights (ONNX Runtime keeps these nodes
+//! for the same reason). Where no backend takes them, the portable kernels dequantize at
+//! run time.
 //!
 //! An If whose condition is constant is replaced by the nodes of the branch it would take
 //! ([`inline_if`]); they are folded in turn. (A model's If on a run-time input, such as

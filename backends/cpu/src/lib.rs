@@ -1,7 +1,10 @@
 //! The Baton CPU delegate: f32 inference on packed, cache-blocked GEMM micro-kernels
 //! (AVX2+FMA, NEON or portable, chosen at run time), with convolution (direct vectorised
 //! depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
-//! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path.
+//! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path; and int8: QDQ groups
+//! (`DequantizeLinear → Conv/MatMul/Gemm → [Relu/Clip] → QuantizeLinear`) on an integer
+//! GEMM (AVX-VNNI, AVX2, NEON i8mm/dotprod/plain, portable) with integer requantization,
+//! standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`).
 //!
 //! # Lifecycle
 //!
@@ -34,6 +37,8 @@ mod fusion;
 pub mod gemm;
 mod ops;
 mod pool;
+pub mod qgemm;
+mod quant;
 mod support;
 
 use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
@@ -54,6 +59,7 @@ baton_delegate_api::export_delegate!(CpuDelegate);
 pub struct CpuDelegate {
     threads: usize,
     kernel: &'static MicroKernel,
+    qkernel: &'static qgemm::QKernel,
 }
 
 impl CpuDelegate {
@@ -65,6 +71,11 @@ impl CpuDelegate {
     /// The GEMM micro-kernel this delegate packs for and runs.
     pub fn kernel(&self) -> &'static MicroKernel {
         self.kernel
+    }
+
+    /// The int8 GEMM micro-kernel of the QDQ groups.
+    pub fn qkernel(&self) -> &'static qgemm::QKernel {
+        self.qkernel
     }
 }
 
@@ -180,7 +191,14 @@ impl Delegate for CpuDelegate {
                 })?
             }
         };
-        Ok(CpuDelegate { threads, kernel })
+        // The int8 kernels follow the f32 choice: `portable` (or `disable_simd`) pins
+        // both to plain Rust; otherwise the best int8 kernel the CPU runs.
+        let int8_simd = !disable_simd && kernel.isa() != Isa::Portable;
+        Ok(CpuDelegate {
+            threads,
+            kernel,
+            qkernel: qgemm::QKernel::select(int8_simd),
+        })
     }
 
     fn devices(&self) -> Vec<Device> {
@@ -249,7 +267,14 @@ impl Delegate for CpuDelegate {
         require_supported(&graph, &consts, DelegateError::invalid)?;
         plan.validate(&graph, &consts)
             .map_err(|e| DelegateError::invalid(format!("blob: {e}")))?;
-        exec::build(&graph, &plan, consts, self.kernel, self.threads)
+        exec::build(
+            &graph,
+            &plan,
+            consts,
+            self.kernel,
+            self.qkernel,
+            self.threads,
+        )
     }
 }
 

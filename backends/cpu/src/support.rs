@@ -127,6 +127,9 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::LogSoftmax | OpKind::Gather => &[("axis", Int)],
         OpKind::Split => &[("axis", Int), ("split", Ints), ("num_outputs", Int)],
         OpKind::Squeeze | OpKind::Unsqueeze => &[("axes", Ints)],
+        OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
+            &[("axis", Int), ("block_size", Int), ("saturate", Int)]
+        }
         OpKind::LSTM => &[
             ("activations", Str),
             ("direction", Str),
@@ -169,6 +172,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Squeeze,
     OpKind::Unsqueeze,
     OpKind::LSTM,
+    OpKind::QuantizeLinear,
+    OpKind::DequantizeLinear,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -259,6 +264,7 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
 fn check_arity(node: &Node) -> Result<(), Support> {
     let (min, max) = match node.op {
         OpKind::Gemm | OpKind::Conv => (2, 3),
+        OpKind::QuantizeLinear | OpKind::DequantizeLinear => (2, 3),
         OpKind::MatMul | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => (2, 2),
         OpKind::Clip => (1, 3),
         OpKind::Reshape => (1, 2),
@@ -369,6 +375,8 @@ fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
             Some(1..),
         ) => &[DType::I64],
         (OpKind::Gather, Some(1)) => &[DType::I64, DType::I32],
+        (OpKind::DequantizeLinear, Some(0 | 2)) => &[DType::I8, DType::U8, DType::I32],
+        (OpKind::QuantizeLinear, Some(2) | None) => &[DType::I8, DType::U8],
         _ => &[DType::F32],
     }
 }
@@ -382,6 +390,23 @@ fn check_op(
 ) -> Result<(), Support> {
     let x = &shapes[0];
     match node.op {
+        OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
+            // Run-time tensors travel in f32 buffers, where i32 is not exact.
+            let x = &graph.tensors[node.inputs[0]];
+            if x.dtype == DType::I32 && !(x.is_const() && consts.bytes(node.inputs[0]).is_some()) {
+                return Err(Support::no(
+                    reason::DTYPE,
+                    format!(
+                        "{}: i32 input '{}' is computed at run time; only constant i32 \
+                         (biases) is dequantized here",
+                        node.label(),
+                        x.name
+                    ),
+                ));
+            }
+            crate::quant::QParams::of(graph, node, consts)
+                .map_err(|m| Support::no(reason::OTHER, format!("{}: {m}", node.label())))?;
+        }
         OpKind::Conv => {
             let w = &shapes[1];
             if x.len() > 4 {

@@ -11,14 +11,20 @@ use super::{CpuExecutable, IoDecl, Op, Step};
 use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
 use crate::gemm::MicroKernel;
 use crate::ops::conv::ConvOp;
+use crate::ops::conv::Geom;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
+use crate::ops::quant::{
+    AxisLayout, DequantizeOp, DqInput, QLinearOp, QLinearSpec, QShape, QuantizeOp, WidenOp,
+};
 use crate::ops::tensor::{GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Src};
+use crate::qgemm::QKernel;
+use crate::quant::{find_groups, ints, QGroup, QParams};
 use crate::support::clip_bounds;
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
@@ -28,23 +34,64 @@ pub(crate) fn build(
     plan: &FusionPlan,
     consts: Constants<'_>,
     kernel: &'static MicroKernel,
+    qkernel: &'static QKernel,
     threads: usize,
 ) -> Result<CpuExecutable, DelegateError> {
     let mut b = Builder {
         graph,
         consts,
         kernel,
+        qkernel,
         srcs: vec![None; graph.tensors.len()],
         slots: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
+    let mut steps = Vec::with_capacity(graph.nodes.len());
     for (i, &t) in graph.inputs.iter().enumerate() {
-        inputs.push(b.decl(t)?);
+        let decl = b.decl(t)?;
         b.srcs[t] = Some(Src::Input(i));
+        // 8-bit inputs are read from an f32 buffer like every other tensor (see quant.rs).
+        if matches!(decl.dtype, DType::I8 | DType::U8) {
+            let out = b.output(t)?;
+            steps.push(Step {
+                op: Op::Widen(WidenOp {
+                    input: i,
+                    dtype: decl.dtype,
+                }),
+                out,
+                node: format!("input '{}'", decl.name),
+            });
+        }
+        inputs.push(decl);
+    }
+    // QDQ groups run as integer ops at their QuantizeLinear; their other nodes are
+    // absorbed (a DequantizeLinear with other readers also runs on its own).
+    let groups = find_groups(graph, &consts);
+    let mut group_at = vec![None; graph.nodes.len()];
+    let mut absorbed = vec![false; graph.nodes.len()];
+    for (i, g) in groups.iter().enumerate() {
+        for (n, a) in g.nodes() {
+            absorbed[n] |= a;
+        }
+        group_at[g.q] = Some(i);
     }
     let roles = plan.roles(graph.nodes.len());
-    let mut steps = Vec::with_capacity(graph.nodes.len());
     for (id, node) in graph.nodes.iter().enumerate() {
+        if let Some(i) = group_at[id] {
+            let op = b
+                .qlinear(&groups[i])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            steps.push(Step {
+                op,
+                out,
+                node: graph.nodes[groups[i].anchor].label(),
+            });
+            continue;
+        }
+        if absorbed[id] {
+            continue;
+        }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
             Role::Plain => (b.lower(node, Vec::new()), id),
@@ -68,9 +115,9 @@ pub(crate) fn build(
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
         let decl = b.decl(t)?;
-        if decl.dtype != DType::F32 {
+        if !matches!(decl.dtype, DType::F32 | DType::I8 | DType::U8) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32",
+                "output '{}' is {}, not f32, i8 or u8",
                 decl.name, decl.dtype
             )));
         }
@@ -84,6 +131,7 @@ pub(crate) fn build(
             Op::Conv(op) => op.reserve(&mut ctx),
             Op::ReduceMean(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
+            Op::QLinear(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -110,10 +158,14 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
     }
 }
 
+/// Element `(group, k, n)` of a QDQ group's weights, whatever their layout.
+type WeightAt<'w> = Box<dyn Fn(usize, usize, usize) -> i8 + 'w>;
+
 struct Builder<'g> {
     graph: &'g Graph,
     consts: Constants<'g>,
     kernel: &'static MicroKernel,
+    qkernel: &'static QKernel,
     /// Where each tensor is found at execute time, once known.
     srcs: Vec<Option<Src>>,
     slots: Vec<Vec<f32>>,
@@ -142,6 +194,11 @@ impl<'g> Builder<'g> {
             return None;
         }
         let bytes = self.consts.bytes(t)?;
+        let dtype = self.graph.tensors[t].dtype;
+        if matches!(dtype, DType::I8 | DType::U8) {
+            let v = ints(dtype, bytes)?;
+            return Some(Cow::Owned(v.into_iter().map(|x| x as f32).collect()));
+        }
         Some(match f32_view(bytes) {
             Some(v) => Cow::Borrowed(v),
             None => Cow::Owned(bytemuck::pod_collect_to_vec(bytes)),
@@ -263,6 +320,60 @@ impl<'g> Builder<'g> {
         })
     }
 
+    /// The integer op of a QDQ group.
+    fn qlinear(&mut self, g: &QGroup) -> Result<Op, String> {
+        let anchor = &self.graph.nodes[g.anchor];
+        let x = self.src(g.x)?;
+        let x_shape = self.shape(g.x);
+        let w_shape = self.shape(g.w);
+        let bytes = self
+            .consts
+            .bytes(g.w)
+            .ok_or("the weights are not readable")?;
+        let w: &[i8] = bytemuck::cast_slice(bytes);
+        let (shape, k, n, groups, weight): (_, _, _, _, WeightAt<'_>) = match anchor.op {
+            OpKind::Conv => {
+                if x_shape.len() > 4 {
+                    return Err("only 1-D and 2-D convolutions are implemented".into());
+                }
+                let geom = Geom::new(&ConvGeometry::new(anchor, &x_shape, &w_shape)?);
+                let (mg, kg) = (geom.mg(), geom.kg());
+                (
+                    QShape::Conv(geom),
+                    kg,
+                    mg,
+                    geom.group,
+                    Box::new(move |grp, k, n| w[(grp * mg + n) * kg + k]),
+                )
+            }
+            _ => {
+                let k = *x_shape.last().ok_or("a rank-0 input")?;
+                let rows = x_shape.iter().product::<usize>() / k.max(1);
+                let n = w_shape[g.w_axis];
+                let weight: WeightAt<'_> = if g.w_axis == 1 {
+                    Box::new(move |_, k, j| w[k * n + j])
+                } else {
+                    Box::new(move |_, kk, j| w[j * k + kk])
+                };
+                (QShape::Rows { rows }, k, n, 1, weight)
+            }
+        };
+        Ok(Op::QLinear(QLinearOp::new(QLinearSpec {
+            x,
+            shape,
+            k,
+            n,
+            groups,
+            weight: &*weight,
+            x_params: g.x_params,
+            w_scales: &g.w_scales,
+            bias: g.bias.as_deref(),
+            y_params: g.y_params,
+            clamp: g.clamp,
+            kernel: self.qkernel,
+        })))
+    }
+
     /// Prepares one node, with `fused` ops appended to its epilogue.
     fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
@@ -350,6 +461,27 @@ impl<'g> Builder<'g> {
                 f: Unary::Erf,
             }),
             OpKind::Squeeze | OpKind::Unsqueeze => Op::Copy(self.src(input(0))?),
+            OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
+                let params = QParams::of(self.graph, node, &self.consts)?;
+                let layout = AxisLayout::new(&params, &shapes[0]);
+                if node.op == OpKind::QuantizeLinear {
+                    Op::Quantize(QuantizeOp {
+                        x: self.src(input(0))?,
+                        params,
+                        layout,
+                    })
+                } else {
+                    let t = input(0);
+                    let constant = self.graph.tensors[t].is_const();
+                    let x = match self.consts.bytes(t) {
+                        Some(bytes) if constant => {
+                            DqInput::Const(ints(params.dtype, bytes).ok_or("unreadable constant")?)
+                        }
+                        _ => DqInput::Src(self.src(t)?),
+                    };
+                    Op::Dequantize(DequantizeOp { x, params, layout })
+                }
+            }
             OpKind::ReduceMean => self.reduce_mean(node, &shapes[0], &out_shape)?,
             OpKind::LayerNormalization => self.layer_norm(node, &shapes)?,
             OpKind::Gather => {

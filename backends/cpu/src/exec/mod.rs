@@ -18,6 +18,7 @@ use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::LayerNormOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
+use crate::ops::quant::{DequantizeOp, QLinearOp, QuantizeOp, WidenOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Sources, Src};
 
@@ -67,6 +68,12 @@ enum Op {
     Slice(SliceOp),
     Split(SplitOp),
     Lstm(LstmOp),
+    Quantize(QuantizeOp),
+    Dequantize(DequantizeOp),
+    /// An integer subgraph input copied into an f32 buffer.
+    Widen(WidenOp),
+    /// The integer op of a QDQ group.
+    QLinear(QLinearOp),
     /// Reshape, Flatten, Squeeze, Unsqueeze: the data is unchanged.
     Copy(Src),
 }
@@ -90,6 +97,10 @@ impl Op {
             Op::Slice(op) => op.run(sources, out),
             Op::Split(op) => op.run(sources, out),
             Op::Lstm(op) => op.run(sources, out, ctx),
+            Op::Quantize(op) => op.run(sources, out),
+            Op::Dequantize(op) => op.run(sources, out),
+            Op::Widen(op) => op.run(sources, out),
+            Op::QLinear(op) => op.run(sources, out, ctx),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
         }
         Ok(())
@@ -119,9 +130,25 @@ impl Executable for CpuExecutable {
             inputs,
             slots: &self.slots,
         };
-        for (tensor, (_, src)) in outputs.iter_mut().zip(&self.outputs) {
-            if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
-                dst.copy_from_slice(sources.get(*src));
+        for (tensor, (decl, src)) in outputs.iter_mut().zip(&self.outputs) {
+            let values = sources.get(*src);
+            match decl.dtype {
+                // Integer outputs hold exact integers in range (Q saturates).
+                DType::I8 => {
+                    for (d, &v) in tensor.data.iter_mut().zip(values) {
+                        *d = v as i8 as u8;
+                    }
+                }
+                DType::U8 => {
+                    for (d, &v) in tensor.data.iter_mut().zip(values) {
+                        *d = v as u8;
+                    }
+                }
+                _ => {
+                    if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
+                        dst.copy_from_slice(values);
+                    }
+                }
             }
         }
         Ok(())
@@ -161,7 +188,7 @@ impl CpuExecutable {
         for (t, (decl, _)) in outputs.iter_mut().zip(&self.outputs) {
             let len = t.data.len();
             check_tensor("output", decl, t.dtype, t.shape(), len)?;
-            if f32_view_mut(&mut t.data[..]).is_none() {
+            if decl.dtype == DType::F32 && f32_view_mut(&mut t.data[..]).is_none() {
                 return Err(DelegateError::invalid(format!(
                     "output '{}': data is not 4-byte aligned",
                     decl.name

@@ -21,27 +21,27 @@ use crate::pool::Disjoint;
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Geom {
-    batch: usize,
-    c: usize,
-    h: usize,
-    w: usize,
-    m: usize,
-    group: usize,
-    kh: usize,
-    kw: usize,
-    sh: usize,
-    sw: usize,
-    dh: usize,
-    dw: usize,
-    ph: usize,
-    pw: usize,
-    oh: usize,
-    ow: usize,
+pub(crate) struct Geom {
+    pub(crate) batch: usize,
+    pub(crate) c: usize,
+    pub(crate) h: usize,
+    pub(crate) w: usize,
+    pub(crate) m: usize,
+    pub(crate) group: usize,
+    pub(crate) kh: usize,
+    pub(crate) kw: usize,
+    pub(crate) sh: usize,
+    pub(crate) sw: usize,
+    pub(crate) dh: usize,
+    pub(crate) dw: usize,
+    pub(crate) ph: usize,
+    pub(crate) pw: usize,
+    pub(crate) oh: usize,
+    pub(crate) ow: usize,
 }
 
 impl Geom {
-    fn new(g: &ConvGeometry) -> Geom {
+    pub(crate) fn new(g: &ConvGeometry) -> Geom {
         let w = &g.window;
         // 1-D: a leading spatial axis of extent 1 with a 1-tap window.
         let two = |v: &[usize], fill: usize| -> (usize, usize) {
@@ -78,25 +78,25 @@ impl Geom {
     }
 
     /// Input channels per group.
-    fn cg(&self) -> usize {
+    pub(crate) fn cg(&self) -> usize {
         self.c / self.group
     }
 
     /// Output channels per group.
-    fn mg(&self) -> usize {
+    pub(crate) fn mg(&self) -> usize {
         self.m / self.group
     }
 
     /// The GEMM depth: one group's receptive field.
-    fn kg(&self) -> usize {
+    pub(crate) fn kg(&self) -> usize {
         self.cg() * self.kh * self.kw
     }
 
-    fn in_plane(&self) -> usize {
+    pub(crate) fn in_plane(&self) -> usize {
         self.h * self.w
     }
 
-    fn out_plane(&self) -> usize {
+    pub(crate) fn out_plane(&self) -> usize {
         self.oh * self.ow
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod quant;
 pub(crate) mod tensor;
 
 use std::borrow::Cow;
@@ -102,6 +103,9 @@ pub(crate) struct RunCtx {
     /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
     pub acc: Vec<f64>,
     pub work: Vec<f32>,
+    /// The int8 ops' im2col columns and activation panel, sized at init.
+    pub qcols: Vec<i8>,
+    pub qpanel: Vec<i8>,
 }
 
 impl RunCtx {
@@ -117,6 +121,8 @@ impl RunCtx {
             depthwise: (0..n).map(|_| Mutex::default()).collect(),
             acc: Vec::new(),
             work: Vec::new(),
+            qcols: Vec::new(),
+            qpanel: Vec::new(),
         }
     }
 

@@ -108,10 +108,14 @@ pub fn execute<E: Executable>(
     let mut outs: Vec<Tensor> = g
         .outputs
         .iter()
-        .map(|&t| Tensor::zeros(DType::F32, &g.tensors[t].static_shape().unwrap()))
+        .map(|&t| Tensor::zeros(g.tensors[t].dtype, &g.tensors[t].static_shape().unwrap()))
         .collect();
     // Poison the outputs so that an element left unwritten shows.
     for o in &mut outs {
+        if o.dtype != DType::F32 {
+            o.data.as_mut_slice().fill(0x5a);
+            continue;
+        }
         for b in o.data.as_mut_slice().chunks_exact_mut(4) {
             b.copy_from_slice(&f32::from_bits(0x7fc0_dead).to_le_bytes());
         }
