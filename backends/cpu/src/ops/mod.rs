@@ -106,6 +106,8 @@ pub(crate) struct RunCtx {
     /// The int8 ops' im2col columns and activation panel, sized at init.
     pub qcols: Vec<i8>,
     pub qpanel: Vec<i8>,
+    /// The int8 depthwise path's widened plane and row accumulators.
+    pub qwork: Vec<i32>,
 }
 
 impl RunCtx {
@@ -123,6 +125,7 @@ impl RunCtx {
             work: Vec::new(),
             qcols: Vec::new(),
             qpanel: Vec::new(),
+            qwork: Vec::new(),
         }
     }
 

@@ -232,6 +232,13 @@ impl QLinearOp {
         if ctx.qpanel.len() < panel {
             ctx.qpanel.resize(panel, 0);
         }
+        if let (QShape::Conv(g), Some(_)) = (&self.shape, &self.depthwise) {
+            let (hp, wp) = padded_plane(g);
+            let len = hp * wp + g.ow;
+            if ctx.qwork.len() < len {
+                ctx.qwork.resize(len, 0);
+            }
+        }
         if let QShape::Conv(g) = &self.shape {
             let cols = g.kg() * g.out_plane();
             if ctx.qcols.len() < cols {
@@ -260,7 +267,7 @@ impl QLinearOp {
             }
             QShape::Conv(g) if self.depthwise.is_some() => {
                 let taps = self.depthwise.as_deref().unwrap_or_default();
-                self.run_depthwise(g, x, taps, out);
+                self.run_depthwise(g, x, taps, out, &mut ctx.qwork);
             }
             QShape::Conv(g) => {
                 let pad = (self.epilogues[0].a_zero_point) as i8;
@@ -278,7 +285,7 @@ impl QLinearOp {
                             self.kernel,
                             p,
                             &self.weights[grp],
-                            |r, kk| cols[kk * p + r],
+                            |r, kk| cols[r * kg + kk],
                             &self.epilogues[grp],
                             &mut ctx.qpanel,
                             |r, j, y| out[(m0 + j) * p + r] = y as f32,
@@ -290,39 +297,69 @@ impl QLinearOp {
     }
 }
 
+/// The extents of a depthwise channel plane padded so that every tap of every output
+/// is inside it: `(rows, columns)`.
+fn padded_plane(g: &Geom) -> (usize, usize) {
+    let hp = (g.oh.max(1) - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+    let wp = (g.ow.max(1) - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    (hp, wp)
+}
+
 impl QLinearOp {
-    /// Direct depthwise convolution: per channel, `sum over taps inside the input of
-    /// (a - za) * w` (taps in the padding read real zero and add nothing), then the
-    /// channel's epilogue.
-    fn run_depthwise(&self, g: &Geom, x: &[f32], taps: &[i8], out: &mut [f32]) {
+    /// Direct depthwise convolution, per channel: the plane is widened once into `a - za`
+    /// with zeros around it (real zero: the padding), so the tap loops run without bounds
+    /// checks over whole output rows (and vectorize at stride 1); then the channel's
+    /// epilogue.
+    fn run_depthwise(&self, g: &Geom, x: &[f32], taps: &[i8], out: &mut [f32], work: &mut [i32]) {
         let (kh, kw) = (g.kh, g.kw);
+        let (hp, wp) = padded_plane(g);
         let p = g.out_plane();
+        let (plane_buf, acc) = work.split_at_mut(hp * wp);
+        let acc = &mut acc[..g.ow];
         for b in 0..g.batch {
             for c in 0..g.c {
                 let ep = &self.epilogues[c];
                 let za = ep.a_zero_point + self.x_offset;
                 let plane = &x[(b * g.c + c) * g.in_plane()..(b * g.c + c + 1) * g.in_plane()];
+                for (py, prow) in plane_buf.chunks_exact_mut(wp).enumerate() {
+                    let iy = py as isize - g.ph as isize;
+                    if iy < 0 || iy >= g.h as isize {
+                        prow.fill(0);
+                        continue;
+                    }
+                    let src = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
+                    for (px, d) in prow.iter_mut().enumerate() {
+                        let ix = px as isize - g.pw as isize;
+                        *d = if ix < 0 || ix >= g.w as isize {
+                            0
+                        } else {
+                            src[ix as usize] as i32 - za
+                        };
+                    }
+                }
                 let w = &taps[c * kh * kw..(c + 1) * kh * kw];
                 let dst = &mut out[(b * g.m + c) * p..(b * g.m + c + 1) * p];
                 for oy in 0..g.oh {
-                    for ox in 0..g.ow {
-                        let mut acc = 0i32;
-                        for ki in 0..kh {
-                            let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
-                            if iy < 0 || iy >= g.h as isize {
-                                continue;
-                            }
-                            let row = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                            for kj in 0..kw {
-                                let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
-                                if ix >= 0 && ix < g.w as isize {
-                                    let a = row[ix as usize] as i32 - za;
-                                    acc += a * w[ki * kw + kj] as i32;
+                    acc.fill(0);
+                    for ki in 0..kh {
+                        for kj in 0..kw {
+                            let wt = w[ki * kw + kj] as i32;
+                            let base = (oy * g.sh + ki * g.dh) * wp + kj * g.dw;
+                            if g.sw == 1 {
+                                let src = &plane_buf[base..base + g.ow];
+                                for (a, &v) in acc.iter_mut().zip(src) {
+                                    *a += v * wt;
+                                }
+                            } else {
+                                for (ox, a) in acc.iter_mut().enumerate() {
+                                    *a += plane_buf[base + ox * g.sw] * wt;
                                 }
                             }
                         }
-                        // The zero point is already taken off: no column-sum correction.
-                        dst[oy * g.ow + ox] = ep.finish(acc, 0, 0) as f32;
+                    }
+                    // The zero point is already taken off: no column-sum correction.
+                    for (d, &a) in dst[oy * g.ow..(oy + 1) * g.ow].iter_mut().zip(acc.iter()) {
+                        *d = ep.finish(a, 0, 0) as f32;
                     }
                 }
             }
@@ -330,31 +367,31 @@ impl QLinearOp {
     }
 }
 
-/// Unfolds one group's input planes into `cols[k][pixel]` (k = channel, tap), as i8;
-/// taps outside the input read `pad` (the zero point: real zero).
+/// Unfolds one group's input planes into activation rows `cols[pixel][k]` (k = channel,
+/// tap), as i8: row-major, so the GEMM packs each row from contiguous bytes. Taps outside
+/// the input read `pad` (the zero point: real zero). Pixel-outer, so each row is written
+/// once, in order, from a few neighbouring input rows.
 fn im2col_i8(g: &Geom, x: &[f32], pad: i8, off: i32, cols: &mut [i8]) {
-    let p = g.out_plane();
-    let mut rows = cols.chunks_exact_mut(p.max(1));
-    for ci in 0..g.cg() {
-        let plane = &x[ci * g.in_plane()..(ci + 1) * g.in_plane()];
-        for ki in 0..g.kh {
-            for kj in 0..g.kw {
-                let Some(row) = rows.next() else { return };
-                for oy in 0..g.oh {
-                    let dst = &mut row[oy * g.ow..(oy + 1) * g.ow];
-                    let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
-                    if iy < 0 || iy >= g.h as isize {
-                        dst.fill(pad);
+    let kg = g.kg();
+    let taps = g.kh * g.kw;
+    for oy in 0..g.oh {
+        for ox in 0..g.ow {
+            let row = &mut cols[(oy * g.ow + ox) * kg..(oy * g.ow + ox + 1) * kg];
+            for ki in 0..g.kh {
+                let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
+                let inside_y = iy >= 0 && iy < g.h as isize;
+                for kj in 0..g.kw {
+                    let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
+                    let tap = ki * g.kw + kj;
+                    if !inside_y || ix < 0 || ix >= g.w as isize {
+                        for ci in 0..g.cg() {
+                            row[ci * taps + tap] = pad;
+                        }
                         continue;
                     }
-                    let src = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                    for (ox, d) in dst.iter_mut().enumerate() {
-                        let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
-                        *d = if ix < 0 || ix >= g.w as isize {
-                            pad
-                        } else {
-                            (src[ix as usize] as i32 - off) as i8
-                        };
+                    let at = iy as usize * g.w + ix as usize;
+                    for ci in 0..g.cg() {
+                        row[ci * taps + tap] = (x[ci * g.in_plane() + at] as i32 - off) as i8;
                     }
                 }
             }

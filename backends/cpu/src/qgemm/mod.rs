@@ -94,9 +94,21 @@ impl PackedWeights {
 pub fn pack_rows(panel: &mut [i8], k: usize, rows: usize, a: impl Fn(usize, usize) -> i8) {
     let kp = padded_k(k);
     let panel = &mut panel[..kp * MR];
-    panel.fill(0);
-    for r in 0..rows.min(MR) {
-        for kk in 0..k {
+    let rows = rows.min(MR);
+    if rows < MR || k < kp {
+        panel.fill(0);
+    }
+    // Whole blocks of four first (no division in the loop), then the tail block.
+    let full = k / 4;
+    for (blk, chunk) in panel.chunks_exact_mut(MR * 4).enumerate().take(full) {
+        for r in 0..rows {
+            for i in 0..4 {
+                chunk[r * 4 + i] = a(r, blk * 4 + i);
+            }
+        }
+    }
+    for kk in full * 4..k {
+        for r in 0..rows {
             panel[(kk / 4) * MR * 4 + r * 4 + kk % 4] = a(r, kk);
         }
     }
@@ -206,17 +218,35 @@ pub fn qgemm(
     let (k, n) = (w.k, w.n);
     let k4 = padded_k(k) / 4;
     let mut tile = [0i32; MR * NR];
+    // Per column, once per call: the accumulator offset (bias minus the zero-point
+    // correction) and the requantization, so the store loop does no lookups.
+    let panels = n.div_ceil(NR);
+    let mut offset = [0i32; NR];
+    let mut rq = [Requant {
+        multiplier: 0,
+        shift: 1,
+    }; NR];
     for r0 in (0..m).step_by(MR) {
         let rows = (m - r0).min(MR);
         pack_rows(panel, k, rows, |r, kk| a(r0 + r, kk));
-        for p in 0..n.div_ceil(NR) {
+        for p in 0..panels {
             kernel.run(k4, panel, w.panel(p), &mut tile);
             let cols = (n - p * NR).min(NR);
+            for c in 0..cols {
+                let j = p * NR + c;
+                let bias = ep.bias.get(j).copied().unwrap_or(0);
+                offset[c] = bias.wrapping_sub(ep.a_zero_point.wrapping_mul(w.col_sums[j]));
+                rq[c] = ep.requant[if ep.requant.len() == 1 { 0 } else { j }];
+            }
             for r in 0..rows {
                 for c in 0..cols {
-                    let j = p * NR + c;
-                    let y = ep.finish(tile[r * NR + c], j, w.col_sums[j]);
-                    store(r0 + r, j, y);
+                    let acc = tile[r * NR + c].wrapping_add(offset[c]);
+                    let y = rq[c].apply(acc) + ep.out_zero_point as i64;
+                    store(
+                        r0 + r,
+                        p * NR + c,
+                        y.clamp(ep.lo as i64, ep.hi as i64) as i32,
+                    );
                 }
             }
         }
