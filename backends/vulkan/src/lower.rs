@@ -1,0 +1,831 @@
+//! Lowering: each IR node becomes one or more kernel dispatches ([`Draft`]s) over tensors.
+//!
+//! `supports` and `compile` share this code, so a node is claimed exactly when it can be
+//! lowered: there is no second list of conditions to drift out of step. Every refusal is a
+//! [`Decline`] with an ABI reason code and a message naming the culprit.
+
+use baton_delegate_api::abi::reason;
+use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
+use baton_delegate_api::shape::{
+    infer_outputs, matmul_shape, normalize_axis, transpose_perm, ConvGeometry, PoolGeometry,
+};
+use baton_delegate_api::{Constants, Support};
+
+use crate::gpu::Limits;
+use crate::kernels;
+
+/// Kernels address at most this many dimensions (padded with leading 1s).
+pub(crate) const MAX_RANK: usize = 6;
+
+/// Why a node is declined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Decline {
+    pub reason: u32,
+    pub message: String,
+}
+
+impl Decline {
+    pub fn new(reason: u32, message: impl Into<String>) -> Decline {
+        Decline {
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub fn into_support(self) -> Support {
+        Support::no(self.reason, self.message)
+    }
+}
+
+type Lowered<T> = Result<T, Decline>;
+
+/// An activation applied to a kernel's result before it is stored (the "epilogue"),
+/// either a standalone activation node or one fused into its producer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Activation {
+    /// The code `activate()` in activation.wgsl switches on; 0 is the identity.
+    pub code: u32,
+    pub a: f32,
+    pub b: f32,
+}
+
+/// One dispatch, its buffers still named by tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Draft {
+    pub kernel: &'static str,
+    pub spec: u32,
+    /// Bindings 0-3 (2 is unused by most kernels; 3 is the output).
+    pub bindings: [Option<TensorId>; 4],
+    pub params: Vec<u32>,
+    pub groups: [u32; 3],
+}
+
+/// What lowering needs to know about the graph and the device.
+pub(crate) struct Context<'a> {
+    pub graph: &'a Graph,
+    pub consts: &'a Constants<'a>,
+    pub limits: Limits,
+}
+
+impl Context<'_> {
+    /// The concrete shape of a tensor.
+    pub fn shape(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        decl.static_shape().ok_or_else(|| {
+            Decline::new(
+                reason::SHAPE,
+                format!("tensor '{}' has a symbolic shape", decl.name),
+            )
+        })
+    }
+
+    fn f32_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        if decl.dtype != DType::F32 {
+            let f16 = if self.limits.float16 {
+                "; the device has shaderFloat16 but this build has f32 kernels only"
+            } else {
+                "; the device lacks shaderFloat16 + 16-bit storage"
+            };
+            return Err(Decline::new(
+                reason::DTYPE,
+                format!(
+                    "tensor '{}' is {}: only f32 is supported{}",
+                    decl.name,
+                    decl.dtype,
+                    if decl.dtype == DType::F16 { f16 } else { "" }
+                ),
+            ));
+        }
+        if decl.quant.is_some() {
+            return Err(Decline::new(
+                reason::DTYPE,
+                format!("tensor '{}' is quantized", decl.name),
+            ));
+        }
+        let shape = self.shape(t)?;
+        if shape.len() > MAX_RANK {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!(
+                    "tensor '{}' has rank {} (at most {MAX_RANK})",
+                    decl.name,
+                    shape.len()
+                ),
+            ));
+        }
+        let elements: usize = shape.iter().product();
+        if elements == 0 {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!(
+                    "tensor '{}' is empty (a storage binding cannot be)",
+                    decl.name
+                ),
+            ));
+        }
+        let bytes = elements as u64 * 4;
+        if bytes > self.limits.max_storage_range {
+            return Err(Decline::new(
+                reason::RESOURCE,
+                format!(
+                    "tensor '{}' is {bytes} bytes, over the device's maxStorageBufferRange of {} bytes",
+                    decl.name, self.limits.max_storage_range
+                ),
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// The workgroup size of the 1-D and row kernels: four subgroups, at least 64
+    /// invocations, within the device's limits, a power of two among those built.
+    pub fn group_size(&self, kernel: &str) -> Lowered<u32> {
+        let l = &self.limits;
+        let target = (4 * l.subgroup).max(64);
+        let cap = l
+            .max_invocations
+            .min(l.max_group_size[0])
+            .min(l.shared_memory / 4);
+        kernels::values(kernel)
+            .into_iter()
+            .filter(|&v| v <= target.min(cap))
+            .filter(|&v| v % l.subgroup == 0 || l.subgroup > v)
+            .max()
+            .ok_or_else(|| {
+                Decline::new(
+                    reason::RESOURCE,
+                    format!("no {kernel} variant fits the device's workgroup limits"),
+                )
+            })
+    }
+
+    /// The matmul tile edge: 16 where a 16x16 workgroup and two 16x16 f32 tiles fit.
+    pub fn tile(&self) -> Lowered<u32> {
+        let l = &self.limits;
+        kernels::values("matmul")
+            .into_iter()
+            .filter(|&t| {
+                t * t <= l.max_invocations
+                    && t <= l.max_group_size[0]
+                    && t <= l.max_group_size[1]
+                    && 2 * t * t * 4 <= l.shared_memory
+            })
+            .max()
+            .ok_or_else(|| Decline::new(reason::RESOURCE, "no matmul tile fits the device"))
+    }
+
+    /// Workgroup counts for `n` groups over x, spilling into y past the device's limit.
+    pub fn spread(&self, n: u64) -> Lowered<[u32; 3]> {
+        let maxx = u64::from(self.limits.max_group_count[0]);
+        let x = n.clamp(1, maxx);
+        let y = n.div_ceil(x);
+        if y > u64::from(self.limits.max_group_count[1]) {
+            return Err(Decline::new(
+                reason::RESOURCE,
+                format!("{n} workgroups exceed the device's dispatch limits"),
+            ));
+        }
+        Ok([x as u32, y as u32, 1])
+    }
+
+    fn one_dimensional(
+        &self,
+        kernel: &'static str,
+        n: usize,
+        bindings: [Option<TensorId>; 4],
+        params: Vec<u32>,
+    ) -> Lowered<Draft> {
+        let spec = self.group_size(kernel)?;
+        Ok(Draft {
+            kernel,
+            spec,
+            bindings,
+            params,
+            groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
+        })
+    }
+}
+
+/// The activation a unary node computes, or `None` when `node` is not one.
+pub(crate) fn activation_of(cx: &Context<'_>, node: &Node) -> Lowered<Option<Activation>> {
+    let act = |code: u32| {
+        Ok(Some(Activation {
+            code,
+            a: 0.0,
+            b: 0.0,
+        }))
+    };
+    match node.op {
+        OpKind::Relu => act(1),
+        OpKind::Clip => {
+            let (a, b) = clip_bounds(cx, node)?;
+            Ok(Some(Activation { code: 2, a, b }))
+        }
+        OpKind::Sigmoid => act(3),
+        OpKind::Tanh => act(4),
+        OpKind::Gelu => match node.attr_str("approximate", "none") {
+            "none" => act(5),
+            "tanh" => act(6),
+            other => Err(Decline::new(
+                reason::ATTRIBUTE,
+                format!("Gelu approximate = '{other}'"),
+            )),
+        },
+        OpKind::LeakyRelu => Ok(Some(Activation {
+            code: 7,
+            a: node.attr_float("alpha", 0.01),
+            b: 0.0,
+        })),
+        OpKind::HardSigmoid => Ok(Some(Activation {
+            code: 8,
+            a: node.attr_float("alpha", 0.2),
+            b: node.attr_float("beta", 0.5),
+        })),
+        OpKind::HardSwish => act(9),
+        OpKind::Exp => act(10),
+        OpKind::Log => act(11),
+        OpKind::Sqrt => act(12),
+        OpKind::Neg => act(13),
+        OpKind::Abs => act(14),
+        OpKind::Erf => act(15),
+        OpKind::Ceil => act(16),
+        _ => Ok(None),
+    }
+}
+
+/// Clip's bounds from its attributes or constant one-element inputs.
+fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
+    let bound = |i: usize, attr: &str, default: f32| -> Lowered<f32> {
+        let v = match node.inputs.get(i) {
+            None => node.attr_float(attr, default),
+            Some(&t) => {
+                let decl = &cx.graph.tensors[t];
+                let bytes = cx.consts.bytes(t).filter(|_| decl.is_const());
+                let Some(bytes) = bytes else {
+                    return Err(Decline::new(
+                        reason::NOT_CONSTANT,
+                        format!("Clip {attr} '{}' is computed at run time", decl.name),
+                    ));
+                };
+                if decl.dtype != DType::F32 || bytes.len() != 4 {
+                    return Err(Decline::new(
+                        reason::SHAPE,
+                        format!("Clip {attr} '{}' must be one f32", decl.name),
+                    ));
+                }
+                f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+            }
+        };
+        if v.is_nan() {
+            return Err(Decline::new(
+                reason::ATTRIBUTE,
+                format!("Clip {attr} is NaN"),
+            ));
+        }
+        Ok(v)
+    };
+    if (node.attrs.contains_key("min") || node.attrs.contains_key("max")) && node.inputs.len() > 1 {
+        return Err(Decline::new(
+            reason::ATTRIBUTE,
+            "Clip bounds given both as attributes and as inputs",
+        ));
+    }
+    Ok((bound(1, "min", f32::MIN)?, bound(2, "max", f32::MAX)?))
+}
+
+/// Lowers `node`, storing into `out` (its own output, or the output of the activation
+/// fused into it) with `act` applied.
+pub(crate) fn lower(
+    cx: &Context<'_>,
+    node: &Node,
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Vec<Draft>> {
+    let ins = &node.inputs;
+    check_outputs(cx, node)?;
+    let y = cx.f32_tensor(out)?;
+    // The output shape the IR's own rules give must be the declared one.
+    let expected = infer(cx, node)?;
+    if expected != y {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "{}: declared output {y:?}, the op gives {expected:?}",
+                node.label()
+            ),
+        ));
+    }
+    if let Some(a) = activation_of(cx, node)? {
+        let x = cx.f32_tensor(ins[0])?;
+        return Ok(vec![elementwise(cx, 0, ins[0], None, &x, &x, &y, a, out)?]);
+    }
+    match node.op {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            let a = cx.f32_tensor(ins[0])?;
+            let b = cx.f32_tensor(ins[1])?;
+            let op = match node.op {
+                OpKind::Add => 1,
+                OpKind::Sub => 2,
+                OpKind::Mul => 3,
+                _ => 4,
+            };
+            Ok(vec![elementwise(
+                cx,
+                op,
+                ins[0],
+                Some(ins[1]),
+                &a,
+                &b,
+                &y,
+                act,
+                out,
+            )?])
+        }
+        OpKind::MatMul => matmul(cx, node, act, out).map(|d| vec![d]),
+        OpKind::Gemm => gemm(cx, node, act, out).map(|d| vec![d]),
+        OpKind::Conv => conv(cx, node, act, out).map(|d| vec![d]),
+        OpKind::MaxPool | OpKind::AveragePool | OpKind::GlobalAveragePool => {
+            pool(cx, node, out).map(|d| vec![d])
+        }
+        OpKind::Softmax | OpKind::LogSoftmax => softmax(cx, node, out).map(|d| vec![d]),
+        OpKind::LayerNormalization => layer_norm(cx, node, out).map(|d| vec![d]),
+        OpKind::Reshape
+        | OpKind::Flatten
+        | OpKind::Squeeze
+        | OpKind::Unsqueeze
+        | OpKind::Identity => {
+            let x = cx.f32_tensor(ins[0])?;
+            let n = x.iter().product::<usize>();
+            Ok(vec![copy(cx, ins[0], out, &[n], &[1], &[1], 0, 0)?])
+        }
+        OpKind::Transpose => {
+            let x = cx.f32_tensor(ins[0])?;
+            let perm =
+                transpose_perm(node, x.len()).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+            let xs = strides(&x);
+            let src: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
+            Ok(vec![copy(cx, ins[0], out, &y, &src, &strides(&y), 0, 0)?])
+        }
+        OpKind::Concat => {
+            let axis = normalize_axis(node.attr_int("axis", 0), y.len())
+                .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+            let ys = strides(&y);
+            let mut at = 0;
+            let mut drafts = Vec::new();
+            for &t in ins {
+                let x = cx.f32_tensor(t)?;
+                drafts.push(copy(cx, t, out, &x, &strides(&x), &ys, 0, at * ys[axis])?);
+                at += x[axis];
+            }
+            Ok(drafts)
+        }
+        op => Err(Decline::new(
+            reason::OP,
+            format!("{op} is not implemented by the Vulkan delegate"),
+        )),
+    }
+}
+
+/// Declines nodes whose extra outputs (MaxPool's Indices, LayerNorm's Mean) are used.
+fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
+    if node.outputs.len() > 1 {
+        return Err(Decline::new(
+            reason::ATTRIBUTE,
+            format!(
+                "{} with {} outputs (only the first is computed)",
+                node.label(),
+                node.outputs.len()
+            ),
+        ));
+    }
+    let _ = cx;
+    Ok(())
+}
+
+/// The first output's shape by the IR's rules.
+fn infer(cx: &Context<'_>, node: &Node) -> Lowered<Vec<usize>> {
+    let mut inputs = Vec::new();
+    for &t in &node.inputs {
+        inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
+    }
+    let outs = infer_outputs(node, &inputs, |i| {
+        node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
+    })
+    .map_err(|e| Decline::new(reason::SHAPE, format!("{}: {e}", node.label())))?;
+    Ok(outs.into_iter().next().map(|(_, s)| s).unwrap_or_default())
+}
+
+/// Row-major strides of a shape, in elements.
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// `v` right-aligned into MAX_RANK slots, `fill` in front.
+fn pad6(v: &[usize], fill: usize) -> Vec<u32> {
+    let mut out = vec![fill as u32; MAX_RANK - v.len()];
+    out.extend(v.iter().map(|&x| x as u32));
+    out
+}
+
+/// Strides of `shape` broadcast to `out` (0 on broadcast dimensions), right-aligned.
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let s = strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len())
+        .map(|i| {
+            if i < lead || shape[i - lead] == 1 {
+                0
+            } else {
+                s[i - lead]
+            }
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn elementwise(
+    cx: &Context<'_>,
+    op: u32,
+    a: TensorId,
+    b: Option<TensorId>,
+    a_shape: &[usize],
+    b_shape: &[usize],
+    y: &[usize],
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Draft> {
+    let n: usize = y.iter().product();
+    let mut p = vec![n as u32, op, act.code, act.a.to_bits(), act.b.to_bits()];
+    p.extend(pad6(y, 1));
+    p.extend(pad6(&broadcast_strides(a_shape, y), 0));
+    p.extend(pad6(&broadcast_strides(b_shape, y), 0));
+    cx.one_dimensional("elementwise", n, [Some(a), b, None, Some(out)], p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy(
+    cx: &Context<'_>,
+    src: TensorId,
+    dst: TensorId,
+    shape: &[usize],
+    src_strides: &[usize],
+    dst_strides: &[usize],
+    src_off: usize,
+    dst_off: usize,
+) -> Lowered<Draft> {
+    let n: usize = shape.iter().product();
+    let mut p = vec![n as u32, src_off as u32, dst_off as u32];
+    p.extend(pad6(shape, 1));
+    p.extend(pad6(src_strides, 0));
+    p.extend(pad6(dst_strides, 0));
+    cx.one_dimensional("copy", n, [Some(src), None, None, Some(dst)], p)
+}
+
+/// MatMul with numpy rules. Batches broadcast only wholesale: each operand's batch is
+/// either the output's or all ones (stride 0); a mix would need a second index level.
+fn matmul(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> Lowered<Draft> {
+    let a = cx.f32_tensor(node.inputs[0])?;
+    let b = cx.f32_tensor(node.inputs[1])?;
+    matmul_shape(&a, &b).map_err(|e| Decline::new(reason::SHAPE, e))?;
+    let (a2, b2) = (promote(&a, true), promote(&b, false));
+    let (m, k, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
+    let batch_a = &a2[..a2.len() - 2];
+    let batch_b = &b2[..b2.len() - 2];
+    let rank = batch_a.len().max(batch_b.len());
+    let full = |s: &[usize]| -> Vec<usize> {
+        let mut v = vec![1; rank - s.len()];
+        v.extend_from_slice(s);
+        v
+    };
+    let (fa, fb) = (full(batch_a), full(batch_b));
+    let batch: Vec<usize> = fa.iter().zip(&fb).map(|(&x, &y)| x.max(y)).collect();
+    let z: usize = batch.iter().product();
+    let stride = |f: &[usize], size: usize, name: &str| -> Lowered<u32> {
+        if f == batch.as_slice() {
+            Ok(size as u32)
+        } else if f.iter().all(|&d| d == 1) {
+            Ok(0)
+        } else {
+            Err(Decline::new(
+                reason::SHAPE,
+                format!("MatMul {name} batch {f:?} broadcasts partially to {batch:?}"),
+            ))
+        }
+    };
+    let sa = stride(&fa, m * k, "A")?;
+    let sb = stride(&fb, k * n, "B")?;
+    let mut p = vec![
+        m as u32, n as u32, k as u32, sa, k as u32, 1, sb, n as u32, 1,
+    ];
+    p.extend([
+        0,
+        0,
+        0,
+        0,
+        1f32.to_bits(),
+        0f32.to_bits(),
+        act.code,
+        act.a.to_bits(),
+        act.b.to_bits(),
+    ]);
+    gemm_draft(cx, node.inputs[0], node.inputs[1], None, out, m, n, z, p)
+}
+
+/// A 1-D operand as a matrix: `[K]` is `[1, K]` on the left, `[K, 1]` on the right.
+fn promote(s: &[usize], left: bool) -> Vec<usize> {
+    match (s.len(), left) {
+        (1, true) => vec![1, s[0]],
+        (1, false) => vec![s[0], 1],
+        _ => s.to_vec(),
+    }
+}
+
+fn gemm(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> Lowered<Draft> {
+    let a = cx.f32_tensor(node.inputs[0])?;
+    let b = cx.f32_tensor(node.inputs[1])?;
+    if a.len() != 2 || b.len() != 2 {
+        return Err(Decline::new(reason::SHAPE, "Gemm needs 2-D A and B"));
+    }
+    let (ta, tb) = (
+        node.attr_int("transA", 0) != 0,
+        node.attr_int("transB", 0) != 0,
+    );
+    let (m, k) = if ta { (a[1], a[0]) } else { (a[0], a[1]) };
+    let n = if tb { b[0] } else { b[1] };
+    let (a_rs, a_cs) = if ta { (1, m) } else { (k, 1) };
+    let (b_rs, b_cs) = if tb { (1, k) } else { (n, 1) };
+    let alpha = node.attr_float("alpha", 1.0);
+    let beta = node.attr_float("beta", 1.0);
+    let c = node.inputs.get(2).copied().filter(|_| beta != 0.0);
+    let (mut c_rs, mut c_cs) = (0, 0);
+    if let Some(t) = c {
+        let s = cx.f32_tensor(t)?;
+        if s.len() > 2 {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!("Gemm C has rank {}", s.len()),
+            ));
+        }
+        let mut s2 = vec![1; 2 - s.len()];
+        s2.extend_from_slice(&s);
+        c_rs = if s2[0] == 1 { 0 } else { s2[1] };
+        c_cs = usize::from(s2[1] != 1);
+    }
+    let mut p = vec![
+        m as u32,
+        n as u32,
+        k as u32,
+        0,
+        a_rs as u32,
+        a_cs as u32,
+        0,
+        b_rs as u32,
+        b_cs as u32,
+    ];
+    p.extend([
+        u32::from(c.is_some()),
+        0,
+        c_rs as u32,
+        c_cs as u32,
+        alpha.to_bits(),
+        beta.to_bits(),
+    ]);
+    p.extend([act.code, act.a.to_bits(), act.b.to_bits()]);
+    gemm_draft(cx, node.inputs[0], node.inputs[1], c, out, m, n, 1, p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gemm_draft(
+    cx: &Context<'_>,
+    a: TensorId,
+    b: TensorId,
+    c: Option<TensorId>,
+    out: TensorId,
+    m: usize,
+    n: usize,
+    z: usize,
+    params: Vec<u32>,
+) -> Lowered<Draft> {
+    let tile = cx.tile()?;
+    let groups = [
+        n.div_ceil(tile as usize) as u64,
+        m.div_ceil(tile as usize) as u64,
+        z as u64,
+    ];
+    for (i, g) in groups.iter().enumerate() {
+        if *g > u64::from(cx.limits.max_group_count[i]) {
+            return Err(Decline::new(
+                reason::RESOURCE,
+                format!("matmul needs {g} workgroups on axis {i}, over the device's limit"),
+            ));
+        }
+    }
+    Ok(Draft {
+        kernel: "matmul",
+        spec: tile,
+        bindings: [Some(a), Some(b), c, Some(out)],
+        params,
+        groups: groups.map(|g| g as u32),
+    })
+}
+
+fn conv(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let w = cx.f32_tensor(node.inputs[1])?;
+    if x.len() != 3 && x.len() != 4 {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "Conv with {} spatial dimensions (1 or 2 supported)",
+                x.len().saturating_sub(2)
+            ),
+        ));
+    }
+    let bias = node.inputs.get(2).copied();
+    if let Some(t) = bias {
+        cx.f32_tensor(t)?;
+    }
+    let g = ConvGeometry::new(node, &x, &w).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+    let two = |v: &[usize], one: usize| {
+        if v.len() == 1 {
+            [one, v[0]]
+        } else {
+            [v[0], v[1]]
+        }
+    };
+    let [h, wd] = two(&g.in_spatial, 1);
+    let [oh, ow] = two(&g.out_spatial, 1);
+    let [kh, kw] = two(&g.window.kernel, 1);
+    let [sh, sw] = two(&g.window.strides, 1);
+    let [dh, dw] = two(&g.window.dilations, 1);
+    let [ph, pw] = two(&g.window.pad_begin, 0);
+    let n = g.batch * g.out_channels * oh * ow;
+    let p: Vec<u32> = [
+        n,
+        g.in_channels,
+        h,
+        wd,
+        g.out_channels,
+        oh,
+        ow,
+        kh,
+        kw,
+        sh,
+        sw,
+        dh,
+        dw,
+        ph,
+        pw,
+        g.group,
+        usize::from(bias.is_some()),
+    ]
+    .iter()
+    .map(|&v| v as u32)
+    .chain([act.code, act.a.to_bits(), act.b.to_bits()])
+    .collect();
+    cx.one_dimensional(
+        "conv2d",
+        n,
+        [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
+        p,
+    )
+}
+
+fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    if x.len() != 3 && x.len() != 4 {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "{} with {} spatial dimensions (1 or 2 supported)",
+                node.op,
+                x.len().saturating_sub(2)
+            ),
+        ));
+    }
+    let spatial = &x[2..];
+    let planes = x[0] * x[1];
+    let two = |v: &[usize], one: usize| {
+        if v.len() == 1 {
+            [one, v[0]]
+        } else {
+            [v[0], v[1]]
+        }
+    };
+    let [h, w] = two(spatial, 1);
+    let p: Vec<usize> = if node.op == OpKind::GlobalAveragePool {
+        vec![planes, h, w, 1, 1, h, w, 1, 1, 1, 1, 0, 0, 1, 0]
+    } else {
+        if node.op == OpKind::AveragePool && node.attr_int("ceil_mode", 0) != 0 {
+            return Err(Decline::new(
+                reason::ATTRIBUTE,
+                "AveragePool with ceil_mode = 1",
+            ));
+        }
+        if node.attr_int("storage_order", 0) != 0 {
+            return Err(Decline::new(reason::ATTRIBUTE, "MaxPool storage_order = 1"));
+        }
+        let g = PoolGeometry::new(node, &x).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+        let win = &g.window;
+        let [oh, ow] = two(&g.out_spatial, 1);
+        let [kh, kw] = two(&win.kernel, 1);
+        let [sh, sw] = two(&win.strides, 1);
+        let [dh, dw] = two(&win.dilations, 1);
+        let [ph, pw] = two(&win.pad_begin, 0);
+        let mode = usize::from(node.op == OpKind::AveragePool);
+        vec![
+            planes * oh * ow,
+            h,
+            w,
+            oh,
+            ow,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            ph,
+            pw,
+            mode,
+            usize::from(g.count_include_pad),
+        ]
+    };
+    let n = p[0];
+    let p = p.into_iter().map(|v| v as u32).collect();
+    cx.one_dimensional(
+        "pool2d",
+        n,
+        [Some(node.inputs[0]), None, None, Some(out)],
+        p,
+    )
+}
+
+fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let axis = normalize_axis(node.attr_int("axis", -1), x.len())
+        .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+    let len = x[axis];
+    let inner: usize = x[axis + 1..].iter().product();
+    let rows = x.iter().product::<usize>() / len;
+    let spec = cx.group_size("softmax")?;
+    Ok(Draft {
+        kernel: "softmax",
+        spec,
+        bindings: [Some(node.inputs[0]), None, None, Some(out)],
+        params: vec![
+            rows as u32,
+            len as u32,
+            inner as u32,
+            u32::from(node.op == OpKind::LogSoftmax),
+        ],
+        groups: cx.spread(rows as u64)?,
+    })
+}
+
+fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let axis = normalize_axis(node.attr_int("axis", -1), x.len())
+        .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+    let d: usize = x[axis..].iter().product();
+    let rows = x.iter().product::<usize>() / d;
+    let operand = |i: usize| -> Lowered<Option<TensorId>> {
+        let Some(&t) = node.inputs.get(i) else {
+            return Ok(None);
+        };
+        let s = cx.f32_tensor(t)?;
+        if s.as_slice() != &x[axis..] {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!(
+                    "LayerNormalization {} '{}' is {s:?}; only the normalized shape {:?} is supported",
+                    if i == 1 { "scale" } else { "bias" },
+                    cx.graph.tensors[t].name,
+                    &x[axis..]
+                ),
+            ));
+        }
+        Ok(Some(t))
+    };
+    let scale = operand(1)?
+        .ok_or_else(|| Decline::new(reason::SHAPE, "LayerNormalization without scale"))?;
+    let bias = operand(2)?;
+    let eps = node.attr_float("epsilon", 1e-5);
+    let spec = cx.group_size("layernorm")?;
+    Ok(Draft {
+        kernel: "layernorm",
+        spec,
+        bindings: [Some(node.inputs[0]), Some(scale), bias, Some(out)],
+        params: vec![
+            rows as u32,
+            d as u32,
+            eps.to_bits(),
+            u32::from(bias.is_some()),
+        ],
+        groups: cx.spread(rows as u64)?,
+    })
+}
