@@ -7,6 +7,9 @@ use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
 use baton_delegate_api::Tensor;
 use common::{check, Rng};
 
+/// A node's attributes.
+type Attrs = Vec<(&'static str, Attr)>;
+
 const LINALG: (f64, f64) = (1e-4, 1e-5);
 const TIGHT: (f64, f64) = (1e-5, 1e-6);
 
@@ -81,7 +84,7 @@ fn gemm_transposes_alpha_beta_bias_and_fused_relu() {
 fn conv_general_strided_dilated_grouped_and_depthwise() {
     let mut r = Rng::new(3);
     // (x shape, w shape, attrs)
-    let cases: Vec<(Vec<usize>, Vec<usize>, Vec<(&str, Attr)>)> = vec![
+    let cases: Vec<(Vec<usize>, Vec<usize>, Attrs)> = vec![
         (
             vec![1, 3, 11, 9],
             vec![8, 3, 3, 3],
@@ -196,7 +199,7 @@ fn unary_activations_including_specials() {
         f32::NAN,
     ]);
     let n = values.len();
-    let ops: Vec<(OpKind, Vec<(&str, Attr)>)> = vec![
+    let ops: Vec<(OpKind, Attrs)> = vec![
         (OpKind::Relu, vec![]),
         (OpKind::Sigmoid, vec![]),
         (OpKind::Tanh, vec![]),
@@ -248,7 +251,7 @@ fn unary_activations_including_specials() {
 #[test]
 fn pooling() {
     let mut r = Rng::new(7);
-    let cases: Vec<(OpKind, Vec<usize>, Vec<(&str, Attr)>)> = vec![
+    let cases: Vec<(OpKind, Vec<usize>, Attrs)> = vec![
         (
             OpKind::MaxPool,
             vec![2, 3, 9, 9],
