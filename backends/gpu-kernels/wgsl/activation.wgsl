@@ -30,7 +30,7 @@ fn activate(x: f32, code: u32, a: f32, b: f32) -> f32 {
             return x * select(select(v, 1.0, v > 1.0), 0.0, v < 0.0);
         }
         case 10u: { return exp(x); }
-        case 11u: { return log(x); }
+        case 11u: { return log_subnormal_safe(x); }
         case 12u: { return sqrt(x); }
         case 13u: { return -x; }
         case 14u: { return abs(x); }
@@ -63,4 +63,15 @@ fn erf_approx(x: f32) -> f32 {
     let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
     let r = 1.0 - poly * exp(-ax * ax);
     return select(r, -r, x < 0.0);
+}
+
+// log(x), correct for subnormal x too: lavapipe's log reads a subnormal's exponent as the
+// smallest normal one (log(1e-40) came out as -88.02, not -92.10), so such inputs are
+// scaled by 2^24 first and 24 ln 2 taken off again.
+fn log_subnormal_safe(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if (bits != 0u && bits < 0x00800000u) {
+        return log(x * 16777216.0) - 16.635532333438686;
+    }
+    return log(x);
 }

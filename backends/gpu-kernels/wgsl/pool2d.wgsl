@@ -40,7 +40,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             if (is_max) {
                 // The first in-bounds element, then any greater one: a NaN wins only
                 // as the first element (the reference's and ONNX Runtime's rule).
-                if (count == 0u || v > acc) { acc = v; }
+                // NaN is tested on the bits: without SignedZeroInfNanPreserve (which
+                // naga does not emit) a driver may assume no NaN in float compares, and
+                // lavapipe's did here.
+                if (count == 0u || (!is_nan(v) && !is_nan(acc) && v > acc)) { acc = v; }
             } else {
                 acc += v;
             }
@@ -52,4 +55,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         acc = acc / f32(divisor);
     }
     y[i] = acc;
+}
+
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
 }

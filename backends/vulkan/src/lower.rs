@@ -293,6 +293,46 @@ fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
     Ok((bound(1, "min", f32::MIN)?, bound(2, "max", f32::MAX)?))
 }
 
+/// The ops [`lower`] knows; anything else is declined as an op before its dtypes are
+/// looked at, so the reason says what is really missing.
+const IMPLEMENTED: &[OpKind] = &[
+    OpKind::Relu,
+    OpKind::Clip,
+    OpKind::Sigmoid,
+    OpKind::Tanh,
+    OpKind::Gelu,
+    OpKind::LeakyRelu,
+    OpKind::HardSigmoid,
+    OpKind::HardSwish,
+    OpKind::Exp,
+    OpKind::Log,
+    OpKind::Sqrt,
+    OpKind::Neg,
+    OpKind::Abs,
+    OpKind::Erf,
+    OpKind::Ceil,
+    OpKind::Add,
+    OpKind::Sub,
+    OpKind::Mul,
+    OpKind::Div,
+    OpKind::MatMul,
+    OpKind::Gemm,
+    OpKind::Conv,
+    OpKind::MaxPool,
+    OpKind::AveragePool,
+    OpKind::GlobalAveragePool,
+    OpKind::Softmax,
+    OpKind::LogSoftmax,
+    OpKind::LayerNormalization,
+    OpKind::Reshape,
+    OpKind::Flatten,
+    OpKind::Squeeze,
+    OpKind::Unsqueeze,
+    OpKind::Identity,
+    OpKind::Transpose,
+    OpKind::Concat,
+];
+
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
 /// fused into it) with `act` applied.
 pub(crate) fn lower(
@@ -302,6 +342,12 @@ pub(crate) fn lower(
     out: TensorId,
 ) -> Lowered<Vec<Draft>> {
     let ins = &node.inputs;
+    if !IMPLEMENTED.contains(&node.op) {
+        return Err(Decline::new(
+            reason::OP,
+            format!("{} is not implemented by the Vulkan delegate", node.op),
+        ));
+    }
     check_outputs(cx, node)?;
     let y = cx.f32_tensor(out)?;
     // The output shape the IR's own rules give must be the declared one.
