@@ -875,3 +875,84 @@ fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
         groups: cx.spread(rows as u64)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::GraphBuilder;
+
+    fn limits(subgroup: u32, max_invocations: u32) -> Limits {
+        Limits {
+            subgroup,
+            max_invocations,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: true,
+        }
+    }
+
+    fn with<T>(l: Limits, f: impl FnOnce(&Context<'_>) -> T) -> T {
+        let g = Graph::default();
+        let consts = Constants::new(&g, &[]);
+        f(&Context {
+            graph: &g,
+            consts: &consts,
+            limits: l,
+        })
+    }
+
+    #[test]
+    fn workgroups_follow_the_device_subgroup_size_and_limits() {
+        // lavapipe 8, NVIDIA 32, AMD 64: four subgroups, at least 64 invocations.
+        for (sg, want) in [(8, 64), (32, 128), (64, 256)] {
+            assert_eq!(with(limits(sg, 1024), |cx| cx.group_size("elementwise")), Ok(want));
+        }
+        assert_eq!(with(limits(64, 128), |cx| cx.group_size("softmax")), Ok(128));
+        assert_eq!(with(limits(32, 1024), |cx| cx.tile()), Ok(16));
+        assert_eq!(with(limits(32, 128), |cx| cx.tile()), Ok(8));
+        assert_eq!(with(limits(32, 16), |cx| cx.group_size("copy")).map_err(|d| d.reason), Err(reason::RESOURCE));
+    }
+
+    #[test]
+    fn dispatches_spill_into_y_past_the_x_limit() {
+        let l = Limits {
+            max_group_count: [100, 100, 1],
+            ..limits(8, 1024)
+        };
+        assert_eq!(with(l, |cx| cx.spread(250)), Ok([100, 3, 1]));
+        assert!(with(l, |cx| cx.spread(100 * 100 + 1)).is_err());
+    }
+
+    fn decline_of(dtype: DType, shape: &[usize], l: Limits) -> Decline {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", dtype, shape);
+        let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: l,
+        };
+        lower(&cx, &g.nodes[0], Activation::default(), y).unwrap_err()
+    }
+
+    #[test]
+    fn buffers_over_max_storage_buffer_range_are_declined_with_that_reason() {
+        let d = decline_of(DType::F32, &[(128 << 20) / 4 + 1], limits(8, 1024));
+        assert_eq!(d.reason, reason::RESOURCE);
+        assert!(d.message.contains("maxStorageBufferRange"), "{}", d.message);
+    }
+
+    #[test]
+    fn f16_is_declined_naming_the_device_feature() {
+        let d = decline_of(DType::F16, &[4], limits(8, 1024));
+        assert_eq!(d.reason, reason::DTYPE);
+        assert!(d.message.contains("shaderFloat16"), "{}", d.message);
+        let d = decline_of(DType::F16, &[4], Limits { float16: false, ..limits(8, 1024) });
+        assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
+    }
+}
