@@ -331,6 +331,10 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Identity,
     OpKind::Transpose,
     OpKind::Concat,
+    OpKind::Expand,
+    OpKind::ReduceSum,
+    OpKind::ReduceMean,
+    OpKind::ReduceMax,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -346,6 +350,22 @@ pub(crate) fn lower(
         return Err(Decline::new(
             reason::OP,
             format!("{} is not implemented by the Vulkan delegate", node.op),
+        ));
+    }
+    let needs = match node.op {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::MatMul | OpKind::Gemm => 2,
+        OpKind::Conv | OpKind::LayerNormalization => 2,
+        _ => 1,
+    };
+    if ins.len() < needs || node.outputs.is_empty() {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "{} has {} inputs and {} outputs",
+                node.label(),
+                ins.len(),
+                node.outputs.len()
+            ),
         ));
     }
     check_outputs(cx, node)?;
@@ -403,6 +423,15 @@ pub(crate) fn lower(
             let x = cx.f32_tensor(ins[0])?;
             let n = x.iter().product::<usize>();
             Ok(vec![copy(cx, ins[0], out, &[n], &[1], &[1], 0, 0)?])
+        }
+        OpKind::Expand => {
+            let x = cx.f32_tensor(ins[0])?;
+            Ok(vec![elementwise(
+                cx, 0, ins[0], None, &x, &x, &y, act, out,
+            )?])
+        }
+        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax => {
+            reduce(cx, node, out).map(|d| vec![d])
         }
         OpKind::Transpose => {
             let x = cx.f32_tensor(ins[0])?;
@@ -833,6 +862,80 @@ fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
     })
 }
 
+/// Reduce ops over one contiguous block of axes (any block: the rows kernel addresses the
+/// axes after it by stride). Scattered axes would need a transpose first: declined.
+fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let axes: Vec<i64> = match (node.attr_ints("axes"), node.inputs.get(1)) {
+        (Some(a), _) => a.to_vec(),
+        (None, Some(&t)) => cx
+            .consts
+            .i64s(t)
+            .filter(|_| cx.graph.tensors[t].is_const())
+            .ok_or_else(|| {
+                Decline::new(
+                    reason::NOT_CONSTANT,
+                    format!("{} axes are computed at run time", node.op),
+                )
+            })?,
+        (None, None) => Vec::new(),
+    };
+    let mut axes: Vec<usize> = if axes.is_empty() {
+        if node.attr_int("noop_with_empty_axes", 0) != 0 {
+            return Err(Decline::new(
+                reason::ATTRIBUTE,
+                format!("{} with noop_with_empty_axes", node.op),
+            ));
+        }
+        (0..x.len()).collect()
+    } else {
+        axes.iter()
+            .map(|&a| normalize_axis(a, x.len()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?
+    };
+    axes.sort_unstable();
+    axes.dedup();
+    let (Some(&first), Some(&last)) = (axes.first(), axes.last()) else {
+        // A scalar: reducing it over nothing is the value itself.
+        return Ok(Draft {
+            kernel: "reduce",
+            spec: cx.group_size("reduce")?,
+            bindings: [Some(node.inputs[0]), None, None, Some(out)],
+            params: vec![1, 1, 1, reduce_mode(node.op)],
+            groups: [1, 1, 1],
+        });
+    };
+    if last - first + 1 != axes.len() {
+        return Err(Decline::new(
+            reason::ATTRIBUTE,
+            format!(
+                "{} over scattered axes {axes:?} (one contiguous block supported)",
+                node.op
+            ),
+        ));
+    }
+    let len: usize = x[first..=last].iter().product();
+    let inner: usize = x[last + 1..].iter().product();
+    let rows = x.iter().product::<usize>() / len;
+    let mode = reduce_mode(node.op);
+    Ok(Draft {
+        kernel: "reduce",
+        spec: cx.group_size("reduce")?,
+        bindings: [Some(node.inputs[0]), None, None, Some(out)],
+        params: vec![rows as u32, len as u32, inner as u32, mode],
+        groups: cx.spread(rows as u64)?,
+    })
+}
+
+fn reduce_mode(op: OpKind) -> u32 {
+    match op {
+        OpKind::ReduceSum => 0,
+        OpKind::ReduceMean => 1,
+        _ => 2,
+    }
+}
+
 fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
     let x = cx.f32_tensor(node.inputs[0])?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
@@ -907,12 +1010,21 @@ mod tests {
     fn workgroups_follow_the_device_subgroup_size_and_limits() {
         // lavapipe 8, NVIDIA 32, AMD 64: four subgroups, at least 64 invocations.
         for (sg, want) in [(8, 64), (32, 128), (64, 256)] {
-            assert_eq!(with(limits(sg, 1024), |cx| cx.group_size("elementwise")), Ok(want));
+            assert_eq!(
+                with(limits(sg, 1024), |cx| cx.group_size("elementwise")),
+                Ok(want)
+            );
         }
-        assert_eq!(with(limits(64, 128), |cx| cx.group_size("softmax")), Ok(128));
+        assert_eq!(
+            with(limits(64, 128), |cx| cx.group_size("softmax")),
+            Ok(128)
+        );
         assert_eq!(with(limits(32, 1024), |cx| cx.tile()), Ok(16));
         assert_eq!(with(limits(32, 128), |cx| cx.tile()), Ok(8));
-        assert_eq!(with(limits(32, 16), |cx| cx.group_size("copy")).map_err(|d| d.reason), Err(reason::RESOURCE));
+        assert_eq!(
+            with(limits(32, 16), |cx| cx.group_size("copy")).map_err(|d| d.reason),
+            Err(reason::RESOURCE)
+        );
     }
 
     #[test]
@@ -952,7 +1064,14 @@ mod tests {
         let d = decline_of(DType::F16, &[4], limits(8, 1024));
         assert_eq!(d.reason, reason::DTYPE);
         assert!(d.message.contains("shaderFloat16"), "{}", d.message);
-        let d = decline_of(DType::F16, &[4], Limits { float16: false, ..limits(8, 1024) });
+        let d = decline_of(
+            DType::F16,
+            &[4],
+            Limits {
+                float16: false,
+                ..limits(8, 1024)
+            },
+        );
         assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
     }
 }

@@ -122,11 +122,20 @@ pub(crate) fn compile(
         match fused[i] {
             Fused::Into => continue,
             Fused::Takes(j, act) => {
-                let out = graph.nodes[j].outputs[0];
+                // Fusion only pairs nodes with exactly one output each.
+                let out = graph.nodes[j]
+                    .outputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| format!("{} has no output", graph.nodes[j].label()))?;
                 drafts.extend(lower(&cx, node, act, out).map_err(|d| decline(i, d))?);
             }
             Fused::No => {
-                let out = node.outputs[0];
+                let out = node
+                    .outputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| format!("{} has no output", node.label()))?;
                 drafts.extend(
                     lower(&cx, node, Activation::default(), out).map_err(|d| decline(i, d))?,
                 );
@@ -164,7 +173,8 @@ fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
         }
         let j = consumers[t][0];
         let user = &g.nodes[j];
-        if !matches!(fused[j], Fused::No)
+        if user.outputs.len() != 1
+            || !matches!(fused[j], Fused::No)
             || user.inputs.iter().filter(|&&u| u == t).count() != 1
             || user.inputs[0] != t
         {

@@ -409,3 +409,34 @@ fn a_small_network_runs_as_one_partition() {
         LINALG.1,
     );
 }
+
+#[test]
+fn reductions_over_a_block_of_axes_and_expand() {
+    let mut r = Rng::new(12);
+    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+        for (axes, keep) in [(vec![1i64, 2], 1i64), (vec![-1], 0), (vec![0], 1)] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("x", DType::F32, &[3, 40, 7, 5]);
+            let y = g
+                .node(
+                    op,
+                    &[x],
+                    &[("axes", ints(&axes)), ("keepdims", Attr::Int(keep))],
+                )
+                .unwrap();
+            g.output(y);
+            check(
+                &g.finish().unwrap(),
+                &[r.tensor(&[3, 40, 7, 5])],
+                1e-5,
+                1e-5,
+            );
+        }
+    }
+    let mut g = GraphBuilder::new("expand");
+    let x = g.input_fixed("x", DType::F32, &[3, 1]);
+    let shape = g.constant_i64("shape", &[3], &[2, 3, 4]);
+    let y = g.node(OpKind::Expand, &[x, shape], &[]).unwrap();
+    g.output(y);
+    check(&g.finish().unwrap(), &[r.tensor(&[3, 1])], 0.0, 0.0);
+}
