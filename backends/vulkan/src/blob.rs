@@ -8,7 +8,7 @@
 //!            u32 shared_memory u64 max_storage_range u32 float16
 //! weight  := u32 kind (0 view, 1 inline) u64 offset u64 len (view: u32 index | inline: len bytes)
 //! range   := u32 region u64 offset u64 len
-//! step    := u32 name_len name u32 spec range bindings[5] u32 groups[3]
+//! step    := u32 name_len name u32 spec range bindings[7] u32 groups[3]
 //! ```
 //! It holds no weights from views (they come again at init) and names kernels by name and
 //! override value, so a blob from another build is refused if its kernels are missing.
@@ -156,7 +156,10 @@ pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
             .map_err(|_| "kernel name is not UTF-8")?
             .to_string();
         let spec = r.u32("override value")?;
-        let bindings = [r.range()?, r.range()?, r.range()?, r.range()?, r.range()?];
+        let mut bindings = [crate::plan::dummy(0); crate::plan::SLOTS];
+        for b in &mut bindings {
+            *b = r.range()?;
+        }
         let groups = [r.u32("groups")?, r.u32("groups")?, r.u32("groups")?];
         steps.push(Step {
             kernel,
@@ -188,7 +191,7 @@ fn check_ranges(plan: &Plan) -> Result<(), String> {
         Region::Arena => plan.arena_size,
         Region::Weights => plan.weights_size,
         Region::Params => plan.params.len() as u64 * 4,
-        Region::Dummy => 16,
+        Region::Dummy => crate::plan::DUMMY_SIZE,
     };
     let all = plan
         .inputs

@@ -26,9 +26,9 @@ use crate::error::{CallContext, VulkanError};
 use crate::kernels;
 
 /// The bindings every kernel's pipeline layout has: 0-2 read-only operands, 3 the output,
-/// 4 the parameters (see backends/gpu-kernels/README.md). One layout serves every kernel,
+/// 4 the parameters, 5-6 further outputs (see backends/gpu-kernels/README.md). One layout serves every kernel,
 /// so a kernel that ignores a binding still gets a (dummy) buffer there.
-pub(crate) const BINDINGS: u32 = 5;
+pub(crate) const BINDINGS: u32 = 7;
 
 /// The device facts that shape kernels and decide what is declined. Read from the
 /// device, never assumed: lavapipe has subgroups of 8, real GPUs of 32 or 64.

@@ -56,6 +56,8 @@ pub(crate) struct Draft {
     pub spec: u32,
     /// Bindings 0-3 (2 is unused by most kernels; 3 is the output).
     pub bindings: [Option<TensorId>; 4],
+    /// Bindings 5 and 6: further outputs (LayerNormalization's Mean and InvStdDev).
+    pub extra: [Option<TensorId>; 2],
     pub params: Vec<u32>,
     pub groups: [u32; 3],
 }
@@ -200,6 +202,7 @@ impl Context<'_> {
             kernel,
             spec,
             bindings,
+            extra: [None, None],
             params,
             groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
         })
@@ -463,7 +466,12 @@ pub(crate) fn lower(
 
 /// Declines nodes whose extra outputs (MaxPool's Indices, LayerNorm's Mean) are used.
 fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
-    if node.outputs.len() > 1 {
+    let allowed = if node.op == OpKind::LayerNormalization {
+        3
+    } else {
+        1
+    };
+    if node.outputs.len() > allowed {
         return Err(Decline::new(
             reason::ATTRIBUTE,
             format!(
@@ -703,6 +711,7 @@ fn gemm_draft(
         kernel: "matmul",
         spec: tile,
         bindings: [Some(a), Some(b), c, Some(out)],
+        extra: [None, None],
         params,
         groups: groups.map(|g| g as u32),
     })
@@ -852,6 +861,7 @@ fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
         kernel: "softmax",
         spec,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
+        extra: [None, None],
         params: vec![
             rows as u32,
             len as u32,
@@ -902,6 +912,7 @@ fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
             kernel: "reduce",
             spec: cx.group_size("reduce")?,
             bindings: [Some(node.inputs[0]), None, None, Some(out)],
+            extra: [None, None],
             params: vec![1, 1, 1, reduce_mode(node.op)],
             groups: [1, 1, 1],
         });
@@ -923,6 +934,7 @@ fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
         kernel: "reduce",
         spec: cx.group_size("reduce")?,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
+        extra: [None, None],
         params: vec![rows as u32, len as u32, inner as u32, mode],
         groups: cx.spread(rows as u64)?,
     })
@@ -964,16 +976,35 @@ fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
         .ok_or_else(|| Decline::new(reason::SHAPE, "LayerNormalization without scale"))?;
     let bias = operand(2)?;
     let eps = node.attr_float("epsilon", 1e-5);
+    // The optional Mean and InvStdDev outputs: one value per row.
+    let mut extra = [None, None];
+    for (k, slot) in extra.iter_mut().enumerate() {
+        if let Some(&t) = node.outputs.get(k + 1) {
+            if cx.f32_tensor(t)?.iter().product::<usize>() != rows {
+                return Err(Decline::new(
+                    reason::SHAPE,
+                    format!(
+                        "LayerNormalization output '{}' does not hold one value per row",
+                        cx.graph.tensors[t].name
+                    ),
+                ));
+            }
+            *slot = Some(t);
+        }
+    }
     let spec = cx.group_size("layernorm")?;
     Ok(Draft {
         kernel: "layernorm",
         spec,
         bindings: [Some(node.inputs[0]), Some(scale), bias, Some(out)],
+        extra,
         params: vec![
             rows as u32,
             d as u32,
             eps.to_bits(),
             u32::from(bias.is_some()),
+            u32::from(extra[0].is_some()),
+            u32::from(extra[1].is_some()),
         ],
         groups: cx.spread(rows as u64)?,
     })

@@ -47,12 +47,21 @@ pub(crate) struct Range {
     pub len: u64,
 }
 
-/// The unused-binding range.
-pub(crate) const DUMMY: Range = Range {
-    region: Region::Dummy,
-    offset: 0,
-    len: 16,
-};
+/// Bindings per dispatch: 0-2 operands, 3 output, 4 parameters, 5-6 further outputs.
+pub(crate) const SLOTS: usize = 7;
+
+/// Bytes of the dummy buffer: one range per binding slot, so that no two unused bindings
+/// of a dispatch alias (a shared range bound read_write twice would be a hazard).
+pub(crate) const DUMMY_SIZE: u64 = ALIGN * SLOTS as u64;
+
+/// The unused-binding range of slot `b`.
+pub(crate) fn dummy(b: usize) -> Range {
+    Range {
+        region: Region::Dummy,
+        offset: ALIGN * b as u64,
+        len: 16,
+    }
+}
 
 /// One dispatch, ready to record.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,8 +69,8 @@ pub(crate) struct Step {
     pub kernel: String,
     /// The value of the kernel's override constant (workgroup size or tile edge).
     pub spec: u32,
-    /// Bindings 0 to 4 (4 is the step's parameters).
-    pub bindings: [Range; 5],
+    /// Bindings 0 to 6 (4 is the step's parameters).
+    pub bindings: [Range; SLOTS],
     pub groups: [u32; 3],
 }
 
@@ -213,7 +222,7 @@ fn layout(
         touch(t, 0);
     }
     for (s, d) in drafts.iter().enumerate() {
-        for t in d.bindings.iter().flatten() {
+        for t in d.bindings.iter().chain(&d.extra).flatten() {
             touch(*t, s as u64 + 1);
         }
     }
@@ -294,10 +303,15 @@ fn layout(
         let offset = (params.len() as u64 * 4).next_multiple_of(ALIGN);
         params.resize(offset as usize / 4, 0);
         params.extend_from_slice(&d.params);
-        let mut bindings = [DUMMY; 5];
+        let mut bindings: [Range; SLOTS] = std::array::from_fn(dummy);
         for (b, t) in d.bindings.iter().enumerate() {
             if let Some(t) = t {
                 bindings[b] = range(*t)?;
+            }
+        }
+        for (b, t) in d.extra.iter().enumerate() {
+            if let Some(t) = t {
+                bindings[5 + b] = range(*t)?;
             }
         }
         bindings[4] = Range {
