@@ -15,6 +15,7 @@
 
 pub mod cases;
 pub mod error;
+pub mod expectations;
 pub mod outcome;
 pub mod report;
 pub mod runner;

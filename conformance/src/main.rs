@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use baton_conformance::cases::{self, Shard};
+use baton_conformance::expectations::Expectations;
 use baton_conformance::report::RunMeta;
 use baton_conformance::runner::child::{child_main, ChildArgs};
 use baton_conformance::runner::{run_isolated_with, RunConfig};
@@ -56,6 +57,12 @@ struct Cli {
     /// garbage blob, determinism).
     #[arg(long)]
     abi_checks: bool,
+
+    /// Expected failures per device (known driver quirks): `case device result reason`
+    /// per line; see `baton_conformance::expectations`. Matching failures become
+    /// expected-fail; an expected failure that passes is reported.
+    #[arg(long, value_name = "FILE")]
+    expectations: Option<PathBuf>,
 
     /// Print the ids of the selected cases and exit.
     #[arg(long)]
@@ -174,7 +181,27 @@ fn run(cli: Cli) -> Result<u8> {
         shard: cli.shard.map(|s| s.to_string()),
         ops,
     };
-    let report = Report::new(&config, meta, outcome);
+    let mut report = Report::new(&config, meta, outcome);
+    if let Some(path) = &cli.expectations {
+        let expectations = Expectations::load(path)?;
+        let applied = expectations.apply(&mut report);
+        eprintln!(
+            "baton-conformance: {} expected failures declared in {}",
+            applied.expected.len(),
+            path.display()
+        );
+        for (id, reason) in &applied.unexpected_passes {
+            eprintln!(
+                "warning: unexpected pass {id} (expected to fail: {reason}); remove its entry"
+            );
+        }
+        for (id, want, got) in &applied.other_failures {
+            eprintln!("{id}: expected {want}, got {got}");
+        }
+        for id in &applied.unused {
+            eprintln!("warning: expectation {id} matched no case of this run");
+        }
+    }
     let written = report
         .write_all(&cli.report_dir)
         .context("writing the reports")?;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 /// | `crash` | the child process died (a signal or a non-zero exit) while running the case |
 /// | `timeout` | the case ran longer than the timeout; the child was killed |
 /// | `reference-fail` | the reference executor itself failed on the case: the kit could not judge the plugin |
+/// | `expected-fail` | a failure of the class an `--expectations` entry declares for this case and device (a known driver quirk); not a failure of the run |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
@@ -36,11 +37,12 @@ pub enum Class {
     Crash,
     Timeout,
     ReferenceFail,
+    ExpectedFail,
 }
 
 impl Class {
     /// Every class, in report order.
-    pub const ALL: [Class; 13] = [
+    pub const ALL: [Class; 14] = [
         Class::Pass,
         Class::PassUndelegated,
         Class::Unsupported,
@@ -54,6 +56,7 @@ impl Class {
         Class::Crash,
         Class::Timeout,
         Class::ReferenceFail,
+        Class::ExpectedFail,
     ];
 
     /// The string used in reports (`pass-undelegated`, `exec-fail`, ...).
@@ -72,15 +75,16 @@ impl Class {
             Class::Crash => "crash",
             Class::Timeout => "timeout",
             Class::ReferenceFail => "reference-fail",
+            Class::ExpectedFail => "expected-fail",
         }
     }
 
     /// Whether the class makes the run fail (exit code 1): everything but `pass`,
-    /// `pass-undelegated` and `unsupported`.
+    /// `pass-undelegated`, `unsupported` and `expected-fail`.
     pub fn is_failure(self) -> bool {
         !matches!(
             self,
-            Class::Pass | Class::PassUndelegated | Class::Unsupported
+            Class::Pass | Class::PassUndelegated | Class::Unsupported | Class::ExpectedFail
         )
     }
 }

@@ -163,7 +163,7 @@ fn junit_is_well_formed_and_escaped() {
     }
     // mismatch, crash, timeout, load/create/supports/compile/init/exec-fail
     assert_eq!(failures, 9);
-    assert_eq!(skipped, 1, "unsupported is skipped");
+    assert_eq!(skipped, 2, "unsupported and expected-fail are skipped");
     assert_eq!(errors, 1, "reference-fail is an error");
     assert_eq!(root.attr("failures"), Some("9"));
 }
@@ -182,7 +182,7 @@ fn summary_has_a_table_per_op_and_the_failures() {
     let md = to_markdown(&synthetic());
     assert!(md.contains("| op | cases | pass |"), "{md}");
     assert!(md.contains("| Conv | 7 |"), "{md}");
-    assert!(md.contains("| Add<&> | 6 |"), "{md}");
+    assert!(md.contains("| Add<&> | 7 |"), "{md}");
     assert!(md.contains("## Failures"));
     assert!(md.contains("**mismatch**"));
     assert!(

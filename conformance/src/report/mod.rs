@@ -124,6 +124,17 @@ impl Report {
         }
     }
 
+    /// Recomputes `totals` and `failed` after cases were reclassified (by expectations).
+    pub fn recount(&mut self) {
+        for v in self.totals.values_mut() {
+            *v = 0;
+        }
+        for r in &self.cases {
+            *self.totals.entry(r.result.name().to_string()).or_default() += 1;
+        }
+        self.failed = self.cases.iter().any(|r| r.result.is_failure());
+    }
+
     /// 0 when no case failed, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         i32::from(self.failed)

@@ -1,0 +1,59 @@
+// Softmax or LogSoftmax along one axis. One workgroup per row: the row's maximum and the
+// sum of exponentials are reduced in workgroup shared memory (WG must be a power of two).
+// Row r covers x[outer * L * inner + j * inner + k] for j < L, where outer = r / inner and
+// k = r % inner, so no transpose is needed for an inner axis.
+//
+// Bindings: 0 x (read), 3 y (read_write), 4 params (u32).
+// Params: [0] rows, [1] L (axis extent), [2] inner, [3] log (0 Softmax, 1 LogSoftmax).
+// Override: WG, the workgroup size. Dispatch: rows workgroups over x, then y.
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read> p: array<u32>;
+
+override WG: u32 = 64u;
+
+var<workgroup> red: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+    let r = wid.y * nwg.x + wid.x;
+    // Uniform across the workgroup, so the barriers below stay in uniform control flow.
+    if (r >= p[0]) { return; }
+    let L = p[1];
+    let inner = p[2];
+    let base = (r / inner) * L * inner + r % inner;
+    var m = -bitcast<f32>(0x7f800000u);
+    for (var j = lid.x; j < L; j += WG) {
+        let v = x[base + j * inner];
+        if (v > m || v != v) { m = v; }
+    }
+    red[lid.x] = m;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (lid.x < s) {
+            let o = red[lid.x + s];
+            if (o > red[lid.x] || o != o) { red[lid.x] = o; }
+        }
+        workgroupBarrier();
+    }
+    let mx = red[0];
+    workgroupBarrier();
+    var sum = 0.0;
+    for (var j = lid.x; j < L; j += WG) {
+        sum += exp(x[base + j * inner] - mx);
+    }
+    red[lid.x] = sum;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (lid.x < s) { red[lid.x] += red[lid.x + s]; }
+        workgroupBarrier();
+    }
+    let total = red[0];
+    let log_total = log(total);
+    for (var j = lid.x; j < L; j += WG) {
+        let d = x[base + j * inner] - mx;
+        y[base + j * inner] = select(exp(d) / total, d - log_total, p[3] != 0u);
+    }
+}

@@ -1,0 +1,272 @@
+//! The compiled blob: the [`Plan`] in a versioned little-endian format.
+//!
+//! ```text
+//! blob    := "BVKN" u32 version  limits  u64 arena_size u64 weights_size
+//!            u32 n weight[n]  u32 n u32 params[n]  u32 n range inputs[n]
+//!            u32 n range outputs[n]  u32 n step[n]
+//! limits  := u32 subgroup u32 max_invocations u32 group_size[3] u32 group_count[3]
+//!            u32 shared_memory u64 max_storage_range u32 float16
+//! weight  := u32 kind (0 view, 1 inline) u64 offset u64 len (view: u32 index | inline: len bytes)
+//! range   := u32 region u64 offset u64 len
+//! step    := u32 name_len name u32 spec range bindings[7] u32 groups[3]
+//! ```
+//! It holds no weights from views (they come again at init) and names kernels by name and
+//! override value, so a blob from another build is refused if its kernels are missing.
+
+use crate::gpu::Limits;
+use crate::plan::{Plan, Range, Region, Step, Weight, WeightSource};
+
+const MAGIC: &[u8; 4] = b"BVKN";
+/// The blob format this build reads and writes. Bump it on any layout change.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// The format version of a blob, if it starts with the magic.
+pub(crate) fn version(blob: &[u8]) -> Option<u32> {
+    if blob.len() < 8 || &blob[..4] != MAGIC {
+        return None;
+    }
+    Some(u32::from_le_bytes(blob[4..8].try_into().ok()?))
+}
+
+/// Serializes a plan.
+pub(crate) fn encode(plan: &Plan) -> Vec<u8> {
+    let mut w = Writer(Vec::new());
+    w.0.extend_from_slice(MAGIC);
+    w.u32(FORMAT_VERSION);
+    limits(&mut w, &plan.limits);
+    w.u64(plan.arena_size);
+    w.u64(plan.weights_size);
+    w.u32(plan.weights.len() as u32);
+    for wt in &plan.weights {
+        match &wt.source {
+            WeightSource::View(i) => {
+                w.u32(0);
+                w.u64(wt.offset);
+                w.u64(wt.len);
+                w.u32(*i);
+            }
+            WeightSource::Inline(bytes) => {
+                w.u32(1);
+                w.u64(wt.offset);
+                w.u64(wt.len);
+                w.0.extend_from_slice(bytes);
+            }
+        }
+    }
+    w.u32(plan.params.len() as u32);
+    for &p in &plan.params {
+        w.u32(p);
+    }
+    for list in [&plan.inputs, &plan.outputs] {
+        w.u32(list.len() as u32);
+        for r in list {
+            w.range(r);
+        }
+    }
+    w.u32(plan.steps.len() as u32);
+    for s in &plan.steps {
+        w.u32(s.kernel.len() as u32);
+        w.0.extend_from_slice(s.kernel.as_bytes());
+        w.u32(s.spec);
+        for r in &s.bindings {
+            w.range(r);
+        }
+        for g in s.groups {
+            w.u32(g);
+        }
+    }
+    w.0
+}
+
+fn limits(w: &mut Writer, l: &Limits) {
+    w.u32(l.subgroup);
+    w.u32(l.max_invocations);
+    l.max_group_size.iter().for_each(|&v| w.u32(v));
+    l.max_group_count.iter().for_each(|&v| w.u32(v));
+    w.u32(l.shared_memory);
+    w.u64(l.max_storage_range);
+    w.u32(u32::from(l.float16));
+}
+
+/// Reads a blob. Every malformation is an error naming what is wrong, never a panic.
+pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
+    match version(blob) {
+        None => return Err("not a Vulkan delegate blob (bad magic)".into()),
+        Some(FORMAT_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "blob format version {v}, this build reads {FORMAT_VERSION}; recompile the model"
+            ))
+        }
+    }
+    let mut r = Reader { buf: blob, pos: 8 };
+    let limits = Limits {
+        subgroup: r.u32("limits")?,
+        max_invocations: r.u32("limits")?,
+        max_group_size: [r.u32("limits")?, r.u32("limits")?, r.u32("limits")?],
+        max_group_count: [r.u32("limits")?, r.u32("limits")?, r.u32("limits")?],
+        shared_memory: r.u32("limits")?,
+        max_storage_range: r.u64("limits")?,
+        float16: r.u32("limits")? != 0,
+    };
+    let arena_size = r.u64("arena size")?;
+    let weights_size = r.u64("weights size")?;
+    let n = r.count("weight count")?;
+    let mut weights = Vec::with_capacity(n);
+    for _ in 0..n {
+        let kind = r.u32("weight kind")?;
+        let offset = r.u64("weight offset")?;
+        let len = r.u64("weight length")?;
+        let source = match kind {
+            0 => WeightSource::View(r.u32("weight view")?),
+            1 => {
+                let len = usize::try_from(len).map_err(|_| "weight length overflows")?;
+                WeightSource::Inline(r.take(len, "inline weight")?.to_vec())
+            }
+            k => return Err(format!("weight kind {k} is unknown")),
+        };
+        if offset.checked_add(len).is_none_or(|e| e > weights_size) {
+            return Err(format!(
+                "weight at {offset}+{len} lies outside the weights buffer"
+            ));
+        }
+        weights.push(Weight {
+            source,
+            offset,
+            len,
+        });
+    }
+    let n = r.count("parameter count")?;
+    let params = (0..n)
+        .map(|_| r.u32("parameters"))
+        .collect::<Result<_, _>>()?;
+    let mut lists = [Vec::new(), Vec::new()];
+    for list in &mut lists {
+        let n = r.count("tensor count")?;
+        for _ in 0..n {
+            list.push(r.range()?);
+        }
+    }
+    let [inputs, outputs] = lists;
+    let n = r.count("step count")?;
+    let mut steps = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.count("kernel name length")?;
+        let kernel = std::str::from_utf8(r.take(len, "kernel name")?)
+            .map_err(|_| "kernel name is not UTF-8")?
+            .to_string();
+        let spec = r.u32("override value")?;
+        let mut bindings = [crate::plan::dummy(0); crate::plan::SLOTS];
+        for b in &mut bindings {
+            *b = r.range()?;
+        }
+        let groups = [r.u32("groups")?, r.u32("groups")?, r.u32("groups")?];
+        steps.push(Step {
+            kernel,
+            spec,
+            bindings,
+            groups,
+        });
+    }
+    if r.pos != blob.len() {
+        return Err(format!("{} trailing bytes", blob.len() - r.pos));
+    }
+    let plan = Plan {
+        limits,
+        arena_size,
+        weights_size,
+        weights,
+        params,
+        inputs,
+        outputs,
+        steps,
+    };
+    check_ranges(&plan)?;
+    Ok(plan)
+}
+
+/// Every range must lie inside its region, so a corrupt blob cannot bind past a buffer.
+fn check_ranges(plan: &Plan) -> Result<(), String> {
+    let size = |r: Region| match r {
+        Region::Arena => plan.arena_size,
+        Region::Weights => plan.weights_size,
+        Region::Params => plan.params.len() as u64 * 4,
+        Region::Dummy => crate::plan::DUMMY_SIZE,
+    };
+    let all = plan
+        .inputs
+        .iter()
+        .chain(&plan.outputs)
+        .chain(plan.steps.iter().flat_map(|s| s.bindings.iter()));
+    for r in all {
+        if r.len == 0
+            || r.offset
+                .checked_add(r.len)
+                .is_none_or(|e| e > size(r.region))
+        {
+            return Err(format!("range {r:?} lies outside its buffer"));
+        }
+    }
+    Ok(())
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn range(&mut self, r: &Range) {
+        self.u32(r.region as u32);
+        self.u64(r.offset);
+        self.u64(r.len);
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(|| format!("blob truncated at byte {} reading the {what}", self.pos))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        let b = self.take(8, what)?;
+        let mut a = [0; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    /// A count that cannot exceed the bytes left (each item takes at least one byte).
+    fn count(&mut self, what: &str) -> Result<usize, String> {
+        let n = self.u32(what)? as usize;
+        if n > self.buf.len() - self.pos {
+            return Err(format!("{what} {n} exceeds the blob"));
+        }
+        Ok(n)
+    }
+    fn range(&mut self) -> Result<Range, String> {
+        let code = self.u32("range region")?;
+        let region = Region::from_code(code).ok_or_else(|| format!("region {code} is unknown"))?;
+        Ok(Range {
+            region,
+            offset: self.u64("range offset")?,
+            len: self.u64("range length")?,
+        })
+    }
+}

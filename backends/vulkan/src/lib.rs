@@ -1,0 +1,211 @@
+//! The Baton Vulkan delegate: f32 inference on Vulkan compute through vulkano, with
+//! kernels written once in WGSL (`backends/gpu-kernels/wgsl`, shared with a future wgpu
+//! delegate) and compiled to SPIR-V by naga at build time.
+//!
+//! # Lifecycle
+//!
+//! - [`Delegate::create`] loads Vulkan and lists the devices with a compute queue. With
+//!   no loader, no driver or no device passing `device_filter`, it fails with an error
+//!   that says so, and the host falls back to its next backend.
+//! - [`Delegate::supports`] claims a node exactly when it can be lowered to kernels for
+//!   device 0 (the same code `compile` runs): f32, static shapes, rank ≤ 6, no empty
+//!   tensor, every tensor within the device's `maxStorageBufferRange`, and the attributes
+//!   implemented. f16 is declined with a reason naming whether the device has
+//!   shaderFloat16.
+//! - [`Delegate::compile`] fuses activations into MatMul/Gemm/Conv/element-wise
+//!   producers, chooses each kernel's variant from the device's subgroup size and limits,
+//!   plans an arena for run-time tensors and writes a versioned blob (`blob.rs`).
+//! - [`Delegate::init`] builds the pipelines (through a pipeline cache shared by every
+//!   executable on the device) and uploads weights and kernel parameters once to
+//!   device-local memory.
+//! - [`Executable::execute`](baton_delegate_api::Executable::execute) copies the inputs
+//!   in, runs the whole partition as one command buffer, and copies the outputs out.
+//!
+//! # Options
+//!
+//! - `device_filter` (default empty): use only devices whose name contains this text
+//!   (case-insensitive), e.g. `llvmpipe` for Mesa's software driver. Matching nothing
+//!   makes `create` fail cleanly, which is also how tests force "no device".
+
+#![warn(missing_docs)]
+
+mod blob;
+mod error;
+mod exec;
+mod gpu;
+mod kernels;
+mod lower;
+mod plan;
+
+use baton_delegate_api::abi::{compat, concurrency, option_kind};
+use baton_delegate_api::ir::Graph;
+use baton_delegate_api::{
+    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+};
+
+pub use error::VulkanError;
+pub use exec::VulkanExecutable;
+
+use crate::gpu::Gpus;
+use crate::lower::{Activation, Context};
+
+baton_delegate_api::export_delegate!(VulkanDelegate);
+
+/// The Vulkan delegate: the usable devices of one Vulkan instance.
+pub struct VulkanDelegate {
+    gpus: Gpus,
+}
+
+impl std::fmt::Debug for VulkanDelegate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VulkanDelegate")
+            .field("devices", &self.devices())
+            .finish()
+    }
+}
+
+impl VulkanDelegate {
+    /// The subgroup size of device `index` as the driver reports it (for tests and
+    /// diagnostics: kernels never assume one).
+    pub fn subgroup_size(&self, index: u32) -> Option<u32> {
+        self.gpus.adapter(index).ok().map(|a| a.limits.subgroup)
+    }
+}
+
+/// `<version>-<hash of the WGSL kernels>`: a build with other kernels has another id.
+fn build_id() -> &'static str {
+    concat!(env!("CARGO_PKG_VERSION"), "-", env!("BATON_VULKAN_KERNELS"))
+}
+
+impl Delegate for VulkanDelegate {
+    type Executable = VulkanExecutable;
+
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "vulkan",
+            version: env!("CARGO_PKG_VERSION"),
+            build_id: build_id(),
+            features: 0,
+            concurrency: concurrency::SERIALIZED_PER_HANDLE,
+        }
+    }
+
+    fn options() -> Vec<OptionDecl> {
+        vec![OptionDecl {
+            name: "device_filter",
+            kind: option_kind::STRING,
+            default: "",
+            min: 0.0,
+            max: 0.0,
+            choices: "",
+            help: "Use only Vulkan devices whose name contains this text (case-insensitive); \
+                   empty: all devices.",
+        }]
+    }
+
+    fn create(options: &Options) -> Result<VulkanDelegate, DelegateError> {
+        let filter = options.get("device_filter").unwrap_or("");
+        Ok(VulkanDelegate {
+            gpus: Gpus::enumerate(filter)?,
+        })
+    }
+
+    fn devices(&self) -> Vec<Device> {
+        self.gpus
+            .adapters
+            .iter()
+            .map(|a| a.report.clone())
+            .collect()
+    }
+
+    fn supports(&self, graph: &Graph, constants: Constants<'_>) -> Vec<Support> {
+        let limits = match self.gpus.adapter(0) {
+            Ok(a) => a.limits,
+            Err(e) => {
+                return graph
+                    .nodes
+                    .iter()
+                    .map(|_| Support::no(baton_delegate_api::abi::reason::OTHER, e.to_string()))
+                    .collect()
+            }
+        };
+        let cx = Context {
+            graph,
+            consts: &constants,
+            limits,
+        };
+        graph
+            .nodes
+            .iter()
+            .map(
+                |node| match lower::lower(&cx, node, Activation::default(), node.outputs[0]) {
+                    Ok(_) => Support::Yes,
+                    Err(d) => d.into_support(),
+                },
+            )
+            .collect()
+    }
+
+    fn compile(
+        &self,
+        device: u32,
+        graph: &Graph,
+        constants: Constants<'_>,
+    ) -> Result<Vec<u8>, DelegateError> {
+        let limits = self.gpus.adapter(device)?.limits;
+        graph
+            .validate()
+            .map_err(|e| DelegateError::invalid(format!("subgraph: {e}")))?;
+        let plan = plan::compile(graph, &constants, limits).map_err(VulkanError::Unsupported)?;
+        Ok(blob::encode(&plan))
+    }
+
+    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+        match blob::decode(blob) {
+            Ok(plan) if self.gpus.adapter(0).is_ok_and(|a| a.limits == plan.limits) => {
+                compat::OPTIMAL
+            }
+            Ok(_) => compat::PREFER_RECOMPILE,
+            Err(_) => compat::UNSUPPORTED,
+        }
+    }
+
+    fn init(
+        &self,
+        device: u32,
+        blob: &[u8],
+        constants: &[TensorRef<'_>],
+    ) -> Result<VulkanExecutable, DelegateError> {
+        let plan = blob::decode(blob).map_err(VulkanError::Blob)?;
+        let limits = self.gpus.adapter(device)?.limits;
+        check_fits(&plan, &limits)?;
+        let gpu = self.gpus.open(device)?;
+        Ok(exec::build(gpu, &plan, constants)?)
+    }
+}
+
+/// A blob compiled for other limits still runs if every dispatch fits this device.
+fn check_fits(plan: &plan::Plan, limits: &gpu::Limits) -> Result<(), VulkanError> {
+    for s in &plan.steps {
+        let invocations = if s.kernel == "matmul" {
+            s.spec * s.spec
+        } else {
+            s.spec
+        };
+        let too_big = invocations > limits.max_invocations
+            || s.groups
+                .iter()
+                .zip(limits.max_group_count)
+                .any(|(&g, m)| g > m)
+            || s.bindings.iter().any(|r| r.len > limits.max_storage_range);
+        if too_big {
+            return Err(VulkanError::Blob(format!(
+                "kernel {} ({} = {}) does not fit this device's limits; recompile for it",
+                s.kernel,
+                if s.kernel == "matmul" { "TILE" } else { "WG" },
+                s.spec
+            )));
+        }
+    }
+    Ok(())
+}

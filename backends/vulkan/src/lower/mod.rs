@@ -1,0 +1,672 @@
+//! Lowering: each IR node becomes one or more kernel dispatches ([`Draft`]s) over tensors.
+//!
+//! `supports` and `compile` share this code, so a node is claimed exactly when it can be
+//! lowered: there is no second list of conditions to drift out of step. Every refusal is a
+//! [`Decline`] with an ABI reason code and a message naming the culprit.
+
+use baton_delegate_api::abi::reason;
+use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
+use baton_delegate_api::shape::{
+    infer_outputs, matmul_shape, normalize_axis, transpose_perm, ConvGeometry, PoolGeometry,
+};
+use baton_delegate_api::{Constants, Support};
+
+use crate::gpu::Limits;
+use crate::kernels;
+
+mod linalg;
+mod rows;
+
+use linalg::{conv, gemm, matmul};
+use rows::{layer_norm, pool, reduce, softmax};
+
+/// Kernels address at most this many dimensions (padded with leading 1s).
+pub(crate) const MAX_RANK: usize = 6;
+
+/// Why a node is declined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Decline {
+    pub reason: u32,
+    pub message: String,
+}
+
+impl Decline {
+    pub fn new(reason: u32, message: impl Into<String>) -> Decline {
+        Decline {
+            reason,
+            message: message.into(),
+        }
+    }
+
+    pub fn into_support(self) -> Support {
+        Support::no(self.reason, self.message)
+    }
+}
+
+type Lowered<T> = Result<T, Decline>;
+
+/// An activation applied to a kernel's result before it is stored (the "epilogue"),
+/// either a standalone activation node or one fused into its producer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Activation {
+    /// The code `activate()` in activation.wgsl switches on; 0 is the identity.
+    pub code: u32,
+    pub a: f32,
+    pub b: f32,
+}
+
+/// One dispatch, its buffers still named by tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Draft {
+    pub kernel: &'static str,
+    pub spec: u32,
+    /// Bindings 0-3 (2 is unused by most kernels; 3 is the output).
+    pub bindings: [Option<TensorId>; 4],
+    /// Bindings 5 and 6: further outputs (LayerNormalization's Mean and InvStdDev).
+    pub extra: [Option<TensorId>; 2],
+    pub params: Vec<u32>,
+    pub groups: [u32; 3],
+}
+
+/// What lowering needs to know about the graph and the device.
+pub(crate) struct Context<'a> {
+    pub graph: &'a Graph,
+    pub consts: &'a Constants<'a>,
+    pub limits: Limits,
+}
+
+impl Context<'_> {
+    /// The concrete shape of a tensor.
+    pub fn shape(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        decl.static_shape().ok_or_else(|| {
+            Decline::new(
+                reason::SHAPE,
+                format!("tensor '{}' has a symbolic shape", decl.name),
+            )
+        })
+    }
+
+    fn f32_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        if decl.dtype != DType::F32 {
+            let f16 = if self.limits.float16 {
+                "; the device has shaderFloat16 but this build has f32 kernels only"
+            } else {
+                "; the device lacks shaderFloat16 + 16-bit storage"
+            };
+            return Err(Decline::new(
+                reason::DTYPE,
+                format!(
+                    "tensor '{}' is {}: only f32 is supported{}",
+                    decl.name,
+                    decl.dtype,
+                    if decl.dtype == DType::F16 { f16 } else { "" }
+                ),
+            ));
+        }
+        if decl.quant.is_some() {
+            return Err(Decline::new(
+                reason::DTYPE,
+                format!("tensor '{}' is quantized", decl.name),
+            ));
+        }
+        let shape = self.shape(t)?;
+        if shape.len() > MAX_RANK {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!(
+                    "tensor '{}' has rank {} (at most {MAX_RANK})",
+                    decl.name,
+                    shape.len()
+                ),
+            ));
+        }
+        let elements: usize = shape.iter().product();
+        if elements == 0 {
+            return Err(Decline::new(
+                reason::SHAPE,
+                format!(
+                    "tensor '{}' is empty (a storage binding cannot be)",
+                    decl.name
+                ),
+            ));
+        }
+        let bytes = elements as u64 * 4;
+        if bytes > self.limits.max_storage_range {
+            return Err(Decline::new(
+                reason::RESOURCE,
+                format!(
+                    "tensor '{}' is {bytes} bytes, over the device's maxStorageBufferRange of {} bytes",
+                    decl.name, self.limits.max_storage_range
+                ),
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// The workgroup size of the 1-D and row kernels: four subgroups, at least 64
+    /// invocations, within the device's limits, a power of two among those built.
+    pub fn group_size(&self, kernel: &str) -> Lowered<u32> {
+        let l = &self.limits;
+        let target = (4 * l.subgroup).max(64);
+        let cap = l
+            .max_invocations
+            .min(l.max_group_size[0])
+            .min(l.shared_memory / 4);
+        kernels::values(kernel)
+            .into_iter()
+            .filter(|&v| v <= target.min(cap))
+            .filter(|&v| v % l.subgroup == 0 || l.subgroup > v)
+            .max()
+            .ok_or_else(|| {
+                Decline::new(
+                    reason::RESOURCE,
+                    format!("no {kernel} variant fits the device's workgroup limits"),
+                )
+            })
+    }
+
+    /// The matmul tile edge: 16 where a 16x16 workgroup and two 16x16 f32 tiles fit.
+    pub fn tile(&self) -> Lowered<u32> {
+        let l = &self.limits;
+        kernels::values("matmul")
+            .into_iter()
+            .filter(|&t| {
+                t * t <= l.max_invocations
+                    && t <= l.max_group_size[0]
+                    && t <= l.max_group_size[1]
+                    && 2 * t * t * 4 <= l.shared_memory
+            })
+            .max()
+            .ok_or_else(|| Decline::new(reason::RESOURCE, "no matmul tile fits the device"))
+    }
+
+    /// Workgroup counts for `n` groups over x, spilling into y past the device's limit.
+    pub fn spread(&self, n: u64) -> Lowered<[u32; 3]> {
+        let maxx = u64::from(self.limits.max_group_count[0]);
+        let x = n.clamp(1, maxx);
+        let y = n.div_ceil(x);
+        if y > u64::from(self.limits.max_group_count[1]) {
+            return Err(Decline::new(
+                reason::RESOURCE,
+                format!("{n} workgroups exceed the device's dispatch limits"),
+            ));
+        }
+        Ok([x as u32, y as u32, 1])
+    }
+
+    fn one_dimensional(
+        &self,
+        kernel: &'static str,
+        n: usize,
+        bindings: [Option<TensorId>; 4],
+        params: Vec<u32>,
+    ) -> Lowered<Draft> {
+        let spec = self.group_size(kernel)?;
+        Ok(Draft {
+            kernel,
+            spec,
+            bindings,
+            extra: [None, None],
+            params,
+            groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
+        })
+    }
+}
+
+/// The activation a unary node computes, or `None` when `node` is not one.
+pub(crate) fn activation_of(cx: &Context<'_>, node: &Node) -> Lowered<Option<Activation>> {
+    let act = |code: u32| {
+        Ok(Some(Activation {
+            code,
+            a: 0.0,
+            b: 0.0,
+        }))
+    };
+    match node.op {
+        OpKind::Relu => act(1),
+        OpKind::Clip => {
+            let (a, b) = clip_bounds(cx, node)?;
+            Ok(Some(Activation { code: 2, a, b }))
+        }
+        OpKind::Sigmoid => act(3),
+        OpKind::Tanh => act(4),
+        OpKind::Gelu => match node.attr_str("approximate", "none") {
+            "none" => act(5),
+            "tanh" => act(6),
+            other => Err(Decline::new(
+                reason::ATTRIBUTE,
+                format!("Gelu approximate = '{other}'"),
+            )),
+        },
+        OpKind::LeakyRelu => Ok(Some(Activation {
+            code: 7,
+            a: node.attr_float("alpha", 0.01),
+            b: 0.0,
+        })),
+        OpKind::HardSigmoid => Ok(Some(Activation {
+            code: 8,
+            a: node.attr_float("alpha", 0.2),
+            b: node.attr_float("beta", 0.5),
+        })),
+        OpKind::HardSwish => act(9),
+        OpKind::Exp => act(10),
+        OpKind::Log => act(11),
+        OpKind::Sqrt => act(12),
+        OpKind::Neg => act(13),
+        OpKind::Abs => act(14),
+        OpKind::Erf => act(15),
+        OpKind::Ceil => act(16),
+        _ => Ok(None),
+    }
+}
+
+/// Clip's bounds from its attributes or constant one-element inputs.
+fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
+    let bound = |i: usize, attr: &str, default: f32| -> Lowered<f32> {
+        let v = match node.inputs.get(i) {
+            None => node.attr_float(attr, default),
+            Some(&t) => {
+                let decl = &cx.graph.tensors[t];
+                let bytes = cx.consts.bytes(t).filter(|_| decl.is_const());
+                let Some(bytes) = bytes else {
+                    return Err(Decline::new(
+                        reason::NOT_CONSTANT,
+                        format!("Clip {attr} '{}' is computed at run time", decl.name),
+                    ));
+                };
+                if decl.dtype != DType::F32 || bytes.len() != 4 {
+                    return Err(Decline::new(
+                        reason::SHAPE,
+                        format!("Clip {attr} '{}' must be one f32", decl.name),
+                    ));
+                }
+                f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+            }
+        };
+        if v.is_nan() {
+            return Err(Decline::new(
+                reason::ATTRIBUTE,
+                format!("Clip {attr} is NaN"),
+            ));
+        }
+        Ok(v)
+    };
+    if (node.attrs.contains_key("min") || node.attrs.contains_key("max")) && node.inputs.len() > 1 {
+        return Err(Decline::new(
+            reason::ATTRIBUTE,
+            "Clip bounds given both as attributes and as inputs",
+        ));
+    }
+    Ok((bound(1, "min", f32::MIN)?, bound(2, "max", f32::MAX)?))
+}
+
+/// The ops [`lower`] knows; anything else is declined as an op before its dtypes are
+/// looked at, so the reason says what is really missing.
+const IMPLEMENTED: &[OpKind] = &[
+    OpKind::Relu,
+    OpKind::Clip,
+    OpKind::Sigmoid,
+    OpKind::Tanh,
+    OpKind::Gelu,
+    OpKind::LeakyRelu,
+    OpKind::HardSigmoid,
+    OpKind::HardSwish,
+    OpKind::Exp,
+    OpKind::Log,
+    OpKind::Sqrt,
+    OpKind::Neg,
+    OpKind::Abs,
+    OpKind::Erf,
+    OpKind::Ceil,
+    OpKind::Add,
+    OpKind::Sub,
+    OpKind::Mul,
+    OpKind::Div,
+    OpKind::MatMul,
+    OpKind::Gemm,
+    OpKind::Conv,
+    OpKind::MaxPool,
+    OpKind::AveragePool,
+    OpKind::GlobalAveragePool,
+    OpKind::Softmax,
+    OpKind::LogSoftmax,
+    OpKind::LayerNormalization,
+    OpKind::Reshape,
+    OpKind::Flatten,
+    OpKind::Squeeze,
+    OpKind::Unsqueeze,
+    OpKind::Identity,
+    OpKind::Transpose,
+    OpKind::Concat,
+    OpKind::Expand,
+    OpKind::ReduceSum,
+    OpKind::ReduceMean,
+    OpKind::ReduceMax,
+];
+
+/// Lowers `node`, storing into `out` (its own output, or the output of the activation
+/// fused into it) with `act` applied.
+pub(crate) fn lower(
+    cx: &Context<'_>,
+    node: &Node,
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Vec<Draft>> {
+    let ins = &node.inputs;
+    if !IMPLEMENTED.contains(&node.op) {
+        return Err(Decline::new(
+            reason::OP,
+            format!("{} is not implemented by the Vulkan delegate", node.op),
+        ));
+    }
+    let needs = match node.op {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::MatMul | OpKind::Gemm => 2,
+        OpKind::Conv | OpKind::LayerNormalization => 2,
+        _ => 1,
+    };
+    if ins.len() < needs || node.outputs.is_empty() {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "{} has {} inputs and {} outputs",
+                node.label(),
+                ins.len(),
+                node.outputs.len()
+            ),
+        ));
+    }
+    check_outputs(cx, node)?;
+    let y = cx.f32_tensor(out)?;
+    // The output shape the IR's own rules give must be the declared one.
+    let expected = infer(cx, node)?;
+    if expected != y {
+        return Err(Decline::new(
+            reason::SHAPE,
+            format!(
+                "{}: declared output {y:?}, the op gives {expected:?}",
+                node.label()
+            ),
+        ));
+    }
+    if let Some(a) = activation_of(cx, node)? {
+        let x = cx.f32_tensor(ins[0])?;
+        return Ok(vec![elementwise(cx, 0, ins[0], None, &x, &x, &y, a, out)?]);
+    }
+    match node.op {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            let a = cx.f32_tensor(ins[0])?;
+            let b = cx.f32_tensor(ins[1])?;
+            let op = match node.op {
+                OpKind::Add => 1,
+                OpKind::Sub => 2,
+                OpKind::Mul => 3,
+                _ => 4,
+            };
+            Ok(vec![elementwise(
+                cx,
+                op,
+                ins[0],
+                Some(ins[1]),
+                &a,
+                &b,
+                &y,
+                act,
+                out,
+            )?])
+        }
+        OpKind::MatMul => matmul(cx, node, act, out).map(|d| vec![d]),
+        OpKind::Gemm => gemm(cx, node, act, out).map(|d| vec![d]),
+        OpKind::Conv => conv(cx, node, act, out).map(|d| vec![d]),
+        OpKind::MaxPool | OpKind::AveragePool | OpKind::GlobalAveragePool => {
+            pool(cx, node, out).map(|d| vec![d])
+        }
+        OpKind::Softmax | OpKind::LogSoftmax => softmax(cx, node, out).map(|d| vec![d]),
+        OpKind::LayerNormalization => layer_norm(cx, node, out).map(|d| vec![d]),
+        OpKind::Reshape
+        | OpKind::Flatten
+        | OpKind::Squeeze
+        | OpKind::Unsqueeze
+        | OpKind::Identity => {
+            let x = cx.f32_tensor(ins[0])?;
+            let n = x.iter().product::<usize>();
+            Ok(vec![copy(cx, ins[0], out, &[n], &[1], &[1], 0, 0)?])
+        }
+        OpKind::Expand => {
+            let x = cx.f32_tensor(ins[0])?;
+            Ok(vec![elementwise(
+                cx, 0, ins[0], None, &x, &x, &y, act, out,
+            )?])
+        }
+        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax => {
+            reduce(cx, node, out).map(|d| vec![d])
+        }
+        OpKind::Transpose => {
+            let x = cx.f32_tensor(ins[0])?;
+            let perm =
+                transpose_perm(node, x.len()).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+            let xs = strides(&x);
+            let src: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
+            Ok(vec![copy(cx, ins[0], out, &y, &src, &strides(&y), 0, 0)?])
+        }
+        OpKind::Concat => {
+            let axis = normalize_axis(node.attr_int("axis", 0), y.len())
+                .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+            let ys = strides(&y);
+            let mut at = 0;
+            let mut drafts = Vec::new();
+            for &t in ins {
+                let x = cx.f32_tensor(t)?;
+                drafts.push(copy(cx, t, out, &x, &strides(&x), &ys, 0, at * ys[axis])?);
+                at += x[axis];
+            }
+            Ok(drafts)
+        }
+        op => Err(Decline::new(
+            reason::OP,
+            format!("{op} is not implemented by the Vulkan delegate"),
+        )),
+    }
+}
+
+/// Declines nodes whose extra outputs (MaxPool's Indices, LayerNorm's Mean) are used.
+fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
+    let allowed = if node.op == OpKind::LayerNormalization {
+        3
+    } else {
+        1
+    };
+    if node.outputs.len() > allowed {
+        return Err(Decline::new(
+            reason::ATTRIBUTE,
+            format!(
+                "{} with {} outputs (only the first is computed)",
+                node.label(),
+                node.outputs.len()
+            ),
+        ));
+    }
+    let _ = cx;
+    Ok(())
+}
+
+/// The first output's shape by the IR's rules.
+fn infer(cx: &Context<'_>, node: &Node) -> Lowered<Vec<usize>> {
+    let mut inputs = Vec::new();
+    for &t in &node.inputs {
+        inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
+    }
+    let outs = infer_outputs(node, &inputs, |i| {
+        node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
+    })
+    .map_err(|e| Decline::new(reason::SHAPE, format!("{}: {e}", node.label())))?;
+    Ok(outs.into_iter().next().map(|(_, s)| s).unwrap_or_default())
+}
+
+/// Row-major strides of a shape, in elements.
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// `v` right-aligned into MAX_RANK slots, `fill` in front.
+fn pad6(v: &[usize], fill: usize) -> Vec<u32> {
+    let mut out = vec![fill as u32; MAX_RANK - v.len()];
+    out.extend(v.iter().map(|&x| x as u32));
+    out
+}
+
+/// Strides of `shape` broadcast to `out` (0 on broadcast dimensions), right-aligned.
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let s = strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len())
+        .map(|i| {
+            if i < lead || shape[i - lead] == 1 {
+                0
+            } else {
+                s[i - lead]
+            }
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn elementwise(
+    cx: &Context<'_>,
+    op: u32,
+    a: TensorId,
+    b: Option<TensorId>,
+    a_shape: &[usize],
+    b_shape: &[usize],
+    y: &[usize],
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Draft> {
+    let n: usize = y.iter().product();
+    let mut p = vec![n as u32, op, act.code, act.a.to_bits(), act.b.to_bits()];
+    p.extend(pad6(y, 1));
+    p.extend(pad6(&broadcast_strides(a_shape, y), 0));
+    p.extend(pad6(&broadcast_strides(b_shape, y), 0));
+    cx.one_dimensional("elementwise", n, [Some(a), b, None, Some(out)], p)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy(
+    cx: &Context<'_>,
+    src: TensorId,
+    dst: TensorId,
+    shape: &[usize],
+    src_strides: &[usize],
+    dst_strides: &[usize],
+    src_off: usize,
+    dst_off: usize,
+) -> Lowered<Draft> {
+    let n: usize = shape.iter().product();
+    let mut p = vec![n as u32, src_off as u32, dst_off as u32];
+    p.extend(pad6(shape, 1));
+    p.extend(pad6(src_strides, 0));
+    p.extend(pad6(dst_strides, 0));
+    cx.one_dimensional("copy", n, [Some(src), None, None, Some(dst)], p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::GraphBuilder;
+
+    fn limits(subgroup: u32, max_invocations: u32) -> Limits {
+        Limits {
+            subgroup,
+            max_invocations,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: true,
+        }
+    }
+
+    fn with<T>(l: Limits, f: impl FnOnce(&Context<'_>) -> T) -> T {
+        let g = Graph::default();
+        let consts = Constants::new(&g, &[]);
+        f(&Context {
+            graph: &g,
+            consts: &consts,
+            limits: l,
+        })
+    }
+
+    #[test]
+    fn workgroups_follow_the_device_subgroup_size_and_limits() {
+        // lavapipe 8, NVIDIA 32, AMD 64: four subgroups, at least 64 invocations.
+        for (sg, want) in [(8, 64), (32, 128), (64, 256)] {
+            assert_eq!(
+                with(limits(sg, 1024), |cx| cx.group_size("elementwise")),
+                Ok(want)
+            );
+        }
+        assert_eq!(
+            with(limits(64, 128), |cx| cx.group_size("softmax")),
+            Ok(128)
+        );
+        assert_eq!(with(limits(32, 1024), |cx| cx.tile()), Ok(16));
+        assert_eq!(with(limits(32, 128), |cx| cx.tile()), Ok(8));
+        assert_eq!(
+            with(limits(32, 16), |cx| cx.group_size("copy")).map_err(|d| d.reason),
+            Err(reason::RESOURCE)
+        );
+    }
+
+    #[test]
+    fn dispatches_spill_into_y_past_the_x_limit() {
+        let l = Limits {
+            max_group_count: [100, 100, 1],
+            ..limits(8, 1024)
+        };
+        assert_eq!(with(l, |cx| cx.spread(250)), Ok([100, 3, 1]));
+        assert!(with(l, |cx| cx.spread(100 * 100 + 1)).is_err());
+    }
+
+    fn decline_of(dtype: DType, shape: &[usize], l: Limits) -> Decline {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", dtype, shape);
+        let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: l,
+        };
+        lower(&cx, &g.nodes[0], Activation::default(), y).unwrap_err()
+    }
+
+    #[test]
+    fn buffers_over_max_storage_buffer_range_are_declined_with_that_reason() {
+        let d = decline_of(DType::F32, &[(128 << 20) / 4 + 1], limits(8, 1024));
+        assert_eq!(d.reason, reason::RESOURCE);
+        assert!(d.message.contains("maxStorageBufferRange"), "{}", d.message);
+    }
+
+    #[test]
+    fn f16_is_declined_naming_the_device_feature() {
+        let d = decline_of(DType::F16, &[4], limits(8, 1024));
+        assert_eq!(d.reason, reason::DTYPE);
+        assert!(d.message.contains("shaderFloat16"), "{}", d.message);
+        let d = decline_of(
+            DType::F16,
+            &[4],
+            Limits {
+                float16: false,
+                ..limits(8, 1024)
+            },
+        );
+        assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
+    }
+}

@@ -1,0 +1,353 @@
+//! `compile`: fuse activations into their producers, lower every node to dispatches, and
+//! lay out the device buffers — an arena for run-time tensors (offsets from lifetimes),
+//! a weights buffer for constants, and one parameters buffer for every dispatch.
+
+use baton_delegate_api::abi::reason;
+use baton_delegate_api::ir::{Graph, Storage, TensorId};
+use baton_delegate_api::Constants;
+
+use crate::gpu::Limits;
+use crate::lower::{activation_of, lower, Activation, Context, Decline, Draft};
+
+/// Every buffer offset is a multiple of this: the largest minStorageBufferOffsetAlignment
+/// Vulkan allows, so a plan is valid on any device.
+pub(crate) const ALIGN: u64 = 256;
+
+/// Which device buffer a range lies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Region {
+    /// Run-time tensors: inputs, intermediates, outputs.
+    Arena = 0,
+    /// Constants, uploaded once at init.
+    Weights = 1,
+    /// The kernels' parameter words, uploaded once at init.
+    Params = 2,
+    /// A small buffer bound where a kernel reads nothing.
+    Dummy = 3,
+}
+
+impl Region {
+    pub fn from_code(c: u32) -> Option<Region> {
+        [
+            Region::Arena,
+            Region::Weights,
+            Region::Params,
+            Region::Dummy,
+        ]
+        .into_iter()
+        .find(|r| *r as u32 == c)
+    }
+}
+
+/// A byte range of one region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Range {
+    pub region: Region,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Bindings per dispatch: 0-2 operands, 3 output, 4 parameters, 5-6 further outputs.
+pub(crate) const SLOTS: usize = 7;
+
+/// Bytes of the dummy buffer: one range per binding slot, so that no two unused bindings
+/// of a dispatch alias (a shared range bound read_write twice would be a hazard).
+pub(crate) const DUMMY_SIZE: u64 = ALIGN * SLOTS as u64;
+
+/// The unused-binding range of slot `b`.
+pub(crate) fn dummy(b: usize) -> Range {
+    Range {
+        region: Region::Dummy,
+        offset: ALIGN * b as u64,
+        len: 16,
+    }
+}
+
+/// One dispatch, ready to record.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Step {
+    pub kernel: String,
+    /// The value of the kernel's override constant (workgroup size or tile edge).
+    pub spec: u32,
+    /// Bindings 0 to 6 (4 is the step's parameters).
+    pub bindings: [Range; SLOTS],
+    pub groups: [u32; 3],
+}
+
+/// Where a constant's bytes come from at init.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum WeightSource {
+    /// The n-th constant view passed to init.
+    View(u32),
+    /// Carried in the blob (constants inline in the compiled graph).
+    Inline(Vec<u8>),
+}
+
+/// A constant and its place in the weights buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Weight {
+    pub source: WeightSource,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The compiled partition.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Plan {
+    /// The device limits the kernels were chosen for.
+    pub limits: Limits,
+    pub arena_size: u64,
+    pub weights_size: u64,
+    pub weights: Vec<Weight>,
+    /// All steps' parameter words, each step's at an ALIGN-ed offset.
+    pub params: Vec<u32>,
+    pub inputs: Vec<Range>,
+    pub outputs: Vec<Range>,
+    pub steps: Vec<Step>,
+}
+
+/// Compiles a subgraph for a device with `limits`.
+pub(crate) fn compile(
+    graph: &Graph,
+    consts: &Constants<'_>,
+    limits: Limits,
+) -> Result<Plan, String> {
+    let cx = Context {
+        graph,
+        consts,
+        limits,
+    };
+    let decline = |node: usize, d: Decline| {
+        format!(
+            "node {} is not supported ({}): {}",
+            graph.nodes[node].label(),
+            baton_delegate_api::abi::reason::name(d.reason),
+            d.message
+        )
+    };
+    let fused = fusion(&cx).map_err(|(n, d)| decline(n, d))?;
+    let mut drafts: Vec<Draft> = Vec::new();
+    for (i, node) in graph.nodes.iter().enumerate() {
+        match fused[i] {
+            Fused::Into => continue,
+            Fused::Takes(j, act) => {
+                // Fusion only pairs nodes with exactly one output each.
+                let out = graph.nodes[j]
+                    .outputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| format!("{} has no output", graph.nodes[j].label()))?;
+                drafts.extend(lower(&cx, node, act, out).map_err(|d| decline(i, d))?);
+            }
+            Fused::No => {
+                let out = node
+                    .outputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| format!("{} has no output", node.label()))?;
+                drafts.extend(
+                    lower(&cx, node, Activation::default(), out).map_err(|d| decline(i, d))?,
+                );
+            }
+        }
+    }
+    layout(graph, consts, limits, &drafts)
+}
+
+#[derive(Clone, Copy)]
+enum Fused {
+    No,
+    /// This node stores through the activation of node `.0`.
+    Takes(usize, Activation),
+    /// This activation node runs inside its producer.
+    Into,
+}
+
+/// Fuses an activation into a MatMul, Gemm, Conv or binary element-wise producer whose
+/// result nothing else reads: the epilogue is applied as the result is stored.
+fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
+    use baton_delegate_api::ir::OpKind::*;
+    let g = cx.graph;
+    let consumers = g.consumers();
+    let mut fused = vec![Fused::No; g.nodes.len()];
+    for (i, node) in g.nodes.iter().enumerate() {
+        if !matches!(node.op, MatMul | Gemm | Conv | Add | Sub | Mul | Div)
+            || node.outputs.len() != 1
+        {
+            continue;
+        }
+        let t = node.outputs[0];
+        if g.outputs.contains(&t) || consumers[t].len() != 1 {
+            continue;
+        }
+        let j = consumers[t][0];
+        let user = &g.nodes[j];
+        if user.outputs.len() != 1
+            || !matches!(fused[j], Fused::No)
+            || user.inputs.iter().filter(|&&u| u == t).count() != 1
+            || user.inputs[0] != t
+        {
+            continue;
+        }
+        if let Some(act) = activation_of(cx, user).map_err(|d| (j, d))? {
+            fused[i] = Fused::Takes(j, act);
+            fused[j] = Fused::Into;
+        }
+    }
+    Ok(fused)
+}
+
+/// Places tensors, gathers parameters and resolves every binding to a range.
+fn layout(
+    graph: &Graph,
+    consts: &Constants<'_>,
+    limits: Limits,
+    drafts: &[Draft],
+) -> Result<Plan, String> {
+    let bytes_of = |t: TensorId| -> u64 {
+        graph.tensors[t]
+            .static_shape()
+            .map_or(0, |s| s.iter().product::<usize>() as u64 * 4)
+    };
+    // Lifetimes in step units: graph inputs are live from 0, step s runs at s + 1, graph
+    // outputs stay live to the end.
+    let end = drafts.len() as u64 + 1;
+    let mut life: Vec<Option<(u64, u64)>> = vec![None; graph.tensors.len()];
+    let mut touch = |t: TensorId, at: u64| {
+        let e = life[t].get_or_insert((at, at));
+        e.0 = e.0.min(at);
+        e.1 = e.1.max(at);
+    };
+    for &t in &graph.inputs {
+        touch(t, 0);
+    }
+    for (s, d) in drafts.iter().enumerate() {
+        for t in d.bindings.iter().chain(&d.extra).flatten() {
+            touch(*t, s as u64 + 1);
+        }
+    }
+    for &t in &graph.outputs {
+        touch(t, end);
+    }
+    let mut weights = Vec::new();
+    let mut weights_size = 0;
+    let mut placed: Vec<Option<Range>> = vec![None; graph.tensors.len()];
+    // Constants go to the weights buffer in tensor order.
+    for (t, decl) in graph.tensors.iter().enumerate() {
+        let Some(storage) = &decl.data else { continue };
+        if life[t].is_none() {
+            continue; // a shape operand or a Clip bound: read at compile time
+        }
+        if graph.outputs.contains(&t) {
+            return Err(format!("graph output '{}' is a constant", decl.name));
+        }
+        let len = bytes_of(t);
+        let source = match storage {
+            Storage::External(i) => WeightSource::View(*i as u32),
+            Storage::Inline(_) => WeightSource::Inline(
+                consts
+                    .bytes(t)
+                    .ok_or_else(|| format!("constant '{}' has no bytes", decl.name))?
+                    .to_vec(),
+            ),
+        };
+        weights.push(Weight {
+            source,
+            offset: weights_size,
+            len,
+        });
+        placed[t] = Some(Range {
+            region: Region::Weights,
+            offset: weights_size,
+            len,
+        });
+        weights_size = (weights_size + len).next_multiple_of(ALIGN);
+    }
+    // Run-time tensors: greedy by size, first fit among tensors whose lifetimes overlap.
+    let mut order: Vec<TensorId> = (0..graph.tensors.len())
+        .filter(|&t| life[t].is_some() && placed[t].is_none())
+        .collect();
+    order.sort_by_key(|&t| (std::cmp::Reverse(bytes_of(t)), t));
+    let mut arena: Vec<(u64, u64, u64, u64)> = Vec::new(); // offset, len, start, end
+    let mut arena_size = 0;
+    for t in order {
+        let (start, stop) = life[t].expect("filtered");
+        let len = bytes_of(t);
+        let mut busy: Vec<(u64, u64)> = arena
+            .iter()
+            .filter(|a| a.2 <= stop && start <= a.3)
+            .map(|a| (a.0, a.0 + a.1))
+            .collect();
+        busy.sort_unstable();
+        let mut offset = 0;
+        for (b0, b1) in busy {
+            if offset + len <= b0 {
+                break;
+            }
+            offset = offset.max(b1.next_multiple_of(ALIGN));
+        }
+        arena.push((offset, len, start, stop));
+        arena_size = arena_size.max(offset + len);
+        placed[t] = Some(Range {
+            region: Region::Arena,
+            offset,
+            len,
+        });
+    }
+    let range = |t: TensorId| {
+        placed[t].ok_or_else(|| format!("tensor '{}' was not placed", graph.tensors[t].name))
+    };
+    let mut params = Vec::new();
+    let mut steps = Vec::new();
+    for d in drafts {
+        let offset = (params.len() as u64 * 4).next_multiple_of(ALIGN);
+        params.resize(offset as usize / 4, 0);
+        params.extend_from_slice(&d.params);
+        let mut bindings: [Range; SLOTS] = std::array::from_fn(dummy);
+        for (b, t) in d.bindings.iter().enumerate() {
+            if let Some(t) = t {
+                bindings[b] = range(*t)?;
+            }
+        }
+        for (b, t) in d.extra.iter().enumerate() {
+            if let Some(t) = t {
+                bindings[5 + b] = range(*t)?;
+            }
+        }
+        bindings[4] = Range {
+            region: Region::Params,
+            offset,
+            len: d.params.len() as u64 * 4,
+        };
+        steps.push(Step {
+            kernel: d.kernel.to_string(),
+            spec: d.spec,
+            bindings,
+            groups: d.groups,
+        });
+    }
+    if arena_size > limits.max_storage_range.max(1) * 64 {
+        return Err(format!(
+            "the arena needs {arena_size} bytes ({})",
+            reason::name(reason::RESOURCE)
+        ));
+    }
+    Ok(Plan {
+        limits,
+        arena_size,
+        weights_size,
+        weights,
+        params,
+        inputs: graph
+            .inputs
+            .iter()
+            .map(|&t| range(t))
+            .collect::<Result<_, _>>()?,
+        outputs: graph
+            .outputs
+            .iter()
+            .map(|&t| range(t))
+            .collect::<Result<_, _>>()?,
+        steps,
+    })
+}

@@ -1,0 +1,136 @@
+//! Test helpers: the Vulkan plugin loaded through the host's ABI path (the cdylib, as a
+//! vendor ships it: loading, handshake, `supports`, `compile`, `init`, `execute`), and
+//! comparison with the host's reference executor.
+//!
+//! The tests never link the plugin's rlib: the host links the CPU backend as a built-in,
+//! and two linked plugins would both define the entry symbol.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use baton_delegate_api::{Graph, Support, Tensor};
+use baton_runtime_host::plugin::{run_once, PluginContext, PluginLibrary};
+use baton_runtime_host::reference;
+
+/// `target/<profile>/libbaton_backend_vulkan.so`, built beside the test binaries.
+pub fn plugin_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let p = dir.join(format!(
+        "{}baton_backend_vulkan{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        p.is_file(),
+        "{} is missing: cargo builds it with this crate",
+        p.display()
+    );
+    p
+}
+
+/// A context of the Vulkan plugin with `options`, or `None` (with the reason printed)
+/// when there is no Vulkan device. With `BATON_REQUIRE_VULKAN=1` (CI, which installs
+/// lavapipe) having no device is a failure instead.
+pub fn plugin_with(options: &[(&str, &str)]) -> Option<PluginContext> {
+    let lib = PluginLibrary::load(&plugin_path(), None).expect("the Vulkan plugin loads");
+    let options: Vec<(String, String)> = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    match lib.create(&options) {
+        Ok(ctx) => Some(ctx),
+        Err(e) if std::env::var("BATON_REQUIRE_VULKAN").as_deref() == Ok("1") => {
+            panic!("BATON_REQUIRE_VULKAN=1 but no Vulkan device: {e}")
+        }
+        Err(e) => {
+            eprintln!(
+                "skipped: no Vulkan device ({e}); set BATON_REQUIRE_VULKAN=1 to fail instead"
+            );
+            None
+        }
+    }
+}
+
+/// The plugin with default options.
+pub fn plugin() -> Option<PluginContext> {
+    plugin_with(&[])
+}
+
+/// Runs `g` on the device (every node must be claimed; two runs must agree bit for bit)
+/// and on the reference executor, and compares every output: NaN where NaN, equal
+/// infinities, else `|got - want| <= atol + rtol * |want|`. Does nothing (after saying
+/// so) without a Vulkan device.
+pub fn check(g: &Graph, inputs: &[Tensor], rtol: f64, atol: f64) {
+    let Some(ctx) = plugin() else { return };
+    for (node, s) in g.nodes.iter().zip(ctx.supports(g).expect("supports")) {
+        assert_eq!(
+            s,
+            Support::Yes,
+            "{}: node {} declined",
+            g.name,
+            node.label()
+        );
+    }
+    let got = run_once(&ctx, 0, g, inputs).unwrap_or_else(|e| panic!("{}: {e}", g.name));
+    let again = run_once(&ctx, 0, g, inputs).unwrap_or_else(|e| panic!("{}: {e}", g.name));
+    for (a, b) in got.iter().zip(&again) {
+        assert_eq!(
+            a.bytes(),
+            b.bytes(),
+            "{}: a second run gave different results",
+            g.name
+        );
+    }
+    let want = reference::run_graph(g, inputs).expect("reference");
+    for (o, (g_t, w_t)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g_t.shape, w_t.shape, "output {o} shape");
+        for (i, (&x, &w)) in g_t.f32s().iter().zip(w_t.f32s()).enumerate() {
+            let (x, w) = (f64::from(x), f64::from(w));
+            let ok = if w.is_nan() {
+                x.is_nan()
+            } else if w.is_infinite() {
+                x == w
+            } else {
+                (x - w).abs() <= atol + rtol * w.abs()
+            };
+            assert!(
+                ok,
+                "{}: output {o} element {i}: got {x}, expected {w}",
+                g.name
+            );
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn f32(&mut self) -> f32 {
+        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.f32()).collect()
+    }
+
+    pub fn tensor(&mut self, shape: &[usize]) -> Tensor {
+        Tensor::from_f32(shape, &self.vec(shape.iter().product()))
+    }
+}
