@@ -549,3 +549,38 @@ fn f16_reshape_transpose_concat_copy_bits() {
         0.0,
     );
 }
+
+#[test]
+fn f16_pools_and_softmax() {
+    let mut r = Rng::new(23);
+    let shape = [1, 3, 7, 9];
+    let values: Vec<f32> = r.vec(189).iter().map(|v| v * 4.0).collect();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (
+            OpKind::MaxPool,
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 1, 1, 1])),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![("kernel_shape", ints(&[2, 3])), ("strides", ints(&[2, 2]))],
+        ),
+        (OpKind::GlobalAveragePool, vec![]),
+        (OpKind::Softmax, vec![("axis", Attr::Int(-1))]),
+        (OpKind::LogSoftmax, vec![("axis", Attr::Int(1))]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F16, &shape);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[f16_tensor(&shape, &values)],
+            F16_TOL.0,
+            F16_TOL.1,
+        );
+    }
+}

@@ -94,7 +94,7 @@ impl Context<'_> {
     }
 
     /// The shape of an f32 tensor, or of an f16 one where the device runs the `_f16`
-    /// kernel variants: for the kernels that have them (element-wise, copy).
+    /// kernel variants: for the kernels that have them (element-wise, copy, pools, softmax).
     fn float_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
         self.checked_tensor(t, self.limits.float16)
     }
@@ -130,7 +130,7 @@ impl Context<'_> {
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has shaderFloat16 + 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations and copies)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax)"
             } else {
                 "; the device lacks shaderFloat16 + 16-bit storage, which the f16 kernels need"
             };
@@ -438,6 +438,11 @@ pub(crate) fn lower(
                 | OpKind::Identity
                 | OpKind::Transpose
                 | OpKind::Concat
+                | OpKind::MaxPool
+                | OpKind::AveragePool
+                | OpKind::GlobalAveragePool
+                | OpKind::Softmax
+                | OpKind::LogSoftmax
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
@@ -727,8 +732,8 @@ mod tests {
 
     #[test]
     fn f16_is_declined_naming_the_device_feature() {
-        // Softmax has no f16 kernel: the reason says the device could, the op cannot.
-        let d = lower_one(OpKind::Softmax, DType::F16, &[4], limits(8, 1024)).unwrap_err();
+        // Reduce has no f16 kernel: the reason says the device could, the op cannot.
+        let d = lower_one(OpKind::ReduceSum, DType::F16, &[4], limits(8, 1024)).unwrap_err();
         assert_eq!(d.reason, reason::DTYPE);
         assert!(d.message.contains("f32 kernels only"), "{}", d.message);
         let no_f16 = Limits {
