@@ -37,7 +37,7 @@ const VARIANTS: &[(&str, &str, &[u32])] = &[
 
 /// Kernels that also get f16 variants (see the module docs): they declare
 /// `alias T = f32;` and keep their arithmetic in f32.
-const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax"];
+const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax", "matmul"];
 
 /// The line a kernel in [`F16`] must have, and what its f16 variants have instead.
 const ALIAS_F32: &str = "alias T = f32;";

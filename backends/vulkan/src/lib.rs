@@ -11,14 +11,14 @@
 //!   device 0 (the same code `compile` runs): f32, static shapes, rank ≤ 6, no empty
 //!   tensor, every tensor within the device's `maxStorageBufferRange`, and the attributes
 //!   implemented. f16 is claimed for element-wise ops (Add/Sub/Mul/Div, Expand, the
-//!   unary activations, with fused activation chains) and the layout copies
-//!   (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Concat), pools and
-//!   Softmax/LogSoftmax on a device
-//!   with shaderFloat16 + storageBuffer16BitAccess + uniformAndStorageBuffer16BitAccess
-//!   (enabled when the device is opened); those kernels compute in f32 and round once
-//!   to f16 on store. Every other f16 node (MatMul, Gemm, Conv, LayerNormalization,
-//!   reductions) is declined with a reason that says the op has
-//!   f32 kernels only, or that the device lacks the features.
+//!   unary activations, with fused activation chains), the layout copies (Reshape,
+//!   Flatten, Squeeze, Unsqueeze, Identity, Transpose, Concat), pools,
+//!   Softmax/LogSoftmax and MatMul/Gemm, on a device with shaderFloat16 +
+//!   storageBuffer16BitAccess + uniformAndStorageBuffer16BitAccess (enabled when the
+//!   device is opened). Those kernels compute and accumulate in f32 and round once to
+//!   f16 on store, as the host reference does. Every other f16 node (Conv,
+//!   LayerNormalization, the reductions) is declined with a reason saying that the op
+//!   has f32 kernels only, or that the device lacks the features.
 //! - [`Delegate::compile`] fuses activations into MatMul/Gemm/Conv/element-wise
 //!   producers, chooses each kernel's variant from the device's subgroup size and limits,
 //!   plans an arena for run-time tensors and writes a versioned blob (`blob.rs`).

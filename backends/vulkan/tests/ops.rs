@@ -584,3 +584,25 @@ fn f16_pools_and_softmax() {
         );
     }
 }
+
+#[test]
+fn f16_matmul_and_gemm_accumulate_in_f32() {
+    let mut r = Rng::new(24);
+    for (a, b) in [(vec![13, 70], vec![70, 9]), (vec![2, 5, 33], vec![33, 7])] {
+        let mut g = GraphBuilder::new("matmul_f16");
+        let x = g.input_fixed("a", DType::F16, &a);
+        let y = g.input_fixed("b", DType::F16, &b);
+        let z = g.node(OpKind::MatMul, &[x, y], &[]).unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[
+                f16_tensor(&a, &r.vec(a.iter().product())),
+                f16_tensor(&b, &r.vec(b.iter().product())),
+            ],
+            F16_TOL.0,
+            1e-3,
+        );
+    }
+}

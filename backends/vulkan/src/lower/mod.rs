@@ -94,7 +94,8 @@ impl Context<'_> {
     }
 
     /// The shape of an f32 tensor, or of an f16 one where the device runs the `_f16`
-    /// kernel variants: for the kernels that have them (element-wise, copy, pools, softmax).
+    /// kernel variants: for the kernels that have them (element-wise, copy, pools,
+    /// softmax, matmul).
     fn float_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
         self.checked_tensor(t, self.limits.float16)
     }
@@ -130,7 +131,7 @@ impl Context<'_> {
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has shaderFloat16 + 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations, copies, pools, Softmax)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
             } else {
                 "; the device lacks shaderFloat16 + 16-bit storage, which the f16 kernels need"
             };
@@ -443,6 +444,8 @@ pub(crate) fn lower(
                 | OpKind::GlobalAveragePool
                 | OpKind::Softmax
                 | OpKind::LogSoftmax
+                | OpKind::MatMul
+                | OpKind::Gemm
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
