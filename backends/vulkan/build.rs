@@ -10,6 +10,15 @@
 //! the library is appended after the kernel (WGSL declarations are order-free), so the
 //! kernel's own line numbers are unchanged and an error is reported as `FILE:LINE` of
 //! whichever file holds it.
+//!
+//! f16: a kernel listed in [`F16`] names its storage element type through one line,
+//! `alias T = f32;`, and converts to f32 on load and back to `T` on store. Its f16
+//! variants (`{kernel}_f16`) are the same source with that line replaced by
+//! `alias T = f16;` and `enable f16;` put in front of line 1 (on the same line, so line
+//! numbers still match the file). Sources stay written once, and the arithmetic stays
+//! f32, which is what the host reference does for f16. naga then emits the Float16 and
+//! 16-bit storage capabilities; the plugin enables the matching device features and
+//! only picks these variants on a device that has them.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +35,14 @@ const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("matmul", "TILE", &[8, 16]),
 ];
 
+/// Kernels that also get f16 variants (see the module docs): they declare
+/// `alias T = f32;` and keep their arithmetic in f32.
+const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax", "matmul"];
+
+/// The line a kernel in [`F16`] must have, and what its f16 variants have instead.
+const ALIAS_F32: &str = "alias T = f32;";
+const ALIAS_F16: &str = "alias T = f16;";
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let dir = manifest.join("../gpu-kernels/wgsl");
@@ -36,17 +53,23 @@ fn main() {
          pub(crate) static VARIANTS: &[(&str, &str, u32, &[u8])] = &[\n",
     );
     for &(kernel, name, values) in VARIANTS {
-        let (module, info) = parse(&dir, kernel);
-        for &v in values {
-            let words = specialise(&module, &info, kernel, name, v);
-            let file = out.join(format!("{kernel}_{name}{v}.spv"));
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            std::fs::write(&file, bytes).expect("write SPIR-V to OUT_DIR");
-            writeln!(
+        let mut builds = vec![(kernel.to_string(), parse(&dir, kernel, false))];
+        if F16.contains(&kernel) {
+            builds.push((format!("{kernel}_f16"), parse(&dir, kernel, true)));
+        }
+        for (variant, (module, info)) in &builds {
+            for &v in values {
+                let kernel = variant.as_str();
+                let words = specialise(module, info, kernel, name, v);
+                let file = out.join(format!("{kernel}_{name}{v}.spv"));
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                std::fs::write(&file, bytes).expect("write SPIR-V to OUT_DIR");
+                writeln!(
                 table,
                 "    ({kernel:?}, {name:?}, {v}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{kernel}_{name}{v}.spv\"))),"
             )
             .expect("write to a String");
+            }
         }
     }
     table.push_str("];\n");
@@ -67,9 +90,9 @@ fn main() {
     std::fs::write(out.join("kernels.rs"), table).expect("write kernels.rs");
 }
 
-/// Reads, parses and validates one kernel (plus the libraries it requires); a failure
-/// stops the build with `FILE:LINE: message`.
-fn parse(dir: &Path, kernel: &str) -> (naga::Module, naga::valid::ModuleInfo) {
+/// Reads, parses and validates one kernel (plus the libraries it requires), as its f16
+/// variant when `f16`; a failure stops the build with `FILE:LINE: message`.
+fn parse(dir: &Path, kernel: &str, f16: bool) -> (naga::Module, naga::valid::ModuleInfo) {
     let path = dir.join(format!("{kernel}.wgsl"));
     let mut source = read(&path);
     // (file name, first line of that file in `source`, 1-based)
@@ -96,6 +119,16 @@ fn parse(dir: &Path, kernel: &str) -> (naga::Module, naga::valid::ModuleInfo) {
             .expect("line 1 is in the kernel");
         format!("backends/gpu-kernels/wgsl/{name}:{}", line - first + 1)
     };
+    let mut capabilities = naga::valid::Capabilities::default();
+    if f16 {
+        assert!(
+            source.lines().filter(|l| l.trim() == ALIAS_F32).count() == 1,
+            "{kernel}.wgsl is listed in F16 but has no single `{ALIAS_F32}` line"
+        );
+        // Same line count, so FILE:LINE in errors stays right.
+        source = format!("enable f16; {}", source.replacen(ALIAS_F32, ALIAS_F16, 1));
+        capabilities |= naga::valid::Capabilities::SHADER_FLOAT16;
+    }
     let module = match naga::front::wgsl::parse_str(&source) {
         Ok(m) => m,
         Err(e) => {
@@ -105,10 +138,8 @@ fn parse(dir: &Path, kernel: &str) -> (naga::Module, naga::valid::ModuleInfo) {
             panic!("{at}: {}\n{}", e.message(), e.emit_to_string(&source));
         }
     };
-    let mut validator = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
-    );
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities);
     match validator.validate(&module) {
         Ok(info) => (module, info),
         Err(e) => {
@@ -144,6 +175,9 @@ fn specialise(
     .unwrap_or_else(|e| panic!("{kernel}.wgsl with {name} = {value}: {e}"));
     let options = naga::back::spv::Options {
         lang_version: (1, 3),
+        // Else naga declares StorageInputOutput16 for any f16 type, a device feature
+        // (storageInputOutput16) compute kernels never need and many devices lack.
+        use_storage_input_output_16: false,
         ..Default::default()
     };
     let pipeline = naga::back::spv::PipelineOptions {

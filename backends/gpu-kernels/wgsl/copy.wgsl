@@ -6,9 +6,13 @@
 // Params: [0] n, [1] src offset, [2] dst offset, [3..9] copy shape (leading 1s),
 //         [9..15] src strides, [15..21] dst strides (all in elements).
 // Override: WG, the workgroup size. Dispatch: ceil(n / WG) workgroups over x, then y.
+// Element type: T (f32; the f16 variant has f16, see the README). Elements are moved,
+// never computed on, so any 4- or 2-byte type copies bit for bit.
 
-@group(0) @binding(0) var<storage, read> src: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> src: array<T>;
+@group(0) @binding(3) var<storage, read_write> dst: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;

@@ -8,10 +8,14 @@
 //         [3] activation a (f32 bits), [4] activation b (f32 bits),
 //         [5..11] output shape (leading 1s), [11..17] a strides, [17..23] b strides.
 // Override: WG, the workgroup size. Dispatch: ceil(n / WG) workgroups over x, then y.
+// Element type: T (f32; the f16 variant has f16, see the README). The arithmetic is f32
+// either way: each element is widened on load and rounded once on store.
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> a: array<T>;
+@group(0) @binding(1) var<storage, read> b: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;
@@ -31,14 +35,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         ia += idx * p[11 + d];
         ib += idx * p[17 + d];
     }
-    let x = a[ia];
+    let x = f32(a[ia]);
     var v = x;
     switch p[1] {
-        case 1u: { v = x + b[ib]; }
-        case 2u: { v = x - b[ib]; }
-        case 3u: { v = x * b[ib]; }
-        case 4u: { v = x / b[ib]; }
+        case 1u: { v = x + f32(b[ib]); }
+        case 2u: { v = x - f32(b[ib]); }
+        case 3u: { v = x * f32(b[ib]); }
+        case 4u: { v = x / f32(b[ib]); }
         default: {}
     }
-    y[i] = activate(v, p[2], bitcast<f32>(p[3]), bitcast<f32>(p[4]));
+    y[i] = T(activate(v, p[2], bitcast<f32>(p[3]), bitcast<f32>(p[4])));
 }

@@ -14,10 +14,15 @@
 // Override: TILE (the workgroup is TILE x TILE). Dispatch: (ceil(N / TILE),
 //           ceil(M / TILE), batch).
 
-@group(0) @binding(0) var<storage, read> A: array<f32>;
-@group(0) @binding(1) var<storage, read> B: array<f32>;
-@group(0) @binding(2) var<storage, read> C: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Element type: T (f32; the f16 variant has f16, see the README). Tiles and the
+// accumulator stay f32: each element is widened on load, the result rounded once.
+
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> A: array<T>;
+@group(0) @binding(1) var<storage, read> B: array<T>;
+@group(0) @binding(2) var<storage, read> C: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override TILE: u32 = 16u;
@@ -40,11 +45,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var t = 0u; t < tiles; t++) {
         let ka = t * TILE + lid.x;
         var va = 0.0;
-        if (row < M && ka < K) { va = A[a_base + row * p[4] + ka * p[5]]; }
+        if (row < M && ka < K) { va = f32(A[a_base + row * p[4] + ka * p[5]]); }
         ta[lid.y * TILE + lid.x] = va;
         let kb = t * TILE + lid.y;
         var vb = 0.0;
-        if (kb < K && col < N) { vb = B[b_base + kb * p[7] + col * p[8]]; }
+        if (kb < K && col < N) { vb = f32(B[b_base + kb * p[7] + col * p[8]]); }
         tb[lid.y * TILE + lid.x] = vb;
         workgroupBarrier();
         for (var k = 0u; k < TILE; k++) {
@@ -55,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (row >= M || col >= N) { return; }
     var v = bitcast<f32>(p[13]) * acc;
     if (p[9] != 0u) {
-        v += bitcast<f32>(p[14]) * C[z * p[10] + row * p[11] + col * p[12]];
+        v += bitcast<f32>(p[14]) * f32(C[z * p[10] + row * p[11] + col * p[12]]);
     }
-    y[(z * M + row) * N + col] = activate(v, p[15], bitcast<f32>(p[16]), bitcast<f32>(p[17]));
+    y[(z * M + row) * N + col] = T(activate(v, p[15], bitcast<f32>(p[16]), bitcast<f32>(p[17])));
 }

@@ -11,8 +11,13 @@
 // a NaN counts only when it comes first; a window wholly in padding gives -inf. Average: the divisor counts the window
 // positions inside the input, or all KH*KW with count_include_pad.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Element type: T (f32; the f16 variant has f16, see the README); loads widen to f32,
+// the one store rounds.
+
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;
@@ -36,7 +41,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var kw = 0u; kw < p[6]; kw++) {
             let iw = ow * p[8] + kw * p[10] - p[12];
             if (ow * p[8] + kw * p[10] < p[12] || iw >= W) { continue; }
-            let v = x[base + ih * W + iw];
+            let v = f32(x[base + ih * W + iw]);
             if (is_max) {
                 // The first in-bounds element, then any greater one: a NaN wins only
                 // as the first element (the reference's and ONNX Runtime's rule).
@@ -54,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let divisor = select(count, p[5] * p[6], p[14] != 0u);
         acc = acc / f32(divisor);
     }
-    y[i] = acc;
+    y[i] = T(acc);
 }
 
 fn is_nan(x: f32) -> bool {

@@ -7,8 +7,13 @@
 // Params: [0] rows, [1] L (axis extent), [2] inner, [3] log (0 Softmax, 1 LogSoftmax).
 // Override: WG, the workgroup size. Dispatch: rows workgroups over x, then y.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Element type: T (f32; the f16 variant has f16, see the README); loads widen to f32,
+// the one store rounds.
+
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;
@@ -26,7 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let base = (r / inner) * L * inner + r % inner;
     var m = -bitcast<f32>(0x7f800000u);
     for (var j = lid.x; j < L; j += WG) {
-        let v = x[base + j * inner];
+        let v = f32(x[base + j * inner]);
         if (v > m || v != v) { m = v; }
     }
     red[lid.x] = m;
@@ -42,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
     var sum = 0.0;
     for (var j = lid.x; j < L; j += WG) {
-        sum += exp(x[base + j * inner] - mx);
+        sum += exp(f32(x[base + j * inner]) - mx);
     }
     red[lid.x] = sum;
     workgroupBarrier();
@@ -53,7 +58,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let total = red[0];
     let log_total = log(total);
     for (var j = lid.x; j < L; j += WG) {
-        let d = x[base + j * inner] - mx;
-        y[base + j * inner] = select(exp(d) / total, d - log_total, p[3] != 0u);
+        let d = f32(x[base + j * inner]) - mx;
+        y[base + j * inner] = T(select(exp(d) / total, d - log_total, p[3] != 0u));
     }
 }

@@ -62,11 +62,13 @@ pub(crate) trait CallContext<T> {
     fn call(self, what: &'static str) -> Result<T, VulkanError>;
 }
 
-impl<T, E: std::fmt::Display> CallContext<T> for Result<T, E> {
+impl<T, E: std::fmt::Display + std::fmt::Debug> CallContext<T> for Result<T, E> {
     fn call(self, what: &'static str) -> Result<T, VulkanError> {
+        // Debug, on one line: vulkano's Display of a validation error is only "a
+        // validation error occurred"; its Debug names the rule and the missing feature.
         self.map_err(|e| VulkanError::Call {
             what,
-            detail: e.to_string(),
+            detail: format!("{e:?}").replace('\n', " "),
         })
     }
 }

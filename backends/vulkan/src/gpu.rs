@@ -11,7 +11,9 @@ use vulkano::descriptor_set::layout::{
     DescriptorSetLayout, DescriptorSetLayoutBinding, DescriptorSetLayoutCreateInfo, DescriptorType,
 };
 use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
-use vulkano::device::{Device, DeviceCreateInfo, Queue, QueueCreateInfo, QueueFlags};
+use vulkano::device::{
+    Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
+};
 use vulkano::instance::{Instance, InstanceCreateFlags, InstanceCreateInfo};
 use vulkano::memory::allocator::StandardMemoryAllocator;
 use vulkano::memory::MemoryHeapFlags;
@@ -46,7 +48,9 @@ pub(crate) struct Limits {
     pub shared_memory: u32,
     /// maxStorageBufferRange: the largest range one storage binding may cover.
     pub max_storage_range: u64,
-    /// shaderFloat16 and storageBuffer16BitAccess together.
+    /// shaderFloat16, storageBuffer16BitAccess and uniformAndStorageBuffer16BitAccess
+    /// together: what the `_f16` kernels need (naga declares both 16-bit storage
+    /// capabilities for any f16 type), enabled at device creation when present.
     pub float16: bool,
 }
 
@@ -148,7 +152,9 @@ fn adapter(physical: Arc<PhysicalDevice>) -> Option<Adapter> {
         max_group_count: p.max_compute_work_group_count,
         shared_memory: p.max_compute_shared_memory_size,
         max_storage_range: u64::from(p.max_storage_buffer_range),
-        float16: f.shader_float16 && f.storage_buffer16_bit_access,
+        float16: f.shader_float16
+            && f.storage_buffer16_bit_access
+            && f.uniform_and_storage_buffer16_bit_access,
     };
     let kind = match p.device_type {
         PhysicalDeviceType::Cpu => 0,
@@ -205,6 +211,30 @@ pub(crate) struct Gpu {
 
 impl Gpu {
     fn open(adapter: &Adapter) -> Result<Gpu, VulkanError> {
+        // The f16 kernels' features; before Vulkan 1.2 (1.1 for 16-bit storage) they
+        // come from extensions, which are then enabled too.
+        let (enabled_features, enabled_extensions) = if adapter.limits.float16 {
+            let api = adapter.physical.api_version();
+            let supported = adapter.physical.supported_extensions();
+            (
+                DeviceFeatures {
+                    shader_float16: true,
+                    storage_buffer16_bit_access: true,
+                    uniform_and_storage_buffer16_bit_access: true,
+                    ..DeviceFeatures::empty()
+                },
+                DeviceExtensions {
+                    khr_shader_float16_int8: api < vulkano::Version::V1_2
+                        && supported.khr_shader_float16_int8,
+                    khr_16bit_storage: api < vulkano::Version::V1_1 && supported.khr_16bit_storage,
+                    khr_storage_buffer_storage_class: api < vulkano::Version::V1_1
+                        && supported.khr_storage_buffer_storage_class,
+                    ..DeviceExtensions::empty()
+                },
+            )
+        } else {
+            (DeviceFeatures::empty(), DeviceExtensions::empty())
+        };
         let (device, mut queues) = Device::new(
             adapter.physical.clone(),
             DeviceCreateInfo {
@@ -212,6 +242,8 @@ impl Gpu {
                     queue_family_index: adapter.queue_family,
                     ..Default::default()
                 }],
+                enabled_features,
+                enabled_extensions,
                 ..Default::default()
             },
         )

@@ -1,6 +1,6 @@
-//! The Baton Vulkan delegate: f32 inference on Vulkan compute through vulkano, with
-//! kernels written once in WGSL (`backends/gpu-kernels/wgsl`, shared with a future wgpu
-//! delegate) and compiled to SPIR-V by naga at build time.
+//! The Baton Vulkan delegate: f32 (and, for some ops, f16) inference on Vulkan compute
+//! through vulkano, with kernels written once in WGSL (`backends/gpu-kernels/wgsl`,
+//! shared with a future wgpu delegate) and compiled to SPIR-V by naga at build time.
 //!
 //! # Lifecycle
 //!
@@ -10,8 +10,15 @@
 //! - [`Delegate::supports`] claims a node exactly when it can be lowered to kernels for
 //!   device 0 (the same code `compile` runs): f32, static shapes, rank ≤ 6, no empty
 //!   tensor, every tensor within the device's `maxStorageBufferRange`, and the attributes
-//!   implemented. f16 is declined with a reason naming whether the device has
-//!   shaderFloat16.
+//!   implemented. f16 is claimed for element-wise ops (Add/Sub/Mul/Div, Expand, the
+//!   unary activations, with fused activation chains), the layout copies (Reshape,
+//!   Flatten, Squeeze, Unsqueeze, Identity, Transpose, Concat), pools,
+//!   Softmax/LogSoftmax and MatMul/Gemm, on a device with shaderFloat16 +
+//!   storageBuffer16BitAccess + uniformAndStorageBuffer16BitAccess (enabled when the
+//!   device is opened). Those kernels compute and accumulate in f32 and round once to
+//!   f16 on store, as the host reference does. Every other f16 node (Conv,
+//!   LayerNormalization, the reductions) is declined with a reason saying that the op
+//!   has f32 kernels only, or that the device lacks the features.
 //! - [`Delegate::compile`] fuses activations into MatMul/Gemm/Conv/element-wise
 //!   producers, chooses each kernel's variant from the device's subgroup size and limits,
 //!   plans an arena for run-time tensors and writes a versioned blob (`blob.rs`).

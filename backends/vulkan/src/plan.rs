@@ -204,10 +204,13 @@ fn layout(
     limits: Limits,
     drafts: &[Draft],
 ) -> Result<Plan, String> {
+    // f16 tensors take 2 bytes an element; a range may then end off a 4-byte boundary,
+    // which storage bindings and buffer copies allow (offsets stay ALIGNed).
     let bytes_of = |t: TensorId| -> u64 {
-        graph.tensors[t]
-            .static_shape()
-            .map_or(0, |s| s.iter().product::<usize>() as u64 * 4)
+        let decl = &graph.tensors[t];
+        decl.static_shape().map_or(0, |s| {
+            (s.iter().product::<usize>() * decl.dtype.size()) as u64
+        })
     };
     // Lifetimes in step units: graph inputs are live from 0, step s runs at s + 1, graph
     // outputs stay live to the end.

@@ -440,3 +440,169 @@ fn reductions_over_a_block_of_axes_and_expand() {
     g.output(y);
     check(&g.finish().unwrap(), &[r.tensor(&[3, 1])], 0.0, 0.0);
 }
+
+/// f16 tensors of `values` (rounded to nearest even).
+fn f16_tensor(shape: &[usize], values: &[f32]) -> Tensor {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
+    Tensor::from_bytes(DType::F16, shape, &bytes)
+}
+
+/// The f16 kernels compute in f32 and round once; the reference does the same, so they
+/// differ by at most one f16 ulp (2^-10 relative) where the f32 math rounds differently.
+const F16_TOL: (f64, f64) = (1e-3, 1e-5);
+
+#[test]
+fn f16_binary_broadcasting_with_fused_activations() {
+    let mut r = Rng::new(20);
+    // Odd element counts: f16 ranges end off a 4-byte boundary.
+    for op in [OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div] {
+        for (a, b) in [(vec![3, 5, 7], vec![5, 1]), (vec![7, 1], vec![1, 9])] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("a", DType::F16, &a);
+            let y = g.input_fixed("b", DType::F16, &b);
+            let z = g.node(op, &[x, y], &[]).unwrap();
+            let s = g.node(OpKind::Sigmoid, &[z], &[]).unwrap();
+            g.output(s);
+            g.output(z);
+            let av = r.vec(a.iter().product());
+            let bv: Vec<f32> = r.vec(b.iter().product()).iter().map(|v| v + 2.0).collect();
+            check(
+                &g.finish().unwrap(),
+                &[f16_tensor(&a, &av), f16_tensor(&b, &bv)],
+                F16_TOL.0,
+                F16_TOL.1,
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_unary_activations_including_specials() {
+    let mut r = Rng::new(21);
+    let mut values: Vec<f32> = r.vec(201).into_iter().map(|v| v * 6.0).collect();
+    values.extend([
+        0.0,
+        -0.0,
+        1e-4,
+        70000.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let n = values.len();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (OpKind::Relu, vec![]),
+        (OpKind::Sigmoid, vec![]),
+        (OpKind::Tanh, vec![]),
+        (OpKind::Gelu, vec![]),
+        (OpKind::LeakyRelu, vec![("alpha", Attr::Float(0.1))]),
+        (OpKind::HardSwish, vec![]),
+        (
+            OpKind::Clip,
+            vec![("min", Attr::Float(-1.0)), ("max", Attr::Float(2.0))],
+        ),
+        (OpKind::Exp, vec![]),
+        (OpKind::Neg, vec![]),
+        (OpKind::Abs, vec![]),
+        (OpKind::Ceil, vec![]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F16, &[n]);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[f16_tensor(&[n], &values)],
+            F16_TOL.0,
+            F16_TOL.1,
+        );
+    }
+}
+
+#[test]
+fn f16_reshape_transpose_concat_copy_bits() {
+    let mut r = Rng::new(22);
+    let mut g = GraphBuilder::new("layout_f16");
+    let x = g.input_fixed("x", DType::F16, &[3, 1, 5]);
+    let y = g.input_fixed("y", DType::F16, &[3, 2, 5]);
+    let t = g
+        .node(OpKind::Transpose, &[x], &[("perm", ints(&[2, 0, 1]))])
+        .unwrap();
+    let shape = g.constant_i64("shape", &[1], &[-1]);
+    let rs = g.node(OpKind::Reshape, &[t, shape], &[]).unwrap();
+    let cat = g
+        .node(OpKind::Concat, &[x, y, x], &[("axis", Attr::Int(1))])
+        .unwrap();
+    g.output(rs);
+    g.output(cat);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&[3, 1, 5], &r.vec(15)),
+            f16_tensor(&[3, 2, 5], &r.vec(30)),
+        ],
+        0.0,
+        0.0,
+    );
+}
+
+#[test]
+fn f16_pools_and_softmax() {
+    let mut r = Rng::new(23);
+    let shape = [1, 3, 7, 9];
+    let values: Vec<f32> = r.vec(189).iter().map(|v| v * 4.0).collect();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (
+            OpKind::MaxPool,
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 1, 1, 1])),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![("kernel_shape", ints(&[2, 3])), ("strides", ints(&[2, 2]))],
+        ),
+        (OpKind::GlobalAveragePool, vec![]),
+        (OpKind::Softmax, vec![("axis", Attr::Int(-1))]),
+        (OpKind::LogSoftmax, vec![("axis", Attr::Int(1))]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F16, &shape);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[f16_tensor(&shape, &values)],
+            F16_TOL.0,
+            F16_TOL.1,
+        );
+    }
+}
+
+#[test]
+fn f16_matmul_and_gemm_accumulate_in_f32() {
+    let mut r = Rng::new(24);
+    for (a, b) in [(vec![13, 70], vec![70, 9]), (vec![2, 5, 33], vec![33, 7])] {
+        let mut g = GraphBuilder::new("matmul_f16");
+        let x = g.input_fixed("a", DType::F16, &a);
+        let y = g.input_fixed("b", DType::F16, &b);
+        let z = g.node(OpKind::MatMul, &[x, y], &[]).unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[
+                f16_tensor(&a, &r.vec(a.iter().product())),
+                f16_tensor(&b, &r.vec(b.iter().product())),
+            ],
+            F16_TOL.0,
+            1e-3,
+        );
+    }
+}

@@ -10,8 +10,8 @@ pub(super) fn matmul(
     act: Activation,
     out: TensorId,
 ) -> Lowered<Draft> {
-    let a = cx.f32_tensor(node.inputs[0])?;
-    let b = cx.f32_tensor(node.inputs[1])?;
+    let a = cx.operand(node.inputs[0], out)?;
+    let b = cx.operand(node.inputs[1], out)?;
     matmul_shape(&a, &b).map_err(|e| Decline::new(reason::SHAPE, e))?;
     let (a2, b2) = (promote(&a, true), promote(&b, false));
     let (m, k, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
@@ -72,8 +72,8 @@ pub(super) fn gemm(
     act: Activation,
     out: TensorId,
 ) -> Lowered<Draft> {
-    let a = cx.f32_tensor(node.inputs[0])?;
-    let b = cx.f32_tensor(node.inputs[1])?;
+    let a = cx.operand(node.inputs[0], out)?;
+    let b = cx.operand(node.inputs[1], out)?;
     if a.len() != 2 || b.len() != 2 {
         return Err(Decline::new(reason::SHAPE, "Gemm needs 2-D A and B"));
     }
@@ -90,7 +90,7 @@ pub(super) fn gemm(
     let c = node.inputs.get(2).copied().filter(|_| beta != 0.0);
     let (mut c_rs, mut c_cs) = (0, 0);
     if let Some(t) = c {
-        let s = cx.f32_tensor(t)?;
+        let s = cx.operand(t, out)?;
         if s.len() > 2 {
             return Err(Decline::new(
                 reason::SHAPE,
@@ -152,7 +152,7 @@ fn gemm_draft(
         }
     }
     Ok(Draft {
-        kernel: "matmul",
+        kernel: cx.variant("matmul", "matmul_f16", out),
         spec: tile,
         bindings: [Some(a), Some(b), c, Some(out)],
         extra: [None, None],

@@ -87,21 +87,62 @@ impl Context<'_> {
         })
     }
 
+    /// The shape of an f32 tensor that a kernel with no f16 variant reads or writes;
+    /// anything else is declined, an f16 tensor with the reason why.
     fn f32_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        self.checked_tensor(t, false)
+    }
+
+    /// The shape of an f32 tensor, or of an f16 one where the device runs the `_f16`
+    /// kernel variants: for the kernels that have them (element-wise, copy, pools,
+    /// softmax, matmul).
+    fn float_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        self.checked_tensor(t, self.limits.float16)
+    }
+
+    /// The shape of an operand of an f16-capable kernel, which must have the dtype of
+    /// that kernel's output `out`.
+    fn operand(&self, t: TensorId, out: TensorId) -> Lowered<Vec<usize>> {
+        let shape = self.float_tensor(t)?;
+        let (x, y) = (&self.graph.tensors[t], &self.graph.tensors[out]);
+        if x.dtype != y.dtype {
+            return Err(Decline::new(
+                reason::DTYPE,
+                format!(
+                    "tensor '{}' is {} but the output '{}' is {}",
+                    x.name, x.dtype, y.name, y.dtype
+                ),
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// The kernel `name` or its f16 variant `name_f16`, by the dtype of `out`.
+    fn variant(&self, f32: &'static str, f16: &'static str, out: TensorId) -> &'static str {
+        if self.graph.tensors[out].dtype == DType::F16 {
+            f16
+        } else {
+            f32
+        }
+    }
+
+    fn checked_tensor(&self, t: TensorId, f16: bool) -> Lowered<Vec<usize>> {
         let decl = &self.graph.tensors[t];
-        if decl.dtype != DType::F32 {
-            let f16 = if self.limits.float16 {
-                "; the device has shaderFloat16 but this build has f32 kernels only"
+        if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
+            let why = if self.limits.float16 {
+                "; the device has shaderFloat16 + 16-bit storage, but this op has f32 kernels only \
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
             } else {
-                "; the device lacks shaderFloat16 + 16-bit storage"
+                "; the device lacks shaderFloat16 + 16-bit storage, which the f16 kernels need"
             };
             return Err(Decline::new(
                 reason::DTYPE,
                 format!(
-                    "tensor '{}' is {}: only f32 is supported{}",
+                    "tensor '{}' is {}: only f32{} is supported here{}",
                     decl.name,
                     decl.dtype,
-                    if decl.dtype == DType::F16 { f16 } else { "" }
+                    if f16 { " and f16" } else { "" },
+                    if decl.dtype == DType::F16 { why } else { "" }
                 ),
             ));
         }
@@ -132,7 +173,7 @@ impl Context<'_> {
                 ),
             ));
         }
-        let bytes = elements as u64 * 4;
+        let bytes = (elements * decl.dtype.size()) as u64;
         if bytes > self.limits.max_storage_range {
             return Err(Decline::new(
                 reason::RESOURCE,
@@ -276,13 +317,15 @@ fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
                         format!("Clip {attr} '{}' is computed at run time", decl.name),
                     ));
                 };
-                if decl.dtype != DType::F32 || bytes.len() != 4 {
+                let float = matches!(decl.dtype, DType::F32 | DType::F16);
+                if !float || bytes.len() != decl.dtype.size() {
                     return Err(Decline::new(
                         reason::SHAPE,
-                        format!("Clip {attr} '{}' must be one f32", decl.name),
+                        format!("Clip {attr} '{}' must be one f32 or f16", decl.name),
                     ));
                 }
-                f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+                // Exact: an f16 widens to f32 without rounding.
+                baton_delegate_api::dtype::element_f64(decl.dtype, bytes, 0) as f32
             }
         };
         if v.is_nan() {
@@ -378,7 +421,37 @@ pub(crate) fn lower(
         ));
     }
     check_outputs(cx, node)?;
-    let y = cx.f32_tensor(out)?;
+    let activation = activation_of(cx, node)?;
+    // The ops whose kernels have f16 variants; every operand of theirs must then have
+    // the output's dtype (the kernels have one element type).
+    let f16_kernels = activation.is_some()
+        || matches!(
+            node.op,
+            OpKind::Add
+                | OpKind::Sub
+                | OpKind::Mul
+                | OpKind::Div
+                | OpKind::Expand
+                | OpKind::Reshape
+                | OpKind::Flatten
+                | OpKind::Squeeze
+                | OpKind::Unsqueeze
+                | OpKind::Identity
+                | OpKind::Transpose
+                | OpKind::Concat
+                | OpKind::MaxPool
+                | OpKind::AveragePool
+                | OpKind::GlobalAveragePool
+                | OpKind::Softmax
+                | OpKind::LogSoftmax
+                | OpKind::MatMul
+                | OpKind::Gemm
+        );
+    let y = if f16_kernels {
+        cx.float_tensor(out)?
+    } else {
+        cx.f32_tensor(out)?
+    };
     // The output shape the IR's own rules give must be the declared one.
     let expected = infer(cx, node)?;
     if expected != y {
@@ -390,14 +463,14 @@ pub(crate) fn lower(
             ),
         ));
     }
-    if let Some(a) = activation_of(cx, node)? {
-        let x = cx.f32_tensor(ins[0])?;
+    if let Some(a) = activation {
+        let x = cx.operand(ins[0], out)?;
         return Ok(vec![elementwise(cx, 0, ins[0], None, &x, &x, &y, a, out)?]);
     }
     match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
-            let a = cx.f32_tensor(ins[0])?;
-            let b = cx.f32_tensor(ins[1])?;
+            let a = cx.operand(ins[0], out)?;
+            let b = cx.operand(ins[1], out)?;
             let op = match node.op {
                 OpKind::Add => 1,
                 OpKind::Sub => 2,
@@ -429,12 +502,12 @@ pub(crate) fn lower(
         | OpKind::Squeeze
         | OpKind::Unsqueeze
         | OpKind::Identity => {
-            let x = cx.f32_tensor(ins[0])?;
+            let x = cx.operand(ins[0], out)?;
             let n = x.iter().product::<usize>();
             Ok(vec![copy(cx, ins[0], out, &[n], &[1], &[1], 0, 0)?])
         }
         OpKind::Expand => {
-            let x = cx.f32_tensor(ins[0])?;
+            let x = cx.operand(ins[0], out)?;
             Ok(vec![elementwise(
                 cx, 0, ins[0], None, &x, &x, &y, act, out,
             )?])
@@ -443,7 +516,7 @@ pub(crate) fn lower(
             reduce(cx, node, out).map(|d| vec![d])
         }
         OpKind::Transpose => {
-            let x = cx.f32_tensor(ins[0])?;
+            let x = cx.operand(ins[0], out)?;
             let perm =
                 transpose_perm(node, x.len()).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
             let xs = strides(&x);
@@ -457,7 +530,7 @@ pub(crate) fn lower(
             let mut at = 0;
             let mut drafts = Vec::new();
             for &t in ins {
-                let x = cx.f32_tensor(t)?;
+                let x = cx.operand(t, out)?;
                 drafts.push(copy(cx, t, out, &x, &strides(&x), &ys, 0, at * ys[axis])?);
                 at += x[axis];
             }
@@ -552,7 +625,8 @@ fn elementwise(
     p.extend(pad6(y, 1));
     p.extend(pad6(&broadcast_strides(a_shape, y), 0));
     p.extend(pad6(&broadcast_strides(b_shape, y), 0));
-    cx.one_dimensional("elementwise", n, [Some(a), b, None, Some(out)], p)
+    let kernel = cx.variant("elementwise", "elementwise_f16", out);
+    cx.one_dimensional(kernel, n, [Some(a), b, None, Some(out)], p)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -571,7 +645,8 @@ fn copy(
     p.extend(pad6(shape, 1));
     p.extend(pad6(src_strides, 0));
     p.extend(pad6(dst_strides, 0));
-    cx.one_dimensional("copy", n, [Some(src), None, None, Some(dst)], p)
+    let kernel = cx.variant("copy", "copy_f16", dst);
+    cx.one_dimensional(kernel, n, [Some(src), None, None, Some(dst)], p)
 }
 
 #[cfg(test)]
@@ -632,10 +707,10 @@ mod tests {
         assert!(with(l, |cx| cx.spread(100 * 100 + 1)).is_err());
     }
 
-    fn decline_of(dtype: DType, shape: &[usize], l: Limits) -> Decline {
+    fn lower_one(op: OpKind, dtype: DType, shape: &[usize], l: Limits) -> Lowered<Vec<Draft>> {
         let mut b = GraphBuilder::new("g");
         let x = b.input_fixed("x", dtype, shape);
-        let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+        let y = b.node(op, &[x], &[]).unwrap();
         b.output(y);
         let g = b.finish().unwrap();
         let consts = Constants::new(&g, &[]);
@@ -644,7 +719,11 @@ mod tests {
             consts: &consts,
             limits: l,
         };
-        lower(&cx, &g.nodes[0], Activation::default(), y).unwrap_err()
+        lower(&cx, &g.nodes[0], Activation::default(), y)
+    }
+
+    fn decline_of(dtype: DType, shape: &[usize], l: Limits) -> Decline {
+        lower_one(OpKind::Relu, dtype, shape, l).unwrap_err()
     }
 
     #[test]
@@ -656,17 +735,25 @@ mod tests {
 
     #[test]
     fn f16_is_declined_naming_the_device_feature() {
-        let d = decline_of(DType::F16, &[4], limits(8, 1024));
+        // Reduce has no f16 kernel: the reason says the device could, the op cannot.
+        let d = lower_one(OpKind::ReduceSum, DType::F16, &[4], limits(8, 1024)).unwrap_err();
         assert_eq!(d.reason, reason::DTYPE);
-        assert!(d.message.contains("shaderFloat16"), "{}", d.message);
-        let d = decline_of(
-            DType::F16,
-            &[4],
-            Limits {
-                float16: false,
-                ..limits(8, 1024)
-            },
-        );
+        assert!(d.message.contains("f32 kernels only"), "{}", d.message);
+        let no_f16 = Limits {
+            float16: false,
+            ..limits(8, 1024)
+        };
+        let d = decline_of(DType::F16, &[4], no_f16);
+        assert_eq!(d.reason, reason::DTYPE);
         assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
+    }
+
+    #[test]
+    fn f16_elementwise_picks_the_f16_variant_and_sizes_by_two_bytes() {
+        let drafts = lower_one(OpKind::Relu, DType::F16, &[5], limits(8, 1024)).unwrap();
+        assert_eq!(drafts[0].kernel, "elementwise_f16");
+        // Just under maxStorageBufferRange in f16 bytes, though over it in f32 bytes.
+        let n = (128 << 20) / 2;
+        assert!(lower_one(OpKind::Relu, DType::F16, &[n], limits(8, 1024)).is_ok());
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 
 pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    let x = cx.operand(node.inputs[0], out)?;
     if x.len() != 3 && x.len() != 4 {
         return Err(Decline::new(
             reason::SHAPE,
@@ -66,7 +66,7 @@ pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draf
     let n = p[0];
     let p = p.into_iter().map(|v| v as u32).collect();
     cx.one_dimensional(
-        "pool2d",
+        cx.variant("pool2d", "pool2d_f16", out),
         n,
         [Some(node.inputs[0]), None, None, Some(out)],
         p,
@@ -74,15 +74,15 @@ pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draf
 }
 
 pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    let x = cx.operand(node.inputs[0], out)?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
         .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
     let len = x[axis];
     let inner: usize = x[axis + 1..].iter().product();
     let rows = x.iter().product::<usize>() / len;
-    let spec = cx.group_size("softmax")?;
+    let spec = cx.group_size("softmax")?; // the f16 variant has the same sizes
     Ok(Draft {
-        kernel: "softmax",
+        kernel: cx.variant("softmax", "softmax_f16", out),
         spec,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
