@@ -1,6 +1,6 @@
 //! End-to-end latency of the peer models (mobilenet_tiny, transformer_enc2, stream_asr) on
 //! the CPU plugin through the normal host path, at 1 and 2 threads, with the inputs the
-//! peers were measured on (`/work/shared/peers/PEERS.md` has their figures).
+//! peers were measured on (`../shared/peers/PEERS.md` beside the repository has their figures).
 //!
 //! The models are read from `../shared/peers/models` beside the repository (or from
 //! `$BATON_PEER_MODELS`); a model that is not there is skipped with a message.
