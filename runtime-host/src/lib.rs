@@ -17,6 +17,7 @@ pub mod npy;
 pub mod onnx;
 pub mod plugin;
 pub mod probe;
+pub mod program;
 pub mod reference;
 pub mod sample;
 pub mod session;

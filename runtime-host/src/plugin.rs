@@ -487,6 +487,19 @@ impl PluginContext {
         Ok(out)
     }
 
+    /// Whether a stored blob can be used by this build of the plugin: an [`abi::compat`]
+    /// code, read as unsupported when it is none of them.
+    pub fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+        // SAFETY: valid context; the blob outlives the call.
+        let answer = unsafe {
+            (self.lib.desc.blob_compatibility)(self.ctx, blob.as_ptr(), blob.len() as u64)
+        };
+        match answer {
+            abi::compat::OPTIMAL | abi::compat::PREFER_RECOMPILE => answer,
+            _ => abi::compat::UNSUPPORTED,
+        }
+    }
+
     /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from
     /// (its constants are passed again as views).
     pub fn init(&self, device: u32, blob: &[u8], graph: &Graph) -> Result<PluginExecutable> {

@@ -1,0 +1,305 @@
+//! Loading a [`Program`] into a [`Session`]: reuse what was compiled, and only that.
+//!
+//! Each stored blob is offered to the loaded plugin of its backend through the ABI's
+//! `blob_compatibility`. An optimal answer means the blob is initialised as it is; a
+//! blob the plugin would rather recompile, cannot use, or that another plugin made, is
+//! compiled again from the program's own graph (with a note), or refused when recompiling
+//! is off. A backend that is missing, failed its probe, or fails to compile or initialise
+//! is dropped and the graph partitioned again without it, under the same fallback rules as
+//! a model file: the program is a cache of decisions, never a reason to fail where a model
+//! file would run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use baton_delegate_api::abi::compat;
+use baton_delegate_api::ir::TensorData;
+use baton_delegate_api::Graph;
+
+use super::compile::{backend, check_portable, identity, layout};
+use super::{format, partition_and_compile, usable_backends, Program, ProgramError, MAGIC};
+use crate::bounded::BoundedSession;
+use crate::config::OnInitError;
+use crate::engine::Engine;
+use crate::error::{HostError, Result};
+use crate::session::{assemble, load_controls, ArenaChoice, Instantiated, Session};
+
+/// The largest tensor a program may declare, in bytes: refuses a crafted shape before any
+/// size arithmetic can overflow.
+const MAX_TENSOR_BYTES: usize = 1 << 40;
+
+/// How to load a program.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// Check every checksum and the zero padding (on by default; off saves a pass over the
+    /// file for a caller that has checked it another way).
+    pub verify: bool,
+    /// Recompile a blob the plugin does not find optimal (on by default); off, such a
+    /// blob is an error (`--no-recompile`).
+    pub recompile: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> LoadOptions {
+        LoadOptions {
+            verify: true,
+            recompile: true,
+        }
+    }
+}
+
+/// Whether the file at `path` is a program (by its magic bytes, whatever its extension).
+pub fn is_program(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && &magic == MAGIC
+}
+
+/// Maps the file at `path` and reads the program in it.
+pub fn read(path: &Path, verify: bool) -> Result<Program> {
+    let io = |source| {
+        HostError::Program(ProgramError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let bytes: format::Bytes = if len == 0 {
+        Arc::new(Vec::<u8>::new())
+    } else {
+        // SAFETY: the mapping is read-only and private to this process. Another process
+        // truncating the file while it is mapped would fault on access; that is the
+        // usual contract of mapped model files (ONNX Runtime and ExecuTorch map theirs too).
+        Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
+    };
+    Ok(format::decode(bytes, verify)?)
+}
+
+/// Loads `program` on `engine`'s plugins. A bounded program is loaded with
+/// [`load_bounded`] instead.
+pub fn load<'e>(
+    engine: &'e Engine,
+    program: Program,
+    options: &LoadOptions,
+) -> Result<Session<'e>> {
+    load_with(engine, program, options, ArenaChoice::Planned)
+}
+
+/// Loads a bounded program: its partitions are compiled per binding at run time.
+pub fn load_bounded<'e>(engine: &'e Engine, program: &Program) -> Result<BoundedSession<'e>> {
+    BoundedSession::new(engine, &program.graph, &program.bounds)
+}
+
+/// [`load`] with the arena taken from `arena`: a program's stored layout is used unless
+/// `arena` lends one.
+pub(crate) fn load_with<'e>(
+    engine: &'e Engine,
+    program: Program,
+    options: &LoadOptions,
+    arena: ArenaChoice,
+) -> Result<Session<'e>> {
+    if !program.bounds.is_empty() {
+        return Err(HostError::Program(ProgramError::Malformed {
+            section: "shapes".into(),
+            offset: 0,
+            message: "a bounded program runs through a bounded session (load_bounded)".into(),
+        }));
+    }
+    let Program {
+        graph,
+        mut plan,
+        partitions,
+        memory,
+        notes: compile_notes,
+        ..
+    } = program;
+    check_graph(&graph)?;
+    check_schedule(&graph, &plan)?;
+    check_portable(&graph)?;
+    let mut arena = match (arena, memory) {
+        (ArenaChoice::Planned, Some(m)) => ArenaChoice::Stored(m),
+        (a, _) => a,
+    };
+    let (mut excluded, mut notes) = usable_backends(engine);
+    notes.extend(compile_notes);
+    let mut parts = partitions;
+    loop {
+        let unavailable = parts.iter().find(|p| {
+            excluded.contains(&p.backend) || !engine.backends.iter().any(|b| b.name == p.backend)
+        });
+        if let Some(p) = unavailable {
+            notes.push(format!(
+                "{} is not available; its partitions are re-partitioned",
+                p.backend
+            ));
+            excluded.insert(p.backend.clone());
+            (plan, parts) = partition_and_compile(engine, &graph, excluded.clone(), &mut notes)?;
+            arena = refreshed(arena, &graph, &plan);
+            continue;
+        }
+        let mut delegates = Vec::new();
+        let mut failure = None;
+        for (i, (p, cp)) in plan.partitions.iter().zip(&mut parts).enumerate() {
+            let b = backend(engine, &cp.backend);
+            let (sub, map) = graph.extract(&p.nodes);
+            let loaded = identity(b);
+            let answer = if loaded.name != cp.plugin.name {
+                compat::UNSUPPORTED
+            } else {
+                b.ctx.blob_compatibility(cp.blob.bytes())
+            };
+            if answer != compat::OPTIMAL {
+                let said = if answer == compat::PREFER_RECOMPILE {
+                    "better recompiled"
+                } else {
+                    "unsupported"
+                };
+                let made_by = format!(
+                    "{} {} (build {})",
+                    cp.plugin.name, cp.plugin.version, cp.plugin.build_id
+                );
+                let now = format!(
+                    "{} {} (build {})",
+                    loaded.name, loaded.version, loaded.build_id
+                );
+                if !options.recompile {
+                    return Err(HostError::Program(ProgramError::StaleBlob {
+                        partition: i,
+                        plugin: made_by,
+                        loaded: now,
+                        answer: said,
+                    }));
+                }
+                notes.push(format!(
+                    "partition {i}: the blob made by {made_by} is {said} for {now}; recompiled"
+                ));
+                match b.ctx.compile(b.device.index, &sub) {
+                    Ok(blob) => {
+                        cp.blob = TensorData::from_bytes(&blob);
+                        cp.plugin = loaded;
+                    }
+                    Err(e) => {
+                        failure = Some((b.name.clone(), e));
+                        break;
+                    }
+                }
+            }
+            match b.ctx.init(b.device.index, cp.blob.bytes(), &sub) {
+                Ok(exec) => delegates.push(Instantiated {
+                    exec,
+                    sub_inputs: sub.inputs.iter().map(|&t| map[t]).collect(),
+                    sub_outputs: sub.outputs.iter().map(|&t| map[t]).collect(),
+                }),
+                Err(e) => {
+                    failure = Some((b.name.clone(), e));
+                    break;
+                }
+            }
+        }
+        let Some((name, err)) = failure else {
+            let controls = load_controls(engine, &graph)?;
+            return Ok(assemble(
+                engine, graph, plan, delegates, controls, notes, arena,
+            ));
+        };
+        if engine.config.fallback.on_init_error == OnInitError::Fail {
+            return Err(err);
+        }
+        notes.push(format!("{name} dropped, re-partitioning: {err}"));
+        excluded.insert(name);
+        drop(delegates);
+        (plan, parts) = partition_and_compile(engine, &graph, excluded.clone(), &mut notes)?;
+        arena = refreshed(arena, &graph, &plan);
+    }
+}
+
+/// After a re-partition the stored layout no longer matches: plan one for the new plan.
+fn refreshed(
+    arena: ArenaChoice,
+    graph: &Graph,
+    plan: &baton_partitioner::PartitionPlan,
+) -> ArenaChoice {
+    match arena {
+        ArenaChoice::Stored(_) => ArenaChoice::Stored(layout(graph, plan)),
+        other => other,
+    }
+}
+
+fn graph_error(message: String) -> HostError {
+    HostError::Program(ProgramError::Malformed {
+        section: "graph".into(),
+        offset: 0,
+        message,
+    })
+}
+
+/// A program's graph is specialised: every shape fixed, every size within limits.
+fn check_graph(graph: &Graph) -> Result<()> {
+    for t in &graph.tensors {
+        let bytes = t
+            .static_shape()
+            .and_then(|s| s.iter().try_fold(t.dtype.size(), |a, &n| a.checked_mul(n)));
+        match bytes {
+            Some(b) if b <= MAX_TENSOR_BYTES => {}
+            Some(b) => {
+                return Err(graph_error(format!(
+                    "tensor '{}' would take {b} bytes",
+                    t.name
+                )))
+            }
+            None => {
+                return Err(graph_error(format!(
+                    "tensor '{}' has shape {:?}: not specialised, or too large",
+                    t.name, t.shape
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The plan must schedule every node once: partitions convex, control flow on the host.
+fn check_schedule(graph: &Graph, plan: &baton_partitioner::PartitionPlan) -> Result<()> {
+    let plan_error = |message: String| {
+        HostError::Program(ProgramError::Malformed {
+            section: "plan".into(),
+            offset: 0,
+            message,
+        })
+    };
+    if plan.nodes.len() != graph.nodes.len() {
+        return Err(plan_error(format!(
+            "{} decisions for {} nodes",
+            plan.nodes.len(),
+            graph.nodes.len()
+        )));
+    }
+    let mut seen = vec![false; graph.nodes.len()];
+    for (i, p) in plan.partitions.iter().enumerate() {
+        for &n in &p.nodes {
+            if n >= seen.len() || std::mem::replace(&mut seen[n], true) {
+                return Err(plan_error(format!(
+                    "partition {i}: node {n} out of range or repeated"
+                )));
+            }
+            if graph.nodes[n].op.is_control_flow() {
+                return Err(plan_error(format!(
+                    "partition {i}: control-flow node {} runs on the host",
+                    graph.nodes[n].label()
+                )));
+            }
+        }
+    }
+    let host = seen.iter().filter(|s| !**s).count();
+    if plan.schedule(graph).len() != plan.partitions.len() + host {
+        return Err(plan_error(
+            "the partitions cannot be scheduled (one depends on itself through another step)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
