@@ -6,11 +6,17 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{DType, Dim, Graph, Tensor};
-use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
+use baton_runtime_host::{default_config, npy, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
+#[path = "cli/compile.rs"]
+mod compile;
+#[path = "cli/model_file.rs"]
+mod model_file;
 #[path = "cli/stream_run.rs"]
 mod stream_run;
+
+use model_file::{ModelFile, ProgramArgs};
 
 /// Baton: on-device inference across backend delegates.
 #[derive(Parser)]
@@ -30,14 +36,18 @@ enum Command {
     Devices(ConfigArg),
     /// Time a model: warm-up runs, then timed runs; median, p90 and min latency.
     Bench(BenchArgs),
+    /// Compile a model ahead of time into a .baton program for `run`, `plan` and `bench`.
+    Compile(compile::CompileArgs),
 }
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Threads for every plugin with a `threads` option (default: the config's, else the
     /// plugin's own default).
     #[arg(long)]
@@ -59,6 +69,9 @@ struct BenchArgs {
     /// Print one JSON line instead of text.
     #[arg(long)]
     json: bool,
+    /// Loads timed for `load_ms` (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    load_runs: usize,
 }
 
 #[derive(Args)]
@@ -70,10 +83,12 @@ struct ConfigArg {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// An input as NAME=FILE.npy; repeat for each input.
     #[arg(long = "input", short, value_name = "NAME=FILE.npy")]
     inputs: Vec<String>,
@@ -105,10 +120,12 @@ struct RunArgs {
 
 #[derive(Args)]
 struct PlanArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Bind a symbolic dimension, NAME=VALUE (inputs given with --input bind theirs).
     #[arg(long = "dim", value_name = "NAME=VALUE")]
     dims: Vec<String>,
@@ -121,6 +138,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan(a),
         Command::Devices(a) => devices(a),
         Command::Bench(a) => bench(a),
+        Command::Compile(a) => compile::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -146,7 +164,8 @@ fn engine(arg: &ConfigArg) -> Result<Engine> {
 }
 
 fn run(a: RunArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
+    let graph = model.graph.clone();
     let mut given: BTreeMap<String, Tensor> = BTreeMap::new();
     for spec in &a.inputs {
         let (name, file) = spec
@@ -195,6 +214,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let engine = engine(&a.config)?;
     let mut bounds = engine.config.bounds.clone();
+    bounds.extend(model.bounds());
     for spec in &a.bounds {
         let (k, v) = spec
             .split_once('=')
@@ -205,8 +225,7 @@ fn run(a: RunArgs) -> Result<()> {
         );
     }
     let (outputs, per_backend) = if bounds.is_empty() {
-        let mut session = Session::new(&engine, &graph, &bindings)
-            .with_context(|| format!("loading {}", a.model.display()))?;
+        let mut session = model.session(&engine, &bindings)?;
         for n in &session.notes {
             eprintln!("baton: note: {n}");
         }
@@ -310,7 +329,7 @@ fn report_per_backend(per: &BTreeMap<String, usize>) {
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
     let mut bindings = BTreeMap::new();
     for d in &a.dims {
         let (k, v) = d
@@ -322,7 +341,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         );
     }
     let engine = engine(&a.config)?;
-    let session = Session::new(&engine, &graph, &bindings)?;
+    let session = model.session(&engine, &bindings)?;
     println!(
         "model {} ({} nodes)",
         a.model.display(),
@@ -395,7 +414,8 @@ fn devices(a: ConfigArg) -> Result<()> {
 }
 
 fn bench(a: BenchArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
+    let graph = model.graph.clone();
     let mut bindings = BTreeMap::new();
     for d in &a.dims {
         let (k, v) = d
@@ -466,8 +486,8 @@ fn bench(a: BenchArgs) -> Result<()> {
     }
     let threads = config.threads;
     let engine = Engine::new(config)?;
-    let mut session = Session::new(&engine, &graph, &bindings)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let load_ms = model.load_ms(&engine, &bindings, a.load_runs)?;
+    let mut session = model.session(&engine, &bindings)?;
     if !synthesised.is_empty() && !a.json {
         eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
     }
@@ -489,6 +509,10 @@ fn bench(a: BenchArgs) -> Result<()> {
             "threads": threads.map_or(serde_json::Value::Null, |n| n.into()),
             "nodes_per_backend": per,
             "synthesised_inputs": synthesised,
+            "load_ms": load_ms,
+            "load_runs": a.load_runs.max(1),
+            "weights_bytes": session.constant_bytes(),
+            "arena_bytes": session.arena_plan.arena_size,
         });
         println!("{line}");
     } else {
@@ -504,6 +528,10 @@ fn bench(a: BenchArgs) -> Result<()> {
         );
         let per: Vec<String> = per.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("nodes run by: {}", per.join(", "));
+        println!(
+            "load: median {load_ms:.3} ms over {} loads (from opening the file to a session ready to run)",
+            a.load_runs.max(1)
+        );
     }
     Ok(())
 }

@@ -176,6 +176,14 @@ impl<'e> Session<'e> {
         program::load_with(engine, program, &program::LoadOptions::default(), arena)
     }
 
+    /// Bytes of the graph's constants: the weights the session holds or maps.
+    pub fn constant_bytes(&self) -> usize {
+        (0..self.graph.tensors.len())
+            .filter(|&t| self.slots[t] == Slot::Const)
+            .map(|t| const_bytes(&self.graph, t).len())
+            .sum()
+    }
+
     /// Shape of each graph input, in order.
     pub fn input_shapes(&self) -> Vec<&[usize]> {
         self.graph
