@@ -28,6 +28,7 @@ impl ProgramArgs {
         LoadOptions {
             verify: !self.no_verify,
             recompile: !self.no_recompile,
+            ..LoadOptions::default()
         }
     }
 }

@@ -121,6 +121,25 @@ pub fn encode(program: &Program) -> Vec<u8> {
     out
 }
 
+/// Recomputes the checksums of a program edited in place (tests and tools that corrupt
+/// or patch one on purpose), trusting its table as it stands; a table that does not fit
+/// the bytes is left alone, for the reader to refuse.
+pub fn reseal(bytes: &mut [u8]) {
+    let Ok(entries) = read_table(bytes, false) else {
+        return;
+    };
+    let header_size = u32::from_le_bytes(bytes[12..16].try_into().expect("4")) as usize;
+    for (i, e) in entries.iter().enumerate() {
+        let crc = crc32c::crc32c(&bytes[e.offset as usize..(e.offset + e.len) as usize]);
+        let at = header_size + i * TABLE_ENTRY_SIZE + 24;
+        bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+    let table_end = header_size + entries.len() * TABLE_ENTRY_SIZE;
+    bytes[HEADER_CRC_AT..HEADER_CRC_AT + 4].fill(0);
+    let crc = crc32c::crc32c(&bytes[..table_end]);
+    bytes[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
 fn constants(graph: &Graph, ids: &[usize]) -> Vec<u8> {
     let table = 8 + 16 * ids.len();
     let mut w = Writer::default();
@@ -279,7 +298,7 @@ pub fn decode(bytes: Bytes, verify: bool) -> Result<Program, ProgramError> {
     }
 
     let p = one(kind::PLAN)?;
-    let plan = read_plan(p, body(p), &graph, &partitions)?;
+    let plan = read_plan(p, body(p), &graph, &partitions, !bounds.is_empty())?;
     let m = one(kind::MEMORY)?;
     let memory = read_memory(m, body(m), &graph)?;
     Ok(Program {
@@ -521,21 +540,24 @@ fn read_partition(e: &SectionEntry, bytes: &Bytes) -> Result<CompiledPartition, 
     })
 }
 
-/// Reads the per-node decisions and rebuilds the partition plan from them; fills in each
-/// partition's nodes. Every node must be decided, every partition non-empty.
+/// Reads the per-node decisions and rebuilds the partition plan from them. Every node must
+/// be decided (none, in a bounded program), every partition non-empty.
 fn read_plan(
     e: &SectionEntry,
     body: &[u8],
     graph: &Graph,
     partitions: &[CompiledPartition],
+    bounded: bool,
 ) -> Result<PartitionPlan, ProgramError> {
     let mut r = Reader::new(e, body);
     let n = r.u32()? as usize;
-    if n != graph.nodes.len() {
+    // A bounded program is partitioned per binding at run time: it stores no decisions.
+    let expected = if bounded { 0 } else { graph.nodes.len() };
+    if n != expected {
         return Err(malformed(
             e,
             0,
-            format!("{n} decisions for a graph of {} nodes", graph.nodes.len()),
+            format!("{n} decisions, expected {expected}"),
         ));
     }
     let mut nodes = Vec::with_capacity(n);

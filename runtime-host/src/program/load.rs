@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use baton_delegate_api::abi::compat;
 use baton_delegate_api::ir::TensorData;
-use baton_delegate_api::Graph;
+use baton_delegate_api::{shape, Graph};
 
 use super::compile::{backend, check_portable, identity, layout};
 use super::{format, partition_and_compile, usable_backends, Program, ProgramError, MAGIC};
@@ -22,7 +22,7 @@ use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
 use crate::engine::Engine;
 use crate::error::{HostError, Result};
-use crate::session::{assemble, load_controls, ArenaChoice, Instantiated, Session};
+use crate::session::{arena_tensors, assemble, load_controls, ArenaChoice, Instantiated, Session};
 
 /// The largest tensor a program may declare, in bytes: refuses a crafted shape before any
 /// size arithmetic can overflow.
@@ -37,6 +37,9 @@ pub struct LoadOptions {
     /// Recompile a blob the plugin does not find optimal (on by default); off, such a
     /// blob is an error (`--no-recompile`).
     pub recompile: bool,
+    /// The largest arena to allocate, in bytes (unlimited by default): a caller loading
+    /// programs it did not make can refuse one that would take the machine's memory.
+    pub max_arena: usize,
 }
 
 impl Default for LoadOptions {
@@ -44,6 +47,7 @@ impl Default for LoadOptions {
         LoadOptions {
             verify: true,
             recompile: true,
+            max_arena: usize::MAX,
         }
     }
 }
@@ -201,6 +205,7 @@ pub(crate) fn load_with<'e>(
             }
         }
         let Some((name, err)) = failure else {
+            check_arena(&graph, &plan, &arena, options.max_arena)?;
             let controls = load_controls(engine, &graph)?;
             return Ok(assemble(
                 engine, graph, plan, delegates, controls, notes, arena,
@@ -215,6 +220,45 @@ pub(crate) fn load_with<'e>(
         (plan, parts) = partition_and_compile(engine, &graph, excluded.clone(), &mut notes)?;
         arena = refreshed(arena, &graph, &plan);
     }
+}
+
+/// The arena `assemble` will allocate must fit `limit`: checked against the sum of the
+/// placed tensors (no plan is larger), and a stored size must not exceed that sum.
+fn check_arena(
+    graph: &Graph,
+    plan: &baton_partitioner::PartitionPlan,
+    arena: &ArenaChoice,
+    limit: usize,
+) -> Result<()> {
+    let (_, lifetimes) = arena_tensors(graph, plan);
+    let naive = lifetimes.iter().try_fold(0usize, |sum, t| {
+        sum.checked_add(t.bytes.checked_next_multiple_of(crate::memory::ALIGN)?)
+    });
+    let memory_error = |message: String| {
+        HostError::Program(ProgramError::Malformed {
+            section: "memory".into(),
+            offset: 0,
+            message,
+        })
+    };
+    let Some(naive) = naive else {
+        return Err(memory_error("the arena tensors' sizes overflow".into()));
+    };
+    if let ArenaChoice::Stored(m) = arena {
+        if m.arena_size > naive {
+            return Err(memory_error(format!(
+                "an arena of {} bytes is larger than its tensors together ({naive})",
+                m.arena_size
+            )));
+        }
+    }
+    if naive > limit && !matches!(arena, ArenaChoice::Lent(_)) {
+        return Err(HostError::Program(ProgramError::ArenaLimit {
+            needed: naive,
+            limit,
+        }));
+    }
+    Ok(())
 }
 
 /// After a re-partition the stored layout no longer matches: plan one for the new plan.
@@ -237,7 +281,9 @@ fn graph_error(message: String) -> HostError {
     })
 }
 
-/// A program's graph is specialised: every shape fixed, every size within limits.
+/// A program's graph is specialised: every shape fixed, every size within limits, and
+/// every node's outputs what its op makes of its inputs (the session sizes buffers from
+/// the declared shapes, so they must not be taken on trust).
 fn check_graph(graph: &Graph) -> Result<()> {
     for t in &graph.tensors {
         let bytes = t
@@ -256,6 +302,32 @@ fn check_graph(graph: &Graph) -> Result<()> {
                     "tensor '{}' has shape {:?}: not specialised, or too large",
                     t.name, t.shape
                 )))
+            }
+        }
+    }
+    for node in graph.nodes.iter().filter(|n| !n.op.is_control_flow()) {
+        let inferred = shape::infer_node(graph, node)
+            .map_err(|e| graph_error(format!("node {}: {e}", node.label())))?;
+        if node.outputs.len() > inferred.len() {
+            return Err(graph_error(format!(
+                "node {}: {} outputs, the op makes {}",
+                node.label(),
+                node.outputs.len(),
+                inferred.len()
+            )));
+        }
+        for (&o, (dtype, dims)) in node.outputs.iter().zip(inferred) {
+            let decl = &graph.tensors[o];
+            if decl.dtype != dtype || decl.shape != dims {
+                return Err(graph_error(format!(
+                    "node {}: output '{}' is declared {} {:?}, the op makes {} {:?}",
+                    node.label(),
+                    decl.name,
+                    decl.dtype,
+                    decl.shape,
+                    dtype,
+                    dims
+                )));
             }
         }
     }
@@ -294,8 +366,43 @@ fn check_schedule(graph: &Graph, plan: &baton_partitioner::PartitionPlan) -> Res
             }
         }
     }
-    let host = seen.iter().filter(|s| !**s).count();
-    if plan.schedule(graph).len() != plan.partitions.len() + host {
+    // Steps: partition `i` is `i`, host node `v` is `partitions + v`. The partitioner's
+    // scheduler asserts its input is acyclic, so a stored plan is checked here first.
+    let parts = plan.partitions.len();
+    let mut step_of: Vec<usize> = (0..graph.nodes.len()).map(|v| parts + v).collect();
+    for (i, p) in plan.partitions.iter().enumerate() {
+        for &n in &p.nodes {
+            step_of[n] = i;
+        }
+    }
+    let producers = graph.producers();
+    let steps = parts + graph.nodes.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); steps];
+    let mut waiting = vec![0usize; steps];
+    for (v, node) in graph.nodes.iter().enumerate() {
+        for u in node.inputs.iter().filter_map(|&t| producers[t]) {
+            let (a, b) = (step_of[u], step_of[v]);
+            if a != b && !succ[a].contains(&b) {
+                succ[a].push(b);
+                waiting[b] += 1;
+            }
+        }
+    }
+    let in_use = |s: usize| s < parts || step_of[s - parts] == s;
+    let mut ready: Vec<usize> = (0..steps)
+        .filter(|&s| in_use(s) && waiting[s] == 0)
+        .collect();
+    let mut done = 0;
+    while let Some(s) = ready.pop() {
+        done += 1;
+        for &n in &succ[s] {
+            waiting[n] -= 1;
+            if waiting[n] == 0 {
+                ready.push(n);
+            }
+        }
+    }
+    if done != (0..steps).filter(|&s| in_use(s)).count() {
         return Err(plan_error(
             "the partitions cannot be scheduled (one depends on itself through another step)"
                 .into(),

@@ -70,7 +70,7 @@ use thiserror::Error;
 
 pub use compile::compile;
 pub(crate) use compile::{partition_and_compile, usable_backends};
-pub use format::{decode, encode, Bytes};
+pub use format::{decode, encode, reseal, Bytes};
 pub(crate) use load::load_with;
 pub use load::{is_program, load, load_bounded, read, LoadOptions};
 
@@ -181,6 +181,8 @@ pub enum ProgramError {
     },
     #[error("section graph at offset {offset}: {source}")]
     Graph { offset: u64, source: WireError },
+    #[error("the arena may need up to {needed} bytes, over the limit of {limit}")]
+    ArenaLimit { needed: usize, limit: usize },
     #[error("partition {partition}: the blob of {plugin} is {answer} for the loaded plugin {loaded}, and recompiling is off (--no-recompile)")]
     StaleBlob {
         partition: usize,
