@@ -493,6 +493,7 @@ fn bench(a: BenchArgs) -> Result<()> {
     }
     let r = baton_runtime_host::bench::measure(&mut session, &inputs, a.warmup, a.runs)?;
     let per = session.nodes_per_backend();
+    let held = session.held_bytes();
     // The threads each plugin was actually created with, as its options say; "default"
     // where neither the config nor the command line set them.
     let threads_text = threads.map_or("default".to_string(), |n| n.to_string());
@@ -511,8 +512,8 @@ fn bench(a: BenchArgs) -> Result<()> {
             "synthesised_inputs": synthesised,
             "load_ms": load_ms,
             "load_runs": a.load_runs.max(1),
-            "weights_bytes": session.constant_bytes(),
-            "arena_bytes": session.arena_plan.arena_size,
+            "weights_bytes": held.0,
+            "arena_bytes": held.1,
         });
         println!("{line}");
     } else {

@@ -176,12 +176,22 @@ impl<'e> Session<'e> {
         program::load_with(engine, program, &program::LoadOptions::default(), arena)
     }
 
-    /// Bytes of the graph's constants: the weights the session holds or maps.
-    pub fn constant_bytes(&self) -> usize {
-        (0..self.graph.tensors.len())
+    /// Bytes of the constants (the weights the session holds or maps) and of the arenas,
+    /// the If branches' sessions included: what a load must hold before any plugin's own.
+    pub fn held_bytes(&self) -> (usize, usize) {
+        let mut weights: usize = (0..self.graph.tensors.len())
             .filter(|&t| self.slots[t] == Slot::Const)
             .map(|t| const_bytes(&self.graph, t).len())
-            .sum()
+            .sum();
+        let mut arena = self.arena_plan.arena_size;
+        for (_, branch) in self.branches() {
+            if let Ok(b) = branch {
+                let (w, a) = b.held_bytes();
+                weights += w;
+                arena += a;
+            }
+        }
+        (weights, arena)
     }
 
     /// Shape of each graph input, in order.

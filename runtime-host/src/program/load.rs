@@ -75,10 +75,19 @@ pub fn read(path: &Path, verify: bool) -> Result<Program> {
     let bytes: format::Bytes = if len == 0 {
         Arc::new(Vec::<u8>::new())
     } else {
+        // Populated up front: verifying reads every page anyway, and one call that maps
+        // them all costs less than a fault per page.
+        let options = {
+            let mut o = memmap2::MmapOptions::new();
+            if verify {
+                o.populate();
+            }
+            o
+        };
         // SAFETY: the mapping is read-only and private to this process. Another process
         // truncating the file while it is mapped would fault on access; that is the
         // usual contract of mapped model files (ONNX Runtime and ExecuTorch map theirs too).
-        Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
+        Arc::new(unsafe { options.map(&file) }.map_err(io)?)
     };
     Ok(format::decode(bytes, verify)?)
 }
