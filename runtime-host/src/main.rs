@@ -180,7 +180,7 @@ fn run(a: RunArgs) -> Result<()> {
         given.insert(name.to_string(), npy::read(Path::new(file))?);
     }
     if a.stream {
-        return stream_run::run(&a, &graph, given);
+        return stream_run::run(&a, &mut model, given);
     }
     let mut inputs = Vec::new();
     let mut bindings = BTreeMap::new();

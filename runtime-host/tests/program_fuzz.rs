@@ -199,3 +199,56 @@ fn a_plan_with_a_cycle_between_steps_is_refused() {
     };
     assert!(e.contains("cannot be scheduled"), "{e}");
 }
+
+/// Found by the fuzzer: a declared shape grown past what the op makes (4 GiB of arena for
+/// tinynet) was allocated and run. Declared shapes are checked against the ops now.
+#[test]
+fn a_shape_the_op_does_not_make_is_refused() {
+    use baton_delegate_api::Dim;
+    let engine = engine();
+    let p = program::compile(
+        &engine,
+        &sample::tinynet(),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let mut p = program::decode(Arc::new(program::encode(&p)), true).unwrap();
+    let out = p.graph.nodes[0].outputs[0];
+    p.graph.tensors[out].shape[0] = Dim::Fixed(1 << 20);
+    let e = match program::load(&engine, p, &LoadOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a wrong shape loaded"),
+    };
+    assert!(e.contains("the op makes"), "{e}");
+}
+
+/// Found by the fuzzer: an arena too large to allocate aborted the process. The loader
+/// refuses an arena over its limit, and a stored one larger than its tensors together.
+#[test]
+fn an_arena_over_the_limit_or_oversized_is_refused() {
+    let engine = engine();
+    let p = program::compile(
+        &engine,
+        &sample::tinynet(),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let bytes = program::encode(&p);
+    let tight = LoadOptions {
+        max_arena: 1024,
+        ..LoadOptions::default()
+    };
+    let p = program::decode(Arc::new(bytes.clone()), true).unwrap();
+    match program::load(&engine, p, &tight) {
+        Err(e) => assert!(e.to_string().contains("over the limit"), "{e}"),
+        Ok(_) => panic!("an arena over the limit loaded"),
+    }
+    let mut p = program::decode(Arc::new(bytes), true).unwrap();
+    p.memory.as_mut().unwrap().arena_size = 1 << 36;
+    match program::load(&engine, p, &LoadOptions::default()) {
+        Err(e) => assert!(e.to_string().contains("larger than its tensors"), "{e}"),
+        Ok(_) => panic!("an oversized arena loaded"),
+    }
+}
