@@ -250,3 +250,33 @@ fn a_bounded_program_keeps_its_bounds_and_refuses_a_plain_load() {
     assert_eq!(out[0].f32s(), &[0.0, 0.5, 2.0]);
     assert!(program::load(&engine, back, &LoadOptions::default()).is_err());
 }
+
+/// The file's bytes, 64-byte aligned as a mapping is.
+struct Mapped(baton_delegate_api::ir::AlignedBytes);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+#[test]
+fn constants_and_blobs_are_views_into_the_file_not_copies() {
+    let engine = engine(true);
+    let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
+    let mut buf = baton_delegate_api::ir::AlignedBytes::zeroed(bytes.len());
+    buf.as_mut_slice().copy_from_slice(&bytes);
+    let owner = Arc::new(Mapped(buf));
+    let file = (*owner).as_ref().as_ptr_range();
+    let p = program::decode(owner.clone(), true).unwrap();
+    let inside = |s: &[u8]| file.contains(&s.as_ptr()) && s.as_ptr() as usize % 64 == 0;
+    let mut constants = 0;
+    for t in &p.graph.tensors {
+        if let Some(baton_delegate_api::Storage::Inline(d)) = &t.data {
+            assert!(inside(d.bytes()), "constant '{}' was copied", t.name);
+            constants += 1;
+        }
+    }
+    assert!(constants >= 6, "{constants} constants");
+    assert!(inside(p.partitions[0].blob.bytes()), "the blob was copied");
+}
