@@ -211,6 +211,30 @@ fn a_stale_blob_is_recompiled_with_a_note_or_refused_under_no_recompile() {
 }
 
 #[test]
+fn a_stored_blob_that_fails_init_is_recompiled_once() {
+    let engine = engine(true);
+    let graph = sample::tinynet();
+    let mut bad = compile_bytes(&engine, &graph, &BTreeMap::new());
+    // The blob's version stays (the plugin calls it optimal); its inner graph is broken.
+    let blob = find(&bad, b"BCPU").expect("a CPU blob");
+    let inner = blob + find(&bad[blob..], b"BTIR").expect("the blob's graph");
+    bad[inner..inner + 4].copy_from_slice(b"XXXX");
+    program::reseal(&mut bad);
+    let mut aot = program::load(&engine, decode(&bad).unwrap(), &LoadOptions::default()).unwrap();
+    assert!(
+        aot.notes
+            .iter()
+            .any(|n| n.contains("init from the stored blob failed")),
+        "{:?}",
+        aot.notes
+    );
+    assert_eq!(aot.nodes_per_backend().get("cpu"), Some(&graph.nodes.len()));
+    let mut jit = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    let input = [sample::tinynet_input()];
+    assert_bit_identical("retried", &run(&mut jit, &input), &run(&mut aot, &input));
+}
+
+#[test]
 fn a_program_whose_plugin_is_missing_runs_on_the_host() {
     let graph = sample::tinynet();
     let bytes = compile_bytes(&engine(true), &graph, &BTreeMap::new());
@@ -269,7 +293,7 @@ fn constants_and_blobs_are_views_into_the_file_not_copies() {
     let owner = Arc::new(Mapped(buf));
     let file = (*owner).as_ref().as_ptr_range();
     let p = program::decode(owner.clone(), true).unwrap();
-    let inside = |s: &[u8]| file.contains(&s.as_ptr()) && s.as_ptr() as usize % 64 == 0;
+    let inside = |s: &[u8]| file.contains(&s.as_ptr()) && (s.as_ptr() as usize).is_multiple_of(64);
     let mut constants = 0;
     for t in &p.graph.tensors {
         if let Some(baton_delegate_api::Storage::Inline(d)) = &t.data {

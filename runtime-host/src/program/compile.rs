@@ -119,6 +119,7 @@ pub(crate) fn partition_and_compile(
                     backend: backend.name.clone(),
                     plugin: identity(backend),
                     blob: baton_delegate_api::ir::TensorData::from_bytes(&blob),
+                    from_file: false,
                 }),
                 Err(e) => {
                     if engine.config.fallback.on_init_error == crate::config::OnInitError::Fail {

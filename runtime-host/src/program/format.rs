@@ -537,6 +537,7 @@ fn read_partition(e: &SectionEntry, bytes: &Bytes) -> Result<CompiledPartition, 
         backend,
         plugin,
         blob,
+        from_file: true,
     })
 }
 

@@ -17,7 +17,9 @@ use baton_delegate_api::ir::TensorData;
 use baton_delegate_api::{shape, Graph};
 
 use super::compile::{backend, check_portable, identity, layout};
-use super::{format, partition_and_compile, usable_backends, Program, ProgramError, MAGIC};
+use super::{
+    format, partition_and_compile, usable_backends, CompiledPartition, Program, ProgramError, MAGIC,
+};
 use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
 use crate::engine::Engine;
@@ -157,58 +159,10 @@ pub(crate) fn load_with<'e>(
         let mut delegates = Vec::new();
         let mut failure = None;
         for (i, (p, cp)) in plan.partitions.iter().zip(&mut parts).enumerate() {
-            let b = backend(engine, &cp.backend);
-            let (sub, map) = graph.extract(&p.nodes);
-            let loaded = identity(b);
-            let answer = if loaded.name != cp.plugin.name {
-                compat::UNSUPPORTED
-            } else {
-                b.ctx.blob_compatibility(cp.blob.bytes())
-            };
-            if answer != compat::OPTIMAL {
-                let said = if answer == compat::PREFER_RECOMPILE {
-                    "better recompiled"
-                } else {
-                    "unsupported"
-                };
-                let made_by = format!(
-                    "{} {} (build {})",
-                    cp.plugin.name, cp.plugin.version, cp.plugin.build_id
-                );
-                let now = format!(
-                    "{} {} (build {})",
-                    loaded.name, loaded.version, loaded.build_id
-                );
-                if !options.recompile {
-                    return Err(HostError::Program(ProgramError::StaleBlob {
-                        partition: i,
-                        plugin: made_by,
-                        loaded: now,
-                        answer: said,
-                    }));
-                }
-                notes.push(format!(
-                    "partition {i}: the blob made by {made_by} is {said} for {now}; recompiled"
-                ));
-                match b.ctx.compile(b.device.index, &sub) {
-                    Ok(blob) => {
-                        cp.blob = TensorData::from_bytes(&blob);
-                        cp.plugin = loaded;
-                    }
-                    Err(e) => {
-                        failure = Some((b.name.clone(), e));
-                        break;
-                    }
-                }
-            }
-            match b.ctx.init(b.device.index, cp.blob.bytes(), &sub) {
-                Ok(exec) => delegates.push(Instantiated {
-                    exec,
-                    sub_inputs: sub.inputs.iter().map(|&t| map[t]).collect(),
-                    sub_outputs: sub.outputs.iter().map(|&t| map[t]).collect(),
-                }),
-                Err(e) => {
-                    failure = Some((b.name.clone(), e));
+            match instantiate(engine, &graph, &p.nodes, i, cp, options, &mut notes)? {
+                Ok(d) => delegates.push(d),
+                Err(f) => {
+                    failure = Some(f);
                     break;
                 }
             }
@@ -229,6 +183,83 @@ pub(crate) fn load_with<'e>(
         (plan, parts) = partition_and_compile(engine, &graph, excluded.clone(), &mut notes)?;
         arena = refreshed(arena, &graph, &plan);
     }
+}
+
+/// Initialises partition `i` from its stored blob: as it is when its plugin finds it
+/// optimal, else compiled again (with a note) unless recompiling is off. A blob read from
+/// a file that fails `init` is compiled again too, once (a blob corrupted past its
+/// checksum, or one the plugin misjudged). The inner error names the backend to drop.
+fn instantiate(
+    engine: &Engine,
+    graph: &Graph,
+    nodes: &[usize],
+    i: usize,
+    cp: &mut CompiledPartition,
+    options: &LoadOptions,
+    notes: &mut Vec<String>,
+) -> Result<std::result::Result<Instantiated, (String, HostError)>> {
+    let b = backend(engine, &cp.backend);
+    let (sub, map) = graph.extract(nodes);
+    let loaded = identity(b);
+    let answer = if loaded.name != cp.plugin.name {
+        compat::UNSUPPORTED
+    } else {
+        b.ctx.blob_compatibility(cp.blob.bytes())
+    };
+    let mut fresh = false;
+    if answer != compat::OPTIMAL {
+        let said = if answer == compat::PREFER_RECOMPILE {
+            "better recompiled"
+        } else {
+            "unsupported"
+        };
+        let made_by = format!(
+            "{} {} (build {})",
+            cp.plugin.name, cp.plugin.version, cp.plugin.build_id
+        );
+        let now = format!(
+            "{} {} (build {})",
+            loaded.name, loaded.version, loaded.build_id
+        );
+        if !options.recompile {
+            return Err(HostError::Program(ProgramError::StaleBlob {
+                partition: i,
+                plugin: made_by,
+                loaded: now,
+                answer: said,
+            }));
+        }
+        notes.push(format!(
+            "partition {i}: the blob made by {made_by} is {said} for {now}; recompiled"
+        ));
+        match b.ctx.compile(b.device.index, &sub) {
+            Ok(blob) => cp.blob = TensorData::from_bytes(&blob),
+            Err(e) => return Ok(Err((b.name.clone(), e))),
+        }
+        fresh = true;
+    }
+    let mut result = b.ctx.init(b.device.index, cp.blob.bytes(), &sub);
+    let retry = cp.from_file && options.recompile && !fresh;
+    if let (Err(e), true) = (&result, retry) {
+        notes.push(format!(
+            "partition {i}: init from the stored blob failed ({e}); recompiled"
+        ));
+        result = b
+            .ctx
+            .compile(b.device.index, &sub)
+            .and_then(|blob| b.ctx.init(b.device.index, &blob, &sub));
+    }
+    Ok(match result {
+        Ok(exec) => {
+            cp.plugin = loaded;
+            Ok(Instantiated {
+                exec,
+                sub_inputs: sub.inputs.iter().map(|&t| map[t]).collect(),
+                sub_outputs: sub.outputs.iter().map(|&t| map[t]).collect(),
+            })
+        }
+        Err(e) => Err((b.name.clone(), e)),
+    })
 }
 
 /// The arena `assemble` will allocate must fit `limit`: checked against the sum of the

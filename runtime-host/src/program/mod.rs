@@ -108,6 +108,9 @@ pub struct CompiledPartition {
     pub plugin: PluginIdentity,
     /// What the plugin's `compile` returned; shared with the mapped file when loaded.
     pub blob: TensorData,
+    /// Whether the blob was read from a file rather than just compiled: a stored blob
+    /// that fails `init` is compiled again before its backend is given up.
+    pub from_file: bool,
 }
 
 /// Which build of a plugin made a blob.
