@@ -46,6 +46,28 @@ impl Rng {
     }
 }
 
+/// A position to mutate: half the time anywhere, half the time near the start of a
+/// section picked from the table, so that the small structural sections (graph, plan,
+/// partition headers, memory, shapes) are hit as often as the weights that dwarf them.
+fn position(rng: &mut Rng, bytes: &[u8], width: usize) -> usize {
+    let last = bytes.len() - width;
+    let count = bytes
+        .get(24..28)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
+    if rng.below(2) == 0 || count == 0 {
+        return rng.below(last + 1);
+    }
+    let row = 64 + 32 * rng.below(count.min(64));
+    let field = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
+    };
+    let (offset, len) = (field(row + 8), field(row + 16));
+    let at = offset.saturating_add(rng.below(len.clamp(1, 512)));
+    at.min(last)
+}
+
 /// One mutation: flipped bits, a field overwritten with a boundary value, a range
 /// zeroed or duplicated, or the file cut short.
 fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
@@ -57,27 +79,27 @@ fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
     match rng.below(6) {
         0 => {
             for _ in 0..1 + rng.below(4) {
-                let i = rng.below(len);
+                let i = position(rng, bytes, 1);
                 bytes[i] ^= 1 << rng.below(8);
             }
         }
         1 => {
-            let i = rng.below(len.saturating_sub(4)) & !3;
+            let i = position(rng, bytes, 4) & !3;
             let v: u32 = [0, 1, 0x7fff_ffff, u32::MAX, 64, 0x8000_0000][rng.below(6)];
             bytes[i..i + 4].copy_from_slice(&v.to_le_bytes());
         }
         2 => {
-            let i = rng.below(len.saturating_sub(8)) & !7;
+            let i = position(rng, bytes, 8) & !7;
             let v: u64 = [0, u64::MAX, 1 << 40, 1 << 63, len as u64][rng.below(5)];
             bytes[i..i + 8].copy_from_slice(&v.to_le_bytes());
         }
         3 => {
-            let i = rng.below(len);
+            let i = position(rng, bytes, 1);
             let n = rng.below(64).min(len - i);
             bytes[i..i + n].fill(0);
         }
         4 => {
-            let (a, b) = (rng.below(len), rng.below(len));
+            let (a, b) = (position(rng, bytes, 1), position(rng, bytes, 1));
             let n = rng.below(32).min(len - a).min(len - b);
             let chunk = bytes[a..a + n].to_vec();
             bytes[b..b + n].copy_from_slice(&chunk);
@@ -86,10 +108,11 @@ fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
     }
 }
 
-/// Reads, loads and runs `bytes`; any outcome but a panic is fine.
-fn exercise(engine: &Engine, bytes: &[u8], verify: bool, input: &Tensor) {
+/// Reads, loads and runs `bytes`; any outcome but a panic is fine. Returns how far it got:
+/// 0 refused by the reader, 1 by the loader, 2 loaded, 3 ran.
+fn exercise(engine: &Engine, bytes: &[u8], verify: bool, input: &Tensor) -> usize {
     let Ok(p) = program::decode(Arc::new(bytes.to_vec()), verify) else {
-        return;
+        return 0;
     };
     let options = LoadOptions {
         verify,
@@ -97,13 +120,13 @@ fn exercise(engine: &Engine, bytes: &[u8], verify: bool, input: &Tensor) {
         max_arena: 64 << 20,
     };
     let Ok(mut session) = program::load(engine, p, &options) else {
-        return;
+        return 1;
     };
     let shapes: Vec<Vec<usize>> = session.input_shapes().iter().map(|s| s.to_vec()).collect();
     // A mutation may declare a valid model of any size; the fuzzer feeds only small ones.
     let elements: usize = shapes.iter().map(|s| s.iter().product::<usize>()).sum();
     if elements > 1 << 20 || session.arena_plan.arena_size > 64 << 20 {
-        return;
+        return 2;
     }
     let inputs: Vec<Tensor> = session
         .graph
@@ -119,7 +142,10 @@ fn exercise(engine: &Engine, bytes: &[u8], verify: bool, input: &Tensor) {
             }
         })
         .collect();
-    let _ = session.run(&inputs);
+    match session.run(&inputs) {
+        Ok(_) => 3,
+        Err(_) => 2,
+    }
 }
 
 #[test]
@@ -146,6 +172,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut cases = 0u64;
     let mut slowest = Duration::ZERO;
+    let mut reached = [0u64; 4];
     while Instant::now() < deadline {
         let mut bytes = good.clone();
         for _ in 0..1 + rng.below(3) {
@@ -165,11 +192,21 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
             );
         }
         let started = Instant::now();
-        exercise(&engine, &bytes, sealed, &input);
+        reached[exercise(&engine, &bytes, sealed, &input)] += 1;
         slowest = slowest.max(started.elapsed());
         cases += 1;
     }
-    eprintln!("program fuzzer: {cases} cases in {secs} s, seed {seed}, slowest {slowest:?}");
+    eprintln!(
+        "program fuzzer: {cases} cases in {secs} s, seed {seed}, slowest {slowest:?}; \
+         refused by the reader {}, by the loader {}, loaded {}, ran {}",
+        reached[0], reached[1], reached[2], reached[3]
+    );
+    // Mutants must get past the reader into the loader and on to a run, or the fuzzer
+    // tests only the first check.
+    assert!(
+        reached[0] > 0 && reached[1] > 0 && reached[3] > 0,
+        "stages reached: {reached:?}"
+    );
     // A hang is a failure too: the model is tiny, so no input should take long.
     assert!(
         slowest < Duration::from_secs(10),
