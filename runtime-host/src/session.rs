@@ -25,7 +25,7 @@ use baton_partitioner::{self as partitioner, PartitionPlan, Step};
 use crate::config::OnExecuteError;
 use crate::engine::Engine;
 use crate::error::{HostError, Result};
-use crate::memory::{self, ArenaPlan, Lifetime};
+use crate::memory::{self, arena_tensors, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
 use crate::reference;
@@ -607,74 +607,6 @@ pub(crate) enum ArenaChoice {
     Stored(MemoryLayout),
     /// A buffer lent by a bounded session (see [`Session::new_reusing`]).
     Lent(ArenaReuse),
-}
-
-/// The tensors that need an arena slot (neither constant nor living inside one partition),
-/// with their lifetimes over the plan's schedule, in the order the session places them.
-pub(crate) fn arena_tensors(graph: &Graph, plan: &PartitionPlan) -> (Vec<TensorId>, Vec<Lifetime>) {
-    let shapes: Vec<Vec<usize>> = graph
-        .tensors
-        .iter()
-        .map(|t| t.static_shape().expect("specialized"))
-        .collect();
-    let schedule = plan.schedule(graph);
-    let nt = graph.tensors.len();
-    let mut first: Vec<Option<usize>> = vec![None; nt];
-    let mut last: Vec<Option<usize>> = vec![None; nt];
-    let mut in_partition: Vec<Option<usize>> = vec![None; graph.nodes.len()];
-    for (pi, p) in plan.partitions.iter().enumerate() {
-        for &n in &p.nodes {
-            in_partition[n] = Some(pi);
-        }
-    }
-    let step_nodes = |s: &Step| -> Vec<NodeId> {
-        match s {
-            Step::Partition(p) => plan.partitions[*p].nodes.clone(),
-            Step::Node(n) => vec![*n],
-        }
-    };
-    for &i in &graph.inputs {
-        first[i] = Some(0);
-        last[i] = Some(0);
-    }
-    for (si, s) in schedule.iter().enumerate() {
-        for n in step_nodes(s) {
-            for &o in &graph.nodes[n].outputs {
-                first[o] = Some(si);
-                last[o] = Some(last[o].unwrap_or(si).max(si));
-            }
-            for &i in &graph.nodes[n].inputs {
-                last[i] = Some(last[i].unwrap_or(si).max(si));
-            }
-        }
-    }
-    let end = schedule.len().saturating_sub(1);
-    for &o in &graph.outputs {
-        last[o] = Some(end);
-    }
-    let consumers = graph.consumers();
-    let producers = graph.producers();
-    let mut lifetimes = Vec::new();
-    let mut placed = Vec::new();
-    for t in 0..nt {
-        if graph.tensors[t].is_const() {
-            continue;
-        }
-        let home = producers[t].and_then(|p| in_partition[p]);
-        let internal = home.is_some()
-            && !graph.outputs.contains(&t)
-            && consumers[t].iter().all(|&c| in_partition[c] == home);
-        if internal || first[t].is_none() {
-            continue;
-        }
-        lifetimes.push(Lifetime {
-            bytes: byte_len(graph.tensors[t].dtype, &shapes[t]),
-            first: first[t].unwrap_or(0),
-            last: last[t].unwrap_or(0),
-        });
-        placed.push(t);
-    }
-    (placed, lifetimes)
 }
 
 /// Builds the session: places the arena, prepares every delegate call's views.

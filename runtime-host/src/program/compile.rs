@@ -14,8 +14,9 @@ use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
 use crate::engine::{Backend, Engine};
 use crate::error::{HostError, Result};
 use crate::memory;
+use crate::memory::arena_tensors;
 use crate::reference;
-use crate::session::{arena_tensors, specialize};
+use crate::session::specialize;
 
 /// Compiles `graph` for `engine`'s plugins, binding its symbolic input dimensions to
 /// `bindings`. With `bounds`, the program is bounded instead: the graph is kept as given
