@@ -23,6 +23,7 @@ pub mod sample;
 pub mod session;
 pub mod specialize;
 pub mod stream;
+pub mod trace;
 
 pub use bounded::BoundedSession;
 pub use config::Config;

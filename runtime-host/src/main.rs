@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{DType, Dim, Graph, Tensor};
-use baton_runtime_host::{default_config, npy, BoundedSession, Config, Engine, Session};
+use baton_runtime_host::{default_config, npy, trace, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
 #[path = "cli/compile.rs"]
@@ -112,10 +112,15 @@ struct RunArgs {
     /// --input IN=FILE.npy.
     #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
     states: Vec<String>,
-    /// Print what each delegated partition's plugin reports about the run (ABI 1.1
-    /// profile events: command, estimated cycles, wall time), as a table.
+    /// Print where the run's time went, as a table: every host node and delegated partition
+    /// as the host timed it, with each plugin's own events (ABI 1.1 profile events:
+    /// command, estimated cycles, wall time) under its partition.
     #[arg(long)]
     profile: bool,
+    /// Write the same timeline as a Chrome trace (JSON; open it in Perfetto or
+    /// chrome://tracing).
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -229,15 +234,23 @@ fn run(a: RunArgs) -> Result<()> {
         for n in &session.notes {
             eprintln!("baton: note: {n}");
         }
-        session.set_profiling(a.profile);
+        session.set_profiling(a.profile || a.trace.is_some());
         let outputs = session.run(&inputs)?;
         if a.profile {
-            print_profile(&session.profile());
+            print_profile(session.timeline());
+        }
+        if let Some(path) = &a.trace {
+            let model = a.model.display().to_string();
+            trace::write_chrome_trace(path, &model, session.timeline())
+                .with_context(|| format!("writing the trace {}", path.display()))?;
+            eprintln!("baton: trace written to {}", path.display());
         }
         (outputs, session.nodes_per_backend())
     } else {
-        if a.profile {
-            eprintln!("baton: note: --profile is not available with --bound yet; ignored");
+        if a.profile || a.trace.is_some() {
+            eprintln!(
+                "baton: note: --profile and --trace are not available with --bound yet; ignored"
+            );
         }
         let mut session = BoundedSession::new(&engine, &graph, &bounds)
             .with_context(|| format!("loading {}", a.model.display()))?;
@@ -260,40 +273,51 @@ fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Prints the plugins' profile events: one row per event, a total per partition.
-fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
+/// Prints the run's timeline: one row per host step, one per delegated partition followed
+/// by its plugin's events, and the total the host measured.
+fn print_profile(steps: &[trace::StepTiming]) {
     println!(
-        "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10}",
-        "partition", "backend", "kind", "command", "cycles", "wall_us"
+        "{:<24} {:<18} {:<48} {:>12} {:>10}",
+        "target", "kind", "step", "cycles", "wall_us"
     );
-    for p in parts {
-        if p.events.is_empty() {
-            println!("{:>9}  {:<10} (no events reported)", p.partition, p.backend);
-            continue;
-        }
-        for e in &p.events {
+    let us = |ns: u64| ns as f64 / 1e3;
+    for s in steps {
+        println!(
+            "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+            s.target,
+            s.kind,
+            s.name,
+            "",
+            us(s.dur_ns)
+        );
+        for e in &s.events {
             println!(
-                "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
-                p.partition,
-                p.backend,
+                "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+                "",
                 e.kind,
-                e.name,
+                format!("  {}", e.name),
                 e.cycles,
-                e.wall_ns as f64 / 1e3
+                us(e.wall_ns)
             );
         }
-        let cycles: u64 = p.events.iter().map(|e| e.cycles).sum();
-        let wall: u64 = p.events.iter().map(|e| e.wall_ns).sum();
-        println!(
-            "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
-            p.partition,
-            p.backend,
-            "total",
-            "",
-            cycles,
-            wall as f64 / 1e3
-        );
+        if s.kind == "partition" && s.events.is_empty() {
+            println!("{:<24} {:<18} {:<48}", "", "", "  (no events reported)");
+        }
     }
+    let total: u64 = steps.iter().map(|s| s.dur_ns).sum();
+    let host: u64 = steps
+        .iter()
+        .filter(|s| s.target.starts_with("host"))
+        .map(|s| s.dur_ns)
+        .sum();
+    println!(
+        "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+        "total",
+        "",
+        format!("{} steps, {:.1} us on the host", steps.len(), us(host)),
+        "",
+        us(total)
+    );
 }
 
 /// Writes each output as `DIR/NAME.npy`, or prints a summary of it without a directory.

@@ -293,9 +293,12 @@ impl PluginLibrary {
                 "returned a null context".into(),
             ));
         }
+        let mut options = options.to_vec();
+        options.sort();
         Ok(PluginContext {
             lib: self.clone(),
             ctx,
+            options,
         })
     }
 
@@ -358,6 +361,9 @@ pub struct DeviceReport {
 pub struct PluginContext {
     pub lib: Arc<PluginLibrary>,
     ctx: abi::Context,
+    /// The options the context was created with, sorted by key: they change what the
+    /// plugin computes, so they are part of the probe cache key.
+    options: Vec<(String, String)>,
 }
 
 // SAFETY: the ABI requires contexts to be callable from any thread.
@@ -373,6 +379,11 @@ impl Drop for PluginContext {
 }
 
 impl PluginContext {
+    /// The options this context was created with, sorted by key.
+    pub fn options(&self) -> &[(String, String)] {
+        &self.options
+    }
+
     /// The plugin's own availability hint (never trusted alone: see `probe`).
     pub fn available_hint(&self) -> bool {
         // SAFETY: valid context.

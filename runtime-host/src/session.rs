@@ -13,6 +13,7 @@
 //! control-flow nodes cut out. A Loop's body runs on the reference interpreter.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use baton_delegate_api::abi;
 use baton_delegate_api::ir::AlignedBytes;
@@ -30,6 +31,7 @@ use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
 use crate::reference;
 pub use crate::specialize::specialize;
+use crate::trace::StepTiming;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {
@@ -49,6 +51,8 @@ pub struct Session<'e> {
     /// Whether each run asks the plugins for their profile events (off by default: it
     /// costs two calls and some copies per partition per run).
     profiling: bool,
+    /// Every step of the last run, timed, when profiling.
+    timeline: Vec<StepTiming>,
     steps: Vec<ExecStep>,
     /// The control-flow nodes' runners, indexed by [`ExecStep::Control`].
     controls: Vec<Control<'e>>,
@@ -125,6 +129,13 @@ impl<'e> Session<'e> {
     /// Turns collecting the plugins' profile events on or off for the following runs.
     pub fn set_profiling(&mut self, on: bool) {
         self.profiling = on;
+    }
+
+    /// Every step of the last run (host nodes, delegated partitions with their plugins'
+    /// events, control flow) with its start and wall time, as the host measured them; empty
+    /// unless [`Session::set_profiling`] is on.
+    pub fn timeline(&self) -> &[StepTiming] {
+        &self.timeline
     }
 
     /// The profile of the last run, one entry per delegated partition in execution order
@@ -237,8 +248,12 @@ impl<'e> Session<'e> {
                 self.arena.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
             }
         }
-        for i in 0..self.steps.len() {
-            self.run_step(i)?;
+        if self.profiling {
+            self.run_steps_timed()?;
+        } else {
+            for i in 0..self.steps.len() {
+                self.run_step(i)?;
+            }
         }
         Ok(self
             .graph
@@ -315,6 +330,56 @@ impl<'e> Session<'e> {
             }
         }
         out
+    }
+
+    /// Runs every step, recording when each started and how long it took.
+    fn run_steps_timed(&mut self) -> Result<()> {
+        self.timeline.clear();
+        let t0 = Instant::now();
+        for i in 0..self.steps.len() {
+            let start = t0.elapsed();
+            let fallbacks = self.fallbacks;
+            self.run_step(i)?;
+            let dur = t0.elapsed() - start;
+            let (name, kind, target, events) = match &self.steps[i] {
+                ExecStep::Host(n) => {
+                    let node = &self.graph.nodes[*n];
+                    (
+                        node.label(),
+                        node.op.name().to_string(),
+                        "host".into(),
+                        Vec::new(),
+                    )
+                }
+                ExecStep::Control(k) => {
+                    let node = &self.graph.nodes[self.controls[*k].node];
+                    (
+                        node.label(),
+                        node.op.name().to_string(),
+                        "host".into(),
+                        Vec::new(),
+                    )
+                }
+                ExecStep::Delegate(d) => {
+                    let target = if self.fallbacks > fallbacks {
+                        format!("host (fallback from {})", d.backend)
+                    } else {
+                        d.backend.clone()
+                    };
+                    let name = format!("partition {}", d.partition);
+                    (name, "partition".into(), target, d.events.clone())
+                }
+            };
+            self.timeline.push(StepTiming {
+                name,
+                kind,
+                target,
+                start_ns: start.as_nanos() as u64,
+                dur_ns: dur.as_nanos() as u64,
+                events,
+            });
+        }
+        Ok(())
     }
 
     fn run_step(&mut self, i: usize) -> Result<()> {
@@ -762,6 +827,7 @@ pub(crate) fn assemble<'e>(
         notes,
         fallbacks: 0,
         profiling: false,
+        timeline: Vec::new(),
         steps,
         controls,
         slots,

@@ -379,27 +379,65 @@ fn run_stream_iterates_chunks_carries_state_and_stacks_outputs() {
 }
 
 #[test]
-fn run_profile_prints_a_table_per_partition() {
+fn run_profile_and_trace_show_every_step_host_and_delegated() {
     let dir = tempfile::tempdir().unwrap();
     let (model, image) = example();
+    // Softmax pinned to the host: the run has a delegated partition and a host node.
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[plugin]]\npath = {}\n[policy]\npin = [{{ op = \"Softmax\", target = \"host\" }}]\n",
+            q(&plugin("baton_backend_cpu"))
+        ),
+    );
+    let trace = dir.path().join("run.trace.json");
     let o = baton(
         &[
             "run",
             model.to_str().unwrap(),
             "-i",
             &format!("image={}", image.display()),
+            "--config",
+            cfg.to_str().unwrap(),
             "--profile",
+            "--trace",
+            trace.to_str().unwrap(),
         ],
         dir.path(),
     );
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
-    // The default CPU plugin reports no events; the table says so per partition.
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[0].contains("wall_us"), "{stdout}");
     assert!(
-        stdout.contains("partition")
-            && stdout.contains("cycles")
-            && stdout.contains("(no events reported)"),
+        rows.iter()
+            .any(|r| r.starts_with("cpu ") && r.contains("partition 0")),
         "{stdout}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("host ") && r.contains("(Softmax)")),
+        "{stdout}"
+    );
+    assert!(rows.iter().any(|r| r.starts_with("total")), "{stdout}");
+    // The trace is Chrome's event format: complete events with microsecond times, one per
+    // step on the steps track, in run order and not overlapping.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let steps: Vec<&serde_json::Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == 1)
+        .collect();
+    assert_eq!(steps.len(), 2, "{doc}");
+    assert_eq!(steps[0]["cat"], "cpu");
+    assert_eq!(steps[1]["cat"], "host");
+    assert_eq!(steps[1]["args"]["op"], "Softmax");
+    let end0 = steps[0]["ts"].as_f64().unwrap() + steps[0]["dur"].as_f64().unwrap();
+    assert!(steps[1]["ts"].as_f64().unwrap() >= end0, "{doc}");
+    assert!(
+        steps.iter().all(|e| e["dur"].as_f64().unwrap() > 0.0),
+        "{doc}"
     );
 }
 
