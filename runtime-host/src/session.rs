@@ -623,8 +623,14 @@ fn const_bytes(graph: &Graph, t: TensorId) -> &[u8] {
     }
 }
 
-/// Loads the branches of every If as sessions of their own (a Loop needs nothing).
-pub(crate) fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec<Control<'e>>> {
+/// Loads the branches of every If as sessions of their own (a Loop needs nothing): from
+/// the program's compiled branches, or compiled now where the program has none.
+pub(crate) fn load_controls<'e>(
+    engine: &'e Engine,
+    graph: &Graph,
+    mut compiled: BTreeMap<(usize, usize), program::Program>,
+    options: &program::LoadOptions,
+) -> Result<Vec<Control<'e>>> {
     let mut controls = Vec::new();
     for (n, node) in graph.nodes.iter().enumerate() {
         if !node.op.is_control_flow() {
@@ -632,14 +638,16 @@ pub(crate) fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec
         }
         let mut branches = Vec::new();
         if node.op == OpKind::If {
-            for name in ["then_branch", "else_branch"] {
+            for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
                 let branch = node.attr_graph(name).ok_or_else(|| HostError::Node {
                     node: node.label(),
                     message: format!("subgraph '{name}' is missing"),
                 })?;
-                branches.push(
-                    Session::new(engine, branch, &BTreeMap::new()).map_err(|e| e.to_string()),
-                );
+                let loaded = match compiled.remove(&(n, k)) {
+                    Some(p) => program::load(engine, p, options),
+                    None => Session::new(engine, branch, &BTreeMap::new()),
+                };
+                branches.push(loaded.map_err(|e| e.to_string()));
             }
             if branches.iter().all(|b| b.is_err()) {
                 let why: Vec<String> = branches.into_iter().filter_map(|b| b.err()).collect();

@@ -304,3 +304,64 @@ fn constants_and_blobs_are_views_into_the_file_not_copies() {
     assert!(constants >= 6, "{constants} constants");
     assert!(inside(p.partitions[0].blob.bytes()), "the blob was copied");
 }
+
+#[test]
+fn the_branches_of_an_if_are_compiled_into_the_program() {
+    use baton_delegate_api::ir::{Attr, GraphBuilder};
+    use baton_delegate_api::{DType, OpKind};
+    // then: relu(x) * w; else: x + w, with a weight in each branch.
+    let branch = |op: OpKind, relu: bool| {
+        let mut g = GraphBuilder::new("branch");
+        let x = g.input_fixed("x", DType::F32, &[2, 3]);
+        let w = g.constant_f32("w", &[2, 3], &[1.5, -2.0, 0.5, 3.0, -1.0, 2.5]);
+        let x = if relu {
+            g.node(OpKind::Relu, &[x], &[]).unwrap()
+        } else {
+            x
+        };
+        let y = g.node(op, &[x, w], &[]).unwrap();
+        g.output(y);
+        Attr::Graph(Box::new(g.finish().unwrap()))
+    };
+    let mut b = GraphBuilder::new("with_if");
+    let c = b.input_fixed("c", DType::Bool, &[]);
+    let x = b.input_fixed("x", DType::F32, &[2, 3]);
+    let y = b
+        .named_node(
+            "pick",
+            OpKind::If,
+            &[c, x],
+            &[
+                ("then_branch", branch(OpKind::Mul, true)),
+                ("else_branch", branch(OpKind::Add, false)),
+            ],
+        )
+        .unwrap();
+    b.output(y);
+    let graph = b.finish().unwrap();
+    let engine = engine(true);
+    let bytes = compile_bytes(&engine, &graph, &BTreeMap::new());
+    let p = decode(&bytes).unwrap();
+    assert_eq!(p.branches.len(), 2, "both branches stored");
+    assert!(p.branches.values().all(|b| b.partitions.len() == 1));
+    let mut aot = program::load(&engine, p, &LoadOptions::default()).unwrap();
+    let mut jit = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    let xs = Tensor::from_f32(&[2, 3], &[-1.0, 2.0, -3.0, 4.0, 0.5, -0.5]);
+    for cond in [true, false] {
+        let c = Tensor::from_bytes(DType::Bool, &[], &[cond as u8]);
+        let inputs = [c, xs.clone()];
+        assert_bit_identical("branch", &run(&mut jit, &inputs), &run(&mut aot, &inputs));
+    }
+    let got = run(
+        &mut aot,
+        &[Tensor::from_bytes(DType::Bool, &[], &[0]), xs.clone()],
+    );
+    assert_eq!(got[0].f32s(), &[0.5, 0.0, -2.5, 7.0, -0.5, 2.0]);
+    // A corrupted byte inside a branch is refused, naming the branch.
+    let branch_at = find(&bytes[64..], b"BATONPRG").expect("a nested program") + 64;
+    let mut bad = bytes.clone();
+    bad[branch_at + 100] ^= 1;
+    program::reseal(&mut bad);
+    let e = decode(&bad).err().expect("refused").to_string();
+    assert!(e.contains("branch") && e.contains("nested program"), "{e}");
+}

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_delegate_api::{abi, Graph, Support};
+use baton_delegate_api::{abi, Graph, OpKind, Support};
 use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Target};
 
 use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
@@ -38,6 +38,7 @@ pub fn compile(
             },
             partitions: Vec::new(),
             memory: None,
+            branches: BTreeMap::new(),
             notes: Vec::new(),
         });
     }
@@ -47,6 +48,7 @@ pub fn compile(
     let mut notes = Vec::new();
     let (plan, partitions) = partition_and_compile(engine, &graph, excluded, &mut notes)?;
     let memory = Some(layout(&graph, &plan));
+    let branches = compile_branches(engine, &graph);
     Ok(Program {
         graph,
         bindings: bindings.clone(),
@@ -54,8 +56,29 @@ pub fn compile(
         plan,
         partitions,
         memory,
+        branches,
         notes,
     })
+}
+
+/// Compiles both branches of every If. A branch that cannot be compiled for these shapes
+/// is left out: the load tries it again and keeps the reason for when it is picked.
+fn compile_branches(engine: &Engine, graph: &Graph) -> BTreeMap<(usize, usize), Program> {
+    let mut out = BTreeMap::new();
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if node.op != OpKind::If {
+            continue;
+        }
+        for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
+            let compiled = node
+                .attr_graph(name)
+                .map(|g| compile(engine, g, &BTreeMap::new(), &BTreeMap::new()));
+            if let Some(Ok(p)) = compiled {
+                out.insert((n, k), p);
+            }
+        }
+    }
+    out
 }
 
 /// The backends partitions may not go to (probe failed), with a note for each, and a

@@ -27,6 +27,7 @@ pub(crate) mod kind {
     pub const PARTITION: u32 = 4;
     pub const MEMORY: u32 = 5;
     pub const SHAPES: u32 = 6;
+    pub const BRANCH: u32 = 7;
 }
 
 /// Sections are placed at multiples of this; so are constants and blobs inside theirs.
@@ -63,6 +64,7 @@ pub(crate) fn section_name(kind: u32, index: u32) -> String {
         kind::PARTITION => format!("partition {index}"),
         kind::MEMORY => "memory".into(),
         kind::SHAPES => "shapes".into(),
+        kind::BRANCH => format!("branch {} of node {}", index % 2, index / 2),
         k => format!("unknown kind {k}"),
     }
 }
@@ -80,6 +82,9 @@ pub fn encode(program: &Program) -> Vec<u8> {
     }
     sections.push((kind::MEMORY, 0, memory(program.memory.as_ref())));
     sections.push((kind::SHAPES, 0, shapes(&program.bindings, &program.bounds)));
+    for (&(node, k), branch) in &program.branches {
+        sections.push((kind::BRANCH, (2 * node + k) as u32, encode(branch)));
+    }
 
     let table_end = HEADER_SIZE + sections.len() * TABLE_ENTRY_SIZE;
     let mut out = vec![0u8; table_end.next_multiple_of(ALIGN)];
@@ -250,6 +255,22 @@ pub type Bytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 /// Reads a program from `bytes`. With `verify`, every checksum is checked and padding
 /// must be zero; without, only the structure is validated.
 pub fn decode(bytes: Bytes, verify: bool) -> Result<Program, ProgramError> {
+    decode_nested(bytes, verify, 0)
+}
+
+/// A section of a program's bytes, itself a program (a compiled If branch).
+struct Nested {
+    owner: Bytes,
+    range: std::ops::Range<usize>,
+}
+
+impl AsRef<[u8]> for Nested {
+    fn as_ref(&self) -> &[u8] {
+        &(*self.owner).as_ref()[self.range.clone()]
+    }
+}
+
+fn decode_nested(bytes: Bytes, verify: bool, depth: usize) -> Result<Program, ProgramError> {
     let all: &[u8] = (*bytes).as_ref();
     let entries = read_table(all, verify)?;
     let one = |k: u32| -> Result<&SectionEntry, ProgramError> {
@@ -301,6 +322,31 @@ pub fn decode(bytes: Bytes, verify: bool) -> Result<Program, ProgramError> {
     let plan = read_plan(p, body(p), &graph, &partitions, !bounds.is_empty())?;
     let m = one(kind::MEMORY)?;
     let memory = read_memory(m, body(m), &graph)?;
+    let mut branches = BTreeMap::new();
+    for e in entries.iter().filter(|e| e.kind == kind::BRANCH) {
+        let (node, k) = (e.index as usize / 2, e.index as usize % 2);
+        let is_if = graph
+            .nodes
+            .get(node)
+            .is_some_and(|n| n.op == baton_delegate_api::OpKind::If);
+        if !is_if || depth >= wire::MAX_GRAPH_DEPTH {
+            return Err(malformed(
+                e,
+                0,
+                "no If node of that index at this depth".into(),
+            ));
+        }
+        let range = e.offset as usize..(e.offset + e.len) as usize;
+        let nested: Bytes = Arc::new(Nested {
+            owner: bytes.clone(),
+            range,
+        });
+        let branch = decode_nested(nested, verify, depth + 1)
+            .map_err(|inner| malformed(e, 0, format!("the nested program: {inner}")))?;
+        if branches.insert((node, k), branch).is_some() {
+            return Err(malformed(e, 0, "appears twice".into()));
+        }
+    }
     Ok(Program {
         graph,
         bindings,
@@ -308,6 +354,7 @@ pub fn decode(bytes: Bytes, verify: bool) -> Result<Program, ProgramError> {
         plan,
         partitions,
         memory,
+        branches,
         notes: Vec::new(),
     })
 }

@@ -130,6 +130,7 @@ pub(crate) fn load_with<'e>(
         mut plan,
         partitions,
         memory,
+        branches,
         notes: compile_notes,
         ..
     } = program;
@@ -170,7 +171,7 @@ pub(crate) fn load_with<'e>(
         }
         let Some((name, err)) = failure else {
             check_arena(&graph, &plan, &arena, options.max_arena)?;
-            let controls = load_controls(engine, &graph)?;
+            let controls = load_controls(engine, &graph, branches, options)?;
             return Ok(assemble(
                 engine, graph, plan, delegates, controls, notes, arena,
             ));

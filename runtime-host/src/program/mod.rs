@@ -42,9 +42,10 @@
 //! | 4 | partition `index` | `str backend, str plugin name, str plugin version, str build id, u32 ABI major, u32 ABI minor, u64 blob offset (a multiple of 64), u64 blob len`, zeros, the blob to the end of the section |
 //! | 5 | memory | `u32 0` (no layout: the program is bounded), or `u32 1, u32 n, u64 arena_size, (u32 tensor, u32 0, u64 offset)[n]` |
 //! | 6 | shapes | `u32 n, (str name, u64 value)[n]` the dimensions bound at compile time, then the same for the declared bounds |
+//! | 7 | branch `2 * node + k` | branch `k` (0: then, 1: else) of If node `node`, compiled: a whole program in this format, nested (at most 16 deep) |
 //!
 //! The graph, constants, plan, memory and shapes sections appear once each, partitions
-//! `0..n` once each. Constants and blobs are 64-byte aligned in the file, which is mapped
+//! `0..n` once each, branches at most once each. Constants and blobs are 64-byte aligned in the file, which is mapped
 //! into memory at load, so weights reach plugins as views into the mapping, not copies.
 //!
 //! Every section has a CRC-32C (hardware-accelerated on x86-64 and AArch64, so checking a
@@ -97,6 +98,10 @@ pub struct Program {
     pub partitions: Vec<CompiledPartition>,
     /// The arena layout, `None` for a bounded program.
     pub memory: Option<MemoryLayout>,
+    /// The compiled branches of the graph's If nodes, by `(node, 0 for then / 1 for else)`;
+    /// a branch missing here (it cannot run for these shapes) is left to the load, which
+    /// says why if the condition ever picks it.
+    pub branches: BTreeMap<(usize, usize), Program>,
     /// What happened while compiling (backends dropped), for the user; not stored.
     pub notes: Vec<String>,
 }
