@@ -307,38 +307,8 @@ fn constants_and_blobs_are_views_into_the_file_not_copies() {
 
 #[test]
 fn the_branches_of_an_if_are_compiled_into_the_program() {
-    use baton_delegate_api::ir::{Attr, GraphBuilder};
-    use baton_delegate_api::{DType, OpKind};
-    // then: relu(x) * w; else: x + w, with a weight in each branch.
-    let branch = |op: OpKind, relu: bool| {
-        let mut g = GraphBuilder::new("branch");
-        let x = g.input_fixed("x", DType::F32, &[2, 3]);
-        let w = g.constant_f32("w", &[2, 3], &[1.5, -2.0, 0.5, 3.0, -1.0, 2.5]);
-        let x = if relu {
-            g.node(OpKind::Relu, &[x], &[]).unwrap()
-        } else {
-            x
-        };
-        let y = g.node(op, &[x, w], &[]).unwrap();
-        g.output(y);
-        Attr::Graph(Box::new(g.finish().unwrap()))
-    };
-    let mut b = GraphBuilder::new("with_if");
-    let c = b.input_fixed("c", DType::Bool, &[]);
-    let x = b.input_fixed("x", DType::F32, &[2, 3]);
-    let y = b
-        .named_node(
-            "pick",
-            OpKind::If,
-            &[c, x],
-            &[
-                ("then_branch", branch(OpKind::Mul, true)),
-                ("else_branch", branch(OpKind::Add, false)),
-            ],
-        )
-        .unwrap();
-    b.output(y);
-    let graph = b.finish().unwrap();
+    use baton_delegate_api::DType;
+    let graph = sample::branchy();
     let engine = engine(true);
     let bytes = compile_bytes(&engine, &graph, &BTreeMap::new());
     let p = decode(&bytes).unwrap();

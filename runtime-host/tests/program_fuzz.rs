@@ -159,14 +159,15 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x5eed_ba70);
     let engine = engine();
-    let p = program::compile(
-        &engine,
-        &sample::tinynet(),
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-    )
-    .unwrap();
-    let good = program::encode(&p);
+    // Two programs: tinynet (one partition, weights) and one with an If whose branches
+    // are nested programs.
+    let corpus: Vec<Vec<u8>> = [sample::tinynet(), sample::branchy()]
+        .iter()
+        .map(|g| {
+            let p = program::compile(&engine, g, &BTreeMap::new(), &BTreeMap::new()).unwrap();
+            program::encode(&p)
+        })
+        .collect();
     let input = sample::tinynet_input();
     let mut rng = Rng(seed | 1);
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -174,6 +175,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
     let mut slowest = Duration::ZERO;
     let mut reached = [0u64; 4];
     while Instant::now() < deadline {
+        let good = &corpus[rng.below(corpus.len())];
         let mut bytes = good.clone();
         for _ in 0..1 + rng.below(3) {
             if !bytes.is_empty() {
@@ -185,7 +187,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
             program::reseal(&mut bytes);
         }
         // Unsealed corruption must never get past the checksums.
-        if !sealed && bytes != good {
+        if !sealed && bytes != *good {
             assert!(
                 program::decode(Arc::new(bytes.clone()), true).is_err(),
                 "seed {seed}, case {cases}: corrupted bytes passed verification"
