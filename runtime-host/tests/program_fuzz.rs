@@ -169,6 +169,8 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         })
         .collect();
     let input = sample::tinynet_input();
+    // Said first, so that a panic below is reported with the seed that reproduces it.
+    eprintln!("program fuzzer: seed {seed} (BATON_FUZZ_SEED), {secs} s (BATON_FUZZ_SECS)");
     let mut rng = Rng(seed | 1);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut cases = 0u64;
