@@ -35,6 +35,7 @@ mod blob;
 mod exec;
 mod fusion;
 pub mod gemm;
+mod gemm_old;
 mod ops;
 mod pool;
 pub mod qgemm;

@@ -435,7 +435,9 @@ impl<'g> Builder<'g> {
                     });
                 }
                 epilogue.ops.extend(fused);
-                Op::Conv(ConvOp::new(self.kernel, &geometry, x, w, epilogue))
+                let kernel = crate::gemm_old::MicroKernel::for_isa(self.kernel.isa())
+                    .unwrap_or(crate::gemm_old::MicroKernel::portable());
+                Op::Conv(ConvOp::new(kernel, &geometry, x, w, epilogue))
             }
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 let op = match node.op {

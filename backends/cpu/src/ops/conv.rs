@@ -16,7 +16,7 @@ use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::{DepthwisePlan, DwShape};
 use super::{EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
+use crate::gemm_old::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
 use crate::pool::Disjoint;
 
 /// Conv geometry normalised to two spatial axes.
@@ -223,7 +223,7 @@ impl ConvOp {
             Weights::Owned(w) => w,
             Weights::Runtime(src) => sources.get(*src),
         };
-        let epilogue = self.epilogue.resolve(sources);
+        let epilogue = self.epilogue.resolve_old(sources);
         if let Some(plan) = &self.depthwise {
             let (mult, ks, p) = (g.mg(), g.kh * g.kw, g.out_plane());
             let out = Disjoint::new(out);
@@ -243,7 +243,7 @@ impl ConvOp {
         }
         let (mg, kg, p) = (g.mg(), g.kg(), g.out_plane());
         let RunCtx {
-            kernel,
+            conv_kernel: kernel,
             pool,
             gemm: scratch,
             im2col: cols,
@@ -279,7 +279,7 @@ impl ConvOp {
                     data: &mut out[(n * g.m + grp * mg) * p..],
                     rs: p,
                 };
-                let ep = epilogue.from_row(grp * mg);
+                let ep = epilogue.at_row(grp * mg);
                 gemm_parallel(pool, scratch, kernel, mg, p, kg, lhs, rhs, c, &ep);
             }
         }

@@ -23,7 +23,8 @@ use baton_delegate_api::TensorRef;
 
 use std::sync::Mutex;
 
-use crate::gemm::{EpOp, Epilogue, GemmScratch, MicroKernel};
+use crate::gemm::{Add, Epilogue, MicroKernel, PackedB};
+use crate::gemm_old::{self, GemmScratch};
 use crate::pool::Pool;
 
 /// Where an operand's data lives at execute time.
@@ -95,7 +96,10 @@ pub(crate) fn f32_view_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
 pub(crate) struct RunCtx {
     pub kernel: &'static MicroKernel,
     pub pool: Pool,
-    /// Packing buffers, one per thread of the pool.
+    /// The packing of weights that arrive at run time (MatMul of two activations).
+    pub rhs: PackedB,
+    /// The convolutions' kernel and packing buffers, one per thread of the pool.
+    pub conv_kernel: &'static gemm_old::MicroKernel,
     pub gemm: Vec<Mutex<GemmScratch>>,
     pub im2col: Vec<f32>,
     /// The depthwise kernel's phase plane, one per thread of the pool.
@@ -115,9 +119,13 @@ impl RunCtx {
     pub fn new(kernel: &'static MicroKernel, threads: usize) -> RunCtx {
         let pool = Pool::new(threads);
         let n = pool.threads();
+        let conv_kernel = gemm_old::MicroKernel::for_isa(kernel.isa())
+            .unwrap_or(gemm_old::MicroKernel::portable());
         RunCtx {
             kernel,
             pool,
+            rhs: PackedB::default(),
+            conv_kernel,
             gemm: (0..n).map(|_| Mutex::default()).collect(),
             im2col: Vec::new(),
             depthwise: (0..n).map(|_| Mutex::default()).collect(),
@@ -133,7 +141,7 @@ impl RunCtx {
     pub fn reserve_gemm(&mut self, m: usize, n: usize, k: usize) {
         for s in &mut self.gemm {
             let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-            s.reserve(self.kernel, m, n, k);
+            s.reserve(self.conv_kernel, m, n, k);
         }
     }
 
@@ -165,7 +173,6 @@ impl RunCtx {
 /// An epilogue op whose operand is resolved at execute time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum EpOpSpec {
-    Scale(f32),
     Add {
         src: Src,
         rs: usize,
@@ -190,16 +197,33 @@ impl EpilogueSpec {
     pub fn resolve<'a>(&self, sources: &Sources<'a>) -> Epilogue<'a> {
         let mut e = Epilogue::new();
         for op in &self.ops {
+            match *op {
+                EpOpSpec::Add { src, rs, cs, scale } => e.add(Add {
+                    data: sources.get(src),
+                    rs,
+                    cs,
+                    scale,
+                }),
+                EpOpSpec::Relu => e.clamp(0.0, f32::INFINITY),
+                EpOpSpec::Clip { min, max } => e.clamp(min, max),
+            }
+        }
+        e
+    }
+
+    /// The same for the convolutions' GEMM.
+    pub fn resolve_old<'a>(&self, sources: &Sources<'a>) -> gemm_old::Epilogue<'a> {
+        let mut e = gemm_old::Epilogue::new();
+        for op in &self.ops {
             e.push(match *op {
-                EpOpSpec::Scale(s) => EpOp::Scale(s),
-                EpOpSpec::Add { src, rs, cs, scale } => EpOp::Add {
+                EpOpSpec::Add { src, rs, cs, scale } => gemm_old::EpOp::Add {
                     data: sources.get(src),
                     rs,
                     cs,
                     scale,
                 },
-                EpOpSpec::Relu => EpOp::Relu,
-                EpOpSpec::Clip { min, max } => EpOp::Clip { min, max },
+                EpOpSpec::Relu => gemm_old::EpOp::Relu,
+                EpOpSpec::Clip { min, max } => gemm_old::EpOp::Clip { min, max },
             });
         }
         e

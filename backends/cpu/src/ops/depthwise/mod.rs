@@ -20,7 +20,8 @@ mod avx2;
 mod neon;
 mod portable;
 
-use crate::gemm::{Epilogue, Isa};
+use crate::gemm::Isa;
+use crate::gemm_old::Epilogue;
 
 /// Output columns one kernel step produces per row, and the slack after each phase row.
 pub(crate) const CHUNK: usize = 16;

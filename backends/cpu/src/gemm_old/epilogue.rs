@@ -67,7 +67,7 @@ impl<'a> Epilogue<'a> {
 
     /// The same epilogue for a sub-matrix of `C` starting at row `row0`: adds with a row
     /// stride see their operand from that row on.
-    pub fn from_row(&self, row0: usize) -> Epilogue<'a> {
+    pub fn at_row(&self, row0: usize) -> Epilogue<'a> {
         let mut out = *self;
         for op in &mut out.ops[..out.len] {
             if let EpOp::Add { data, rs, .. } = op {
