@@ -2,11 +2,13 @@
 //!
 //! `execute` checks its arguments, runs the steps in order and copies the subgraph outputs
 //! into the caller's tensors. It allocates nothing: every intermediate buffer and every
-//! scratch area (GEMM packing, im2col) was sized at init.
+//! scratch area (run-time weight packing, layout conversion) was sized at init.
 
+mod layout;
 mod lower;
 
-pub(crate) use lower::{build, reduced_axes, reduced_run};
+pub(crate) use crate::ops::tensor::{reduced_axes, reduced_run};
+pub(crate) use lower::build;
 
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};

@@ -21,10 +21,7 @@ use std::borrow::Cow;
 
 use baton_delegate_api::TensorRef;
 
-use std::sync::Mutex;
-
 use crate::gemm::{Add, Epilogue, MicroKernel, PackedB};
-use crate::gemm_old::{self, GemmScratch};
 use crate::pool::Pool;
 
 /// Where an operand's data lives at execute time.
@@ -98,12 +95,11 @@ pub(crate) struct RunCtx {
     pub pool: Pool,
     /// The packing of weights that arrive at run time (MatMul of two activations).
     pub rhs: PackedB,
-    /// The convolutions' kernel and packing buffers, one per thread of the pool.
-    pub conv_kernel: &'static gemm_old::MicroKernel,
-    pub gemm: Vec<Mutex<GemmScratch>>,
-    pub im2col: Vec<f32>,
-    /// The depthwise kernel's phase plane, one per thread of the pool.
-    pub depthwise: Vec<Mutex<Vec<f32>>>,
+    /// A convolution's input and output converted to or from NCHW at a layout
+    /// boundary, and run-time depthwise weights in their packed layout.
+    pub nhwc_in: Vec<f32>,
+    pub nhwc_out: Vec<f32>,
+    pub dw_weights: Vec<f32>,
     /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
     pub acc: Vec<f64>,
     pub work: Vec<f32>,
@@ -118,40 +114,18 @@ impl RunCtx {
     /// A context running on `threads` threads.
     pub fn new(kernel: &'static MicroKernel, threads: usize) -> RunCtx {
         let pool = Pool::new(threads);
-        let n = pool.threads();
-        let conv_kernel = gemm_old::MicroKernel::for_isa(kernel.isa())
-            .unwrap_or(gemm_old::MicroKernel::portable());
         RunCtx {
             kernel,
             pool,
             rhs: PackedB::default(),
-            conv_kernel,
-            gemm: (0..n).map(|_| Mutex::default()).collect(),
-            im2col: Vec::new(),
-            depthwise: (0..n).map(|_| Mutex::default()).collect(),
+            nhwc_in: Vec::new(),
+            nhwc_out: Vec::new(),
+            dw_weights: Vec::new(),
             acc: Vec::new(),
             work: Vec::new(),
             qcols: Vec::new(),
             qpanel: Vec::new(),
             qwork: Vec::new(),
-        }
-    }
-
-    /// Grows every thread's packing buffers for an `m x n x k` product.
-    pub fn reserve_gemm(&mut self, m: usize, n: usize, k: usize) {
-        for s in &mut self.gemm {
-            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-            s.reserve(self.conv_kernel, m, n, k);
-        }
-    }
-
-    /// Grows every thread's depthwise phase plane to `len` floats.
-    pub fn reserve_depthwise(&mut self, len: usize) {
-        for s in &mut self.depthwise {
-            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-            if s.len() < len {
-                s.resize(len, 0.0);
-            }
         }
     }
 
@@ -207,24 +181,6 @@ impl EpilogueSpec {
                 EpOpSpec::Relu => e.clamp(0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => e.clamp(min, max),
             }
-        }
-        e
-    }
-
-    /// The same for the convolutions' GEMM.
-    pub fn resolve_old<'a>(&self, sources: &Sources<'a>) -> gemm_old::Epilogue<'a> {
-        let mut e = gemm_old::Epilogue::new();
-        for op in &self.ops {
-            e.push(match *op {
-                EpOpSpec::Add { src, rs, cs, scale } => gemm_old::EpOp::Add {
-                    data: sources.get(src),
-                    rs,
-                    cs,
-                    scale,
-                },
-                EpOpSpec::Relu => gemm_old::EpOp::Relu,
-                EpOpSpec::Clip { min, max } => gemm_old::EpOp::Clip { min, max },
-            });
         }
         e
     }
