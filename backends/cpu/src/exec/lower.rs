@@ -142,13 +142,7 @@ pub(crate) fn build(
             _ => {}
         }
     }
-    Ok(CpuExecutable {
-        inputs,
-        outputs,
-        steps,
-        slots: b.slots,
-        ctx,
-    })
+    Ok(CpuExecutable::new(inputs, outputs, steps, b.slots, ctx))
 }
 
 /// The lengths of the outputs of a multi-output op, in the order it writes them into its

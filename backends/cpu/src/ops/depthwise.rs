@@ -31,6 +31,8 @@ pub(crate) struct DepthwisePlan {
     /// For each output pixel and tap, the offset of the input pixel's channels, or
     /// [`ZERO_ROW`].
     offs: Vec<usize>,
+    /// One past the last input float an offset reads.
+    extent: usize,
     zero: Vec<f32>,
 }
 
@@ -41,6 +43,11 @@ impl DepthwisePlan {
         for r in 0..pixels {
             offs.extend((0..taps).map(|t| g.tap(r, t).map_or(ZERO_ROW, |p| p * g.c)));
         }
+        let extent = offs
+            .iter()
+            .filter(|&&o| o != ZERO_ROW)
+            .max()
+            .map_or(0, |&o| o + g.c);
         DepthwisePlan {
             isa,
             pixels,
@@ -48,6 +55,7 @@ impl DepthwisePlan {
             c: g.c,
             mult: g.mg(),
             offs,
+            extent,
             zero: vec![0.0; g.c],
         }
     }
@@ -61,11 +69,7 @@ impl DepthwisePlan {
             "depthwise: weights too short"
         );
         assert!(y.len() >= self.pixels * m, "depthwise: output too short");
-        let extent = self.offs.iter().filter(|&&o| o != ZERO_ROW).max();
-        assert!(
-            extent.is_none_or(|&o| o + self.c <= x.len()),
-            "depthwise: input too short"
-        );
+        assert!(self.extent <= x.len(), "depthwise: input too short");
         let work = self.pixels * self.taps * m;
         let tasks = pool.threads().min(work / MIN_TASK_WORK).max(1);
         let per = self.pixels.div_ceil(tasks);
@@ -145,48 +149,102 @@ impl Body<'_> {
     fn run<const FMA: bool>(&self, y: &mut [f32]) {
         let m = self.c * self.mult;
         let (bias, w) = self.w.split_at(m);
+        let mut rows = [self.zero.as_ptr(); MAX_TAPS];
         for (p, out) in y.chunks_exact_mut(m).enumerate() {
             let offs = &self.offs[p * self.taps..(p + 1) * self.taps];
-            let row = |t: usize| match offs[t] {
-                ZERO_ROW => self.zero,
-                o => &self.x[o..o + self.c],
-            };
-            if self.mult != 1 {
-                // Channel multiplier: output channel oc reads input channel oc / mult.
-                for (oc, o) in out.iter_mut().enumerate() {
-                    let mut acc = bias[oc];
-                    for t in 0..self.taps {
-                        acc = fma::<FMA>(w[t * m + oc], row(t)[oc / self.mult], acc);
-                    }
-                    *o = clip(acc, self.lo, self.hi);
-                }
+            if self.mult != 1 || self.taps > MAX_TAPS {
+                self.pixel_slow::<FMA>(offs, bias, w, out);
                 continue;
             }
-            let full = m - m % BLOCK;
-            for c0 in (0..full).step_by(BLOCK) {
-                let mut acc: [f32; BLOCK] = bias[c0..c0 + BLOCK].try_into().expect("block");
-                for t in 0..self.taps {
-                    let xs: &[f32; BLOCK] = row(t)[c0..c0 + BLOCK].try_into().expect("block");
-                    let ws: &[f32; BLOCK] =
-                        w[t * m + c0..t * m + c0 + BLOCK].try_into().expect("block");
-                    for l in 0..BLOCK {
-                        acc[l] = fma::<FMA>(ws[l], xs[l], acc[l]);
-                    }
-                }
-                for (o, a) in out[c0..c0 + BLOCK].iter_mut().zip(acc) {
-                    *o = clip(a, self.lo, self.hi);
-                }
+            for (r, &o) in rows.iter_mut().zip(offs) {
+                *r = match o {
+                    ZERO_ROW => self.zero.as_ptr(),
+                    o => self.x[o..o + self.c].as_ptr(),
+                };
             }
-            for oc in full..m {
-                let mut acc = bias[oc];
-                for t in 0..self.taps {
-                    acc = fma::<FMA>(w[t * m + oc], row(t)[oc], acc);
-                }
-                out[oc] = clip(acc, self.lo, self.hi);
+            let rows = &rows[..self.taps];
+            let mut c0 = 0;
+            while c0 + BLOCK <= m {
+                self.block::<BLOCK, FMA>(rows, c0, bias, w, out);
+                c0 += BLOCK;
+            }
+            // Narrower blocks for the last channels (24 = 16 + 8, 40 = 2 * 16 + 8, ...).
+            if c0 + 8 <= m {
+                self.block::<8, FMA>(rows, c0, bias, w, out);
+                c0 += 8;
+            }
+            if c0 + 4 <= m {
+                self.block::<4, FMA>(rows, c0, bias, w, out);
+                c0 += 4;
+            }
+            while c0 < m {
+                self.block::<1, FMA>(rows, c0, bias, w, out);
+                c0 += 1;
             }
         }
     }
+
+    /// Output channels `c0..c0 + B` of one pixel whose tap rows are `rows`.
+    #[inline(always)]
+    fn block<const B: usize, const FMA: bool>(
+        &self,
+        rows: &[*const f32],
+        c0: usize,
+        bias: &[f32],
+        w: &[f32],
+        out: &mut [f32],
+    ) {
+        let m = out.len();
+        assert!(
+            c0 + B <= m && w.len() >= rows.len() * m,
+            "depthwise: block out of range"
+        );
+        let mut acc: [f32; B] = bias[c0..c0 + B].try_into().expect("block");
+        for (t, &row) in rows.iter().enumerate() {
+            // SAFETY: `row` is the start of `c` readable floats (an input pixel, checked
+            // when the pointers were made, or the zero row), and c0 + B <= m = c (mult is 1
+            // here); the weights hold `taps` rows of `m` values (asserted above).
+            let (xs, ws) = unsafe {
+                (
+                    &*row.add(c0).cast::<[f32; B]>(),
+                    &*w.as_ptr().add(t * m + c0).cast::<[f32; B]>(),
+                )
+            };
+            for l in 0..B {
+                acc[l] = fma::<FMA>(ws[l], xs[l], acc[l]);
+            }
+        }
+        for (o, a) in out[c0..c0 + B].iter_mut().zip(acc) {
+            *o = clip(a, self.lo, self.hi);
+        }
+    }
+
+    /// One output pixel with a channel multiplier (output channel `oc` reads input channel
+    /// `oc / mult`) or more taps than the fast path holds.
+    fn pixel_slow<const FMA: bool>(
+        &self,
+        offs: &[usize],
+        bias: &[f32],
+        w: &[f32],
+        out: &mut [f32],
+    ) {
+        let m = out.len();
+        for (oc, o) in out.iter_mut().enumerate() {
+            let mut acc = bias[oc];
+            for (t, &off) in offs.iter().enumerate() {
+                let row = match off {
+                    ZERO_ROW => self.zero,
+                    o => &self.x[o..o + self.c],
+                };
+                acc = fma::<FMA>(w[t * m + oc], row[oc / self.mult], acc);
+            }
+            *o = clip(acc, self.lo, self.hi);
+        }
+    }
 }
+
+/// Taps the fast path keeps row pointers for (a 7x7 kernel has 49).
+const MAX_TAPS: usize = 64;
 
 #[inline(always)]
 fn fma<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
