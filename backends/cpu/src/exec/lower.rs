@@ -98,6 +98,18 @@ pub(crate) fn build(
         if absorbed[id] {
             continue;
         }
+        let reshape = matches!(
+            node.op,
+            OpKind::Reshape | OpKind::Flatten | OpKind::Squeeze | OpKind::Unsqueeze
+        );
+        if reshape && roles[id] == Role::Plain {
+            // The data is unchanged: the output is a view of the input, no step, no copy.
+            let src = b
+                .src(node.inputs[0])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            b.srcs[node.outputs[0]] = Some(src);
+            continue;
+        }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
             Role::Plain => (b.lower(node, Vec::new(), node.outputs[0]), id),
@@ -448,7 +460,6 @@ impl<'g> Builder<'g> {
                 x: self.src(input(0))?,
                 f: Unary::Erf,
             }),
-            OpKind::Squeeze | OpKind::Unsqueeze => Op::Copy(self.src(input(0))?),
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
                 let params = QParams::of(self.graph, node, &self.consts)?;
                 let layout = AxisLayout::new(&params, &shapes[0]);
@@ -547,7 +558,6 @@ impl<'g> Builder<'g> {
                 plane_len: shapes[0][2..].iter().product(),
                 channels_last: self.nhwc[input(0)].then_some(shapes[0][1]),
             }),
-            OpKind::Reshape | OpKind::Flatten => Op::Copy(self.src(input(0))?),
             OpKind::Transpose => {
                 let perm = transpose_perm(node, shapes[0].len())?;
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &shapes[0], &perm))

@@ -79,7 +79,8 @@ enum Op {
     Widen(WidenOp),
     /// The integer op of a QDQ group.
     QLinear(QLinearOp),
-    /// Reshape, Flatten, Squeeze, Unsqueeze: the data is unchanged.
+    /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
+    /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
 }
 
@@ -110,9 +111,9 @@ impl Op {
             Op::Conv(op) => op.run(sources, out, ctx),
             Op::Pool(op) => op.run(sources, out),
             Op::GlobalAveragePool(op) => op.run(sources, out),
-            Op::Unary(op) => op.run(sources, out),
-            Op::Binary(op) => op.run(sources, out),
-            Op::Softmax(op) => op.run(sources, out),
+            Op::Unary(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::Binary(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::Softmax(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::Transpose(op) => op.run(sources, out),
             Op::Concat(op) => op.run(sources, out),
             Op::ReduceMean(op) => op.run(sources, out, ctx),

@@ -1,5 +1,8 @@
 //! Branch-free f32 approximations of `exp` and `erf`, written so that LLVM vectorizes
-//! loops over them (the `std` functions are calls to libm, one element at a time).
+//! loops over them (the `std` functions are calls to libm, one element at a time), and
+//! [`vectorized`], which compiles such loops for the widest vectors the CPU runs.
+
+use crate::gemm::Isa;
 
 /// `e^x` to about 2 ulp: `x = n ln 2 + r` with `|r| <= ln 2 / 2`, `e^r` by a degree-6
 /// minimax polynomial (Cephes' `expf` coefficients), `2^n` put into the exponent bits.
@@ -49,6 +52,35 @@ pub(crate) fn erf(x: f32) -> f32 {
     } else {
         tail
     }
+}
+
+/// Runs `f` compiled for the vector width of `isa`: the element-wise loops (and the
+/// `exp`/`erf` above, inlined into them) are plain Rust that LLVM vectorizes, but only for
+/// the baseline target (SSE2 on x86-64) unless the code sits in a function with wider
+/// features enabled. `f` is inlined into one such function per instruction set.
+#[inline(always)]
+pub(crate) fn vectorized<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
+    match isa {
+        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512F => unsafe { avx512(f) },
+        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { avx2(f) },
+        _ => f(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 #[cfg(test)]
