@@ -4,7 +4,7 @@
 //! (including Relu, Clip and Softmax), division by zero gives ±Inf or NaN.
 
 use super::layout::{broadcast_strides, Strided};
-use super::math::vectorized;
+use super::math::{map, rows, vectorized};
 use super::{Sources, Src};
 use crate::gemm::{clip, relu, Isa};
 
@@ -41,20 +41,15 @@ impl UnaryOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let x = sources.get(self.x);
         let f = self.f;
-        vectorized(isa, || match f {
+        match f {
             // Monomorphized loops so the simple cases vectorize.
-            Unary::Relu => map(x, out, relu),
-            Unary::Clip { min, max } => map(x, out, |v| clip(v, min, max)),
-            Unary::Erf => map(x, out, super::math::erf),
-            Unary::Sigmoid => map(x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
-            _ => map(x, out, |v| f.apply(v)),
-        })
+            Unary::Relu => map(isa, x, out, relu),
+            Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
+            Unary::Erf => map(isa, x, out, super::math::erf),
+            Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
+            _ => map(isa, x, out, |v| f.apply(v)),
+        }
     }
-}
-
-#[inline(always)]
-fn map(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
 }
 
 /// A binary arithmetic op.
@@ -167,11 +162,7 @@ impl SoftmaxOp {
         let (n, inner) = (self.axis, self.inner);
         if inner == 1 && n > 0 && !self.log {
             // The usual case (the last axis): contiguous rows, vectorized exp.
-            vectorized(isa, || {
-                for (row, dst) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-                    softmax_row(row, dst)
-                }
-            });
+            rows(isa, x, out, n, softmax_row);
             return;
         }
         for o in 0..self.outer {
