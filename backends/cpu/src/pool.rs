@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 type Task<'a> = dyn Fn(usize, usize) + Sync + 'a;
 
 /// How long an idle worker spins for the next job before it sleeps.
-const SPIN: Duration = Duration::from_micros(200);
+const SPIN: Duration = Duration::from_micros(100);
 
 /// A pool of worker threads; see the module docs.
 pub(crate) struct Pool {

@@ -161,7 +161,11 @@ pub(crate) fn gemm_parallel(
     };
     let (rt, pt) = (job.row_tiles, job.panels);
     let work = m.saturating_mul(b.n()).saturating_mul(b.depth().max(1));
-    let tasks = pool.threads().min(work / MIN_TASK_WORK).min(rt * pt);
+    // Several tasks per thread: a worker the OS schedules late still finds work, and the
+    // caller is not left waiting on one large straggler.
+    let tasks = (TASKS_PER_THREAD * pool.threads())
+        .min(work / MIN_TASK_WORK)
+        .min(rt * pt);
     if tasks <= 1 {
         job.run(0..rt, 0..pt);
         return;
@@ -179,9 +183,12 @@ pub(crate) fn gemm_parallel(
     });
 }
 
-/// Products below this many multiply-adds per thread run on one thread: waking a worker
-/// costs some microseconds.
+/// The least multiply-adds of one task: products below twice this run on the caller
+/// alone, since waking a worker costs some microseconds.
 const MIN_TASK_WORK: usize = 64 * 1024;
+
+/// Tasks per thread when the product is large enough.
+pub(crate) const TASKS_PER_THREAD: usize = 4;
 
 /// One checked product, split into `MR x NR` tiles.
 struct Job<'a> {

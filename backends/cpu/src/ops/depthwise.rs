@@ -71,7 +71,9 @@ impl DepthwisePlan {
         assert!(y.len() >= self.pixels * m, "depthwise: output too short");
         assert!(self.extent <= x.len(), "depthwise: input too short");
         let work = self.pixels * self.taps * m;
-        let tasks = pool.threads().min(work / MIN_TASK_WORK).max(1);
+        let tasks = (crate::gemm::TASKS_PER_THREAD * pool.threads())
+            .min(work / MIN_TASK_WORK)
+            .max(1);
         let per = self.pixels.div_ceil(tasks);
         let out = Disjoint::new(&mut y[..self.pixels * m]);
         pool.run(tasks, &|task, _| {
