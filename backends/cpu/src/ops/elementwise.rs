@@ -4,7 +4,7 @@
 //! (including Relu, Clip and Softmax), division by zero gives ±Inf or NaN.
 
 use super::layout::{broadcast_strides, Strided};
-use super::math::{map, rows, vectorized};
+use super::math::{map, rows};
 use super::{Sources, Src};
 use crate::gemm::{clip, relu, Isa};
 
@@ -95,12 +95,38 @@ impl BinaryOp {
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let (a, b) = (sources.get(self.a), sources.get(self.b));
-        vectorized(isa, || match self.op {
+        match isa {
+            // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512F => unsafe { self.run_avx512(a, b, out) },
+            // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { self.run_avx2(a, b, out) },
+            _ => self.run_any(a, b, out),
+        }
+    }
+
+    /// The loops, inlined into one function per vector width (see `math::map`).
+    #[inline(always)]
+    fn run_any(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        match self.op {
             Binary::Add => self.apply(a, b, out, |x, y| x + y),
             Binary::Sub => self.apply(a, b, out, |x, y| x - y),
             Binary::Mul => self.apply(a, b, out, |x, y| x * y),
             Binary::Div => self.apply(a, b, out, |x, y| x / y),
-        })
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn run_avx512(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        self.run_any(a, b, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        self.run_any(a, b, out)
     }
 
     #[inline(always)]

@@ -1,6 +1,6 @@
 //! Branch-free f32 approximations of `exp` and `erf`, written so that LLVM vectorizes
 //! loops over them (the `std` functions are calls to libm, one element at a time), and
-//! [`vectorized`], which compiles such loops for the widest vectors the CPU runs.
+//! [`map`] and [`rows`], which compile such loops for the widest vectors the CPU runs.
 
 use crate::gemm::Isa;
 
@@ -58,8 +58,10 @@ pub(crate) fn erf(x: f32) -> f32 {
     }
 }
 
-/// `out[i] = f(x[i])`, compiled for the vector width of `isa` (see [`vectorized`]; a
-/// loop inside the wide function, so that the small `f` is inlined into it).
+/// `out[i] = f(x[i])`, compiled for the vector width of `isa`. LLVM vectorizes plain
+/// loops only for the baseline target (SSE2 on x86-64) unless they sit in a function with
+/// wider features enabled: the loop is inside one such function per instruction set, so
+/// that the small `f` is inlined into it.
 #[inline(always)]
 pub(crate) fn map(isa: Isa, x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
     #[inline(always)]
@@ -121,35 +123,6 @@ unsafe fn rows_avx2(x: &[f32], out: &mut [f32], n: usize, f: impl Fn(&[f32], &mu
     x.chunks_exact(n)
         .zip(out.chunks_exact_mut(n))
         .for_each(|(r, o)| f(r, o));
-}
-
-/// Runs `f` compiled for the vector width of `isa`: the element-wise loops (and the
-/// `exp`/`erf` above, inlined into them) are plain Rust that LLVM vectorizes, but only for
-/// the baseline target (SSE2 on x86-64) unless the code sits in a function with wider
-/// features enabled. `f` is inlined into one such function per instruction set.
-#[inline(always)]
-pub(crate) fn vectorized<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
-    match isa {
-        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512F => unsafe { avx512(f) },
-        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => unsafe { avx2(f) },
-        _ => f(),
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
 }
 
 #[cfg(test)]
