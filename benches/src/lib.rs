@@ -6,9 +6,7 @@ pub mod peak;
 
 use std::time::Instant;
 
-use baton_backend_cpu::gemm::{
-    self, Epilogue, GemmScratch, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
-};
+use baton_backend_cpu::gemm::{self, Epilogue, MatMut, MatRef, MicroKernel, PackedB, Rows};
 
 /// Deterministic values in [-0.5, 0.5).
 pub fn values(n: usize) -> Vec<f32> {
@@ -18,7 +16,7 @@ pub fn values(n: usize) -> Vec<f32> {
 }
 
 /// A GEMM problem: `C[m x n] = A[m x k] * B[k x n]`, row-major, B packed once (as the
-/// CPU plugin does for weights).
+/// CPU plugin does for weights), A read in place.
 pub struct GemmProblem {
     /// Rows of A and C.
     pub m: usize,
@@ -52,34 +50,21 @@ impl GemmProblem {
     /// A closure running the product once with Baton's GEMM on `kernel`, B prepacked.
     pub fn baton<'p>(&'p mut self, kernel: &'static MicroKernel) -> impl FnMut() + 'p {
         let (m, n, k) = (self.m, self.n, self.k);
-        let packed = PackedRhs::new(
-            kernel,
-            MatRef {
-                data: &self.b,
-                rs: n,
-                cs: 1,
-            },
-            k,
-            n,
-        );
-        let mut scratch = GemmScratch::default();
-        scratch.reserve(kernel, m, n, k);
+        let view = MatRef {
+            data: &self.b,
+            rs: n,
+            cs: 1,
+        };
+        let packed = PackedB::from_matrix(kernel, view, k, n, None);
         let (a, c) = (&self.a, &mut self.c);
         move || {
             gemm::gemm(
                 kernel,
                 m,
-                n,
-                k,
-                Lhs::Strided(MatRef {
-                    data: a,
-                    rs: k,
-                    cs: 1,
-                }),
-                Rhs::Packed(&packed),
+                Rows::Dense { data: a, lda: k },
+                &packed,
                 MatMut { data: c, rs: n },
                 &Epilogue::new(),
-                &mut scratch,
             );
             std::hint::black_box(&*c);
         }

@@ -1,6 +1,7 @@
-//! The Baton CPU delegate: f32 inference on packed, cache-blocked GEMM micro-kernels
-//! (AVX2+FMA, NEON or portable, chosen at run time), with convolution (direct vectorised
-//! depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
+//! The Baton CPU delegate: f32 inference on a weight-stationary GEMM (weights packed once,
+//! activations read in place, epilogues in registers; AVX-512F, AVX2+FMA, NEON or portable
+//! micro-kernels chosen at run time), with convolution on channels-last data (pointwise as
+//! a plain GEMM, others through an indirection buffer, direct depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
 //! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path; and int8: QDQ groups
 //! (`DequantizeLinear → Conv/MatMul/Gemm → [Relu/Clip] → QuantizeLinear`) on an integer
 //! GEMM (AVX-VNNI, AVX2, NEON i8mm/dotprod/plain, portable) with integer requantization,
@@ -16,15 +17,16 @@
 //!   subgraph in the wire format with its constants *external*, and the fusion plan
 //!   (see `blob.rs`). Weights are never copied into the blob.
 //! - [`Delegate::init`] checks the blob and the constant views against each other, packs
-//!   the weights for this machine's micro-kernel once, and allocates every intermediate
-//!   and scratch buffer, so that
+//!   the weights for this machine's micro-kernel once, plans which intermediates are held
+//!   channels-last (`exec/layout.rs`), builds the convolutions' indirection buffers, and
+//!   allocates every intermediate and scratch buffer, so that
 //!   [`Executable::execute`](baton_delegate_api::Executable::execute) allocates nothing.
 //!
 //! # Options
 //!
 //! - `threads` (1..=256, default: the number of physical cores): the threads an
 //!   executable runs on (the caller plus `threads - 1` workers that sleep between calls).
-//!   Work is split over output rows of GEMMs and output channels of depthwise
+//!   Work is split over 2-D blocks of GEMM tiles and over the output pixels of depthwise
 //!   convolutions; results are bit-identical whatever the count.
 //! - `disable_simd` (default false): use the portable kernels even where SIMD ones exist.
 //! - `isa` (`auto`, `avx512f`, `avx2`, `neon`, `portable`; default `auto`, the widest the

@@ -1,22 +1,37 @@
 //! A small fork-join pool for the kernels: `threads - 1` workers plus the calling thread.
 //!
 //! Why not rayon: dispatching a job here allocates nothing (`execute` must not allocate;
-//! rayon's scopes box their jobs), and idle workers sleep on a condition variable right
-//! away, where rayon spins for a while first — on a phone, or on a machine shared with
-//! other processes, that spinning burns a core between inferences. Tasks are claimed
-//! from an atomic counter, so uneven tasks balance themselves.
+//! rayon's scopes box their jobs), and idle workers go to sleep after a short spin, where
+//! rayon spins much longer — on a phone, or on a machine shared with other processes,
+//! that burns a core between inferences. Tasks are claimed from an atomic counter, so
+//! uneven tasks balance themselves.
 //!
-//! [`Pool::run`] blocks until every task has finished, which is what makes lending the
-//! borrowed closure to the workers sound; a panic in a task is re-raised on the caller
-//! once all workers have let go of the closure.
+//! Between the ops of one inference a worker waits by spinning ([`SPIN`], pthreadpool's
+//! approach): the next op's job arrives within microseconds, and waking a sleeping thread
+//! through the kernel costs more than a small op. Only after the spin does it sleep on a
+//! condition variable, which the caller signals only when someone sleeps.
+//!
+//! The caller never waits for a worker that has not joined the job: it waits until every
+//! *task* is done, then closes the job and waits only for the workers inside it. A worker
+//! that the OS did not schedule in time (two cores shared with other work) costs nothing
+//! but its share, which the caller has taken instead. That is what keeps two threads from
+//! being slower than one on a busy machine.
+//!
+//! [`Pool::run`] returns only when no worker still holds the borrowed closure, which is
+//! what makes lending it to the workers sound; a panic in a task is re-raised on the
+//! caller after that.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A task body: `(task index, worker index)`; worker 0 is the calling thread.
 type Task<'a> = dyn Fn(usize, usize) + Sync + 'a;
+
+/// How long an idle worker spins for the next job before it sleeps.
+const SPIN: Duration = Duration::from_micros(100);
 
 /// A pool of worker threads; see the module docs.
 pub(crate) struct Pool {
@@ -34,17 +49,23 @@ struct Shared {
     state: Mutex<State>,
     start: Condvar,
     finished: Condvar,
+    /// The job's number, readable without the lock by spinning workers.
+    epoch: AtomicU64,
+    /// The next task to claim, and the tasks finished.
     next: AtomicUsize,
+    done: AtomicUsize,
+    panicked: AtomicBool,
 }
 
 struct State {
-    epoch: u64,
-    /// The current job, lifetime erased: valid while `running > 0` (see `Pool::run`).
+    /// The current job, lifetime erased: valid while it is `Some` or `active > 0` (see
+    /// `Pool::run`).
     job: Option<&'static Task<'static>>,
     tasks: usize,
-    /// Workers that have not finished the current job.
-    running: usize,
-    panicked: bool,
+    /// Workers inside the current job.
+    active: usize,
+    /// Workers asleep on `start`.
+    sleeping: usize,
     shutdown: bool,
 }
 
@@ -53,16 +74,18 @@ impl Pool {
     pub fn new(threads: usize) -> Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                epoch: 0,
                 job: None,
                 tasks: 0,
-                running: 0,
-                panicked: false,
+                active: 0,
+                sleeping: 0,
                 shutdown: false,
             }),
             start: Condvar::new(),
             finished: Condvar::new(),
+            epoch: AtomicU64::new(0),
             next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
         });
         let workers = (1..threads.max(1))
             .map(|w| {
@@ -88,42 +111,55 @@ impl Pool {
             (0..tasks).for_each(|t| f(t, 0));
             return;
         }
-        // SAFETY: the erased reference is only used by workers between here and the
-        // wait below, which returns only when every worker has finished with it (also
-        // when a task panics: the caller's panic is caught until then).
+        let sh = &*self.shared;
+        // SAFETY: the erased reference is only used by workers that joined the job under
+        // the lock while it was published; it is withdrawn below, and this function
+        // returns only when every worker that joined has left (also when a task panics:
+        // panics are caught per task).
         let job: &'static Task<'static> = unsafe { std::mem::transmute(f) };
         {
-            let mut s = lock(&self.shared.state);
-            self.shared.next.store(0, Ordering::Relaxed);
+            let mut s = lock(&sh.state);
+            sh.next.store(0, Ordering::Relaxed);
+            sh.done.store(0, Ordering::Relaxed);
+            sh.panicked.store(false, Ordering::Relaxed);
             s.job = Some(job);
             s.tasks = tasks;
-            s.running = self.workers.len();
-            s.panicked = false;
-            s.epoch += 1;
+            sh.epoch.fetch_add(1, Ordering::Release);
+            if s.sleeping > 0 {
+                self.shared.start.notify_all();
+            }
         }
-        self.shared.start.notify_all();
-        let mine = catch_unwind(AssertUnwindSafe(|| claim(&self.shared, tasks, job, 0)));
-        let mut s = lock(&self.shared.state);
-        while s.running > 0 {
-            s = self
-                .shared
-                .finished
-                .wait(s)
-                .unwrap_or_else(|e| e.into_inner());
+        let mine = claim(sh, tasks, job, 0);
+        // Tasks claimed by workers are running; wait for them, spinning first (they are
+        // short), then yielding the core to them.
+        let t0 = Instant::now();
+        while sh.done.load(Ordering::Acquire) < tasks {
+            if t0.elapsed() < SPIN {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
+        let mut s = lock(&sh.state);
         s.job = None;
-        let worker_panicked = s.panicked;
+        while s.active > 0 {
+            s = sh.finished.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
         drop(s);
-        if let Err(p) = mine {
+        if let Some(p) = mine {
             resume_unwind(p);
         }
-        assert!(!worker_panicked, "a CPU delegate worker panicked");
+        assert!(
+            !sh.panicked.load(Ordering::Relaxed),
+            "a CPU delegate worker panicked"
+        );
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
         lock(&self.shared.state).shutdown = true;
+        self.shared.epoch.fetch_add(1, Ordering::Release);
         self.shared.start.notify_all();
         for w in self.workers.drain(..) {
             let _ = w.join();
@@ -135,36 +171,58 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Claims and runs tasks until none are left.
-fn claim(shared: &Shared, tasks: usize, job: &Task<'_>, w: usize) {
+/// Claims and runs tasks until none are left, counting each as done even when it panics;
+/// returns the first panic of this thread.
+fn claim(
+    shared: &Shared,
+    tasks: usize,
+    job: &Task<'_>,
+    w: usize,
+) -> Option<Box<dyn std::any::Any + Send>> {
+    let mut first = None;
     loop {
         let t = shared.next.fetch_add(1, Ordering::Relaxed);
         if t >= tasks {
-            return;
+            return first;
         }
-        job(t, w);
+        let r = catch_unwind(AssertUnwindSafe(|| job(t, w)));
+        if let Err(p) = r {
+            shared.panicked.store(true, Ordering::Relaxed);
+            first.get_or_insert(p);
+        }
+        shared.done.fetch_add(1, Ordering::Release);
     }
 }
 
 fn worker(shared: &Shared, w: usize) {
     let mut seen = 0;
     loop {
+        // Spin for the next job, then sleep.
+        let t0 = Instant::now();
+        while shared.epoch.load(Ordering::Acquire) == seen && t0.elapsed() < SPIN {
+            std::hint::spin_loop();
+        }
         let (job, tasks) = {
             let mut s = lock(&shared.state);
-            while s.epoch == seen && !s.shutdown {
+            while shared.epoch.load(Ordering::Acquire) == seen && !s.shutdown {
+                s.sleeping += 1;
                 s = shared.start.wait(s).unwrap_or_else(|e| e.into_inner());
+                s.sleeping -= 1;
             }
             if s.shutdown {
                 return;
             }
-            seen = s.epoch;
-            (s.job.expect("a job with a new epoch"), s.tasks)
+            seen = shared.epoch.load(Ordering::Acquire);
+            // A job already closed (its tasks all done by others) is not joined.
+            let Some(job) = s.job else { continue };
+            s.active += 1;
+            (job, s.tasks)
         };
-        let r = catch_unwind(AssertUnwindSafe(|| claim(shared, tasks, job, w)));
+        // A worker's panic is recorded in `panicked`; the caller raises it.
+        let _ = claim(shared, tasks, job, w);
         let mut s = lock(&shared.state);
-        s.panicked |= r.is_err();
-        s.running -= 1;
-        if s.running == 0 {
+        s.active -= 1;
+        if s.active == 0 {
             shared.finished.notify_all();
         }
     }

@@ -470,3 +470,39 @@ fn constants_passed_out_of_order_are_refused_at_compile() {
         .unwrap_err();
     assert!(e.message.contains("tensor order"), "{}", e.message);
 }
+
+/// `profile` reports one event per step of the last run, named after the first node of
+/// each fused chain, with the kernel kind and a measured time.
+#[test]
+fn profile_has_one_timed_event_per_step() {
+    let mut b = GraphBuilder::new("g");
+    let x = b.input_fixed("x", DType::F32, &[1, 4, 6, 6]);
+    let w = b.constant_f32("w", &[8, 4, 3, 3], &[0.01; 288]);
+    let conv = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+    let relu = b.node(OpKind::Relu, &[conv], &[]).unwrap();
+    let flat = b.node(OpKind::Flatten, &[relu], &[]).unwrap();
+    let m = b.constant_f32("m", &[128, 3], &[0.5; 384]);
+    let mm = b.node(OpKind::MatMul, &[flat, m], &[]).unwrap();
+    b.output(mm);
+    let g = b.finish().unwrap();
+    let d = delegate(true);
+    let h = Hosted::new(&g);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    assert!(
+        exec.profile().iter().all(|e| e.wall_ns == 0),
+        "nothing ran yet"
+    );
+    let input = Tensor::from_f32(&[1, 4, 6, 6], &[1.0; 144]);
+    execute(&mut exec, &h.graph, &[input]).unwrap();
+    let events = exec.profile();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    // Conv+Relu fuse into one step; Flatten is a view, not a step.
+    assert_eq!(kinds, ["CONV", "GEMM"]);
+    assert!(events[0].name.contains("Conv") && events[1].name.contains("MatMul"));
+    assert!(events.iter().all(|e| e.wall_ns > 0), "{events:?}");
+}

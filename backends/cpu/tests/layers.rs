@@ -504,3 +504,94 @@ fn fused_chains_match_unfused_semantics() {
     let want = mm.iter().map(|v| v + v.max(0.0)).collect();
     c.check(&[sum], &[want], 1e-5, "shared intermediate");
 }
+
+/// A direct NCHW convolution in f64 (square stride and padding), for the chain test.
+#[allow(clippy::too_many_arguments)]
+fn conv_naive(
+    x: &[f64],
+    [c, h, w]: [usize; 3],
+    wt: &[f32],
+    bias: Option<&[f32]>,
+    (m, k, group): (usize, usize, usize),
+    (stride, pad): (usize, usize),
+) -> (Vec<f64>, [usize; 3]) {
+    let (oh, ow) = (
+        (h + 2 * pad - k) / stride + 1,
+        (w + 2 * pad - k) / stride + 1,
+    );
+    let (cg, mg) = (c / group, m / group);
+    let mut out = vec![0f64; m * oh * ow];
+    for oc in 0..m {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut acc = bias.map_or(0.0, |b| b[oc] as f64);
+                for ci in 0..cg {
+                    let ic = (oc / mg) * cg + ci;
+                    for ky in 0..k {
+                        for kx in 0..k {
+                            let (iy, ix) = (oy * stride + ky, ox * stride + kx);
+                            if iy < pad || ix < pad || iy - pad >= h || ix - pad >= w {
+                                continue;
+                            }
+                            let v = x[(ic * h + iy - pad) * w + ix - pad];
+                            acc += v * wt[((oc * cg + ci) * k + ky) * k + kx] as f64;
+                        }
+                    }
+                }
+                out[(oc * oh + oy) * ow + ox] = acc;
+            }
+        }
+    }
+    (out, [m, oh, ow])
+}
+
+/// A chain the executable holds channels-last from the first convolution to the mean:
+/// conv+bias+Relu, a pointwise conv, a residual Add of the two (layout-blind), a strided
+/// depthwise conv+Clip and a spatial ReduceMean; a pointwise conv of the residual sum is
+/// also a subgraph output, so it converts back to NCHW.
+#[test]
+fn channels_last_chains_match_naive() {
+    let pads = |p: i64| ("pads", Attr::Ints(vec![p; 4]));
+    let mut c = Case::new(11);
+    let (x, xv) = c.input(&[1, 3, 9, 9], 1.0);
+    let (w1, w1v) = c.constant(&[8, 3, 3, 3]);
+    let (b1, b1v) = c.constant(&[8]);
+    let (w2, w2v) = c.constant(&[8, 8, 1, 1]);
+    let (wd, wdv) = c.constant(&[8, 1, 3, 3]);
+    let (w3, w3v) = c.constant(&[4, 8, 1, 1]);
+    let c1 = c.node(OpKind::Conv, &[x, w1, b1], &[pads(1)]);
+    let r1 = c.node(OpKind::Relu, &[c1], &[]);
+    let c2 = c.node(OpKind::Conv, &[r1, w2], &[]);
+    let sum = c.node(OpKind::Add, &[c2, r1], &[]);
+    let strides = ("strides", Attr::Ints(vec![2, 2]));
+    let dw = c.node(
+        OpKind::Conv,
+        &[sum, wd],
+        &[pads(1), strides, ("group", Attr::Int(8))],
+    );
+    let clip = c.node(
+        OpKind::Clip,
+        &[dw],
+        &[("min", Attr::Float(0.0)), ("max", Attr::Float(0.5))],
+    );
+    let mean = c.node(
+        OpKind::ReduceMean,
+        &[clip],
+        &[("axes", Attr::Ints(vec![2, 3]))],
+    );
+    let side = c.node(OpKind::Conv, &[sum, w3], &[]);
+
+    let xv = wide(&xv);
+    let (c1v, s1) = conv_naive(&xv, [3, 9, 9], &w1v, Some(&b1v), (8, 3, 1), (1, 1));
+    let r1v: Vec<f64> = c1v.iter().map(|v| v.max(0.0)).collect();
+    let (c2v, _) = conv_naive(&r1v, s1, &w2v, None, (8, 1, 1), (1, 0));
+    let sumv: Vec<f64> = c2v.iter().zip(&r1v).map(|(a, b)| a + b).collect();
+    let (dwv, s2) = conv_naive(&sumv, s1, &wdv, None, (8, 3, 8), (2, 1));
+    let plane = s2[1] * s2[2];
+    let meanv: Vec<f64> = dwv
+        .chunks_exact(plane)
+        .map(|p| p.iter().map(|v| v.clamp(0.0, 0.5)).sum::<f64>() / plane as f64)
+        .collect();
+    let (sidev, _) = conv_naive(&sumv, s1, &w3v, None, (4, 1, 1), (1, 0));
+    c.check(&[mean, side], &[meanv, sidev], 1e-5, "channels-last chain");
+}

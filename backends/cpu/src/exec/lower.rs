@@ -10,8 +10,7 @@ use baton_delegate_api::{Constants, DType, DelegateError};
 use super::{CpuExecutable, IoDecl, Op, Step};
 use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
 use crate::gemm::MicroKernel;
-use crate::ops::conv::ConvOp;
-use crate::ops::conv::Geom;
+use crate::ops::conv::{ConvOp, ConvSpec, Geom};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
@@ -21,7 +20,9 @@ use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::{
     AxisLayout, DequantizeOp, DqInput, QLinearOp, QLinearSpec, QShape, QuantizeOp, WidenOp,
 };
-use crate::ops::tensor::{GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp};
+use crate::ops::tensor::{
+    reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
+};
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Src};
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
@@ -44,6 +45,7 @@ pub(crate) fn build(
         qkernel,
         srcs: vec![None; graph.tensors.len()],
         slots: Vec::new(),
+        nhwc: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
     let mut steps = Vec::with_capacity(graph.nodes.len());
@@ -76,6 +78,10 @@ pub(crate) fn build(
         group_at[g.q] = Some(i);
     }
     let roles = plan.roles(graph.nodes.len());
+    let qdq: Vec<bool> = (0..graph.nodes.len())
+        .map(|n| absorbed[n] || group_at[n].is_some())
+        .collect();
+    b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     for (id, node) in graph.nodes.iter().enumerate() {
         if let Some(i) = group_at[id] {
             let op = b
@@ -92,13 +98,26 @@ pub(crate) fn build(
         if absorbed[id] {
             continue;
         }
+        let reshape = matches!(
+            node.op,
+            OpKind::Reshape | OpKind::Flatten | OpKind::Squeeze | OpKind::Unsqueeze
+        );
+        if reshape && roles[id] == Role::Plain {
+            // The data is unchanged: the output is a view of the input, no step, no copy.
+            let src = b
+                .src(node.inputs[0])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            b.srcs[node.outputs[0]] = Some(src);
+            continue;
+        }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
-            Role::Plain => (b.lower(node, Vec::new()), id),
+            Role::Plain => (b.lower(node, Vec::new(), node.outputs[0]), id),
             Role::Anchor(c) => {
                 let chain = plan.chains[c];
                 let fused = b.fused_ops(node, chain.add, chain.activation);
-                (fused.and_then(|f| b.lower(node, f)), chain.last())
+                let out = graph.nodes[chain.last()].outputs[0];
+                (fused.and_then(|f| b.lower(node, f, out)), chain.last())
             }
         };
         let op = op.map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
@@ -135,13 +154,7 @@ pub(crate) fn build(
             _ => {}
         }
     }
-    Ok(CpuExecutable {
-        inputs,
-        outputs,
-        steps,
-        slots: b.slots,
-        ctx,
-    })
+    Ok(CpuExecutable::new(inputs, outputs, steps, b.slots, ctx))
 }
 
 /// The lengths of the outputs of a multi-output op, in the order it writes them into its
@@ -169,6 +182,8 @@ struct Builder<'g> {
     /// Where each tensor is found at execute time, once known.
     srcs: Vec<Option<Src>>,
     slots: Vec<Vec<f32>>,
+    /// Per tensor: held channels-last (see `layout.rs`).
+    nhwc: Vec<bool>,
 }
 
 impl<'g> Builder<'g> {
@@ -374,8 +389,9 @@ impl<'g> Builder<'g> {
         })))
     }
 
-    /// Prepares one node, with `fused` ops appended to its epilogue.
-    fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>) -> Result<Op, String> {
+    /// Prepares one node, with `fused` ops appended to its epilogue; `out` is the tensor
+    /// the op writes (the last of its chain).
+    fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
         let out_shape = self.shape(node.outputs[0]);
         let input = |i: usize| node.inputs[i];
@@ -420,23 +436,7 @@ impl<'g> Builder<'g> {
                     &fused,
                 ))
             }
-            OpKind::Conv => {
-                let geometry = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
-                let x = self.src(input(0))?;
-                let w = self.operand(input(1))?;
-                let mut epilogue = EpilogueSpec::default();
-                if let Some(&bias) = node.inputs.get(2) {
-                    let src = self.src(bias)?;
-                    epilogue.ops.push(EpOpSpec::Add {
-                        src,
-                        rs: 1,
-                        cs: 0,
-                        scale: 1.0,
-                    });
-                }
-                epilogue.ops.extend(fused);
-                Op::Conv(ConvOp::new(self.kernel, &geometry, x, w, epilogue))
-            }
+            OpKind::Conv => self.conv(node, &shapes, &fused, out)?,
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 let op = match node.op {
                     OpKind::Add => Binary::Add,
@@ -460,7 +460,6 @@ impl<'g> Builder<'g> {
                 x: self.src(input(0))?,
                 f: Unary::Erf,
             }),
-            OpKind::Squeeze | OpKind::Unsqueeze => Op::Copy(self.src(input(0))?),
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
                 let params = QParams::of(self.graph, node, &self.consts)?;
                 let layout = AxisLayout::new(&params, &shapes[0]);
@@ -557,8 +556,8 @@ impl<'g> Builder<'g> {
                 x: self.src(input(0))?,
                 planes: shapes[0][..2].iter().product(),
                 plane_len: shapes[0][2..].iter().product(),
+                channels_last: self.nhwc[input(0)].then_some(shapes[0][1]),
             }),
-            OpKind::Reshape | OpKind::Flatten => Op::Copy(self.src(input(0))?),
             OpKind::Transpose => {
                 let perm = transpose_perm(node, shapes[0].len())?;
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &shapes[0], &perm))
@@ -579,9 +578,79 @@ impl<'g> Builder<'g> {
 }
 
 impl Builder<'_> {
+    /// A convolution with its fused ops: constant adds folded into the bias, the
+    /// activation as the clamp.
+    fn conv(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        fused: &[EpOpSpec],
+        out: TensorId,
+    ) -> Result<Op, String> {
+        let geometry = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
+        let m = geometry.out_channels;
+        let mut bias = vec![0f32; m];
+        let mut runtime_bias = None;
+        if let Some(&t) = node.inputs.get(2) {
+            match self.const_f32(t) {
+                Some(b) => bias.copy_from_slice(&b[..m]),
+                None => runtime_bias = Some(self.src(t)?),
+            }
+        }
+        let mut bounds = (f32::NEG_INFINITY, f32::INFINITY);
+        for op in fused {
+            match *op {
+                // Fused conv adds are constants per channel (rs = 1) or scalars.
+                EpOpSpec::Add { src, rs, cs, scale } => {
+                    let data = self.slot_data(src).ok_or("a fused add is not constant")?;
+                    if cs != 0 {
+                        return Err("a fused add varies along the pixels".into());
+                    }
+                    for (c, b) in bias.iter_mut().enumerate() {
+                        *b += scale * data[c * rs];
+                    }
+                }
+                EpOpSpec::Relu => bounds = (0.0, f32::INFINITY),
+                EpOpSpec::Clip { min, max } => bounds = (min, max),
+            }
+        }
+        let w_data = self.const_f32(node.inputs[1]);
+        let w = match &w_data {
+            Some(w) => Ok(&w[..]),
+            None => Err(self.src(node.inputs[1])?),
+        };
+        let spec = ConvSpec {
+            x: self.src(node.inputs[0])?,
+            in_nhwc: self.nhwc[node.inputs[0]],
+            out_nhwc: self.nhwc[out],
+            w,
+            bias,
+            runtime_bias,
+            bounds,
+        };
+        Ok(Op::Conv(ConvOp::new(self.kernel, &geometry, spec)))
+    }
+
+    /// The data of a slot holding a copied constant.
+    fn slot_data(&self, src: Src) -> Option<&[f32]> {
+        match src {
+            Src::Slot(s) => Some(&self.slots[s]),
+            _ => None,
+        }
+    }
+
     /// ReduceMean over a contiguous run of axes (checked by `supports`).
     fn reduce_mean(&mut self, node: &Node, x: &[usize], out: &[usize]) -> Result<Op, String> {
         let x_src = self.src(node.inputs[0])?;
+        if self.nhwc[node.inputs[0]] {
+            // The layout plan takes only spatial means of channels-last tensors.
+            return Ok(Op::GlobalAveragePool(GlobalAveragePoolOp {
+                x: x_src,
+                planes: x[..2].iter().product(),
+                plane_len: x[2..].iter().product(),
+                channels_last: Some(x[1]),
+            }));
+        }
         let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
         let Some(flags) = flags.filter(|f| f.contains(&true)) else {
             return Ok(Op::Copy(x_src));
@@ -716,41 +785,4 @@ impl Builder<'_> {
             shapes[2][2],
         )))
     }
-}
-
-/// The axes a ReduceMean node reduces (one flag per dimension of `x`), or `None` when it
-/// is a no-op (empty axes with `noop_with_empty_axes`). Axes come from the constant input
-/// 1 or the `axes` attribute; none at all means every axis.
-pub(crate) fn reduced_axes(
-    node: &Node,
-    x: &[usize],
-    consts: impl Fn(TensorId) -> Option<Vec<i64>>,
-) -> Result<Option<Vec<bool>>, String> {
-    let axes: Vec<i64> = match (node.inputs.get(1), node.attr_ints("axes")) {
-        (Some(&t), _) => consts(t).ok_or("ReduceMean axes are not constant")?,
-        (None, Some(a)) => a.to_vec(),
-        (None, None) => Vec::new(),
-    };
-    if axes.is_empty() {
-        if node.attr_int("noop_with_empty_axes", 0) != 0 {
-            return Ok(None);
-        }
-        return Ok(Some(vec![true; x.len()]));
-    }
-    let mut flags = vec![false; x.len()];
-    for &a in &axes {
-        flags[normalize_axis(a, x.len())?] = true;
-    }
-    Ok(Some(flags))
-}
-
-/// The first and last reduced axis when every axis between them is reduced or of extent
-/// 1 (so the input is `[outer, count, inner]`); `None` otherwise. With no reduced axis of
-/// extent above 1, the run is the first flagged axis alone (or axis 0 for a scalar).
-pub(crate) fn reduced_run(x: &[usize], flags: &[bool]) -> Option<(usize, usize)> {
-    let flagged: Vec<usize> = (0..x.len()).filter(|&d| flags[d]).collect();
-    let (&first, &last) = (flagged.first()?, flagged.last()?);
-    (first..=last)
-        .all(|d| flags[d] || x[d] == 1)
-        .then_some((first, last))
 }

@@ -2,14 +2,16 @@
 //!
 //! `execute` checks its arguments, runs the steps in order and copies the subgraph outputs
 //! into the caller's tensors. It allocates nothing: every intermediate buffer and every
-//! scratch area (GEMM packing, im2col) was sized at init.
+//! scratch area (run-time weight packing, layout conversion) was sized at init.
 
+mod layout;
 mod lower;
 
-pub(crate) use lower::{build, reduced_axes, reduced_run};
+pub(crate) use crate::ops::tensor::{reduced_axes, reduced_run};
+pub(crate) use lower::build;
 
 use baton_delegate_api::ir::DType;
-use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};
+use baton_delegate_api::{DelegateError, Executable, ProfileEvent, TensorMut, TensorRef};
 
 use crate::ops::conv::ConvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
@@ -31,6 +33,9 @@ pub struct CpuExecutable {
     /// Intermediate tensors and the constants kept unpacked, by slot.
     slots: Vec<Vec<f32>>,
     ctx: RunCtx,
+    /// Wall-clock nanoseconds of each step in the last run (for `profile`), sized at init
+    /// so that timing allocates nothing.
+    step_ns: Vec<u64>,
 }
 
 /// A subgraph input or output as declared.
@@ -74,11 +79,30 @@ enum Op {
     Widen(WidenOp),
     /// The integer op of a QDQ group.
     QLinear(QLinearOp),
-    /// Reshape, Flatten, Squeeze, Unsqueeze: the data is unchanged.
+    /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
+    /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
 }
 
 impl Op {
+    /// The kernel family, for profile events.
+    fn kind(&self) -> &'static str {
+        match self {
+            Op::MatMul(_) => "GEMM",
+            Op::Conv(_) => "CONV",
+            Op::Pool(_) | Op::GlobalAveragePool(_) => "POOL",
+            Op::Unary(_) | Op::Binary(_) => "ELEMENTWISE",
+            Op::Softmax(_) => "SOFTMAX",
+            Op::Transpose(_) | Op::Concat(_) | Op::Copy(_) => "LAYOUT",
+            Op::ReduceMean(_) => "REDUCE",
+            Op::LayerNorm(_) => "NORM",
+            Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
+            Op::Lstm(_) => "LSTM",
+            Op::Quantize(_) | Op::Dequantize(_) | Op::Widen(_) => "QUANT",
+            Op::QLinear(_) => "QGEMM",
+        }
+    }
+
     /// Runs the op. Only data-dependent failures (a Gather index out of range) are errors.
     fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) -> Result<(), String> {
         match self {
@@ -87,9 +111,9 @@ impl Op {
             Op::Conv(op) => op.run(sources, out, ctx),
             Op::Pool(op) => op.run(sources, out),
             Op::GlobalAveragePool(op) => op.run(sources, out),
-            Op::Unary(op) => op.run(sources, out),
-            Op::Binary(op) => op.run(sources, out),
-            Op::Softmax(op) => op.run(sources, out),
+            Op::Unary(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::Binary(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::Softmax(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::Transpose(op) => op.run(sources, out),
             Op::Concat(op) => op.run(sources, out),
             Op::ReduceMean(op) => op.run(sources, out, ctx),
@@ -115,7 +139,8 @@ impl Executable for CpuExecutable {
     ) -> Result<(), DelegateError> {
         self.check_inputs(inputs)?;
         self.check_outputs(outputs)?;
-        for step in &self.steps {
+        for (step, ns) in self.steps.iter().zip(&mut self.step_ns) {
+            let t0 = std::time::Instant::now();
             // The output buffer leaves the slot list while the step reads the others.
             let mut out = std::mem::take(&mut self.slots[step.out]);
             let sources = Sources {
@@ -124,6 +149,7 @@ impl Executable for CpuExecutable {
             };
             let result = step.op.run(&sources, &mut out, &mut self.ctx);
             self.slots[step.out] = out;
+            *ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
             result.map_err(|e| DelegateError::new(format!("node {}: {e}", step.node)))?;
         }
         let sources = Sources {
@@ -153,9 +179,44 @@ impl Executable for CpuExecutable {
         }
         Ok(())
     }
+
+    /// One event per step of the last run: the node (the first of a fused chain or QDQ
+    /// group), the kind of kernel that ran, and its wall-clock time. Layout conversions
+    /// at partition boundaries are inside their convolution's time.
+    fn profile(&self) -> Vec<ProfileEvent> {
+        self.steps
+            .iter()
+            .zip(&self.step_ns)
+            .map(|(step, &ns)| ProfileEvent {
+                name: step.node.clone(),
+                kind: step.op.kind().to_string(),
+                cycles: 0,
+                wall_ns: ns,
+            })
+            .collect()
+    }
 }
 
 impl CpuExecutable {
+    /// Assembles the executable; one timing slot per step.
+    fn new(
+        inputs: Vec<IoDecl>,
+        outputs: Vec<(IoDecl, Src)>,
+        steps: Vec<Step>,
+        slots: Vec<Vec<f32>>,
+        ctx: RunCtx,
+    ) -> CpuExecutable {
+        let step_ns = vec![0; steps.len()];
+        CpuExecutable {
+            inputs,
+            outputs,
+            steps,
+            slots,
+            ctx,
+            step_ns,
+        }
+    }
+
     fn check_inputs(&self, inputs: &[TensorRef<'_>]) -> Result<(), DelegateError> {
         if inputs.len() != self.inputs.len() {
             return Err(DelegateError::invalid(format!(

@@ -1,41 +1,40 @@
-//! Packed, cache-blocked single-precision GEMM: `C = epilogue(A · B)`.
+//! Weight-stationary single-precision GEMM: `C = epilogue(A · B + bias)`.
 //!
-//! The structure is the classic BLIS/XNNPACK one, so that faster micro-kernels and threads
-//! can be added without touching the rest:
+//! The shape follows XNNPACK rather than BLIS, because inference multiplies small, varied
+//! activations by weights that never change:
 //!
-//! - **Blocking.** The `N` dimension is cut into blocks of `NC` columns, `K` into blocks
-//!   of `KC` (per kernel: [`MicroKernel::kc`]), `M` into blocks of `MC` rows (both multiples of the micro-kernel's tile).
-//!   For each `(NC, KC)` block, `B` is packed into `NR`-column panels; for each `MC` block,
-//!   `A` is packed into `MR`-row panels. Then every `MR x NR` tile is computed by the
-//!   [`MicroKernel`].
-//! - **Packing.** A panel holds, for each `k`, `MR` (or `NR`) consecutive values, zero
-//!   padded past the edge of the matrix, so the micro-kernel never sees a partial tile.
-//!   Constant operands (weights) are packed once, at init, into [`PackedLhs`] or
-//!   [`PackedRhs`], whose layout is exactly that of the per-block packing laid end to end.
-//! - **Epilogue.** The micro-kernel only accumulates. When the last `KC` block of a tile
-//!   is done, the [`Epilogue`] (scale, bias or residual adds, activation) is applied to the
-//!   tile while it is stored, so fused operations cost no extra pass over `C`.
-//! - **Dispatch.** [`MicroKernel::select`] picks the best kernel the CPU supports at run
-//!   time (AVX2+FMA on x86-64, NEON on aarch64) or the portable one.
+//! - **`B` is the weights**, packed once at init ([`PackedB`]) into `NR`-column panels,
+//!   each led by its `NR` bias values, so a tile's accumulators start as the bias.
+//! - **`A` is the activations**, read in place and never packed: rows at a stride
+//!   ([`Rows::Dense`], `M` = output rows or pixels) or through an indirection buffer
+//!   ([`Rows::Indirect`]: one row pointer per output pixel and kernel tap, with a shared
+//!   zero row for the padding), which is how a convolution runs without an im2col copy.
+//! - **The epilogue runs in registers**: up to two strided adds (a residual, a broadcast
+//!   row or column) and a clamp (Relu, Clip) are applied to the accumulators and the tile is
+//!   stored straight to `C`, with masked stores for the last partial columns. There is no
+//!   tile buffer and no second pass over `C`.
+//! - **No `K` blocking**: a tile sums the whole depth in registers, so the epilogue sees
+//!   finished sums. The depths of inference layers (up to a few thousand) keep a panel in
+//!   L2.
+//! - **Threads** take 2-D blocks of tiles (rows x column panels); the sum of each element
+//!   is computed in the same order whatever the split, so results are bit-identical for
+//!   every thread count.
 //!
 //! Edge cases are part of the contract: `M`, `N` or `K` need not be multiples of anything,
-//! any of them may be 0, and `K = 0` yields the epilogue applied to zeros.
+//! any of them may be 0, and `K = 0` yields the epilogue applied to the bias.
 
-mod epilogue;
 mod kernels;
 mod pack;
 
-pub(crate) use epilogue::{clip, relu};
-pub use epilogue::{EpOp, Epilogue, MAX_EPILOGUE_OPS};
-pub use kernels::{simd_description, Isa, MicroKernel};
-pub use pack::{PackedLhs, PackedRhs};
+pub use kernels::{simd_description, Isa, MicroKernel, ZERO_ROW};
+pub use pack::{Indirection, PackedB};
 
-use crate::pool::{Disjoint, Pool};
+use kernels::{RawAdd, TileArgs};
 
-/// A read-only strided matrix view: element `(i, j)` is `data[i * rs + j * cs]`.
-///
-/// Strides make transposes free (`rs = 1, cs = rows`) and broadcasting cheap (a stride
-/// of 0 repeats a row or column).
+use crate::pool::Pool;
+
+/// A read-only strided matrix view: element `(i, j)` is `data[i * rs + j * cs]`. Used to
+/// describe weights to pack (a transpose is `rs = 1, cs = rows`).
 #[derive(Clone, Copy, Debug)]
 pub struct MatRef<'a> {
     pub data: &'a [f32],
@@ -50,287 +49,320 @@ pub struct MatMut<'a> {
     pub rs: usize,
 }
 
-/// The left operand (`M x K`).
+/// Where the rows of `A` are read.
 #[derive(Clone, Copy, Debug)]
-pub enum Lhs<'a> {
-    /// Packed on the fly, block by block.
-    Strided(MatRef<'a>),
-    /// Packed once (weights).
-    Packed(&'a PackedLhs),
+pub enum Rows<'a> {
+    /// Row `i` is `data[i * lda..i * lda + k]`.
+    Dense { data: &'a [f32], lda: usize },
+    /// Row `i`, tap `t` is `kc` floats of `data` at the offset the indirection buffer
+    /// gives, or zeros.
+    Indirect {
+        data: &'a [f32],
+        ind: &'a Indirection,
+    },
 }
 
-/// The right operand (`K x N`).
-#[derive(Clone, Copy, Debug)]
-pub enum Rhs<'a> {
-    /// Packed on the fly, block by block.
-    Strided(MatRef<'a>),
-    /// Packed once (weights).
-    Packed(&'a PackedRhs),
+/// One add of the epilogue: element `(i, j)` of `C` gets `scale * data[i * rs + j * cs]`.
+/// `cs` is 0 (one value per row) or 1 (a row of values); `rs` may be 0 (the same for all
+/// rows).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Add<'a> {
+    pub data: &'a [f32],
+    pub rs: usize,
+    pub cs: usize,
+    pub scale: f32,
 }
 
-/// Packing buffers, allocated once (at init) and reused by every call.
-#[derive(Clone, Debug, Default)]
-pub struct GemmScratch {
-    a: Vec<f32>,
-    b: Vec<f32>,
+/// The fused operations applied to the accumulators before they are stored: the adds in
+/// order, then a clamp to `[lo, hi]` that keeps NaN (Relu is `[0, inf]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Epilogue<'a> {
+    adds: [Option<Add<'a>>; MAX_ADDS],
+    lo: f32,
+    hi: f32,
 }
 
-impl GemmScratch {
-    /// Grows the buffers so that an `m x n x k` product with `kernel` needs no allocation.
-    pub fn reserve(&mut self, kernel: &MicroKernel, m: usize, n: usize, k: usize) {
-        let (a, b) = scratch_lens(kernel, m, n, k);
-        if self.a.len() < a {
-            self.a.resize(a, 0.0);
-        }
-        if self.b.len() < b {
-            self.b.resize(b, 0.0);
-        }
+/// The most adds one epilogue holds (Gemm's `C` and a fused Add).
+pub const MAX_ADDS: usize = 2;
+
+impl Default for Epilogue<'_> {
+    fn default() -> Self {
+        Epilogue::new()
     }
 }
 
-/// Packing buffer lengths (A, B) an `m x n x k` product needs with `kernel`.
-fn scratch_lens(kernel: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
-    let kc = k.min(kernel.kc());
-    let mc = kernel.mc().min(m.next_multiple_of(kernel.mr()));
-    let nc = kernel.nc().min(n.next_multiple_of(kernel.nr()));
-    (mc * kc, kc * nc)
+impl<'a> Epilogue<'a> {
+    /// An empty epilogue: `C = A · B + bias`.
+    pub fn new() -> Epilogue<'a> {
+        Epilogue {
+            adds: [None; MAX_ADDS],
+            lo: f32::NEG_INFINITY,
+            hi: f32::INFINITY,
+        }
+    }
+
+    /// Appends an add. Panics past [`MAX_ADDS`] or with `cs` above 1: a plan made at init,
+    /// never input-driven.
+    pub fn add(&mut self, add: Add<'a>) {
+        assert!(add.cs <= 1, "epilogue adds are per row or per column");
+        let slot = self.adds.iter_mut().find(|a| a.is_none());
+        *slot.expect("epilogue holds at most 2 adds") = Some(add);
+    }
+
+    /// Clamps the result to `[lo, hi]` (NaN kept; `lo > hi` gives `hi`, as ONNX Clip).
+    pub fn clamp(&mut self, lo: f32, hi: f32) {
+        self.lo = lo;
+        self.hi = hi;
+    }
+
+    /// The adds, in order.
+    pub fn adds(&self) -> impl Iterator<Item = &Add<'a>> {
+        self.adds.iter().flatten()
+    }
+
+    /// The clamp bounds.
+    pub fn bounds(&self) -> (f32, f32) {
+        (self.lo, self.hi)
+    }
 }
 
-/// Computes `C = epilogue(A · B)` for `A: m x k`, `B: k x n`, `C: m x n`.
+/// Computes `C = epilogue(A · B + bias)` for `m` rows of `A` and the packed `b`, on the
+/// calling thread.
 ///
-/// Epilogue ops index their operands by the row and column of `C` in this call.
-/// Panics if a view is too small for its dimensions or a packed operand was packed for
-/// another kernel or shape: those are bugs of the caller, not bad input.
-#[allow(clippy::too_many_arguments)]
+/// Panics if a view is too small for its dimensions or `b` / an indirection buffer was
+/// made for another kernel or shape: those are bugs of the caller, not bad input.
 pub fn gemm(
     kernel: &MicroKernel,
     m: usize,
-    n: usize,
-    k: usize,
-    a: Lhs<'_>,
-    b: Rhs<'_>,
+    a: Rows<'_>,
+    b: &PackedB,
     c: MatMut<'_>,
     epilogue: &Epilogue<'_>,
-    scratch: &mut GemmScratch,
 ) {
-    gemm_rows(kernel, 0..m, m, n, k, a, b, c, epilogue, scratch);
+    let Some(job) = Job::new(kernel, m, a, b, c, epilogue) else {
+        return;
+    };
+    job.run(0..job.row_tiles, 0..job.panels);
 }
 
-/// [`gemm`] with the rows of `C` split over the threads of `pool` (in multiples of the
-/// kernel's `MR`, so packed operands stay aligned). Each thread packs its own panels in
-/// `scratch[worker]`; the result is bit-identical to [`gemm`]'s, whatever the thread
-/// count, since every element is summed in the same order.
-#[allow(clippy::too_many_arguments)]
+/// [`gemm`] with 2-D blocks of tiles spread over the threads of `pool`; products too
+/// small to pay for waking the workers run on the caller alone.
 pub(crate) fn gemm_parallel(
     pool: &Pool,
-    scratch: &[std::sync::Mutex<GemmScratch>],
     kernel: &MicroKernel,
     m: usize,
-    n: usize,
-    k: usize,
-    a: Lhs<'_>,
-    b: Rhs<'_>,
+    a: Rows<'_>,
+    b: &PackedB,
     c: MatMut<'_>,
     epilogue: &Epilogue<'_>,
 ) {
-    let tiles = m.div_ceil(kernel.mr());
-    // Small products are not worth waking the workers for.
-    let work = m.saturating_mul(n).saturating_mul(k.max(1));
-    let tasks = pool.threads().min(tiles).min(work / MIN_TASK_WORK + 1);
-    let mut s0 = lock_scratch(&scratch[0]);
+    let Some(job) = Job::new(kernel, m, a, b, c, epilogue) else {
+        return;
+    };
+    let (rt, pt) = (job.row_tiles, job.panels);
+    let work = m.saturating_mul(b.n()).saturating_mul(b.depth().max(1));
+    // Several tasks per thread: a worker the OS schedules late still finds work, and the
+    // caller is not left waiting on one large straggler.
+    let tasks = (TASKS_PER_THREAD * pool.threads())
+        .min(work / MIN_TASK_WORK)
+        .min(rt * pt);
     if tasks <= 1 {
-        gemm(kernel, m, n, k, a, b, c, epilogue, &mut s0);
+        job.run(0..rt, 0..pt);
         return;
     }
-    drop(s0);
-    let rows_per = tiles.div_ceil(tasks) * kernel.mr();
-    let rs = c.rs;
-    assert!(
-        rs >= n && (m - 1) * rs + n <= c.data.len(),
-        "gemm: C view too small"
-    );
-    let data = Disjoint::new(c.data);
-    pool.run(tasks, &|t, w| {
-        let r0 = (t * rows_per).min(m);
-        let r1 = ((t + 1) * rows_per).min(m);
-        if r0 == r1 {
-            return;
-        }
-        // SAFETY: tasks own disjoint row ranges r0..r1 of C; the last row of a range ends
-        // before the next range's first row starts (n <= rs).
-        let rows = unsafe { data.range(r0 * rs, (r1 - 1 - r0) * rs + n) };
-        let c = MatMut { data: rows, rs };
-        let mut s = lock_scratch(&scratch[w]);
-        gemm_rows(kernel, r0..r1, m, n, k, a, b, c, epilogue, &mut s);
+    // Rows first (each task then reads only its rows of `A`); columns when there are
+    // fewer row tiles than tasks.
+    let row_blocks = rt.min(tasks);
+    let col_blocks = tasks.div_ceil(row_blocks).min(pt);
+    let (rb, cb) = (rt.div_ceil(row_blocks), pt.div_ceil(col_blocks));
+    pool.run(row_blocks * col_blocks, &|task, _| {
+        let (r, p) = (task / col_blocks, task % col_blocks);
+        let rows = (r * rb).min(rt)..((r + 1) * rb).min(rt);
+        let panels = (p * cb).min(pt)..((p + 1) * cb).min(pt);
+        job.run(rows, panels);
     });
 }
 
-/// Products below this many multiply-adds run on one thread.
-const MIN_TASK_WORK: usize = 32 * 1024;
+/// The least multiply-adds of one task: products below twice this run on the caller
+/// alone, since waking a worker costs some microseconds.
+const MIN_TASK_WORK: usize = 64 * 1024;
 
-fn lock_scratch(m: &std::sync::Mutex<GemmScratch>) -> std::sync::MutexGuard<'_, GemmScratch> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Tasks per thread when the product is large enough.
+pub(crate) const TASKS_PER_THREAD: usize = 4;
 
-/// Rows `rows` of `C = epilogue(A · B)`; `c` starts at row `rows.start`.
-#[allow(clippy::too_many_arguments)]
-fn gemm_rows(
-    kernel: &MicroKernel,
-    rows: std::ops::Range<usize>,
+/// One checked product, split into `MR x NR` tiles.
+struct Job<'a> {
+    kernel: &'a MicroKernel,
     m: usize,
-    n: usize,
-    k: usize,
-    a: Lhs<'_>,
-    b: Rhs<'_>,
-    c: MatMut<'_>,
-    epilogue: &Epilogue<'_>,
-    scratch: &mut GemmScratch,
-) {
-    if rows.is_empty() || n == 0 {
-        return;
-    }
-    let count = rows.end - rows.start;
-    assert!(
-        (count - 1) * c.rs + n <= c.data.len(),
-        "gemm: C view too small"
-    );
-    if k == 0 {
-        for i in 0..count {
-            let row = &mut c.data[i * c.rs..i * c.rs + n];
-            row.fill(0.0);
-            epilogue.apply_row(rows.start + i, 0, row);
+    a: Rows<'a>,
+    b: &'a PackedB,
+    c: SendPtr,
+    ldc: usize,
+    adds: [RawAdd; MAX_ADDS],
+    nadds: usize,
+    lo: f32,
+    hi: f32,
+    row_tiles: usize,
+    panels: usize,
+}
+
+/// `C`'s base pointer, shared by tasks that write disjoint tiles.
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+
+// SAFETY: tasks write disjoint tiles of `C` (see `gemm_parallel`), and `Pool::run` returns
+// only when every task is done, while the `&mut` borrow of `C` is still held.
+unsafe impl Sync for SendPtr {}
+// SAFETY: as above.
+unsafe impl Send for SendPtr {}
+// SAFETY: the add pointers are only read, from data borrowed for the whole call.
+unsafe impl Sync for Job<'_> {}
+
+impl<'a> Job<'a> {
+    /// Checks every bound the kernels rely on; `None` when there is nothing to compute.
+    fn new(
+        kernel: &'a MicroKernel,
+        m: usize,
+        a: Rows<'a>,
+        b: &'a PackedB,
+        c: MatMut<'a>,
+        ep: &Epilogue<'a>,
+    ) -> Option<Job<'a>> {
+        let n = b.n();
+        assert!(b.fits(kernel), "gemm: B was packed for another kernel");
+        if m == 0 || n == 0 {
+            return None;
         }
-        return;
-    }
-    check_lhs(kernel, &a, m, k);
-    check_rhs(kernel, &b, k, n);
-    scratch.reserve(kernel, count, n, k);
-    let GemmScratch { a: a_buf, b: b_buf } = scratch;
-    let (mr, nr) = (kernel.mr(), kernel.nr());
-    let (mc, nc) = (kernel.mc(), kernel.nc());
-    let mut c = c;
-    for jc in (0..n).step_by(nc) {
-        let nc_len = nc.min(n - jc);
-        for pc in (0..k).step_by(kernel.kc()) {
-            let kc_len = kernel.kc().min(k - pc);
-            let b_block: &[f32] = match b {
-                Rhs::Packed(p) => p.block(pc, jc, kc_len, nc_len),
-                Rhs::Strided(s) => {
-                    let len = kc_len * nc_len.next_multiple_of(nr);
-                    pack::pack_rhs(s, pc, jc, kc_len, nc_len, nr, &mut b_buf[..len]);
-                    &b_buf[..len]
-                }
+        assert!(
+            c.rs >= n && (m - 1) * c.rs + n <= c.data.len(),
+            "gemm: C view too small"
+        );
+        match a {
+            Rows::Dense { data, lda } => {
+                assert_eq!(b.taps(), 1, "gemm: dense rows with a multi-tap B");
+                assert!(
+                    b.kc() == 0 || (m - 1) * lda + b.kc() <= data.len(),
+                    "gemm: A view too small"
+                );
+            }
+            Rows::Indirect { data, ind } => assert!(
+                ind.fits(kernel, m, b.taps(), b.kc()) && ind.extent() <= data.len(),
+                "gemm: indirection buffer made for another shape"
+            ),
+        }
+        let mut adds = [RawAdd {
+            ptr: std::ptr::null(),
+            rs: 0,
+            cs: 0,
+            scale: 0.0,
+        }; MAX_ADDS];
+        let mut nadds = 0;
+        for add in ep.adds() {
+            let last = (m - 1) * add.rs + (n - 1) * add.cs;
+            assert!(last < add.data.len(), "gemm: epilogue operand too small");
+            adds[nadds] = RawAdd {
+                ptr: add.data.as_ptr(),
+                rs: add.rs,
+                cs: add.cs,
+                scale: add.scale,
             };
-            for ic in rows.clone().step_by(mc) {
-                let mc_len = mc.min(rows.end - ic);
-                let a_block: &[f32] = match a {
-                    Lhs::Packed(p) => p.block(pc, ic, kc_len, mc_len),
-                    Lhs::Strided(s) => {
-                        let len = kc_len * mc_len.next_multiple_of(mr);
-                        pack::pack_lhs(s, ic, pc, mc_len, kc_len, mr, &mut a_buf[..len]);
-                        &a_buf[..len]
+            nadds += 1;
+        }
+        Some(Job {
+            kernel,
+            m,
+            a,
+            b,
+            c: SendPtr(c.data.as_mut_ptr()),
+            ldc: c.rs,
+            adds,
+            nadds,
+            lo: ep.lo,
+            hi: ep.hi,
+            row_tiles: m.div_ceil(kernel.mr()),
+            panels: n.div_ceil(kernel.nr()),
+        })
+    }
+
+    /// Computes the tiles of row tiles `rows` and column panels `panels`.
+    fn run(&self, rows: std::ops::Range<usize>, panels: std::ops::Range<usize>) {
+        let (mr, nr) = (self.kernel.mr(), self.kernel.nr());
+        let n = self.b.n();
+        let mut dense_offs = [0usize; MAX_MR];
+        let (base, zero) = match self.a {
+            Rows::Dense { data, .. } => (data.as_ptr(), data.as_ptr()),
+            Rows::Indirect { data, ind } => (data.as_ptr(), ind.zero().as_ptr()),
+        };
+        // One argument block, updated field by field per tile: rebuilding it by copy
+        // after writing the add pointers stalled on store forwarding (measured: ~10% of
+        // small-`K` products).
+        let mut t = TileArgs {
+            rows: 0,
+            cols: 0,
+            ks: self.b.taps(),
+            kc: self.b.kc(),
+            a: base,
+            offs: dense_offs.as_ptr(),
+            zero,
+            w: base,
+            c: self.c.0,
+            ldc: self.ldc,
+            adds: self.adds,
+            nadds: self.nadds,
+            lo: self.lo,
+            hi: self.hi,
+        };
+        for p in panels {
+            let (j0, cols) = (p * nr, nr.min(n - p * nr));
+            t.cols = cols;
+            t.w = self.b.panel(p).as_ptr();
+            for r in rows.clone() {
+                let (i0, count) = (r * mr, mr.min(self.m - r * mr));
+                t.rows = count;
+                t.offs = match self.a {
+                    Rows::Dense { lda, .. } => {
+                        // Rows past the edge repeat the last one: computed, not stored.
+                        for (i, o) in dense_offs[..mr].iter_mut().enumerate() {
+                            *o = (i0 + i.min(count - 1)) * lda;
+                        }
+                        dense_offs.as_ptr()
                     }
+                    Rows::Indirect { ind, .. } => ind.tile(r).as_ptr(),
                 };
-                let block = Block {
-                    row0: ic,
-                    c_row0: rows.start,
-                    col0: jc,
-                    rows: mc_len,
-                    cols: nc_len,
-                    kc: kc_len,
-                    first: pc == 0,
-                    last: pc + kc_len == k,
-                };
-                macro_kernel(kernel, &block, a_block, b_block, &mut c, epilogue);
+                for (dst, src) in t.adds.iter_mut().zip(&self.adds[..self.nadds]) {
+                    dst.ptr = src.ptr.wrapping_add(i0 * src.rs + j0 * src.cs);
+                }
+                t.c = self.c.0.wrapping_add(i0 * self.ldc + j0);
+                // SAFETY: `Job::new` checked that `A`'s rows (or every indirection
+                // offset, and the zero row) hold `kc` floats, that the panel is this
+                // kernel's, and that `C` and every add cover `m x n` at their strides;
+                // this tile lies inside those.
+                unsafe { self.kernel.run(&t) };
             }
         }
     }
 }
 
-/// One `MC x NC` block of `C` for one `KC` slice of the sum.
-struct Block {
-    row0: usize,
-    /// The row of `C` the view's first row is.
-    c_row0: usize,
-    col0: usize,
-    rows: usize,
-    cols: usize,
-    kc: usize,
-    /// The first `KC` slice: the tile overwrites `C` instead of adding to it.
-    first: bool,
-    /// The last `KC` slice: the epilogue runs as the tile is stored.
-    last: bool,
-}
+/// The largest `MR` of any kernel.
+const MAX_MR: usize = 8;
 
-/// Runs the micro-kernel over every tile of a block and stores the tiles.
-fn macro_kernel(
-    kernel: &MicroKernel,
-    block: &Block,
-    a_block: &[f32],
-    b_block: &[f32],
-    c: &mut MatMut<'_>,
-    epilogue: &Epilogue<'_>,
-) {
-    let (mr, nr, kc) = (kernel.mr(), kernel.nr(), block.kc);
-    let mut tile = [0f32; kernels::MAX_TILE];
-    for jr in (0..block.cols).step_by(nr) {
-        let b_panel = &b_block[jr * kc..(jr + nr) * kc];
-        for ir in (0..block.rows).step_by(mr) {
-            let a_panel = &a_block[ir * kc..(ir + mr) * kc];
-            kernel.run(kc, a_panel, b_panel, &mut tile[..mr * nr]);
-            let rows = mr.min(block.rows - ir);
-            let cols = nr.min(block.cols - jr);
-            let (row0, col0) = (block.row0 + ir, block.col0 + jr);
-            if block.first && block.last {
-                // The whole sum is in the tile: finish it there (in L1) and write C once.
-                epilogue.apply_tile(row0, col0, &mut tile, nr, rows, cols);
-                for i in 0..rows {
-                    let at = (row0 + i - block.c_row0) * c.rs + col0;
-                    pack::copy_short(&mut c.data[at..at + cols], &tile[i * nr..i * nr + cols]);
-                }
-                continue;
-            }
-            for i in 0..rows {
-                let row = block.row0 + ir + i;
-                let col = block.col0 + jr;
-                let at = (row - block.c_row0) * c.rs + col;
-                let dst = &mut c.data[at..at + cols];
-                let src = &tile[i * nr..i * nr + cols];
-                if block.first {
-                    pack::copy_short(dst, src);
-                } else {
-                    dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
-                }
-                if block.last {
-                    epilogue.apply_row(row, col, dst);
-                }
-            }
-        }
+/// `max(x, 0)` keeping NaN (and `-0.0`, which equals 0).
+#[inline]
+pub(crate) fn relu(x: f32) -> f32 {
+    if x < 0.0 {
+        0.0
+    } else {
+        x
     }
 }
 
-fn check_lhs(kernel: &MicroKernel, a: &Lhs<'_>, m: usize, k: usize) {
-    match a {
-        Lhs::Strided(s) => assert!(
-            (m - 1) * s.rs + (k - 1) * s.cs < s.data.len(),
-            "gemm: A view too small for {m}x{k}"
-        ),
-        Lhs::Packed(p) => assert!(
-            p.fits(kernel, m, k),
-            "gemm: A was packed for another kernel or shape"
-        ),
-    }
-}
-
-fn check_rhs(kernel: &MicroKernel, b: &Rhs<'_>, k: usize, n: usize) {
-    match b {
-        Rhs::Strided(s) => assert!(
-            (k - 1) * s.rs + (n - 1) * s.cs < s.data.len(),
-            "gemm: B view too small for {k}x{n}"
-        ),
-        Rhs::Packed(p) => assert!(
-            p.fits(kernel, k, n),
-            "gemm: B was packed for another kernel or shape"
-        ),
+/// `min(max(x, lo), hi)` keeping NaN.
+#[inline]
+pub(crate) fn clip(x: f32, lo: f32, hi: f32) -> f32 {
+    let y = if x < lo { lo } else { x };
+    if y > hi {
+        hi
+    } else {
+        y
     }
 }

@@ -1,171 +1,197 @@
-//! Packing of GEMM operands into micro-kernel panels.
+//! The packed weights and the indirection buffer, both made at init.
 //!
-//! An `A` block of `mc x kc` becomes `ceil(mc / MR)` panels; panel `p` holds, for each `k`
-//! in `0..kc`, the `MR` values of rows `p*MR..p*MR+MR` (zero past the last row). A `B`
-//! block of `kc x nc` becomes `ceil(nc / NR)` panels of, for each `k`, `NR` values.
+//! A [`PackedB`] holds `ceil(N / NR)` panels; panel `p` is `NR` bias values followed, for
+//! each tap `t` and depth `k`, by the `NR` weights of columns `p*NR..p*NR+NR` (zero past
+//! the last column), which is the order the micro-kernel reads them in.
 //!
-//! A whole pre-packed matrix is those blocks laid end to end, one per `KC` slice of `K`,
-//! each covering all of `M` (or `N`). The block of slice `pc` therefore starts at
-//! `pc * M_padded`, and the panels of rows `ic..` at `ic * kc` inside it, which is what
-//! [`PackedLhs::block`] and [`PackedRhs::block`] compute.
+//! An [`Indirection`] holds, for each tile of `MR` output rows and each tap, the `MR`
+//! offsets of the `A` rows the kernel reads, [`ZERO_ROW`] for taps in the padding; rows
+//! past the last repeat it, so every tile is full.
 
-use super::{MatRef, MicroKernel};
+use super::{MatRef, MicroKernel, ZERO_ROW};
 
-/// A left operand (`M x K`) packed once into `MR`-row panels.
-#[derive(Clone, Debug)]
-pub struct PackedLhs {
-    mr: usize,
-    /// The kernel's `K` block depth the panels were cut at.
-    kc: usize,
-    m: usize,
-    k: usize,
-    data: Vec<f32>,
-}
-
-impl PackedLhs {
-    /// Packs the `m x k` matrix `a` for `kernel`.
-    pub fn new(kernel: &MicroKernel, a: MatRef<'_>, m: usize, k: usize) -> PackedLhs {
-        let (mr, kc_max) = (kernel.mr(), kernel.kc());
-        let m_pad = m.next_multiple_of(mr);
-        let mut data = vec![0.0; m_pad * k];
-        if m > 0 {
-            for pc in (0..k).step_by(kc_max) {
-                let kc = kc_max.min(k - pc);
-                let block = &mut data[pc * m_pad..pc * m_pad + kc * m_pad];
-                pack_lhs(a, 0, pc, m, kc, mr, block);
-            }
-        }
-        PackedLhs {
-            mr,
-            kc: kc_max,
-            m,
-            k,
-            data,
-        }
-    }
-
-    /// Whether this was packed for `kernel` as an `m x k` matrix.
-    pub(super) fn fits(&self, kernel: &MicroKernel, m: usize, k: usize) -> bool {
-        self.mr == kernel.mr() && self.kc == kernel.kc() && self.m == m && self.k == k
-    }
-
-    /// The packed panels of rows `ic..ic+mc` for the `KC` slice starting at `pc`.
-    pub(super) fn block(&self, pc: usize, ic: usize, kc: usize, mc: usize) -> &[f32] {
-        let start = pc * self.m.next_multiple_of(self.mr) + ic * kc;
-        &self.data[start..start + kc * mc.next_multiple_of(self.mr)]
-    }
-}
-
-/// A right operand (`K x N`) packed once into `NR`-column panels.
-#[derive(Clone, Debug)]
-pub struct PackedRhs {
+/// Weights (`K x N`, `K = taps x kc`) packed into bias-led `NR`-column panels.
+#[derive(Clone, Debug, Default)]
+pub struct PackedB {
     nr: usize,
-    /// The kernel's `K` block depth the panels were cut at.
+    taps: usize,
     kc: usize,
-    k: usize,
     n: usize,
     data: Vec<f32>,
 }
 
-impl PackedRhs {
-    /// Packs the `k x n` matrix `b` for `kernel`.
-    pub fn new(kernel: &MicroKernel, b: MatRef<'_>, k: usize, n: usize) -> PackedRhs {
-        let (nr, kc_max) = (kernel.nr(), kernel.kc());
-        let n_pad = n.next_multiple_of(nr);
-        let mut data = vec![0.0; n_pad * k];
-        if n > 0 {
-            for pc in (0..k).step_by(kc_max) {
-                let kc = kc_max.min(k - pc);
-                let block = &mut data[pc * n_pad..pc * n_pad + kc * n_pad];
-                pack_rhs(b, pc, 0, kc, n, nr, block);
+impl PackedB {
+    /// Packs `w(k, j)` for `k < taps * kc` (tap-major), `j < n`, with an optional per-column
+    /// `bias` of `n` values.
+    pub fn new(
+        kernel: &MicroKernel,
+        taps: usize,
+        kc: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        w: impl Fn(usize, usize) -> f32,
+    ) -> PackedB {
+        let mut p = PackedB::default();
+        p.pack(kernel, taps, kc, n, bias, w);
+        p
+    }
+
+    /// Packs the `k x n` matrix `b` (one tap).
+    pub fn from_matrix(
+        kernel: &MicroKernel,
+        b: MatRef<'_>,
+        k: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+    ) -> PackedB {
+        PackedB::new(kernel, 1, k, n, bias, |i, j| b.data[i * b.rs + j * b.cs])
+    }
+
+    /// Floats a `taps x kc x n` packing takes with `kernel`.
+    pub fn len_for(kernel: &MicroKernel, taps: usize, kc: usize, n: usize) -> usize {
+        n.div_ceil(kernel.nr()) * kernel.nr() * (1 + taps * kc)
+    }
+
+    /// Repacks in place (weights that arrive at run time: no allocation once the buffer
+    /// has grown to [`PackedB::len_for`] the shape, which `reserve` does at init).
+    pub fn pack(
+        &mut self,
+        kernel: &MicroKernel,
+        taps: usize,
+        kc: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        w: impl Fn(usize, usize) -> f32,
+    ) {
+        let nr = kernel.nr();
+        let len = PackedB::len_for(kernel, taps, kc, n);
+        self.data.clear();
+        self.data.resize(len, 0.0);
+        let k = taps * kc;
+        for (p, panel) in self.data.chunks_exact_mut(nr * (1 + k)).enumerate() {
+            let cols = nr.min(n - p * nr);
+            let (head, body) = panel.split_at_mut(nr);
+            if let Some(bias) = bias {
+                head[..cols].copy_from_slice(&bias[p * nr..p * nr + cols]);
             }
-        }
-        PackedRhs {
-            nr,
-            kc: kc_max,
-            k,
-            n,
-            data,
-        }
-    }
-
-    /// Whether this was packed for `kernel` as a `k x n` matrix.
-    pub(super) fn fits(&self, kernel: &MicroKernel, k: usize, n: usize) -> bool {
-        self.nr == kernel.nr() && self.kc == kernel.kc() && self.k == k && self.n == n
-    }
-
-    /// The packed panels of columns `jc..jc+nc` for the `KC` slice starting at `pc`.
-    pub(super) fn block(&self, pc: usize, jc: usize, kc: usize, nc: usize) -> &[f32] {
-        let start = pc * self.n.next_multiple_of(self.nr) + jc * kc;
-        &self.data[start..start + kc * nc.next_multiple_of(self.nr)]
-    }
-}
-
-/// Packs rows `ic..ic+mc`, columns `pc..pc+kc` of `a` into `dst` (`ceil(mc/mr)*mr*kc`).
-pub(super) fn pack_lhs(
-    a: MatRef<'_>,
-    ic: usize,
-    pc: usize,
-    mc: usize,
-    kc: usize,
-    mr: usize,
-    dst: &mut [f32],
-) {
-    for (p, panel) in dst.chunks_exact_mut(mr * kc).enumerate() {
-        let row0 = p * mr;
-        let rows = mr.min(mc - row0);
-        for (kk, out) in panel.chunks_exact_mut(mr).enumerate() {
-            let col = (pc + kk) * a.cs;
-            for (i, o) in out[..rows].iter_mut().enumerate() {
-                *o = a.data[(ic + row0 + i) * a.rs + col];
-            }
-            out[rows..].fill(0.0);
-        }
-    }
-}
-
-/// Packs rows `pc..pc+kc`, columns `jc..jc+nc` of `b` into `dst` (`ceil(nc/nr)*nr*kc`).
-pub(super) fn pack_rhs(
-    b: MatRef<'_>,
-    pc: usize,
-    jc: usize,
-    kc: usize,
-    nc: usize,
-    nr: usize,
-    dst: &mut [f32],
-) {
-    for (p, panel) in dst.chunks_exact_mut(nr * kc).enumerate() {
-        let col0 = p * nr;
-        let cols = nr.min(nc - col0);
-        for (kk, out) in panel.chunks_exact_mut(nr).enumerate() {
-            let row = (pc + kk) * b.rs;
-            if b.cs == 1 {
-                let start = row + jc + col0;
-                copy_short(&mut out[..cols], &b.data[start..start + cols]);
-            } else {
-                for (j, o) in out[..cols].iter_mut().enumerate() {
-                    *o = b.data[row + (jc + col0 + j) * b.cs];
+            for (kk, row) in body.chunks_exact_mut(nr).enumerate() {
+                for (j, v) in row[..cols].iter_mut().enumerate() {
+                    *v = w(kk, p * nr + j);
                 }
             }
-            out[cols..].fill(0.0);
         }
+        *self = PackedB {
+            nr,
+            taps,
+            kc,
+            n,
+            data: std::mem::take(&mut self.data),
+        };
+    }
+
+    /// Grows the buffer so that packing a `taps x kc x n` operand allocates nothing.
+    pub fn reserve(&mut self, kernel: &MicroKernel, taps: usize, kc: usize, n: usize) {
+        let len = PackedB::len_for(kernel, taps, kc, n);
+        self.data.reserve(len.saturating_sub(self.data.len()));
+    }
+
+    /// Output columns.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Kernel taps (1 for a plain GEMM).
+    pub fn taps(&self) -> usize {
+        self.taps
+    }
+
+    /// Depth of one tap.
+    pub fn kc(&self) -> usize {
+        self.kc
+    }
+
+    /// The whole depth, `taps * kc`.
+    pub fn depth(&self) -> usize {
+        self.taps * self.kc
+    }
+
+    pub(super) fn fits(&self, kernel: &MicroKernel) -> bool {
+        self.nr == kernel.nr() || self.n == 0
+    }
+
+    /// Panel `p`.
+    pub(super) fn panel(&self, p: usize) -> &[f32] {
+        let len = self.nr * (1 + self.depth());
+        &self.data[p * len..(p + 1) * len]
     }
 }
 
-/// `dst.copy_from_slice(src)` for the short rows of a panel: the full-width cases are
-/// fixed-size copies (a few vector moves) instead of a call to `memcpy`, which dominated
-/// the packing of wide, shallow operands (pointwise convolutions).
-#[inline]
-pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
-    fn fixed<const N: usize>(dst: &mut [f32], src: &[f32]) {
-        let d: &mut [f32; N] = dst.try_into().expect("N floats");
-        let s: &[f32; N] = src.try_into().expect("N floats");
-        *d = *s;
+/// The rows an indirect GEMM reads, for each tile of output rows and each tap.
+#[derive(Clone, Debug, Default)]
+pub struct Indirection {
+    mr: usize,
+    m: usize,
+    taps: usize,
+    kc: usize,
+    /// One past the last float any offset reads.
+    extent: usize,
+    offs: Vec<usize>,
+    zero: Vec<f32>,
+}
+
+impl Indirection {
+    /// The indirection of `m` output rows, each reading `taps` rows of `kc` floats:
+    /// `row(i, t)` is the offset of row `i`'s tap `t`, `None` for a row of zeros.
+    pub fn new(
+        kernel: &MicroKernel,
+        m: usize,
+        taps: usize,
+        kc: usize,
+        row: impl Fn(usize, usize) -> Option<usize>,
+    ) -> Indirection {
+        let mr = kernel.mr();
+        let tiles = m.div_ceil(mr);
+        let mut offs = vec![ZERO_ROW; tiles * taps * mr];
+        let mut extent = 0;
+        for tile in 0..tiles {
+            for t in 0..taps {
+                for i in 0..mr {
+                    let r = (tile * mr + i).min(m - 1);
+                    if let Some(o) = row(r, t) {
+                        extent = extent.max(o + kc);
+                        offs[(tile * taps + t) * mr + i] = o;
+                    }
+                }
+            }
+        }
+        Indirection {
+            mr,
+            m,
+            taps,
+            kc,
+            extent,
+            offs,
+            zero: vec![0.0; kc],
+        }
     }
-    match dst.len() {
-        32 => fixed::<32>(dst, src),
-        16 => fixed::<16>(dst, src),
-        8 => fixed::<8>(dst, src),
-        _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d = *s),
+
+    pub(super) fn fits(&self, kernel: &MicroKernel, m: usize, taps: usize, kc: usize) -> bool {
+        self.mr == kernel.mr() && self.m == m && self.taps == taps && self.kc == kc
+    }
+
+    /// One past the last float of `A` read.
+    pub(super) fn extent(&self) -> usize {
+        self.extent
+    }
+
+    /// The `taps * MR` offsets of row tile `r`.
+    pub(super) fn tile(&self, r: usize) -> &[usize] {
+        let len = self.taps * self.mr;
+        &self.offs[r * len..(r + 1) * len]
+    }
+
+    /// A row of `kc` zeros.
+    pub(super) fn zero(&self) -> &[f32] {
+        &self.zero
     }
 }

@@ -1,23 +1,26 @@
-//! Convolution (1-D and 2-D, grouped, dilated, strided, padded), lowered three ways:
+//! Convolution (1-D and 2-D, grouped, dilated, strided, padded) on channels-last data,
+//! lowered three ways, all on the weight-stationary GEMM's terms (rows of `A` = output
+//! pixels, columns = output channels, weights packed once with the bias in their panels):
 //!
-//! - **pointwise** (1x1 kernel, stride 1, no padding): the input plane *is* the `K x N`
-//!   right operand of a GEMM, so no copy is made;
-//! - **im2col**: the receptive fields are unrolled into a scratch matrix (zeros where the
-//!   window overhangs the padding), then one GEMM per group;
-//! - **depthwise** (one input channel per group, several groups): a direct kernel, since
-//!   a per-channel GEMM would have `M = 1`.
+//! - **pointwise** (1x1 kernel, stride 1, no padding): the NHWC input *is* `A`, read in
+//!   place at a row stride of `C`;
+//! - **indirect** (every other kernel): an indirection buffer made at init gives, for each
+//!   output pixel and kernel tap, the input pixel read, or a zero row in the padding; no
+//!   im2col copy is made;
+//! - **depthwise** (one input channel per group, several groups): a direct kernel over
+//!   channel vectors (`depthwise.rs`), since a per-channel GEMM would have `N = 1`.
 //!
-//! In the GEMM forms the weights are the left operand (`M = out channels / group`,
-//! `K = in channels / group * kernel size`), packed once at init when constant, and the bias
-//! and fused activation run in the GEMM epilogue. A 1-D convolution is a 2-D one of
-//! height 1.
+//! The executable keeps conv chains channels-last (see `exec/layout.rs`); where the input
+//! or the output must be NCHW (a subgraph boundary, a reader that needs it), the op
+//! converts it once into a scratch buffer. A 1-D convolution is a 2-D one of height 1.
+//! A fused constant Add (a per-channel or scalar bias) is folded into the packed bias, and
+//! the activation is the GEMM's clamp.
 
 use baton_delegate_api::shape::ConvGeometry;
 
-use super::depthwise::{DepthwisePlan, DwShape};
-use super::{EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedLhs, Rhs};
-use crate::pool::Disjoint;
+use super::depthwise::DepthwisePlan;
+use super::{RunCtx, Sources, Src};
+use crate::gemm::{gemm_parallel, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows};
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,21 +102,44 @@ impl Geom {
     pub(crate) fn out_plane(&self) -> usize {
         self.oh * self.ow
     }
+
+    /// The input pixel (`(n * h + iy) * w + ix`) that output row `r` (`(n * oh + oy) *
+    /// ow + ox`) reads at tap `t` (`ki * kw + kj`), or `None` in the padding.
+    pub(crate) fn tap(&self, r: usize, t: usize) -> Option<usize> {
+        let (n, p) = (r / self.out_plane().max(1), r % self.out_plane().max(1));
+        let (oy, ox) = (p / self.ow, p % self.ow);
+        let (ki, kj) = (t / self.kw, t % self.kw);
+        let iy = (oy * self.sh + ki * self.dh).checked_sub(self.ph)?;
+        let ix = (ox * self.sw + kj * self.dw).checked_sub(self.pw)?;
+        (iy < self.h && ix < self.w).then_some((n * self.h + iy) * self.w + ix)
+    }
 }
 
 /// How a convolution is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 enum Path {
     Pointwise,
-    Im2col,
-    Depthwise,
+    Indirect(Indirection),
+    Depthwise(DepthwisePlan),
 }
 
-/// The weights: packed per group when constant and used by a GEMM, else raw.
+/// The weights and bias: packed at init when both are constant, else packed on every call.
 #[derive(Clone, Debug)]
 enum Weights {
-    Packed(Vec<PackedLhs>),
-    Owned(Vec<f32>),
+    /// One packing per group (GEMM paths) or the depthwise layout.
+    Packed(Vec<PackedB>),
+    Depthwise(Vec<f32>),
+    Runtime {
+        w: WeightData,
+        /// The run-time bias; the constant part is in `ConvOp::bias`.
+        bias: Option<Src>,
+    },
+}
+
+/// Weights that are packed per call: constant (with a run-time bias) or run-time.
+#[derive(Clone, Debug)]
+enum WeightData {
+    Const(Vec<f32>),
     Runtime(Src),
 }
 
@@ -123,207 +149,251 @@ pub(crate) struct ConvOp {
     geom: Geom,
     path: Path,
     x: Src,
+    /// Whether the input and the output are held channels-last by the executable.
+    in_nhwc: bool,
+    out_nhwc: bool,
     weights: Weights,
-    /// Rows are output channels, columns output pixels.
-    epilogue: EpilogueSpec,
-    /// The direct kernel's plan, on the depthwise path.
-    depthwise: Option<DepthwisePlan>,
+    /// The constant bias (conv bias and fused Add), `M` values.
+    bias: Vec<f32>,
+    lo: f32,
+    hi: f32,
+}
+
+/// What lowering knows of a convolution's operands.
+pub(crate) struct ConvSpec<'a> {
+    pub x: Src,
+    pub in_nhwc: bool,
+    pub out_nhwc: bool,
+    /// Constant weights, or where to read them.
+    pub w: Result<&'a [f32], Src>,
+    /// The constant bias of `M` values (zeros when none), and a run-time bias.
+    pub bias: Vec<f32>,
+    pub runtime_bias: Option<Src>,
+    /// The clamp of the fused activation (`-inf, inf` when none).
+    pub bounds: (f32, f32),
 }
 
 impl ConvOp {
-    pub fn new(
-        kernel: &MicroKernel,
-        geometry: &ConvGeometry,
-        x: Src,
-        w: Operand<'_>,
-        epilogue: EpilogueSpec,
-    ) -> ConvOp {
-        let geom = Geom::new(geometry);
-        let path = if geom.group > 1 && geom.group == geom.c {
-            Path::Depthwise
-        } else if geom.kh == 1
-            && geom.kw == 1
-            && geom.sh == 1
-            && geom.sw == 1
-            && geom.ph == 0
-            && geom.pw == 0
-            && geom.oh == geom.h
-            && geom.ow == geom.w
+    pub fn new(kernel: &MicroKernel, geometry: &ConvGeometry, spec: ConvSpec<'_>) -> ConvOp {
+        let g = Geom::new(geometry);
+        let path = if g.group > 1 && g.group == g.c {
+            Path::Depthwise(DepthwisePlan::new(&g, kernel.isa()))
+        } else if g.kh == 1
+            && g.kw == 1
+            && g.sh == 1
+            && g.sw == 1
+            && g.ph == 0
+            && g.pw == 0
+            && g.oh == g.h
+            && g.ow == g.w
         {
             Path::Pointwise
         } else {
-            Path::Im2col
+            let m = g.batch * g.out_plane();
+            Path::Indirect(Indirection::new(kernel, m, g.kh * g.kw, g.cg(), |r, t| {
+                g.tap(r, t).map(|pixel| pixel * g.c)
+            }))
         };
-        let weights = match (w, path) {
-            (Operand::Runtime(src), _) => Weights::Runtime(src),
-            (Operand::Const(data), Path::Depthwise) => Weights::Owned(data.into_owned()),
-            (Operand::Const(data), _) => {
-                let (mg, kg) = (geom.mg(), geom.kg());
-                let packed = (0..geom.group)
-                    .map(|g| {
-                        let view = MatRef {
-                            data: &data[g * mg * kg..],
-                            rs: kg,
-                            cs: 1,
-                        };
-                        PackedLhs::new(kernel, view, mg, kg)
-                    })
-                    .collect();
-                Weights::Packed(packed)
-            }
+        let weights = match (spec.w, spec.runtime_bias) {
+            (Ok(w), None) => match &path {
+                Path::Depthwise(_) => {
+                    let mut p = vec![0.0; g.m * (1 + g.kh * g.kw)];
+                    depthwise_layout(&g, w, &spec.bias, &mut p);
+                    Weights::Depthwise(p)
+                }
+                _ => Weights::Packed(
+                    (0..g.group)
+                        .map(|grp| {
+                            let mut p = PackedB::default();
+                            pack_group(kernel, &g, grp, w, &spec.bias, &mut p);
+                            p
+                        })
+                        .collect(),
+                ),
+            },
+            (w, bias) => Weights::Runtime {
+                w: match w {
+                    Ok(w) => WeightData::Const(w.to_vec()),
+                    Err(src) => WeightData::Runtime(src),
+                },
+                bias,
+            },
         };
-        let depthwise = (path == Path::Depthwise).then(|| {
-            let g = &geom;
-            let shape = DwShape {
-                h: g.h,
-                w: g.w,
-                kh: g.kh,
-                kw: g.kw,
-                sh: g.sh,
-                sw: g.sw,
-                dh: g.dh,
-                dw: g.dw,
-                ph: g.ph,
-                pw: g.pw,
-                oh: g.oh,
-                ow: g.ow,
-            };
-            DepthwisePlan::new(shape, kernel.isa())
-        });
         ConvOp {
-            geom,
+            geom: g,
             path,
-            x,
+            x: spec.x,
+            in_nhwc: spec.in_nhwc,
+            out_nhwc: spec.out_nhwc,
             weights,
-            epilogue,
-            depthwise,
+            bias: spec.bias,
+            lo: spec.bounds.0,
+            hi: spec.bounds.1,
         }
     }
 
     /// Grows the scratch buffers this op needs.
     pub fn reserve(&self, ctx: &mut RunCtx) {
         let g = &self.geom;
-        if self.path == Path::Im2col {
-            let len = g.kg() * g.out_plane();
-            if ctx.im2col.len() < len {
-                ctx.im2col.resize(len, 0.0);
-            }
+        if !self.in_nhwc {
+            grow(&mut ctx.nhwc_in, g.batch * g.c * g.in_plane());
         }
-        match &self.depthwise {
-            Some(plan) => ctx.reserve_depthwise(plan.scratch_len()),
-            None => ctx.reserve_gemm(g.mg(), g.out_plane(), g.kg()),
+        if !self.out_nhwc {
+            grow(&mut ctx.nhwc_out, g.batch * g.m * g.out_plane());
+        }
+        if let Weights::Runtime { .. } = self.weights {
+            ctx.reserve_work(g.m);
+            match self.path {
+                Path::Depthwise(_) => grow(&mut ctx.dw_weights, g.m * (1 + g.kh * g.kw)),
+                _ => ctx.rhs.reserve(ctx.kernel, g.kh * g.kw, g.cg(), g.mg()),
+            }
         }
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
         let g = &self.geom;
-        let x = sources.get(self.x);
-        let w: &[f32] = match &self.weights {
-            Weights::Packed(_) => &[],
-            Weights::Owned(w) => w,
-            Weights::Runtime(src) => sources.get(*src),
-        };
-        let epilogue = self.epilogue.resolve(sources);
-        if let Some(plan) = &self.depthwise {
-            let (mult, ks, p) = (g.mg(), g.kh * g.kw, g.out_plane());
-            let out = Disjoint::new(out);
-            let scratch = &ctx.depthwise;
-            // One task per input channel (and its `mult` output channels).
-            ctx.pool.run(g.batch * g.c, &|task, worker| {
-                let (n, ic) = (task / g.c, task % g.c);
-                let plane = &x[(n * g.c + ic) * g.in_plane()..][..g.in_plane()];
-                let oc = ic * mult;
-                let filters = &w[oc * ks..(oc + mult) * ks];
-                // SAFETY: each task writes the planes of its own output channels.
-                let dst = unsafe { out.range((n * g.m + oc) * p, mult * p) };
-                let mut s = scratch[worker].lock().unwrap_or_else(|e| e.into_inner());
-                plan.run_channel(plane, filters, dst, oc, &epilogue, &mut s);
-            });
-            return;
-        }
-        let (mg, kg, p) = (g.mg(), g.kg(), g.out_plane());
         let RunCtx {
             kernel,
             pool,
-            gemm: scratch,
-            im2col: cols,
+            rhs,
+            work,
+            nhwc_in,
+            nhwc_out,
+            dw_weights,
             ..
         } = ctx;
-        for n in 0..g.batch {
-            for grp in 0..g.group {
-                let x_off = ((n * g.c + grp * g.cg()) * g.in_plane()).min(x.len());
-                let rhs = match self.path {
-                    Path::Pointwise => Rhs::Strided(MatRef {
-                        data: &x[x_off..],
-                        rs: g.in_plane(),
-                        cs: 1,
-                    }),
-                    _ => {
-                        im2col(g, &x[x_off..], &mut cols[..kg * p]);
-                        Rhs::Strided(MatRef {
-                            data: &cols[..kg * p],
-                            rs: p,
-                            cs: 1,
-                        })
-                    }
+        let (in_len, out_len) = (g.batch * g.c * g.in_plane(), g.batch * g.m * g.out_plane());
+        let x = if self.in_nhwc {
+            sources.get(self.x)
+        } else {
+            let x = &mut nhwc_in[..in_len];
+            to_nhwc(sources.get(self.x), g.batch, g.c, g.in_plane(), x);
+            &*x
+        };
+        let y: &mut [f32] = if self.out_nhwc {
+            &mut out[..out_len]
+        } else {
+            &mut nhwc_out[..out_len]
+        };
+        // The bias of a run-time packing: the constant part plus the run-time one.
+        let (w, bias): (&[f32], &[f32]) = match &self.weights {
+            Weights::Runtime { w, bias } => {
+                let b = &mut work[..g.m];
+                b.copy_from_slice(&self.bias);
+                if let Some(src) = bias {
+                    b.iter_mut()
+                        .zip(sources.get(*src))
+                        .for_each(|(b, v)| *b += v);
+                }
+                let w = match w {
+                    WeightData::Const(w) => &w[..],
+                    WeightData::Runtime(src) => sources.get(*src),
                 };
-                let lhs = match &self.weights {
-                    Weights::Packed(packed) => Lhs::Packed(&packed[grp]),
-                    _ => Lhs::Strided(MatRef {
-                        data: &w[(grp * mg * kg).min(w.len())..],
-                        rs: kg,
-                        cs: 1,
-                    }),
-                };
-                let c = MatMut {
-                    data: &mut out[(n * g.m + grp * mg) * p..],
-                    rs: p,
-                };
-                let ep = epilogue.from_row(grp * mg);
-                gemm_parallel(pool, scratch, kernel, mg, p, kg, lhs, rhs, c, &ep);
+                (w, &*b)
             }
-        }
-    }
-}
-
-/// Unrolls one group's receptive fields: row `(ci, ki, kj)`, column `(oy, ox)` holds the
-/// input tap of that output pixel, or 0 where the window lies in the padding.
-fn im2col(g: &Geom, x: &[f32], cols: &mut [f32]) {
-    let p = g.out_plane();
-    let mut rows = cols.chunks_exact_mut(p.max(1));
-    for ci in 0..g.cg() {
-        let plane = &x[ci * g.in_plane()..(ci + 1) * g.in_plane()];
-        for ki in 0..g.kh {
-            for kj in 0..g.kw {
-                let Some(row) = rows.next() else { return };
-                // Output columns whose tap falls inside the input row: ox_lo..ox_hi.
-                let offset = (kj * g.dw) as isize - g.pw as isize;
-                let ox_lo = ceil_div_nonneg(-offset, g.sw).min(g.ow);
-                let ox_hi = ceil_div_nonneg(g.w as isize - offset, g.sw).clamp(ox_lo, g.ow);
-                for oy in 0..g.oh {
-                    let dst = &mut row[oy * g.ow..(oy + 1) * g.ow];
-                    let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
-                    if iy < 0 || iy >= g.h as isize {
-                        dst.fill(0.0);
-                        continue;
+            _ => (&[], &[]),
+        };
+        let m = g.batch * g.out_plane();
+        let mut ep = Epilogue::new();
+        ep.clamp(self.lo, self.hi);
+        match (&self.path, &self.weights) {
+            (Path::Depthwise(plan), weights) => {
+                let packed: &[f32] = match weights {
+                    Weights::Depthwise(p) => p,
+                    _ => {
+                        let len = g.m * (1 + g.kh * g.kw);
+                        let dst = &mut dw_weights[..len];
+                        depthwise_layout(g, w, bias, dst);
+                        &*dst
                     }
-                    let src = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                    dst[..ox_lo].fill(0.0);
-                    dst[ox_hi..].fill(0.0);
-                    for (ox, d) in (ox_lo..ox_hi).zip(&mut dst[ox_lo..ox_hi]) {
-                        *d = src[(ox as isize * g.sw as isize + offset) as usize];
-                    }
+                };
+                plan.run(pool, x, packed, y, (self.lo, self.hi));
+            }
+            (path, weights) => {
+                for grp in 0..g.group {
+                    let b = match weights {
+                        Weights::Packed(p) => &p[grp],
+                        _ => {
+                            pack_group(kernel, g, grp, w, bias, rhs);
+                            &*rhs
+                        }
+                    };
+                    let data = &x[grp * g.cg()..];
+                    let a = match path {
+                        Path::Indirect(ind) => Rows::Indirect { data, ind },
+                        _ => Rows::Dense { data, lda: g.c },
+                    };
+                    let c = MatMut {
+                        data: &mut y[grp * g.mg()..],
+                        rs: g.m,
+                    };
+                    gemm_parallel(pool, kernel, m, a, b, c, &ep);
                 }
             }
         }
+        if !self.out_nhwc {
+            to_nchw(&nhwc_out[..out_len], g.batch, g.m, g.out_plane(), out);
+        }
     }
 }
 
-/// `ceil(v / d)` for `v` possibly negative, floored at 0.
-fn ceil_div_nonneg(v: isize, d: usize) -> usize {
-    if v <= 0 {
-        0
-    } else {
-        (v as usize).div_ceil(d)
+fn grow(v: &mut Vec<f32>, len: usize) {
+    if v.len() < len {
+        v.resize(len, 0.0);
+    }
+}
+
+/// Packs group `grp`'s weights (`[M, C/group, kh, kw]`) tap-major for the GEMM, with its
+/// slice of `bias`.
+fn pack_group(
+    kernel: &MicroKernel,
+    g: &Geom,
+    grp: usize,
+    w: &[f32],
+    bias: &[f32],
+    dst: &mut PackedB,
+) {
+    let (mg, cg, taps) = (g.mg(), g.cg(), g.kh * g.kw);
+    let bias = &bias[grp * mg..(grp + 1) * mg];
+    dst.pack(kernel, taps, cg, mg, Some(bias), |kk, j| {
+        let (t, c) = (kk / cg, kk % cg);
+        w[((grp * mg + j) * cg + c) * taps + t]
+    });
+}
+
+/// Writes the depthwise layout into `dst`: `M` bias values, then for each tap the `M`
+/// channel weights.
+fn depthwise_layout(g: &Geom, w: &[f32], bias: &[f32], dst: &mut [f32]) {
+    let taps = g.kh * g.kw;
+    let (head, body) = dst.split_at_mut(g.m);
+    head.copy_from_slice(bias);
+    for (t, row) in body.chunks_exact_mut(g.m.max(1)).enumerate().take(taps) {
+        for (oc, v) in row.iter_mut().enumerate() {
+            *v = w[oc * taps + t];
+        }
+    }
+}
+
+/// NCHW to NHWC: `batch` images of `c` planes of `plane` values.
+pub(crate) fn to_nhwc(src: &[f32], batch: usize, c: usize, plane: usize, dst: &mut [f32]) {
+    for n in 0..batch {
+        let (s, d) = (&src[n * c * plane..], &mut dst[n * c * plane..]);
+        for ch in 0..c {
+            for (p, &v) in s[ch * plane..(ch + 1) * plane].iter().enumerate() {
+                d[p * c + ch] = v;
+            }
+        }
+    }
+}
+
+/// NHWC to NCHW, the inverse of [`to_nhwc`].
+pub(crate) fn to_nchw(src: &[f32], batch: usize, c: usize, plane: usize, dst: &mut [f32]) {
+    for n in 0..batch {
+        let (s, d) = (&src[n * c * plane..], &mut dst[n * c * plane..]);
+        for ch in 0..c {
+            for (p, v) in d[ch * plane..(ch + 1) * plane].iter_mut().enumerate() {
+                *v = s[p * c + ch];
+            }
+        }
     }
 }

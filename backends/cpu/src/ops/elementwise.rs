@@ -4,8 +4,9 @@
 //! (including Relu, Clip and Softmax), division by zero gives ±Inf or NaN.
 
 use super::layout::{broadcast_strides, Strided};
+use super::math::{map, rows};
 use super::{Sources, Src};
-use crate::gemm::{clip, relu};
+use crate::gemm::{clip, relu, Isa};
 
 /// A unary activation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -37,21 +38,18 @@ pub(crate) struct UnaryOp {
 }
 
 impl UnaryOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let x = sources.get(self.x);
         let f = self.f;
         match f {
             // Monomorphized loops so the simple cases vectorize.
-            Unary::Relu => map(x, out, relu),
-            Unary::Clip { min, max } => map(x, out, |v| clip(v, min, max)),
-            Unary::Erf => map(x, out, super::math::erf),
-            _ => map(x, out, |v| f.apply(v)),
+            Unary::Relu => map(isa, x, out, relu),
+            Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
+            Unary::Erf => map(isa, x, out, super::math::erf),
+            Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
+            _ => map(isa, x, out, |v| f.apply(v)),
         }
     }
-}
-
-fn map(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
 }
 
 /// A binary arithmetic op.
@@ -95,8 +93,22 @@ impl BinaryOp {
         }
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let (a, b) = (sources.get(self.a), sources.get(self.b));
+        match isa {
+            // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512F => unsafe { self.run_avx512(a, b, out) },
+            // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { self.run_avx2(a, b, out) },
+            _ => self.run_any(a, b, out),
+        }
+    }
+
+    /// The loops, inlined into one function per vector width (see `math::map`).
+    #[inline(always)]
+    fn run_any(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
         match self.op {
             Binary::Add => self.apply(a, b, out, |x, y| x + y),
             Binary::Sub => self.apply(a, b, out, |x, y| x - y),
@@ -105,6 +117,19 @@ impl BinaryOp {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn run_avx512(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        self.run_any(a, b, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+        self.run_any(a, b, out)
+    }
+
+    #[inline(always)]
     fn apply(&self, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Copy) {
         self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
             let dst = &mut out[o..o + len];
@@ -158,9 +183,14 @@ impl SoftmaxOp {
 
     /// `exp(x - max) / sum(exp(x - max))`, the sum in f64. A NaN anywhere on the axis
     /// makes the whole slice NaN, and so does `+Inf` (as `Inf - Inf` is NaN), as in numpy.
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let x = sources.get(self.x);
         let (n, inner) = (self.axis, self.inner);
+        if inner == 1 && n > 0 && !self.log {
+            // The usual case (the last axis): contiguous rows, vectorized exp.
+            rows(isa, x, out, n, softmax_row);
+            return;
+        }
         for o in 0..self.outer {
             for i in 0..inner {
                 let base = o * n * inner + i;
@@ -187,6 +217,27 @@ impl SoftmaxOp {
             }
         }
     }
+}
+
+/// Softmax of one contiguous row: `exp` by the polynomial of `math.rs` (vectorizes), the
+/// sum in f64 as in the general path.
+#[inline(always)]
+fn softmax_row(x: &[f32], out: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, nan_max);
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = super::math::exp(v - max);
+    }
+    // Eight partial sums: independent adds instead of one chain of dependent ones.
+    let mut lanes = [0f64; 8];
+    let mut chunks = out.chunks_exact(8);
+    for c in &mut chunks {
+        lanes.iter_mut().zip(c).for_each(|(l, &e)| *l += e as f64);
+    }
+    let rest: f64 = chunks.remainder().iter().map(|&e| e as f64).sum();
+    let sum = lanes.iter().sum::<f64>() + rest;
+    // `x - max` is NaN for every element when max is NaN or +Inf: the row stays NaN.
+    let inv = 1.0 / sum;
+    out.iter_mut().for_each(|o| *o = (*o as f64 * inv) as f32);
 }
 
 /// The larger of two values, NaN if either is NaN.

@@ -66,7 +66,9 @@ impl<const N: usize> Strided<N> {
     }
 
     /// Calls `f(out_offset, operand_offsets, inner_len, inner_strides)` for each run of the
-    /// innermost dimension, in output order.
+    /// innermost dimension, in output order. Always inlined, so that the caller's loops are
+    /// compiled for the caller's vector width.
+    #[inline(always)]
     pub fn for_each_row(&self, mut f: impl FnMut(usize, [usize; N], usize, [usize; N])) {
         let Some((&inner, outer)) = self.dims.split_last() else {
             return;

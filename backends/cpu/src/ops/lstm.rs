@@ -12,19 +12,17 @@
 //! after another into its buffer; the node's outputs are views of it.
 
 use super::{RunCtx, Sources, Src};
-use crate::gemm::{
-    gemm_parallel, EpOp, Epilogue, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs,
-};
+use crate::gemm::{gemm_parallel, Epilogue, MatMut, MicroKernel, PackedB, Rows};
 
 /// One direction's prepared weights.
 #[derive(Clone, Debug)]
 pub(crate) struct LstmDirection {
     /// `Wᵀ` (`[input, 4H]`), packed.
-    w: PackedRhs,
+    /// Wᵀ with the summed biases in the panels.
+    w: PackedB,
     /// `Rᵀ`, row-major `[H, 4H]`.
     r_t: Vec<f32>,
     /// `Wb + Rb` (`[4H]`).
-    bias: Vec<f32>,
     reverse: bool,
 }
 
@@ -61,12 +59,6 @@ impl LstmOp {
         let dirs = (0..dirs)
             .map(|d| {
                 let wd = &w[d * gh * input..(d + 1) * gh * input];
-                // Wᵀ[k][n] = W[n][k].
-                let view = MatRef {
-                    data: wd,
-                    rs: 1,
-                    cs: input,
-                };
                 let rd = &r[d * gh * hidden..(d + 1) * gh * hidden];
                 let mut r_t = vec![0f32; hidden * gh];
                 for (n, row) in rd.chunks_exact(hidden.max(1)).enumerate().take(gh) {
@@ -82,9 +74,9 @@ impl LstmOp {
                     None => vec![0.0; gh],
                 };
                 LstmDirection {
-                    w: PackedRhs::new(kernel, view, input, gh),
+                    // Wᵀ[k][n] = W[n][k].
+                    w: PackedB::new(kernel, 1, input, gh, Some(&bias), |k, n| wd[n * input + k]),
                     r_t,
-                    bias,
                     reverse: direction == "reverse" || d == 1,
                 }
             })
@@ -109,7 +101,6 @@ impl LstmOp {
 
     pub fn reserve(&self, ctx: &mut RunCtx) {
         let gh = 4 * self.hidden;
-        ctx.reserve_gemm(self.seq * self.batch, gh, self.input);
         // G for all steps, then one step's gates, then H and C.
         ctx.reserve_work(self.seq * self.batch * gh + gh + 2 * self.hidden);
     }
@@ -128,36 +119,23 @@ impl LstmOp {
         let (y, rest) = out.split_at_mut(y_len);
         let (y_h, y_c) = rest.split_at_mut(state_len);
         let RunCtx {
-            kernel,
-            pool,
-            gemm: scratch,
-            work,
-            ..
+            kernel, pool, work, ..
         } = ctx;
         for (d, dir) in self.dirs.iter().enumerate() {
             let (g_all, rest) = work.split_at_mut(seq * batch * gh);
             let (gates, rest) = rest.split_at_mut(gh);
             let (h, rest) = rest.split_at_mut(hidden);
             let c = &mut rest[..hidden];
-            let mut epilogue = Epilogue::new();
-            epilogue.push(EpOp::Add {
-                data: &dir.bias,
-                rs: 0,
-                cs: 1,
-                scale: 1.0,
-            });
-            let a = MatRef {
+            let a = Rows::Dense {
                 data: x,
-                rs: self.input,
-                cs: 1,
+                lda: self.input,
             };
             let g = MatMut {
                 data: &mut g_all[..],
                 rs: gh,
             };
             let m = seq * batch;
-            let (a, b) = (Lhs::Strided(a), Rhs::Packed(&dir.w));
-            gemm_parallel(pool, scratch, kernel, m, gh, self.input, a, b, g, &epilogue);
+            gemm_parallel(pool, kernel, m, a, &dir.w, g, &Epilogue::new());
             for b in 0..batch {
                 let at = (d * batch + b) * hidden;
                 match init_h {

@@ -1,5 +1,8 @@
 //! Branch-free f32 approximations of `exp` and `erf`, written so that LLVM vectorizes
-//! loops over them (the `std` functions are calls to libm, one element at a time).
+//! loops over them (the `std` functions are calls to libm, one element at a time), and
+//! [`map`] and [`rows`], which compile such loops for the widest vectors the CPU runs.
+
+use crate::gemm::Isa;
 
 /// `e^x` to about 2 ulp: `x = n ln 2 + r` with `|r| <= ln 2 / 2`, `e^r` by a degree-6
 /// minimax polynomial (Cephes' `expf` coefficients), `2^n` put into the exponent bits.
@@ -13,7 +16,8 @@ pub(crate) fn exp(x: f32) -> f32 {
     // 1.5 * 2^23: adding and subtracting it rounds to the nearest integer, in registers.
     const ROUND: f32 = 12_582_912.0;
     let x = x.clamp(-87.3, 88.7);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
@@ -22,8 +26,11 @@ pub(crate) fn exp(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let er = p * r * r + r + 1.0;
-    // A NaN x makes n NaN, and `NaN as i32` is 0: the NaN survives through `er`.
-    er * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // `t`'s low mantissa bits hold n as an integer (that is what adding 1.5 * 2^23 did),
+    // so 2^n needs no float-to-int conversion, which would not vectorize. A NaN x makes
+    // `er` NaN, and the product stays NaN.
+    let ni = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+    er * f32::from_bits((ni.wrapping_add(127) as u32) << 23)
 }
 
 /// The error function to within 2e-7 absolute: for |x| >= 0.25 Abramowitz and Stegun 7.1.26,
@@ -49,6 +56,73 @@ pub(crate) fn erf(x: f32) -> f32 {
     } else {
         tail
     }
+}
+
+/// `out[i] = f(x[i])`, compiled for the vector width of `isa`. LLVM vectorizes plain
+/// loops only for the baseline target (SSE2 on x86-64) unless they sit in a function with
+/// wider features enabled: the loop is inside one such function per instruction set, so
+/// that the small `f` is inlined into it.
+#[inline(always)]
+pub(crate) fn map(isa: Isa, x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    #[inline(always)]
+    fn body(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+    }
+    match isa {
+        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512F => unsafe { map_avx512(x, out, f) },
+        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { map_avx2(x, out, f) },
+        _ => body(x, out, f),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn map_avx512(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map_avx2(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+}
+
+/// `f(row, out_row)` for each `n`-long row of `x` and `out`, compiled for the vector
+/// width of `isa` like [`map`].
+#[inline(always)]
+pub(crate) fn rows(isa: Isa, x: &[f32], out: &mut [f32], n: usize, f: impl Fn(&[f32], &mut [f32])) {
+    match isa {
+        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512F => unsafe { rows_avx512(x, out, n, f) },
+        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { rows_avx2(x, out, n, f) },
+        _ => x
+            .chunks_exact(n)
+            .zip(out.chunks_exact_mut(n))
+            .for_each(|(r, o)| f(r, o)),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn rows_avx512(x: &[f32], out: &mut [f32], n: usize, f: impl Fn(&[f32], &mut [f32])) {
+    x.chunks_exact(n)
+        .zip(out.chunks_exact_mut(n))
+        .for_each(|(r, o)| f(r, o));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_avx2(x: &[f32], out: &mut [f32], n: usize, f: impl Fn(&[f32], &mut [f32])) {
+    x.chunks_exact(n)
+        .zip(out.chunks_exact_mut(n))
+        .for_each(|(r, o)| f(r, o));
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use baton_delegate_api::shape::broadcast_shapes;
 
 use super::layout::broadcast_strides;
 use super::{EpOpSpec, EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, Lhs, MatMut, MatRef, MicroKernel, PackedRhs, Rhs};
+use crate::gemm::{gemm_parallel, MatMut, MatRef, MicroKernel, PackedB, Rows};
 
 /// A batch of independent products `C[c..] = A[a..] · B[b]`.
 #[derive(Clone, Copy, Debug)]
@@ -17,10 +17,11 @@ struct Batch {
     c: usize,
 }
 
-/// The right operand: packed once if constant.
+/// The right operand: packed once if constant (with `alpha` folded in), else packed on
+/// every call into the context's buffer.
 #[derive(Clone, Debug)]
 enum RhsSpec {
-    Packed(Vec<PackedRhs>),
+    Packed(Vec<PackedB>),
     Runtime { src: Src, rs: usize, cs: usize },
 }
 
@@ -31,8 +32,11 @@ pub(crate) struct MatMulOp {
     n: usize,
     k: usize,
     a: Src,
+    /// `A` is read as `[M, K]` rows at this stride; a transposed `A` (Gemm's `transA`) is
+    /// copied into the context's buffer first.
     a_rs: usize,
-    a_cs: usize,
+    a_transposed: bool,
+    alpha: f32,
     b: RhsSpec,
     batches: Vec<Batch>,
     epilogue: EpilogueSpec,
@@ -102,7 +106,7 @@ impl MatMulOp {
                             rs: n,
                             cs: 1,
                         };
-                        PackedRhs::new(kernel, view, k, n)
+                        PackedB::from_matrix(kernel, view, k, n, None)
                     })
                     .collect(),
             ),
@@ -114,7 +118,8 @@ impl MatMulOp {
             k,
             a,
             a_rs: k,
-            a_cs: 1,
+            a_transposed: false,
+            alpha: 1.0,
             b,
             batches,
             epilogue,
@@ -136,10 +141,10 @@ impl MatMulOp {
         c: Option<(Src, usize, usize, f32)>,
         extra: &[EpOpSpec],
     ) -> MatMulOp {
-        let (m, k, a_rs, a_cs) = if trans_a {
-            (a_shape[1], a_shape[0], 1, a_shape[1])
+        let (m, k) = if trans_a {
+            (a_shape[1], a_shape[0])
         } else {
-            (a_shape[0], a_shape[1], a_shape[1], 1)
+            (a_shape[0], a_shape[1])
         };
         let (n, b_rs, b_cs) = if trans_b {
             (b_shape[0], 1, b_shape[1])
@@ -147,9 +152,6 @@ impl MatMulOp {
             (b_shape[1], b_shape[1], 1)
         };
         let mut epilogue = EpilogueSpec::default();
-        if alpha != 1.0 {
-            epilogue.ops.push(EpOpSpec::Scale(alpha));
-        }
         if let Some((src, rs, cs, beta)) = c {
             epilogue.ops.push(EpOpSpec::Add {
                 src,
@@ -161,12 +163,9 @@ impl MatMulOp {
         epilogue.ops.extend_from_slice(extra);
         let b = match b {
             Operand::Const(data) => {
-                let view = MatRef {
-                    data: &data,
-                    rs: b_rs,
-                    cs: b_cs,
-                };
-                RhsSpec::Packed(vec![PackedRhs::new(kernel, view, k, n)])
+                RhsSpec::Packed(vec![PackedB::new(kernel, 1, k, n, None, |i, j| {
+                    alpha * data[i * b_rs + j * b_cs]
+                })])
             }
             Operand::Runtime(src) => RhsSpec::Runtime {
                 src,
@@ -179,8 +178,9 @@ impl MatMulOp {
             n,
             k,
             a,
-            a_rs,
-            a_cs,
+            a_rs: k,
+            a_transposed: trans_a,
+            alpha,
             b,
             batches: vec![Batch { a: 0, b: 0, c: 0 }],
             epilogue,
@@ -189,37 +189,57 @@ impl MatMulOp {
 
     /// Grows the scratch buffers this op needs.
     pub fn reserve(&self, ctx: &mut RunCtx) {
-        ctx.reserve_gemm(self.m, self.n, self.k);
+        if let RhsSpec::Runtime { .. } = self.b {
+            ctx.rhs.reserve(ctx.kernel, 1, self.k, self.n);
+        }
+        if self.a_transposed {
+            ctx.reserve_work(self.m * self.k);
+        }
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
-        let a = sources.get(self.a);
+        let RunCtx {
+            kernel,
+            pool,
+            rhs,
+            work,
+            ..
+        } = ctx;
+        let mut a = sources.get(self.a);
+        if self.a_transposed {
+            // Aᵀ is [K, M]: its columns are A's rows.
+            let (m, k) = (self.m, self.k);
+            for (i, row) in work[..m * k].chunks_exact_mut(k.max(1)).enumerate() {
+                for (p, v) in row.iter_mut().enumerate() {
+                    *v = a[p * m + i];
+                }
+            }
+            a = &work[..m * k];
+        }
         let epilogue = self.epilogue.resolve(sources);
         for batch in &self.batches {
-            let lhs = Lhs::Strided(MatRef {
+            let lhs = Rows::Dense {
                 data: &a[batch.a.min(a.len())..],
-                rs: self.a_rs,
-                cs: self.a_cs,
-            });
-            let rhs = match &self.b {
-                RhsSpec::Packed(p) => Rhs::Packed(&p[batch.b]),
+                lda: self.a_rs,
+            };
+            let packed = match &self.b {
+                RhsSpec::Packed(p) => &p[batch.b],
                 RhsSpec::Runtime { src, rs, cs } => {
                     let b = sources.get(*src);
                     let offset = batch.b * self.k * self.n;
-                    Rhs::Strided(MatRef {
-                        data: &b[offset.min(b.len())..],
-                        rs: *rs,
-                        cs: *cs,
-                    })
+                    let (rs, cs, alpha) = (*rs, *cs, self.alpha);
+                    let b = &b[offset.min(b.len())..];
+                    rhs.pack(kernel, 1, self.k, self.n, None, |i, j| {
+                        alpha * b[i * rs + j * cs]
+                    });
+                    &*rhs
                 }
             };
             let c = MatMut {
                 data: &mut out[batch.c..],
                 rs: self.n,
             };
-            gemm_parallel(
-                &ctx.pool, &ctx.gemm, ctx.kernel, self.m, self.n, self.k, lhs, rhs, c, &epilogue,
-            );
+            gemm_parallel(pool, kernel, self.m, lhs, packed, c, &epilogue);
         }
     }
 }

@@ -21,9 +21,7 @@ use std::borrow::Cow;
 
 use baton_delegate_api::TensorRef;
 
-use std::sync::Mutex;
-
-use crate::gemm::{EpOp, Epilogue, GemmScratch, MicroKernel};
+use crate::gemm::{Add, Epilogue, MicroKernel, PackedB};
 use crate::pool::Pool;
 
 /// Where an operand's data lives at execute time.
@@ -95,11 +93,13 @@ pub(crate) fn f32_view_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
 pub(crate) struct RunCtx {
     pub kernel: &'static MicroKernel,
     pub pool: Pool,
-    /// Packing buffers, one per thread of the pool.
-    pub gemm: Vec<Mutex<GemmScratch>>,
-    pub im2col: Vec<f32>,
-    /// The depthwise kernel's phase plane, one per thread of the pool.
-    pub depthwise: Vec<Mutex<Vec<f32>>>,
+    /// The packing of weights that arrive at run time (MatMul of two activations).
+    pub rhs: PackedB,
+    /// A convolution's input and output converted to or from NCHW at a layout
+    /// boundary, and run-time depthwise weights in their packed layout.
+    pub nhwc_in: Vec<f32>,
+    pub nhwc_out: Vec<f32>,
+    pub dw_weights: Vec<f32>,
     /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
     pub acc: Vec<f64>,
     pub work: Vec<f32>,
@@ -114,36 +114,18 @@ impl RunCtx {
     /// A context running on `threads` threads.
     pub fn new(kernel: &'static MicroKernel, threads: usize) -> RunCtx {
         let pool = Pool::new(threads);
-        let n = pool.threads();
         RunCtx {
             kernel,
             pool,
-            gemm: (0..n).map(|_| Mutex::default()).collect(),
-            im2col: Vec::new(),
-            depthwise: (0..n).map(|_| Mutex::default()).collect(),
+            rhs: PackedB::default(),
+            nhwc_in: Vec::new(),
+            nhwc_out: Vec::new(),
+            dw_weights: Vec::new(),
             acc: Vec::new(),
             work: Vec::new(),
             qcols: Vec::new(),
             qpanel: Vec::new(),
             qwork: Vec::new(),
-        }
-    }
-
-    /// Grows every thread's packing buffers for an `m x n x k` product.
-    pub fn reserve_gemm(&mut self, m: usize, n: usize, k: usize) {
-        for s in &mut self.gemm {
-            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-            s.reserve(self.kernel, m, n, k);
-        }
-    }
-
-    /// Grows every thread's depthwise phase plane to `len` floats.
-    pub fn reserve_depthwise(&mut self, len: usize) {
-        for s in &mut self.depthwise {
-            let s = s.get_mut().unwrap_or_else(|e| e.into_inner());
-            if s.len() < len {
-                s.resize(len, 0.0);
-            }
         }
     }
 
@@ -165,7 +147,6 @@ impl RunCtx {
 /// An epilogue op whose operand is resolved at execute time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum EpOpSpec {
-    Scale(f32),
     Add {
         src: Src,
         rs: usize,
@@ -190,17 +171,16 @@ impl EpilogueSpec {
     pub fn resolve<'a>(&self, sources: &Sources<'a>) -> Epilogue<'a> {
         let mut e = Epilogue::new();
         for op in &self.ops {
-            e.push(match *op {
-                EpOpSpec::Scale(s) => EpOp::Scale(s),
-                EpOpSpec::Add { src, rs, cs, scale } => EpOp::Add {
+            match *op {
+                EpOpSpec::Add { src, rs, cs, scale } => e.add(Add {
                     data: sources.get(src),
                     rs,
                     cs,
                     scale,
-                },
-                EpOpSpec::Relu => EpOp::Relu,
-                EpOpSpec::Clip { min, max } => EpOp::Clip { min, max },
-            });
+                }),
+                EpOpSpec::Relu => e.clamp(0.0, f32::INFINITY),
+                EpOpSpec::Clip { min, max } => e.clamp(min, max),
+            }
         }
         e
     }

@@ -126,14 +126,29 @@ fn fold<T>(
 #[derive(Clone, Debug)]
 pub(crate) struct GlobalAveragePoolOp {
     pub x: Src,
+    /// Images x channels, and pixels per image.
     pub planes: usize,
     pub plane_len: usize,
+    /// The channel count when the input is held channels-last.
+    pub channels_last: Option<usize>,
 }
 
 impl GlobalAveragePoolOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
         let x = sources.get(self.x);
         let n = self.plane_len;
+        if let Some(c) = self.channels_last {
+            // Sum pixel rows channel-wise (contiguous, vectorizes), then scale.
+            let out = &mut out[..self.planes];
+            out.fill(0.0);
+            for (image, acc) in out.chunks_exact_mut(c.max(1)).enumerate() {
+                for pixel in x[image * n * c..(image + 1) * n * c].chunks_exact(c) {
+                    acc.iter_mut().zip(pixel).for_each(|(a, &v)| *a += v);
+                }
+                acc.iter_mut().for_each(|a| *a /= n as f32);
+            }
+            return;
+        }
         for (p, o) in out.iter_mut().enumerate().take(self.planes) {
             let sum: f64 = x[p * n..(p + 1) * n].iter().map(|&v| v as f64).sum();
             *o = (sum / n as f64) as f32;

@@ -4,7 +4,8 @@
 //! indices may arrive at execute time, as a subgraph input, and are then range-checked on
 //! every run (an index outside `[-dim, dim)` is an error, as in the reference).
 
-use baton_delegate_api::ir::DType;
+use baton_delegate_api::ir::{DType, Node, TensorId};
+use baton_delegate_api::shape::normalize_axis;
 
 use super::{RunCtx, Sources, Src};
 
@@ -234,4 +235,41 @@ pub(crate) fn sum_f64(v: &[f32]) -> f64 {
         }
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// The axes a ReduceMean node reduces (one flag per dimension of `x`), or `None` when it
+/// is a no-op (empty axes with `noop_with_empty_axes`). Axes come from the constant input
+/// 1 or the `axes` attribute; none at all means every axis.
+pub(crate) fn reduced_axes(
+    node: &Node,
+    x: &[usize],
+    consts: impl Fn(TensorId) -> Option<Vec<i64>>,
+) -> Result<Option<Vec<bool>>, String> {
+    let axes: Vec<i64> = match (node.inputs.get(1), node.attr_ints("axes")) {
+        (Some(&t), _) => consts(t).ok_or("ReduceMean axes are not constant")?,
+        (None, Some(a)) => a.to_vec(),
+        (None, None) => Vec::new(),
+    };
+    if axes.is_empty() {
+        if node.attr_int("noop_with_empty_axes", 0) != 0 {
+            return Ok(None);
+        }
+        return Ok(Some(vec![true; x.len()]));
+    }
+    let mut flags = vec![false; x.len()];
+    for &a in &axes {
+        flags[normalize_axis(a, x.len())?] = true;
+    }
+    Ok(Some(flags))
+}
+
+/// The first and last reduced axis when every axis between them is reduced or of extent
+/// 1 (so the input is `[outer, count, inner]`); `None` otherwise. With no reduced axis of
+/// extent above 1, the run is the first flagged axis alone (or axis 0 for a scalar).
+pub(crate) fn reduced_run(x: &[usize], flags: &[bool]) -> Option<(usize, usize)> {
+    let flagged: Vec<usize> = (0..x.len()).filter(|&d| flags[d]).collect();
+    let (&first, &last) = (flagged.first()?, flagged.last()?);
+    (first..=last)
+        .all(|d| flags[d] || x[d] == 1)
+        .then_some((first, last))
 }

@@ -1,47 +1,93 @@
-//! The AVX-512F micro-kernel: a 12x32 tile in 24 `zmm` accumulators. Thirty-two vector
-//! registers leave room for the two `B` vectors and a broadcast `A` value beside the
-//! accumulators, and 24 independent chains cover the FMA latency (4 cycles) times the two
-//! FMA ports with room to spare. The `A` value is broadcast from memory, which the compiler
-//! folds into the FMA's embedded broadcast operand.
+//! The AVX-512F micro-kernel: a 6x32 tile in 12 `zmm` accumulators. Twelve independent
+//! FMA chains cover the FMA latency (4 cycles) times the two FMA ports; six `A` rows are
+//! six pointers, which the general-purpose registers hold beside the panel pointer (eight
+//! rows would spill them). The `A` value is broadcast from memory, which the compiler
+//! folds into the FMA's embedded broadcast operand. Tails are masked loads and stores,
+//! which AVX-512 has for every width.
 
 use std::arch::x86_64::{
-    _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
+    __m512, __mmask16, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps,
+    _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_min_ps, _mm512_set1_ps,
 };
 
-pub(super) const MR: usize = 12;
+use super::{TileArgs, ZERO_ROW};
+
+pub(super) const MR: usize = 6;
 pub(super) const NR: usize = 32;
 
 /// # Safety
-/// `a` must point to `kc * MR` readable floats, `b` to `kc * NR`, `tile` to `MR * NR`
-/// writable ones, and the CPU must support AVX-512F.
-pub(super) unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, tile: *mut f32) {
-    // SAFETY: forwarded from the caller: lengths and CPU features as documented.
-    unsafe { kernel_12x32(kc, a, b, tile) }
+/// The contract of [`super::MicroKernel::run`], and the CPU must support AVX-512F.
+pub(super) unsafe fn kernel(t: &TileArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe { tile(t) }
+}
+
+/// The first `n` (0..=16) lanes.
+fn mask(n: usize) -> __mmask16 {
+    ((1u32 << n.min(16)) - 1) as __mmask16
 }
 
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_12x32(kc: usize, a: *const f32, b: *const f32, tile: *mut f32) {
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    for p in 0..kc {
-        // SAFETY: p < kc, so the 32 floats at b + p*32 and the 12 at a + p*12 are in bounds.
-        let (b0, b1) = unsafe {
-            (
-                _mm512_loadu_ps(b.add(p * NR)),
-                _mm512_loadu_ps(b.add(p * NR + 16)),
-            )
-        };
-        for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: i < MR, see above.
-            let ai = _mm512_set1_ps(unsafe { *a.add(p * MR + i) });
-            row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-            row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+unsafe fn tile(t: &TileArgs) {
+    // SAFETY (whole body): every read and write stays inside what the caller's contract
+    // makes valid: the panel (`NR` bias + `ks * kc * NR` weights), `kc` floats of each row
+    // pointer, `ks * MR` offsets, and for rows below `t.rows` the first `t.cols` elements
+    // of that row of `C` and of each add (masked lanes are not accessed; their addresses
+    // are formed with `wrapping_add` so no out-of-bounds pointer is created).
+    unsafe {
+        let bias = [_mm512_loadu_ps(t.w), _mm512_loadu_ps(t.w.add(16))];
+        let mut acc = [bias; MR];
+        let mut w = t.w.add(NR);
+        for tap in 0..t.ks {
+            let mut a = [t.zero; MR];
+            for (i, a) in a.iter_mut().enumerate() {
+                let off = *t.offs.add(tap * MR + i);
+                if off != ZERO_ROW {
+                    *a = t.a.add(off);
+                }
+            }
+            for k in 0..t.kc {
+                let b0 = _mm512_loadu_ps(w);
+                let b1 = _mm512_loadu_ps(w.add(16));
+                w = w.add(NR);
+                for i in 0..MR {
+                    let ai = _mm512_set1_ps(*a[i].add(k));
+                    acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                    acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+                }
+            }
         }
-    }
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the tile holds MR * NR floats.
-        unsafe {
-            _mm512_storeu_ps(tile.add(i * NR), row[0]);
-            _mm512_storeu_ps(tile.add(i * NR + 16), row[1]);
+        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(16)));
+        let (lo, hi) = (_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi));
+        // A constant trip count keeps `acc` in registers (a variable index would not).
+        for (i, acc) in acc.iter().enumerate() {
+            if i >= t.rows {
+                break;
+            }
+            let mut v: [__m512; 2] = *acc;
+            for add in &t.adds[..t.nadds] {
+                let p = add.ptr.wrapping_add(i * add.rs);
+                let s = _mm512_set1_ps(add.scale);
+                let x = if add.cs == 0 {
+                    let x = _mm512_set1_ps(*p);
+                    [x, x]
+                } else {
+                    [
+                        _mm512_maskz_loadu_ps(m0, p),
+                        _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)),
+                    ]
+                };
+                v[0] = _mm512_fmadd_ps(s, x[0], v[0]);
+                v[1] = _mm512_fmadd_ps(s, x[1], v[1]);
+            }
+            // max(lo, v) then min(hi, v): with `v` second, a NaN in `v` is what comes out.
+            let c = t.c.wrapping_add(i * t.ldc);
+            _mm512_mask_storeu_ps(c, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, v[0])));
+            _mm512_mask_storeu_ps(
+                c.wrapping_add(16),
+                m1,
+                _mm512_min_ps(hi, _mm512_max_ps(lo, v[1])),
+            );
         }
     }
 }

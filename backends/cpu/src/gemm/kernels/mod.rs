@@ -1,10 +1,13 @@
 //! GEMM micro-kernels and their run-time dispatch.
 //!
-//! A micro-kernel computes one `MR x NR` tile: given `kc`, an `A` panel (`kc` groups of
-//! `MR` values) and a `B` panel (`kc` groups of `NR` values), it writes the `MR x NR` sums
-//! `tile[i * NR + j] = sum_k a[k * MR + i] * b[k * NR + j]`. It does nothing else: packing,
-//! edges and the epilogue live in the driver, so a new kernel (AVX-512, int8 dot products)
-//! is one function and one [`MicroKernel`] entry here.
+//! A micro-kernel computes one tile of at most `MR x NR` outputs and finishes it: the
+//! accumulators start from the panel's bias, sum `ks` taps of `kc` products each, then get
+//! the epilogue (up to two strided adds and a clamp) in registers and are stored straight
+//! to `C`, the last partial column group with a masked store. Row `i` of `A` for tap `t` is
+//! `a + offs[t * MR + i]` (or the zero row where that offset is [`ZERO_ROW`]), so one kernel
+//! serves plain GEMM (one tap, row offsets `i * lda`) and indirect convolution (one tap per
+//! kernel position, offsets from the indirection buffer). Rows past `rows` repeat a valid
+//! offset and are computed but not stored.
 
 mod portable;
 
@@ -17,29 +20,57 @@ mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
-/// The largest tile (`MR * NR`) of any kernel; the driver's tile buffer has this size.
-pub(super) const MAX_TILE: usize = 384;
+/// The offset that stands for a row of zeros (a convolution tap in the padding).
+pub const ZERO_ROW: usize = usize::MAX;
 
-/// The unsafe entry of a kernel. Contract: `a` points to `kc * MR` readable floats, `b` to
-/// `kc * NR`, `tile` to `MR * NR` writable ones, and the CPU has the kernel's features.
-type KernelFn = unsafe fn(kc: usize, a: *const f32, b: *const f32, tile: *mut f32);
+/// One fused add of the epilogue, already positioned at the tile's first element:
+/// element `(i, j)` of the tile gets `scale * ptr[i * rs + j * cs]`, `cs` being 0 or 1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawAdd {
+    pub ptr: *const f32,
+    pub rs: usize,
+    pub cs: usize,
+    pub scale: f32,
+}
+
+/// Everything one kernel call needs. Built by the driver, which checks every bound.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileArgs {
+    /// Rows (`1..=MR`) and columns (`1..=NR`) of `C` to store.
+    pub rows: usize,
+    pub cols: usize,
+    /// Taps, and the depth of each.
+    pub ks: usize,
+    pub kc: usize,
+    /// `A`'s base, the `ks * MR` row offsets of this tile, and a row of `kc` zeros.
+    pub a: *const f32,
+    pub offs: *const usize,
+    pub zero: *const f32,
+    /// The packed panel: `NR` bias values, then `ks * kc` groups of `NR` weights.
+    pub w: *const f32,
+    /// The tile's first element and `C`'s row stride.
+    pub c: *mut f32,
+    pub ldc: usize,
+    pub adds: [RawAdd; 2],
+    pub nadds: usize,
+    /// The clamp (`-inf, inf` when there is no activation).
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// The unsafe entry of a kernel. Contract: every pointer of `t` is valid for what the
+/// module docs say is read or written, and the CPU has the kernel's features.
+type KernelFn = unsafe fn(t: &TileArgs);
 
 /// A micro-kernel: its tile shape and entry point.
 ///
-/// Values are only obtained from [`MicroKernel::select`] and friends, which check the CPU's
-/// features first; that is what makes [`MicroKernel::run`] safe to call.
+/// Values are only obtained from [`MicroKernel::best`] and friends, which check the CPU's
+/// features first; that is what makes the driver's calls through it sound.
 #[derive(Debug)]
 pub struct MicroKernel {
     name: &'static str,
     mr: usize,
     nr: usize,
-    /// Depth of a `K` block: an `MR x KC` panel of `A` plus a `KC x NR` panel of `B`
-    /// stay in L1 (6x256 + 256x16 floats = 22 KiB for the AVX2 kernel).
-    kc: usize,
-    /// Target rows of an `A` block (rounded down to a multiple of `mr`): fits L2 with `KC`.
-    mc_target: usize,
-    /// Target columns of a `B` block (rounded down to a multiple of `nr`): fits L3.
-    nc_target: usize,
     entry: KernelFn,
     isa: Isa,
 }
@@ -62,9 +93,6 @@ static PORTABLE: MicroKernel = MicroKernel {
     name: "portable 4x8",
     mr: portable::MR,
     nr: portable::NR,
-    kc: 256,
-    mc_target: 128,
-    nc_target: 1024,
     entry: portable::kernel,
     isa: Isa::Portable,
 };
@@ -74,22 +102,15 @@ static AVX2_FMA: MicroKernel = MicroKernel {
     name: "avx2+fma 6x16",
     mr: avx2::MR,
     nr: avx2::NR,
-    kc: 256,
-    mc_target: 126,
-    nc_target: 1024,
     entry: avx2::kernel,
     isa: Isa::Avx2Fma,
 };
 
 #[cfg(target_arch = "x86_64")]
 static AVX512F: MicroKernel = MicroKernel {
-    name: "avx512f 12x32",
+    name: "avx512f 6x32",
     mr: avx512::MR,
     nr: avx512::NR,
-    // 12x192 + 192x32 floats = 33 KiB: a 32-wide B panel at depth 256 alone fills 32 KiB.
-    kc: 192,
-    mc_target: 144,
-    nc_target: 1024,
     entry: avx512::kernel,
     isa: Isa::Avx512F,
 };
@@ -99,9 +120,6 @@ static NEON: MicroKernel = MicroKernel {
     name: "neon 8x8",
     mr: neon::MR,
     nr: neon::NR,
-    kc: 256,
-    mc_target: 128,
-    nc_target: 1024,
     entry: neon::kernel,
     isa: Isa::Neon,
 };
@@ -168,35 +186,23 @@ impl MicroKernel {
         self.mr
     }
 
-    /// Tile columns.
+    /// Tile columns: the width of a packed weight panel.
     pub fn nr(&self) -> usize {
         self.nr
     }
 
-    /// Depth of a `K` block.
-    pub fn kc(&self) -> usize {
-        self.kc
-    }
-
-    /// Rows of an `A` block.
-    pub(super) fn mc(&self) -> usize {
-        (self.mc_target / self.mr).max(1) * self.mr
-    }
-
-    /// Columns of a `B` block.
-    pub(super) fn nc(&self) -> usize {
-        (self.nc_target / self.nr).max(1) * self.nr
-    }
-
-    /// Computes one tile (see the module docs). Panics if a slice is shorter than the
-    /// kernel reads or writes.
-    pub fn run(&self, kc: usize, a: &[f32], b: &[f32], tile: &mut [f32]) {
-        assert!(a.len() >= kc * self.mr, "A panel too short");
-        assert!(b.len() >= kc * self.nr, "B panel too short");
-        assert!(tile.len() >= self.mr * self.nr, "tile too short");
-        // SAFETY: the lengths are checked above, and `self` is one of the statics above,
-        // handed out only after the CPU was found to support its features.
-        unsafe { (self.entry)(kc, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr()) }
+    /// Runs the kernel on one tile.
+    ///
+    /// # Safety
+    /// The pointers of `t` must be valid for what the module docs say the kernel reads and
+    /// writes: `ks * MR` offsets, each row (or the zero row) `kc` floats long, a panel of
+    /// `NR * (1 + ks * kc)` floats, `rows x cols` writable elements of `C` at stride `ldc`,
+    /// and the `rows x cols` elements each add reads.
+    pub(crate) unsafe fn run(&self, t: &TileArgs) {
+        debug_assert!((1..=self.mr).contains(&t.rows) && (1..=self.nr).contains(&t.cols));
+        // SAFETY: forwarded from the caller; the CPU features were checked when `self`
+        // was handed out.
+        unsafe { (self.entry)(t) }
     }
 }
 

@@ -1,37 +1,94 @@
-//! The NEON micro-kernel: an 8x8 tile in 16 `q` accumulators (two `float32x4_t` per row).
+//! The NEON micro-kernel: an 8x8 tile in 16 `q` accumulators (two `float32x4_t` per row);
+//! aarch64 has general-purpose registers for the eight row pointers. NEON has no masked
+//! store, so a partial row goes through a small stack buffer.
 
-use std::arch::aarch64::{vdupq_n_f32, vfmaq_f32, vld1q_f32, vst1q_f32};
+use std::arch::aarch64::{
+    float32x4_t, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmaxq_f32, vminq_f32, vst1q_f32,
+};
+
+use super::{TileArgs, ZERO_ROW};
 
 pub(super) const MR: usize = 8;
 pub(super) const NR: usize = 8;
 
 /// # Safety
-/// `a` must point to `kc * MR` readable floats, `b` to `kc * NR`, `tile` to `MR * NR`
-/// writable ones, and the CPU must support NEON.
-pub(super) unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, tile: *mut f32) {
-    // SAFETY: forwarded from the caller: lengths and CPU features as documented.
-    unsafe { kernel_8x8(kc, a, b, tile) }
+/// The contract of [`super::MicroKernel::run`], and the CPU must support NEON.
+pub(super) unsafe fn kernel(t: &TileArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe { tile(t) }
 }
 
 #[target_feature(enable = "neon")]
-unsafe fn kernel_8x8(kc: usize, a: *const f32, b: *const f32, tile: *mut f32) {
-    let mut acc = [[vdupq_n_f32(0.0); 2]; MR];
-    for p in 0..kc {
-        // SAFETY: p < kc, so the 8 floats at b + p*8 and the 8 at a + p*8 are in bounds.
-        let (b0, b1) = unsafe { (vld1q_f32(b.add(p * NR)), vld1q_f32(b.add(p * NR + 4))) };
-        for (i, row) in acc.iter_mut().enumerate() {
-            // SAFETY: i < MR, see above.
-            let ai = vdupq_n_f32(unsafe { *a.add(p * MR + i) });
-            // vfmaq_f32(acc, x, y) = acc + x * y.
-            row[0] = vfmaq_f32(row[0], b0, ai);
-            row[1] = vfmaq_f32(row[1], b1, ai);
+unsafe fn tile(t: &TileArgs) {
+    // SAFETY (whole body): the panel, `kc` floats per row pointer, `ks * MR` offsets, and
+    // the first `t.cols` elements of the stored rows of `C` and of each add (partial rows
+    // are copied through `buf`, never read or written past `t.cols`).
+    unsafe {
+        let bias = [vld1q_f32(t.w), vld1q_f32(t.w.add(4))];
+        let mut acc = [bias; MR];
+        let mut w = t.w.add(NR);
+        for tap in 0..t.ks {
+            let mut a = [t.zero; MR];
+            for (i, a) in a.iter_mut().enumerate() {
+                let off = *t.offs.add(tap * MR + i);
+                if off != ZERO_ROW {
+                    *a = t.a.add(off);
+                }
+            }
+            for k in 0..t.kc {
+                let (b0, b1) = (vld1q_f32(w), vld1q_f32(w.add(4)));
+                w = w.add(NR);
+                for i in 0..MR {
+                    let ai = vdupq_n_f32(*a[i].add(k));
+                    // vfmaq_f32(acc, x, y) = acc + x * y.
+                    acc[i][0] = vfmaq_f32(acc[i][0], b0, ai);
+                    acc[i][1] = vfmaq_f32(acc[i][1], b1, ai);
+                }
+            }
         }
-    }
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the tile holds MR * NR floats.
-        unsafe {
-            vst1q_f32(tile.add(i * NR), row[0]);
-            vst1q_f32(tile.add(i * NR + 4), row[1]);
+        let (lo, hi) = (vdupq_n_f32(t.lo), vdupq_n_f32(t.hi));
+        let full = t.cols == NR;
+        let load = |p: *const f32| -> [float32x4_t; 2] {
+            if full {
+                [vld1q_f32(p), vld1q_f32(p.add(4))]
+            } else {
+                let mut buf = [0f32; NR];
+                std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), t.cols);
+                [vld1q_f32(buf.as_ptr()), vld1q_f32(buf.as_ptr().add(4))]
+            }
+        };
+        for (i, acc) in acc.iter().enumerate() {
+            if i >= t.rows {
+                break;
+            }
+            let mut v = *acc;
+            for add in &t.adds[..t.nadds] {
+                let p = add.ptr.add(i * add.rs);
+                let s = vdupq_n_f32(add.scale);
+                let x = if add.cs == 0 {
+                    let x = vdupq_n_f32(*p);
+                    [x, x]
+                } else {
+                    load(p)
+                };
+                v[0] = vfmaq_f32(v[0], s, x[0]);
+                v[1] = vfmaq_f32(v[1], s, x[1]);
+            }
+            // FMAX/FMIN return NaN when either input is NaN, so NaN propagates.
+            let v = [
+                vminq_f32(hi, vmaxq_f32(lo, v[0])),
+                vminq_f32(hi, vmaxq_f32(lo, v[1])),
+            ];
+            let c = t.c.add(i * t.ldc);
+            if full {
+                vst1q_f32(c, v[0]);
+                vst1q_f32(c.add(4), v[1]);
+            } else {
+                let mut buf = [0f32; NR];
+                vst1q_f32(buf.as_mut_ptr(), v[0]);
+                vst1q_f32(buf.as_mut_ptr().add(4), v[1]);
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), c, t.cols);
+            }
         }
     }
 }

@@ -1,0 +1,178 @@
+//! Which intermediate tensors the executable holds channels-last (NHWC).
+//!
+//! Convolutions compute channels-last: output pixels are the GEMM's rows and channels
+//! its columns, so activations are read in place and the weights stay packed. A chain of
+//! convolutions should therefore never go back to NCHW between its links. A tensor is
+//! held NHWC when it is a rank-3 or rank-4 f32 result of a convolution (or of an op that
+//! does not care about layout, below), is not a subgraph output, and every reader takes
+//! it that way:
+//!
+//! - a convolution (as its data input), which converts NCHW inputs itself otherwise;
+//! - a layout-blind op: an element-wise activation, or a binary op whose operands and
+//!   result all have one shape (the same element of each is combined, whatever the
+//!   order), provided its own result is held NHWC too;
+//! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
+//!   is the same in both layouts.
+//!
+//! Anything else (reshapes, transposes, pools, concat, subgraph outputs, QDQ groups) reads
+//! NCHW. The set is found by starting from every candidate and removing those with a
+//! reader that does not take NHWC, until nothing changes: each round only removes, so the
+//! loop ends. Layout is converted at most once at each boundary, by the convolution.
+
+use baton_delegate_api::ir::{DType, Graph, NodeId, OpKind, TensorId};
+use baton_delegate_api::Constants;
+
+use super::{reduced_axes, reduced_run};
+use crate::fusion::{FusionPlan, Role};
+
+/// One flag per tensor of `graph`: held channels-last. `skip` marks the nodes lowered
+/// elsewhere (QDQ groups), which read and write NCHW.
+pub(crate) fn channels_last(
+    graph: &Graph,
+    plan: &FusionPlan,
+    roles: &[Role],
+    skip: &[bool],
+    consts: &Constants<'_>,
+) -> Vec<bool> {
+    let consumers = graph.consumers();
+    let shape = |t: TensorId| graph.tensors[t].static_shape().unwrap_or_default();
+    // The node computing each materialized tensor, if it is a candidate.
+    let mut producer: Vec<Option<NodeId>> = vec![None; graph.tensors.len()];
+    for (id, node) in graph.nodes.iter().enumerate() {
+        if skip[id] {
+            continue;
+        }
+        let out = match roles[id] {
+            Role::Absorbed => continue,
+            Role::Anchor(c) if node.op == OpKind::Conv => {
+                graph.nodes[plan.chains[c].last()].outputs[0]
+            }
+            Role::Plain if node.op == OpKind::Conv || data_inputs(graph, id).is_some() => {
+                node.outputs[0]
+            }
+            _ => continue,
+        };
+        let decl = &graph.tensors[out];
+        let rank = shape(out).len();
+        if decl.dtype == DType::F32 && (rank == 3 || rank == 4) && !graph.outputs.contains(&out) {
+            producer[out] = Some(id);
+        }
+    }
+    let mut nhwc: Vec<bool> = producer.iter().map(Option::is_some).collect();
+    let accepts = |nhwc: &[bool], reader: NodeId, t: TensorId| -> bool {
+        let node = &graph.nodes[reader];
+        if skip[reader] || roles[reader] == Role::Absorbed {
+            return false;
+        }
+        match node.op {
+            OpKind::Conv => node.inputs[0] == t && !node.inputs[1..].contains(&t),
+            OpKind::GlobalAveragePool => true,
+            OpKind::ReduceMean => {
+                let x = shape(t);
+                let values = |c| consts.bytes(c).and_then(|_| consts.i64s(c));
+                match reduced_axes(node, &x, values) {
+                    Ok(Some(flags)) => {
+                        reduced_run(&x, &flags) == Some((2, x.len() - 1)) && !flags[0] && !flags[1]
+                    }
+                    _ => false,
+                }
+            }
+            _ => {
+                data_inputs(graph, reader).is_some_and(|d| d.contains(&t)) && nhwc[node.outputs[0]]
+            }
+        }
+    };
+    loop {
+        let mut changed = false;
+        for t in 0..graph.tensors.len() {
+            if !nhwc[t] {
+                continue;
+            }
+            let producer = producer[t].expect("candidates have a producer");
+            let inputs_ok = match data_inputs(graph, producer) {
+                Some(data) => data.iter().all(|&i| nhwc[i]),
+                None => true,
+            };
+            let readers_ok = consumers[t].iter().all(|&r| accepts(&nhwc, r, t));
+            if !(inputs_ok && readers_ok) {
+                nhwc[t] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return nhwc;
+        }
+    }
+}
+
+/// The data inputs of an element-wise op whose result does not depend on the memory order
+/// of its operands (an activation, or a binary op without broadcasting); `None` for
+/// every other op.
+fn data_inputs(graph: &Graph, id: NodeId) -> Option<&[TensorId]> {
+    let node = &graph.nodes[id];
+    let shape = |t: TensorId| graph.tensors[t].static_shape();
+    match node.op {
+        OpKind::Relu | OpKind::Sigmoid | OpKind::Tanh | OpKind::Erf | OpKind::Clip => {
+            Some(&node.inputs[..1])
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            let out = shape(node.outputs[0]);
+            let same = node.inputs.len() == 2 && node.inputs.iter().all(|&i| shape(i) == out);
+            same.then_some(&node.inputs[..])
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::{Attr, GraphBuilder};
+
+    fn plan_of(g: &Graph) -> Vec<bool> {
+        let consts = Constants::new(g, &[]);
+        let plan = FusionPlan::plan(g, &consts);
+        let roles = plan.roles(g.nodes.len());
+        channels_last(g, &plan, &roles, &vec![false; g.nodes.len()], &consts)
+    }
+
+    #[test]
+    fn conv_chains_stay_channels_last_up_to_their_boundaries() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 5, 5]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let r1 = b.node(OpKind::Relu, &[c1], &[]).unwrap();
+        let c2 = b.node(OpKind::Conv, &[r1, w], &[]).unwrap();
+        let sum = b.node(OpKind::Add, &[c2, r1], &[]).unwrap();
+        let axes = [("axes", Attr::Ints(vec![2, 3]))];
+        let mean = b.node(OpKind::ReduceMean, &[sum], &axes).unwrap();
+        // A conv read by a Flatten, and one that is a subgraph output.
+        let c3 = b.node(OpKind::Conv, &[sum, w], &[]).unwrap();
+        let flat = b.node(OpKind::Flatten, &[c3], &[]).unwrap();
+        let c4 = b.node(OpKind::Conv, &[sum, w], &[]).unwrap();
+        b.output(mean);
+        b.output(flat);
+        b.output(c4);
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        // Conv+Relu fuse: r1 is the chain's output.
+        assert!(nhwc[r1] && nhwc[c2] && nhwc[sum]);
+        assert!(!nhwc[x] && !nhwc[mean] && !nhwc[c3] && !nhwc[flat] && !nhwc[c4]);
+    }
+
+    #[test]
+    fn a_layout_blind_op_with_an_nchw_reader_demotes_its_inputs() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 3, 3]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let c2 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let sum = b.node(OpKind::Add, &[c1, c2], &[]).unwrap();
+        let flat = b.node(OpKind::Flatten, &[sum], &[]).unwrap();
+        b.output(flat);
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        assert!(!nhwc[c1] && !nhwc[c2] && !nhwc[sum]);
+    }
+}
