@@ -623,11 +623,33 @@ fn profiling_is_off_unless_asked_and_a_1_1_plugin_without_events_reports_none() 
     let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
     s.run(&inputs).unwrap();
     assert!(s.profile().is_empty());
+    assert!(s.timeline().is_empty());
     s.set_profiling(true);
     s.run(&inputs).unwrap();
-    // The CPU plugin has the 1.1 entry point (the SDK provides it) but reports no events.
-    assert!(s.profile().iter().all(|p| p.events.is_empty()));
+    // The CPU plugin reports one timed event per step it ran, named after its node.
+    let profile = s.profile();
+    assert!(!profile.is_empty());
+    let events: Vec<_> = profile.iter().flat_map(|p| &p.events).collect();
+    assert!(!events.is_empty(), "{profile:?}");
+    assert!(
+        events.iter().map(|e| e.wall_ns).sum::<u64>() > 0,
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e.name.contains("stem")),
+        "no event names the stem conv: {events:?}"
+    );
+    // The host times every step itself, whatever the plugin reports.
+    assert_eq!(s.timeline().len(), profile.len());
+
+    // The faulty plugin has the 1.1 entry point (the SDK provides it) but reports nothing.
+    let (_d2, e2) = engine(&faulty_config("none", 0));
+    let (g, inputs) = relu_add_chain();
+    let mut s = Session::new(&e2, &g, &BTreeMap::new()).unwrap();
+    s.set_profiling(true);
+    s.run(&inputs).unwrap();
     assert!(!s.profile().is_empty());
+    assert!(s.profile().iter().all(|p| p.events.is_empty()));
 }
 
 #[test]
