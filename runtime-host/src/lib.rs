@@ -17,7 +17,6 @@ pub mod npy;
 pub mod onnx;
 pub mod plugin;
 pub mod probe;
-pub mod reference;
 pub mod sample;
 pub mod session;
 pub mod specialize;

@@ -29,8 +29,8 @@ use crate::engine::Engine;
 use crate::error::{HostError, Result};
 use crate::memory::{self, ArenaPlan, Lifetime};
 use crate::plugin::{view_of, PluginExecutable};
-use crate::reference;
 pub use crate::specialize::specialize;
+use baton_reference as reference;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use baton_delegate_api::{Attr, DType, Dim, Graph, GraphBuilder, OpKind, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::session::specialize;
-use baton_runtime_host::{reference, BoundedSession, Config, Engine};
+use baton_runtime_host::{BoundedSession, Config, Engine};
 
 fn engine(with_cpu: bool) -> Engine {
     let mut cfg = Config {

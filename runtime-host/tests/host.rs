@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor};
 use baton_partitioner::Decision;
+use baton_reference as reference;
 use baton_runtime_host::plugin::PluginLibrary;
-use baton_runtime_host::{reference, sample, Config, Engine, HostError, Session};
+use baton_runtime_host::{sample, Config, Engine, HostError, Session};
 use common::{c_plugin, config, max_abs_diff, plugin, q};
 
 fn engine(body: &str) -> (tempfile::TempDir, Engine) {

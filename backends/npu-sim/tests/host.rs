@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use baton_delegate_api::Tensor;
+use baton_reference as reference;
 use baton_runtime_host::plugin::PluginLibrary;
-use baton_runtime_host::{probe, reference, Config, Engine, Session};
+use baton_runtime_host::{probe, Config, Engine, Session};
 
 fn plugin_path() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, OpKind};
 use baton_delegate_api::{ProfileEvent, Support, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once_profiled, PluginContext, PluginLibrary};
-use baton_runtime_host::reference;
 use common::Qdq;
 
 /// The plugin library cargo built with this test binary (in the same `deps` folder: the

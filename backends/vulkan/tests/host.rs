@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use baton_delegate_api::ir::{DType, Graph, GraphBuilder, OpKind};
 use baton_delegate_api::Tensor;
-use baton_runtime_host::{reference, Config, Engine, Session};
+use baton_reference as reference;
+use baton_runtime_host::{Config, Engine, Session};
 
 fn engine(vulkan_options: &str) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use baton_delegate_api::{Graph, Support, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext, PluginLibrary};
-use baton_runtime_host::reference;
 
 /// `target/<profile>/libbaton_backend_vulkan.so`, built beside the test binaries.
 pub fn plugin_path() -> PathBuf {
