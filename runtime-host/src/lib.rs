@@ -14,7 +14,6 @@ pub mod fold;
 pub mod memory;
 pub mod model;
 pub mod npy;
-pub mod onnx;
 pub mod plugin;
 pub mod probe;
 pub mod sample;

@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use baton_delegate_api::{DType, Graph, OpKind, Tensor};
+use baton_onnx::{self as onnx, proto, OnnxError};
 use baton_reference as reference;
-use baton_runtime_host::onnx::{self, proto, OnnxError};
 use serde::Serialize;
 
 pub use manifest::Manifest;
