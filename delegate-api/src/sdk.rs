@@ -1,4 +1,6 @@
-//! The safe Rust SDK for plugin authors: implement [`Delegate`], call [`export_delegate!`](crate::export_delegate).
+//! The safe Rust SDK for plugin authors: implement [`Delegate`], call
+//! [`export_delegate!`](crate::export_delegate) (and, in the crate built as the plugin,
+//! [`export_plugin_entry!`](crate::export_plugin_entry); [`crate::entry`] says why two).
 //!
 //! # The contract
 //!
@@ -503,23 +505,6 @@ pub struct ProfileEvent {
     pub cycles: u64,
     /// Wall-clock nanoseconds spent on it; 0 if unknown.
     pub wall_ns: u64,
-}
-
-/// Exports a [`Delegate`] as a loadable plugin: defines the entry symbol
-/// `baton_delegate_entry` returning its descriptor.
-#[macro_export]
-macro_rules! export_delegate {
-    ($ty:ty) => {
-        /// The Baton plugin entry point.
-        #[no_mangle]
-        pub extern "C" fn baton_delegate_entry() -> *const $crate::abi::Descriptor {
-            static DESCRIPTOR: ::std::sync::OnceLock<$crate::sdk::StaticDescriptor> =
-                ::std::sync::OnceLock::new();
-            DESCRIPTOR
-                .get_or_init($crate::sdk::StaticDescriptor::new::<$ty>)
-                .as_ptr()
-        }
-    };
 }
 
 /// A descriptor and the strings it points to, built once per plugin.

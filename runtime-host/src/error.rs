@@ -18,7 +18,7 @@ pub enum HostError {
     Config { path: PathBuf, message: String },
     #[error("plugin {path}: cannot load the library: {message}")]
     PluginLoad { path: PathBuf, message: String },
-    #[error("plugin {path}: no entry symbol `{symbol}` (is this a Baton plugin built with export_delegate! or the C header?)")]
+    #[error("plugin {path}: no entry symbol `{symbol}` (is this a Baton plugin built with export_plugin_entry! or the C header?)")]
     MissingEntry { path: PathBuf, symbol: String },
     #[error("plugin {plugin}: ABI {plugin_major}.{plugin_minor} is not compatible with this host's ABI {host_major}.{host_minor}; {fix}")]
     AbiMismatch {

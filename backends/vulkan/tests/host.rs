@@ -14,14 +14,24 @@ fn engine(vulkan_options: &str) -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let body = format!(
         "cache_dir = {:?}\n[[plugin]]\npath = {:?}\npriority = 0\noptions = {{ {vulkan_options} }}\n\
-         [[plugin]]\nbuiltin = \"cpu\"\npriority = 1\n",
+         [[plugin]]\npath = {:?}\npriority = 1\n",
         dir.path().join("cache").display().to_string(),
         common::plugin_path().display().to_string(),
+        cpu_plugin_path().display().to_string(),
     );
     let path = dir.path().join("baton.toml");
     std::fs::write(&path, body).unwrap();
     let e = Engine::new(Config::load(&path).unwrap()).unwrap();
     (dir, e)
+}
+
+/// The CPU plugin, built beside the Vulkan one (the host links no backend of its own).
+fn cpu_plugin_path() -> std::path::PathBuf {
+    common::plugin_path().with_file_name(format!(
+        "{}baton_backend_cpu{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
 }
 
 fn mlp() -> (Graph, Vec<Tensor>) {

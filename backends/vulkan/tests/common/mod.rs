@@ -2,8 +2,8 @@
 //! vendor ships it: loading, handshake, `supports`, `compile`, `init`, `execute`), and
 //! comparison with the host's reference executor.
 //!
-//! The tests never link the plugin's rlib: the host links the CPU backend as a built-in,
-//! and two linked plugins would both define the entry symbol.
+//! The tests go through the plugin file rather than the linked rlib, so that they exercise
+//! what a vendor ships: the exported symbol, the handshake, every call across the ABI.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

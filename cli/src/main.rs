@@ -9,6 +9,7 @@ use baton_delegate_api::{DType, Dim, Graph, Tensor};
 use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
+mod builtins;
 #[path = "cli/stream_run.rs"]
 mod stream_run;
 
