@@ -23,7 +23,7 @@ fn plugin_path() -> PathBuf {
     ));
     assert!(
         p.is_file(),
-        "{} is missing: cargo builds it with this crate's tests",
+        "{} is missing: build the plugin first (`cargo build -p baton-backend-npu-sim-plugin`, or the workspace, as scripts/test.sh does)",
         p.display()
     );
     p

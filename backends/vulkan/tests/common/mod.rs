@@ -26,7 +26,7 @@ pub fn plugin_path() -> PathBuf {
     ));
     assert!(
         p.is_file(),
-        "{} is missing: cargo builds it with this crate",
+        "{} is missing: build the plugin first (`cargo build -p baton-backend-vulkan-plugin`, or the workspace, as scripts/test.sh does)",
         p.display()
     );
     p
