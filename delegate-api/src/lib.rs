@@ -24,7 +24,8 @@ pub use ir::{
     TensorDecl, TensorId,
 };
 pub use sdk::{
-    Constants, Delegate, DelegateError, Device, Executable, OptionDecl, Options, PluginInfo,
-    ProfileEvent, QuantRef, Support, TensorMut, TensorRef,
+    BlobCompatibility, Constants, Decline, DeclineReason, Delegate, DelegateError, Device,
+    Executable, OptionDecl, Options, PluginInfo, ProfileEvent, QuantRef, Support, TensorMut,
+    TensorRef,
 };
 pub use tensor::Tensor;

@@ -36,6 +36,9 @@ use crate::abi::{self, Blob, Context, DeviceInfo, Handle, OptionSpec, Status, Su
 use crate::ir::{DType, Graph, Quant, Storage, TensorId};
 use crate::wire;
 
+mod answers;
+pub use answers::{BlobCompatibility, Decline, DeclineReason};
+
 /// An error a delegate returns; its message reaches the host verbatim.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -289,10 +292,11 @@ pub enum Support {
 }
 
 impl Support {
-    /// A refusal.
-    pub fn no(reason: u32, message: impl Into<String>) -> Support {
+    /// A refusal: `reason` is a [`DeclineReason`] (or, as C plugins give it, an
+    /// [`abi::reason`] code).
+    pub fn no(reason: impl Into<u32>, message: impl Into<String>) -> Support {
         Support::No {
-            reason,
+            reason: reason.into(),
             message: message.into(),
         }
     }
@@ -459,10 +463,11 @@ pub trait Delegate: Sized + Send + Sync + 'static {
         constants: Constants<'_>,
     ) -> Result<Vec<u8>, DelegateError>;
 
-    /// Whether an existing blob can be used by this build (see `abi::compat`).
+    /// Whether an existing blob can be used by this build: a [`BlobCompatibility`] code
+    /// (`BlobCompatibility::Optimal.code()`; the `abi::compat` constants are the same).
     fn blob_compatibility(&self, blob: &[u8]) -> u32 {
         let _ = blob;
-        abi::compat::OPTIMAL
+        BlobCompatibility::Optimal.code()
     }
 
     /// Prepares a blob for execution. The constant views are those passed at compile time.
