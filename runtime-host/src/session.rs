@@ -23,6 +23,7 @@ use baton_delegate_api::{
 use baton_partitioner::{
     self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Step, Target,
 };
+use baton_reference as reference;
 
 use crate::config::{OnExecuteError, OnInitError};
 use crate::engine::Engine;
@@ -30,7 +31,6 @@ use crate::error::{HostError, Result};
 use crate::memory::{self, ArenaPlan, Lifetime};
 use crate::plugin::{view_of, PluginExecutable};
 pub use crate::specialize::specialize;
-use baton_reference as reference;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {
