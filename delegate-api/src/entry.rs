@@ -36,9 +36,11 @@
 //! and a thin cdylib crate beside it (`backends/<name>/plugin`) holds nothing but
 //! `export_plugin_entry!`. The thin crate's library target takes the backend's library
 //! name (`baton_backend_cpu`), so the plugin file keeps the name every config, script and
-//! test loads (`libbaton_backend_cpu.so`). The two targets never collide: one writes a
-//! `.rlib`, the other a `.so`, and the cdylib sets `doc = false`, because two documented
-//! libraries of one name would write the same `target/doc` directory (cargo refuses that).
+//! test loads (`libbaton_backend_cpu.so`). The two targets do not collide: one writes a
+//! `.rlib`, the other a `.so` (cargo gives no output-filename-collision warning; only the
+//! informational `target/<profile>/libbaton_backend_cpu.d`, which cargo itself never reads,
+//! is written by both), and the cdylib sets `doc = false`, because two documented libraries
+//! of one name would write the same `target/doc` directory (cargo refuses that).
 //!
 //! Also weighed, and not taken:
 //! - one exported symbol per backend (`baton_delegate_entry_cpu`): the rlibs would still
