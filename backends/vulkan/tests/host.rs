@@ -64,8 +64,13 @@ fn with_no_matching_device_the_host_falls_back_to_the_cpu() {
         .find(|f| f.label.contains("vulkan"))
         .expect("the Vulkan plugin is recorded as failed");
     let why = failed.error.to_string();
+    // On a machine without a Vulkan loader the plugin fails one step earlier, with its own
+    // reason; the fallback checked below is the same. CI (BATON_REQUIRE_VULKAN=1, lavapipe
+    // installed) insists on the device filter's reason.
+    let no_loader = why.contains("no Vulkan loader")
+        && std::env::var("BATON_REQUIRE_VULKAN").as_deref() != Ok("1");
     assert!(
-        why.contains("no Vulkan device") && why.contains("no-such-gpu"),
+        no_loader || (why.contains("no Vulkan device") && why.contains("no-such-gpu")),
         "{why}"
     );
     let (g, inputs) = mlp();
