@@ -6,12 +6,18 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{DType, Dim, Graph, Tensor};
-use baton_runtime_host::{default_config, model, npy, BoundedSession, Config, Engine, Session};
+use baton_runtime_host::{default_config, npy, trace, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
 mod builtins;
+#[path = "cli/compile.rs"]
+mod compile;
+#[path = "cli/model_file.rs"]
+mod model_file;
 #[path = "cli/stream_run.rs"]
 mod stream_run;
+
+use model_file::{ModelFile, ProgramArgs};
 
 /// Baton: on-device inference across backend delegates.
 #[derive(Parser)]
@@ -31,14 +37,18 @@ enum Command {
     Devices(ConfigArg),
     /// Time a model: warm-up runs, then timed runs; median, p90 and min latency.
     Bench(BenchArgs),
+    /// Compile a model ahead of time into a .baton program for `run`, `plan` and `bench`.
+    Compile(compile::CompileArgs),
 }
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Threads for every plugin with a `threads` option (default: the config's, else the
     /// plugin's own default).
     #[arg(long)]
@@ -60,6 +70,9 @@ struct BenchArgs {
     /// Print one JSON line instead of text.
     #[arg(long)]
     json: bool,
+    /// Loads timed for `load_ms` (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    load_runs: usize,
 }
 
 #[derive(Args)]
@@ -71,10 +84,12 @@ struct ConfigArg {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// An input as NAME=FILE.npy; repeat for each input.
     #[arg(long = "input", short, value_name = "NAME=FILE.npy")]
     inputs: Vec<String>,
@@ -98,18 +113,25 @@ struct RunArgs {
     /// --input IN=FILE.npy.
     #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
     states: Vec<String>,
-    /// Print what each delegated partition's plugin reports about the run (ABI 1.1
-    /// profile events: command, estimated cycles, wall time), as a table.
+    /// Print where the run's time went, as a table: every host node and delegated partition
+    /// as the host timed it, with each plugin's own events (ABI 1.1 profile events:
+    /// command, estimated cycles, wall time) under its partition.
     #[arg(long)]
     profile: bool,
+    /// Write the same timeline as a Chrome trace (JSON; open it in Perfetto or
+    /// chrome://tracing).
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
 struct PlanArgs {
-    /// Model file (.btir or .onnx).
+    /// Model file (.btir or .onnx) or compiled program (.baton).
     model: PathBuf,
     #[command(flatten)]
     config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
     /// Bind a symbolic dimension, NAME=VALUE (inputs given with --input bind theirs).
     #[arg(long = "dim", value_name = "NAME=VALUE")]
     dims: Vec<String>,
@@ -122,6 +144,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan(a),
         Command::Devices(a) => devices(a),
         Command::Bench(a) => bench(a),
+        Command::Compile(a) => compile::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -147,7 +170,8 @@ fn engine(arg: &ConfigArg) -> Result<Engine> {
 }
 
 fn run(a: RunArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
+    let graph = model.graph.clone();
     let mut given: BTreeMap<String, Tensor> = BTreeMap::new();
     for spec in &a.inputs {
         let (name, file) = spec
@@ -162,7 +186,7 @@ fn run(a: RunArgs) -> Result<()> {
         given.insert(name.to_string(), npy::read(Path::new(file))?);
     }
     if a.stream {
-        return stream_run::run(&a, &graph, given);
+        return stream_run::run(&a, &mut model, given);
     }
     let mut inputs = Vec::new();
     let mut bindings = BTreeMap::new();
@@ -196,6 +220,7 @@ fn run(a: RunArgs) -> Result<()> {
     }
     let engine = engine(&a.config)?;
     let mut bounds = engine.config.bounds.clone();
+    bounds.extend(model.bounds());
     for spec in &a.bounds {
         let (k, v) = spec
             .split_once('=')
@@ -206,20 +231,27 @@ fn run(a: RunArgs) -> Result<()> {
         );
     }
     let (outputs, per_backend) = if bounds.is_empty() {
-        let mut session = Session::new(&engine, &graph, &bindings)
-            .with_context(|| format!("loading {}", a.model.display()))?;
+        let mut session = model.session(&engine, &bindings)?;
         for n in &session.notes {
             eprintln!("baton: note: {n}");
         }
-        session.set_profiling(a.profile);
+        session.set_profiling(a.profile || a.trace.is_some());
         let outputs = session.run(&inputs)?;
         if a.profile {
-            print_profile(&session.profile());
+            print_profile(session.timeline());
+        }
+        if let Some(path) = &a.trace {
+            let model = a.model.display().to_string();
+            trace::write_chrome_trace(path, &model, session.timeline())
+                .with_context(|| format!("writing the trace {}", path.display()))?;
+            eprintln!("baton: trace written to {}", path.display());
         }
         (outputs, session.nodes_per_backend())
     } else {
-        if a.profile {
-            eprintln!("baton: note: --profile is not available with --bound yet; ignored");
+        if a.profile || a.trace.is_some() {
+            eprintln!(
+                "baton: note: --profile and --trace are not available with --bound yet; ignored"
+            );
         }
         let mut session = BoundedSession::new(&engine, &graph, &bounds)
             .with_context(|| format!("loading {}", a.model.display()))?;
@@ -242,40 +274,51 @@ fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Prints the plugins' profile events: one row per event, a total per partition.
-fn print_profile(parts: &[baton_runtime_host::session::PartitionProfile]) {
+/// Prints the run's timeline: one row per host step, one per delegated partition followed
+/// by its plugin's events, and the total the host measured.
+fn print_profile(steps: &[trace::StepTiming]) {
     println!(
-        "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10}",
-        "partition", "backend", "kind", "command", "cycles", "wall_us"
+        "{:<24} {:<18} {:<48} {:>12} {:>10}",
+        "target", "kind", "step", "cycles", "wall_us"
     );
-    for p in parts {
-        if p.events.is_empty() {
-            println!("{:>9}  {:<10} (no events reported)", p.partition, p.backend);
-            continue;
-        }
-        for e in &p.events {
+    let us = |ns: u64| ns as f64 / 1e3;
+    for s in steps {
+        println!(
+            "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+            s.target,
+            s.kind,
+            s.name,
+            "",
+            us(s.dur_ns)
+        );
+        for e in &s.events {
             println!(
-                "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
-                p.partition,
-                p.backend,
+                "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+                "",
                 e.kind,
-                e.name,
+                format!("  {}", e.name),
                 e.cycles,
-                e.wall_ns as f64 / 1e3
+                us(e.wall_ns)
             );
         }
-        let cycles: u64 = p.events.iter().map(|e| e.cycles).sum();
-        let wall: u64 = p.events.iter().map(|e| e.wall_ns).sum();
-        println!(
-            "{:>9}  {:<10} {:<10} {:<48} {:>12} {:>10.1}",
-            p.partition,
-            p.backend,
-            "total",
-            "",
-            cycles,
-            wall as f64 / 1e3
-        );
+        if s.kind == "partition" && s.events.is_empty() {
+            println!("{:<24} {:<18} {:<48}", "", "", "  (no events reported)");
+        }
     }
+    let total: u64 = steps.iter().map(|s| s.dur_ns).sum();
+    let host: u64 = steps
+        .iter()
+        .filter(|s| s.target.starts_with("host"))
+        .map(|s| s.dur_ns)
+        .sum();
+    println!(
+        "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+        "total",
+        "",
+        format!("{} steps, {:.1} us on the host", steps.len(), us(host)),
+        "",
+        us(total)
+    );
 }
 
 /// Writes each output as `DIR/NAME.npy`, or prints a summary of it without a directory.
@@ -311,7 +354,7 @@ fn report_per_backend(per: &BTreeMap<String, usize>) {
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
     let mut bindings = BTreeMap::new();
     for d in &a.dims {
         let (k, v) = d
@@ -323,7 +366,7 @@ fn plan(a: PlanArgs) -> Result<()> {
         );
     }
     let engine = engine(&a.config)?;
-    let session = Session::new(&engine, &graph, &bindings)?;
+    let session = model.session(&engine, &bindings)?;
     println!(
         "model {} ({} nodes)",
         a.model.display(),
@@ -396,7 +439,8 @@ fn devices(a: ConfigArg) -> Result<()> {
 }
 
 fn bench(a: BenchArgs) -> Result<()> {
-    let graph = model::load(&a.model)?;
+    let mut model = ModelFile::open(&a.model, &a.program)?;
+    let graph = model.graph.clone();
     let mut bindings = BTreeMap::new();
     for d in &a.dims {
         let (k, v) = d
@@ -467,13 +511,14 @@ fn bench(a: BenchArgs) -> Result<()> {
     }
     let threads = config.threads;
     let engine = Engine::new(config)?;
-    let mut session = Session::new(&engine, &graph, &bindings)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let load_ms = model.load_ms(&engine, &bindings, a.load_runs)?;
+    let mut session = model.session(&engine, &bindings)?;
     if !synthesised.is_empty() && !a.json {
         eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
     }
     let r = baton_runtime_host::bench::measure(&mut session, &inputs, a.warmup, a.runs)?;
     let per = session.nodes_per_backend();
+    let held = session.held_bytes();
     // The threads each plugin was actually created with, as its options say; "default"
     // where neither the config nor the command line set them.
     let threads_text = threads.map_or("default".to_string(), |n| n.to_string());
@@ -490,6 +535,10 @@ fn bench(a: BenchArgs) -> Result<()> {
             "threads": threads.map_or(serde_json::Value::Null, |n| n.into()),
             "nodes_per_backend": per,
             "synthesised_inputs": synthesised,
+            "load_ms": load_ms,
+            "load_runs": a.load_runs.max(1),
+            "weights_bytes": held.0,
+            "arena_bytes": held.1,
         });
         println!("{line}");
     } else {
@@ -505,6 +554,10 @@ fn bench(a: BenchArgs) -> Result<()> {
         );
         let per: Vec<String> = per.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!("nodes run by: {}", per.join(", "));
+        println!(
+            "load: median {load_ms:.3} ms over {} loads (from opening the file to a session ready to run)",
+            a.load_runs.max(1)
+        );
     }
     Ok(())
 }

@@ -381,26 +381,165 @@ fn run_stream_iterates_chunks_carries_state_and_stacks_outputs() {
 }
 
 #[test]
-fn run_profile_prints_a_table_per_partition() {
+fn run_profile_and_trace_show_every_step_host_and_delegated() {
     let dir = tempfile::tempdir().unwrap();
     let (model, image) = example();
+    // Softmax pinned to the host: the run has a delegated partition and a host node.
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "[[plugin]]\npath = {}\n[policy]\npin = [{{ op = \"Softmax\", target = \"host\" }}]\n",
+            q(&plugin("baton_backend_cpu"))
+        ),
+    );
+    let trace = dir.path().join("run.trace.json");
     let o = baton(
         &[
             "run",
             model.to_str().unwrap(),
             "-i",
             &format!("image={}", image.display()),
+            "--config",
+            cfg.to_str().unwrap(),
             "--profile",
+            "--trace",
+            trace.to_str().unwrap(),
         ],
         dir.path(),
     );
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stderr}");
-    // The default CPU plugin reports no events; the table says so per partition.
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[0].contains("wall_us"), "{stdout}");
     assert!(
-        stdout.contains("partition")
-            && stdout.contains("cycles")
-            && stdout.contains("(no events reported)"),
+        rows.iter()
+            .any(|r| r.starts_with("cpu ") && r.contains("partition 0")),
         "{stdout}"
     );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("host ") && r.contains("(Softmax)")),
+        "{stdout}"
+    );
+    assert!(rows.iter().any(|r| r.starts_with("total")), "{stdout}");
+    // The trace is Chrome's event format: complete events with microsecond times, one per
+    // step on the steps track, in run order and not overlapping.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let steps: Vec<&serde_json::Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == 1)
+        .collect();
+    assert_eq!(steps.len(), 2, "{doc}");
+    assert_eq!(steps[0]["cat"], "cpu");
+    assert_eq!(steps[1]["cat"], "host");
+    assert_eq!(steps[1]["args"]["op"], "Softmax");
+    let end0 = steps[0]["ts"].as_f64().unwrap() + steps[0]["dur"].as_f64().unwrap();
+    assert!(steps[1]["ts"].as_f64().unwrap() >= end0, "{doc}");
+    assert!(
+        steps.iter().all(|e| e["dur"].as_f64().unwrap() > 0.0),
+        "{doc}"
+    );
+}
+
+#[test]
+fn compile_then_run_the_program_gives_the_same_bytes_as_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    // Another extension: the program is told by its magic bytes.
+    let program = dir.path().join("tinynet.bin");
+    let o = baton(
+        &[
+            "compile",
+            model.to_str().unwrap(),
+            "-o",
+            program.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("partitions: cpu"), "{stdout}");
+    let input = format!("image={}", image.display());
+    let mut outputs = Vec::new();
+    for (m, out) in [(&model, "from-model"), (&program, "from-program")] {
+        let out = dir.path().join(out);
+        let o = baton(
+            &[
+                "run",
+                m.to_str().unwrap(),
+                "--input",
+                &input,
+                "--output-dir",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{stderr}");
+        outputs.push(std::fs::read(out.join("probabilities.npy")).unwrap());
+    }
+    assert!(outputs[0] == outputs[1], "the program's output differs");
+
+    let o = baton(&["plan", program.to_str().unwrap()], dir.path());
+    let (stdout, stderr) = text(&o);
+    assert!(
+        o.status.success() && stdout.contains("arena"),
+        "{stdout}\n{stderr}"
+    );
+
+    // One corrupted byte in the middle of the file: refused, naming a section.
+    let mut bytes = std::fs::read(&program).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&program, &bytes).unwrap();
+    let o = baton(
+        &["run", program.to_str().unwrap(), "--input", &input],
+        dir.path(),
+    );
+    let (_, stderr) = text(&o);
+    assert!(!o.status.success(), "a corrupted program ran");
+    assert!(
+        stderr.contains("section") && stderr.contains("corrupted"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn compile_names_an_unbound_symbolic_dimension() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = GraphBuilder::new("sym");
+    let x = b.input("x", DType::F32, &[baton_delegate_api::Dim::Sym("n".into())]);
+    let r = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    b.output(r);
+    let model = dir.path().join("sym.btir");
+    let (bytes, _) = wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline);
+    std::fs::write(&model, bytes).unwrap();
+    let out = dir.path().join("sym.baton");
+    let o = baton(
+        &[
+            "compile",
+            model.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let (_, stderr) = text(&o);
+    assert!(!o.status.success());
+    assert!(stderr.contains("--dim n=VALUE"), "{stderr}");
+    let o = baton(
+        &[
+            "compile",
+            model.to_str().unwrap(),
+            "--dim",
+            "n=4",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(baton_runtime_host::program::is_program(&out));
 }

@@ -83,10 +83,23 @@ pub enum Quant {
 
 /// Constant bytes, 64-byte aligned so kernels may view them as any element type.
 ///
-/// Cloning shares the buffer: constants are never copied once loaded.
+/// Cloning shares the buffer: constants are never copied once loaded. The bytes either
+/// live in a buffer of their own or inside a larger one shared by many constants (a
+/// program file mapped into memory), so that loading a program hands its weights to
+/// plugins without a copy.
 #[derive(Clone)]
 pub struct TensorData {
-    buf: Arc<AlignedBytes>,
+    backing: Backing,
+}
+
+#[derive(Clone)]
+enum Backing {
+    Owned(Arc<AlignedBytes>),
+    Shared {
+        owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+        start: usize,
+        len: usize,
+    },
 }
 
 impl TensorData {
@@ -94,7 +107,9 @@ impl TensorData {
     pub fn from_bytes(bytes: &[u8]) -> TensorData {
         let mut buf = AlignedBytes::zeroed(bytes.len());
         buf.as_mut_slice().copy_from_slice(bytes);
-        TensorData { buf: Arc::new(buf) }
+        TensorData {
+            backing: Backing::Owned(Arc::new(buf)),
+        }
     }
 
     /// Builds constant data from plain-old-data elements.
@@ -102,9 +117,33 @@ impl TensorData {
         TensorData::from_bytes(bytemuck::cast_slice(values))
     }
 
+    /// The bytes `range` of `owner`, kept alive by it and not copied; `None` when the range
+    /// is outside `owner` or does not start 64-byte aligned in memory (the promise every
+    /// `TensorData` makes to kernels).
+    pub fn from_shared(
+        owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+        range: std::ops::Range<usize>,
+    ) -> Option<TensorData> {
+        let all = (*owner).as_ref();
+        let bytes = all.get(range.clone())?;
+        if !(bytes.as_ptr() as usize).is_multiple_of(64) && !bytes.is_empty() {
+            return None;
+        }
+        Some(TensorData {
+            backing: Backing::Shared {
+                start: range.start,
+                len: bytes.len(),
+                owner,
+            },
+        })
+    }
+
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
-        self.buf.as_slice()
+        match &self.backing {
+            Backing::Owned(buf) => buf.as_slice(),
+            Backing::Shared { owner, start, len } => &(**owner).as_ref()[*start..*start + *len],
+        }
     }
 }
 

@@ -57,6 +57,8 @@ pub enum HostError {
     Node { node: String, message: String },
     #[error(transparent)]
     Ir(#[from] baton_delegate_api::IrError),
+    #[error("program: {0}")]
+    Program(#[from] crate::program::ProgramError),
     #[error(transparent)]
     Partition(#[from] baton_partitioner::PartitionError),
 }

@@ -16,10 +16,12 @@ pub mod model;
 pub mod npy;
 pub mod plugin;
 pub mod probe;
+pub mod program;
 pub mod sample;
 pub mod session;
 pub mod specialize;
 pub mod stream;
+pub mod trace;
 
 pub use bounded::BoundedSession;
 pub use config::Config;

@@ -9,6 +9,9 @@
 //! reports the naive sum (one buffer per tensor) and the lower bound (the most bytes live
 //! at any one step), so its quality is visible.
 
+use baton_delegate_api::{Graph, NodeId, TensorId};
+use baton_partitioner::{PartitionPlan, Step};
+
 /// Alignment of every arena offset: a cache line and the widest SIMD load.
 pub const ALIGN: usize = 64;
 
@@ -118,6 +121,74 @@ pub fn evaluate(tensors: &[Lifetime], offsets: Vec<usize>, arena_size: usize) ->
 
 fn overlaps(a: &Lifetime, b: &Lifetime) -> bool {
     a.first <= b.last && b.first <= a.last
+}
+
+/// The tensors that need an arena slot (neither constant nor living inside one partition),
+/// with their lifetimes over the plan's schedule, in the order the session places them.
+pub fn arena_tensors(graph: &Graph, plan: &PartitionPlan) -> (Vec<TensorId>, Vec<Lifetime>) {
+    let shapes: Vec<Vec<usize>> = graph
+        .tensors
+        .iter()
+        .map(|t| t.static_shape().expect("specialized"))
+        .collect();
+    let schedule = plan.schedule(graph);
+    let nt = graph.tensors.len();
+    let mut first: Vec<Option<usize>> = vec![None; nt];
+    let mut last: Vec<Option<usize>> = vec![None; nt];
+    let mut in_partition: Vec<Option<usize>> = vec![None; graph.nodes.len()];
+    for (pi, p) in plan.partitions.iter().enumerate() {
+        for &n in &p.nodes {
+            in_partition[n] = Some(pi);
+        }
+    }
+    let step_nodes = |s: &Step| -> Vec<NodeId> {
+        match s {
+            Step::Partition(p) => plan.partitions[*p].nodes.clone(),
+            Step::Node(n) => vec![*n],
+        }
+    };
+    for &i in &graph.inputs {
+        first[i] = Some(0);
+        last[i] = Some(0);
+    }
+    for (si, s) in schedule.iter().enumerate() {
+        for n in step_nodes(s) {
+            for &o in &graph.nodes[n].outputs {
+                first[o] = Some(si);
+                last[o] = Some(last[o].unwrap_or(si).max(si));
+            }
+            for &i in &graph.nodes[n].inputs {
+                last[i] = Some(last[i].unwrap_or(si).max(si));
+            }
+        }
+    }
+    let end = schedule.len().saturating_sub(1);
+    for &o in &graph.outputs {
+        last[o] = Some(end);
+    }
+    let consumers = graph.consumers();
+    let producers = graph.producers();
+    let mut lifetimes = Vec::new();
+    let mut placed = Vec::new();
+    for t in 0..nt {
+        if graph.tensors[t].is_const() {
+            continue;
+        }
+        let home = producers[t].and_then(|p| in_partition[p]);
+        let internal = home.is_some()
+            && !graph.outputs.contains(&t)
+            && consumers[t].iter().all(|&c| in_partition[c] == home);
+        if internal || first[t].is_none() {
+            continue;
+        }
+        lifetimes.push(Lifetime {
+            bytes: shapes[t].iter().product::<usize>() * graph.tensors[t].dtype.size(),
+            first: first[t].unwrap_or(0),
+            last: last[t].unwrap_or(0),
+        });
+        placed.push(t);
+    }
+    (placed, lifetimes)
 }
 
 #[cfg(test)]

@@ -284,9 +284,12 @@ impl PluginLibrary {
                 "returned a null context".into(),
             ));
         }
+        let mut options = options.to_vec();
+        options.sort();
         Ok(PluginContext {
             lib: self.clone(),
             ctx,
+            options,
         })
     }
 
@@ -349,6 +352,9 @@ pub struct DeviceReport {
 pub struct PluginContext {
     pub lib: Arc<PluginLibrary>,
     ctx: abi::Context,
+    /// The options the context was created with, sorted by key: they change what the
+    /// plugin computes, so they are part of the probe cache key.
+    options: Vec<(String, String)>,
 }
 
 // SAFETY: the ABI requires contexts to be callable from any thread.
@@ -364,6 +370,11 @@ impl Drop for PluginContext {
 }
 
 impl PluginContext {
+    /// The options this context was created with, sorted by key.
+    pub fn options(&self) -> &[(String, String)] {
+        &self.options
+    }
+
     /// The plugin's own availability hint (never trusted alone: see `probe`).
     pub fn available_hint(&self) -> bool {
         // SAFETY: valid context.
@@ -476,6 +487,19 @@ impl PluginContext {
         // SAFETY: the blob came from this plugin and is freed once, by it.
         unsafe { (self.lib.desc.free_blob)(self.ctx, blob) };
         Ok(out)
+    }
+
+    /// Whether a stored blob can be used by this build of the plugin: an [`abi::compat`]
+    /// code, read as unsupported when it is none of them.
+    pub fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+        // SAFETY: valid context; the blob outlives the call.
+        let answer = unsafe {
+            (self.lib.desc.blob_compatibility)(self.ctx, blob.as_ptr(), blob.len() as u64)
+        };
+        match answer {
+            abi::compat::OPTIMAL | abi::compat::PREFER_RECOMPILE => answer,
+            _ => abi::compat::UNSUPPORTED,
+        }
     }
 
     /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from

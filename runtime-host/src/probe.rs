@@ -3,8 +3,11 @@
 //! "available" flag is recorded but never trusted alone.
 //!
 //! Verdicts are cached on disk, keyed by the library file's sha256, the plugin's version,
-//! the device and its driver version, and this host's version, so a second start does not
-//! probe again but any change to the plugin, the driver or the host does.
+//! the options it was created with, the device and its driver version, and this host's
+//! version, so a second start does not probe again but any change to the plugin, its
+//! options, the driver or the host does. Options belong in the key because they change
+//! what a plugin computes: a verdict earned with one kernel family or precision says
+//! nothing about another.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,16 +51,23 @@ pub fn default_cache_dir() -> PathBuf {
     std::env::temp_dir().join("baton-cache")
 }
 
-/// The cache key of a plugin on a device.
+/// The cache key of a plugin on a device, with the options its context was created with.
 pub fn cache_key(ctx: &PluginContext, device: &DeviceReport) -> String {
+    // Keys and values are escaped so that no option text can forge another key's shape.
+    let options: Vec<String> = ctx
+        .options()
+        .iter()
+        .map(|(k, v)| format!("{}={}", k.escape_default(), v.escape_default()))
+        .collect();
     format!(
-        "{}|{}|{}|{}|{}|host-{}",
+        "{}|{}|{}|{}|{}|host-{}|options:{}",
         ctx.lib.file_hash,
         ctx.lib.name,
         ctx.lib.version,
         device.name,
         device.driver_version,
-        env!("CARGO_PKG_VERSION")
+        env!("CARGO_PKG_VERSION"),
+        options.join(",")
     )
 }
 

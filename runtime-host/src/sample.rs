@@ -148,6 +148,40 @@ pub fn mixed() -> Graph {
     build_mixed(&weights, Some(&scales))
 }
 
+/// A model with control flow: an If on input `c` (bool scalar) over `x` (f32 [2, 3]) whose
+/// branches hold weights of their own: then `relu(x) * w`, else `x + w`.
+pub fn branchy() -> Graph {
+    let branch = |op: OpKind, relu: bool| {
+        let mut g = GraphBuilder::new("branch");
+        let x = g.input_fixed("x", DType::F32, &[2, 3]);
+        let w = g.constant_f32("w", &[2, 3], &[1.5, -2.0, 0.5, 3.0, -1.0, 2.5]);
+        let x = if relu {
+            g.node(OpKind::Relu, &[x], &[]).expect("valid")
+        } else {
+            x
+        };
+        let y = g.node(op, &[x, w], &[]).expect("valid");
+        g.output(y);
+        Attr::Graph(Box::new(g.finish().expect("valid")))
+    };
+    let mut b = GraphBuilder::new("branchy");
+    let c = b.input_fixed("c", DType::Bool, &[]);
+    let x = b.input_fixed("x", DType::F32, &[2, 3]);
+    let y = b
+        .named_node(
+            "pick",
+            OpKind::If,
+            &[c, x],
+            &[
+                ("then_branch", branch(OpKind::Mul, true)),
+                ("else_branch", branch(OpKind::Add, false)),
+            ],
+        )
+        .expect("valid");
+    b.output(y);
+    b.finish().expect("valid")
+}
+
 /// The input of [`mixed`]: the example image.
 pub fn mixed_input() -> Tensor {
     tinynet_input()

@@ -12,25 +12,26 @@
 //! plugins never see an If, a Loop or a subgraph: they are asked about the graph with the
 //! control-flow nodes cut out. A Loop's body runs on the reference interpreter.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use baton_delegate_api::abi;
 use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::sdk::ProfileEvent;
 use baton_delegate_api::{
-    DType, Graph, NodeId, OpKind, Storage, Support, Tensor, TensorId, TensorMut, TensorRef,
+    DType, Graph, NodeId, OpKind, Storage, Tensor, TensorId, TensorMut, TensorRef,
 };
-use baton_partitioner::{
-    self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Step, Target,
-};
+use baton_partitioner::{self as partitioner, PartitionPlan, Step};
 use baton_reference as reference;
 
-use crate::config::{OnExecuteError, OnInitError};
+use crate::config::OnExecuteError;
 use crate::engine::Engine;
 use crate::error::{HostError, Result};
-use crate::memory::{self, ArenaPlan, Lifetime};
+use crate::memory::{self, arena_tensors, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
+use crate::program::{self, MemoryLayout};
 pub use crate::specialize::specialize;
+use crate::trace::StepTiming;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {
@@ -50,6 +51,8 @@ pub struct Session<'e> {
     /// Whether each run asks the plugins for their profile events (off by default: it
     /// costs two calls and some copies per partition per run).
     profiling: bool,
+    /// Every step of the last run, timed, when profiling.
+    timeline: Vec<StepTiming>,
     steps: Vec<ExecStep>,
     /// The control-flow nodes' runners, indexed by [`ExecStep::Control`].
     controls: Vec<Control<'e>>,
@@ -86,7 +89,7 @@ enum ExecStep {
 }
 
 /// How a control-flow node runs.
-struct Control<'e> {
+pub(crate) struct Control<'e> {
     node: NodeId,
     /// An If's then and else branches as sessions, or why a branch cannot run for these
     /// input shapes (taking it is then an error); empty for a Loop, whose body runs on the
@@ -128,6 +131,13 @@ impl<'e> Session<'e> {
         self.profiling = on;
     }
 
+    /// Every step of the last run (host nodes, delegated partitions with their plugins'
+    /// events, control flow) with its start and wall time, as the host measured them; empty
+    /// unless [`Session::set_profiling`] is on.
+    pub fn timeline(&self) -> &[StepTiming] {
+        &self.timeline
+    }
+
     /// The profile of the last run, one entry per delegated partition in execution order
     /// (empty unless [`Session::set_profiling`] is on).
     pub fn profile(&self) -> Vec<PartitionProfile> {
@@ -148,6 +158,9 @@ impl<'e> Session<'e> {
     }
 
     /// Loads `graph` on `engine`. `bindings` gives values to symbolic dimensions.
+    ///
+    /// This is [`program::compile`] followed by [`program::load`] with the program kept in
+    /// memory: the same path as a `.baton` file, so both give the same outputs.
     pub fn new(
         engine: &'e Engine,
         graph: &Graph,
@@ -164,65 +177,32 @@ impl<'e> Session<'e> {
         engine: &'e Engine,
         graph: &Graph,
         bindings: &BTreeMap<String, usize>,
-        mut reuse: Option<ArenaReuse>,
+        reuse: Option<ArenaReuse>,
     ) -> Result<Session<'e>> {
-        let graph = specialize(graph, bindings)?;
-        for node in &graph.nodes {
-            let dtypes: Vec<_> = node
-                .inputs
-                .iter()
-                .map(|&t| graph.tensors[t].dtype)
-                .collect();
-            reference::supports(node.op, &dtypes).map_err(|message| HostError::Node {
-                node: node.label(),
-                message: format!("no portable kernel: {message}"),
-            })?;
-        }
-        let mut notes = Vec::new();
-        let mut excluded: BTreeSet<String> = BTreeSet::new();
-        for b in &engine.backends {
-            if !b.usable() {
-                notes.push(format!(
-                    "{} skipped: probe failed: {}",
-                    b.name, b.verdict.detail
-                ));
-                excluded.insert(b.name.clone());
+        let program = program::compile(engine, graph, bindings, &BTreeMap::new())?;
+        let arena = match reuse {
+            Some(r) => ArenaChoice::Lent(r),
+            None => ArenaChoice::Planned,
+        };
+        program::load_with(engine, program, &program::LoadOptions::default(), arena)
+    }
+
+    /// Bytes of the constants (the weights the session holds or maps) and of the arenas,
+    /// the If branches' sessions included: what a load must hold before any plugin's own.
+    pub fn held_bytes(&self) -> (usize, usize) {
+        let mut weights: usize = (0..self.graph.tensors.len())
+            .filter(|&t| self.slots[t] == Slot::Const)
+            .map(|t| const_bytes(&self.graph, t).len())
+            .sum();
+        let mut arena = self.arena_plan.arena_size;
+        for (_, branch) in self.branches() {
+            if let Ok(b) = branch {
+                let (w, a) = b.held_bytes();
+                weights += w;
+                arena += a;
             }
         }
-        for f in &engine.failed {
-            notes.push(format!("{} not loaded: {}", f.label, f.error));
-        }
-        loop {
-            let plan = match partition_with(engine, &graph, &excluded)? {
-                Ok(plan) => plan,
-                Err((name, why)) => {
-                    notes.push(format!("{name} dropped: {why}"));
-                    excluded.insert(name);
-                    continue;
-                }
-            };
-            match instantiate(engine, &graph, &plan) {
-                Ok(delegates) => {
-                    let controls = load_controls(engine, &graph)?;
-                    return Ok(assemble(
-                        engine,
-                        graph,
-                        plan,
-                        delegates,
-                        controls,
-                        notes,
-                        reuse.take(),
-                    ));
-                }
-                Err((backend, err)) => {
-                    if engine.config.fallback.on_init_error == OnInitError::Fail {
-                        return Err(err);
-                    }
-                    notes.push(format!("{backend} dropped, re-partitioning: {err}"));
-                    excluded.insert(backend);
-                }
-            }
-        }
+        (weights, arena)
     }
 
     /// Shape of each graph input, in order.
@@ -268,8 +248,12 @@ impl<'e> Session<'e> {
                 self.arena.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
             }
         }
-        for i in 0..self.steps.len() {
-            self.run_step(i)?;
+        if self.profiling {
+            self.run_steps_timed()?;
+        } else {
+            for i in 0..self.steps.len() {
+                self.run_step(i)?;
+            }
         }
         Ok(self
             .graph
@@ -346,6 +330,56 @@ impl<'e> Session<'e> {
             }
         }
         out
+    }
+
+    /// Runs every step, recording when each started and how long it took.
+    fn run_steps_timed(&mut self) -> Result<()> {
+        self.timeline.clear();
+        let t0 = Instant::now();
+        for i in 0..self.steps.len() {
+            let start = t0.elapsed();
+            let fallbacks = self.fallbacks;
+            self.run_step(i)?;
+            let dur = t0.elapsed() - start;
+            let (name, kind, target, events) = match &self.steps[i] {
+                ExecStep::Host(n) => {
+                    let node = &self.graph.nodes[*n];
+                    (
+                        node.label(),
+                        node.op.name().to_string(),
+                        "host".into(),
+                        Vec::new(),
+                    )
+                }
+                ExecStep::Control(k) => {
+                    let node = &self.graph.nodes[self.controls[*k].node];
+                    (
+                        node.label(),
+                        node.op.name().to_string(),
+                        "host".into(),
+                        Vec::new(),
+                    )
+                }
+                ExecStep::Delegate(d) => {
+                    let target = if self.fallbacks > fallbacks {
+                        format!("host (fallback from {})", d.backend)
+                    } else {
+                        d.backend.clone()
+                    };
+                    let name = format!("partition {}", d.partition);
+                    (name, "partition".into(), target, d.events.clone())
+                }
+            };
+            self.timeline.push(StepTiming {
+                name,
+                kind,
+                target,
+                start_ns: start.as_nanos() as u64,
+                dur_ns: dur.as_nanos() as u64,
+                events,
+            });
+        }
+        Ok(())
     }
 
     fn run_step(&mut self, i: usize) -> Result<()> {
@@ -589,102 +623,14 @@ fn const_bytes(graph: &Graph, t: TensorId) -> &[u8] {
     }
 }
 
-/// Asks every usable, non-excluded backend and partitions. Returns a backend whose
-/// `supports` call failed, so the caller can drop it and retry.
-fn partition_with(
-    engine: &Engine,
+/// Loads the branches of every If as sessions of their own (a Loop needs nothing): from
+/// the program's compiled branches, or compiled now where the program has none.
+pub(crate) fn load_controls<'e>(
+    engine: &'e Engine,
     graph: &Graph,
-    excluded: &BTreeSet<String>,
-) -> Result<std::result::Result<PartitionPlan, (String, String)>> {
-    let mut answers = Vec::new();
-    let (view, positions) = without_control_flow(graph);
-    for b in engine.usable().filter(|b| !excluded.contains(&b.name)) {
-        match b.ctx.supports(&view) {
-            Ok(a) => answers.push(BackendAnswers {
-                backend: b.name.clone(),
-                answers: positions
-                    .iter()
-                    .map(|p| match p {
-                        Some(v) => a[*v].clone(),
-                        None => Support::no(
-                            abi::reason::OP,
-                            "control flow runs on the host; plugins are not asked",
-                        ),
-                    })
-                    .collect(),
-            }),
-            Err(e) => return Ok(Err((b.name.clone(), e.to_string()))),
-        }
-    }
-    let cfg = &engine.config.policy;
-    let known: BTreeSet<&str> = engine.backends.iter().map(|b| b.name.as_str()).collect();
-    let mut pins = Vec::new();
-    for p in &cfg.pin {
-        let target = if p.target == "host" {
-            Target::Host
-        } else if known.contains(p.target.as_str()) {
-            if excluded.contains(&p.target) || !answers.iter().any(|a| a.backend == p.target) {
-                // The pinned backend is not available: its nodes fall to the host.
-                Target::Host
-            } else {
-                Target::Backend(p.target.clone())
-            }
-        } else {
-            return Err(HostError::Config {
-                path: engine.config.source.clone(),
-                message: format!(
-                    "policy.pin: target '{}' is neither 'host' nor a configured plugin",
-                    p.target
-                ),
-            });
-        };
-        pins.push(Pin {
-            op: p
-                .op
-                .as_deref()
-                .and_then(baton_delegate_api::OpKind::from_name),
-            node: p.node.clone(),
-            target,
-        });
-    }
-    let policy = Policy {
-        priority: answers.iter().map(|a| a.backend.clone()).collect(),
-        min_partition_size: cfg.min_partition_size,
-        max_partitions: cfg.max_partitions,
-        pins,
-    };
-    Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
-}
-
-/// The graph plugins are asked about: `graph` without its control-flow nodes, whose
-/// outputs become inputs (to a plugin they are values arriving from elsewhere, which they
-/// are). Also gives, for each node of `graph`, its position in that view.
-fn without_control_flow(graph: &Graph) -> (std::borrow::Cow<'_, Graph>, Vec<Option<usize>>) {
-    if !graph.nodes.iter().any(|n| n.op.is_control_flow()) {
-        return (
-            std::borrow::Cow::Borrowed(graph),
-            (0..graph.nodes.len()).map(Some).collect(),
-        );
-    }
-    let mut view = Graph {
-        nodes: Vec::new(),
-        ..graph.clone()
-    };
-    let mut positions = Vec::with_capacity(graph.nodes.len());
-    for node in &graph.nodes {
-        if node.op.is_control_flow() {
-            view.inputs.extend(&node.outputs);
-            positions.push(None);
-        } else {
-            positions.push(Some(view.nodes.len()));
-            view.nodes.push(node.clone());
-        }
-    }
-    (std::borrow::Cow::Owned(view), positions)
-}
-
-/// Loads the branches of every If as sessions of their own (a Loop needs nothing).
-fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec<Control<'e>>> {
+    mut compiled: BTreeMap<(usize, usize), program::Program>,
+    options: &program::LoadOptions,
+) -> Result<Vec<Control<'e>>> {
     let mut controls = Vec::new();
     for (n, node) in graph.nodes.iter().enumerate() {
         if !node.op.is_control_flow() {
@@ -692,14 +638,16 @@ fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec<Control<'e
         }
         let mut branches = Vec::new();
         if node.op == OpKind::If {
-            for name in ["then_branch", "else_branch"] {
+            for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
                 let branch = node.attr_graph(name).ok_or_else(|| HostError::Node {
                     node: node.label(),
                     message: format!("subgraph '{name}' is missing"),
                 })?;
-                branches.push(
-                    Session::new(engine, branch, &BTreeMap::new()).map_err(|e| e.to_string()),
-                );
+                let loaded = match compiled.remove(&(n, k)) {
+                    Some(p) => program::load(engine, p, options),
+                    None => Session::new(engine, branch, &BTreeMap::new()),
+                };
+                branches.push(loaded.map_err(|e| e.to_string()));
             }
             if branches.iter().all(|b| b.is_err()) {
                 let why: Vec<String> = branches.into_iter().filter_map(|b| b.err()).collect();
@@ -717,50 +665,32 @@ fn load_controls<'e>(engine: &'e Engine, graph: &Graph) -> Result<Vec<Control<'e
     Ok(controls)
 }
 
-struct Instantiated {
-    exec: PluginExecutable,
-    sub_inputs: Vec<TensorId>,
-    sub_outputs: Vec<TensorId>,
+/// An initialised partition and where its subgraph's inputs and outputs live in the graph.
+pub(crate) struct Instantiated {
+    pub exec: PluginExecutable,
+    pub sub_inputs: Vec<TensorId>,
+    pub sub_outputs: Vec<TensorId>,
 }
 
-/// Compiles and initialises every partition; on failure names the backend at fault.
-fn instantiate(
-    engine: &Engine,
-    graph: &Graph,
-    plan: &PartitionPlan,
-) -> std::result::Result<Vec<Instantiated>, (String, HostError)> {
-    let mut out = Vec::new();
-    for p in &plan.partitions {
-        let backend = engine
-            .backends
-            .iter()
-            .find(|b| b.name == p.backend)
-            .expect("plans only name configured backends");
-        let (sub, map) = graph.extract(&p.nodes);
-        let res = backend
-            .ctx
-            .compile(backend.device.index, &sub)
-            .and_then(|blob| backend.ctx.init(backend.device.index, &blob, &sub));
-        match res {
-            Ok(exec) => out.push(Instantiated {
-                exec,
-                sub_inputs: sub.inputs.iter().map(|&t| map[t]).collect(),
-                sub_outputs: sub.outputs.iter().map(|&t| map[t]).collect(),
-            }),
-            Err(e) => return Err((backend.name.clone(), e)),
-        }
-    }
-    Ok(out)
+/// Where a session's arena comes from.
+pub(crate) enum ArenaChoice {
+    /// Planned now.
+    Planned,
+    /// The program's stored layout, used if it is valid for this graph and plan.
+    Stored(MemoryLayout),
+    /// A buffer lent by a bounded session (see [`Session::new_reusing`]).
+    Lent(ArenaReuse),
 }
 
-fn assemble<'e>(
+/// Builds the session: places the arena, prepares every delegate call's views.
+pub(crate) fn assemble<'e>(
     engine: &'e Engine,
     graph: Graph,
     plan: PartitionPlan,
     delegates: Vec<Instantiated>,
     controls: Vec<Control<'e>>,
     mut notes: Vec<String>,
-    reuse: Option<ArenaReuse>,
+    arena: ArenaChoice,
 ) -> Session<'e> {
     let partition_backends = plan.partitions.iter().map(|p| p.backend.clone()).collect();
     let shapes: Vec<Vec<usize>> = graph
@@ -769,88 +699,52 @@ fn assemble<'e>(
         .map(|t| t.static_shape().expect("specialized"))
         .collect();
     let schedule = plan.schedule(&graph);
-
-    // Which step reads and writes each tensor.
+    let (placed, lifetimes) = arena_tensors(&graph, &plan);
     let nt = graph.tensors.len();
-    let mut first: Vec<Option<usize>> = vec![None; nt];
-    let mut last: Vec<Option<usize>> = vec![None; nt];
-    let mut in_partition: Vec<Option<usize>> = vec![None; graph.nodes.len()];
-    for (pi, p) in plan.partitions.iter().enumerate() {
-        for &n in &p.nodes {
-            in_partition[n] = Some(pi);
-        }
-    }
-    let step_nodes = |s: &Step| -> Vec<NodeId> {
-        match s {
-            Step::Partition(p) => plan.partitions[*p].nodes.clone(),
-            Step::Node(n) => vec![*n],
-        }
-    };
-    for &i in &graph.inputs {
-        first[i] = Some(0);
-        last[i] = Some(0);
-    }
-    for (si, s) in schedule.iter().enumerate() {
-        for n in step_nodes(s) {
-            for &o in &graph.nodes[n].outputs {
-                first[o] = Some(si);
-                last[o] = Some(last[o].unwrap_or(si).max(si));
-            }
-            for &i in &graph.nodes[n].inputs {
-                last[i] = Some(last[i].unwrap_or(si).max(si));
-            }
-        }
-    }
-    let end = schedule.len().saturating_sub(1);
-    for &o in &graph.outputs {
-        last[o] = Some(end);
-    }
-    // A tensor needs an arena slot unless it is constant or lives inside one partition.
-    let consumers = graph.consumers();
-    let producers = graph.producers();
     let mut slots = vec![Slot::Internal; nt];
-    let mut lifetimes = Vec::new();
-    let mut placed = Vec::new();
-    for t in 0..nt {
-        if graph.tensors[t].is_const() {
+    for (t, decl) in graph.tensors.iter().enumerate() {
+        if decl.is_const() {
             slots[t] = Slot::Const;
-            continue;
         }
-        let home = producers[t].and_then(|p| in_partition[p]);
-        let internal = home.is_some()
-            && !graph.outputs.contains(&t)
-            && consumers[t].iter().all(|&c| in_partition[c] == home);
-        if internal || first[t].is_none() {
-            continue;
-        }
-        lifetimes.push(Lifetime {
-            bytes: byte_len(graph.tensors[t].dtype, &shapes[t]),
-            first: first[t].unwrap_or(0),
-            last: last[t].unwrap_or(0),
-        });
-        placed.push(t);
     }
-    // A lent layout is used only if it is valid for these lifetimes and sizes.
-    let lent = reuse.and_then(|r| {
-        let offsets: Option<Vec<usize>> = placed
-            .iter()
-            .map(|&t| r.layout.get(&graph.tensors[t].name).copied())
-            .collect();
-        match offsets {
-            Some(o) if memory::is_valid(&lifetimes, &o, r.arena.len()) => {
-                Some((memory::evaluate(&lifetimes, o, r.arena.len()), r.arena))
-            }
-            _ => {
-                notes.push(
-                    "the arena layout planned at the dimension bounds does not fit this binding; planned anew"
-                        .into(),
-                );
+    let mut borrowed_arena = false;
+    let chosen = match arena {
+        ArenaChoice::Planned => None,
+        ArenaChoice::Stored(m) => {
+            let offsets: Vec<usize> = m.placed.iter().map(|&(_, o)| o).collect();
+            let same = m.placed.iter().map(|&(t, _)| t).eq(placed.iter().copied());
+            if same && memory::is_valid(&lifetimes, &offsets, m.arena_size) {
+                Some((
+                    memory::evaluate(&lifetimes, offsets, m.arena_size),
+                    AlignedBytes::zeroed(m.arena_size),
+                ))
+            } else {
+                notes.push("the program's arena layout does not fit its plan; planned anew".into());
                 None
             }
         }
-    });
-    let borrowed_arena = lent.is_some();
-    let (arena_plan, mut arena) = match lent {
+        // A lent layout is used only if it is valid for these lifetimes and sizes.
+        ArenaChoice::Lent(r) => {
+            let offsets: Option<Vec<usize>> = placed
+                .iter()
+                .map(|&t| r.layout.get(&graph.tensors[t].name).copied())
+                .collect();
+            match offsets {
+                Some(o) if memory::is_valid(&lifetimes, &o, r.arena.len()) => {
+                    borrowed_arena = true;
+                    Some((memory::evaluate(&lifetimes, o, r.arena.len()), r.arena))
+                }
+                _ => {
+                    notes.push(
+                        "the arena layout planned at the dimension bounds does not fit this binding; planned anew"
+                            .into(),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    let (arena_plan, mut arena) = match chosen {
         Some(l) => l,
         None => {
             let p = memory::plan(&lifetimes);
@@ -941,6 +835,7 @@ fn assemble<'e>(
         notes,
         fallbacks: 0,
         profiling: false,
+        timeline: Vec::new(),
         steps,
         controls,
         slots,

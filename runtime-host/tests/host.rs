@@ -123,6 +123,40 @@ fn probe_verdicts_are_cached_and_keyed_by_plugin() {
 }
 
 #[test]
+fn a_cached_verdict_does_not_outlive_a_change_of_options() {
+    // Warm the cache with an honest plugin, then change an option that makes it return NaN:
+    // the verdict must be measured again (and fail), not read back from the cache.
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), &faulty_config("none", 0));
+    let honest = Engine::new(Config::load(&path).unwrap()).unwrap();
+    assert!(
+        honest.backends[0].verdict.passed,
+        "{}",
+        honest.backends[0].verdict.detail
+    );
+    let again = Engine::new(Config::load(&path).unwrap()).unwrap();
+    assert!(again.backends[0].verdict.from_cache);
+    std::fs::write(
+        &path,
+        format!(
+            "cache_dir = {:?}\n{}",
+            dir.path().join("cache").display().to_string(),
+            faulty_config("nan-output", 0)
+        ),
+    )
+    .unwrap();
+    let lying = Engine::new(Config::load(&path).unwrap()).unwrap();
+    let v = &lying.backends[0].verdict;
+    assert!(!v.from_cache, "the verdict of other options was reused");
+    assert!(
+        !v.passed,
+        "a plugin returning NaN passed its probe: {}",
+        v.detail
+    );
+    assert_eq!(lying.usable().count(), 0);
+}
+
+#[test]
 fn the_c_plugin_runs_through_the_host_path() {
     let dir = tempfile::tempdir().unwrap();
     let lib = c_plugin(dir.path(), &[], "libc_relu_add.so");

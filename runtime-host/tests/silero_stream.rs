@@ -128,6 +128,12 @@ fn expected(dir: &Path) -> Expected {
 /// Loads silero for inputs shaped like the first chunk, the state and `sr`.
 fn load<'e>(engine: &'e Engine, dir: &Path, e: &Expected) -> Session<'e> {
     let graph = model::load(&dir.join("silero_vad.onnx")).unwrap_or_else(|err| panic!("{err}"));
+    let bindings = bindings(&graph, e);
+    Session::new(engine, &graph, &bindings).unwrap_or_else(|err| panic!("loading silero: {err}"))
+}
+
+/// The symbolic dimensions bound by the first chunk, the state and `sr`.
+fn bindings(graph: &baton_delegate_api::Graph, e: &Expected) -> BTreeMap<String, usize> {
     let mut bindings = BTreeMap::new();
     for &t in &graph.inputs {
         let decl = &graph.tensors[t];
@@ -142,7 +148,7 @@ fn load<'e>(engine: &'e Engine, dir: &Path, e: &Expected) -> Session<'e> {
             }
         }
     }
-    Session::new(engine, &graph, &bindings).unwrap_or_else(|err| panic!("loading silero: {err}"))
+    bindings
 }
 
 /// Streams every chunk; returns the largest absolute error of the probabilities.
@@ -241,4 +247,44 @@ fn a_failed_silero_step_leaves_the_state_as_it_was() {
         "{} vs {want}",
         out[0].f32s()[0]
     );
+}
+
+/// Compiled into a `.baton` program and loaded from the file, silero streams the same bits
+/// as the model loaded from ONNX (the If's branches compiled into the program too).
+#[test]
+fn silero_from_a_baton_program_is_bit_identical_to_the_onnx_path() {
+    use baton_runtime_host::program::{self, LoadOptions};
+    let Some(dir) = data_dir() else {
+        return;
+    };
+    let e = expected(&dir);
+    let engine = engine(true);
+    let mut jit = load(&engine, &dir, &e);
+    let graph = model::load(&dir.join("silero_vad.onnx")).unwrap();
+    let compiled = program::compile(&engine, &graph, &bindings(&graph, &e), &BTreeMap::new())
+        .unwrap_or_else(|err| panic!("compiling silero: {err}"));
+    assert!(
+        !compiled.branches.is_empty(),
+        "the If on the sample rate has its branches compiled"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("silero_vad.baton");
+    std::fs::write(&path, program::encode(&compiled)).unwrap();
+    let p = program::read(&path, true).unwrap();
+    let mut aot = program::load(&engine, p, &LoadOptions::default()).unwrap();
+    assert_eq!(aot.plan, jit.plan);
+    let mut a = jit.stream(&[("state", "stateN")]).unwrap();
+    let mut b = aot.stream(&[("state", "stateN")]).unwrap();
+    a.set_state("state", e.state0.clone()).unwrap();
+    b.set_state("state", e.state0.clone()).unwrap();
+    for c in 0..e.chunks.shape[0] {
+        let x = [chunk(&e.chunks, c), e.sr.clone()];
+        let (want, got) = (a.step(&x).unwrap(), b.step(&x).unwrap());
+        for (w, g) in want.iter().zip(&got) {
+            assert!(
+                w.bytes() == g.bytes(),
+                "chunk {c}: the program's output differs"
+            );
+        }
+    }
 }

@@ -12,12 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{Dim, Graph, Tensor};
-use baton_runtime_host::Session;
 
-use super::{engine, input_list, report_targets, write_outputs, RunArgs};
+use super::{engine, input_list, report_targets, write_outputs, ModelFile, RunArgs};
 
-/// Runs `graph` as a stream over the inputs in `given` (by name).
-pub fn run(a: &RunArgs, graph: &Graph, mut given: BTreeMap<String, Tensor>) -> Result<()> {
+/// Runs `model` as a stream over the inputs in `given` (by name).
+pub fn run(a: &RunArgs, model: &mut ModelFile, mut given: BTreeMap<String, Tensor>) -> Result<()> {
+    let graph = &model.graph.clone();
     let provided: BTreeSet<String> = given.keys().cloned().collect();
     let mut streamed: Vec<(String, Tensor)> = Vec::new();
     let mut bindings = BTreeMap::new();
@@ -57,8 +57,7 @@ pub fn run(a: &RunArgs, graph: &Graph, mut given: BTreeMap<String, Tensor>) -> R
     }
 
     let engine = engine(&a.config)?;
-    let mut session = Session::new(&engine, graph, &bindings)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let mut session = model.session(&engine, &bindings)?;
     for n in &session.notes {
         eprintln!("baton: note: {n}");
     }

@@ -1,0 +1,284 @@
+//! Making a [`Program`]: specialise, partition across the usable backends, have each
+//! plugin compile its partitions, and plan the arena.
+//!
+//! A backend whose `supports` or `compile` fails is dropped and the graph partitioned
+//! again without it, so compiling ends: every round removes a backend, and with none left
+//! the host runs everything.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use baton_delegate_api::{abi, Graph, OpKind, Support};
+use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Target};
+use baton_reference as reference;
+
+use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
+use crate::engine::{Backend, Engine};
+use crate::error::{HostError, Result};
+use crate::memory;
+use crate::memory::arena_tensors;
+use crate::session::specialize;
+
+/// Compiles `graph` for `engine`'s plugins, binding its symbolic input dimensions to
+/// `bindings`. With `bounds`, the program is bounded instead: the graph is kept as given
+/// and compiled per binding at run time.
+pub fn compile(
+    engine: &Engine,
+    graph: &Graph,
+    bindings: &BTreeMap<String, usize>,
+    bounds: &BTreeMap<String, usize>,
+) -> Result<Program> {
+    if !bounds.is_empty() {
+        return Ok(Program {
+            graph: graph.clone(),
+            bindings: bindings.clone(),
+            bounds: bounds.clone(),
+            plan: PartitionPlan {
+                partitions: Vec::new(),
+                nodes: Vec::new(),
+            },
+            partitions: Vec::new(),
+            memory: None,
+            branches: BTreeMap::new(),
+            notes: Vec::new(),
+        });
+    }
+    let graph = specialize(graph, bindings)?;
+    check_portable(&graph)?;
+    let (excluded, _) = usable_backends(engine);
+    let mut notes = Vec::new();
+    let (plan, partitions) = partition_and_compile(engine, &graph, excluded, &mut notes)?;
+    let memory = Some(layout(&graph, &plan));
+    let branches = compile_branches(engine, &graph);
+    Ok(Program {
+        graph,
+        bindings: bindings.clone(),
+        bounds: BTreeMap::new(),
+        plan,
+        partitions,
+        memory,
+        branches,
+        notes,
+    })
+}
+
+/// Compiles both branches of every If. A branch that cannot be compiled for these shapes
+/// is left out: the load tries it again and keeps the reason for when it is picked.
+fn compile_branches(engine: &Engine, graph: &Graph) -> BTreeMap<(usize, usize), Program> {
+    let mut out = BTreeMap::new();
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if node.op != OpKind::If {
+            continue;
+        }
+        for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
+            let compiled = node
+                .attr_graph(name)
+                .map(|g| compile(engine, g, &BTreeMap::new(), &BTreeMap::new()));
+            if let Some(Ok(p)) = compiled {
+                out.insert((n, k), p);
+            }
+        }
+    }
+    out
+}
+
+/// The backends partitions may not go to (probe failed), with a note for each, and a
+/// note for each plugin that did not load.
+pub(crate) fn usable_backends(engine: &Engine) -> (BTreeSet<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut excluded = BTreeSet::new();
+    for b in &engine.backends {
+        if !b.usable() {
+            notes.push(format!(
+                "{} skipped: probe failed: {}",
+                b.name, b.verdict.detail
+            ));
+            excluded.insert(b.name.clone());
+        }
+    }
+    for f in &engine.failed {
+        notes.push(format!("{} not loaded: {}", f.label, f.error));
+    }
+    (excluded, notes)
+}
+
+/// Every node must have a portable kernel: it is where a failed partition runs.
+pub(crate) fn check_portable(graph: &Graph) -> Result<()> {
+    for node in &graph.nodes {
+        let dtypes: Vec<_> = node
+            .inputs
+            .iter()
+            .map(|&t| graph.tensors[t].dtype)
+            .collect();
+        reference::supports(node.op, &dtypes).map_err(|message| HostError::Node {
+            node: node.label(),
+            message: format!("no portable kernel: {message}"),
+        })?;
+    }
+    Ok(())
+}
+
+/// Partitions the specialised `graph` across the usable backends not in `excluded` and
+/// compiles every partition, dropping (with a note) each backend that fails either step.
+pub(crate) fn partition_and_compile(
+    engine: &Engine,
+    graph: &Graph,
+    mut excluded: BTreeSet<String>,
+    notes: &mut Vec<String>,
+) -> Result<(PartitionPlan, Vec<CompiledPartition>)> {
+    'retry: loop {
+        let plan = match partition_with(engine, graph, &excluded)? {
+            Ok(plan) => plan,
+            Err((name, why)) => {
+                notes.push(format!("{name} dropped: {why}"));
+                excluded.insert(name);
+                continue;
+            }
+        };
+        let mut compiled = Vec::new();
+        for p in &plan.partitions {
+            let backend = backend(engine, &p.backend);
+            let (sub, _) = graph.extract(&p.nodes);
+            match backend.ctx.compile(backend.device.index, &sub) {
+                Ok(blob) => compiled.push(CompiledPartition {
+                    backend: backend.name.clone(),
+                    plugin: identity(backend),
+                    blob: baton_delegate_api::ir::TensorData::from_bytes(&blob),
+                    from_file: false,
+                }),
+                Err(e) => {
+                    if engine.config.fallback.on_init_error == crate::config::OnInitError::Fail {
+                        return Err(e);
+                    }
+                    notes.push(format!("{} dropped, re-partitioning: {e}", backend.name));
+                    excluded.insert(backend.name.clone());
+                    continue 'retry;
+                }
+            }
+        }
+        return Ok((plan, compiled));
+    }
+}
+
+/// The configured backend of that name (plans only name configured backends).
+pub(crate) fn backend<'e>(engine: &'e Engine, name: &str) -> &'e Backend {
+    engine
+        .backends
+        .iter()
+        .find(|b| b.name == name)
+        .expect("plans only name configured backends")
+}
+
+pub(crate) fn identity(b: &Backend) -> PluginIdentity {
+    let lib = &b.ctx.lib;
+    PluginIdentity {
+        name: lib.name.clone(),
+        version: lib.version.clone(),
+        build_id: lib.build_id.clone(),
+        abi_major: abi::ABI_MAJOR,
+        abi_minor: lib.abi_minor,
+    }
+}
+
+/// The arena layout the session will use for `plan`.
+pub(crate) fn layout(graph: &Graph, plan: &PartitionPlan) -> MemoryLayout {
+    let (placed, lifetimes) = arena_tensors(graph, plan);
+    let p = memory::plan(&lifetimes);
+    MemoryLayout {
+        arena_size: p.arena_size,
+        placed: placed.into_iter().zip(p.offsets).collect(),
+    }
+}
+
+/// Asks every usable, non-excluded backend and partitions. Returns a backend whose
+/// `supports` call failed, so the caller can drop it and retry.
+pub(crate) fn partition_with(
+    engine: &Engine,
+    graph: &Graph,
+    excluded: &BTreeSet<String>,
+) -> Result<std::result::Result<PartitionPlan, (String, String)>> {
+    let mut answers = Vec::new();
+    let (view, positions) = without_control_flow(graph);
+    for b in engine.usable().filter(|b| !excluded.contains(&b.name)) {
+        match b.ctx.supports(&view) {
+            Ok(a) => answers.push(BackendAnswers {
+                backend: b.name.clone(),
+                answers: positions
+                    .iter()
+                    .map(|p| match p {
+                        Some(v) => a[*v].clone(),
+                        None => Support::no(
+                            abi::reason::OP,
+                            "control flow runs on the host; plugins are not asked",
+                        ),
+                    })
+                    .collect(),
+            }),
+            Err(e) => return Ok(Err((b.name.clone(), e.to_string()))),
+        }
+    }
+    let cfg = &engine.config.policy;
+    let known: BTreeSet<&str> = engine.backends.iter().map(|b| b.name.as_str()).collect();
+    let mut pins = Vec::new();
+    for p in &cfg.pin {
+        let target = if p.target == "host" {
+            Target::Host
+        } else if known.contains(p.target.as_str()) {
+            if excluded.contains(&p.target) || !answers.iter().any(|a| a.backend == p.target) {
+                // The pinned backend is not available: its nodes fall to the host.
+                Target::Host
+            } else {
+                Target::Backend(p.target.clone())
+            }
+        } else {
+            return Err(HostError::Config {
+                path: engine.config.source.clone(),
+                message: format!(
+                    "policy.pin: target '{}' is neither 'host' nor a configured plugin",
+                    p.target
+                ),
+            });
+        };
+        pins.push(Pin {
+            op: p
+                .op
+                .as_deref()
+                .and_then(baton_delegate_api::OpKind::from_name),
+            node: p.node.clone(),
+            target,
+        });
+    }
+    let policy = Policy {
+        priority: answers.iter().map(|a| a.backend.clone()).collect(),
+        min_partition_size: cfg.min_partition_size,
+        max_partitions: cfg.max_partitions,
+        pins,
+    };
+    Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
+}
+
+/// The graph plugins are asked about: `graph` without its control-flow nodes, whose
+/// outputs become inputs (to a plugin they are values arriving from elsewhere, which they
+/// are). Also gives, for each node of `graph`, its position in that view.
+fn without_control_flow(graph: &Graph) -> (std::borrow::Cow<'_, Graph>, Vec<Option<usize>>) {
+    if !graph.nodes.iter().any(|n| n.op.is_control_flow()) {
+        return (
+            std::borrow::Cow::Borrowed(graph),
+            (0..graph.nodes.len()).map(Some).collect(),
+        );
+    }
+    let mut view = Graph {
+        nodes: Vec::new(),
+        ..graph.clone()
+    };
+    let mut positions = Vec::with_capacity(graph.nodes.len());
+    for node in &graph.nodes {
+        if node.op.is_control_flow() {
+            view.inputs.extend(&node.outputs);
+            positions.push(None);
+        } else {
+            positions.push(Some(view.nodes.len()));
+            view.nodes.push(node.clone());
+        }
+    }
+    (std::borrow::Cow::Owned(view), positions)
+}
