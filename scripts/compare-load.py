@@ -11,7 +11,7 @@ on the program runs once under /usr/bin/time, and its peak RSS, less the peak of
 model's weights plus arena, as `baton bench` reports them.
 
     python=$(scripts/peer-venv.sh)
-    cargo build --release -p baton-runtime-host -p baton-backend-cpu
+    cargo build --release -p baton-cli -p baton-backend-cpu-plugin
     $python scripts/compare-load.py [--loads 15] [--baton target/release/baton]
 
 Targets (issue 11): program load <= 1/4 of ORT's session creation; peak RSS of

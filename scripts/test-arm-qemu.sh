@@ -46,7 +46,7 @@ export CARGO_TARGET_DIR=target/aarch64-qemu
 
 # Build once, then run under each emulated core.
 /usr/bin/cargo test --target aarch64-unknown-linux-gnu -p baton-backend-cpu --no-run
-/usr/bin/cargo build --release --target aarch64-unknown-linux-gnu -p baton-backend-cpu \
+/usr/bin/cargo build --release --target aarch64-unknown-linux-gnu -p baton-backend-cpu-plugin \
     -p baton-conformance
 rel="$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/release"
 status=0

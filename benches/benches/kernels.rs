@@ -15,8 +15,9 @@ use baton_backend_cpu::qgemm::{self, padded_k, PackedWeights, QEpilogue, QKernel
 use baton_benches::peak::{self, Width};
 use baton_benches::{values, GemmProblem};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::config::PluginConfig;
-use baton_runtime_host::{reference, sample, Config, Engine, Session};
+use baton_runtime_host::{sample, Config, Engine, Session};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn bench_gemm(c: &mut Criterion) {

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
+// Linked so that it registers itself as the built-in `cpu` backend the engine asks for.
+use baton_backend_cpu as _;
 use baton_delegate_api::Tensor;
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{model, npy, Config, Engine, Session};

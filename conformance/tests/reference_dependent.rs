@@ -1,5 +1,5 @@
 //! Tests that need the host's real reference kernels (and, for the last one, the real CPU
-//! backend). On a branch where `runtime-host/src/reference` is still a stub these fail
+//! backend). On a branch where the `baton-reference` crate is still a stub these fail
 //! with `reference-fail`; they are meant to pass once the real kernels are merged.
 
 mod common;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use baton_conformance::suite::{self, Manifest, SuiteClass};
 use baton_conformance::Tolerances;
-use baton_runtime_host::onnx::proto::{
+use baton_onnx::proto::{
     self, tensor_proto::DataType, type_proto, GraphProto, ModelProto, NodeProto,
     OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
 };

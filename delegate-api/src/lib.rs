@@ -3,11 +3,13 @@
 //! Every plugin links this crate, so it stays small: the IR ([`ir`]) and its shape rules
 //! ([`shape`]), the serialized form that crosses the ABI and fills program files
 //! ([`wire`]), the C ABI itself ([`abi`], normative text in `include/baton_delegate.h`),
-//! and the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]).
+//! the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]), and how the host
+//! reaches a delegate, built in or as a plugin ([`entry`]).
 #![warn(missing_docs)]
 
 pub mod abi;
 pub mod dtype;
+pub mod entry;
 pub mod error;
 pub mod ir;
 pub mod minifloat;
@@ -22,7 +24,8 @@ pub use ir::{
     TensorDecl, TensorId,
 };
 pub use sdk::{
-    Constants, Delegate, DelegateError, Device, Executable, OptionDecl, Options, PluginInfo,
-    ProfileEvent, QuantRef, Support, TensorMut, TensorRef,
+    BlobCompatibility, Constants, Decline, DeclineReason, Delegate, DelegateError, Device,
+    Executable, OptionDecl, Options, PluginInfo, ProfileEvent, QuantRef, Support, TensorMut,
+    TensorRef,
 };
 pub use tensor::Tensor;

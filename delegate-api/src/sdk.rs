@@ -1,4 +1,6 @@
-//! The safe Rust SDK for plugin authors: implement [`Delegate`], call [`export_delegate!`](crate::export_delegate).
+//! The safe Rust SDK for plugin authors: implement [`Delegate`], call
+//! [`export_delegate!`](crate::export_delegate) (and, in the crate built as the plugin,
+//! [`export_plugin_entry!`](crate::export_plugin_entry); [`crate::entry`] says why two).
 //!
 //! # The contract
 //!
@@ -33,6 +35,9 @@ use std::sync::Mutex;
 use crate::abi::{self, Blob, Context, DeviceInfo, Handle, OptionSpec, Status, SupportAnswer};
 use crate::ir::{DType, Graph, Quant, Storage, TensorId};
 use crate::wire;
+
+mod answers;
+pub use answers::{BlobCompatibility, Decline, DeclineReason};
 
 /// An error a delegate returns; its message reaches the host verbatim.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -287,10 +292,11 @@ pub enum Support {
 }
 
 impl Support {
-    /// A refusal.
-    pub fn no(reason: u32, message: impl Into<String>) -> Support {
+    /// A refusal: `reason` is a [`DeclineReason`] (or, as C plugins give it, an
+    /// [`abi::reason`] code).
+    pub fn no(reason: impl Into<u32>, message: impl Into<String>) -> Support {
         Support::No {
-            reason,
+            reason: reason.into(),
             message: message.into(),
         }
     }
@@ -457,10 +463,11 @@ pub trait Delegate: Sized + Send + Sync + 'static {
         constants: Constants<'_>,
     ) -> Result<Vec<u8>, DelegateError>;
 
-    /// Whether an existing blob can be used by this build (see `abi::compat`).
+    /// Whether an existing blob can be used by this build: a [`BlobCompatibility`] code
+    /// (`BlobCompatibility::Optimal.code()`; the `abi::compat` constants are the same).
     fn blob_compatibility(&self, blob: &[u8]) -> u32 {
         let _ = blob;
-        abi::compat::OPTIMAL
+        BlobCompatibility::Optimal.code()
     }
 
     /// Prepares a blob for execution. The constant views are those passed at compile time.
@@ -503,23 +510,6 @@ pub struct ProfileEvent {
     pub cycles: u64,
     /// Wall-clock nanoseconds spent on it; 0 if unknown.
     pub wall_ns: u64,
-}
-
-/// Exports a [`Delegate`] as a loadable plugin: defines the entry symbol
-/// `baton_delegate_entry` returning its descriptor.
-#[macro_export]
-macro_rules! export_delegate {
-    ($ty:ty) => {
-        /// The Baton plugin entry point.
-        #[no_mangle]
-        pub extern "C" fn baton_delegate_entry() -> *const $crate::abi::Descriptor {
-            static DESCRIPTOR: ::std::sync::OnceLock<$crate::sdk::StaticDescriptor> =
-                ::std::sync::OnceLock::new();
-            DESCRIPTOR
-                .get_or_init($crate::sdk::StaticDescriptor::new::<$ty>)
-                .as_ptr()
-        }
-    };
 }
 
 /// A descriptor and the strings it points to, built once per plugin.

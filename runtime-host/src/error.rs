@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use baton_onnx::OnnxError;
 use thiserror::Error;
 
 /// Errors of the Baton host.
@@ -17,7 +18,7 @@ pub enum HostError {
     Config { path: PathBuf, message: String },
     #[error("plugin {path}: cannot load the library: {message}")]
     PluginLoad { path: PathBuf, message: String },
-    #[error("plugin {path}: no entry symbol `{symbol}` (is this a Baton plugin built with export_delegate! or the C header?)")]
+    #[error("plugin {path}: no entry symbol `{symbol}` (is this a Baton plugin built with export_plugin_entry! or the C header?)")]
     MissingEntry { path: PathBuf, symbol: String },
     #[error("plugin {plugin}: ABI {plugin_major}.{plugin_minor} is not compatible with this host's ABI {host_major}.{host_minor}; {fix}")]
     AbiMismatch {
@@ -64,3 +65,30 @@ pub enum HostError {
 
 /// Shorthand for host results.
 pub type Result<T, E = HostError> = std::result::Result<T, E>;
+
+/// ONNX errors become [`HostError::Model`] (or [`HostError::Io`] for unreadable files). An
+/// error that names no file gets an empty path; use [`OnnxError::in_file`] first where the
+/// file is known.
+impl From<OnnxError> for HostError {
+    fn from(e: OnnxError) -> HostError {
+        match e {
+            OnnxError::Io { path, source } => HostError::Io { path, source },
+            OnnxError::Decode { path, what, source } => HostError::Model {
+                path,
+                message: format!("not a valid ONNX {what}: {source}"),
+            },
+            OnnxError::NoGraph { path } => HostError::Model {
+                path,
+                message: "the model has no graph; is this an ONNX model file?".into(),
+            },
+            OnnxError::InFile { path, source } => HostError::Model {
+                path,
+                message: source.to_string(),
+            },
+            other => HostError::Model {
+                path: PathBuf::new(),
+                message: other.to_string(),
+            },
+        }
+    }
+}

@@ -26,7 +26,7 @@ use baton_delegate_api::{
     shape, DType, Dim, Graph, Node, OpKind, Storage, Tensor, TensorDecl, TensorId, TensorRef,
 };
 
-use crate::reference;
+use baton_reference as reference;
 
 /// Folds every foldable node of `graph`; returns how many nodes were removed.
 pub fn fold_constants(graph: &mut Graph) -> usize {

@@ -14,11 +14,9 @@ pub mod fold;
 pub mod memory;
 pub mod model;
 pub mod npy;
-pub mod onnx;
 pub mod plugin;
 pub mod probe;
 pub mod program;
-pub mod reference;
 pub mod sample;
 pub mod session;
 pub mod specialize;
@@ -33,7 +31,9 @@ pub use session::Session;
 
 /// The configuration used when none is given: the CPU plugin, loaded dynamically from the
 /// directory of the running executable (where `cargo build` puts it), else the built-in CPU
-/// backend with a note saying so.
+/// backend with a note saying so. This library links no backend: "built in" means linked by
+/// the program (the `baton` binary does so with its default `cpu` feature); a program that
+/// links none gets an error naming the fix when the engine starts.
 pub fn default_config() -> (Config, Option<String>) {
     let lib_name = format!(
         "{}baton_backend_cpu{}",

@@ -23,7 +23,7 @@ pub fn load(path: &Path) -> Result<Graph> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
     {
-        let mut graph = crate::onnx::load(path).map_err(|e| HostError::Model {
+        let mut graph = baton_onnx::load(path).map_err(|e| HostError::Model {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

@@ -11,31 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
+use baton_delegate_api::entry::{builtin_delegate, builtin_delegates};
 use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
 use baton_delegate_api::{Graph, Tensor};
 
 use crate::error::{HostError, Result};
 
-/// A backend compiled into this binary, registered with `inventory::submit!`.
-pub struct BuiltinBackend {
-    /// Name used by `builtin = "…"` in the config.
-    pub name: &'static str,
-    /// Its entry point (the same function a cdylib exports).
-    pub entry: EntryFn,
-}
-
-inventory::collect!(BuiltinBackend);
-
-inventory::submit! {
-    BuiltinBackend { name: "cpu", entry: baton_backend_cpu::baton_delegate_entry }
-}
-
-/// Names of the built-in backends.
+/// Names of the backends linked into this program (see [`baton_delegate_api::entry`]: each
+/// registers itself; the host library links none, the `baton` binary links those its cargo
+/// features select).
 pub fn builtin_names() -> Vec<&'static str> {
-    inventory::iter::<BuiltinBackend>
-        .into_iter()
-        .map(|b| b.name)
-        .collect()
+    builtin_delegates().map(|b| b.name()).collect()
 }
 
 /// Where a plugin came from.
@@ -114,19 +100,24 @@ impl PluginLibrary {
 
     /// Opens a built-in backend through the same handshake.
     pub fn builtin(name: &str) -> Result<Arc<PluginLibrary>> {
-        let b = inventory::iter::<BuiltinBackend>
-            .into_iter()
-            .find(|b| b.name == name)
-            .ok_or_else(|| HostError::PluginLoad {
+        let b = builtin_delegate(name).ok_or_else(|| {
+            let linked = builtin_names();
+            let linked = if linked.is_empty() {
+                "none: this program links no backend; the `baton` binary links them by cargo \
+                 feature (`cpu`, the default, `vulkan`, `npu-sim`), or name the plugin file \
+                 with `path = ...`"
+                    .to_string()
+            } else {
+                linked.join(", ")
+            };
+            HostError::PluginLoad {
                 path: PathBuf::from(format!("builtin:{name}")),
-                message: format!(
-                    "no built-in backend '{name}' (built in: {})",
-                    builtin_names().join(", ")
-                ),
-            })?;
-        let hash =
-            sha256_hex(format!("builtin:{}:{}", b.name, env!("CARGO_PKG_VERSION")).as_bytes());
-        Self::handshake(b.entry, PluginSource::Builtin(b.name), hash, None)
+                message: format!("no built-in backend '{name}' (built in: {linked})"),
+            }
+        })?;
+        let name = b.name();
+        let hash = sha256_hex(format!("builtin:{name}:{}", env!("CARGO_PKG_VERSION")).as_bytes());
+        Self::handshake(b.entry, PluginSource::Builtin(name), hash, None)
     }
 
     fn handshake(

@@ -16,7 +16,7 @@ use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tens
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::{run_once, DeviceReport, PluginContext};
-use crate::reference;
+use baton_reference as reference;
 
 /// The outcome of a probe.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

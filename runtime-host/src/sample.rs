@@ -139,7 +139,7 @@ impl XorShift {
 pub fn mixed() -> Graph {
     let weights = MixedWeights::new();
     let calib = build_mixed(&weights, None);
-    let outs = crate::reference::run_graph(&calib, &[mixed_input()])
+    let outs = baton_reference::run_graph(&calib, &[mixed_input()])
         .expect("the float calibration model runs on the reference");
     let scales: Vec<f32> = outs
         .iter()

@@ -22,6 +22,7 @@ use baton_delegate_api::{
     DType, Graph, NodeId, OpKind, Storage, Tensor, TensorId, TensorMut, TensorRef,
 };
 use baton_partitioner::{self as partitioner, PartitionPlan, Step};
+use baton_reference as reference;
 
 use crate::config::OnExecuteError;
 use crate::engine::Engine;
@@ -29,7 +30,6 @@ use crate::error::{HostError, Result};
 use crate::memory::{self, arena_tensors, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
-use crate::reference;
 pub use crate::specialize::specialize;
 use crate::trace::StepTiming;
 

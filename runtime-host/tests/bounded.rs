@@ -2,12 +2,15 @@
 //! smaller binding, on the reference alone and with the CPU plugin taking partitions, and
 //! an input beyond a bound is refused by name.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use baton_delegate_api::{Attr, DType, Dim, Graph, GraphBuilder, OpKind, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::session::specialize;
-use baton_runtime_host::{reference, BoundedSession, Config, Engine};
+use baton_runtime_host::{BoundedSession, Config, Engine};
 
 fn engine(with_cpu: bool) -> Engine {
     let mut cfg = Config {
@@ -16,7 +19,7 @@ fn engine(with_cpu: bool) -> Engine {
     };
     if with_cpu {
         cfg.plugins.push(PluginConfig {
-            builtin: Some("cpu".into()),
+            path: Some(common::plugin("baton_backend_cpu")),
             ..Default::default()
         });
     }

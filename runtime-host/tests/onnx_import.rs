@@ -2,15 +2,16 @@
 //! constants, omitted operands, folding, and the errors for what the IR cannot hold.
 
 use baton_delegate_api::{Attr, Dim, OpKind, Storage, Tensor};
-use baton_runtime_host::onnx::import;
-use baton_runtime_host::onnx::proto::attribute_proto::AttributeType;
-use baton_runtime_host::onnx::proto::tensor_proto::DataType;
-use baton_runtime_host::onnx::proto::tensor_shape_proto::{dimension, Dimension};
-use baton_runtime_host::onnx::proto::{
+use baton_onnx::import;
+use baton_onnx::proto::attribute_proto::AttributeType;
+use baton_onnx::proto::tensor_proto::DataType;
+use baton_onnx::proto::tensor_shape_proto::{dimension, Dimension};
+use baton_onnx::proto::{
     type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
-use baton_runtime_host::{fold, reference};
+use baton_reference as reference;
+use baton_runtime_host::fold;
 
 fn value(name: &str, elem: DataType, dims: &[Option<i64>]) -> ValueInfoProto {
     let dim = dims

@@ -4,15 +4,15 @@
 //! imported and run on the reference, against answers worked out here.
 
 use baton_delegate_api::{DType, Tensor};
-use baton_runtime_host::onnx::import;
-use baton_runtime_host::onnx::proto::attribute_proto::AttributeType;
-use baton_runtime_host::onnx::proto::tensor_proto::DataType;
-use baton_runtime_host::onnx::proto::tensor_shape_proto::{dimension, Dimension};
-use baton_runtime_host::onnx::proto::{
+use baton_onnx::import;
+use baton_onnx::proto::attribute_proto::AttributeType;
+use baton_onnx::proto::tensor_proto::DataType;
+use baton_onnx::proto::tensor_shape_proto::{dimension, Dimension};
+use baton_onnx::proto::{
     type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
-use baton_runtime_host::reference;
+use baton_reference as reference;
 
 fn value(name: &str, elem: DataType, dims: &[i64]) -> ValueInfoProto {
     let dim = dims

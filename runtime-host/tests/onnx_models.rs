@@ -3,6 +3,8 @@
 //! the outputs eager PyTorch gave (which ONNX Runtime, ExecuTorch and tract matched within
 //! 2e-6).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -31,7 +33,7 @@ fn engine(with_cpu: bool) -> Engine {
     };
     if with_cpu {
         cfg.plugins.push(PluginConfig {
-            builtin: Some("cpu".into()),
+            path: Some(common::plugin("baton_backend_cpu")),
             ..Default::default()
         });
     }

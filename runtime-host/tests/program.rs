@@ -2,6 +2,8 @@
 //! came from; any corruption refused cleanly; a file made by this build readable by the
 //! next (the golden fixture).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +20,7 @@ fn engine(with_cpu: bool) -> Engine {
     };
     if with_cpu {
         cfg.plugins.push(PluginConfig {
-            builtin: Some("cpu".into()),
+            path: Some(common::plugin("baton_backend_cpu")),
             ..Default::default()
         });
     }
@@ -159,7 +161,7 @@ fn the_golden_program_of_an_earlier_build_still_loads_and_runs() {
     let input = [sample::tinynet_input()];
     let got = run(&mut aot, &input);
     assert_bit_identical("golden", &run(&mut jit, &input), &got);
-    let want = baton_runtime_host::reference::run_graph(&own, &input).unwrap();
+    let want = baton_reference::run_graph(&own, &input).unwrap();
     let worst = want[0]
         .f32s()
         .iter()
@@ -247,7 +249,7 @@ fn a_program_whose_plugin_is_missing_runs_on_the_host() {
     );
     assert_eq!(s.nodes_per_backend().get("host"), Some(&graph.nodes.len()));
     let input = [sample::tinynet_input()];
-    let want = baton_runtime_host::reference::run_graph(&graph, &input).unwrap();
+    let want = baton_reference::run_graph(&graph, &input).unwrap();
     assert_bit_identical("host fallback", &want, &run(&mut s, &input));
 }
 

@@ -10,6 +10,8 @@
 //! seed, so a plain `cargo test` is reproducible); CI runs it longer with a seed per run.
 //! A crash found becomes a regression test of its own below.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +27,7 @@ fn engine() -> Engine {
         ..Config::default()
     };
     cfg.plugins.push(PluginConfig {
-        builtin: Some("cpu".into()),
+        path: Some(common::plugin("baton_backend_cpu")),
         ..Default::default()
     });
     Engine::new(cfg).unwrap()

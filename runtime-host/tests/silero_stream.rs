@@ -11,6 +11,8 @@
 //! specialization that inlines the shape Ifs, the top If's branches as sessions of their
 //! own, the plugins taking the branches' Convs).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -53,7 +55,7 @@ fn engine(with_cpu: bool) -> Engine {
     };
     if with_cpu {
         cfg.plugins.push(PluginConfig {
-            builtin: Some("cpu".into()),
+            path: Some(common::plugin("baton_backend_cpu")),
             ..Default::default()
         });
     }

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use baton_delegate_api::OpKind;
 use baton_partitioner::Decision;
-use baton_runtime_host::{reference, sample, Config, Engine, Session};
+use baton_reference as reference;
+use baton_runtime_host::{sample, Config, Engine, Session};
 use common::{config, plugin, q};
 
 fn engine(dir: &std::path::Path, npu_present: bool) -> Engine {

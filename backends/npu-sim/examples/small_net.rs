@@ -2,7 +2,7 @@
 //! CPU plugin, so that `baton run --profile` shows the NPU's per-command cycle estimates:
 //!
 //! ```text
-//! cargo build -p baton-backend-npu-sim -p baton-runtime-host
+//! cargo build -p baton-backend-npu-sim-plugin -p baton-backend-cpu-plugin -p baton-cli
 //! cargo run -p baton-backend-npu-sim --example small_net -- /tmp/npu-demo
 //! target/debug/baton run /tmp/npu-demo/small_net.btir --input image=/tmp/npu-demo/image.npy \
 //!     --config /tmp/npu-demo/baton.toml --profile
@@ -33,9 +33,15 @@ fn main() -> anyhow::Result<()> {
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     ));
+    let cpu_plugin = target.join(format!(
+        "{}baton_backend_cpu{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
     let config = format!(
-        "[[plugin]]\npath = {:?}\npriority = 0\noptions = {{ macs = 256, sram_kib = 384, clock_mhz = 500 }}\n\n[[plugin]]\nbuiltin = \"cpu\"\npriority = 1\n",
-        plugin.display().to_string()
+        "[[plugin]]\npath = {:?}\npriority = 0\noptions = {{ macs = 256, sram_kib = 384, clock_mhz = 500 }}\n\n[[plugin]]\npath = {:?}\npriority = 1\n",
+        plugin.display().to_string(),
+        cpu_plugin.display().to_string()
     );
     std::fs::write(dir.join("baton.toml"), config)?;
     println!(

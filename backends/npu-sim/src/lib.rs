@@ -117,10 +117,11 @@ mod tiling;
 
 use std::collections::BTreeMap;
 
-use baton_delegate_api::abi::{compat, concurrency, option_kind};
+use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::{DType, Graph, TensorId};
 use baton_delegate_api::{
-    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
+    Support, TensorRef,
 };
 
 pub use blob::{checksum, Machine, FORMAT_VERSION, HEADER_LEN, MAGIC};
@@ -273,13 +274,16 @@ impl Delegate for NpuSimDelegate {
     }
 
     fn blob_compatibility(&self, blob: &[u8]) -> u32 {
-        match Stream::decode(blob) {
-            Err(_) => compat::UNSUPPORTED,
-            Ok(s) if s.machine.sram_bytes > self.machine.sram_bytes => compat::UNSUPPORTED,
+        let answer = match Stream::decode(blob) {
+            Err(_) => BlobCompatibility::Unsupported,
+            Ok(s) if s.machine.sram_bytes > self.machine.sram_bytes => {
+                BlobCompatibility::Unsupported
+            }
             // It runs, but a compile for this NPU would tile differently.
-            Ok(s) if s.machine != self.machine => compat::PREFER_RECOMPILE,
-            Ok(_) => compat::OPTIMAL,
-        }
+            Ok(s) if s.machine != self.machine => BlobCompatibility::PreferRecompile,
+            Ok(_) => BlobCompatibility::Optimal,
+        };
+        answer.code()
     }
 
     fn init(

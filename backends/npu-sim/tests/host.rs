@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use baton_delegate_api::Tensor;
+use baton_reference as reference;
 use baton_runtime_host::plugin::PluginLibrary;
-use baton_runtime_host::{probe, reference, Config, Engine, Session};
+use baton_runtime_host::{probe, Config, Engine, Session};
 
 fn plugin_path() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
@@ -21,13 +22,23 @@ fn plugin_path() -> PathBuf {
     ))
 }
 
+/// The CPU plugin, built beside the NPU one (the host links no backend of its own).
+fn cpu_plugin_path() -> PathBuf {
+    plugin_path().with_file_name(format!(
+        "{}baton_backend_cpu{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
 fn engine(dir: &std::path::Path, present: bool) -> Engine {
     let text = format!(
         "cache_dir = {:?}\n\
          [[plugin]]\npath = {:?}\npriority = 0\noptions = {{ present = {present}, macs = 256, sram_kib = 384, clock_mhz = 500 }}\n\
-         [[plugin]]\nbuiltin = \"cpu\"\npriority = 1\n",
+         [[plugin]]\npath = {:?}\npriority = 1\n",
         dir.join("cache").display().to_string(),
         plugin_path().display().to_string(),
+        cpu_plugin_path().display().to_string(),
     );
     let file = dir.join("baton.toml");
     std::fs::write(&file, text).unwrap();

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, OpKind};
 use baton_delegate_api::{ProfileEvent, Support, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once_profiled, PluginContext, PluginLibrary};
-use baton_runtime_host::reference;
 use common::Qdq;
 
 /// The plugin library cargo built with this test binary (in the same `deps` folder: the
@@ -23,7 +23,7 @@ fn plugin_path() -> PathBuf {
     ));
     assert!(
         p.is_file(),
-        "{} is missing: cargo builds it with this crate's tests",
+        "{} is missing: build the plugin first (`cargo build -p baton-backend-npu-sim-plugin`, or the workspace, as scripts/test.sh does)",
         p.display()
     );
     p

@@ -44,10 +44,11 @@ mod kernels;
 mod lower;
 mod plan;
 
-use baton_delegate_api::abi::{compat, concurrency, option_kind};
+use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::Graph;
 use baton_delegate_api::{
-    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
+    Support, TensorRef,
 };
 
 pub use error::VulkanError;
@@ -168,13 +169,14 @@ impl Delegate for VulkanDelegate {
     }
 
     fn blob_compatibility(&self, blob: &[u8]) -> u32 {
-        match blob::decode(blob) {
+        let answer = match blob::decode(blob) {
             Ok(plan) if self.gpus.adapter(0).is_ok_and(|a| a.limits == plan.limits) => {
-                compat::OPTIMAL
+                BlobCompatibility::Optimal
             }
-            Ok(_) => compat::PREFER_RECOMPILE,
-            Err(_) => compat::UNSUPPORTED,
-        }
+            Ok(_) => BlobCompatibility::PreferRecompile,
+            Err(_) => BlobCompatibility::Unsupported,
+        };
+        answer.code()
     }
 
     fn init(

@@ -4,10 +4,10 @@
 
 use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{Graph, Storage, TensorId};
-use baton_delegate_api::Constants;
+use baton_delegate_api::{Constants, Decline};
 
 use crate::gpu::Limits;
-use crate::lower::{activation_of, lower, Activation, Context, Decline, Draft};
+use crate::lower::{activation_of, lower, Activation, Context, Draft};
 
 /// Every buffer offset is a multiple of this: the largest minStorageBufferOffsetAlignment
 /// Vulkan allows, so a plan is valid on any device.
@@ -121,7 +121,7 @@ pub(crate) fn compile(
         format!(
             "node {} is not supported ({}): {}",
             graph.nodes[node].label(),
-            baton_delegate_api::abi::reason::name(d.reason),
+            d.reason.name(),
             d.message
         )
     };

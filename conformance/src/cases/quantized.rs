@@ -821,7 +821,7 @@ mod tests {
             let CaseBody::Model { graph, inputs } = &c.body else {
                 panic!("{}: not a model case", c.id);
             };
-            let outs = baton_runtime_host::reference::run_graph(graph, inputs)
+            let outs = baton_reference::run_graph(graph, inputs)
                 .unwrap_or_else(|e| panic!("{}: {e}", c.id));
             for o in outs {
                 assert!(!o.dtype.is_float(), "{}: float output", c.id);

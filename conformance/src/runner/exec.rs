@@ -19,8 +19,9 @@ use std::time::Instant;
 
 use baton_delegate_api::abi::reason;
 use baton_delegate_api::{DType, Graph, OpKind, Support, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext};
-use baton_runtime_host::{reference, HostError};
+use baton_runtime_host::HostError;
 
 use crate::cases::{Case, CaseKind, QUANTIZED};
 use crate::outcome::{CaseResult, Class};

@@ -12,7 +12,7 @@
 //!
 //! A case is imported with
 //! [`baton_runtime_host::model::load`] (which folds constants), run on the reference with
-//! [`baton_runtime_host::reference::run_graph`] and its outputs compared with the expected
+//! [`baton_reference::run_graph`] and its outputs compared with the expected
 //! ones. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
 //! fail, with reasons.
 //!
@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use baton_delegate_api::{DType, Graph, OpKind, Tensor};
-use baton_runtime_host::onnx::{self, proto, OnnxError};
-use baton_runtime_host::reference;
+use baton_onnx::{self as onnx, proto, OnnxError};
+use baton_reference as reference;
 use serde::Serialize;
 
 pub use manifest::Manifest;

@@ -368,7 +368,7 @@ fn short_reason(c: &SuiteCase) -> (String, String) {
             .next()
             .unwrap_or(&msg)
             .replace("the model uses ", "");
-        let range = baton_runtime_host::onnx::OPSETS;
+        let range = baton_onnx::OPSETS;
         return (
             format!(
                 "opsets the importer does not take (default domain: {} to {})",

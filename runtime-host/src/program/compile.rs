@@ -9,13 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use baton_delegate_api::{abi, Graph, OpKind, Support};
 use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Target};
+use baton_reference as reference;
 
 use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
 use crate::engine::{Backend, Engine};
 use crate::error::{HostError, Result};
 use crate::memory;
 use crate::memory::arena_tensors;
-use crate::reference;
 use crate::session::specialize;
 
 /// Compiles `graph` for `engine`'s plugins, binding its symbolic input dimensions to

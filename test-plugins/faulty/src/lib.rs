@@ -215,3 +215,4 @@ impl Executable for FaultyExec {
 }
 
 export_delegate!(Faulty);
+baton_delegate_api::export_plugin_entry!(baton_delegate_entry);

@@ -1,11 +1,11 @@
 //! The group builders: for each NPU operation, the checks that decide whether a group
 //! can run and the lowering of its constants into a command body.
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{DType, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::shape::{normalize_axis, ConvGeometry, PoolGeometry};
+use baton_delegate_api::{Decline, DeclineReason};
 
-use super::{no, ActIn, Cx, Decline, Group, QParams, Tail, MAX_DILATION, MAX_KERNEL, MAX_STRIDE};
+use super::{no, ActIn, Cx, Group, QParams, Tail, MAX_DILATION, MAX_KERNEL, MAX_STRIDE};
 use crate::command::{opcode, Add, Body, Concat, ConcatPart, Conv, Fc, Pool, Rescale, Softmax};
 use crate::quant::{quantize_like_reference, Requant};
 use crate::tiling;
@@ -17,18 +17,18 @@ impl Cx<'_> {
         let (wdq, wv, wq, wshape) = self.const_in(node, node.inputs[1], DType::I8)?;
         if x.shape.len() != 4 {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("{}: only 2-D convolution (rank 4)", node.label()),
             ));
         }
         let geo = ConvGeometry::new(node, &x.shape, &wshape)
-            .map_err(|e| no(reason::ATTRIBUTE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
         let win = &geo.window;
         let (c, m) = (geo.in_channels, geo.out_channels);
         let depthwise = geo.group == c && geo.group > 1;
         if geo.group != 1 && !depthwise {
             return Err(no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!(
                     "{}: grouped convolution (group {}) is neither plain nor depthwise",
                     node.label(),
@@ -76,7 +76,7 @@ impl Cx<'_> {
             tile_ch: 1,
         };
         tiling::plan_conv(&mut body, depthwise, self.machine.sram_bytes as usize)
-            .map_err(|e| no(reason::RESOURCE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Resource, format!("{}: {e}", node.label())))?;
         let op = if depthwise {
             opcode::DEPTHWISE
         } else {
@@ -113,13 +113,13 @@ impl Cx<'_> {
                 || node.attr_float("beta", 1.0) != 1.0)
         {
             return Err(no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{}: only transA=0, alpha=1, beta=1", node.label()),
             ));
         }
         if wshape.len() != 2 || x.shape.is_empty() {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: weights must be 2-D and the input at least 1-D",
                     node.label()
@@ -135,7 +135,7 @@ impl Cx<'_> {
             || (node.op == OpKind::Gemm && x.shape.len() != 2)
         {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: input {:?} does not meet weights {:?}",
                     node.label(),
@@ -169,7 +169,7 @@ impl Cx<'_> {
                 let (bdq, bv, bq, bshape) = self.const_in(add, other, DType::I32)?;
                 if bshape.iter().product::<usize>() != n || bshape.last() != Some(&n) {
                     return Err(no(
-                        reason::SHAPE,
+                        DeclineReason::Shape,
                         format!(
                             "{}: bias {:?} is not one value per output column",
                             add.label(),
@@ -203,7 +203,7 @@ impl Cx<'_> {
             tile_cols: 1,
         };
         tiling::plan_fc(&mut body, self.machine.sram_bytes as usize)
-            .map_err(|e| no(reason::RESOURCE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Resource, format!("{}: {e}", node.label())))?;
         Ok(self.finish(anchor, tail, vec![x.tensor], opcode::FC, Body::Fc(body)))
     }
 
@@ -213,7 +213,7 @@ impl Cx<'_> {
         let b = self.act_in(node, node.inputs[1])?;
         if a.shape != b.shape {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: broadcasting {:?} + {:?}; the NPU adds equal shapes",
                     node.label(),
@@ -232,7 +232,7 @@ impl Cx<'_> {
         let fix = |m: f64| (m * 2f64.powi(shift)).round();
         if fix(top) >= (1u64 << 31) as f64 {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!(
                     "{}: input/output scale ratio {top} is out of range",
                     node.label()
@@ -262,14 +262,14 @@ impl Cx<'_> {
         let node = &self.g.nodes[anchor];
         if node.outputs.len() > 1 {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("{}: MaxPool Indices output", node.label()),
             ));
         }
         let x = self.act_in(node, node.inputs[0])?;
         if x.shape.len() != 4 {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("{}: only 2-D pooling (rank 4)", node.label()),
             ));
         }
@@ -278,11 +278,11 @@ impl Cx<'_> {
             (vec![h, w], vec![1, 1], vec![0; 4], vec![1, 1], false)
         } else {
             let geo = PoolGeometry::new(node, &x.shape)
-                .map_err(|e| no(reason::ATTRIBUTE, format!("{}: {e}", node.label())))?;
+                .map_err(|e| no(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
             let win = &geo.window;
             if win.dilations.iter().any(|&d| d != 1) {
                 return Err(no(
-                    reason::ATTRIBUTE,
+                    DeclineReason::Attribute,
                     format!("{}: dilated pooling", node.label()),
                 ));
             }
@@ -308,7 +308,7 @@ impl Cx<'_> {
         let window = kernel[0] * kernel[1];
         if !max && window > 4096 {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: averaging window of {window} elements, above 4096",
                     node.label()
@@ -344,7 +344,7 @@ impl Cx<'_> {
             tile_rows: 1,
         };
         tiling::plan_pool(&mut body, self.machine.sram_bytes as usize)
-            .map_err(|e| no(reason::RESOURCE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Resource, format!("{}: {e}", node.label())))?;
         let op = if max {
             opcode::MAXPOOL
         } else {
@@ -393,7 +393,7 @@ impl Cx<'_> {
             .collect::<Result<_, _>>()?;
         let out_shape = self.shape(node.outputs[0])?;
         let axis = normalize_axis(node.attr_int("axis", 0), out_shape.len())
-            .map_err(|e| no(reason::ATTRIBUTE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
         let mut nodes: Vec<NodeId> = ins.iter().map(|a| a.dq).collect();
         nodes.push(anchor);
         let tail = self.tail(node, node.outputs[0], &mut nodes)?;
@@ -411,7 +411,7 @@ impl Cx<'_> {
         let row: usize = parts.iter().map(|p| p.inner as usize).sum();
         if 2 * row > self.machine.sram_bytes as usize {
             return Err(no(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!(
                     "{}: a concatenated row of {row} bytes does not fit the SRAM twice",
                     node.label()
@@ -431,13 +431,13 @@ impl Cx<'_> {
         let node = &self.g.nodes[anchor];
         let x = self.act_in(node, node.inputs[0])?;
         let axis = normalize_axis(node.attr_int("axis", -1), x.shape.len())
-            .map_err(|e| no(reason::ATTRIBUTE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
         let mut nodes = vec![x.dq, anchor];
         let tail = self.tail(node, node.outputs[0], &mut nodes)?;
         let axis_len = x.shape[axis];
         if 2 * axis_len + 256 * 4 > self.machine.sram_bytes as usize {
             return Err(no(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!(
                     "{}: a softmax row of {axis_len} and its table do not fit the SRAM",
                     node.label()
@@ -450,7 +450,7 @@ impl Cx<'_> {
         let k = ((1u64 << 32) as f64 / tail.scale as f64).round();
         if !(k >= 1.0 && k < 2f64.powi(62)) {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("{}: output scale {} out of range", node.label(), tail.scale),
             ));
         }
@@ -503,19 +503,19 @@ impl Cx<'_> {
     ) -> Result<(), Decline> {
         if kernel.iter().any(|&k| k > MAX_KERNEL) {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("{}: kernel {kernel:?} above {MAX_KERNEL}", node.label()),
             ));
         }
         if strides.iter().any(|&s| s > MAX_STRIDE) {
             return Err(no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{}: strides {strides:?} above {MAX_STRIDE}", node.label()),
             ));
         }
         if dil.iter().any(|&d| d > MAX_DILATION) {
             return Err(no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{}: dilations {dil:?} above {MAX_DILATION}", node.label()),
             ));
         }
@@ -534,7 +534,7 @@ impl Cx<'_> {
             1 => Ok(vec![q.scales[0]; m]),
             n if n == m && q.axis == axis => Ok(q.scales.clone()),
             n => Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!(
                     "{}: {n} scales along axis {}, expected 1 or {m} along axis {axis}",
                     node.label(),
@@ -547,7 +547,7 @@ impl Cx<'_> {
     fn multiplier(&self, node: &Node, real: f64) -> Result<Requant, Decline> {
         Requant::from_real(real).ok_or_else(|| {
             no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!(
                     "{}: requantization multiplier {real} out of range",
                     node.label()
@@ -570,7 +570,7 @@ impl Cx<'_> {
         if let Some((bv, bs)) = bias {
             if bv.len() != m {
                 return Err(no(
-                    reason::SHAPE,
+                    DeclineReason::Shape,
                     format!("{}: {} biases for {m} outputs", node.label(), bv.len()),
                 ));
             }
@@ -580,7 +580,7 @@ impl Cx<'_> {
                 let v = (bv[j] as f64 * bs[j] as f64 / acc_scale).round();
                 if v.abs() >= 2f64.powi(31) {
                     return Err(no(
-                        reason::OTHER,
+                        DeclineReason::Other,
                         format!(
                             "{}: bias {j} overflows the 32-bit accumulator",
                             node.label()
@@ -603,7 +603,7 @@ impl Cx<'_> {
 fn check_accumulator(node: &Node, k_len: usize) -> Result<(), Decline> {
     if (k_len as u64) * 255 * 128 >= 1 << 31 {
         return Err(no(
-            reason::RESOURCE,
+            DeclineReason::Resource,
             format!(
                 "{}: a reduction of {k_len} terms could overflow the 32-bit accumulator",
                 node.label()

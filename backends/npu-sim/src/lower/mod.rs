@@ -11,29 +11,17 @@ use std::collections::BTreeSet;
 
 mod groups;
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::shape::normalize_axis;
-use baton_delegate_api::{Constants, Support};
+use baton_delegate_api::{Constants, Decline, DeclineReason, Support};
 
 use crate::blob::Machine;
 use crate::command::Body;
 use crate::quant::quantize_like_reference;
 
-/// Why a node is declined: an `abi::reason` code and a message.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decline {
-    /// An [`reason`] code.
-    pub reason: u32,
-    /// The explanation.
-    pub message: String,
-}
-
-fn no(reason: u32, message: impl Into<String>) -> Decline {
-    Decline {
-        reason,
-        message: message.into(),
-    }
+/// A refusal (the SDK's one [`Decline`] type), for the many places below that build one.
+fn no(reason: DeclineReason, message: impl Into<String>) -> Decline {
+    Decline::new(reason, message)
 }
 
 /// A recognised group and the command it lowers to.
@@ -116,7 +104,7 @@ pub fn analyse(g: &Graph, c: Constants<'_>, machine: Machine) -> Analysis {
                     })
             });
             if let Some(m) = leak {
-                *r = Err(no(reason::OTHER, m));
+                *r = Err(no(DeclineReason::Other, m));
                 changed = true;
             }
         }
@@ -130,7 +118,7 @@ pub fn analyse(g: &Graph, c: Constants<'_>, machine: Machine) -> Analysis {
     // (a Reshape folded into the FC after it), and then it is claimed.
     for (anchor, r) in &attempts {
         if let Err(d) = r {
-            answers[*anchor] = Some(Support::no(d.reason, d.message.clone()));
+            answers[*anchor] = Some(d.clone().into_support());
         }
     }
     for (_, r) in &attempts {
@@ -249,7 +237,7 @@ impl<'a> Cx<'a> {
         let d = &self.g.tensors[t];
         let s = d.static_shape().ok_or_else(|| {
             no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "tensor {} has a dynamic shape {}: the NPU needs fixed shapes",
                     d.name,
@@ -259,7 +247,7 @@ impl<'a> Cx<'a> {
         })?;
         if let Some(&big) = s.iter().find(|&&e| e > MAX_EXTENT) {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "tensor {} has an extent of {big}, above the NPU's limit of {MAX_EXTENT}",
                     d.name
@@ -273,7 +261,7 @@ impl<'a> Cx<'a> {
         let d = &self.g.tensors[t];
         let bytes = self.c.bytes(t).ok_or_else(|| {
             no(
-                reason::NOT_CONSTANT,
+                DeclineReason::NotConstant,
                 format!("{} must be a constant", d.name),
             )
         })?;
@@ -284,7 +272,7 @@ impl<'a> Cx<'a> {
                 .map(|b| i32::from_le_bytes(b.try_into().expect("4 bytes")))
                 .collect()),
             other => Err(no(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "{} is {other}: the NPU takes int8 data and int32 biases",
                     d.name
@@ -297,13 +285,13 @@ impl<'a> Cx<'a> {
         let d = &self.g.tensors[t];
         if !d.is_const() {
             return Err(no(
-                reason::NOT_CONSTANT,
+                DeclineReason::NotConstant,
                 format!("{} must be a constant", d.name),
             ));
         }
         self.c.f32s(t).map(<[f32]>::to_vec).ok_or_else(|| {
             no(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!("scale {} must be f32, not {}", d.name, d.dtype),
             )
         })
@@ -313,14 +301,14 @@ impl<'a> Cx<'a> {
     fn qparams(&self, node: &Node, rank: usize) -> Result<QParams, Decline> {
         if node.attr_int("block_size", 0) != 0 {
             return Err(no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{}: blocked quantization", node.label()),
             ));
         }
         let scales = self.const_f32s(node.inputs[1])?;
         if scales.is_empty() || scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("{}: scales must be finite and positive", node.label()),
             ));
         }
@@ -330,12 +318,12 @@ impl<'a> Cx<'a> {
         };
         if zero_points.len() != scales.len() {
             return Err(no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("{}: scale and zero point lengths differ", node.label()),
             ));
         }
         let axis = normalize_axis(node.attr_int("axis", 1), rank.max(1))
-            .map_err(|e| no(reason::ATTRIBUTE, format!("{}: {e}", node.label())))?;
+            .map_err(|e| no(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
         Ok(QParams {
             scales,
             zero_points,
@@ -357,7 +345,7 @@ impl<'a> Cx<'a> {
         let xd = &self.g.tensors[x];
         if xd.dtype != DType::I8 {
             return Err(no(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "{}: input {} is {}, the NPU takes int8",
                     op.label(),
@@ -368,7 +356,7 @@ impl<'a> Cx<'a> {
         }
         if xd.is_const() {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("{}: constant activation {}", op.label(), xd.name),
             ));
         }
@@ -376,7 +364,7 @@ impl<'a> Cx<'a> {
         let q = self.qparams(dqn, shape.len())?;
         if q.scales.len() != 1 {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!(
                     "{}: activation {} is quantized per axis; the NPU takes one scale per activation",
                     op.label(),
@@ -396,7 +384,7 @@ impl<'a> Cx<'a> {
     fn not_quantized(&self, op: &Node, t: TensorId) -> Decline {
         let d = &self.g.tensors[t];
         no(
-            reason::DTYPE,
+            DeclineReason::DType,
             format!(
                 "{}: operand {} is {} without a DequantizeLinear: the NPU runs only statically quantized int8 (QDQ) groups",
                 op.label(),
@@ -423,13 +411,13 @@ impl<'a> Cx<'a> {
         let xd = &self.g.tensors[x];
         if !xd.is_const() {
             return Err(no(
-                reason::NOT_CONSTANT,
+                DeclineReason::NotConstant,
                 format!("{}: {} must be constant for the NPU", op.label(), xd.name),
             ));
         }
         if xd.dtype != dtype {
             return Err(no(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "{}: {} is {}, the NPU needs {dtype}",
                     op.label(),
@@ -443,7 +431,7 @@ impl<'a> Cx<'a> {
         let q = self.qparams(dqn, shape.len())?;
         if q.zero_points.iter().any(|&z| z != 0) {
             return Err(no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!(
                     "{}: {} has a non-zero zero point; the NPU takes symmetric weights and biases",
                     op.label(),
@@ -460,7 +448,7 @@ impl<'a> Cx<'a> {
         loop {
             if self.g.outputs.contains(&t) {
                 return Err(no(
-                    reason::OTHER,
+                    DeclineReason::Other,
                     format!(
                         "{}: the f32 tensor {} is a graph output; the NPU writes only int8",
                         op.label(),
@@ -470,7 +458,7 @@ impl<'a> Cx<'a> {
             }
             let [k] = self.consumers[t][..] else {
                 return Err(no(
-                    reason::OTHER,
+                    DeclineReason::Other,
                     format!("{}: the f32 tensor {} must feed exactly one QuantizeLinear (or Relu/Clip then QuantizeLinear)", op.label(), self.g.tensors[t].name),
                 ));
             };
@@ -486,7 +474,7 @@ impl<'a> Cx<'a> {
                     let od = &self.g.tensors[out];
                     if od.dtype != DType::I8 {
                         return Err(no(
-                            reason::DTYPE,
+                            DeclineReason::DType,
                             format!(
                                 "{}: quantizes to {}, the NPU writes int8",
                                 next.label(),
@@ -497,7 +485,7 @@ impl<'a> Cx<'a> {
                     let q = self.qparams(next, self.shape(out)?.len())?;
                     if q.scales.len() != 1 {
                         return Err(no(
-                            reason::OTHER,
+                            DeclineReason::Other,
                             format!("{}: per-axis output quantization", next.label()),
                         ));
                     }
@@ -519,7 +507,7 @@ impl<'a> Cx<'a> {
                 }
                 _ => {
                     return Err(no(
-                        reason::OTHER,
+                        DeclineReason::Other,
                         format!(
                             "{}: its f32 output feeds {}, not a QuantizeLinear",
                             op.label(),
@@ -540,9 +528,12 @@ impl<'a> Cx<'a> {
             match node.inputs.get(i) {
                 Some(&t) => {
                     let v = self.const_f32s(t)?;
-                    v.first()
-                        .copied()
-                        .ok_or_else(|| no(reason::SHAPE, format!("{}: empty bound", node.label())))
+                    v.first().copied().ok_or_else(|| {
+                        no(
+                            DeclineReason::Shape,
+                            format!("{}: empty bound", node.label()),
+                        )
+                    })
                 }
                 None => Ok(node.attr_float(attr, default)),
             }
@@ -568,7 +559,7 @@ impl<'a> Cx<'a> {
             OpKind::Concat => self.concat(anchor),
             OpKind::Softmax => self.softmax(anchor),
             _ => Err(no(
-                reason::OP,
+                DeclineReason::Op,
                 format!("{}: not an NPU operation", node.label()),
             )),
         }
@@ -594,13 +585,13 @@ impl<'a> Cx<'a> {
         }
         match node.op {
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => Support::no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("{}: not part of a quantized group the NPU runs", node.label()),
             ),
             op if self.is_anchor(node) || matches!(op, OpKind::Relu | OpKind::Clip | OpKind::Add) => {
-                Support::no(reason::DTYPE, format!("{}: float op outside a QDQ group; the NPU runs only statically quantized int8", node.label()))
+                Support::no(DeclineReason::DType, format!("{}: float op outside a QDQ group; the NPU runs only statically quantized int8", node.label()))
             }
-            _ => Support::no(reason::OP, format!("{}: {} is not an NPU operation", node.label(), node.op)),
+            _ => Support::no(DeclineReason::Op, format!("{}: {} is not an NPU operation", node.label(), node.op)),
         }
     }
 

@@ -12,7 +12,7 @@ pub(super) fn matmul(
 ) -> Lowered<Draft> {
     let a = cx.operand(node.inputs[0], out)?;
     let b = cx.operand(node.inputs[1], out)?;
-    matmul_shape(&a, &b).map_err(|e| Decline::new(reason::SHAPE, e))?;
+    matmul_shape(&a, &b).map_err(|e| Decline::new(DeclineReason::Shape, e))?;
     let (a2, b2) = (promote(&a, true), promote(&b, false));
     let (m, k, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
     let batch_a = &a2[..a2.len() - 2];
@@ -33,7 +33,7 @@ pub(super) fn matmul(
             Ok(0)
         } else {
             Err(Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("MatMul {name} batch {f:?} broadcasts partially to {batch:?}"),
             ))
         }
@@ -75,7 +75,7 @@ pub(super) fn gemm(
     let a = cx.operand(node.inputs[0], out)?;
     let b = cx.operand(node.inputs[1], out)?;
     if a.len() != 2 || b.len() != 2 {
-        return Err(Decline::new(reason::SHAPE, "Gemm needs 2-D A and B"));
+        return Err(Decline::new(DeclineReason::Shape, "Gemm needs 2-D A and B"));
     }
     let (ta, tb) = (
         node.attr_int("transA", 0) != 0,
@@ -93,7 +93,7 @@ pub(super) fn gemm(
         let s = cx.operand(t, out)?;
         if s.len() > 2 {
             return Err(Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("Gemm C has rank {}", s.len()),
             ));
         }
@@ -146,7 +146,7 @@ fn gemm_draft(
     for (i, g) in groups.iter().enumerate() {
         if *g > u64::from(cx.limits.max_group_count[i]) {
             return Err(Decline::new(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!("matmul needs {g} workgroups on axis {i}, over the device's limit"),
             ));
         }
@@ -171,7 +171,7 @@ pub(super) fn conv(
     let w = cx.f32_tensor(node.inputs[1])?;
     if x.len() != 3 && x.len() != 4 {
         return Err(Decline::new(
-            reason::SHAPE,
+            DeclineReason::Shape,
             format!(
                 "Conv with {} spatial dimensions (1 or 2 supported)",
                 x.len().saturating_sub(2)
@@ -182,7 +182,8 @@ pub(super) fn conv(
     if let Some(t) = bias {
         cx.f32_tensor(t)?;
     }
-    let g = ConvGeometry::new(node, &x, &w).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+    let g =
+        ConvGeometry::new(node, &x, &w).map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
     let two = |v: &[usize], one: usize| {
         if v.len() == 1 {
             [one, v[0]]

@@ -4,12 +4,11 @@
 //! lowered: there is no second list of conditions to drift out of step. Every refusal is a
 //! [`Decline`] with an ABI reason code and a message naming the culprit.
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
 use baton_delegate_api::shape::{
     infer_outputs, matmul_shape, normalize_axis, transpose_perm, ConvGeometry, PoolGeometry,
 };
-use baton_delegate_api::{Constants, Support};
+use baton_delegate_api::{Constants, Decline, DeclineReason};
 
 use crate::gpu::Limits;
 use crate::kernels;
@@ -22,26 +21,6 @@ use rows::{layer_norm, pool, reduce, softmax};
 
 /// Kernels address at most this many dimensions (padded with leading 1s).
 pub(crate) const MAX_RANK: usize = 6;
-
-/// Why a node is declined.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Decline {
-    pub reason: u32,
-    pub message: String,
-}
-
-impl Decline {
-    pub fn new(reason: u32, message: impl Into<String>) -> Decline {
-        Decline {
-            reason,
-            message: message.into(),
-        }
-    }
-
-    pub fn into_support(self) -> Support {
-        Support::no(self.reason, self.message)
-    }
-}
 
 type Lowered<T> = Result<T, Decline>;
 
@@ -81,7 +60,7 @@ impl Context<'_> {
         let decl = &self.graph.tensors[t];
         decl.static_shape().ok_or_else(|| {
             Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!("tensor '{}' has a symbolic shape", decl.name),
             )
         })
@@ -107,7 +86,7 @@ impl Context<'_> {
         let (x, y) = (&self.graph.tensors[t], &self.graph.tensors[out]);
         if x.dtype != y.dtype {
             return Err(Decline::new(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "tensor '{}' is {} but the output '{}' is {}",
                     x.name, x.dtype, y.name, y.dtype
@@ -136,7 +115,7 @@ impl Context<'_> {
                 "; the device lacks shaderFloat16 + 16-bit storage, which the f16 kernels need"
             };
             return Err(Decline::new(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "tensor '{}' is {}: only f32{} is supported here{}",
                     decl.name,
@@ -148,14 +127,14 @@ impl Context<'_> {
         }
         if decl.quant.is_some() {
             return Err(Decline::new(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!("tensor '{}' is quantized", decl.name),
             ));
         }
         let shape = self.shape(t)?;
         if shape.len() > MAX_RANK {
             return Err(Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "tensor '{}' has rank {} (at most {MAX_RANK})",
                     decl.name,
@@ -166,7 +145,7 @@ impl Context<'_> {
         let elements: usize = shape.iter().product();
         if elements == 0 {
             return Err(Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "tensor '{}' is empty (a storage binding cannot be)",
                     decl.name
@@ -176,7 +155,7 @@ impl Context<'_> {
         let bytes = (elements * decl.dtype.size()) as u64;
         if bytes > self.limits.max_storage_range {
             return Err(Decline::new(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!(
                     "tensor '{}' is {bytes} bytes, over the device's maxStorageBufferRange of {} bytes",
                     decl.name, self.limits.max_storage_range
@@ -202,7 +181,7 @@ impl Context<'_> {
             .max()
             .ok_or_else(|| {
                 Decline::new(
-                    reason::RESOURCE,
+                    DeclineReason::Resource,
                     format!("no {kernel} variant fits the device's workgroup limits"),
                 )
             })
@@ -220,7 +199,7 @@ impl Context<'_> {
                     && 2 * t * t * 4 <= l.shared_memory
             })
             .max()
-            .ok_or_else(|| Decline::new(reason::RESOURCE, "no matmul tile fits the device"))
+            .ok_or_else(|| Decline::new(DeclineReason::Resource, "no matmul tile fits the device"))
     }
 
     /// Workgroup counts for `n` groups over x, spilling into y past the device's limit.
@@ -230,7 +209,7 @@ impl Context<'_> {
         let y = n.div_ceil(x);
         if y > u64::from(self.limits.max_group_count[1]) {
             return Err(Decline::new(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!("{n} workgroups exceed the device's dispatch limits"),
             ));
         }
@@ -277,7 +256,7 @@ pub(crate) fn activation_of(cx: &Context<'_>, node: &Node) -> Lowered<Option<Act
             "none" => act(5),
             "tanh" => act(6),
             other => Err(Decline::new(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("Gelu approximate = '{other}'"),
             )),
         },
@@ -313,14 +292,14 @@ fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
                 let bytes = cx.consts.bytes(t).filter(|_| decl.is_const());
                 let Some(bytes) = bytes else {
                     return Err(Decline::new(
-                        reason::NOT_CONSTANT,
+                        DeclineReason::NotConstant,
                         format!("Clip {attr} '{}' is computed at run time", decl.name),
                     ));
                 };
                 let float = matches!(decl.dtype, DType::F32 | DType::F16);
                 if !float || bytes.len() != decl.dtype.size() {
                     return Err(Decline::new(
-                        reason::SHAPE,
+                        DeclineReason::Shape,
                         format!("Clip {attr} '{}' must be one f32 or f16", decl.name),
                     ));
                 }
@@ -330,7 +309,7 @@ fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
         };
         if v.is_nan() {
             return Err(Decline::new(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("Clip {attr} is NaN"),
             ));
         }
@@ -338,7 +317,7 @@ fn clip_bounds(cx: &Context<'_>, node: &Node) -> Lowered<(f32, f32)> {
     };
     if (node.attrs.contains_key("min") || node.attrs.contains_key("max")) && node.inputs.len() > 1 {
         return Err(Decline::new(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             "Clip bounds given both as attributes and as inputs",
         ));
     }
@@ -400,7 +379,7 @@ pub(crate) fn lower(
     let ins = &node.inputs;
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Decline::new(
-            reason::OP,
+            DeclineReason::Op,
             format!("{} is not implemented by the Vulkan delegate", node.op),
         ));
     }
@@ -411,7 +390,7 @@ pub(crate) fn lower(
     };
     if ins.len() < needs || node.outputs.is_empty() {
         return Err(Decline::new(
-            reason::SHAPE,
+            DeclineReason::Shape,
             format!(
                 "{} has {} inputs and {} outputs",
                 node.label(),
@@ -456,7 +435,7 @@ pub(crate) fn lower(
     let expected = infer(cx, node)?;
     if expected != y {
         return Err(Decline::new(
-            reason::SHAPE,
+            DeclineReason::Shape,
             format!(
                 "{}: declared output {y:?}, the op gives {expected:?}",
                 node.label()
@@ -517,15 +496,15 @@ pub(crate) fn lower(
         }
         OpKind::Transpose => {
             let x = cx.operand(ins[0], out)?;
-            let perm =
-                transpose_perm(node, x.len()).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+            let perm = transpose_perm(node, x.len())
+                .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
             let xs = strides(&x);
             let src: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
             Ok(vec![copy(cx, ins[0], out, &y, &src, &strides(&y), 0, 0)?])
         }
         OpKind::Concat => {
             let axis = normalize_axis(node.attr_int("axis", 0), y.len())
-                .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+                .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
             let ys = strides(&y);
             let mut at = 0;
             let mut drafts = Vec::new();
@@ -537,7 +516,7 @@ pub(crate) fn lower(
             Ok(drafts)
         }
         op => Err(Decline::new(
-            reason::OP,
+            DeclineReason::Op,
             format!("{op} is not implemented by the Vulkan delegate"),
         )),
     }
@@ -552,7 +531,7 @@ fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
     };
     if node.outputs.len() > allowed {
         return Err(Decline::new(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             format!(
                 "{} with {} outputs (only the first is computed)",
                 node.label(),
@@ -573,7 +552,7 @@ fn infer(cx: &Context<'_>, node: &Node) -> Lowered<Vec<usize>> {
     let outs = infer_outputs(node, &inputs, |i| {
         node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
     })
-    .map_err(|e| Decline::new(reason::SHAPE, format!("{}: {e}", node.label())))?;
+    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))?;
     Ok(outs.into_iter().next().map(|(_, s)| s).unwrap_or_default())
 }
 
@@ -693,7 +672,7 @@ mod tests {
         assert_eq!(with(limits(32, 128), |cx| cx.tile()), Ok(8));
         assert_eq!(
             with(limits(32, 16), |cx| cx.group_size("copy")).map_err(|d| d.reason),
-            Err(reason::RESOURCE)
+            Err(DeclineReason::Resource)
         );
     }
 
@@ -729,7 +708,7 @@ mod tests {
     #[test]
     fn buffers_over_max_storage_buffer_range_are_declined_with_that_reason() {
         let d = decline_of(DType::F32, &[(128 << 20) / 4 + 1], limits(8, 1024));
-        assert_eq!(d.reason, reason::RESOURCE);
+        assert_eq!(d.reason, DeclineReason::Resource);
         assert!(d.message.contains("maxStorageBufferRange"), "{}", d.message);
     }
 
@@ -737,14 +716,14 @@ mod tests {
     fn f16_is_declined_naming_the_device_feature() {
         // Reduce has no f16 kernel: the reason says the device could, the op cannot.
         let d = lower_one(OpKind::ReduceSum, DType::F16, &[4], limits(8, 1024)).unwrap_err();
-        assert_eq!(d.reason, reason::DTYPE);
+        assert_eq!(d.reason, DeclineReason::DType);
         assert!(d.message.contains("f32 kernels only"), "{}", d.message);
         let no_f16 = Limits {
             float16: false,
             ..limits(8, 1024)
         };
         let d = decline_of(DType::F16, &[4], no_f16);
-        assert_eq!(d.reason, reason::DTYPE);
+        assert_eq!(d.reason, DeclineReason::DType);
         assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
     }
 

@@ -7,7 +7,7 @@ pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draf
     let x = cx.operand(node.inputs[0], out)?;
     if x.len() != 3 && x.len() != 4 {
         return Err(Decline::new(
-            reason::SHAPE,
+            DeclineReason::Shape,
             format!(
                 "{} with {} spatial dimensions (1 or 2 supported)",
                 node.op,
@@ -30,14 +30,18 @@ pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draf
     } else {
         if node.op == OpKind::AveragePool && node.attr_int("ceil_mode", 0) != 0 {
             return Err(Decline::new(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 "AveragePool with ceil_mode = 1",
             ));
         }
         if node.attr_int("storage_order", 0) != 0 {
-            return Err(Decline::new(reason::ATTRIBUTE, "MaxPool storage_order = 1"));
+            return Err(Decline::new(
+                DeclineReason::Attribute,
+                "MaxPool storage_order = 1",
+            ));
         }
-        let g = PoolGeometry::new(node, &x).map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+        let g =
+            PoolGeometry::new(node, &x).map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
         let win = &g.window;
         let [oh, ow] = two(&g.out_spatial, 1);
         let [kh, kw] = two(&win.kernel, 1);
@@ -76,7 +80,7 @@ pub(super) fn pool(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draf
 pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
     let x = cx.operand(node.inputs[0], out)?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
-        .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+        .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
     let len = x[axis];
     let inner: usize = x[axis + 1..].iter().product();
     let rows = x.iter().product::<usize>() / len;
@@ -108,7 +112,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
             .filter(|_| cx.graph.tensors[t].is_const())
             .ok_or_else(|| {
                 Decline::new(
-                    reason::NOT_CONSTANT,
+                    DeclineReason::NotConstant,
                     format!("{} axes are computed at run time", node.op),
                 )
             })?,
@@ -117,7 +121,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let mut axes: Vec<usize> = if axes.is_empty() {
         if node.attr_int("noop_with_empty_axes", 0) != 0 {
             return Err(Decline::new(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{} with noop_with_empty_axes", node.op),
             ));
         }
@@ -126,7 +130,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         axes.iter()
             .map(|&a| normalize_axis(a, x.len()))
             .collect::<Result<_, _>>()
-            .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?
+            .map_err(|e| Decline::new(DeclineReason::Attribute, e))?
     };
     axes.sort_unstable();
     axes.dedup();
@@ -143,7 +147,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     };
     if last - first + 1 != axes.len() {
         return Err(Decline::new(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             format!(
                 "{} over scattered axes {axes:?} (one contiguous block supported)",
                 node.op
@@ -175,7 +179,7 @@ fn reduce_mode(op: OpKind) -> u32 {
 pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
     let x = cx.f32_tensor(node.inputs[0])?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
-        .map_err(|e| Decline::new(reason::ATTRIBUTE, e))?;
+        .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
     let d: usize = x[axis..].iter().product();
     let rows = x.iter().product::<usize>() / d;
     let operand = |i: usize| -> Lowered<Option<TensorId>> {
@@ -185,7 +189,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         let s = cx.f32_tensor(t)?;
         if s.as_slice() != &x[axis..] {
             return Err(Decline::new(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "LayerNormalization {} '{}' is {s:?}; only the normalized shape {:?} is supported",
                     if i == 1 { "scale" } else { "bias" },
@@ -197,7 +201,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         Ok(Some(t))
     };
     let scale = operand(1)?
-        .ok_or_else(|| Decline::new(reason::SHAPE, "LayerNormalization without scale"))?;
+        .ok_or_else(|| Decline::new(DeclineReason::Shape, "LayerNormalization without scale"))?;
     let bias = operand(2)?;
     let eps = node.attr_float("epsilon", 1e-5);
     // The optional Mean and InvStdDev outputs: one value per row.
@@ -206,7 +210,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         if let Some(&t) = node.outputs.get(k + 1) {
             if cx.f32_tensor(t)?.iter().product::<usize>() != rows {
                 return Err(Decline::new(
-                    reason::SHAPE,
+                    DeclineReason::Shape,
                     format!(
                         "LayerNormalization output '{}' does not hold one value per row",
                         cx.graph.tensors[t].name

@@ -2,15 +2,15 @@
 //! vendor ships it: loading, handshake, `supports`, `compile`, `init`, `execute`), and
 //! comparison with the host's reference executor.
 //!
-//! The tests never link the plugin's rlib: the host links the CPU backend as a built-in,
-//! and two linked plugins would both define the entry symbol.
+//! The tests go through the plugin file rather than the linked rlib, so that they exercise
+//! what a vendor ships: the exported symbol, the handshake, every call across the ABI.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use baton_delegate_api::{Graph, Support, Tensor};
+use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext, PluginLibrary};
-use baton_runtime_host::reference;
 
 /// `target/<profile>/libbaton_backend_vulkan.so`, built beside the test binaries.
 pub fn plugin_path() -> PathBuf {
@@ -26,7 +26,7 @@ pub fn plugin_path() -> PathBuf {
     ));
     assert!(
         p.is_file(),
-        "{} is missing: cargo builds it with this crate",
+        "{} is missing: build the plugin first (`cargo build -p baton-backend-vulkan-plugin`, or the workspace, as scripts/test.sh does)",
         p.display()
     );
     p

@@ -385,7 +385,7 @@ pub struct TensorProto {
 /// Types nested in [`TensorProto`].
 pub mod tensor_proto {
     /// The ONNX element types. Only some have a Baton dtype; see
-    /// [`crate::onnx::onnx_type_name`] for the names used in messages.
+    /// [`crate::onnx_type_name`] for the names used in messages.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
     #[repr(i32)]
     pub enum DataType {

@@ -4,12 +4,9 @@
 use std::path::Path;
 
 use baton_delegate_api::{DType, Tensor};
-use baton_runtime_host::onnx::proto::tensor_proto::{DataLocation, DataType, Segment};
-use baton_runtime_host::onnx::proto::{StringStringEntryProto, TensorProto};
-use baton_runtime_host::onnx::{
-    baton_dtype, onnx_data_type, onnx_type_name, tensor_from_proto, OnnxError,
-};
-use baton_runtime_host::HostError;
+use baton_onnx::proto::tensor_proto::{DataLocation, DataType, Segment};
+use baton_onnx::proto::{StringStringEntryProto, TensorProto};
+use baton_onnx::{baton_dtype, onnx_data_type, onnx_type_name, tensor_from_proto, OnnxError};
 
 fn proto(name: &str, dims: &[i64], dt: DataType) -> TensorProto {
     TensorProto {
@@ -628,21 +625,4 @@ fn type_names_and_dtype_mapping() {
     }
     let mapped = (0..=26).filter(|&c| baton_dtype(c).is_some()).count();
     assert_eq!(mapped, DType::ALL.len());
-}
-
-#[test]
-fn errors_convert_into_host_errors() {
-    let e = tensor_from_proto(&proto("c", &[1], DataType::Complex64), None).unwrap_err();
-    let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("m.onnx");
-    match HostError::from(e.in_file(&model)) {
-        HostError::Model { path, message } => {
-            assert_eq!(path, model);
-            assert!(
-                message.contains("COMPLEX64") && message.contains("'c'"),
-                "{message}"
-            );
-        }
-        other => panic!("expected HostError::Model, got {other:?}"),
-    }
 }

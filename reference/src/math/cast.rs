@@ -5,8 +5,8 @@ use baton_delegate_api::ir::{DType, Node};
 use baton_delegate_api::minifloat::{encode_e8m0, E8M0Rounding};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use crate::reference::data::{load_f64, load_ints};
-use crate::reference::{unsupported, KernelError};
+use crate::data::{load_f64, load_ints};
+use crate::{unsupported, KernelError};
 
 /// Converts `x` to `out`'s dtype element by element (CastLike's second operand only
 /// fixed that dtype).

@@ -38,7 +38,6 @@ use baton_delegate_api::{DType, Tensor};
 use prost::Message;
 use thiserror::Error;
 
-use crate::error::HostError;
 pub use import::{import, OPSETS};
 use proto::tensor_proto::DataType;
 pub use proto::{ModelProto, TensorProto};
@@ -158,33 +157,6 @@ impl OnnxError {
             other => OnnxError::InFile {
                 path: path.to_path_buf(),
                 source: Box::new(other),
-            },
-        }
-    }
-}
-
-/// ONNX errors become [`HostError::Model`] (or [`HostError::Io`] for unreadable files). An
-/// error that names no file gets an empty path; use [`OnnxError::in_file`] first where the
-/// file is known.
-impl From<OnnxError> for HostError {
-    fn from(e: OnnxError) -> HostError {
-        match e {
-            OnnxError::Io { path, source } => HostError::Io { path, source },
-            OnnxError::Decode { path, what, source } => HostError::Model {
-                path,
-                message: format!("not a valid ONNX {what}: {source}"),
-            },
-            OnnxError::NoGraph { path } => HostError::Model {
-                path,
-                message: "the model has no graph; is this an ONNX model file?".into(),
-            },
-            OnnxError::InFile { path, source } => HostError::Model {
-                path,
-                message: source.to_string(),
-            },
-            other => HostError::Model {
-                path: PathBuf::new(),
-                message: other.to_string(),
             },
         }
     }

@@ -8,8 +8,8 @@ use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
 use super::special::{erf, erfc};
-use crate::reference::data::{broadcast_offsets, load, load_f64, load_ints, store, store_ints};
-use crate::reference::{unsupported, KernelError};
+use crate::data::{broadcast_offsets, load, load_f64, load_ints, store, store_ints};
+use crate::{unsupported, KernelError};
 
 /// The float-only element-wise ops: each f32 (or widened f16) value is mapped in f64 and
 /// rounded once to the output dtype.

@@ -6,8 +6,8 @@ use baton_delegate_api::shape::normalize_axis;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
-use crate::reference::data::{broadcast_offsets, load_f32, store_f32, sum_f64};
-use crate::reference::{shape_err, KernelError};
+use crate::data::{broadcast_offsets, load_f32, store_f32, sum_f64};
+use crate::{shape_err, KernelError};
 
 /// LogSoftmax along `axis` (default -1): `x - max - ln(sum(exp(x - max)))` per line,
 /// the sum in f64. Subtracting the maximum first keeps large logits finite.
@@ -16,7 +16,7 @@ pub(crate) fn log_softmax(
     x: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
 ) -> Result<(), KernelError> {
-    let r = crate::reference::activation::softmax_lines(node, x, |d, sum| d - sum.ln())?;
+    let r = crate::activation::softmax_lines(node, x, |d, sum| d - sum.ln())?;
     store_rounded(out, &r);
     Ok(())
 }

@@ -6,8 +6,8 @@ use baton_delegate_api::shape::normalize_axis;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
-use crate::reference::data::{for_each_index, load, load_f64, load_ints, store, strides};
-use crate::reference::{shape_err, KernelError};
+use crate::data::{for_each_index, load, load_f64, load_ints, store, strides};
+use crate::{shape_err, KernelError};
 
 /// Reduces `inputs[0]` over the node's axes (see the family's module docs for empty
 /// reductions, NaN and integer rounding). `out` already has the shape the shape rule gives

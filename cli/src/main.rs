@@ -9,6 +9,7 @@ use baton_delegate_api::{DType, Dim, Graph, Tensor};
 use baton_runtime_host::{default_config, npy, trace, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
+mod builtins;
 #[path = "cli/compile.rs"]
 mod compile;
 #[path = "cli/model_file.rs"]

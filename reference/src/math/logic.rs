@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 use baton_delegate_api::ir::{Node, OpKind};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use crate::reference::data::{broadcast_offsets, load, load_f64, load_ints, store};
-use crate::reference::{unsupported, KernelError};
+use crate::data::{broadcast_offsets, load, load_f64, load_ints, store};
+use crate::{unsupported, KernelError};
 
 /// `a == b`, `a > b` or `a < b` with broadcasting, into a bool output. Floats compare as
 /// IEEE values (widened to f64 exactly); integers exactly; bools as truth values.

@@ -1,5 +1,7 @@
 //! The `baton` command as a user types it.
 
+// The host's test helpers (finding the workspace's plugins), shared rather than copied.
+#[path = "../../runtime-host/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

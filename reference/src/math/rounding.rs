@@ -9,7 +9,7 @@
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::TensorMut;
 
-use crate::reference::data::{store, store_floats};
+use crate::data::{store, store_floats};
 
 /// Overwrites a float output with `values`, each rounded once to nearest-even.
 pub(crate) fn store_rounded(out: &mut TensorMut<'_>, values: &[f64]) {
