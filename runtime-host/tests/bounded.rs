@@ -8,23 +8,8 @@ use std::collections::BTreeMap;
 
 use baton_delegate_api::{Attr, DType, Dim, Graph, GraphBuilder, OpKind, Tensor};
 use baton_reference as reference;
-use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::session::specialize;
-use baton_runtime_host::{BoundedSession, Config, Engine};
-
-fn engine(with_cpu: bool) -> Engine {
-    let mut cfg = Config {
-        cache_dir: Some(std::env::temp_dir().join("baton-test-cache")),
-        ..Config::default()
-    };
-    if with_cpu {
-        cfg.plugins.push(PluginConfig {
-            path: Some(common::plugin("baton_backend_cpu")),
-            ..Default::default()
-        });
-    }
-    Engine::new(cfg).unwrap()
-}
+use baton_runtime_host::BoundedSession;
 
 fn values(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
@@ -82,7 +67,7 @@ fn assert_close(got: &[Tensor], want: &[Tensor]) {
 }
 
 fn every_binding_up_to_the_bound_matches_the_reference(with_cpu: bool) {
-    let e = engine(with_cpu);
+    let e = common::plugin_engine(with_cpu);
     let g = model();
     let mut s = BoundedSession::new(&e, &g, &bounds(16)).unwrap();
     let arena = s.arena_plan().arena_size;
@@ -126,7 +111,7 @@ fn bindings_up_to_the_bound_share_one_arena_with_the_cpu_plugin() {
 
 #[test]
 fn an_input_beyond_its_bound_is_refused_by_name_and_the_session_goes_on() {
-    let e = engine(true);
+    let e = common::plugin_engine(true);
     let g = model();
     let mut s = BoundedSession::new(&e, &g, &bounds(8)).unwrap();
     let err = s.run(&inputs(9)).unwrap_err().to_string();
@@ -141,7 +126,7 @@ fn an_input_beyond_its_bound_is_refused_by_name_and_the_session_goes_on() {
 
 #[test]
 fn inconsistent_bindings_and_missing_or_stray_bounds_are_errors() {
-    let e = engine(false);
+    let e = common::plugin_engine(false);
     let g = model();
     let mut s = BoundedSession::new(&e, &g, &bounds(8)).unwrap();
     let mut x = inputs(4);

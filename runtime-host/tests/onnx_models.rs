@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use baton_delegate_api::{Dim, Tensor};
-use baton_runtime_host::config::PluginConfig;
-use baton_runtime_host::{model, npy, Config, Engine, Session};
+use baton_runtime_host::{model, npy, Session};
 
 /// Element-wise tolerance: |got - want| <= ABS + REL * |want|.
 const ABS: f64 = 1e-4;
@@ -24,20 +23,6 @@ fn models_dir() -> PathBuf {
         d.display()
     );
     d
-}
-
-fn engine(with_cpu: bool) -> Engine {
-    let mut cfg = Config {
-        cache_dir: Some(std::env::temp_dir().join("baton-test-cache")),
-        ..Config::default()
-    };
-    if with_cpu {
-        cfg.plugins.push(PluginConfig {
-            path: Some(common::plugin("baton_backend_cpu")),
-            ..Default::default()
-        });
-    }
-    Engine::new(cfg).unwrap()
 }
 
 /// Runs `name` and returns the worst error relative to the tolerance, per output.
@@ -56,7 +41,7 @@ fn run_model(name: &str, with_cpu: bool) -> Vec<(String, f64)> {
         }
         inputs.push(x);
     }
-    let engine = engine(with_cpu);
+    let engine = common::plugin_engine(with_cpu);
     let mut session =
         Session::new(&engine, &graph, &bindings).unwrap_or_else(|e| panic!("{name}: {e}"));
     let outputs = session
@@ -136,7 +121,7 @@ fn stream_asr_streams_its_lstm_state() {
     let feats = npy::read(&dir.join("input_feats.npy")).unwrap();
     let h0 = npy::read(&dir.join("input_h0.npy")).unwrap();
     let c0 = npy::read(&dir.join("input_c0.npy")).unwrap();
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
 
     // By hand: run, then feed h1/c1 back as h0/c0.
     let mut plain = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();

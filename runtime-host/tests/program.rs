@@ -9,23 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use baton_delegate_api::{Dim, Graph, Tensor};
-use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::program::{self, LoadOptions, Program};
-use baton_runtime_host::{model, npy, sample, Config, Engine, HostError, Session};
-
-fn engine(with_cpu: bool) -> Engine {
-    let mut cfg = Config {
-        cache_dir: Some(std::env::temp_dir().join("baton-test-cache")),
-        ..Config::default()
-    };
-    if with_cpu {
-        cfg.plugins.push(PluginConfig {
-            path: Some(common::plugin("baton_backend_cpu")),
-            ..Default::default()
-        });
-    }
-    Engine::new(cfg).unwrap()
-}
+use baton_runtime_host::{model, npy, sample, Engine, HostError, Session};
 
 fn compile_bytes(engine: &Engine, graph: &Graph, bindings: &BTreeMap<String, usize>) -> Vec<u8> {
     let p = program::compile(engine, graph, bindings, &BTreeMap::new()).unwrap();
@@ -52,7 +37,7 @@ fn assert_bit_identical(what: &str, a: &[Tensor], b: &[Tensor]) {
 fn peer_models_from_a_baton_file_are_bit_identical_to_the_onnx_path() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/models");
     assert!(dir.is_dir(), "{} is missing", dir.display());
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let tmp = tempfile::tempdir().unwrap();
     for name in ["mobilenet_tiny", "transformer_enc2", "stream_asr"] {
         let d = dir.join(name);
@@ -90,7 +75,7 @@ fn peer_models_from_a_baton_file_are_bit_identical_to_the_onnx_path() {
 
 #[test]
 fn every_flipped_byte_of_a_program_is_refused_with_a_clean_error() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
     assert!(decode(&bytes).is_ok());
     let mut named = 0;
@@ -124,7 +109,7 @@ fn every_flipped_byte_of_a_program_is_refused_with_a_clean_error() {
 
 #[test]
 fn a_corrupted_section_is_named_in_the_error() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
     let last = bytes.len() - 1; // the shapes section ends the file
     let mut bad = bytes.clone();
@@ -144,7 +129,7 @@ fn golden_path() -> PathBuf {
 
 #[test]
 fn the_golden_program_of_an_earlier_build_still_loads_and_runs() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     if std::env::var_os("BATON_BLESS").is_some() {
         let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
         std::fs::create_dir_all(golden_path().parent().unwrap()).unwrap();
@@ -187,7 +172,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[test]
 fn a_stale_blob_is_recompiled_with_a_note_or_refused_under_no_recompile() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let graph = sample::tinynet();
     let stale = with_stale_blob(&compile_bytes(&engine, &graph, &BTreeMap::new()));
     let strict = LoadOptions {
@@ -214,7 +199,7 @@ fn a_stale_blob_is_recompiled_with_a_note_or_refused_under_no_recompile() {
 
 #[test]
 fn a_stored_blob_that_fails_init_is_recompiled_once() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let graph = sample::tinynet();
     let mut bad = compile_bytes(&engine, &graph, &BTreeMap::new());
     // The blob's version stays (the plugin calls it optimal); its inner graph is broken.
@@ -239,8 +224,8 @@ fn a_stored_blob_that_fails_init_is_recompiled_once() {
 #[test]
 fn a_program_whose_plugin_is_missing_runs_on_the_host() {
     let graph = sample::tinynet();
-    let bytes = compile_bytes(&engine(true), &graph, &BTreeMap::new());
-    let bare = engine(false);
+    let bytes = compile_bytes(&common::plugin_engine(true), &graph, &BTreeMap::new());
+    let bare = common::plugin_engine(false);
     let mut s = program::load(&bare, decode(&bytes).unwrap(), &LoadOptions::default()).unwrap();
     assert!(
         s.notes.iter().any(|n| n.contains("cpu is not available")),
@@ -255,7 +240,7 @@ fn a_program_whose_plugin_is_missing_runs_on_the_host() {
 
 #[test]
 fn a_bounded_program_keeps_its_bounds_and_refuses_a_plain_load() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let mut b = baton_delegate_api::ir::GraphBuilder::new("bounded");
     let x = b.input(
         "x",
@@ -288,7 +273,7 @@ impl AsRef<[u8]> for Mapped {
 
 #[test]
 fn constants_and_blobs_are_views_into_the_file_not_copies() {
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
     let mut buf = baton_delegate_api::ir::AlignedBytes::zeroed(bytes.len());
     buf.as_mut_slice().copy_from_slice(&bytes);
@@ -311,7 +296,7 @@ fn constants_and_blobs_are_views_into_the_file_not_copies() {
 fn the_branches_of_an_if_are_compiled_into_the_program() {
     use baton_delegate_api::DType;
     let graph = sample::branchy();
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let bytes = compile_bytes(&engine, &graph, &BTreeMap::new());
     let p = decode(&bytes).unwrap();
     assert_eq!(p.branches.len(), 2, "both branches stored");

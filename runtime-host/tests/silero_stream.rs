@@ -17,8 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use baton_delegate_api::{DType, Dim, Tensor};
-use baton_runtime_host::config::PluginConfig;
-use baton_runtime_host::{model, npy, Config, Engine, Session};
+use baton_runtime_host::{model, npy, Engine, Session};
 
 /// The silero data directory, or `None` (after saying why) when the tests must skip.
 fn data_dir() -> Option<PathBuf> {
@@ -46,20 +45,6 @@ fn data_dir() -> Option<PathBuf> {
         return None;
     }
     Some(dir)
-}
-
-fn engine(with_cpu: bool) -> Engine {
-    let mut cfg = Config {
-        cache_dir: Some(std::env::temp_dir().join("baton-test-cache")),
-        ..Config::default()
-    };
-    if with_cpu {
-        cfg.plugins.push(PluginConfig {
-            path: Some(common::plugin("baton_backend_cpu")),
-            ..Default::default()
-        });
-    }
-    Engine::new(cfg).unwrap()
 }
 
 /// The `[model]` rule of the f32 tolerance file: whole-model outputs.
@@ -157,7 +142,7 @@ fn stream_all(with_cpu: bool) {
         return;
     };
     let e = expected(&dir);
-    let engine = engine(with_cpu);
+    let engine = common::plugin_engine(with_cpu);
     let mut session = load(&engine, &dir, &e);
     let per_target = session.nodes_per_backend();
     if with_cpu {
@@ -224,7 +209,7 @@ fn a_failed_silero_step_leaves_the_state_as_it_was() {
         return;
     };
     let e = expected(&dir);
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let mut session = load(&engine, &dir, &e);
     let mut stream = session.stream(&[("state", "stateN")]).unwrap();
     stream.set_state("state", e.state0.clone()).unwrap();
@@ -258,7 +243,7 @@ fn silero_from_a_baton_program_is_bit_identical_to_the_onnx_path() {
         return;
     };
     let e = expected(&dir);
-    let engine = engine(true);
+    let engine = common::plugin_engine(true);
     let mut jit = load(&engine, &dir, &e);
     let graph = model::load(&dir.join("silero_vad.onnx")).unwrap();
     let compiled = program::compile(&engine, &graph, &bindings(&graph, &e), &BTreeMap::new())

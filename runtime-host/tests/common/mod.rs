@@ -79,3 +79,19 @@ pub fn max_abs_diff(a: &baton_delegate_api::Tensor, b: &baton_delegate_api::Tens
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max)
 }
+
+/// An engine with a shared probe cache in the temp dir: the CPU plugin file of this build
+/// when `with_cpu`, else no plugin (every node on the host's portable kernels).
+pub fn plugin_engine(with_cpu: bool) -> baton_runtime_host::Engine {
+    let mut cfg = baton_runtime_host::Config {
+        cache_dir: Some(std::env::temp_dir().join("baton-test-cache")),
+        ..Default::default()
+    };
+    if with_cpu {
+        cfg.plugins.push(baton_runtime_host::config::PluginConfig {
+            path: Some(plugin("baton_backend_cpu")),
+            ..Default::default()
+        });
+    }
+    baton_runtime_host::Engine::new(cfg).unwrap()
+}
