@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod builder;
 pub mod dtype;
 pub mod entry;
 pub mod error;
