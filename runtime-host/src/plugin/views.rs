@@ -1,0 +1,217 @@
+//! What crosses the ABI with a call: a graph serialized with its constants as views, tensor
+//! views over host memory, and the one-shot compile → init → execute path that the probe and
+//! the conformance kit use.
+
+use baton_delegate_api::abi;
+use baton_delegate_api::sdk::ProfileEvent;
+use baton_delegate_api::{Graph, Tensor};
+
+use super::{PluginContext, PluginLibrary};
+use crate::error::{HostError, Result};
+
+/// A graph serialized for an ABI call, with its constants as views.
+pub struct AbiGraph<'g> {
+    pub bytes: Vec<u8>,
+    pub views: Vec<abi::TensorView>,
+    _shapes: Vec<Vec<i64>>,
+    _graph: std::marker::PhantomData<&'g Graph>,
+}
+
+impl<'g> AbiGraph<'g> {
+    /// Serializes `graph` with external constants and builds their views.
+    pub fn new(graph: &'g Graph) -> AbiGraph<'g> {
+        let (bytes, consts) =
+            baton_delegate_api::wire::encode(graph, baton_delegate_api::wire::ConstMode::External);
+        let shapes: Vec<Vec<i64>> = consts
+            .iter()
+            .map(|&t| {
+                graph.tensors[t]
+                    .shape
+                    .iter()
+                    .map(|d| d.fixed().map_or(-1, |v| v as i64))
+                    .collect()
+            })
+            .collect();
+        let views = consts
+            .iter()
+            .zip(&shapes)
+            .map(|(&t, shape)| {
+                let decl = &graph.tensors[t];
+                let data = match &decl.data {
+                    Some(baton_delegate_api::Storage::Inline(d)) => d.bytes(),
+                    _ => &[],
+                };
+                view_of(
+                    decl.dtype.code(),
+                    data.as_ptr() as *mut u8,
+                    data.len(),
+                    shape,
+                    decl.quant.as_ref(),
+                )
+            })
+            .collect();
+        AbiGraph {
+            bytes,
+            views,
+            _shapes: shapes,
+            _graph: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Builds an ABI tensor view. Quantization arrays must outlive the view.
+pub fn view_of(
+    dtype: u32,
+    data: *mut u8,
+    len: usize,
+    shape: &[i64],
+    quant: Option<&baton_delegate_api::Quant>,
+) -> abi::TensorView {
+    let quant = match quant {
+        None => abi::QuantView {
+            kind: 0,
+            axis: 0,
+            count: 0,
+            reserved: 0,
+            scales: std::ptr::null(),
+            zero_points: std::ptr::null(),
+        },
+        Some(baton_delegate_api::Quant::PerTensor { scale, zero_point }) => abi::QuantView {
+            kind: 1,
+            axis: 0,
+            count: 1,
+            reserved: 0,
+            scales: scale,
+            zero_points: zero_point,
+        },
+        Some(baton_delegate_api::Quant::PerAxis {
+            axis,
+            scales,
+            zero_points,
+        }) => abi::QuantView {
+            kind: 2,
+            axis: *axis as u32,
+            count: scales.len().min(zero_points.len()) as u32,
+            reserved: 0,
+            scales: scales.as_ptr(),
+            zero_points: zero_points.as_ptr(),
+        },
+    };
+    abi::TensorView {
+        data: data.cast(),
+        byte_len: len as u64,
+        dtype,
+        rank: shape.len() as u32,
+        shape: shape.as_ptr() as *mut i64,
+        quant,
+    }
+}
+
+/// Runs a whole graph on a plugin once, outside any plan: compile, init, execute with
+/// owned buffers. Used by probes and the conformance kit.
+pub fn run_once(
+    ctx: &PluginContext,
+    device: u32,
+    graph: &Graph,
+    inputs: &[Tensor],
+) -> Result<Vec<Tensor>> {
+    run_once_profiled(ctx, device, graph, inputs).map(|(out, _)| out)
+}
+
+/// [`run_once`], also returning the plugin's profile events of the run.
+pub fn run_once_profiled(
+    ctx: &PluginContext,
+    device: u32,
+    graph: &Graph,
+    inputs: &[Tensor],
+) -> Result<(Vec<Tensor>, Vec<ProfileEvent>)> {
+    let blob = ctx.compile(device, graph)?;
+    let mut exec = ctx.init(device, &blob, graph)?;
+    let mut in_shapes: Vec<Vec<i64>> = inputs
+        .iter()
+        .map(|t| t.shape.iter().map(|&d| d as i64).collect())
+        .collect();
+    let in_views: Vec<abi::TensorView> = inputs
+        .iter()
+        .zip(&mut in_shapes)
+        .map(|(t, s)| {
+            view_of(
+                t.dtype.code(),
+                t.bytes().as_ptr() as *mut u8,
+                t.bytes().len(),
+                s,
+                None,
+            )
+        })
+        .collect();
+    let mut outputs: Vec<Tensor> = graph
+        .outputs
+        .iter()
+        .map(|&o| {
+            let decl = &graph.tensors[o];
+            let shape = decl.static_shape().ok_or_else(|| HostError::Node {
+                node: decl.name.clone(),
+                message: "output shape is not static".into(),
+            })?;
+            Ok(Tensor::zeros(decl.dtype, &shape))
+        })
+        .collect::<Result<_>>()?;
+    let mut out_shapes: Vec<[i64; abi::MAX_RANK]> = outputs
+        .iter()
+        .map(|t| {
+            let mut s = [0i64; abi::MAX_RANK];
+            for (d, &v) in s.iter_mut().zip(&t.shape) {
+                *d = v as i64;
+            }
+            s
+        })
+        .collect();
+    let mut out_views: Vec<abi::TensorView> = outputs
+        .iter_mut()
+        .zip(&mut out_shapes)
+        .map(|(t, s)| {
+            let rank = t.shape.len();
+            let bytes = t.data.as_mut_slice();
+            let mut v = view_of(
+                t.dtype.code(),
+                bytes.as_mut_ptr(),
+                bytes.len(),
+                &s[..rank],
+                None,
+            );
+            v.shape = s.as_mut_ptr();
+            v
+        })
+        .collect();
+    // SAFETY: every view points into buffers owned above, alive for the call.
+    unsafe { exec.execute_raw(&in_views, &mut out_views)? };
+    check_output_shapes(&exec.lib, &out_views, &outputs)?;
+    Ok((outputs, exec.profile()))
+}
+
+/// Refuses outputs whose reported shape differs from the expected one.
+pub fn check_output_shapes(
+    lib: &PluginLibrary,
+    views: &[abi::TensorView],
+    expected: &[Tensor],
+) -> Result<()> {
+    for (i, (v, t)) in views.iter().zip(expected).enumerate() {
+        // SAFETY: `shape` points at MAX_RANK slots owned by the caller.
+        let reported =
+            unsafe { std::slice::from_raw_parts(v.shape, (v.rank as usize).min(abi::MAX_RANK)) };
+        if v.rank as usize != t.shape.len()
+            || reported.iter().zip(&t.shape).any(|(&a, &b)| a != b as i64)
+        {
+            return Err(lib.call_error(
+                "execute",
+                abi::STATUS_ERROR,
+                format!(
+                    "output {i} has shape {:?}, expected {:?}: the result is refused",
+                    &reported[..(v.rank as usize).min(abi::MAX_RANK)],
+                    t.shape
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
