@@ -16,6 +16,8 @@ use super::gen::{case_id, dims, ints, tensor, Fill, Maker, Rng, SPECIALS, SPECIA
 use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 
+mod cast;
+
 /// Appends the cases of `op` if it belongs to this family.
 pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     let s = &mut Sink { op, out };
@@ -34,8 +36,8 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::Equal | OpKind::Greater | OpKind::Less => compare(s),
         OpKind::Not | OpKind::And => logic(s),
         OpKind::Where => select(s),
-        OpKind::Cast => cast(s),
-        OpKind::CastLike => cast_like(s),
+        OpKind::Cast => cast::cast(s),
+        OpKind::CastLike => cast::cast_like(s),
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),
@@ -428,104 +430,6 @@ fn select(s: &mut Sink) -> Result<()> {
             .input(&[12], &specials())
             .input(&[12], &Fill::Cycle(NEG_ZERO.to_vec()));
     })
-}
-
-fn to(dtype: DType) -> [(&'static str, Attr); 1] {
-    [("to", Attr::Int(dtype.onnx_code()))]
-}
-
-/// Every pair of dtypes on values inside the target's range (integer narrowing wraps,
-/// which ONNX defines), then float-to-integer saturation and float specials.
-fn cast(s: &mut Sink) -> Result<()> {
-    for from in KIT_DTYPES {
-        for target in KIT_DTYPES {
-            let fill = match (from, target) {
-                (F32 | F16, F32 | F16 | Bool) => Fill::Mixed(SPECIALS_F16.to_vec(), -7e4, 7e4),
-                // In range: truncation toward zero is the whole conversion.
-                (F32 | F16, I8) => Fill::Range(-128.9, 127.9),
-                (F32 | F16, U8) => Fill::Range(-0.9, 255.9),
-                (F16, _) => Fill::Range(-65504.0, 65504.0),
-                (F32, I32) => Fill::Range(-2e9, 2e9),
-                (F32, _) => Fill::Range(-1e18, 1e18),
-                // Integers over (most of) their range; narrowing wraps.
-                _ => int_fill(from),
-            };
-            s.with(from, &format!("to_{}", target.name()), &to(target), |m| {
-                let x = match from {
-                    Bool => bools(&mut m.rng, &[33]),
-                    _ => m.rng.tensor(from, &[33], &fill),
-                };
-                m.operand(x, false);
-            })?;
-        }
-    }
-    // ONNX leaves out-of-range float-to-integer conversions undefined; the reference
-    // saturates (NaN to 0). These cases isolate that choice.
-    for (from, values) in [(F32, &SPECIALS[..]), (F16, &SPECIALS_F16[..])] {
-        let mut v = values.to_vec();
-        v.extend([300.0, -300.0, 3e9, -3e9, 1e19, -1e19, 255.5, -128.5]);
-        for target in [I8, U8, I32, I64] {
-            let desc = format!("to_{}_saturate", target.name());
-            s.one_with(
-                from,
-                &desc,
-                (&[v.len()], &Fill::Cycle(v.clone())),
-                &to(target),
-            )?;
-        }
-    }
-    for &shape in &[&[][..], &[0], &[2, 3, 4]] {
-        let desc = format!("to_f16_{}", dims(shape));
-        s.one_with(F32, &desc, (shape, &Fill::Range(-10.0, 10.0)), &to(F16))?;
-    }
-    s.one_with(F32, "to_f16_specials", (&[12], &specials()), &to(F16))?;
-    wide_and_narrow_casts(s)
-}
-
-/// The dtypes outside [`KIT_DTYPES`], each from f32 (specials, values in range and, for
-/// floats, beyond it; float8 also with `saturate = 0`) and back to f32.
-fn wide_and_narrow_casts(s: &mut Sink) -> Result<()> {
-    for target in DType::ALL.into_iter().filter(|d| !KIT_DTYPES.contains(d)) {
-        let fill = match target.int_range() {
-            // In range: truncation toward zero is the whole conversion.
-            Some((lo, hi)) => Fill::Range(lo as f64 - 0.9, hi as f64 + 0.9),
-            None => Fill::Mixed(SPECIALS.to_vec(), -500.0, 500.0),
-        };
-        let desc = format!("to_{}", target.name());
-        s.one_with(F32, &desc, (&[33], &fill), &to(target))?;
-        if target.name().starts_with("f8e") && target != DType::F8E8M0 {
-            let [to_attr] = to(target);
-            let attrs = [to_attr, ("saturate", Attr::Int(0))];
-            s.one_with(F32, &format!("{desc}_no_saturate"), (&[33], &fill), &attrs)?;
-        }
-        s.with(target, "to_f32", &to(F32), |m| {
-            let x = m.rng.tensor(target, &[33], &fill);
-            m.operand(x, false);
-        })?;
-    }
-    Ok(())
-}
-
-/// CastLike from f32 to the dtype of a constant one-element `like` operand.
-fn cast_like(s: &mut Sink) -> Result<()> {
-    let targets = [
-        F32,
-        F16,
-        I32,
-        U8,
-        Bool,
-        DType::F64,
-        DType::BF16,
-        DType::F8E4M3FN,
-        DType::I4,
-    ];
-    for target in targets {
-        s.with(F32, &format!("like_{}", target.name()), &[], |m| {
-            m.input(&[17], &Fill::Mixed(SPECIALS.to_vec(), -300.0, 300.0));
-            m.operand(Tensor::zeros(target, &[1]), true);
-        })?;
-    }
-    Ok(())
 }
 
 fn log_softmax(s: &mut Sink) -> Result<()> {
