@@ -387,7 +387,7 @@ pub fn matmul_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
 
 /// ONNX Reshape semantics: `0` copies the input dim (unless `allowzero`), `-1` is inferred.
 pub fn reshape_shape(x: &[usize], target: &[i64], allowzero: bool) -> Result<Vec<usize>, String> {
-    let total: usize = x.iter().product();
+    let total = checked_product(x).ok_or_else(|| format!("Reshape: input {x:?} is too large"))?;
     let mut out = Vec::with_capacity(target.len());
     let mut infer = None;
     for (i, &t) in target.iter().enumerate() {
@@ -403,7 +403,8 @@ pub fn reshape_shape(x: &[usize], target: &[i64], allowzero: bool) -> Result<Vec
             _ => return Err(format!("Reshape: invalid target {target:?}")),
         }
     }
-    let known: usize = out.iter().product();
+    let known =
+        checked_product(&out).ok_or_else(|| format!("Reshape: target {target:?} is too large"))?;
     if let Some(i) = infer {
         if known == 0 || !total.is_multiple_of(known) {
             return Err(format!("Reshape: cannot infer -1 of {target:?} from {x:?}"));
@@ -643,9 +644,28 @@ impl PoolGeometry {
     }
 }
 
+/// The number of elements of `dims`, or `None` when it does not fit a `usize`: shapes come
+/// from files, so their products are checked before anything is sized by them.
+pub fn checked_product(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reshape_sizes_that_overflow_are_errors_not_panics() {
+        // Found by the ONNX importer's fuzzer: a mutated Reshape target whose product
+        // overflowed usize panicked in debug builds and wrapped in release ones.
+        let big = 1usize << 40;
+        assert!(reshape_shape(&[big, big], &[-1], false).is_err());
+        assert!(reshape_shape(&[4], &[1 << 62, 4, -1], false).is_err());
+        assert!(reshape_shape(&[4], &[i64::MAX, i64::MAX], false).is_err());
+        assert_eq!(reshape_shape(&[2, 3], &[3, -1], false), Ok(vec![3, 2]));
+        assert_eq!(checked_product(&[]), Some(1));
+        assert_eq!(checked_product(&[usize::MAX, 2]), None);
+    }
 
     #[test]
     fn broadcasting_follows_numpy() {

@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::fuzz::{self, Rng};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,21 +33,6 @@ fn engine() -> Engine {
         ..Default::default()
     });
     Engine::new(cfg).unwrap()
-}
-
-/// xorshift64*: small, seeded, good enough to pick bytes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// A position to mutate: half the time anywhere, half the time near the start of a
@@ -68,46 +55,6 @@ fn position(rng: &mut Rng, bytes: &[u8], width: usize) -> usize {
     let (offset, len) = (field(row + 8), field(row + 16));
     let at = offset.saturating_add(rng.below(len.clamp(1, 512)));
     at.min(last)
-}
-
-/// One mutation: flipped bits, a field overwritten with a boundary value, a range
-/// zeroed or duplicated, or the file cut short.
-fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) {
-    let len = bytes.len();
-    if len < 8 {
-        bytes.truncate(rng.below(len));
-        return;
-    }
-    match rng.below(6) {
-        0 => {
-            for _ in 0..1 + rng.below(4) {
-                let i = position(rng, bytes, 1);
-                bytes[i] ^= 1 << rng.below(8);
-            }
-        }
-        1 => {
-            let i = position(rng, bytes, 4) & !3;
-            let v: u32 = [0, 1, 0x7fff_ffff, u32::MAX, 64, 0x8000_0000][rng.below(6)];
-            bytes[i..i + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        2 => {
-            let i = position(rng, bytes, 8) & !7;
-            let v: u64 = [0, u64::MAX, 1 << 40, 1 << 63, len as u64][rng.below(5)];
-            bytes[i..i + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        3 => {
-            let i = position(rng, bytes, 1);
-            let n = rng.below(64).min(len - i);
-            bytes[i..i + n].fill(0);
-        }
-        4 => {
-            let (a, b) = (position(rng, bytes, 1), position(rng, bytes, 1));
-            let n = rng.below(32).min(len - a).min(len - b);
-            let chunk = bytes[a..a + n].to_vec();
-            bytes[b..b + n].copy_from_slice(&chunk);
-        }
-        _ => bytes.truncate(rng.below(len)),
-    }
 }
 
 /// Reads, loads and runs `bytes`; any outcome but a panic is fine. Returns how far it got:
@@ -152,14 +99,8 @@ fn exercise(engine: &Engine, bytes: &[u8], verify: bool, input: &Tensor) -> usiz
 
 #[test]
 fn fuzz_the_program_loader_for_a_bounded_time() {
-    let secs: u64 = std::env::var("BATON_FUZZ_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let seed: u64 = std::env::var("BATON_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5eed_ba70);
+    // Said first, so that a panic below is reported with the seed that reproduces it.
+    let (budget, seed) = fuzz::budget("program");
     let engine = engine();
     // Two programs: tinynet (one partition, weights) and one with an If whose branches
     // are nested programs.
@@ -171,10 +112,8 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         })
         .collect();
     let input = sample::tinynet_input();
-    // Said first, so that a panic below is reported with the seed that reproduces it.
-    eprintln!("program fuzzer: seed {seed} (BATON_FUZZ_SEED), {secs} s (BATON_FUZZ_SECS)");
     let mut rng = Rng(seed | 1);
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let deadline = Instant::now() + budget;
     let mut cases = 0u64;
     let mut slowest = Duration::ZERO;
     let mut reached = [0u64; 4];
@@ -183,7 +122,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         let mut bytes = good.clone();
         for _ in 0..1 + rng.below(3) {
             if !bytes.is_empty() {
-                mutate(&mut rng, &mut bytes);
+                fuzz::mutate(&mut rng, &mut bytes, &position);
             }
         }
         let sealed = rng.below(4) != 0;
@@ -203,7 +142,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         cases += 1;
     }
     eprintln!(
-        "program fuzzer: {cases} cases in {secs} s, seed {seed}, slowest {slowest:?}; \
+        "program fuzzer: {cases} cases in {budget:?}, seed {seed}, slowest {slowest:?}; \
          refused by the reader {}, by the loader {}, loaded {}, ran {}",
         reached[0], reached[1], reached[2], reached[3]
     );
