@@ -1,7 +1,8 @@
 //! Operator fusion, planned at compile time and stored in the blob.
 //!
 //! A *chain* is an anchor (`Conv`, `Gemm` or `MatMul`), optionally followed by an `Add` of
-//! a constant that broadcasts along the anchor's GEMM rows or columns (a bias), optionally
+//! a constant that broadcasts along the anchor's GEMM rows or columns (a bias) or of a
+//! tensor of exactly the output's shape (a residual, see [`residual_operand`]), optionally
 //! followed by `Relu` or `Clip` with constant bounds. The chain runs as one GEMM whose
 //! epilogue does the add and the activation. A link is taken only when the intermediate
 //! tensor has no other reader and is not an output of the subgraph, so nothing observable
@@ -10,7 +11,7 @@
 //! The same link predicates plan the chains (at compile) and check them (at init, since a
 //! blob is untrusted input).
 
-use baton_delegate_api::ir::{Graph, Node, NodeId, OpKind, TensorId};
+use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
 
 use crate::support::clip_bounds;
@@ -147,6 +148,72 @@ pub(crate) fn fused_add_operand(
     Some((other, rs, cs))
 }
 
+/// What a chain's fused `Add` adds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FusedAdd {
+    /// A constant broadcast along the GEMM result at strides `(rs, cs)`.
+    Bias(TensorId, usize, usize),
+    /// A tensor of the anchor's output shape, read element for element in the output's
+    /// own layout.
+    Residual(TensorId),
+}
+
+/// The operand of `add` after `anchor`: a bias if it fits one (folded at init), else a
+/// residual.
+pub(crate) fn fused_add(
+    graph: &Graph,
+    anchor: &Node,
+    add: &Node,
+    consts: &Constants<'_>,
+) -> Option<FusedAdd> {
+    match fused_add_operand(graph, anchor, add, consts) {
+        Some((t, rs, cs)) => Some(FusedAdd::Bias(t, rs, cs)),
+        None => residual_operand(graph, anchor, add).map(FusedAdd::Residual),
+    }
+}
+
+/// The other operand of `add` when it has exactly the shape of `anchor`'s output and of
+/// the Add's result (no broadcasting), so the epilogue reads it at the output's strides.
+///
+/// A MatMul qualifies only with matrix operands (no 1-D promotion, so the output's last
+/// axis is `N`) and a single `B` matrix: the op then folds its batches into
+/// one GEMM whose rows run over the whole output, so one row stride covers the residual
+/// too (per-batch GEMMs would need a per-batch offset the epilogue does not have). The
+/// caller checks that the operand is computed before the anchor runs.
+pub(crate) fn residual_operand(graph: &Graph, anchor: &Node, add: &Node) -> Option<TensorId> {
+    let out = anchor.outputs[0];
+    let other = match add.inputs[..] {
+        [a, b] if add.op == OpKind::Add && a == out && b != out => b,
+        [a, b] if add.op == OpKind::Add && b == out && a != out => a,
+        _ => None?,
+    };
+    let shape = graph.tensors[out].static_shape()?;
+    let same = |t: TensorId| graph.tensors[t].static_shape().as_ref() == Some(&shape);
+    let f32s = graph.tensors[other].dtype == DType::F32;
+    let single_b = match anchor.op {
+        OpKind::MatMul => {
+            let a = graph.tensors[*anchor.inputs.first()?].static_shape()?;
+            let b = graph.tensors[*anchor.inputs.get(1)?].static_shape()?;
+            a.len() >= 2 && b.len() >= 2 && b[..b.len() - 2].iter().all(|&d| d == 1)
+        }
+        _ => true,
+    };
+    (f32s && single_b && shape.len() >= 2 && same(other) && same(add.outputs[0])).then_some(other)
+}
+
+/// The residual a chain adds, if its Add is not a bias.
+pub(crate) fn chain_residual(
+    graph: &Graph,
+    chain: &Chain,
+    consts: &Constants<'_>,
+) -> Option<TensorId> {
+    let (anchor, add) = (&graph.nodes[chain.anchor], &graph.nodes[chain.add?]);
+    match fused_add(graph, anchor, add, consts)? {
+        FusedAdd::Residual(t) => Some(t),
+        FusedAdd::Bias(..) => None,
+    }
+}
+
 /// Strides of `c` broadcast onto the last two axes of `out` (`[.., M, N]`), or `None` if
 /// `c` varies along a batch axis.
 pub(crate) fn matrix_view(out: &[usize], c: &[usize]) -> Option<(usize, usize)> {
@@ -185,14 +252,23 @@ struct Links<'g> {
     graph: &'g Graph,
     consts: Constants<'g>,
     consumers: Vec<Vec<NodeId>>,
+    /// The node writing each tensor (`None` for inputs and constants).
+    producers: Vec<Option<NodeId>>,
 }
 
 impl<'g> Links<'g> {
     fn new(graph: &'g Graph, consts: Constants<'g>) -> Links<'g> {
+        let mut producers = vec![None; graph.tensors.len()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            for &t in &node.outputs {
+                producers[t] = Some(id);
+            }
+        }
         Links {
             graph,
             consts,
             consumers: graph.consumers(),
+            producers,
         }
     }
 
@@ -208,11 +284,16 @@ impl<'g> Links<'g> {
         }
     }
 
-    /// The fusable bias Add after `anchor`.
+    /// The fusable bias or residual Add after `anchor`. The fused op runs at the anchor's
+    /// place, so a residual must be written by a node before it (nodes are in topological
+    /// order, but the Add's operand may come from a node between the anchor and the Add).
     fn next_add(&self, anchor: NodeId) -> Option<NodeId> {
         let next = self.sole_consumer(anchor)?;
         let (a, n) = (&self.graph.nodes[anchor], &self.graph.nodes[next]);
-        fused_add_operand(self.graph, a, n, &self.consts).map(|_| next)
+        match fused_add(self.graph, a, n, &self.consts)? {
+            FusedAdd::Bias(..) => Some(next),
+            FusedAdd::Residual(t) => self.producers[t].is_none_or(|p| p < anchor).then_some(next),
+        }
     }
 
     /// The fusable Relu or Clip after `node`.
@@ -277,25 +358,53 @@ mod tests {
         let conv = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
         let add = b.node(OpKind::Add, &[conv, cb], &[]).unwrap();
         let relu = b.node(OpKind::Relu, &[add], &[]).unwrap();
-        // A second conv read twice, and one followed by an Add of a run-time tensor.
+        // A second conv read twice; a third whose Add's other operand is computed after
+        // it; a fourth added to a tensor that broadcasts; a fifth added to an earlier
+        // tensor of its shape (a residual: fused).
         let conv2 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
         let r2 = b.node(OpKind::Relu, &[conv2], &[]).unwrap();
         let twice = b.node(OpKind::Add, &[conv2, r2], &[]).unwrap();
         let conv3 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
-        let runtime_add = b.node(OpKind::Add, &[conv3, relu], &[]).unwrap();
-        b.output(add);
-        b.output(relu);
-        b.output(twice);
-        b.output(runtime_add);
+        let late = b.node(OpKind::Relu, &[twice], &[]).unwrap();
+        let late_add = b.node(OpKind::Add, &[conv3, late], &[]).unwrap();
+        let row = b.input_fixed("row", DType::F32, &[1, 3, 4, 1]);
+        let conv4 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let broadcast = b.node(OpKind::Add, &[conv4, row], &[]).unwrap();
+        let conv5 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let residual = b.node(OpKind::Add, &[relu, conv5], &[]).unwrap();
+        let r5 = b.node(OpKind::Relu, &[residual], &[]).unwrap();
+        for t in [add, relu, twice, late_add, broadcast, r5] {
+            b.output(t);
+        }
         let g = b.finish().unwrap();
         assert_eq!(
             plan(&g),
-            vec![Chain {
-                anchor: 0,
-                add: Some(1),
-                activation: None
-            }]
+            vec![
+                Chain {
+                    anchor: 0,
+                    add: Some(1),
+                    activation: None
+                },
+                Chain {
+                    anchor: 11,
+                    add: Some(12),
+                    activation: Some(13)
+                }
+            ]
         );
+        let anchor = &g.nodes[11];
+        assert_eq!(residual_operand(&g, anchor, &g.nodes[12]), Some(relu));
+        let p = FusionPlan { chains: plan(&g) };
+        assert!(p.validate(&g, &Constants::new(&g, &[])).is_ok());
+        // Fusing the late Add would read `late` before it is computed.
+        let bad = FusionPlan {
+            chains: vec![Chain {
+                anchor: 6,
+                add: Some(8),
+                activation: None,
+            }],
+        };
+        assert!(bad.validate(&g, &Constants::new(&g, &[])).is_err());
     }
 
     #[test]
@@ -312,5 +421,25 @@ mod tests {
         assert_eq!(matrix_view(&[2, 3, 5], &[1, 3, 5]), Some((5, 1)));
         assert_eq!(matrix_view(&[2, 3, 5], &[2, 1, 5]), None);
         assert_eq!(matrix_view(&[5], &[5]), None);
+    }
+
+    #[test]
+    fn matmul_residuals_need_one_b_matrix() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 3, 4]);
+        let w = b.constant_f32("w", &[4, 4], &[0.5; 16]);
+        let wb = b.input_fixed("wb", DType::F32, &[2, 4, 4]);
+        let mm = b.node(OpKind::MatMul, &[x, w], &[]).unwrap();
+        let sum = b.node(OpKind::Add, &[mm, x], &[]).unwrap();
+        let batched = b.node(OpKind::MatMul, &[x, wb], &[]).unwrap();
+        let sum2 = b.node(OpKind::Add, &[x, batched], &[]).unwrap();
+        b.output(sum);
+        b.output(sum2);
+        let g = b.finish().unwrap();
+        let chains = plan(&g);
+        assert_eq!(chains.len(), 1);
+        assert_eq!((chains[0].anchor, chains[0].add), (0, Some(1)));
+        let consts = Constants::new(&g, &[]);
+        assert_eq!(chain_residual(&g, &chains[0], &consts), Some(x));
     }
 }

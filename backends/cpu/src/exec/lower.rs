@@ -8,7 +8,7 @@ use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, Po
 use baton_delegate_api::{Constants, DType, DelegateError};
 
 use super::{CpuExecutable, IoDecl, Op, Step};
-use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
+use crate::fusion::{fused_add, matrix_view, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
 use crate::ops::conv::{ConvOp, ConvSpec, Geom};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
@@ -302,15 +302,20 @@ impl<'g> Builder<'g> {
         let mut ops = Vec::new();
         if let Some(add) = add {
             let add = &self.graph.nodes[add];
-            let (c, rs, cs) = fused_add_operand(self.graph, anchor, add, &self.consts)
-                .ok_or("the fused Add does not fit")?;
-            let src = self.src(c)?;
-            ops.push(EpOpSpec::Add {
-                src,
-                rs,
-                cs,
-                scale: 1.0,
-            });
+            ops.push(
+                match fused_add(self.graph, anchor, add, &self.consts).ok_or("no fused Add")? {
+                    FusedAdd::Bias(c, rs, cs) => EpOpSpec::Add {
+                        src: self.src(c)?,
+                        rs,
+                        cs,
+                        scale: 1.0,
+                    },
+                    FusedAdd::Residual(t) => EpOpSpec::Residual {
+                        src: self.src(t)?,
+                        rs: *self.shape(t).last().ok_or("a rank-0 residual")?,
+                    },
+                },
+            );
         }
         if let Some(act) = activation {
             ops.push(match self.activation(&self.graph.nodes[act])? {
@@ -597,7 +602,7 @@ impl Builder<'_> {
                 None => runtime_bias = Some(self.src(t)?),
             }
         }
-        let mut bounds = (f32::NEG_INFINITY, f32::INFINITY);
+        let (mut bounds, mut residual) = ((f32::NEG_INFINITY, f32::INFINITY), None);
         for op in fused {
             match *op {
                 // Fused conv adds are constants per channel (rs = 1) or scalars.
@@ -610,6 +615,7 @@ impl Builder<'_> {
                         *b += scale * data[c * rs];
                     }
                 }
+                EpOpSpec::Residual { src, .. } => residual = Some(src),
                 EpOpSpec::Relu => bounds = (0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => bounds = (min, max),
             }
@@ -626,6 +632,7 @@ impl Builder<'_> {
             w,
             bias,
             runtime_bias,
+            residual,
             bounds,
         };
         Ok(Op::Conv(ConvOp::new(self.kernel, &geometry, spec)))
