@@ -114,8 +114,8 @@ fn matmul_naive(a: &[f32], b: &[f32], k: usize, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// A transformer-like pair: `h = x + MatMul(x, w1)` (the batch folds into one GEMM whose
-/// epilogue adds the input), then `Relu(h + Gemm(h', w2, c))` with two epilogue adds
+/// A transformer-like pair: `h = x + (MatMul(x, w1) + bias)` (the batch folds into one
+/// GEMM whose epilogue adds the bias and the input), then `Relu(h + Gemm(h', w2, c))` with two epilogue adds
 /// (Gemm's `C` and the residual). A MatMul whose Add reads a tensor computed after it
 /// and one whose operand broadcasts stay unfused, and still compute the right thing.
 #[test]
@@ -125,8 +125,11 @@ fn matmul_and_gemm_residual_adds_match_naive() {
     let (x, xt) = random_input(&mut b, &mut rng, "x", &[2, 3, 4]);
     let w1v = rng.vec(16);
     let w1 = b.constant_f32("w1", &[4, 4], &w1v);
+    let bv = rng.vec(4);
+    let bias = b.constant_f32("b", &[4], &bv);
     let mm = b.node(OpKind::MatMul, &[x, w1], &[]).unwrap();
-    let h = b.node(OpKind::Add, &[x, mm], &[]).unwrap();
+    let mb = b.node(OpKind::Add, &[mm, bias], &[]).unwrap();
+    let h = b.node(OpKind::Add, &[x, mb], &[]).unwrap();
     let shape = b.constant_i64("shape", &[2], &[6, 4]);
     let h2 = b.node(OpKind::Reshape, &[h, shape], &[]).unwrap();
     let w2v = rng.vec(16);
@@ -150,7 +153,9 @@ fn matmul_and_gemm_residual_adds_match_naive() {
 
     let xv = xt.f32s().to_vec();
     let mmv = matmul_naive(&xv, &w1v, 4, 4);
-    let hv: Vec<f64> = mmv.iter().zip(&xv).map(|(m, &x)| m + x as f64).collect();
+    let hv: Vec<f64> = (0..24)
+        .map(|i| mmv[i] + bv[i % 4] as f64 + xv[i] as f64)
+        .collect();
     let hf: Vec<f32> = hv.iter().map(|&v| v as f32).collect();
     let gv = matmul_naive(&hf, &w2v, 4, 4);
     let rv: Vec<f64> = (0..24)
@@ -170,7 +175,7 @@ fn matmul_and_gemm_residual_adds_match_naive() {
         );
         assert_close(got[1].f32s(), &latev, 1e-5, 1e-6, "late operand");
         assert_close(got[2].f32s(), &bcv, 1e-5, 1e-6, "broadcast operand");
-        // MatMul+Add, Gemm+Add+Relu; then MatMul, Relu, Add; MatMul, Add.
+        // MatMul+Add+Add, Gemm+Add+Relu; then MatMul, Relu, Add; MatMul, Add.
         assert_eq!(steps, 7, "simd={simd}");
     }
 }

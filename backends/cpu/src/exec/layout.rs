@@ -151,7 +151,7 @@ mod tests {
     fn plan_of(g: &Graph) -> Vec<bool> {
         let consts = Constants::new(g, &[]);
         let plan = FusionPlan::plan(g, &consts);
-        let roles = plan.roles(g.nodes.len());
+        let roles = plan.roles(g);
         channels_last(g, &plan, &roles, &vec![false; g.nodes.len()], &consts)
     }
 
