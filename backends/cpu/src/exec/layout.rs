@@ -14,6 +14,10 @@
 //! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
 //!   is the same in both layouts.
 //!
+//! - a conv chain's fused residual Add, provided the chain's result is held NHWC too: the
+//!   epilogue reads the residual at the output's strides, so the two must share a layout
+//!   (and a chain's result is held NHWC only if its residual is).
+//!
 //! Anything else (reshapes, transposes, pools, concat, subgraph outputs, QDQ groups) reads
 //! NCHW. The set is found by starting from every candidate and removing those with a
 //! reader that does not take NHWC, until nothing changes: each round only removes, so the
@@ -23,7 +27,7 @@ use baton_delegate_api::ir::{DType, Graph, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
 
 use super::{reduced_axes, reduced_run};
-use crate::fusion::{FusionPlan, Role};
+use crate::fusion::{chain_residual, FusionPlan, Role};
 
 /// One flag per tensor of `graph`: held channels-last. `skip` marks the nodes lowered
 /// elsewhere (QDQ groups), which read and write NCHW.
@@ -58,10 +62,25 @@ pub(crate) fn channels_last(
             producer[out] = Some(id);
         }
     }
+    // Conv chains with a residual: (the Add, the residual, the chain's result).
+    let residuals: Vec<(NodeId, TensorId, TensorId)> = plan
+        .chains
+        .iter()
+        .filter(|c| graph.nodes[c.anchor].op == OpKind::Conv && !skip[c.anchor])
+        .filter_map(|c| {
+            let r = chain_residual(graph, c, consts)?;
+            Some((c.add?, r, graph.nodes[c.last()].outputs[0]))
+        })
+        .collect();
     let mut nhwc: Vec<bool> = producer.iter().map(Option::is_some).collect();
     let accepts = |nhwc: &[bool], reader: NodeId, t: TensorId| -> bool {
         let node = &graph.nodes[reader];
-        if skip[reader] || roles[reader] == Role::Absorbed {
+        if roles[reader] == Role::Absorbed && !skip[reader] {
+            return residuals
+                .iter()
+                .any(|&(add, r, out)| add == reader && r == t && nhwc[out]);
+        }
+        if skip[reader] {
             return false;
         }
         match node.op {
@@ -92,7 +111,7 @@ pub(crate) fn channels_last(
             let inputs_ok = match data_inputs(graph, producer) {
                 Some(data) => data.iter().all(|&i| nhwc[i]),
                 None => true,
-            };
+            } && residuals.iter().all(|&(_, r, out)| out != t || nhwc[r]);
             let readers_ok = consumers[t].iter().all(|&r| accepts(&nhwc, r, t));
             if !(inputs_ok && readers_ok) {
                 nhwc[t] = false;
@@ -132,7 +151,7 @@ mod tests {
     fn plan_of(g: &Graph) -> Vec<bool> {
         let consts = Constants::new(g, &[]);
         let plan = FusionPlan::plan(g, &consts);
-        let roles = plan.roles(g.nodes.len());
+        let roles = plan.roles(g);
         channels_last(g, &plan, &roles, &vec![false; g.nodes.len()], &consts)
     }
 
@@ -156,9 +175,36 @@ mod tests {
         b.output(c4);
         let g = b.finish().unwrap();
         let nhwc = plan_of(&g);
-        // Conv+Relu fuse: r1 is the chain's output.
-        assert!(nhwc[r1] && nhwc[c2] && nhwc[sum]);
+        // Conv+Relu fuse: r1 is the chain's output; so do c2 and its residual Add of r1.
+        assert!(nhwc[r1] && nhwc[sum] && !nhwc[c2]);
         assert!(!nhwc[x] && !nhwc[mean] && !nhwc[c3] && !nhwc[flat] && !nhwc[c4]);
+    }
+
+    #[test]
+    fn a_fused_residual_shares_its_chains_layout() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 3, 3]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let r1 = b.node(OpKind::Relu, &[c1], &[]).unwrap();
+        let c2 = b.node(OpKind::Conv, &[r1, w], &[]).unwrap();
+        // Fused into c2's chain, whose result is a subgraph output (NCHW).
+        let sum = b.node(OpKind::Add, &[c2, r1], &[]).unwrap();
+        let c3 = b.node(OpKind::Conv, &[sum, w], &[]).unwrap();
+        let r3 = b.node(OpKind::Relu, &[c3], &[]).unwrap();
+        let c4 = b.node(OpKind::Conv, &[r3, w], &[]).unwrap();
+        // Fused into c4's chain, read by a mean only (NHWC).
+        let sum2 = b.node(OpKind::Add, &[r3, c4], &[]).unwrap();
+        let gap = b.node(OpKind::GlobalAveragePool, &[sum2], &[]).unwrap();
+        b.output(sum);
+        b.output(gap);
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        assert!(
+            !nhwc[sum] && !nhwc[r1],
+            "the residual follows the NCHW output"
+        );
+        assert!(nhwc[r3] && nhwc[sum2]);
     }
 
     #[test]

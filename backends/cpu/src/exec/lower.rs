@@ -8,7 +8,7 @@ use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, Po
 use baton_delegate_api::{Constants, DType, DelegateError};
 
 use super::{CpuExecutable, IoDecl, Op, Step};
-use crate::fusion::{fused_add_operand, matrix_view, FusionPlan, Role};
+use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
 use crate::ops::conv::{ConvOp, ConvSpec, Geom};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
@@ -77,7 +77,7 @@ pub(crate) fn build(
         }
         group_at[g.q] = Some(i);
     }
-    let roles = plan.roles(graph.nodes.len());
+    let roles = plan.roles(graph);
     let qdq: Vec<bool> = (0..graph.nodes.len())
         .map(|n| absorbed[n] || group_at[n].is_some())
         .collect();
@@ -115,7 +115,7 @@ pub(crate) fn build(
             Role::Plain => (b.lower(node, Vec::new(), node.outputs[0]), id),
             Role::Anchor(c) => {
                 let chain = plan.chains[c];
-                let fused = b.fused_ops(node, chain.add, chain.activation);
+                let fused = b.fused_ops(&chain);
                 let out = graph.nodes[chain.last()].outputs[0];
                 (fused.and_then(|f| b.lower(node, f, out)), chain.last())
             }
@@ -293,26 +293,23 @@ impl<'g> Builder<'g> {
     }
 
     /// The epilogue ops of a chain's fused Add and activation.
-    fn fused_ops(
-        &mut self,
-        anchor: &Node,
-        add: Option<usize>,
-        activation: Option<usize>,
-    ) -> Result<Vec<EpOpSpec>, String> {
+    fn fused_ops(&mut self, chain: &Chain) -> Result<Vec<EpOpSpec>, String> {
         let mut ops = Vec::new();
-        if let Some(add) = add {
-            let add = &self.graph.nodes[add];
-            let (c, rs, cs) = fused_add_operand(self.graph, anchor, add, &self.consts)
-                .ok_or("the fused Add does not fit")?;
-            let src = self.src(c)?;
-            ops.push(EpOpSpec::Add {
-                src,
-                rs,
-                cs,
-                scale: 1.0,
+        for add in chain_adds(self.graph, chain, &self.consts).ok_or("no fused Add")? {
+            ops.push(match add {
+                FusedAdd::Bias(c, rs, cs) => EpOpSpec::Add {
+                    src: self.src(c)?,
+                    rs,
+                    cs,
+                    scale: 1.0,
+                },
+                FusedAdd::Residual(t) => EpOpSpec::Residual {
+                    src: self.src(t)?,
+                    rs: *self.shape(t).last().ok_or("a rank-0 residual")?,
+                },
             });
         }
-        if let Some(act) = activation {
+        if let Some(act) = chain.activation {
             ops.push(match self.activation(&self.graph.nodes[act])? {
                 Unary::Relu => EpOpSpec::Relu,
                 Unary::Clip { min, max } => EpOpSpec::Clip { min, max },
@@ -597,7 +594,7 @@ impl Builder<'_> {
                 None => runtime_bias = Some(self.src(t)?),
             }
         }
-        let mut bounds = (f32::NEG_INFINITY, f32::INFINITY);
+        let (mut bounds, mut residual) = ((f32::NEG_INFINITY, f32::INFINITY), None);
         for op in fused {
             match *op {
                 // Fused conv adds are constants per channel (rs = 1) or scalars.
@@ -610,6 +607,7 @@ impl Builder<'_> {
                         *b += scale * data[c * rs];
                     }
                 }
+                EpOpSpec::Residual { src, .. } => residual = Some(src),
                 EpOpSpec::Relu => bounds = (0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => bounds = (min, max),
             }
@@ -626,6 +624,7 @@ impl Builder<'_> {
             w,
             bias,
             runtime_bias,
+            residual,
             bounds,
         };
         Ok(Op::Conv(ConvOp::new(self.kernel, &geometry, spec)))

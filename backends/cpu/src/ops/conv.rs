@@ -14,13 +14,19 @@
 //! or the output must be NCHW (a subgraph boundary, a reader that needs it), the op
 //! converts it once into a scratch buffer. A 1-D convolution is a 2-D one of height 1.
 //! A fused constant Add (a per-channel or scalar bias) is folded into the packed bias, and
-//! the activation is the GEMM's clamp.
+//! the activation is the GEMM's clamp. A fused residual Add (a tensor of the output's
+//! shape, held in the output's layout: see `exec/layout.rs`) is a strided add of the
+//! GEMM's epilogue when the output is written channels-last in place; otherwise
+//! (depthwise, or an NCHW output converted from scratch) it is one pass over the finished
+//! output, which still saves the separate Add step and its buffer traffic.
 
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
 use super::{RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows};
+use crate::gemm::{
+    clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows,
+};
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +161,8 @@ pub(crate) struct ConvOp {
     weights: Weights,
     /// The constant bias (conv bias and fused Add), `M` values.
     bias: Vec<f32>,
+    /// A fused residual, in the output's layout.
+    residual: Option<Src>,
     lo: f32,
     hi: f32,
 }
@@ -169,6 +177,8 @@ pub(crate) struct ConvSpec<'a> {
     /// The constant bias of `M` values (zeros when none), and a run-time bias.
     pub bias: Vec<f32>,
     pub runtime_bias: Option<Src>,
+    /// A fused residual Add's operand, held in the output's layout.
+    pub residual: Option<Src>,
     /// The clamp of the fused activation (`-inf, inf` when none).
     pub bounds: (f32, f32),
 }
@@ -227,6 +237,7 @@ impl ConvOp {
             out_nhwc: spec.out_nhwc,
             weights,
             bias: spec.bias,
+            residual: spec.residual,
             lo: spec.bounds.0,
             hi: spec.bounds.1,
         }
@@ -294,8 +305,15 @@ impl ConvOp {
             _ => (&[], &[]),
         };
         let m = g.batch * g.out_plane();
+        // The residual goes in the GEMM's epilogue when the GEMM writes the final output.
+        let in_gemm = self.out_nhwc && !matches!(self.path, Path::Depthwise(_));
+        let after = self.residual.filter(|_| !in_gemm).map(|r| sources.get(r));
+        let (lo, hi) = match after {
+            Some(_) => (f32::NEG_INFINITY, f32::INFINITY),
+            None => (self.lo, self.hi),
+        };
         let mut ep = Epilogue::new();
-        ep.clamp(self.lo, self.hi);
+        ep.clamp(lo, hi);
         match (&self.path, &self.weights) {
             (Path::Depthwise(plan), weights) => {
                 let packed: &[f32] = match weights {
@@ -307,7 +325,7 @@ impl ConvOp {
                         &*dst
                     }
                 };
-                plan.run(pool, x, packed, y, (self.lo, self.hi));
+                plan.run(pool, x, packed, y, (lo, hi));
             }
             (path, weights) => {
                 for grp in 0..g.group {
@@ -327,12 +345,26 @@ impl ConvOp {
                         data: &mut y[grp * g.mg()..],
                         rs: g.m,
                     };
+                    let mut ep = ep;
+                    if let Some(r) = self.residual.filter(|_| in_gemm) {
+                        ep.add(Add {
+                            data: &sources.get(r)[grp * g.mg()..],
+                            rs: g.m,
+                            cs: 1,
+                            scale: 1.0,
+                        });
+                    }
                     gemm_parallel(pool, kernel, m, a, b, c, &ep);
                 }
             }
         }
         if !self.out_nhwc {
             to_nchw(&nhwc_out[..out_len], g.batch, g.m, g.out_plane(), out);
+        }
+        if let Some(r) = after {
+            for (o, &r) in out[..out_len].iter_mut().zip(r) {
+                *o = clip(*o + r, self.lo, self.hi);
+            }
         }
     }
 }

@@ -153,6 +153,12 @@ pub(crate) enum EpOpSpec {
         cs: usize,
         scale: f32,
     },
+    /// A tensor of the result's shape: row `i` of the (batch-folded) result reads its
+    /// elements from `i * rs`. Unlike a broadcast add it never repeats across batches.
+    Residual {
+        src: Src,
+        rs: usize,
+    },
     Relu,
     Clip {
         min: f32,
@@ -178,6 +184,12 @@ impl EpilogueSpec {
                     cs,
                     scale,
                 }),
+                EpOpSpec::Residual { src, rs } => e.add(Add {
+                    data: sources.get(src),
+                    rs,
+                    cs: 1,
+                    scale: 1.0,
+                }),
                 EpOpSpec::Relu => e.clamp(0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => e.clamp(min, max),
             }
@@ -185,7 +197,8 @@ impl EpilogueSpec {
         e
     }
 
-    /// Whether every add reads the same operand row for all rows of the output.
+    /// Whether every broadcast add reads the same operand row for all rows of the output
+    /// (a residual covers the whole output, so batches may fold with it).
     pub fn rows_uniform(&self) -> bool {
         self.ops
             .iter()
