@@ -10,7 +10,7 @@ use std::arch::x86_64::{
     _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_min_ps, _mm512_set1_ps,
 };
 
-use super::{TileArgs, ZERO_ROW};
+use super::TileArgs;
 
 pub(super) const MR: usize = 6;
 pub(super) const NR: usize = 32;
@@ -39,13 +39,7 @@ unsafe fn tile(t: &TileArgs) {
         let mut acc = [bias; MR];
         let mut w = t.w.add(NR);
         for tap in 0..t.ks {
-            let mut a = [t.zero; MR];
-            for (i, a) in a.iter_mut().enumerate() {
-                let off = *t.offs.add(tap * MR + i);
-                if off != ZERO_ROW {
-                    *a = t.a.add(off);
-                }
-            }
+            let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
                 let b0 = _mm512_loadu_ps(w);
                 let b1 = _mm512_loadu_ps(w.add(16));

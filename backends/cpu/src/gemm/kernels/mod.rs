@@ -58,6 +58,28 @@ pub(crate) struct TileArgs {
     pub hi: f32,
 }
 
+impl TileArgs {
+    /// The `MR` row pointers of tap `tap`: `a + offs[tap * MR + i]`, or the zero row where
+    /// the offset is [`ZERO_ROW`]. Shared by every kernel, so the indirection rule lives in
+    /// one place.
+    ///
+    /// # Safety
+    /// `offs` holds at least `(tap + 1) * MR` offsets (the kernels' contract).
+    #[inline(always)]
+    pub(super) unsafe fn tap_rows<const MR: usize>(&self, tap: usize) -> [*const f32; MR] {
+        let mut rows = [self.zero; MR];
+        for (i, row) in rows.iter_mut().enumerate() {
+            // SAFETY: in bounds by this function's contract.
+            let off = unsafe { *self.offs.add(tap * MR + i) };
+            if off != ZERO_ROW {
+                // `wrapping_add`: the pointer is only dereferenced where the offset is valid.
+                *row = self.a.wrapping_add(off);
+            }
+        }
+        rows
+    }
+}
+
 /// The unsafe entry of a kernel. Contract: every pointer of `t` is valid for what the
 /// module docs say is read or written, and the CPU has the kernel's features.
 type KernelFn = unsafe fn(t: &TileArgs);

@@ -6,7 +6,7 @@ use std::arch::aarch64::{
     float32x4_t, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmaxq_f32, vminq_f32, vst1q_f32,
 };
 
-use super::{TileArgs, ZERO_ROW};
+use super::TileArgs;
 
 pub(super) const MR: usize = 8;
 pub(super) const NR: usize = 8;
@@ -28,13 +28,7 @@ unsafe fn tile(t: &TileArgs) {
         let mut acc = [bias; MR];
         let mut w = t.w.add(NR);
         for tap in 0..t.ks {
-            let mut a = [t.zero; MR];
-            for (i, a) in a.iter_mut().enumerate() {
-                let off = *t.offs.add(tap * MR + i);
-                if off != ZERO_ROW {
-                    *a = t.a.add(off);
-                }
-            }
+            let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
                 let (b0, b1) = (vld1q_f32(w), vld1q_f32(w.add(4)));
                 w = w.add(NR);

@@ -1,7 +1,7 @@
 //! The portable micro-kernel: plain Rust over fixed-size arrays, which LLVM keeps in
 //! registers and vectorizes for the baseline target (SSE2 on x86-64).
 
-use super::{TileArgs, ZERO_ROW};
+use super::TileArgs;
 use crate::gemm::{clip, relu};
 
 pub(super) const MR: usize = 4;
@@ -19,13 +19,9 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
         let mut acc = [bias; MR];
         let mut w = t.w.add(NR);
         for tap in 0..t.ks {
-            let mut rows = [std::slice::from_raw_parts(t.zero, t.kc); MR];
-            for (i, row) in rows.iter_mut().enumerate() {
-                let off = *t.offs.add(tap * MR + i);
-                if off != ZERO_ROW {
-                    *row = std::slice::from_raw_parts(t.a.add(off), t.kc);
-                }
-            }
+            let rows = t
+                .tap_rows::<MR>(tap)
+                .map(|p| std::slice::from_raw_parts(p, t.kc));
             let panel = std::slice::from_raw_parts(w, t.kc * NR);
             for (k, b) in panel.chunks_exact(NR).enumerate() {
                 for (acc, row) in acc.iter_mut().zip(&rows) {
