@@ -35,6 +35,17 @@ fn engine() -> Engine {
     Engine::new(cfg).unwrap()
 }
 
+/// tinynet compiled for the CPU plugin: the program the regression tests corrupt.
+fn tinynet_program(engine: &Engine) -> program::Program {
+    program::compile(
+        engine,
+        &sample::tinynet(),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    )
+    .unwrap()
+}
+
 /// A position to mutate: half the time anywhere, half the time near the start of a
 /// section picked from the table, so that the small structural sections (graph, plan,
 /// partition headers, memory, shapes) are hit as often as the weights that dwarf them.
@@ -165,13 +176,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
 fn a_plan_with_a_cycle_between_steps_is_refused() {
     use baton_partitioner::Decision;
     let engine = engine();
-    let p = program::compile(
-        &engine,
-        &sample::tinynet(),
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-    )
-    .unwrap();
+    let p = tinynet_program(&engine);
     let mut p = program::decode(Arc::new(program::encode(&p)), true).unwrap();
     p.plan.partitions[0].nodes.retain(|&n| n != 1);
     p.plan.nodes[1].decision = Decision::Host;
@@ -188,13 +193,7 @@ fn a_plan_with_a_cycle_between_steps_is_refused() {
 fn a_shape_the_op_does_not_make_is_refused() {
     use baton_delegate_api::Dim;
     let engine = engine();
-    let p = program::compile(
-        &engine,
-        &sample::tinynet(),
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-    )
-    .unwrap();
+    let p = tinynet_program(&engine);
     let mut p = program::decode(Arc::new(program::encode(&p)), true).unwrap();
     let out = p.graph.nodes[0].outputs[0];
     p.graph.tensors[out].shape[0] = Dim::Fixed(1 << 20);
@@ -210,13 +209,7 @@ fn a_shape_the_op_does_not_make_is_refused() {
 #[test]
 fn an_arena_over_the_limit_or_oversized_is_refused() {
     let engine = engine();
-    let p = program::compile(
-        &engine,
-        &sample::tinynet(),
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-    )
-    .unwrap();
+    let p = tinynet_program(&engine);
     let bytes = program::encode(&p);
     let tight = LoadOptions {
         max_arena: 1024,
