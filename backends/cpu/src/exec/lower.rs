@@ -25,23 +25,27 @@ use crate::ops::tensor::{
     reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
 };
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
+use crate::prepack::Packs;
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
 use crate::support::clip_bounds;
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
-/// whose plan has been validated.
-pub(crate) fn build(
-    graph: &Graph,
+/// whose plan has been validated, taking its packed weights from `packs` (see
+/// `prepack.rs`), which is handed back for the blob or the replay's check.
+pub(crate) fn build<'g>(
+    graph: &'g Graph,
     plan: &FusionPlan,
-    consts: Constants<'_>,
+    consts: Constants<'g>,
+    packs: Packs<'g>,
     kernel: &'static MicroKernel,
     qkernel: &'static QKernel,
     threads: usize,
-) -> Result<CpuExecutable, DelegateError> {
+) -> Result<(CpuExecutable, Packs<'g>), DelegateError> {
     let mut b = Builder {
         graph,
         consts,
+        packs,
         kernel,
         qkernel,
         srcs: vec![None; graph.tensors.len()],
@@ -162,7 +166,8 @@ pub(crate) fn build(
             _ => {}
         }
     }
-    Ok(CpuExecutable::new(inputs, outputs, steps, memory, ctx))
+    let exec = CpuExecutable::new(inputs, outputs, steps, memory, ctx);
+    Ok((exec, b.packs))
 }
 
 /// The lengths of the outputs of a multi-output op, in the order it writes them into its
@@ -192,6 +197,7 @@ enum Pending {
 struct Builder<'g> {
     graph: &'g Graph,
     consts: Constants<'g>,
+    packs: Packs<'g>,
     kernel: &'static MicroKernel,
     qkernel: &'static QKernel,
     /// Where each tensor is found at execute time, once known.
@@ -475,6 +481,7 @@ impl<'g> Builder<'g> {
                 let b = self.operand(input(1))?;
                 let epilogue = EpilogueSpec { ops: fused };
                 Op::MatMul(MatMulOp::matmul(
+                    &mut self.packs,
                     self.kernel,
                     a,
                     &shapes[0],
@@ -498,6 +505,7 @@ impl<'g> Builder<'g> {
                     _ => None,
                 };
                 Op::MatMul(MatMulOp::gemm(
+                    &mut self.packs,
                     self.kernel,
                     a,
                     &shapes[0],
@@ -704,7 +712,12 @@ impl Builder<'_> {
             residual,
             bounds,
         };
-        Ok(Op::Conv(ConvOp::new(self.kernel, &geometry, spec)))
+        Ok(Op::Conv(ConvOp::new(
+            &mut self.packs,
+            self.kernel,
+            &geometry,
+            spec,
+        )))
     }
 
     /// The data of a slot holding a copied constant.
@@ -852,6 +865,7 @@ impl Builder<'_> {
         };
         let x = self.src(node.inputs[0])?;
         Ok(Op::Lstm(LstmOp::new(
+            &mut self.packs,
             self.kernel,
             x,
             &shapes[0],

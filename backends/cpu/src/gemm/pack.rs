@@ -9,6 +9,7 @@
 //! past the last repeat it, so every tile is full.
 
 use super::{MatRef, MicroKernel, ZERO_ROW};
+use crate::prepack::Packs;
 
 /// Weights (`K x N`, `K = taps x kc`) packed into bias-led `NR`-column panels.
 #[derive(Clone, Debug, Default)]
@@ -67,19 +68,7 @@ impl PackedB {
         let len = PackedB::len_for(kernel, taps, kc, n);
         self.data.clear();
         self.data.resize(len, 0.0);
-        let k = taps * kc;
-        for (p, panel) in self.data.chunks_exact_mut(nr * (1 + k)).enumerate() {
-            let cols = nr.min(n - p * nr);
-            let (head, body) = panel.split_at_mut(nr);
-            if let Some(bias) = bias {
-                head[..cols].copy_from_slice(&bias[p * nr..p * nr + cols]);
-            }
-            for (kk, row) in body.chunks_exact_mut(nr).enumerate() {
-                for (j, v) in row[..cols].iter_mut().enumerate() {
-                    *v = w(kk, p * nr + j);
-                }
-            }
-        }
+        fill_panels(&mut self.data, nr, taps * kc, n, bias, w);
         *self = PackedB {
             nr,
             taps,
@@ -87,6 +76,28 @@ impl PackedB {
             n,
             data: std::mem::take(&mut self.data),
         };
+    }
+
+    /// [`PackedB::new`] through `packs`: the blob's packing when it holds one.
+    pub(crate) fn new_in(
+        packs: &mut Packs<'_>,
+        kernel: &MicroKernel,
+        taps: usize,
+        kc: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        w: impl Fn(usize, usize) -> f32,
+    ) -> PackedB {
+        let nr = kernel.nr();
+        let len = PackedB::len_for(kernel, taps, kc, n);
+        let data = packs.take(len, |dst| fill_panels(dst, nr, taps * kc, n, bias, w));
+        PackedB {
+            nr,
+            taps,
+            kc,
+            n,
+            data,
+        }
     }
 
     /// Grows the buffer so that packing a `taps x kc x n` operand allocates nothing.
@@ -123,6 +134,30 @@ impl PackedB {
     pub(super) fn panel(&self, p: usize) -> &[f32] {
         let len = self.nr * (1 + self.depth());
         &self.data[p * len..(p + 1) * len]
+    }
+}
+
+/// Writes the bias-led `nr`-column panels of `w(k, j)` (`k < depth`, `j < n`) into the
+/// zeroed `dst`.
+fn fill_panels(
+    dst: &mut [f32],
+    nr: usize,
+    depth: usize,
+    n: usize,
+    bias: Option<&[f32]>,
+    w: impl Fn(usize, usize) -> f32,
+) {
+    for (p, panel) in dst.chunks_exact_mut(nr * (1 + depth)).enumerate() {
+        let cols = nr.min(n - p * nr);
+        let (head, body) = panel.split_at_mut(nr);
+        if let Some(bias) = bias {
+            head[..cols].copy_from_slice(&bias[p * nr..p * nr + cols]);
+        }
+        for (kk, row) in body.chunks_exact_mut(nr).enumerate() {
+            for (j, v) in row[..cols].iter_mut().enumerate() {
+                *v = w(kk, p * nr + j);
+            }
+        }
     }
 }
 

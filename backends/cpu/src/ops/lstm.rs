@@ -13,6 +13,7 @@
 
 use super::{RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, MatMut, MicroKernel, PackedB, Rows};
+use crate::prepack::Packs;
 
 /// One direction's prepared weights.
 #[derive(Clone, Debug)]
@@ -43,6 +44,7 @@ impl LstmOp {
     /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        packs: &mut Packs<'_>,
         kernel: &MicroKernel,
         x: Src,
         x_shape: &[usize],
@@ -75,7 +77,9 @@ impl LstmOp {
                 };
                 LstmDirection {
                     // Wᵀ[k][n] = W[n][k].
-                    w: PackedB::new(kernel, 1, input, gh, Some(&bias), |k, n| wd[n * input + k]),
+                    w: PackedB::new_in(packs, kernel, 1, input, gh, Some(&bias), |k, n| {
+                        wd[n * input + k]
+                    }),
                     r_t,
                     reverse: direction == "reverse" || d == 1,
                 }
