@@ -40,6 +40,7 @@ pub fn compile(
             memory: None,
             branches: BTreeMap::new(),
             notes: Vec::new(),
+            pages: None,
         });
     }
     let graph = specialize(graph, bindings)?;
@@ -58,6 +59,7 @@ pub fn compile(
         memory,
         branches,
         notes,
+        pages: None,
     })
 }
 
