@@ -38,6 +38,7 @@ mod exec;
 mod fusion;
 pub mod gemm;
 mod ops;
+mod patterns;
 mod pool;
 mod prepack;
 pub mod qgemm;

@@ -25,6 +25,7 @@ use crate::ops::tensor::{
     reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
 };
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
+use crate::patterns::find_gelus;
 use crate::prepack::Packs;
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
@@ -89,6 +90,22 @@ pub(crate) fn build<'g>(
         .map(|n| absorbed[n] || group_at[n].is_some())
         .collect();
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
+    // Erf GELUs outside fusion chains and QDQ groups run as one pass at their last node.
+    let mut gelu_at = vec![None; graph.nodes.len()];
+    for gelu in find_gelus(graph, &b.consts) {
+        let free = gelu
+            .nodes
+            .iter()
+            .all(|&n| roles[n] == Role::Plain && !qdq[n]);
+        let out = graph.nodes[gelu.last].outputs[0];
+        if free && b.nhwc[gelu.x] == b.nhwc[out] {
+            for &n in &gelu.nodes {
+                absorbed[n] = true;
+            }
+            let last = gelu.last;
+            gelu_at[last] = Some(gelu);
+        }
+    }
     for (id, node) in graph.nodes.iter().enumerate() {
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
@@ -101,6 +118,24 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[groups[i].anchor].label(),
+            });
+            continue;
+        }
+        if let Some(gelu) = gelu_at[id].take() {
+            let x = b
+                .src(gelu.x)
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            steps.push(Step {
+                op: Op::Unary(UnaryOp {
+                    x,
+                    f: Unary::Gelu {
+                        divide: gelu.divide,
+                        c: gelu.c,
+                    },
+                }),
+                out,
+                node: graph.nodes[gelu.nodes[0]].label(),
             });
             continue;
         }

@@ -131,7 +131,7 @@ impl Op {
             Op::Transpose(op) => op.run(sources, out),
             Op::Concat(op) => op.run(sources, out),
             Op::ReduceMean(op) => op.run(sources, out, ctx),
-            Op::LayerNorm(op) => op.run(sources, out),
+            Op::LayerNorm(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::Slice(op) => op.run(sources, out),
             Op::Split(op) => op.run(sources, out),
             Op::Lstm(op) => op.run(sources, out, ctx),

@@ -100,6 +100,58 @@ impl PackedB {
         }
     }
 
+    /// Repacks `alpha * B` for a `k x n` matrix `b` with element `(i, j)` at
+    /// `i * rs + j * cs`: weights that arrive at run time (attention's `Q·Kᵀ` and `P·V`).
+    ///
+    /// Rows (`cs == 1`) and columns (`rs == 1`) are copied as runs instead of through a
+    /// per-element closure, which was most of what packing at run time cost.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pack_strided(
+        &mut self,
+        kernel: &MicroKernel,
+        k: usize,
+        n: usize,
+        b: &[f32],
+        rs: usize,
+        cs: usize,
+        alpha: f32,
+    ) {
+        if cs != 1 && rs != 1 {
+            return self.pack(kernel, 1, k, n, None, |i, j| alpha * b[i * rs + j * cs]);
+        }
+        let nr = kernel.nr();
+        let len = PackedB::len_for(kernel, 1, k, n);
+        self.data.clear();
+        self.data.resize(len, 0.0);
+        for (p, panel) in self.data.chunks_exact_mut(nr * (1 + k)).enumerate() {
+            let (j0, cols) = (p * nr, nr.min(n - p * nr));
+            let body = &mut panel[nr..];
+            if cs == 1 {
+                for (i, row) in body.chunks_exact_mut(nr).enumerate() {
+                    let src = &b[i * rs + j0..i * rs + j0 + cols];
+                    row[..cols]
+                        .iter_mut()
+                        .zip(src)
+                        .for_each(|(d, &v)| *d = alpha * v);
+                }
+            } else {
+                for j in 0..cols {
+                    let src = &b[(j0 + j) * cs..(j0 + j) * cs + k];
+                    for (i, &v) in src.iter().enumerate() {
+                        body[i * nr + j] = alpha * v;
+                    }
+                }
+            }
+        }
+        *self = PackedB {
+            nr,
+            taps: 1,
+            kc: k,
+            n,
+            data: std::mem::take(&mut self.data),
+        };
+    }
+
     /// Grows the buffer so that packing a `taps x kc x n` operand allocates nothing.
     pub fn reserve(&mut self, kernel: &MicroKernel, taps: usize, kc: usize, n: usize) {
         let len = PackedB::len_for(kernel, taps, kc, n);

@@ -238,9 +238,7 @@ impl MatMulOp {
                     let offset = batch.b * self.k * self.n;
                     let (rs, cs, alpha) = (*rs, *cs, self.alpha);
                     let b = &b[offset.min(b.len())..];
-                    rhs.pack(kernel, 1, self.k, self.n, None, |i, j| {
-                        alpha * b[i * rs + j * cs]
-                    });
+                    rhs.pack_strided(kernel, self.k, self.n, b, rs, cs, alpha);
                     &*rhs
                 }
             };
