@@ -198,35 +198,72 @@ fn recurrence(isa: Isa, dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, 
         // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma => unsafe { recurrence_avx2(dir, at, g, s, y) },
-        _ => steps(dir, at, g, s, y),
+        // NEON has a fused multiply-add too; only the portable kernels go without.
+        Isa::Neon => steps::<true>(dir, at, g, s, y),
+        _ => steps::<false>(dir, at, g, s, y),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn recurrence_avx512(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
-    steps(dir, at, g, s, y)
+    steps::<true>(dir, at, g, s, y)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn recurrence_avx2(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
-    steps(dir, at, g, s, y)
+    steps::<true>(dir, at, g, s, y)
 }
 
 #[inline(always)]
-fn steps(dir: &LstmDirection, at: Walk, g_all: &[f32], s: State<'_>, y: &mut [f32]) {
+fn steps<const FMA: bool>(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+) {
     let State { gates, h, c } = s;
     let (gh, hidden) = (gates.len(), h.len());
     for step in 0..at.seq {
         let t = if dir.reverse { at.seq - 1 - step } else { step };
         gates.copy_from_slice(&g_all[(t * at.batch + at.b) * gh..][..gh]);
-        for (&hk, row) in h.iter().zip(dir.r_t.chunks_exact(gh)) {
-            gates.iter_mut().zip(row).for_each(|(g, &r)| *g += hk * r);
-        }
+        gemv::<FMA>(gates, h, &dir.r_t);
         cell(gates, h, c);
         let o = ((t * at.ndirs + at.d) * at.batch + at.b) * hidden;
         y[o..o + hidden].copy_from_slice(h);
+    }
+}
+
+/// `gates += h · Rᵀ` (`Rᵀ` row-major `[H, gates.len()]`), a block of columns at a time held
+/// in registers over all of `h`: streaming `gates` through memory once per element of
+/// `h` made the recurrence load- and store-bound.
+#[inline(always)]
+fn gemv<const FMA: bool>(gates: &mut [f32], h: &[f32], r_t: &[f32]) {
+    const BLOCK: usize = 64;
+    let gh = gates.len();
+    let madd = |acc: &mut f32, hk: f32, r: f32| {
+        *acc = if FMA {
+            hk.mul_add(r, *acc)
+        } else {
+            *acc + hk * r
+        }
+    };
+    let mut j0 = 0;
+    while j0 + BLOCK <= gh {
+        let mut acc = [0f32; BLOCK];
+        acc.copy_from_slice(&gates[j0..j0 + BLOCK]);
+        for (&hk, row) in h.iter().zip(r_t.chunks_exact(gh)) {
+            let row: &[f32; BLOCK] = row[j0..j0 + BLOCK].try_into().expect("a full block");
+            acc.iter_mut().zip(row).for_each(|(a, &r)| madd(a, hk, r));
+        }
+        gates[j0..j0 + BLOCK].copy_from_slice(&acc);
+        j0 += BLOCK;
+    }
+    for (&hk, row) in h.iter().zip(r_t.chunks_exact(gh)) {
+        let tail = gates[j0..].iter_mut().zip(&row[j0..]);
+        tail.for_each(|(a, &r)| madd(a, hk, r));
     }
 }
 
