@@ -418,7 +418,7 @@ pub(crate) fn assemble<'e>(
     controls: Vec<Control<'e>>,
     mut notes: Vec<String>,
     arena: ArenaChoice,
-) -> Session<'e> {
+) -> Result<Session<'e>> {
     let partition_backends = plan.partitions.iter().map(|p| p.backend.clone()).collect();
     let shapes: Vec<Vec<usize>> = graph
         .tensors
@@ -443,7 +443,7 @@ pub(crate) fn assemble<'e>(
             if same && memory::is_valid(&lifetimes, &offsets, m.arena_size) {
                 Some((
                     memory::evaluate(&lifetimes, offsets, m.arena_size),
-                    AlignedBytes::zeroed(m.arena_size),
+                    new_arena(engine, &graph, m.arena_size)?,
                 ))
             } else {
                 notes.push("the program's arena layout does not fit its plan; planned anew".into());
@@ -475,7 +475,7 @@ pub(crate) fn assemble<'e>(
         Some(l) => l,
         None => {
             let p = memory::plan(&lifetimes);
-            let a = AlignedBytes::zeroed(p.arena_size);
+            let a = new_arena(engine, &graph, p.arena_size)?;
             (p, a)
         }
     };
@@ -553,7 +553,7 @@ pub(crate) fn assemble<'e>(
             }
         })
         .collect();
-    Session {
+    Ok(Session {
         engine,
         graph,
         plan,
@@ -569,5 +569,19 @@ pub(crate) fn assemble<'e>(
         shapes,
         arena,
         borrowed_arena,
-    }
+    })
+}
+
+/// The arena of `bytes` for `graph`, within the config's `max_arena_bytes` and allocated
+/// fallibly (its size comes from the model and the bindings).
+fn new_arena(engine: &Engine, graph: &Graph, bytes: usize) -> Result<AlignedBytes> {
+    let what = format!("graph '{}'", graph.name);
+    let limits = engine.config.limits();
+    limits.arena(&what, Some(bytes))?;
+    AlignedBytes::try_zeroed(bytes).ok_or_else(|| HostError::TooLarge {
+        what: format!("{what}: the arena (the allocation failed)"),
+        needed: Some(bytes),
+        limit: limits.max_arena_bytes,
+        key: "max_arena_bytes",
+    })
 }

@@ -43,6 +43,7 @@ pub fn compile(
         });
     }
     let graph = specialize(graph, bindings)?;
+    engine.config.limits().check_graph(&graph)?;
     check_portable(&graph)?;
     let (excluded, _) = usable_backends(engine);
     let mut notes = Vec::new();

@@ -134,6 +134,7 @@ pub(crate) fn load_with<'e>(
         notes: compile_notes,
         ..
     } = program;
+    engine.config.limits().check_graph(&graph)?;
     check_graph(&graph)?;
     check_schedule(&graph, &plan)?;
     check_portable(&graph)?;
@@ -172,9 +173,7 @@ pub(crate) fn load_with<'e>(
         let Some((name, err)) = failure else {
             check_arena(&graph, &plan, &arena, options.max_arena)?;
             let controls = load_controls(engine, &graph, branches, options)?;
-            return Ok(assemble(
-                engine, graph, plan, delegates, controls, notes, arena,
-            ));
+            return assemble(engine, graph, plan, delegates, controls, notes, arena);
         };
         if engine.config.fallback.on_init_error == OnInitError::Fail {
             return Err(err);
