@@ -110,7 +110,9 @@ struct RunArgs {
     /// With --stream: a state carried from output OUT of one step to input IN of the next.
     /// Inputs not given with --input are paired with the one output of their dtype and
     /// shape when this is not given. A state starts at zeros, or at the file given with
-    /// --input IN=FILE.npy.
+    /// --input IN=FILE.npy, which holds one value of the input's own shape (a stack of
+    /// chunks, one dimension more, is refused: the initial state is one value, not one per
+    /// step). One output carries one state.
     #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
     states: Vec<String>,
     /// Print where the run's time went, as a table: every host node and delegated partition
