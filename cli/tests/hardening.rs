@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use baton_delegate_api::{wire, DType, GraphBuilder, OpKind, Tensor};
+use baton_delegate_api::{wire, DType, Dim, GraphBuilder, OpKind, Tensor};
 
 fn baton(args: &[&str], cache: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -100,4 +100,63 @@ fn stream_refuses_zero_chunks_a_shared_state_output_and_a_stacked_initial_state(
 
     let o = run(&[&["--input", &format!("x={chunks}")], &states[..]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `y = relu(x)`, `x: f32 [1, seq]`.
+fn symbolic_model(dir: &Path) -> PathBuf {
+    let mut b = GraphBuilder::new("sym");
+    let x = b.input("x", DType::F32, &[Dim::Fixed(1), Dim::Sym("seq".into())]);
+    let y = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    b.output(y);
+    save(dir, "sym.btir", b.finish().unwrap())
+}
+
+#[test]
+fn a_dim_the_model_does_not_have_is_refused_by_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = symbolic_model(d);
+    let model = model.to_str().unwrap();
+    let out = d.join("o.baton");
+    let runs: [Vec<&str>; 3] = [
+        vec!["plan", model, "--dim", "nope=4"],
+        vec!["bench", model, "--dim", "nope=4", "--runs", "1"],
+        vec![
+            "compile",
+            model,
+            "--dim",
+            "nope=4",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ];
+    for args in &runs {
+        let e = fails(&baton(args, d));
+        assert!(
+            e.contains("--dim 'nope=4'") && e.contains("seq"),
+            "{args:?}: {e}"
+        );
+    }
+    let o = baton(&["plan", model, "--dim", "seq=4"], d);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn huge_dims_are_refused_not_wrapped_or_panicked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = symbolic_model(d);
+    let model = model.to_str().unwrap();
+    for seq in [
+        "1000000000000",
+        "4611686018427387904",
+        "18446744073709551615",
+    ] {
+        let dim = format!("seq={seq}");
+        let e = fails(&baton(&["plan", model, "--dim", &dim], d));
+        assert!(
+            e.contains("'x'") && e.contains("max_tensor_bytes"),
+            "{seq}: {e}"
+        );
+    }
 }
