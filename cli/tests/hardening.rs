@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use baton_delegate_api::{wire, DType, Dim, GraphBuilder, OpKind, Tensor};
+use common::{config, plugin, q};
 
 fn baton(args: &[&str], cache: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -159,4 +160,45 @@ fn huge_dims_are_refused_not_wrapped_or_panicked() {
             "{seq}: {e}"
         );
     }
+}
+
+#[test]
+fn the_nodes_run_by_summary_credits_the_host_after_an_execute_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut b = GraphBuilder::new("chain");
+    let x = b.input_fixed("x", DType::F32, &[2, 5]);
+    let y = b.input_fixed("y", DType::F32, &[2, 5]);
+    let r1 = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    let a1 = b.node(OpKind::Add, &[r1, y], &[]).unwrap();
+    let r2 = b.node(OpKind::Relu, &[a1], &[]).unwrap();
+    let a2 = b.node(OpKind::Add, &[r2, y], &[]).unwrap();
+    b.output(a2);
+    let model = save(d, "chain.btir", b.finish().unwrap());
+    let xs = npy(d, "x.npy", &Tensor::from_f32(&[2, 5], &[1.0; 10]));
+    let ys = npy(d, "y.npy", &Tensor::from_f32(&[2, 5], &[-0.5; 10]));
+    let cfg = config(
+        d,
+        &format!(
+            "[[plugin]]\npath = {}\noptions = {{ fault = \"error-execute-large\" }}\n",
+            q(&plugin("baton_faulty_plugin"))
+        ),
+    );
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+            "--input",
+            &format!("x={xs}"),
+            "--input",
+            &format!("y={ys}"),
+        ],
+        d,
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("faulty failed"), "{stderr}");
+    assert!(stderr.contains("nodes run by: host 4\n"), "{stderr}");
 }

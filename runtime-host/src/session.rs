@@ -108,6 +108,9 @@ struct DelegateStep {
     expected_out: Vec<[i64; abi::MAX_RANK]>,
     /// The plugin's events of the last run, when profiling.
     events: Vec<ProfileEvent>,
+    /// Whether the last run of this partition failed in the plugin and ran on the
+    /// portable kernels instead.
+    fell_back: bool,
 }
 
 /// What one partition's plugin reported about the last run (`baton run --profile`).
@@ -294,11 +297,25 @@ impl<'e> Session<'e> {
     }
 
     /// Number of nodes each target runs ("host" for the portable kernels), the nodes of
-    /// every If branch included.
+    /// every If branch included: as planned, except that a partition whose plugin failed
+    /// in the last run and was run on the portable kernels instead counts as "host".
     pub fn nodes_per_backend(&self) -> BTreeMap<String, usize> {
+        let fell_back: Vec<usize> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                ExecStep::Delegate(d) if d.fell_back => Some(d.partition),
+                _ => None,
+            })
+            .collect();
         let mut m = BTreeMap::new();
         for e in &self.plan.nodes {
             let k = match &e.decision {
+                partitioner::Decision::Delegated { partition, .. }
+                    if fell_back.contains(partition) =>
+                {
+                    "host".to_string()
+                }
                 partitioner::Decision::Delegated { backend, .. } => backend.clone(),
                 partitioner::Decision::Host => "host".to_string(),
             };
@@ -549,6 +566,7 @@ pub(crate) fn assemble<'e>(
                     out_shapes,
                     expected_out,
                     events: Vec::new(),
+                    fell_back: false,
                 }))
             }
         })
