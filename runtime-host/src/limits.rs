@@ -12,7 +12,9 @@
 //! cannot be read, 4 GiB and 8 GiB). Both are config keys (see [`crate::config`]).
 
 use baton_delegate_api::shape::checked_product;
-use baton_delegate_api::{DType, Graph};
+use std::collections::BTreeMap;
+
+use baton_delegate_api::{DType, Dim, Graph};
 
 use crate::error::{HostError, Result};
 
@@ -74,6 +76,28 @@ impl Limits {
                 key: "max_arena_bytes",
             }),
         }
+    }
+
+    /// Checks the inputs of `graph` as `bindings` size them, before the graph is
+    /// specialised: a binding too large for an input is named as such, rather than by
+    /// whatever shape arithmetic it breaks first. Inputs with an unbound dimension are
+    /// left to the check that refuses them.
+    pub fn check_inputs(&self, graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<()> {
+        for &t in &graph.inputs {
+            let decl = &graph.tensors[t];
+            let shape: Option<Vec<usize>> = decl
+                .shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Fixed(v) => Some(*v),
+                    Dim::Sym(s) => bindings.get(s).copied(),
+                })
+                .collect();
+            if let Some(shape) = shape {
+                self.tensor(&format!("input '{}'", decl.name), decl.dtype, &shape)?;
+            }
+        }
+        Ok(())
     }
 
     /// Checks every tensor of a specialised `graph` (constants, inputs, every node's
@@ -162,5 +186,28 @@ mod tests {
         let e = l.tensor("t", DType::F32, &[1 << 20]).unwrap_err();
         assert!(e.to_string().contains("max_tensor_bytes"), "{e}");
         assert!(l.arena("m", None).is_err() && l.arena("m", Some(1 << 22)).is_err());
+    }
+
+    #[test]
+    fn inputs_are_checked_as_the_bindings_size_them() {
+        let mut b = baton_delegate_api::GraphBuilder::new("g");
+        let x = b.input("x", DType::F32, &[Dim::Fixed(1), Dim::Sym("seq".into())]);
+        let y = b.node(baton_delegate_api::OpKind::Relu, &[x], &[]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let l = Limits {
+            max_tensor_bytes: 1 << 20,
+            max_arena_bytes: 1 << 21,
+        };
+        let bind = |v: usize| BTreeMap::from([("seq".to_string(), v)]);
+        assert!(l.check_inputs(&g, &bind(16)).is_ok());
+        assert!(l.check_inputs(&g, &BTreeMap::new()).is_ok());
+        for v in [1 << 20, usize::MAX] {
+            let e = l.check_inputs(&g, &bind(v)).unwrap_err().to_string();
+            assert!(
+                e.contains("input 'x'") && e.contains("max_tensor_bytes"),
+                "{e}"
+            );
+        }
     }
 }

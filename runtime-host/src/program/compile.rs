@@ -42,8 +42,10 @@ pub fn compile(
             notes: Vec::new(),
         });
     }
+    let limits = engine.config.limits();
+    limits.check_inputs(graph, bindings)?;
     let graph = specialize(graph, bindings)?;
-    engine.config.limits().check_graph(&graph)?;
+    limits.check_graph(&graph)?;
     check_portable(&graph)?;
     let (excluded, _) = usable_backends(engine);
     let mut notes = Vec::new();
