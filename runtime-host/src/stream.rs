@@ -36,6 +36,23 @@ impl<'e> Session<'e> {
         for &(input, output) in pairs {
             let i = position(&self.graph.inputs, input, "input")?;
             let o = position(&self.graph.outputs, output, "output")?;
+            // One output feeds one state, and one input holds one: a second pair for
+            // either would leave a state with no value after a step.
+            if let Some(k) = resolved.iter().position(|&(_, ro)| ro == o) {
+                return Err(HostError::Input {
+                    name: input.to_string(),
+                    message: format!(
+                        "output '{output}' already carries state '{}'; an output can be carried into one state only",
+                        pairs[k].0
+                    ),
+                });
+            }
+            if resolved.iter().any(|&(ri, _)| ri == i) {
+                return Err(HostError::Input {
+                    name: input.to_string(),
+                    message: "is given as a state twice; each state input takes one output".into(),
+                });
+            }
             let (ti, to) = (self.graph.inputs[i], self.graph.outputs[o]);
             let shape = self.input_shapes()[i].to_vec();
             let (din, dout) = (self.graph.tensors[ti].dtype, self.graph.tensors[to].dtype);
@@ -134,5 +151,48 @@ impl Stream<'_, '_> {
                 self.pairs.len()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use baton_delegate_api::{DType, GraphBuilder, OpKind, Tensor};
+
+    use crate::{Config, Engine, Session};
+
+    #[test]
+    fn one_output_carried_into_two_states_is_refused_by_name() {
+        let mut b = GraphBuilder::new("two_states");
+        let h1 = b.input_fixed("h1", DType::F32, &[2]);
+        let h2 = b.input_fixed("h2", DType::F32, &[2]);
+        let x = b.input_fixed("x", DType::F32, &[2]);
+        let y = b.node(OpKind::Add, &[x, h1], &[]).unwrap();
+        let z = b.node(OpKind::Add, &[x, h2], &[]).unwrap();
+        b.output(y);
+        b.output(z);
+        let g = b.finish().unwrap();
+        let (y_name, z_name) = (g.tensors[y].name.clone(), g.tensors[z].name.clone());
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut session = Session::new(&engine, &g, &BTreeMap::new()).unwrap();
+        let e = match session.stream(&[("h1", &y_name), ("h2", &y_name)]) {
+            Ok(mut s) => {
+                // Before the check, the second state was left without a value here.
+                let _ = s.step(&[Tensor::from_f32(&[2], &[1.0, 2.0])]);
+                panic!("two states carried from one output were accepted");
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(&y_name) && e.contains("h1") && e.contains("h2"),
+            "{e}"
+        );
+        let e = session
+            .stream(&[("h1", &y_name), ("h1", &z_name)])
+            .err()
+            .expect("a state given twice is refused")
+            .to_string();
+        assert!(e.contains("h1") && e.contains("twice"), "{e}");
     }
 }

@@ -43,7 +43,10 @@ pub fn compile(
             pages: None,
         });
     }
+    let limits = engine.config.limits();
+    limits.check_inputs(graph, bindings)?;
     let graph = specialize(graph, bindings)?;
+    limits.check_graph(&graph)?;
     check_portable(&graph)?;
     let (excluded, _) = usable_backends(engine);
     let mut notes = Vec::new();

@@ -142,6 +142,7 @@ pub(crate) fn load_with<'e>(
         pages,
         ..
     } = program;
+    engine.config.limits().check_graph(&graph)?;
     check_graph(&graph)?;
     check_schedule(&graph, &plan)?;
     check_portable(&graph)?;
@@ -184,9 +185,7 @@ pub(crate) fn load_with<'e>(
             if let Some(pages) = &pages {
                 pages.release();
             }
-            return Ok(assemble(
-                engine, graph, plan, delegates, controls, notes, arena,
-            ));
+            return assemble(engine, graph, plan, delegates, controls, notes, arena);
         };
         if engine.config.fallback.on_init_error == OnInitError::Fail {
             return Err(err);
