@@ -12,7 +12,7 @@ use baton_delegate_api::Dim;
 use baton_runtime_host::{model, program};
 use clap::Args;
 
-use super::{engine, ConfigArg};
+use crate::config::{engine, ConfigArg};
 
 #[derive(Args)]
 pub struct CompileArgs {
