@@ -9,7 +9,7 @@
  * plugin can be written in C, C++, Rust or anything else that can export a C function.
  *
  * This header is the normative text of the contract. The Rust mirror
- * (delegate-api/src/abi.rs) must agree with it byte for byte; delegate-api/tests/c_abi.rs
+ * (delegate-api/src/abi.rs) must agree with it byte for byte; delegate-api/tests/c_abi/
  * compiles this header and compares the size, offset and type of every field and the
  * value of every constant against the Rust definitions, so the two cannot drift apart
  * silently. Rust plugin authors normally use the safe SDK (delegate-api/src/sdk.rs),

@@ -1,7 +1,7 @@
 //! The C ABI, version 1.1: `#[repr(C)]` mirrors of `include/baton_delegate.h`.
 //!
 //! The header is the normative text (it carries the ownership and threading rules); this
-//! module must match it field for field. `tests/c_abi.rs` compiles a C plugin against the
+//! module must match it field for field. `tests/c_abi/` compiles a C plugin against the
 //! header and checks `sizeof`/`offsetof` of every struct against these definitions, so a
 //! drift fails CI.
 //!

@@ -5,8 +5,10 @@
 //! ([`wire`]), the C ABI itself ([`abi`], normative text in `include/baton_delegate.h`),
 //! the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]), and how the host
 //! reaches a delegate, built in or as a plugin ([`entry`]), and the checked byte reader
-//! plugins' blob formats share ([`bytes`]).
+//! plugins' blob formats share ([`bytes`]). With the `testing` feature, `testing` holds
+//! what the delegates' tests share (seeded data, comparisons, a host).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod abi;
 pub mod builder;
@@ -19,6 +21,9 @@ pub mod minifloat;
 pub mod sdk;
 pub mod shape;
 pub mod tensor;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub mod testing;
 pub mod wire;
 
 pub use error::{IrError, WireError};

@@ -12,7 +12,8 @@
 
 mod common;
 
-use common::fuzz::{self, Rng};
+use baton_delegate_api::testing::Rng;
+use common::fuzz;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,7 +124,7 @@ fn fuzz_the_program_loader_for_a_bounded_time() {
         })
         .collect();
     let input = sample::tinynet_input();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::from_state(seed | 1);
     let deadline = Instant::now() + budget;
     let mut cases = 0u64;
     let mut slowest = Duration::ZERO;

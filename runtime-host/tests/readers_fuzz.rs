@@ -9,6 +9,7 @@ mod common;
 
 use std::time::Instant;
 
+use baton_delegate_api::testing::Rng;
 use baton_delegate_api::wire::{self, ConstMode};
 use baton_delegate_api::{DType, Tensor};
 use baton_onnx::proto::attribute_proto::AttributeType;
@@ -19,7 +20,7 @@ use baton_onnx::proto::{
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
 use baton_runtime_host::{npy, sample};
-use common::fuzz::{self, Rng};
+use common::fuzz;
 use prost::Message;
 
 /// Mutates copies of `corpus` until the budget is spent; `read` says whether a mutant was
@@ -29,7 +30,7 @@ fn run(name: &str, corpus: &[Vec<u8>], read: &mut dyn FnMut(&[u8]) -> bool) -> (
     for good in corpus {
         assert!(read(good), "{name}: an unmutated corpus file was refused");
     }
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::from_state(seed | 1);
     let deadline = Instant::now() + budget;
     let (mut cases, mut accepted) = (0u64, 0u64);
     while Instant::now() < deadline {

@@ -5,8 +5,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::testing::{assert_close_labelled, run, Rng};
 use baton_delegate_api::Tensor;
-use common::{assert_close, delegate, run, Rng};
+use common::delegate;
 
 /// One convolution case. `spatial` has 1 or 2 axes; `pads` is `[begin..., end...]`.
 #[derive(Clone, Debug)]
@@ -208,12 +209,12 @@ fn check(case: &Case, seed: u64) {
     for simd in [true, false] {
         let got = run(&delegate(simd), &graph, &inputs).expect("run");
         assert_eq!(got[0].shape, out_shape);
-        assert_close(
+        assert_close_labelled(
+            &format!("{case:?} simd={simd}"),
             got[0].f32s(),
             &want,
             1e-5,
             1e-5,
-            &format!("{case:?} simd={simd}"),
         );
     }
 }

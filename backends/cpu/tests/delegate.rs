@@ -6,8 +6,11 @@ mod common;
 use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::abi::{self, reason};
 use baton_delegate_api::ir::{Attr, DType, Dim, Graph, GraphBuilder, Node, OpKind, TensorDecl};
+use baton_delegate_api::testing::{
+    assert_close_labelled, execute, run, supports, views, Hosted, Rng,
+};
 use baton_delegate_api::{Constants, Delegate, Executable, Options, Support, Tensor, TensorRef};
-use common::{assert_close, delegate, execute, run, supports, views, Hosted, Rng};
+use common::delegate;
 
 /// Conv(3x3, pad 1, bias) → Relu → GlobalAveragePool → Flatten → Gemm(transB, C).
 struct Net {
@@ -105,12 +108,12 @@ fn round_trip_matches_naive_network() {
         )
         .unwrap();
         assert_eq!(out[0].shape, vec![N, CLASSES]);
-        assert_close(
+        assert_close_labelled(
+            &format!("net simd={simd}"),
             out[0].f32s(),
             &want,
-            1e-5,
             1e-6,
-            &format!("net simd={simd}"),
+            1e-5,
         );
     }
 }
@@ -318,7 +321,7 @@ fn execute_checks_its_arguments_and_survives_errors() {
     assert!(e.message.contains("logits"), "{}", e.message);
     // Still usable after the errors.
     let out = execute(&mut exec, &h.graph, &[good]).unwrap();
-    assert_close(out[0].f32s(), &expected(&n), 1e-5, 1e-6, "after errors");
+    assert_close_labelled("after errors", out[0].f32s(), &expected(&n), 1e-6, 1e-5);
 }
 
 fn single(op: OpKind, dtype: DType, shapes: &[&[usize]], attrs: &[(&str, Attr)]) -> Graph {

@@ -5,8 +5,8 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, OpKind, TensorId};
+use baton_delegate_api::testing::Rng;
 use common::case::{indices, offset, Case};
-use common::Rng;
 
 fn binary_naive(
     op: OpKind,

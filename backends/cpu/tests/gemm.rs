@@ -6,7 +6,7 @@ mod common;
 use baton_backend_cpu::gemm::{
     gemm, Add, Epilogue, Indirection, MatMut, MatRef, MicroKernel, PackedB, Rows,
 };
-use common::Rng;
+use baton_delegate_api::testing::Rng;
 
 /// `(m, n, k)` shapes: tiny, empty, not multiples of any tile, and deep.
 const SHAPES: &[(usize, usize, usize)] = &[

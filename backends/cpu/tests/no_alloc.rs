@@ -8,8 +8,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::testing::{views, Hosted, Rng};
 use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
-use common::{delegate, views, Hosted, Rng};
+use common::delegate;
 
 struct Counting;
 

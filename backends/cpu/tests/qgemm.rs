@@ -5,18 +5,12 @@
 use baton_backend_cpu::qgemm::{
     padded_k, qgemm, qgemm_reference, PackedWeights, QEpilogue, QKernel, Requant, MR,
 };
-
-fn xorshift(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
+use baton_delegate_api::testing::Rng;
 
 fn check(kernel: &QKernel, m: usize, k: usize, n: usize, seed: u64) {
-    let mut s = seed | 1;
-    let a: Vec<i8> = (0..m * k).map(|_| xorshift(&mut s) as i8).collect();
-    let w: Vec<i8> = (0..k * n).map(|_| xorshift(&mut s) as i8).collect();
+    let mut rng = Rng::new(seed);
+    let a = rng.i8s(m * k);
+    let w = rng.i8s(k * n);
     // Extremes too: -128 x -128 is the product that overflows i16 pair sums.
     let a_at = |r: usize, kk: usize| {
         if (r + kk).is_multiple_of(17) {

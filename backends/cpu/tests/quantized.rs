@@ -5,8 +5,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind, TensorId};
+use baton_delegate_api::testing::{run, Rng};
 use baton_delegate_api::{Tensor, TensorData};
-use common::{delegate, run, Rng};
+use common::delegate;
 
 /// A QDQ Conv: `x` (NCHW, i8 or u8) → DQ → Conv(w per channel, i32 bias) → [Relu] → Q.
 struct ConvCase {

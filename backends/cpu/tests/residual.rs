@@ -6,8 +6,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
+use baton_delegate_api::testing::{assert_close_labelled, execute, views, Hosted, Rng};
 use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
-use common::{assert_close, delegate, execute, views, Hosted, Rng};
+use common::delegate;
 
 /// The outputs of one execute and the number of steps the executable ran.
 fn run_counting(simd: bool, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
@@ -96,7 +97,7 @@ fn conv_residual_adds_fuse_in_every_layout() {
         let (want, plain_steps) = run_counting(simd, &plain, &inputs);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let w: Vec<f64> = w.f32s().iter().map(|&v| v as f64).collect();
-            assert_close(g.f32s(), &w, 1e-5, 1e-6, &format!("output {i} simd={simd}"));
+            assert_close_labelled(&format!("output {i} simd={simd}"), g.f32s(), &w, 1e-6, 1e-5);
         }
         // Fused: conv+Relu, 3 conv+Add(+Relu), depthwise+Add+Clip, 2 means.
         assert_eq!(steps, 7, "simd={simd}");
@@ -166,15 +167,15 @@ fn matmul_and_gemm_residual_adds_match_naive() {
     let bcv: Vec<f64> = (0..24).map(|i| mmv[i] + rowv[i % 4] as f64).collect();
     for simd in [true, false] {
         let (got, steps) = run_counting(simd, &g, &[xt.clone(), rowt.clone()]);
-        assert_close(
+        assert_close_labelled(
+            &format!("residual chain simd={simd}"),
             got[0].f32s(),
             &rv,
             1e-5,
             1e-5,
-            &format!("residual chain simd={simd}"),
         );
-        assert_close(got[1].f32s(), &latev, 1e-5, 1e-6, "late operand");
-        assert_close(got[2].f32s(), &bcv, 1e-5, 1e-6, "broadcast operand");
+        assert_close_labelled("late operand", got[1].f32s(), &latev, 1e-6, 1e-5);
+        assert_close_labelled("broadcast operand", got[2].f32s(), &bcv, 1e-6, 1e-5);
         // MatMul+Add+Add, Gemm+Add+Relu; then MatMul, Relu, Add; MatMul, Add.
         assert_eq!(steps, 7, "simd={simd}");
     }

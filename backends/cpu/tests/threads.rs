@@ -5,8 +5,8 @@ mod common;
 
 use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::testing::{run, Rng};
 use baton_delegate_api::{Delegate, Options, Tensor};
-use common::{run, Rng};
 
 fn delegate(threads: usize) -> CpuDelegate {
     let opts = Options::validate(

@@ -5,8 +5,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorData, TensorId};
+use baton_delegate_api::testing::{assert_close_labelled, run, supports, Rng};
 use baton_delegate_api::{Support, Tensor};
-use common::{assert_close, delegate, run, supports, Rng};
+use common::delegate;
 
 /// Runs `g` with both kernel sets; returns the outputs of the SIMD run after checking
 /// the portable run agrees within `tol`.
@@ -15,7 +16,7 @@ fn run_both(g: &Graph, inputs: &[Tensor], tol: f64) -> Vec<Tensor> {
     let portable = run(&delegate(false), g, inputs).expect("portable run");
     for (a, b) in simd.iter().zip(&portable) {
         let wide: Vec<f64> = b.f32s().iter().map(|&v| v as f64).collect();
-        assert_close(a.f32s(), &wide, tol, tol, "simd vs portable");
+        assert_close_labelled("simd vs portable", a.f32s(), &wide, tol, tol);
     }
     simd
 }
@@ -52,10 +53,10 @@ fn layer_norm_with_statistics() {
         0.5,
         0.0,
     ];
-    assert_close(out[0].f32s(), &want_y, 1e-6, 1e-6, "Y");
+    assert_close_labelled("Y", out[0].f32s(), &want_y, 1e-6, 1e-6);
     assert_eq!(out[1].shape, vec![2, 1]);
-    assert_close(out[1].f32s(), &[2.5, 0.0], 0.0, 0.0, "Mean");
-    assert_close(out[2].f32s(), &[inv0, 1.0], 1e-7, 0.0, "InvStdDev");
+    assert_close_labelled("Mean", out[1].f32s(), &[2.5, 0.0], 0.0, 0.0);
+    assert_close_labelled("InvStdDev", out[2].f32s(), &[inv0, 1.0], 0.0, 1e-7);
 }
 
 #[test]
@@ -91,7 +92,7 @@ fn erf_log_softmax_and_reduce_mean() {
         sum * 2.0 / std::f64::consts::PI.sqrt()
     };
     let want: Vec<f64> = x.iter().map(|&v| erf(v as f64)).collect();
-    assert_close(out[0].f32s(), &want, 1e-6, 1e-6, "Erf");
+    assert_close_labelled("Erf", out[0].f32s(), &want, 1e-6, 1e-6);
     let at = |o: usize, c: usize, i: usize| x[(o * 3 + c) * 4 + i] as f64;
     let mut want = vec![0.0; 24];
     for o in 0..2 {
@@ -102,17 +103,17 @@ fn erf_log_softmax_and_reduce_mean() {
             }
         }
     }
-    assert_close(out[1].f32s(), &want, 1e-6, 1e-6, "LogSoftmax");
+    assert_close_labelled("LogSoftmax", out[1].f32s(), &want, 1e-6, 1e-6);
     let m: Vec<f64> = (0..2)
         .map(|o| (0..12).map(|k| x[o * 12 + k] as f64).sum::<f64>() / 12.0)
         .collect();
     assert_eq!(out[2].shape, vec![2]);
-    assert_close(out[2].f32s(), &m, 1e-6, 1e-7, "ReduceMean over 1,2");
+    assert_close_labelled("ReduceMean over 1,2", out[2].f32s(), &m, 1e-7, 1e-6);
     let m1: Vec<f64> = (0..8)
         .map(|k| (0..3).map(|c| at(k / 4, c, k % 4)).sum::<f64>() / 3.0)
         .collect();
     assert_eq!(out[3].shape, vec![2, 1, 4]);
-    assert_close(out[3].f32s(), &m1, 1e-6, 1e-7, "ReduceMean over 1");
+    assert_close_labelled("ReduceMean over 1", out[3].f32s(), &m1, 1e-7, 1e-6);
 }
 
 #[test]
@@ -162,21 +163,21 @@ fn gather_slice_split_squeeze() {
     let out = run_both(&g, &[Tensor::from_f32(&[4, 6], &x), ids], 0.0);
     let row = |r: usize| (0..6).map(move |c| (r * 6 + c) as f64);
     let want: Vec<f64> = row(2).chain(row(3)).chain(row(0)).collect();
-    assert_close(out[0].f32s(), &want, 0.0, 0.0, "Gather");
+    assert_close_labelled("Gather", out[0].f32s(), &want, 0.0, 0.0);
     // Rows 3, 1; columns 1, 3, 5.
     let want: Vec<f64> = [19.0, 21.0, 23.0, 7.0, 9.0, 11.0].to_vec();
     assert_eq!(out[1].shape, vec![2, 3]);
-    assert_close(out[1].f32s(), &want, 0.0, 0.0, "Slice");
+    assert_close_labelled("Slice", out[1].f32s(), &want, 0.0, 0.0);
     let cols = |a: usize, b: usize| -> Vec<f64> {
         (0..4)
             .flat_map(|r| (a..b).map(move |c| (r * 6 + c) as f64))
             .collect()
     };
-    assert_close(out[2].f32s(), &cols(0, 1), 0.0, 0.0, "Split 0");
-    assert_close(out[3].f32s(), &cols(1, 4), 0.0, 0.0, "Split 1");
-    assert_close(out[4].f32s(), &cols(4, 6), 0.0, 0.0, "Split 2");
+    assert_close_labelled("Split 0", out[2].f32s(), &cols(0, 1), 0.0, 0.0);
+    assert_close_labelled("Split 1", out[3].f32s(), &cols(1, 4), 0.0, 0.0);
+    assert_close_labelled("Split 2", out[4].f32s(), &cols(4, 6), 0.0, 0.0);
     assert_eq!(out[5].shape, vec![4]);
-    assert_close(out[5].f32s(), &cols(0, 1), 0.0, 0.0, "Squeeze");
+    assert_close_labelled("Squeeze", out[5].f32s(), &cols(0, 1), 0.0, 0.0);
 
     // An index out of range is an execute error naming the node, not a panic.
     let bad = Tensor::from_i64(&[3], &[0, 4, 1]);
@@ -264,9 +265,9 @@ fn lstm_forward_and_reverse_match_naive() {
         let out = run_both(&g, &inputs, 1e-5);
         let dims = (seq, batch, input, hidden);
         let (y, yh, yc) = lstm_naive(&x, &w, &r, &b, dims, direction == "reverse", &h0);
-        assert_close(out[0].f32s(), &y, 1e-5, 1e-6, &format!("Y {direction}"));
-        assert_close(out[1].f32s(), &yh, 1e-5, 1e-6, &format!("Y_h {direction}"));
-        assert_close(out[2].f32s(), &yc, 1e-5, 1e-6, &format!("Y_c {direction}"));
+        assert_close_labelled(&format!("Y {direction}"), out[0].f32s(), &y, 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_h {direction}"), out[1].f32s(), &yh, 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_c {direction}"), out[2].f32s(), &yc, 1e-6, 1e-5);
     }
 }
 

@@ -5,15 +5,13 @@ mod common;
 
 use baton_backend_npu_sim::{checksum, NpuExecutable, NpuSimDelegate, FORMAT_VERSION};
 use baton_delegate_api::abi::{compat, reason};
-use baton_delegate_api::ir::{Attr, DType, Dim, Graph, OpKind, Storage};
-use baton_delegate_api::wire::{self, ConstMode};
-use baton_delegate_api::{
-    Constants, Delegate, DelegateError, Executable, Options, Support, Tensor, TensorMut, TensorRef,
-};
+use baton_delegate_api::ir::{Attr, DType, Dim, Graph, OpKind};
+use baton_delegate_api::testing::{compile, execute, supports, Hosted};
+use baton_delegate_api::{Delegate, DelegateError, Executable, Options, Support, Tensor};
 use common::Qdq;
 
 /// A delegate with the given options (the rest default).
-pub fn delegate(opts: &[(&str, &str)]) -> NpuSimDelegate {
+fn delegate(opts: &[(&str, &str)]) -> NpuSimDelegate {
     let given: Vec<(String, String)> = opts
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -22,79 +20,11 @@ pub fn delegate(opts: &[(&str, &str)]) -> NpuSimDelegate {
     NpuSimDelegate::create(&o).expect("create")
 }
 
-/// The host's view of a graph: decoded subgraph plus its constants.
-pub struct Hosted {
-    pub graph: Graph,
-    consts: Vec<Tensor>,
-}
-
-impl Hosted {
-    pub fn new(g: &Graph) -> Hosted {
-        let (buf, ids) = wire::encode(g, ConstMode::External);
-        let graph = wire::decode(&buf).expect("decode");
-        let consts = ids
-            .iter()
-            .map(|&t| {
-                let d = &g.tensors[t];
-                match &d.data {
-                    Some(Storage::Inline(data)) => {
-                        Tensor::from_bytes(d.dtype, &d.static_shape().unwrap(), data.bytes())
-                    }
-                    _ => panic!("builder constants are inline"),
-                }
-            })
-            .collect();
-        Hosted { graph, consts }
-    }
-
-    pub fn views(&self) -> Vec<TensorRef<'_>> {
-        self.consts.iter().map(|t| t.view()).collect()
-    }
-}
-
-/// Support answers of every node.
-pub fn supports(d: &NpuSimDelegate, g: &Graph) -> Vec<Support> {
+/// The whole lifecycle, executed once; returns the outputs and the executable (for its
+/// profile and estimates).
+fn run(d: &NpuSimDelegate, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, NpuExecutable) {
     let h = Hosted::new(g);
-    let v = h.views();
-    d.supports(&h.graph, Constants::new(&h.graph, &v))
-}
-
-/// Compiles `g` (every node must be claimed).
-pub fn compile(d: &NpuSimDelegate, g: &Graph) -> Result<Vec<u8>, DelegateError> {
-    let h = Hosted::new(g);
-    let v = h.views();
-    let c = Constants::new(&h.graph, &v);
-    for (node, s) in h.graph.nodes.iter().zip(d.supports(&h.graph, c)) {
-        assert_eq!(s, Support::Yes, "node {} declined", node.label());
-    }
-    d.compile(0, &h.graph, c)
-}
-
-/// Executes once with int8 outputs shaped as the graph declares.
-pub fn execute(
-    exec: &mut NpuExecutable,
-    g: &Graph,
-    inputs: &[Tensor],
-) -> Result<Vec<Tensor>, DelegateError> {
-    let mut outs: Vec<Tensor> = g
-        .outputs
-        .iter()
-        .map(|&t| Tensor::zeros(DType::I8, &g.tensors[t].static_shape().unwrap()))
-        .collect();
-    for o in &mut outs {
-        o.data.as_mut_slice().fill(0x5a); // poison: an unwritten element shows
-    }
-    let ins: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
-    let mut ov: Vec<TensorMut<'_>> = outs.iter_mut().map(|t| t.view_mut()).collect();
-    exec.execute(&ins, &mut ov)?;
-    drop(ov);
-    Ok(outs)
-}
-
-/// The whole lifecycle; returns the outputs and the executable (for its profile).
-pub fn run(d: &NpuSimDelegate, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, NpuExecutable) {
-    let blob = compile(d, g).expect("compile");
-    let h = Hosted::new(g);
+    let blob = h.compile(d).expect("compile");
     let mut exec = d.init(0, &blob, &h.views()).expect("init");
     let out = execute(&mut exec, g, inputs).expect("execute");
     (out, exec)

@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use baton_delegate_api::ir::{DType, Graph, GraphBuilder, OpKind};
+use baton_delegate_api::testing::Rng;
 use baton_delegate_api::Tensor;
 use baton_reference as reference;
 use baton_runtime_host::{Config, Engine, Session};
@@ -35,7 +36,7 @@ fn cpu_plugin_path() -> std::path::PathBuf {
 }
 
 fn mlp() -> (Graph, Vec<Tensor>) {
-    let mut r = common::Rng::new(42);
+    let mut r = Rng::new(42);
     let mut b = GraphBuilder::new("mlp");
     let x = b.input_fixed("x", DType::F32, &[4, 16]);
     let w = b.constant_f32("w", &[16, 8], &r.vec(128));
@@ -43,7 +44,7 @@ fn mlp() -> (Graph, Vec<Tensor>) {
     let a = b.node(OpKind::Relu, &[m], &[]).unwrap();
     let s = b.node(OpKind::Softmax, &[a], &[]).unwrap();
     b.output(s);
-    (b.finish().unwrap(), vec![r.tensor(&[4, 16])])
+    (b.finish().unwrap(), vec![r.f32_tensor(&[4, 16])])
 }
 
 fn assert_matches_reference(s: &mut Session, g: &Graph, inputs: &[Tensor]) {

@@ -4,8 +4,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::testing::Rng;
 use baton_delegate_api::Tensor;
-use common::{check, Rng};
+use common::check;
 
 /// A node's attributes.
 type Attrs = Vec<(&'static str, Attr)>;
@@ -34,7 +35,7 @@ fn matmul_batched_broadcast_and_vectors() {
         g.output(z);
         check(
             &g.finish().unwrap(),
-            &[r.tensor(&a), r.tensor(&b)],
+            &[r.f32_tensor(&a), r.f32_tensor(&b)],
             LINALG.0,
             LINALG.1,
         );
@@ -73,7 +74,7 @@ fn gemm_transposes_alpha_beta_bias_and_fused_relu() {
         g.output(z);
         check(
             &g.finish().unwrap(),
-            &[r.tensor(&a_shape)],
+            &[r.f32_tensor(&a_shape)],
             LINALG.0,
             LINALG.1,
         );
@@ -134,7 +135,12 @@ fn conv_general_strided_dilated_grouped_and_depthwise() {
             )
             .unwrap();
         g.output(z);
-        check(&g.finish().unwrap(), &[r.tensor(&xs)], LINALG.0, LINALG.1);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
     }
 }
 
@@ -155,7 +161,7 @@ fn binary_elementwise_with_broadcasting() {
             g.output(z);
             check(
                 &g.finish().unwrap(),
-                &[r.tensor(&a), r.tensor(&b)],
+                &[r.f32_tensor(&a), r.f32_tensor(&b)],
                 TIGHT.0,
                 1e-6,
             );
@@ -177,7 +183,7 @@ fn fused_binary_activation_chain() {
     g.output(a); // an intermediate that is also an output is not fused away
     check(
         &g.finish().unwrap(),
-        &[r.tensor(&[3, 50]), r.tensor(&[50])],
+        &[r.f32_tensor(&[3, 50]), r.f32_tensor(&[50])],
         TIGHT.0,
         TIGHT.1,
     );
@@ -299,7 +305,7 @@ fn pooling() {
         let x = g.input_fixed("x", DType::F32, &xs);
         let y = g.node(op, &[x], &attrs).unwrap();
         g.output(y);
-        check(&g.finish().unwrap(), &[r.tensor(&xs)], TIGHT.0, TIGHT.1);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&xs)], TIGHT.0, TIGHT.1);
     }
 }
 
@@ -341,7 +347,7 @@ fn layer_normalization() {
             )
             .unwrap();
         g.output(y);
-        check(&g.finish().unwrap(), &[r.tensor(&shape)], 1e-4, 1e-5);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-4, 1e-5);
     }
 }
 
@@ -366,7 +372,12 @@ fn reshape_flatten_transpose_concat() {
     g.output(rs);
     g.output(f);
     g.output(tr);
-    check(&g.finish().unwrap(), &[r.tensor(&[2, 3, 4, 5])], 0.0, 0.0);
+    check(
+        &g.finish().unwrap(),
+        &[r.f32_tensor(&[2, 3, 4, 5])],
+        0.0,
+        0.0,
+    );
 }
 
 #[test]
@@ -404,7 +415,7 @@ fn a_small_network_runs_as_one_partition() {
     g.output(sm);
     check(
         &g.finish().unwrap(),
-        &[r.tensor(&[1, 3, 16, 16])],
+        &[r.f32_tensor(&[1, 3, 16, 16])],
         LINALG.0,
         LINALG.1,
     );
@@ -427,7 +438,7 @@ fn reductions_over_a_block_of_axes_and_expand() {
             g.output(y);
             check(
                 &g.finish().unwrap(),
-                &[r.tensor(&[3, 40, 7, 5])],
+                &[r.f32_tensor(&[3, 40, 7, 5])],
                 1e-5,
                 1e-5,
             );
@@ -438,7 +449,7 @@ fn reductions_over_a_block_of_axes_and_expand() {
     let shape = g.constant_i64("shape", &[3], &[2, 3, 4]);
     let y = g.node(OpKind::Expand, &[x, shape], &[]).unwrap();
     g.output(y);
-    check(&g.finish().unwrap(), &[r.tensor(&[3, 1])], 0.0, 0.0);
+    check(&g.finish().unwrap(), &[r.f32_tensor(&[3, 1])], 0.0, 0.0);
 }
 
 /// f16 tensors of `values` (rounded to nearest even).

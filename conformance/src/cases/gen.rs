@@ -49,48 +49,21 @@ pub enum Fill {
     Mixed(Vec<f64>, f64, f64),
 }
 
-/// A xorshift64* generator seeded from a case id.
-pub struct Rng(u64);
+/// The generator every case draws from, seeded by its id ([`Rng::for_id`]): the kit's
+/// inputs, and so the expected results, depend on its exact sequence.
+pub use baton_delegate_api::testing::Rng;
 
-impl Rng {
-    /// Seeds from the FNV-1a hash of `id`.
-    pub fn for_id(id: &str) -> Rng {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in id.bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        Rng(h | 1)
-    }
-
-    /// The next raw value.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[lo, hi)`.
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    /// Uniform integer in `[lo, hi]`.
-    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        let span = (hi - lo) as u64 + 1;
-        lo + (self.next_u64() % span) as i64
-    }
-
+/// Filling tensors as [`Fill`] says, on top of the shared generator.
+pub trait Draw {
     /// `n` values of `fill`.
-    pub fn values(&mut self, n: usize, fill: &Fill, integer: bool) -> Vec<f64> {
+    fn values(&mut self, n: usize, fill: &Fill, integer: bool) -> Vec<f64>;
+
+    /// A tensor of `dtype` and `shape` filled by `fill`.
+    fn tensor(&mut self, dtype: DType, shape: &[usize], fill: &Fill) -> Tensor;
+}
+
+impl Draw for Rng {
+    fn values(&mut self, n: usize, fill: &Fill, integer: bool) -> Vec<f64> {
         let mut draw = |lo: f64, hi: f64| {
             if integer {
                 self.int(lo as i64, hi as i64) as f64
@@ -121,8 +94,7 @@ impl Rng {
         }
     }
 
-    /// A tensor of `dtype` and `shape` filled by `fill`.
-    pub fn tensor(&mut self, dtype: DType, shape: &[usize], fill: &Fill) -> Tensor {
+    fn tensor(&mut self, dtype: DType, shape: &[usize], fill: &Fill) -> Tensor {
         let n = shape.iter().product();
         let integer = !dtype.is_float();
         let v = self.values(n, fill, integer);

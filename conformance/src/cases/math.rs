@@ -12,7 +12,7 @@ use baton_delegate_api::DType::{Bool, F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
 
 use super::elementwise::UNARY_SHAPES;
-use super::gen::{case_id, dims, ints, tensor, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
+use super::gen::{case_id, dims, ints, tensor, Draw, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
 use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 

@@ -3,7 +3,7 @@
 
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, TensorId};
 
-use super::gen::{ints, Fill, Rng};
+use super::gen::{ints, Draw, Fill, Rng};
 use super::{Case, CaseBody};
 use crate::error::{Error, Result};
 

@@ -6,7 +6,7 @@
 
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor, TensorData};
 
-use super::gen::{case_id, dims, ints, tensor, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
+use super::gen::{case_id, dims, ints, tensor, Draw, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
 use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 

@@ -12,7 +12,7 @@
  *     error with a byte offset for anything else: truncation, unknown codes, counts
  *     larger than the buffer could hold, strings that are not UTF-8, tensor indices out
  *     of range, inline data outside the buffer, and graphs that are not in topological
- *     order or define a tensor twice. tests/c_abi.rs checks the two verdicts agree on
+ *     order or define a tensor twice. tests/c_abi/btir_reader.rs checks the two verdicts agree on
  *     thousands of corrupted buffers, under AddressSanitizer.
  *   - It allocates two arrays (tensors and nodes), bounded by the buffer length; strings,
  *     id lists and attribute values stay in the caller's buffer and are read in place.

@@ -1,4 +1,6 @@
-//! What the bounded fuzzers share: a seeded generator, the mutations, and the time budget.
+//! What the bounded fuzzers share: the mutations and the time budget. Their generator is
+//! `baton_delegate_api::testing::Rng`, seeded with `Rng::from_state(seed)` so that the
+//! seed printed by [`budget`] replays a run exactly.
 //!
 //! Each fuzzer is bounded by `BATON_FUZZ_SECS` (default 3 s, so a plain `cargo test` stays
 //! quick) and seeded by `BATON_FUZZ_SEED` (default a fixed seed, so it is reproducible);
@@ -6,21 +8,7 @@
 
 use std::time::Duration;
 
-/// xorshift64*: small, seeded, good enough to pick bytes.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use baton_delegate_api::testing::Rng;
 
 /// The time budget and seed of a fuzzer run, from the environment, announced on stderr.
 pub fn budget(name: &str) -> (Duration, u64) {

@@ -4,7 +4,8 @@
 use baton_delegate_api::ir::{DType, Graph, GraphBuilder, OpKind, TensorId};
 use baton_delegate_api::{ir::Attr, Tensor};
 
-use super::{assert_close, delegate, run, Rng};
+use super::delegate;
+use baton_delegate_api::testing::{assert_close_labelled, run, Rng};
 
 /// Every multi-index of `shape`, in row-major order.
 pub fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
@@ -104,12 +105,12 @@ impl Done {
             let got = run(&delegate(simd), &self.graph, &self.inputs).expect("run");
             for (i, (t, w)) in got.iter().zip(want).enumerate() {
                 assert_eq!(t.shape, self.shape(self.outs[i]));
-                assert_close(
+                assert_close_labelled(
+                    &format!("{what} output {i} simd={simd}"),
                     t.f32s(),
                     w,
-                    rtol,
                     1e-6,
-                    &format!("{what} output {i} simd={simd}"),
+                    rtol,
                 );
             }
         }

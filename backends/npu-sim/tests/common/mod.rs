@@ -4,29 +4,8 @@
 #![allow(dead_code)]
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorData, TensorId};
+use baton_delegate_api::testing::Rng;
 use baton_delegate_api::Tensor;
-
-/// A small deterministic generator (xorshift64*).
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `lo..=hi`.
-    pub fn int(&mut self, lo: i32, hi: i32) -> i32 {
-        lo + (self.next() >> 33) as i32 % (hi - lo + 1)
-    }
-    pub fn i8s(&mut self, n: usize) -> Vec<i8> {
-        (0..n).map(|_| self.int(-128, 127) as i8).collect()
-    }
-}
 
 /// A QDQ graph under construction, with its int8 inputs.
 pub struct Qdq {
@@ -130,7 +109,7 @@ impl Qdq {
     /// A random int32 bias with scales `x_scale * w_scales`, dequantized.
     pub fn bias(&mut self, name: &str, x_scale: f32, w_scales: &[f32]) -> TensorId {
         let n = w_scales.len();
-        let vals: Vec<i32> = (0..n).map(|_| self.rng.int(-3000, 3000)).collect();
+        let vals: Vec<i32> = (0..n).map(|_| self.rng.int(-3000, 3000) as i32).collect();
         let b = self
             .b
             .constant(name, DType::I32, &[n], TensorData::from_slice(&vals));

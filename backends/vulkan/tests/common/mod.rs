@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use baton_delegate_api::testing::assert_close_labelled;
 use baton_delegate_api::{Graph, Support, Tensor};
 use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext, PluginLibrary};
@@ -90,48 +91,12 @@ pub fn check(g: &Graph, inputs: &[Tensor], rtol: f64, atol: f64) {
         assert_eq!(g_t.shape, w_t.shape, "output {o} shape");
         assert_eq!(g_t.dtype, w_t.dtype, "output {o} dtype");
         // to_f64 widens f16 outputs exactly, so one comparison serves both dtypes.
-        for (i, (x, w)) in g_t.to_f64().into_iter().zip(w_t.to_f64()).enumerate() {
-            let ok = if w.is_nan() {
-                x.is_nan()
-            } else if w.is_infinite() {
-                x == w
-            } else {
-                (x - w).abs() <= atol + rtol * w.abs()
-            };
-            assert!(
-                ok,
-                "{}: output {o} element {i}: got {x}, expected {w}",
-                g.name
-            );
-        }
-    }
-}
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [-1, 1).
-    pub fn f32(&mut self) -> f32 {
-        ((self.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-
-    pub fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.f32()).collect()
-    }
-
-    pub fn tensor(&mut self, shape: &[usize]) -> Tensor {
-        Tensor::from_f32(shape, &self.vec(shape.iter().product()))
+        assert_close_labelled(
+            &format!("{}: output {o}", g.name),
+            &g_t.to_f64(),
+            &w_t.to_f64(),
+            atol,
+            rtol,
+        );
     }
 }

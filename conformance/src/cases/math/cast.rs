@@ -4,7 +4,7 @@
 use baton_delegate_api::DType::{Bool, F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, Tensor};
 
-use super::super::gen::{dims, Fill, SPECIALS, SPECIALS_F16};
+use super::super::gen::{dims, Draw, Fill, SPECIALS, SPECIALS_F16};
 use super::super::KIT_DTYPES;
 use super::{bools, int_fill, specials, Sink};
 use crate::error::Result;

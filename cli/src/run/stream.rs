@@ -13,7 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{Dim, Graph, Tensor};
 
-use super::{engine, input_list, report_targets, write_outputs, ModelFile, RunArgs};
+use super::RunArgs;
+use crate::config::engine;
+use crate::inputs::input_list;
+use crate::model_file::ModelFile;
+use crate::outputs::{report_targets, write_outputs};
 
 /// Runs `model` as a stream over the inputs in `given` (by name).
 pub fn run(a: &RunArgs, model: &mut ModelFile, mut given: BTreeMap<String, Tensor>) -> Result<()> {

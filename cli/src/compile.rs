@@ -11,7 +11,8 @@ use baton_delegate_api::Dim;
 use baton_runtime_host::{model, program};
 use clap::Args;
 
-use super::{dims, engine, ConfigArg};
+use crate::config::{engine, ConfigArg};
+use crate::dims;
 
 #[derive(Args)]
 pub struct CompileArgs {

@@ -1,0 +1,176 @@
+//! `baton bench`: a model timed, with inputs given or synthesised.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use baton_delegate_api::{DType, Dim, Tensor};
+use baton_runtime_host::{default_config, Config, Engine};
+use clap::Args;
+
+use crate::config::ConfigArg;
+use crate::dims;
+use crate::inputs::given_inputs;
+use crate::model_file::{ModelFile, ProgramArgs};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Model file (.btir or .onnx) or compiled program (.baton).
+    model: PathBuf,
+    #[command(flatten)]
+    config: ConfigArg,
+    #[command(flatten)]
+    program: ProgramArgs,
+    /// Threads for every plugin with a `threads` option (default: the config's, else the
+    /// plugin's own default).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Timed runs.
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// An input as NAME=FILE.npy. Inputs not given are synthesised: floats uniform in
+    /// [-1, 1) from a fixed seed, integers and bools zero (give real ones where values
+    /// matter, e.g. token ids or a sample rate).
+    #[arg(long = "input", short, value_name = "NAME=FILE.npy")]
+    inputs: Vec<String>,
+    /// Bind a symbolic dimension of a synthesised input, NAME=VALUE.
+    #[arg(long = "dim", value_name = "NAME=VALUE")]
+    dims: Vec<String>,
+    /// Print one JSON line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Loads timed for `load_ms` (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    load_runs: usize,
+}
+
+/// Times `a.model` and prints the latencies, as text or one JSON line.
+pub fn bench(a: BenchArgs) -> Result<()> {
+    let mut model = ModelFile::open(&a.model, &a.program)?;
+    let graph = model.graph.clone();
+    let mut bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &graph)?;
+    let mut given = given_inputs(&graph, &a.inputs)?;
+    let mut inputs = Vec::new();
+    let mut synthesised = Vec::new();
+    for (k, &t) in graph.inputs.iter().enumerate() {
+        let decl = &graph.tensors[t];
+        if let Some(x) = given.remove(&decl.name) {
+            if x.shape.len() == decl.shape.len() {
+                for (d, &v) in decl.shape.iter().zip(&x.shape) {
+                    if let Dim::Sym(s) = d {
+                        bindings.insert(s.clone(), v);
+                    }
+                }
+            }
+            inputs.push(x);
+            continue;
+        }
+        let shape: Vec<usize> = decl
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(v) => Ok(*v),
+                Dim::Sym(s) => bindings.get(s).copied().ok_or_else(|| {
+                    anyhow!(
+                        "input '{}' has symbolic dimension '{s}': pass --dim {s}=VALUE or --input {}=FILE.npy",
+                        decl.name,
+                        decl.name
+                    )
+                }),
+            })
+            .collect::<Result<_>>()?;
+        inputs.push(synthetic(decl.dtype, &shape, k as u64));
+        synthesised.push(decl.name.clone());
+    }
+    let mut config = match &a.config.config {
+        Some(p) => Config::load(p)?,
+        None => {
+            let (cfg, note) = default_config();
+            if let Some(n) = note {
+                eprintln!("baton: note: {n}");
+            }
+            cfg
+        }
+    };
+    if a.threads.is_some() {
+        config.threads = a.threads;
+    }
+    let threads = config.threads;
+    let engine = Engine::new(config)?;
+    let load_ms = model.load_ms(&engine, &bindings, a.load_runs)?;
+    let mut session = model.session(&engine, &bindings)?;
+    if !synthesised.is_empty() && !a.json {
+        eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
+    }
+    let r = baton_runtime_host::bench::measure(&mut session, &inputs, a.warmup, a.runs)?;
+    let per = session.nodes_per_backend();
+    let held = session.held_bytes();
+    // The threads each plugin was actually created with, as its options say; "default"
+    // where neither the config nor the command line set them.
+    let threads_text = threads.map_or("default".to_string(), |n| n.to_string());
+    if a.json {
+        let line = serde_json::json!({
+            "model": a.model.display().to_string(),
+            "median_ms": r.median_ms,
+            "p90_ms": r.p90_ms,
+            "min_ms": r.min_ms,
+            "max_ms": r.max_ms,
+            "mean_ms": r.mean_ms,
+            "runs": r.samples_ms.len(),
+            "warmup": r.warmup,
+            "threads": threads.map_or(serde_json::Value::Null, |n| n.into()),
+            "nodes_per_backend": per,
+            "synthesised_inputs": synthesised,
+            "load_ms": load_ms,
+            "load_runs": a.load_runs.max(1),
+            "weights_bytes": held.0,
+            "arena_bytes": held.1,
+        });
+        println!("{line}");
+    } else {
+        println!(
+            "{}: median {:.4} ms, p90 {:.4} ms, min {:.4} ms, max {:.4} ms over {} runs (after {} warm-up), threads {threads_text}",
+            a.model.display(),
+            r.median_ms,
+            r.p90_ms,
+            r.min_ms,
+            r.max_ms,
+            r.samples_ms.len(),
+            r.warmup
+        );
+        let per: Vec<String> = per.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("nodes run by: {}", per.join(", "));
+        println!(
+            "load: median {load_ms:.3} ms over {} loads (from opening the file to a session ready to run)",
+            a.load_runs.max(1)
+        );
+    }
+    Ok(())
+}
+
+/// A deterministic input: floats uniform in [-1, 1) (a small LCG, seeded per input), every
+/// other dtype zero.
+fn synthetic(dtype: baton_delegate_api::DType, shape: &[usize], seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    };
+    match dtype {
+        DType::F32 => Tensor::from_f32(shape, &(0..n).map(|_| next()).collect::<Vec<_>>()),
+        DType::F16 => {
+            let v: Vec<u16> = (0..n)
+                .map(|_| half::f16::from_f32(next()).to_bits())
+                .collect();
+            Tensor::from_bytes(dtype, shape, bytemuck::cast_slice(&v))
+        }
+        _ => Tensor::zeros(dtype, shape),
+    }
+}

@@ -1,0 +1,29 @@
+//! The `--config` every subcommand takes, and the engine it configures.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use baton_runtime_host::{default_config, Config, Engine};
+use clap::Args;
+
+#[derive(Args)]
+pub struct ConfigArg {
+    /// Config file (TOML). Default: the CPU plugin next to this executable.
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+}
+
+/// The engine of the config file given, or of the default config (said on stderr).
+pub fn engine(arg: &ConfigArg) -> Result<Engine> {
+    let config = match &arg.config {
+        Some(p) => Config::load(p)?,
+        None => {
+            let (cfg, note) = default_config();
+            if let Some(n) = note {
+                eprintln!("baton: note: {n}");
+            }
+            cfg
+        }
+    };
+    Ok(Engine::new(config)?)
+}

@@ -1,0 +1,44 @@
+//! `baton devices`: the configured plugins, their devices and probe verdicts.
+
+use anyhow::Result;
+
+use crate::config::{engine, ConfigArg};
+
+/// Prints every configured plugin with its device and probe verdict, and those that failed
+/// to load.
+pub fn devices(a: ConfigArg) -> Result<()> {
+    let engine = engine(&a)?;
+    println!(
+        "probe cache: {}",
+        baton_runtime_host::probe::cache_file(&engine.cache_dir).display()
+    );
+    for b in &engine.backends {
+        let lib = &b.ctx.lib;
+        println!(
+            "{} (plugin {} {}, ABI 1.{}, build {}) from {}",
+            b.name, lib.name, lib.version, lib.abi_minor, lib.build_id, lib.source
+        );
+        println!(
+            "  device {}: {} [driver {}]",
+            b.device.index, b.device.name, b.device.driver_version
+        );
+        println!(
+            "  probe: {} ({}) - {}; plugin claims available: {}",
+            if b.verdict.passed { "passed" } else { "FAILED" },
+            if b.verdict.from_cache {
+                "from cache"
+            } else {
+                "measured now"
+            },
+            b.verdict.detail,
+            b.verdict.claimed_available
+        );
+    }
+    for f in &engine.failed {
+        println!("{}: not loaded: {}", f.label, f.error);
+    }
+    if engine.backends.is_empty() && engine.failed.is_empty() {
+        println!("no plugins configured: everything runs on the portable kernels");
+    }
+    Ok(())
+}
