@@ -175,7 +175,7 @@ fn packed_blobs_run_like_packing_at_init_on_any_kernel() {
     );
     let fresh = run_blob(&simd, &unpacked);
     assert_eq!(replayed[0].f32s(), fresh[0].f32s());
-    assert_close(replayed[0].f32s(), &want, 1e-5, 1e-6, "replayed");
+    assert_close_labelled("replayed", replayed[0].f32s(), &want, 1e-6, 1e-5);
     // A kernel of another panel width packs from the constants instead, and says a
     // recompile would load faster.
     if simd.kernel().nr() != portable.kernel().nr() {
@@ -184,7 +184,7 @@ fn packed_blobs_run_like_packing_at_init_on_any_kernel() {
             abi::compat::PREFER_RECOMPILE
         );
         let other = run_blob(&portable, &blob);
-        assert_close(other[0].f32s(), &want, 1e-5, 1e-6, "other width");
+        assert_close_labelled("other width", other[0].f32s(), &want, 1e-6, 1e-5);
     }
 }
 

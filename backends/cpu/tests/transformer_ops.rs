@@ -323,6 +323,6 @@ fn erf_gelu_fused_matches_its_nodes_bit_for_bit() {
                 0.5 * v * (1.0 + sum * 2.0 / std::f64::consts::PI.sqrt())
             })
             .collect();
-        assert_close(fused[0].f32s(), &want, 2e-6, 1e-5, "GELU");
+        assert_close_labelled("GELU", fused[0].f32s(), &want, 2e-6, 1e-5);
     }
 }
