@@ -15,7 +15,7 @@ use baton_delegate_api::entry::{builtin_delegate, builtin_delegates};
 use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
 use baton_delegate_api::Graph;
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, OptionProblem, Result};
 
 mod views;
 pub use views::{check_output_shapes, run_once, run_once_profiled, view_of, AbiGraph};
@@ -66,9 +66,9 @@ pub struct PluginLibrary {
 impl PluginLibrary {
     /// Loads a shared library and performs the ABI handshake.
     pub fn load(path: &Path, expected_sha256: Option<&str>) -> Result<Arc<PluginLibrary>> {
-        let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+        let bytes = std::fs::read(path).map_err(|error| HostError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let file_hash = sha256_hex(&bytes);
         if let Some(expected) = expected_sha256 {
@@ -246,23 +246,21 @@ impl PluginLibrary {
     pub fn create(self: &Arc<Self>, options: &[(String, String)]) -> Result<PluginContext> {
         for (k, v) in options {
             let decl = self.options.iter().find(|d| d.name == k).ok_or_else(|| {
-                let known: Vec<&str> = self.options.iter().map(|d| d.name).collect();
-                HostError::Config {
-                    path: PathBuf::from(self.source.to_string()),
-                    message: format!(
-                        "plugin {}: unknown option '{k}' (it accepts: {})",
-                        self.name,
-                        if known.is_empty() {
-                            "none".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
+                HostError::PluginOption {
+                    plugin: self.label(),
+                    key: k.clone(),
+                    problem: OptionProblem::Unknown {
+                        accepted: self.options.iter().map(|d| d.name.to_string()).collect(),
+                    },
                 }
             })?;
-            check_option(decl, v).map_err(|e| HostError::Config {
-                path: PathBuf::from(self.source.to_string()),
-                message: format!("plugin {}: option '{k}' = '{v}': {e}", self.name),
+            check_option(decl, v).map_err(|reason| HostError::PluginOption {
+                plugin: self.label(),
+                key: k.clone(),
+                problem: OptionProblem::Invalid {
+                    value: v.clone(),
+                    reason,
+                },
             })?;
         }
         let cstrings: Vec<(CString, CString)> = options

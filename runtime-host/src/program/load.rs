@@ -67,10 +67,10 @@ pub fn is_program(path: &Path) -> bool {
 
 /// Maps the file at `path` and reads the program in it.
 pub fn read(path: &Path, verify: bool) -> Result<Program> {
-    let io = |source| {
+    let io = |error| {
         HostError::Program(ProgramError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     };
     let file = std::fs::File::open(path).map_err(io)?;
