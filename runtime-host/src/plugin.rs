@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
 use baton_delegate_api::entry::{builtin_delegate, builtin_delegates};
-use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
+use baton_delegate_api::sdk::{
+    check_option, BlobCompatibility, DeclineReason, OptionDecl, ProfileEvent, Support,
+};
 use baton_delegate_api::Graph;
 
 use crate::error::{HostError, OptionProblem, Result};
@@ -450,10 +452,9 @@ impl PluginContext {
                     let msg = &a.message;
                     let end = msg.iter().position(|&c| c == 0).unwrap_or(msg.len());
                     let bytes: Vec<u8> = msg[..end].iter().map(|&c| c as u8).collect();
-                    Support::No {
-                        reason: a.reason_code,
-                        message: String::from_utf8_lossy(&bytes).into_owned(),
-                    }
+                    let reason =
+                        DeclineReason::from_code(a.reason_code).unwrap_or(DeclineReason::Other);
+                    Support::no(reason, String::from_utf8_lossy(&bytes))
                 }
             })
             .collect())
@@ -490,17 +491,14 @@ impl PluginContext {
         Ok(out)
     }
 
-    /// Whether a stored blob can be used by this build of the plugin: an [`abi::compat`]
-    /// code, read as unsupported when it is none of them.
-    pub fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+    /// Whether a stored blob can be used by this build of the plugin; an [`abi::compat`]
+    /// code that is none of the known ones reads as unsupported (recompile).
+    pub fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         // SAFETY: valid context; the blob outlives the call.
         let answer = unsafe {
             (self.lib.desc.blob_compatibility)(self.ctx, blob.as_ptr(), blob.len() as u64)
         };
-        match answer {
-            abi::compat::OPTIMAL | abi::compat::PREFER_RECOMPILE => answer,
-            _ => abi::compat::UNSUPPORTED,
-        }
+        BlobCompatibility::from_code(answer).unwrap_or(BlobCompatibility::Unsupported)
     }
 
     /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from

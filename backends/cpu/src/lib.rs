@@ -43,10 +43,11 @@ pub mod qgemm;
 mod quant;
 mod support;
 
-use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
+use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::{Graph, Storage};
 use baton_delegate_api::{
-    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
+    Support, TensorRef,
 };
 
 pub use exec::CpuExecutable;
@@ -249,10 +250,10 @@ impl Delegate for CpuDelegate {
         Ok(blob)
     }
 
-    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+    fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         match blob::version(blob) {
-            Some(blob::FORMAT_VERSION) => compat::OPTIMAL,
-            _ => compat::UNSUPPORTED,
+            Some(blob::FORMAT_VERSION) => BlobCompatibility::Optimal,
+            _ => BlobCompatibility::Unsupported,
         }
     }
 
@@ -296,11 +297,12 @@ fn require_supported(
     error: fn(String) -> DelegateError,
 ) -> Result<(), DelegateError> {
     for node in &graph.nodes {
-        if let Support::No { reason: r, message } = support::check_node(graph, node, consts) {
+        if let Support::No(d) = support::check_node(graph, node, consts) {
             return Err(error(format!(
-                "node {} is not supported ({}): {message}",
+                "node {} is not supported ({}): {}",
                 node.label(),
-                reason::name(r)
+                d.reason.name(),
+                d.message
             )));
         }
     }

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_delegate_api::{abi, Graph, OpKind, Support};
+use baton_delegate_api::{abi, DeclineReason, Graph, OpKind, Support};
 use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Target};
 use baton_reference as reference;
 
@@ -205,7 +205,7 @@ pub(crate) fn partition_with(
                     .map(|p| match p {
                         Some(v) => a[*v].clone(),
                         None => Support::no(
-                            abi::reason::OP,
+                            DeclineReason::Op,
                             "control flow runs on the host; plugins are not asked",
                         ),
                     })

@@ -12,8 +12,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use baton_delegate_api::abi::compat;
 use baton_delegate_api::ir::TensorData;
+use baton_delegate_api::BlobCompatibility;
 use baton_delegate_api::{shape, Graph};
 
 use super::compile::{backend, check_portable, identity, layout};
@@ -204,13 +204,13 @@ fn instantiate(
     let (sub, map) = graph.extract(nodes);
     let loaded = identity(b);
     let answer = if loaded.name != cp.plugin.name {
-        compat::UNSUPPORTED
+        BlobCompatibility::Unsupported
     } else {
         b.ctx.blob_compatibility(cp.blob.bytes())
     };
     let mut fresh = false;
-    if answer != compat::OPTIMAL {
-        let said = if answer == compat::PREFER_RECOMPILE {
+    if answer != BlobCompatibility::Optimal {
+        let said = if answer == BlobCompatibility::PreferRecompile {
             "better recompiled"
         } else {
             "unsupported"
