@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use baton_delegate_api::{DType, Dim, Graph, Tensor};
+use baton_runtime_host::error::TensorType;
 use baton_runtime_host::{default_config, npy, trace, BoundedSession, Config, Engine, Session};
 use clap::{Args, Parser, Subcommand};
 
@@ -194,10 +195,9 @@ fn run(a: RunArgs) -> Result<()> {
         let decl = &graph.tensors[t];
         let tensor = given.remove(&decl.name).ok_or_else(|| {
             anyhow!(
-                "missing input '{}': expected {} {}; pass --input {}=FILE.npy",
+                "missing input '{}': expected {}; pass --input {}=FILE.npy",
                 decl.name,
-                decl.dtype,
-                baton_delegate_api::ir::shape_string(&decl.shape),
+                TensorType::declared(decl.dtype, &decl.shape),
                 decl.name
             )
         })?;
@@ -257,8 +257,11 @@ fn run(a: RunArgs) -> Result<()> {
             .with_context(|| format!("loading {}", a.model.display()))?;
         let p = session.arena_plan();
         eprintln!(
-            "baton: memory planned at the bounds {bounds:?}: arena {} B (naive {} B, lower bound {} B)",
-            p.arena_size, p.naive_size, p.lower_bound
+            "baton: memory planned at the bounds {}: arena {} B (naive {} B, lower bound {} B)",
+            bound_list(&bounds),
+            p.arena_size,
+            p.naive_size,
+            p.lower_bound
         );
         let outputs = session.run(&inputs)?;
         (outputs, session.last_nodes_per_backend())
@@ -430,7 +433,13 @@ fn devices(a: ConfigArg) -> Result<()> {
         );
     }
     for f in &engine.failed {
-        println!("{}: not loaded: {}", f.label, f.error);
+        // Plugin errors name the file or plugin; the label is said only when they do not.
+        let error = f.error.to_string();
+        if error.contains(&f.label) {
+            println!("not loaded: {error}");
+        } else {
+            println!("{}: not loaded: {error}", f.label);
+        }
     }
     if engine.backends.is_empty() && engine.failed.is_empty() {
         println!("no plugins configured: everything runs on the portable kernels");
@@ -640,4 +649,10 @@ fn summary(name: &str, t: &Tensor) -> String {
         head.join(", "),
         if v.len() > 6 { ", ..." } else { "" }
     )
+}
+
+/// `seq=512, batch=4`: bounds as they are given on the command line.
+fn bound_list(bounds: &BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = bounds.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(", ")
 }

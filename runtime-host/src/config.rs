@@ -227,7 +227,12 @@ impl Config {
             path: path.to_path_buf(),
             error,
         })?;
-        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        // A bare file name has the empty parent; "." keeps a relative plugin path a path
+        // (the dynamic loader searches its library path for a name without a slash).
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         Config::parse(&text, path, &base)
     }
 

@@ -41,7 +41,7 @@ pub enum HostError {
         problem: ConfigProblem,
     },
     /// A plugin refused an option the config gives it.
-    #[error("plugin {plugin}: option '{key}': {problem}")]
+    #[error("plugin {plugin}: {}", option_text(.key, .problem))]
     PluginOption {
         plugin: String,
         key: String,
@@ -115,8 +115,9 @@ pub enum HostError {
     },
     #[error(transparent)]
     Ir(#[from] baton_delegate_api::IrError),
+    // Not `#[from]`: that would make the program error a source too, said twice.
     #[error("program: {0}")]
-    Program(#[from] crate::program::ProgramError),
+    Program(crate::program::ProgramError),
     #[error(transparent)]
     Partition(#[from] baton_partitioner::PartitionError),
 }
@@ -189,6 +190,17 @@ pub(crate) fn dims(shape: &[Dim]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// `unknown option 'k' (it accepts: ...)`, `option 'k' = 'v': reason`.
+fn option_text(key: &str, problem: &OptionProblem) -> String {
+    match problem {
+        OptionProblem::Unknown { accepted } => format!(
+            "unknown option '{key}' (it accepts: {})",
+            list_or_none(accepted)
+        ),
+        OptionProblem::Invalid { value, reason } => format!("option '{key}' = '{value}': {reason}"),
+    }
+}
+
 fn state_note(state: usize) -> String {
     if state == 0 {
         String::new()
@@ -231,6 +243,12 @@ impl From<OnnxError> for HostError {
                 problem: ModelProblem::Onnx(other),
             },
         }
+    }
+}
+
+impl From<crate::program::ProgramError> for HostError {
+    fn from(e: crate::program::ProgramError) -> HostError {
+        HostError::Program(e)
     }
 }
 

@@ -86,7 +86,7 @@ impl PluginLibrary {
         // by naming a plugin in the config (and may narrow with a sha256 pin).
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HostError::PluginLoad {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: without_path_prefix(&e.to_string(), path),
         })?;
         let entry: EntryFn = {
             let symbol = format!("{}\0", abi::ENTRY_SYMBOL);
@@ -638,4 +638,13 @@ fn cstring(s: &str) -> CString {
 /// few and loaded once, so leaking a few strings buys `&'static str` in the shared type.
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
+}
+
+/// The dynamic loader's message without the leading `PATH: ` it puts there (dlerror
+/// does), since [`HostError::PluginLoad`] names the file already.
+fn without_path_prefix(message: &str, path: &Path) -> String {
+    message
+        .strip_prefix(&format!("{}: ", path.display()))
+        .unwrap_or(message)
+        .to_string()
 }

@@ -231,12 +231,15 @@ fn mixed_model(
         let expected = match run_oracle(h.oracle, &sub, &sub_inputs) {
             Ok(e) => e,
             Err(e) => {
-                r.failing_node = Some(node.label());
-                return set(
-                    r,
-                    Class::ReferenceFail,
-                    format!("reference on node {}: {e}", node.label()),
-                );
+                let label = node.label();
+                // The reference kernels' errors already start with the node's label.
+                let message = if e.starts_with(&format!("node {label}")) {
+                    format!("reference: {e}")
+                } else {
+                    format!("reference on node {label}: {e}")
+                };
+                r.failing_node = Some(label);
+                return set(r, Class::ReferenceFail, message);
             }
         };
         if accepted[n] && !sub.outputs.is_empty() {

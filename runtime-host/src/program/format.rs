@@ -529,11 +529,14 @@ fn attach_constants(
                 e,
                 0,
                 format!(
-                    "constant {i} has {} bytes; tensor '{}' ({} {:?}) needs {want:?}",
+                    "constant {i} has {} bytes; tensor '{}' ({}) needs {}",
                     range.len(),
                     decl.name,
-                    decl.dtype,
-                    decl.shape
+                    crate::error::TensorType::declared(decl.dtype, &decl.shape),
+                    match want {
+                        Some(n) => format!("{n}"),
+                        None => "a static shape".into(),
+                    }
                 ),
             ));
         }

@@ -23,7 +23,7 @@ use super::{
 use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
 use crate::engine::Engine;
-use crate::error::{HostError, Result};
+use crate::error::{HostError, Result, TensorType};
 use crate::memory::arena_tensors;
 use crate::session::{assemble, load_controls, ArenaChoice, Instantiated, Session};
 
@@ -341,15 +341,19 @@ fn check_graph(graph: &Graph) -> Result<()> {
             }
             None => {
                 return Err(graph_error(format!(
-                    "tensor '{}' has shape {:?}: not specialised, or too large",
-                    t.name, t.shape
+                    "tensor '{}' has shape {}: not specialised, or too large",
+                    t.name,
+                    crate::error::dims(&t.shape)
                 )))
             }
         }
     }
     for node in graph.nodes.iter().filter(|n| !n.op.is_control_flow()) {
-        let inferred = shape::infer_node(graph, node)
-            .map_err(|e| graph_error(format!("node {}: {e}", node.label())))?;
+        let inferred = shape::infer_node(graph, node).map_err(|e| match e {
+            // Shape inference's errors name the node already.
+            e @ baton_delegate_api::IrError::Shape { .. } => graph_error(e.to_string()),
+            e => graph_error(format!("node {}: {e}", node.label())),
+        })?;
         if node.outputs.len() > inferred.len() {
             return Err(graph_error(format!(
                 "node {}: {} outputs, the op makes {}",
@@ -362,13 +366,11 @@ fn check_graph(graph: &Graph) -> Result<()> {
             let decl = &graph.tensors[o];
             if decl.dtype != dtype || decl.shape != dims {
                 return Err(graph_error(format!(
-                    "node {}: output '{}' is declared {} {:?}, the op makes {} {:?}",
+                    "node {}: output '{}' is declared {}, the op makes {}",
                     node.label(),
                     decl.name,
-                    decl.dtype,
-                    decl.shape,
-                    dtype,
-                    dims
+                    TensorType::declared(decl.dtype, &decl.shape),
+                    TensorType::declared(dtype, &dims)
                 )));
             }
         }
