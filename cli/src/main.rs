@@ -13,6 +13,8 @@ use clap::{Args, Parser, Subcommand};
 mod builtins;
 #[path = "cli/compile.rs"]
 mod compile;
+#[path = "cli/dims.rs"]
+mod dims;
 #[path = "cli/model_file.rs"]
 mod model_file;
 #[path = "cli/stream_run.rs"]
@@ -111,7 +113,9 @@ struct RunArgs {
     /// With --stream: a state carried from output OUT of one step to input IN of the next.
     /// Inputs not given with --input are paired with the one output of their dtype and
     /// shape when this is not given. A state starts at zeros, or at the file given with
-    /// --input IN=FILE.npy.
+    /// --input IN=FILE.npy, which holds one value of the input's own shape (a stack of
+    /// chunks, one dimension more, is refused: the initial state is one value, not one per
+    /// step). One output carries one state.
     #[arg(long = "state", value_name = "IN=OUT", requires = "stream")]
     states: Vec<String>,
     /// Print where the run's time went, as a table: every host node and delegated partition
@@ -358,16 +362,7 @@ fn report_per_backend(per: &BTreeMap<String, usize>) {
 
 fn plan(a: PlanArgs) -> Result<()> {
     let mut model = ModelFile::open(&a.model, &a.program)?;
-    let mut bindings = BTreeMap::new();
-    for d in &a.dims {
-        let (k, v) = d
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--dim '{d}': expected NAME=VALUE"))?;
-        bindings.insert(
-            k.to_string(),
-            v.parse().with_context(|| format!("--dim '{d}'"))?,
-        );
-    }
+    let bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &model.graph)?;
     let engine = engine(&a.config)?;
     let session = model.session(&engine, &bindings)?;
     println!(
@@ -450,16 +445,7 @@ fn devices(a: ConfigArg) -> Result<()> {
 fn bench(a: BenchArgs) -> Result<()> {
     let mut model = ModelFile::open(&a.model, &a.program)?;
     let graph = model.graph.clone();
-    let mut bindings = BTreeMap::new();
-    for d in &a.dims {
-        let (k, v) = d
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--dim '{d}': expected NAME=VALUE"))?;
-        bindings.insert(
-            k.to_string(),
-            v.parse::<usize>().with_context(|| format!("--dim '{d}'"))?,
-        );
-    }
+    let mut bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &graph)?;
     let mut given: BTreeMap<String, Tensor> = BTreeMap::new();
     for spec in &a.inputs {
         let (name, file) = spec

@@ -179,6 +179,16 @@ impl AlignedBytes {
         }
     }
 
+    /// A zero-filled buffer of `len` bytes, or `None` where the allocator cannot provide
+    /// it: for sizes that come from files or flags, where running out of memory must be an
+    /// error and not an abort.
+    pub fn try_zeroed(len: usize) -> Option<AlignedBytes> {
+        let mut words = Vec::new();
+        words.try_reserve_exact(len.div_ceil(64)).ok()?;
+        words.resize(len.div_ceil(64), Align64([0; 64]));
+        Some(AlignedBytes { words, len })
+    }
+
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `words` holds at least `len` initialised bytes, and u8 has no alignment needs.

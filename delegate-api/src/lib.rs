@@ -4,11 +4,13 @@
 //! ([`shape`]), the serialized form that crosses the ABI and fills program files
 //! ([`wire`]), the C ABI itself ([`abi`], normative text in `include/baton_delegate.h`),
 //! the safe SDK for Rust plugin authors ([`sdk`], [`export_delegate!`]), and how the host
-//! reaches a delegate, built in or as a plugin ([`entry`]).
+//! reaches a delegate, built in or as a plugin ([`entry`]), and the checked byte reader
+//! plugins' blob formats share ([`bytes`]).
 #![warn(missing_docs)]
 
 pub mod abi;
 pub mod builder;
+pub mod bytes;
 pub mod dtype;
 pub mod entry;
 pub mod error;

@@ -507,8 +507,16 @@ impl Window {
     /// count rounds up, but a window that would start past the input and the leading
     /// padding is not counted.
     pub fn out_len(&self, i: usize, len: usize, ceil_mode: bool) -> Result<usize, String> {
-        let eff = (self.kernel[i] - 1) * self.dilations[i] + 1;
-        let padded = len + self.pad_begin[i] + self.pad_end[i];
+        let too_large =
+            || format!("spatial axis {i}: the padded input or the dilated window overflows");
+        let eff = (self.kernel[i] - 1)
+            .checked_mul(self.dilations[i])
+            .and_then(|e| e.checked_add(1))
+            .ok_or_else(too_large)?;
+        let padded = len
+            .checked_add(self.pad_begin[i])
+            .and_then(|p| p.checked_add(self.pad_end[i]))
+            .ok_or_else(too_large)?;
         if padded < eff {
             return Err(format!(
                 "window {eff} larger than padded input {padded} on spatial axis {i}"

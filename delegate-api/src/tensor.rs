@@ -26,6 +26,17 @@ impl Tensor {
         }
     }
 
+    /// A zero-filled tensor, or `None` if its byte size overflows or cannot be allocated
+    /// (for shapes that come from files, flags or models).
+    pub fn try_zeros(dtype: DType, shape: &[usize]) -> Option<Tensor> {
+        let bytes = crate::shape::checked_product(shape)?.checked_mul(dtype.size())?;
+        Some(Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            data: AlignedBytes::try_zeroed(bytes)?,
+        })
+    }
+
     /// A tensor from raw little-endian bytes (panics if the length does not fit the shape).
     pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Tensor {
         let mut t = Tensor::zeros(dtype, shape);

@@ -450,10 +450,41 @@ fn read_external(
         })?;
     let len = usize::try_from(end - loc.offset)
         .map_err(|_| err(format!("{} bytes do not fit in memory", end - loc.offset)))?;
-    let mut bytes = vec![0u8; len];
-    file.seek(SeekFrom::Start(loc.offset))
-        .and_then(|_| file.read_exact(&mut bytes))
-        .map_err(|e| err(format!("reading {shown}: {e}")))?;
+    // The range must be the tensor's bytes exactly before anything is allocated for it:
+    // a reference to a huge (or sparse) file ends in an error, not an allocator abort.
+    let packed = per_byte(dtype);
+    if packed > 1 && len != element_count(shape).div_ceil(packed) {
+        return Err(malformed(
+            t,
+            format!(
+                "external data has {len} bytes; {} {} elements packed {packed} to a byte take {}",
+                element_count(shape),
+                onnx_type_name(t.data_type),
+                element_count(shape).div_ceil(packed)
+            ),
+        ));
+    }
+    if packed == 1 {
+        check_byte_len(t, dtype, shape, len, "external data")?;
+    }
+    let cannot_allocate = || err(format!("{len} bytes from {shown} cannot be allocated"));
+    let mut read = |buf: &mut [u8]| {
+        file.seek(SeekFrom::Start(loc.offset))
+            .and_then(|_| file.read_exact(buf))
+            .map_err(|e| err(format!("reading {shown}: {e}")))
+    };
+    if packed == 1 {
+        // Read straight into the tensor: one allocation of the checked size.
+        let mut out = Tensor::try_zeros(dtype, shape).ok_or_else(cannot_allocate)?;
+        read(out.data.as_mut_slice())?;
+        return finish_le(t, out, "external data");
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len)
+        .map_err(|_| cannot_allocate())?;
+    bytes.resize(len, 0);
+    read(&mut bytes)?;
     dense(t, dtype, shape, &bytes, "external data")
 }
 

@@ -626,3 +626,33 @@ fn type_names_and_dtype_mapping() {
     let mapped = (0..=26).filter(|&c| baton_dtype(c).is_some()).count();
     assert_eq!(mapped, DType::ALL.len());
 }
+
+/// A sparse file of 4 TiB referenced as external data: refused before any allocation,
+/// whether the dims agree with it (too large to allocate) or not (a length mismatch).
+#[test]
+fn a_huge_external_data_reference_is_an_error_not_an_abort() {
+    // Under `overcommit_memory = 1` the allocator promises 4 TiB and reading it fills
+    // the memory: only run where an impossible allocation is refused.
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory");
+    if overcommit.is_ok_and(|s| s.trim() == "1") {
+        eprintln!("skipped: vm.overcommit_memory = 1 grants any allocation");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let huge: u64 = 1 << 42;
+    let file = std::fs::File::create(dir.path().join("huge.bin")).unwrap();
+    if file.set_len(huge).is_err() {
+        eprintln!("skipped: this filesystem cannot hold a sparse file of {huge} bytes");
+        return;
+    }
+    let loc = ("location", "huge.bin");
+    let t = external("big", &[1 << 40], DataType::Float, &[loc]);
+    let e = tensor_from_proto(&t, Some(dir.path())).unwrap_err();
+    assert!(
+        e.to_string().contains("'big'") && e.to_string().contains("cannot be allocated"),
+        "{e}"
+    );
+    let t = external("small", &[4], DataType::Float, &[loc]);
+    let e = tensor_from_proto(&t, Some(dir.path())).unwrap_err();
+    assert!(matches!(e, OnnxError::ElementCount { .. }), "{e:?}");
+}

@@ -179,7 +179,14 @@ pub fn run_graph(graph: &Graph, inputs: &[Tensor]) -> Result<Vec<Tensor>, Kernel
                         format!("output rank {} exceeds {MAX_RANK}", shape.len()),
                     ));
                 }
-                results.push(Tensor::zeros(*dtype, shape));
+                let out = Tensor::try_zeros(*dtype, shape).ok_or_else(|| KernelError::Shape {
+                    node: node.label(),
+                    message: format!(
+                        "output '{}' ({dtype} {shape:?}) is too large to allocate",
+                        graph.tensors[out_id].name
+                    ),
+                })?;
+                results.push(out);
             }
             let mut views: Vec<_> = results.iter_mut().map(|t| t.view_mut()).collect();
             run_node(node, &refs, &mut views)?;

@@ -20,6 +20,12 @@
 //! on_init_error = "next-backend"       # or "fail"
 //! ```
 //!
+//! Two top-level keys bound what the host allocates (see [`crate::limits`]):
+//! `max_tensor_bytes` for any one tensor and `max_arena_bytes` for a session's arena. They
+//! default to half and all of the machine's memory (`MemTotal` on Linux; 4 GiB and 8 GiB
+//! where it cannot be read). A model, input, program or `--dim` that needs more is refused
+//! with an error naming the tensor and the key, before anything is allocated.
+//!
 //! Unknown keys anywhere are errors naming the key: a typo must never silently become a
 //! default.
 //!
@@ -36,6 +42,7 @@ use baton_partitioner::{Pin, Policy, Target};
 use serde::Deserialize;
 
 use crate::error::{ConfigProblem, HostError, PinProblem, Result};
+use crate::limits::Limits;
 
 /// The whole configuration.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -57,6 +64,10 @@ pub struct Config {
     /// at the bounds), and an input above a bound is refused.
     #[serde(default)]
     pub bounds: BTreeMap<String, usize>,
+    /// The largest tensor the host allocates, in bytes (default: half the machine's memory).
+    pub max_tensor_bytes: Option<usize>,
+    /// The largest arena the host allocates, in bytes (default: the machine's memory).
+    pub max_arena_bytes: Option<usize>,
     /// The directory relative paths are resolved against (the config file's directory).
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -261,6 +272,15 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The size limits: the config's keys, else the machine's defaults.
+    pub fn limits(&self) -> Limits {
+        let default = Limits::default();
+        Limits {
+            max_tensor_bytes: self.max_tensor_bytes.unwrap_or(default.max_tensor_bytes),
+            max_arena_bytes: self.max_arena_bytes.unwrap_or(default.max_arena_bytes),
+        }
+    }
+
     /// Resolves a plugin path against the config's directory.
     pub fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
@@ -317,6 +337,7 @@ mod tests {
             "#,
         )
         .unwrap();
+        assert_eq!(c.limits(), Limits::default());
         assert_eq!(c.bounds.get("seq"), Some(&512));
         assert_eq!(c.plugins[0].priority, 2);
         assert_eq!(c.fallback.on_execute_error, OnExecuteError::Fail);
@@ -400,5 +421,12 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
         assert!(text.starts_with("config test.toml: line 3: "), "{text}");
         assert!(text.contains("prioritty"), "{text}");
+    }
+
+    #[test]
+    fn size_limits_are_config_keys() {
+        let c = parse("max_tensor_bytes = 1024\nmax_arena_bytes = 4096\n").unwrap();
+        let l = c.limits();
+        assert_eq!((l.max_tensor_bytes, l.max_arena_bytes), (1024, 4096));
     }
 }

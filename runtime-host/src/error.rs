@@ -120,6 +120,15 @@ pub enum HostError {
     Program(crate::program::ProgramError),
     #[error(transparent)]
     Partition(#[from] baton_partitioner::PartitionError),
+    /// A size taken from a model, an input, a program or a flag is over a limit of
+    /// [`crate::limits::Limits`] (`needed` is `None` when computing it overflowed).
+    #[error("{what}: needs {}, over {key} = {limit} bytes (raise `{key}` in the config if this size is meant)", crate::limits::describe(*.needed))]
+    TooLarge {
+        what: String,
+        needed: Option<usize>,
+        limit: usize,
+        key: &'static str,
+    },
 }
 
 /// Shorthand for results of the host.

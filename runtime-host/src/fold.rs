@@ -28,6 +28,11 @@ use baton_delegate_api::{
 
 use baton_reference as reference;
 
+/// The largest result folded into a constant. Shape arithmetic is tiny; a larger result
+/// (a ConstantOfShape, Expand or Tile of constants) would only grow the weights, and one
+/// sized by a typo or a hostile model must not be allocated at load.
+pub const FOLD_MAX_BYTES: usize = 256 << 20;
+
 /// Folds every foldable node of `graph`; returns how many nodes were removed.
 pub fn fold_constants(graph: &mut Graph) -> usize {
     let mut queue: VecDeque<Node> = std::mem::take(&mut graph.nodes).into();
@@ -160,11 +165,17 @@ pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
         (v.dtype == baton_delegate_api::DType::I64).then(|| bytemuck::pod_collect_to_vec(v.data))
     };
     let expected = shape::infer_outputs(node, &typed, operand).ok()?;
+    // A result too large to fold (a ConstantOfShape of 2^40 elements) is left to run time,
+    // where the session's size limits refuse it by name instead of aborting here.
     let mut outs: Vec<Tensor> = expected
         .iter()
         .take(node.outputs.len())
-        .map(|(d, s)| Tensor::zeros(*d, s))
-        .collect();
+        .map(|(d, s)| {
+            crate::limits::byte_size(*d, s)
+                .filter(|&b| b <= FOLD_MAX_BYTES)
+                .and_then(|_| Tensor::try_zeros(*d, s))
+        })
+        .collect::<Option<_>>()?;
     let mut out_views: Vec<_> = outs.iter_mut().map(Tensor::view_mut).collect();
     reference::run_node(node, &views, &mut out_views).ok()?;
     drop(out_views);

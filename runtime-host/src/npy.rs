@@ -24,7 +24,23 @@ pub fn read(path: &Path) -> Result<Tensor> {
     if npy.order() != npyz::Order::C {
         return Err(err(NpyProblem::FortranOrder));
     }
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let shape: Vec<usize> = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
+        .collect();
+    // Every element takes at least a byte of the file: a header claiming more elements
+    // than that (a dimension of 2^40 in a small file) is refused before anything is
+    // allocated for it.
+    match baton_delegate_api::shape::checked_product(&shape) {
+        Some(n) if n <= bytes.len() => {}
+        _ => {
+            return Err(err(NpyProblem::ShapeTooLarge {
+                shape: shape.clone(),
+                file_bytes: bytes.len(),
+            }))
+        }
+    }
     let descr = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => return Err(err(NpyProblem::UnsupportedDtype(other.descr()))),
@@ -161,5 +177,25 @@ mod tests {
         std::fs::write(&p, b"not numpy").unwrap();
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("bad.npy"), "{e}");
+    }
+
+    #[test]
+    fn a_header_claiming_more_elements_than_the_file_holds_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("huge.npy");
+        // A valid header for a [2^40] f32 array, followed by 16 bytes of data.
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+        let mut h = header.to_string();
+        while !(10 + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(h.as_bytes());
+        bytes.extend_from_slice(&[0u8; 16]);
+        std::fs::write(&p, &bytes).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("huge.npy") && e.contains("1099511627776"), "{e}");
     }
 }

@@ -19,6 +19,8 @@ use baton_delegate_api::Graph;
 
 use crate::error::{HostError, OptionProblem, Result};
 
+#[cfg(all(unix, not(target_vendor = "apple")))]
+mod elf;
 mod views;
 pub use views::{check_output_shapes, run_once, run_once_profiled, view_of, AbiGraph};
 
@@ -82,6 +84,14 @@ impl PluginLibrary {
                 });
             }
         }
+        // The loader maps the file's segments on trust: a truncated library would end this
+        // process with SIGBUS inside dlopen. (Checked on the bytes read above; a file
+        // replaced between the two reads is the config owner's doing, as with the pin.)
+        #[cfg(all(unix, not(target_vendor = "apple")))]
+        elf::check(&bytes).map_err(|why| HostError::PluginLoad {
+            path: path.to_path_buf(),
+            message: format!("not loadable on this host: {why}"),
+        })?;
         // SAFETY: loading a library runs its initialisers; that is the trust a user grants
         // by naming a plugin in the config (and may narrow with a sha256 pin).
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HostError::PluginLoad {

@@ -108,6 +108,9 @@ struct DelegateStep {
     expected_out: Vec<[i64; abi::MAX_RANK]>,
     /// The plugin's events of the last run, when profiling.
     events: Vec<ProfileEvent>,
+    /// Whether the last run of this partition failed in the plugin and ran on the
+    /// portable kernels instead.
+    fell_back: bool,
 }
 
 /// What one partition's plugin reported about the last run (`baton run --profile`).
@@ -291,11 +294,25 @@ impl<'e> Session<'e> {
     }
 
     /// Number of nodes each target runs ("host" for the portable kernels), the nodes of
-    /// every If branch included.
+    /// every If branch included: as planned, except that a partition whose plugin failed
+    /// in the last run and was run on the portable kernels instead counts as "host".
     pub fn nodes_per_backend(&self) -> BTreeMap<String, usize> {
+        let fell_back: Vec<usize> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                ExecStep::Delegate(d) if d.fell_back => Some(d.partition),
+                _ => None,
+            })
+            .collect();
         let mut m = BTreeMap::new();
         for e in &self.plan.nodes {
             let k = match &e.decision {
+                partitioner::Decision::Delegated { partition, .. }
+                    if fell_back.contains(partition) =>
+                {
+                    "host".to_string()
+                }
                 partitioner::Decision::Delegated { backend, .. } => backend.clone(),
                 partitioner::Decision::Host => "host".to_string(),
             };
@@ -411,7 +428,7 @@ pub(crate) fn assemble<'e>(
     controls: Vec<Control<'e>>,
     mut notes: Vec<String>,
     arena: ArenaChoice,
-) -> Session<'e> {
+) -> Result<Session<'e>> {
     let partition_backends = plan.partitions.iter().map(|p| p.backend.clone()).collect();
     let shapes: Vec<Vec<usize>> = graph
         .tensors
@@ -436,7 +453,7 @@ pub(crate) fn assemble<'e>(
             if same && memory::is_valid(&lifetimes, &offsets, m.arena_size) {
                 Some((
                     memory::evaluate(&lifetimes, offsets, m.arena_size),
-                    AlignedBytes::zeroed(m.arena_size),
+                    new_arena(engine, &graph, m.arena_size)?,
                 ))
             } else {
                 notes.push("the program's arena layout does not fit its plan; planned anew".into());
@@ -468,7 +485,7 @@ pub(crate) fn assemble<'e>(
         Some(l) => l,
         None => {
             let p = memory::plan(&lifetimes);
-            let a = AlignedBytes::zeroed(p.arena_size);
+            let a = new_arena(engine, &graph, p.arena_size)?;
             (p, a)
         }
     };
@@ -542,11 +559,12 @@ pub(crate) fn assemble<'e>(
                     out_shapes,
                     expected_out,
                     events: Vec::new(),
+                    fell_back: false,
                 }))
             }
         })
         .collect();
-    Session {
+    Ok(Session {
         engine,
         graph,
         plan,
@@ -562,5 +580,19 @@ pub(crate) fn assemble<'e>(
         shapes,
         arena,
         borrowed_arena,
-    }
+    })
+}
+
+/// The arena of `bytes` for `graph`, within the config's `max_arena_bytes` and allocated
+/// fallibly (its size comes from the model and the bindings).
+fn new_arena(engine: &Engine, graph: &Graph, bytes: usize) -> Result<AlignedBytes> {
+    let what = format!("graph '{}'", graph.name);
+    let limits = engine.config.limits();
+    limits.arena(&what, Some(bytes))?;
+    AlignedBytes::try_zeroed(bytes).ok_or_else(|| HostError::TooLarge {
+        what: format!("{what}: the arena (the allocation failed)"),
+        needed: Some(bytes),
+        limit: limits.max_arena_bytes,
+        key: "max_arena_bytes",
+    })
 }

@@ -40,6 +40,20 @@ impl<'e> Session<'e> {
                     },
                 )
             })?;
+            // One output feeds one state, and one input holds one: a second pair for
+            // either would leave a state with no value after a step.
+            if let Some(k) = resolved.iter().position(|&(_, ro)| ro == o) {
+                return Err(HostError::input(
+                    input,
+                    InputProblem::OutputCarriedTwice {
+                        output: output.to_string(),
+                        state: pairs[k].0.to_string(),
+                    },
+                ));
+            }
+            if resolved.iter().any(|&(ri, _)| ri == i) {
+                return Err(HostError::input(input, InputProblem::StateTwice));
+            }
             let (ti, to) = (self.graph.inputs[i], self.graph.outputs[o]);
             let shape = self.input_shapes()[i].to_vec();
             let (din, dout) = (self.graph.tensors[ti].dtype, self.graph.tensors[to].dtype);
@@ -134,5 +148,48 @@ impl Stream<'_, '_> {
             expected: self.session.graph.inputs.len() - self.pairs.len(),
             state: self.pairs.len(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use baton_delegate_api::{DType, GraphBuilder, OpKind, Tensor};
+
+    use crate::{Config, Engine, Session};
+
+    #[test]
+    fn one_output_carried_into_two_states_is_refused_by_name() {
+        let mut b = GraphBuilder::new("two_states");
+        let h1 = b.input_fixed("h1", DType::F32, &[2]);
+        let h2 = b.input_fixed("h2", DType::F32, &[2]);
+        let x = b.input_fixed("x", DType::F32, &[2]);
+        let y = b.node(OpKind::Add, &[x, h1], &[]).unwrap();
+        let z = b.node(OpKind::Add, &[x, h2], &[]).unwrap();
+        b.output(y);
+        b.output(z);
+        let g = b.finish().unwrap();
+        let (y_name, z_name) = (g.tensors[y].name.clone(), g.tensors[z].name.clone());
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut session = Session::new(&engine, &g, &BTreeMap::new()).unwrap();
+        let e = match session.stream(&[("h1", &y_name), ("h2", &y_name)]) {
+            Ok(mut s) => {
+                // Before the check, the second state was left without a value here.
+                let _ = s.step(&[Tensor::from_f32(&[2], &[1.0, 2.0])]);
+                panic!("two states carried from one output were accepted");
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(&y_name) && e.contains("h1") && e.contains("h2"),
+            "{e}"
+        );
+        let e = session
+            .stream(&[("h1", &y_name), ("h1", &z_name)])
+            .err()
+            .expect("a state given twice is refused")
+            .to_string();
+        assert!(e.contains("h1") && e.contains("twice"), "{e}");
     }
 }

@@ -306,6 +306,9 @@ fn execute_failure_falls_back_to_the_portable_kernels() {
     let got = s.run(&inputs).unwrap();
     assert_eq!(got[0].f32s(), reference_outputs(&g, &inputs)[0].f32s());
     assert_eq!(s.fallbacks, 1);
+    // The nodes were run by the host, not by the plugin that failed.
+    let per = s.nodes_per_backend();
+    assert_eq!((per.get("host"), per.get("faulty")), (Some(&4), None));
 
     let (_d2, strict) = engine(&format!(
         "{}[fallback]\non_execute_error = \"fail\"\n",

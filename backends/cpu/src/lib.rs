@@ -38,7 +38,9 @@ mod exec;
 mod fusion;
 pub mod gemm;
 mod ops;
+mod patterns;
 mod pool;
+mod prepack;
 pub mod qgemm;
 mod quant;
 mod support;
@@ -54,6 +56,7 @@ pub use exec::CpuExecutable;
 
 use crate::fusion::FusionPlan;
 use crate::gemm::{Isa, MicroKernel};
+use crate::prepack::Packs;
 
 baton_delegate_api::export_delegate!(CpuDelegate);
 
@@ -233,7 +236,18 @@ impl Delegate for CpuDelegate {
             .map_err(|e| DelegateError::invalid(format!("subgraph: {e}")))?;
         require_supported(graph, &constants, DelegateError::unsupported)?;
         let plan = FusionPlan::plan(graph, &constants);
-        let (blob, order) = blob::encode(graph, &plan);
+        // Lowering once here packs the weights for the blob; the executable is dropped
+        // (one thread: no pool is started).
+        let (_, packs) = exec::build(
+            graph,
+            &plan,
+            constants,
+            Packs::Record(Vec::new()),
+            self.kernel,
+            self.qkernel,
+            1,
+        )?;
+        let (blob, order) = blob::encode(graph, &plan, self.kernel.nr(), &packs.into_recorded());
         // The blob numbers constants in tensor order; views already passed in another
         // order would not line up at init.
         for (index, &t) in order.iter().enumerate() {
@@ -250,9 +264,16 @@ impl Delegate for CpuDelegate {
         Ok(blob)
     }
 
+    /// A blob of this format packed for this kernel's panel width is optimal; an older
+    /// format, or packings for another width, still run (packing at init) but load slower.
     fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         match blob::version(blob) {
-            Some(blob::FORMAT_VERSION) => BlobCompatibility::Optimal,
+            Some(blob::FORMAT_VERSION) if blob::packed_width(blob) == Some(self.kernel.nr()) => {
+                BlobCompatibility::Optimal
+            }
+            Some(v) if (blob::OLDEST_VERSION..=blob::FORMAT_VERSION).contains(&v) => {
+                BlobCompatibility::PreferRecompile
+            }
             _ => BlobCompatibility::Unsupported,
         }
     }
@@ -264,20 +285,37 @@ impl Delegate for CpuDelegate {
         constants: &[TensorRef<'_>],
     ) -> Result<CpuExecutable, DelegateError> {
         check_device(device)?;
-        let (graph, plan) = blob::decode(blob).map_err(DelegateError::invalid)?;
+        let blob::Decoded {
+            graph,
+            plan,
+            nr,
+            packs,
+        } = blob::decode(blob).map_err(DelegateError::invalid)?;
         check_constant_views(&graph, constants)?;
         let consts = Constants::new(&graph, constants);
         require_supported(&graph, &consts, DelegateError::invalid)?;
         plan.validate(&graph, &consts)
             .map_err(|e| DelegateError::invalid(format!("blob: {e}")))?;
-        exec::build(
+        // Packings made for another panel width are of no use: pack from the constants.
+        let packs = match nr {
+            Some(nr) if nr == self.kernel.nr() => Packs::Replay {
+                packs,
+                next: 0,
+                mismatch: None,
+            },
+            _ => Packs::Fresh,
+        };
+        let (exec, packs) = exec::build(
             &graph,
             &plan,
             consts,
+            packs,
             self.kernel,
             self.qkernel,
             self.threads,
-        )
+        )?;
+        packs.finish().map_err(DelegateError::invalid)?;
+        Ok(exec)
     }
 }
 

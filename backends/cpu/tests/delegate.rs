@@ -130,20 +130,12 @@ fn compiled(d: &CpuDelegate) -> (Vec<u8>, Vec<Tensor>, Hosted) {
 }
 
 #[test]
-fn blobs_hold_no_weights_and_report_their_compatibility() {
+fn blobs_hold_packed_weights_and_report_their_compatibility() {
     let d = delegate(true);
     let (blob, consts, _) = compiled(&d);
     let weight_bytes: usize = consts.iter().map(|t| t.bytes().len()).sum();
-    assert!(
-        blob.len() < weight_bytes + 4096,
-        "blob of {} bytes",
-        blob.len()
-    );
-    let w = consts[0].bytes();
-    assert!(
-        !blob.windows(w.len()).any(|s| s == w),
-        "the weights were copied into the blob"
-    );
+    // The packings (bias-led panels, padded to the panel width) are at least the weights.
+    assert!(blob.len() > weight_bytes, "blob of {} bytes", blob.len());
     assert_eq!(&blob[..4], b"BCPU");
     assert_eq!(d.blob_compatibility(&blob), BlobCompatibility::Optimal);
     let mut newer = blob.clone();
@@ -156,6 +148,47 @@ fn blobs_hold_no_weights_and_report_their_compatibility() {
     assert_eq!(d.blob_compatibility(&[]), BlobCompatibility::Unsupported);
     let e = d.init(0, &newer, &views(&consts)).unwrap_err();
     assert!(e.message.contains("version"), "{}", e.message);
+}
+
+#[test]
+fn packed_blobs_run_like_packing_at_init_on_any_kernel() {
+    let n = net();
+    let x = Tensor::from_f32(&[N, C, H, W], &n.x);
+    let want = expected(&n);
+    let (simd, portable) = (delegate(true), delegate(false));
+    let (blob, consts, h) = compiled(&simd);
+    let v = views(&consts);
+    let inputs = [x];
+    let run_blob = |d: &CpuDelegate, blob: &[u8]| {
+        let mut exec = d.init(0, blob, &v).unwrap();
+        execute(&mut exec, &h.graph, &inputs).unwrap()
+    };
+    // Replayed packings give what packing at init gives, bit for bit: a blob that says
+    // its packings are for another panel width is packed at init.
+    let replayed = run_blob(&simd, &blob);
+    let mut unpacked = blob.clone();
+    let graph_len = u64::from_le_bytes(blob[16..24].try_into().unwrap()) as usize;
+    let chains_at = (24 + graph_len).next_multiple_of(4);
+    let chains = u32::from_le_bytes(blob[chains_at..chains_at + 4].try_into().unwrap());
+    let nr_at = chains_at + 4 + 12 * chains as usize;
+    unpacked[nr_at..nr_at + 4].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(
+        simd.blob_compatibility(&unpacked),
+        BlobCompatibility::PreferRecompile
+    );
+    let fresh = run_blob(&simd, &unpacked);
+    assert_eq!(replayed[0].f32s(), fresh[0].f32s());
+    assert_close(replayed[0].f32s(), &want, 1e-5, 1e-6, "replayed");
+    // A kernel of another panel width packs from the constants instead, and says a
+    // recompile would load faster.
+    if simd.kernel().nr() != portable.kernel().nr() {
+        assert_eq!(
+            portable.blob_compatibility(&blob),
+            BlobCompatibility::PreferRecompile
+        );
+        let other = run_blob(&portable, &blob);
+        assert_close(other[0].f32s(), &want, 1e-5, 1e-6, "other width");
+    }
 }
 
 #[test]
@@ -188,8 +221,9 @@ fn a_bad_fusion_plan_is_refused() {
     let d = delegate(true);
     let (blob, consts, _) = compiled(&d);
     let v = views(&consts);
-    // The plan ends the blob: one chain (Conv → Relu), then its three u32s.
-    let tail = blob.len() - 12;
+    // The plan follows the graph (padded to 4): one chain (Conv → Relu), its three u32s.
+    let graph_len = u64::from_le_bytes(blob[16..24].try_into().unwrap()) as usize;
+    let tail = (24 + graph_len).next_multiple_of(4) + 4;
     assert_eq!(
         u32::from_le_bytes(blob[tail - 4..tail].try_into().unwrap()),
         1

@@ -269,3 +269,59 @@ fn lstm_forward_and_reverse_match_naive() {
         assert_close(out[2].f32s(), &yc, 1e-5, 1e-6, &format!("Y_c {direction}"));
     }
 }
+
+/// An Erf GELU as torch exports it runs as one fused pass (see `patterns.rs`): its
+/// results are bit-identical to the five nodes run one by one (forced here by making the
+/// Erf's output a graph output too, which stops the fusion), in each halving order.
+#[test]
+fn erf_gelu_fused_matches_its_nodes_bit_for_bit() {
+    let mut rng = Rng::new(23);
+    let x: Vec<f32> = rng.vec(4 * 37).iter().map(|v| v * 4.0).collect();
+    for halve in 0..3 {
+        let build = |also_erf: bool| {
+            graph(|g| {
+                let xt = g.input_fixed("x", DType::F32, &[4, 37]);
+                let sqrt2 = g.constant_f32("sqrt2", &[], &[std::f32::consts::SQRT_2]);
+                let one = g.constant_f32("one", &[], &[1.0]);
+                let half = g.constant_f32("half", &[], &[0.5]);
+                let h = (halve == 1).then(|| g.node(OpKind::Mul, &[xt, half], &[]).unwrap());
+                let d = g.node(OpKind::Div, &[xt, sqrt2], &[]).unwrap();
+                let e = g.node(OpKind::Erf, &[d], &[]).unwrap();
+                let a = g.node(OpKind::Add, &[e, one], &[]).unwrap();
+                let y = match (h, halve) {
+                    (Some(h), _) => g.node(OpKind::Mul, &[h, a], &[]).unwrap(),
+                    (None, 2) => {
+                        let m = g.node(OpKind::Mul, &[half, a], &[]).unwrap();
+                        g.node(OpKind::Mul, &[xt, m], &[]).unwrap()
+                    }
+                    (None, _) => {
+                        let m = g.node(OpKind::Mul, &[xt, a], &[]).unwrap();
+                        g.node(OpKind::Mul, &[m, half], &[]).unwrap()
+                    }
+                };
+                if also_erf {
+                    vec![y, e]
+                } else {
+                    vec![y]
+                }
+            })
+        };
+        let input = [Tensor::from_f32(&[4, 37], &x)];
+        let fused = run_both(&build(false), &input, 1e-6);
+        let nodes = run_both(&build(true), &input, 1e-6);
+        assert_eq!(fused[0].f32s(), nodes[0].f32s(), "halving order {halve}");
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                let v = v as f64;
+                let (mut term, mut sum, z) = (v / 2f64.sqrt(), 0.0, v / 2f64.sqrt());
+                for n in 0..60 {
+                    sum += term / (2 * n + 1) as f64;
+                    term *= -z * z / (n + 1) as f64;
+                }
+                0.5 * v * (1.0 + sum * 2.0 / std::f64::consts::PI.sqrt())
+            })
+            .collect();
+        assert_close(fused[0].f32s(), &want, 2e-6, 1e-5, "GELU");
+    }
+}

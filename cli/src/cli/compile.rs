@@ -4,15 +4,14 @@
 //! each plugin compile its partitions, plan the arena), for the plugins of the config given
 //! here; `baton run OUT.baton` then only maps the file and initialises the blobs.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use baton_delegate_api::Dim;
 use baton_runtime_host::{model, program};
 use clap::Args;
 
-use super::{engine, ConfigArg};
+use super::{dims, engine, ConfigArg};
 
 #[derive(Args)]
 pub struct CompileArgs {
@@ -41,8 +40,8 @@ pub fn run(a: CompileArgs) -> Result<()> {
         );
     }
     let graph = model::load(&a.model)?;
-    let dims = pairs(&a.dims, "--dim", "NAME=VALUE")?;
-    let bounds = pairs(&a.bounds, "--bound", "NAME=MAX")?;
+    let dims = dims::parse(&a.dims, "--dim", "NAME=VALUE", &graph)?;
+    let bounds = dims::parse(&a.bounds, "--bound", "NAME=MAX", &graph)?;
     if bounds.is_empty() {
         for &t in &graph.inputs {
             let decl = &graph.tensors[t];
@@ -111,18 +110,4 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
-}
-
-fn pairs(specs: &[String], flag: &str, form: &str) -> Result<BTreeMap<String, usize>> {
-    let mut m = BTreeMap::new();
-    for spec in specs {
-        let (k, v) = spec
-            .split_once('=')
-            .ok_or_else(|| anyhow!("{flag} '{spec}': expected {form}"))?;
-        m.insert(
-            k.to_string(),
-            v.parse().with_context(|| format!("{flag} '{spec}'"))?,
-        );
-    }
-    Ok(m)
 }

@@ -21,16 +21,39 @@ pub fn run(a: &RunArgs, model: &mut ModelFile, mut given: BTreeMap<String, Tenso
     let provided: BTreeSet<String> = given.keys().cloned().collect();
     let mut streamed: Vec<(String, Tensor)> = Vec::new();
     let mut bindings = BTreeMap::new();
+    // The inputs named as states by --state: their files are initial values.
+    let state_inputs: BTreeSet<&str> = a
+        .states
+        .iter()
+        .filter_map(|s| s.split_once('=').map(|(i, _)| i))
+        .collect();
     for &t in &graph.inputs {
         let decl = &graph.tensors[t];
-        let first = match given.get(&decl.name) {
+        let shape = match given.get(&decl.name) {
             Some(x) if x.shape.len() == decl.shape.len() + 1 => {
+                // A stack of initial states has no one meaning (the first? the last?):
+                // refused rather than guessed, or ignored as it was.
+                if state_inputs.contains(decl.name.as_str()) {
+                    bail!(
+                        "--input '{}': a stack of {} chunks, but '{}' is a state (--state): its file is the initial state and must have the input's own {} dimensions",
+                        decl.name,
+                        x.shape[0],
+                        decl.name,
+                        decl.shape.len()
+                    );
+                }
+                if x.shape[0] == 0 {
+                    bail!(
+                        "--input '{}' is a stack of no chunks (its leading dimension is 0): there is nothing to stream",
+                        decl.name
+                    );
+                }
                 let x = given.remove(&decl.name).expect("present");
-                let first = chunk(&x, 0);
+                let shape = x.shape[1..].to_vec();
                 streamed.push((decl.name.clone(), x));
-                first
+                shape
             }
-            Some(x) if x.shape.len() == decl.shape.len() => x.clone(),
+            Some(x) if x.shape.len() == decl.shape.len() => x.shape.clone(),
             Some(x) => bail!(
                 "--input '{}': {} dimensions, the input has {} (or one more for a stack of chunks)",
                 decl.name,
@@ -39,7 +62,7 @@ pub fn run(a: &RunArgs, model: &mut ModelFile, mut given: BTreeMap<String, Tenso
             ),
             None => continue, // a state starting at zeros: its shape must be fixed
         };
-        for (d, &v) in decl.shape.iter().zip(&first.shape) {
+        for (d, &v) in decl.shape.iter().zip(&shape) {
             if let Dim::Sym(s) = d {
                 bindings.insert(s.clone(), v);
             }

@@ -96,6 +96,13 @@ pub enum NpyProblem {
     NotNpy(std::io::Error),
     #[error("Fortran-order arrays are not supported; save with C order")]
     FortranOrder,
+    /// A header whose shape holds more elements than the file has bytes (refused before
+    /// anything is allocated for it).
+    #[error("the header's shape {shape:?} holds more elements than the file's {file_bytes} bytes")]
+    ShapeTooLarge {
+        shape: Vec<usize>,
+        file_bytes: usize,
+    },
     /// A numpy dtype with no Baton dtype (as numpy writes it, e.g. `<c8`).
     #[error("unsupported array dtype '{0}'")]
     UnsupportedDtype(String),
@@ -166,6 +173,12 @@ pub enum InputProblem {
     /// The name is an input of the model, but not a state of this stream.
     #[error("not a state input of this stream")]
     NotState,
+    /// A stream output already carried into another state.
+    #[error("output '{output}' already carries state '{state}'; an output can be carried into one state only")]
+    OutputCarriedTwice { output: String, state: String },
+    /// A state input named by two pairs.
+    #[error("is given as a state twice; each state input takes one output")]
+    StateTwice,
 }
 
 /// Why a node cannot be prepared or run.

@@ -40,9 +40,13 @@ pub fn compile(
             memory: None,
             branches: BTreeMap::new(),
             notes: Vec::new(),
+            pages: None,
         });
     }
+    let limits = engine.config.limits();
+    limits.check_inputs(graph, bindings)?;
     let graph = specialize(graph, bindings)?;
+    limits.check_graph(&graph)?;
     check_portable(&graph)?;
     let (excluded, _) = usable_backends(engine);
     let mut notes = Vec::new();
@@ -58,6 +62,7 @@ pub fn compile(
         memory,
         branches,
         notes,
+        pages: None,
     })
 }
 

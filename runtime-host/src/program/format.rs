@@ -356,6 +356,7 @@ fn decode_nested(bytes: Bytes, verify: bool, depth: usize) -> Result<Program, Pr
         memory,
         branches,
         notes: Vec::new(),
+        pages: None,
     })
 }
 

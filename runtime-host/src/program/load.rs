@@ -18,7 +18,8 @@ use baton_delegate_api::{shape, Graph};
 
 use super::compile::{backend, check_portable, identity, layout};
 use super::{
-    format, partition_and_compile, usable_backends, CompiledPartition, Program, ProgramError, MAGIC,
+    format, partition_and_compile, usable_backends, CompiledPartition, Pages, Program,
+    ProgramError, MAGIC,
 };
 use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
@@ -75,9 +76,10 @@ pub fn read(path: &Path, verify: bool) -> Result<Program> {
     };
     let file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
-    let bytes: format::Bytes = if len == 0 {
-        Arc::new(Vec::<u8>::new())
-    } else {
+    if len == 0 {
+        return Ok(format::decode(Arc::new(Vec::<u8>::new()), verify)?);
+    }
+    let mapping = {
         // Populated up front: verifying reads every page anyway, and one call that maps
         // them all costs less than a fault per page.
         let options = {
@@ -92,7 +94,12 @@ pub fn read(path: &Path, verify: bool) -> Result<Program> {
         // usual contract of mapped model files (ONNX Runtime and ExecuTorch map theirs too).
         Arc::new(unsafe { options.map(&file) }.map_err(io)?)
     };
-    Ok(format::decode(bytes, verify)?)
+    let mut program = format::decode(mapping.clone(), verify)?;
+    let pages = Pages(mapping);
+    // The checksums are verified: what init and the host need, they fault in again.
+    pages.release();
+    program.pages = Some(pages);
+    Ok(program)
 }
 
 /// Loads `program` on `engine`'s plugins. A bounded program is loaded with
@@ -132,8 +139,10 @@ pub(crate) fn load_with<'e>(
         memory,
         branches,
         notes: compile_notes,
+        pages,
         ..
     } = program;
+    engine.config.limits().check_graph(&graph)?;
     check_graph(&graph)?;
     check_schedule(&graph, &plan)?;
     check_portable(&graph)?;
@@ -172,9 +181,11 @@ pub(crate) fn load_with<'e>(
         let Some((name, err)) = failure else {
             check_arena(&graph, &plan, &arena, options.max_arena)?;
             let controls = load_controls(engine, &graph, branches, options)?;
-            return Ok(assemble(
-                engine, graph, plan, delegates, controls, notes, arena,
-            ));
+            // The plugins copied what they keep of their blobs.
+            if let Some(pages) = &pages {
+                pages.release();
+            }
+            return assemble(engine, graph, plan, delegates, controls, notes, arena);
         };
         if engine.config.fallback.on_init_error == OnInitError::Fail {
             return Err(err);

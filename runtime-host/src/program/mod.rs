@@ -104,6 +104,33 @@ pub struct Program {
     pub branches: BTreeMap<(usize, usize), Program>,
     /// What happened while compiling (backends dropped), for the user; not stored.
     pub notes: Vec<String>,
+    /// The mapped file the program was read from, if any (see [`Pages`]).
+    pub pages: Option<Pages>,
+}
+
+/// The pages of a mapped program file, handed back to the kernel once read.
+///
+/// Checking the checksums reads every page of the file, and `init` reads a blob once to
+/// copy what it keeps, after which the mapping is not read again except for the constants
+/// that host kernels use. Left resident, those pages would count twice in the process's
+/// memory (once mapped, once in the plugins' copies); released, they are dropped from the
+/// process (the kernel keeps them in its page cache) and read back from the file only if
+/// touched again. The mapping is private and read-only, so a released page reads back
+/// exactly as it was.
+#[derive(Clone)]
+pub struct Pages(pub(crate) std::sync::Arc<memmap2::Mmap>);
+
+impl Pages {
+    /// Drops the file's pages from this process's resident memory; advice only, so a
+    /// failure changes nothing but the memory figure.
+    pub fn release(&self) {
+        #[cfg(unix)]
+        // SAFETY: DONTNEED on a private read-only file mapping discards no data: the
+        // pages were never written, so later reads fault in the file's unchanged bytes.
+        unsafe {
+            let _ = self.0.unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
+        }
+    }
 }
 
 /// A partition's blob and the plugin that compiled it.

@@ -106,6 +106,7 @@ impl<'e> Session<'e> {
                     Ok(())
                 });
                 d.events.clear();
+                d.fell_back = false;
                 if result.is_ok() && self.profiling {
                     d.events = d.exec.profile();
                 }
@@ -119,6 +120,7 @@ impl<'e> Session<'e> {
                     Err(e) => {
                         let nodes = d.nodes.clone();
                         let backend = d.backend.clone();
+                        d.fell_back = true;
                         self.fallbacks += 1;
                         if self.fallbacks <= 3 {
                             eprintln!("baton: {backend} failed, running its partition on the portable kernels: {e}");

@@ -7,7 +7,8 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
-use super::{CpuExecutable, IoDecl, Op, Step};
+use super::arena::{self, Lifetime};
+use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
 use crate::ops::conv::{ConvOp, ConvSpec, Geom};
@@ -23,28 +24,34 @@ use crate::ops::quant::{
 use crate::ops::tensor::{
     reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
 };
-use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Src};
+use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
+use crate::patterns::find_gelus;
+use crate::prepack::Packs;
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
 use crate::support::clip_bounds;
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
-/// whose plan has been validated.
-pub(crate) fn build(
-    graph: &Graph,
+/// whose plan has been validated, taking its packed weights from `packs` (see
+/// `prepack.rs`), which is handed back for the blob or the replay's check.
+pub(crate) fn build<'g>(
+    graph: &'g Graph,
     plan: &FusionPlan,
-    consts: Constants<'_>,
+    consts: Constants<'g>,
+    packs: Packs<'g>,
     kernel: &'static MicroKernel,
     qkernel: &'static QKernel,
     threads: usize,
-) -> Result<CpuExecutable, DelegateError> {
+) -> Result<(CpuExecutable, Packs<'g>), DelegateError> {
     let mut b = Builder {
         graph,
         consts,
+        packs,
         kernel,
         qkernel,
         srcs: vec![None; graph.tensors.len()],
         slots: Vec::new(),
+        step: 0,
         nhwc: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
@@ -52,6 +59,7 @@ pub(crate) fn build(
     for (i, &t) in graph.inputs.iter().enumerate() {
         let decl = b.decl(t)?;
         b.srcs[t] = Some(Src::Input(i));
+        b.step = steps.len();
         // 8-bit inputs are read from an f32 buffer like every other tensor (see quant.rs).
         if matches!(decl.dtype, DType::I8 | DType::U8) {
             let out = b.output(t)?;
@@ -82,7 +90,25 @@ pub(crate) fn build(
         .map(|n| absorbed[n] || group_at[n].is_some())
         .collect();
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
+    // Erf GELUs outside fusion chains and QDQ groups run as one pass at their last node.
+    let mut gelu_at = vec![None; graph.nodes.len()];
+    for gelu in find_gelus(graph, &b.consts) {
+        let free = gelu
+            .nodes
+            .iter()
+            .all(|&n| roles[n] == Role::Plain && !qdq[n]);
+        let out = graph.nodes[gelu.last].outputs[0];
+        if free && b.nhwc[gelu.x] == b.nhwc[out] {
+            for &n in &gelu.nodes {
+                absorbed[n] = true;
+            }
+            let last = gelu.last;
+            gelu_at[last] = Some(gelu);
+        }
+    }
     for (id, node) in graph.nodes.iter().enumerate() {
+        // Reads and writes recorded while lowering this node belong to the next step.
+        b.step = steps.len();
         if let Some(i) = group_at[id] {
             let op = b
                 .qlinear(&groups[i])
@@ -92,6 +118,24 @@ pub(crate) fn build(
                 op,
                 out,
                 node: graph.nodes[groups[i].anchor].label(),
+            });
+            continue;
+        }
+        if let Some(gelu) = gelu_at[id].take() {
+            let x = b
+                .src(gelu.x)
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            steps.push(Step {
+                op: Op::Unary(UnaryOp {
+                    x,
+                    f: Unary::Gelu {
+                        divide: gelu.divide,
+                        c: gelu.c,
+                    },
+                }),
+                out,
+                node: graph.nodes[gelu.nodes[0]].label(),
             });
             continue;
         }
@@ -140,9 +184,12 @@ pub(crate) fn build(
                 decl.name, decl.dtype
             )));
         }
+        // The outputs are read after the last step.
+        b.step = steps.len();
         let src = b.src(t).map_err(DelegateError::invalid)?;
         outputs.push((decl, src));
     }
+    let memory = b.memory()?;
     let mut ctx = RunCtx::new(kernel, threads);
     for step in &steps {
         match &step.op {
@@ -154,7 +201,8 @@ pub(crate) fn build(
             _ => {}
         }
     }
-    Ok(CpuExecutable::new(inputs, outputs, steps, b.slots, ctx))
+    let exec = CpuExecutable::new(inputs, outputs, steps, memory, ctx);
+    Ok((exec, b.packs))
 }
 
 /// The lengths of the outputs of a multi-output op, in the order it writes them into its
@@ -174,14 +222,24 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
 /// Element `(group, k, n)` of a QDQ group's weights, whatever their layout.
 type WeightAt<'w> = Box<dyn Fn(usize, usize, usize) -> i8 + 'w>;
 
+/// A slot while lowering: a copied constant, or an intermediate whose lifetime grows as
+/// steps read it, placed in the arena once every step is known.
+enum Pending {
+    Const(Vec<f32>),
+    Inter(Lifetime),
+}
+
 struct Builder<'g> {
     graph: &'g Graph,
     consts: Constants<'g>,
+    packs: Packs<'g>,
     kernel: &'static MicroKernel,
     qkernel: &'static QKernel,
     /// Where each tensor is found at execute time, once known.
     srcs: Vec<Option<Src>>,
-    slots: Vec<Vec<f32>>,
+    slots: Vec<Pending>,
+    /// The index of the step being lowered: intermediates' lifetimes are counted in steps.
+    step: usize,
     /// Per tensor: held channels-last (see `layout.rs`).
     nhwc: Vec<bool>,
 }
@@ -229,9 +287,10 @@ impl<'g> Builder<'g> {
     }
 
     /// Where `t` is read from at execute time; a constant is copied into a slot the first
-    /// time it is asked for.
+    /// time it is asked for. An intermediate read here stays live until this step.
     fn src(&mut self, t: TensorId) -> Result<Src, String> {
         if let Some(s) = self.srcs[t] {
+            self.read(s);
             return Ok(s);
         }
         let name = &self.graph.tensors[t].name;
@@ -239,51 +298,110 @@ impl<'g> Builder<'g> {
             .const_f32(t)
             .ok_or_else(|| format!("tensor '{name}' is read before it is written"))?;
         let slot = self.slots.len();
-        self.slots.push(data.into_owned());
+        self.slots.push(Pending::Const(data.into_owned()));
         self.srcs[t] = Some(Src::Slot(slot));
         Ok(Src::Slot(slot))
     }
 
-    /// A new zeroed buffer for the output tensor `t`.
+    /// Extends the lifetime of the intermediate behind `src` to the current step.
+    fn read(&mut self, src: Src) {
+        let (Src::Slot(slot) | Src::Part { slot, .. }) = src else {
+            return;
+        };
+        if let Pending::Inter(life) = &mut self.slots[slot] {
+            life.last = life.last.max(self.step);
+        }
+    }
+
+    /// A new intermediate of `len` floats, written by the current step.
+    fn intermediate(&mut self, len: usize) -> usize {
+        let slot = self.slots.len();
+        self.slots.push(Pending::Inter(Lifetime {
+            len,
+            first: self.step,
+            last: self.step,
+        }));
+        slot
+    }
+
+    /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        let len: usize = self.shape(t).iter().product();
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(len).map_err(|_| {
+        let len = checked_len(&self.shape(t)).ok_or_else(|| {
             DelegateError::new(format!(
-                "cannot allocate {len} floats for tensor '{}'",
+                "tensor '{}' is too large to address",
                 self.graph.tensors[t].name
             ))
         })?;
-        buf.resize(len, 0.0);
-        let slot = self.slots.len();
-        self.slots.push(buf);
+        let slot = self.intermediate(len);
         self.srcs[t] = Some(Src::Slot(slot));
         Ok(slot)
     }
 
-    /// One zeroed buffer holding all the `parts` of a multi-output op; the node's
+    /// One arena buffer holding all the `parts` of a multi-output op; the node's
     /// `outputs` (a prefix of its possible outputs) become views of their parts.
     fn multi_output(
         &mut self,
         outputs: &[TensorId],
         parts: &[usize],
     ) -> Result<usize, DelegateError> {
-        let len: usize = parts.iter().sum();
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(len).map_err(|_| {
-            DelegateError::new(format!(
-                "cannot allocate {len} floats for a multi-output op"
-            ))
-        })?;
-        buf.resize(len, 0.0);
-        let slot = self.slots.len();
-        self.slots.push(buf);
+        let len = parts
+            .iter()
+            .try_fold(0usize, |a, &p| a.checked_add(p))
+            .ok_or_else(|| DelegateError::new("a multi-output op too large to address"))?;
+        let slot = self.intermediate(len);
         let mut offset = 0;
         for (&t, &len) in outputs.iter().zip(parts) {
             self.srcs[t] = Some(Src::Part { slot, offset, len });
             offset += len;
         }
         Ok(slot)
+    }
+
+    /// Places the intermediates in one arena and allocates it.
+    fn memory(&mut self) -> Result<Memory, DelegateError> {
+        let lives: Vec<Lifetime> = self
+            .slots
+            .iter()
+            .filter_map(|s| match s {
+                Pending::Inter(l) => Some(*l),
+                Pending::Const(_) => None,
+            })
+            .collect();
+        let plan = arena::plan(&lives)
+            .ok_or_else(|| DelegateError::new("the intermediates are too large to address"))?;
+        let mut arena = Vec::new();
+        arena.try_reserve_exact(plan.len).map_err(|_| {
+            DelegateError::new(format!(
+                "cannot allocate an arena of {} bytes",
+                plan.len.saturating_mul(4)
+            ))
+        })?;
+        // Debug builds fill the arena with NaN so that an op relying on a zeroed or
+        // stale output shows up in every test; release builds take zeroed pages.
+        arena.resize(
+            plan.len,
+            if cfg!(debug_assertions) {
+                f32::NAN
+            } else {
+                0.0
+            },
+        );
+        let mut offsets = plan.offsets.iter();
+        let slots = std::mem::take(&mut self.slots)
+            .into_iter()
+            .map(|s| match s {
+                Pending::Const(data) => Slot::Const(data),
+                Pending::Inter(l) => Slot::Arena {
+                    offset: *offsets.next().expect("one offset per intermediate"),
+                    len: l.len,
+                },
+            })
+            .collect();
+        Ok(Memory {
+            slots,
+            arena,
+            lower_bound: plan.lower_bound,
+        })
     }
 
     /// A constant's i64 values.
@@ -398,6 +516,7 @@ impl<'g> Builder<'g> {
                 let b = self.operand(input(1))?;
                 let epilogue = EpilogueSpec { ops: fused };
                 Op::MatMul(MatMulOp::matmul(
+                    &mut self.packs,
                     self.kernel,
                     a,
                     &shapes[0],
@@ -421,6 +540,7 @@ impl<'g> Builder<'g> {
                     _ => None,
                 };
                 Op::MatMul(MatMulOp::gemm(
+                    &mut self.packs,
                     self.kernel,
                     a,
                     &shapes[0],
@@ -627,13 +747,21 @@ impl Builder<'_> {
             residual,
             bounds,
         };
-        Ok(Op::Conv(ConvOp::new(self.kernel, &geometry, spec)))
+        Ok(Op::Conv(ConvOp::new(
+            &mut self.packs,
+            self.kernel,
+            &geometry,
+            spec,
+        )))
     }
 
     /// The data of a slot holding a copied constant.
     fn slot_data(&self, src: Src) -> Option<&[f32]> {
         match src {
-            Src::Slot(s) => Some(&self.slots[s]),
+            Src::Slot(s) => match &self.slots[s] {
+                Pending::Const(data) => Some(data),
+                Pending::Inter(_) => None,
+            },
             _ => None,
         }
     }
@@ -772,6 +900,7 @@ impl Builder<'_> {
         };
         let x = self.src(node.inputs[0])?;
         Ok(Op::Lstm(LstmOp::new(
+            &mut self.packs,
             self.kernel,
             x,
             &shapes[0],
@@ -784,4 +913,9 @@ impl Builder<'_> {
             shapes[2][2],
         )))
     }
+}
+
+/// The element count of a shape, `None` when it overflows.
+fn checked_len(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
 }

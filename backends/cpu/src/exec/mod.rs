@@ -1,9 +1,11 @@
 //! The executable: a list of prepared steps over buffers allocated at init.
 //!
 //! `execute` checks its arguments, runs the steps in order and copies the subgraph outputs
-//! into the caller's tensors. It allocates nothing: every intermediate buffer and every
-//! scratch area (run-time weight packing, layout conversion) was sized at init.
+//! into the caller's tensors. It allocates nothing: every intermediate lives in one arena
+//! planned at init (`arena.rs`), and every scratch area (run-time weight packing, layout
+//! conversion) was sized at init.
 
+mod arena;
 mod layout;
 mod lower;
 
@@ -22,7 +24,7 @@ use crate::ops::norm::LayerNormOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::{DequantizeOp, QLinearOp, QuantizeOp, WidenOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
-use crate::ops::{f32_view, f32_view_mut, RunCtx, Sources, Src};
+use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
 #[derive(Debug)]
@@ -30,12 +32,24 @@ pub struct CpuExecutable {
     inputs: Vec<IoDecl>,
     outputs: Vec<(IoDecl, Src)>,
     steps: Vec<Step>,
-    /// Intermediate tensors and the constants kept unpacked, by slot.
-    slots: Vec<Vec<f32>>,
+    /// Intermediate tensors (ranges of `arena`) and the constants kept unpacked, by slot.
+    slots: Vec<Slot>,
+    /// Every intermediate, placed by lifetime.
+    arena: Vec<f32>,
+    /// The peak-live size of the intermediates in floats: the least any arena could be.
+    arena_lower_bound: usize,
     ctx: RunCtx,
     /// Wall-clock nanoseconds of each step in the last run (for `profile`), sized at init
     /// so that timing allocates nothing.
     step_ns: Vec<u64>,
+}
+
+/// The slots of an executable and the arena behind them, as planned by `lower.rs`.
+#[derive(Debug)]
+struct Memory {
+    slots: Vec<Slot>,
+    arena: Vec<f32>,
+    lower_bound: usize,
 }
 
 /// A subgraph input or output as declared.
@@ -117,7 +131,7 @@ impl Op {
             Op::Transpose(op) => op.run(sources, out),
             Op::Concat(op) => op.run(sources, out),
             Op::ReduceMean(op) => op.run(sources, out, ctx),
-            Op::LayerNorm(op) => op.run(sources, out),
+            Op::LayerNorm(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::Slice(op) => op.run(sources, out),
             Op::Split(op) => op.run(sources, out),
             Op::Lstm(op) => op.run(sources, out, ctx),
@@ -139,23 +153,27 @@ impl Executable for CpuExecutable {
     ) -> Result<(), DelegateError> {
         self.check_inputs(inputs)?;
         self.check_outputs(outputs)?;
+        let base = self.arena.as_mut_ptr();
         for (step, ns) in self.steps.iter().zip(&mut self.step_ns) {
             let t0 = std::time::Instant::now();
-            // The output buffer leaves the slot list while the step reads the others.
-            let mut out = std::mem::take(&mut self.slots[step.out]);
-            let sources = Sources {
-                inputs,
-                slots: &self.slots,
+            let Slot::Arena { offset, len } = self.slots[step.out] else {
+                unreachable!("a step writes a constant slot");
             };
-            let result = step.op.run(&sources, &mut out, &mut self.ctx);
-            self.slots[step.out] = out;
+            // SAFETY: the plan put the step's output and every range it reads in the arena,
+            // disjoint from each other (see `arena.rs`); nothing else touches the arena
+            // until the step returns.
+            let (out, sources) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(base.add(offset), len),
+                    Sources::new(inputs, &self.slots, base, (offset, len)),
+                )
+            };
+            let result = step.op.run(&sources, out, &mut self.ctx);
             *ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
             result.map_err(|e| DelegateError::new(format!("node {}: {e}", step.node)))?;
         }
-        let sources = Sources {
-            inputs,
-            slots: &self.slots,
-        };
+        // SAFETY: no step runs; the arena is only read.
+        let sources = unsafe { Sources::new(inputs, &self.slots, base, (0, 0)) };
         for (tensor, (decl, src)) in outputs.iter_mut().zip(&self.outputs) {
             let values = sources.get(*src);
             match decl.dtype {
@@ -203,7 +221,7 @@ impl CpuExecutable {
         inputs: Vec<IoDecl>,
         outputs: Vec<(IoDecl, Src)>,
         steps: Vec<Step>,
-        slots: Vec<Vec<f32>>,
+        memory: Memory,
         ctx: RunCtx,
     ) -> CpuExecutable {
         let step_ns = vec![0; steps.len()];
@@ -211,10 +229,19 @@ impl CpuExecutable {
             inputs,
             outputs,
             steps,
-            slots,
+            slots: memory.slots,
+            arena: memory.arena,
+            arena_lower_bound: memory.lower_bound,
             ctx,
             step_ns,
         }
+    }
+
+    /// The arena's size in bytes, and the least any placement of the same intermediates
+    /// could take (their peak-live size).
+    pub fn arena_bytes(&self) -> (usize, usize) {
+        let f = std::mem::size_of::<f32>();
+        (self.arena.len() * f, self.arena_lower_bound * f)
     }
 
     fn check_inputs(&self, inputs: &[TensorRef<'_>]) -> Result<(), DelegateError> {

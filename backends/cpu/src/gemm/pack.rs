@@ -9,6 +9,7 @@
 //! past the last repeat it, so every tile is full.
 
 use super::{MatRef, MicroKernel, ZERO_ROW};
+use crate::prepack::Packs;
 
 /// Weights (`K x N`, `K = taps x kc`) packed into bias-led `NR`-column panels.
 #[derive(Clone, Debug, Default)]
@@ -67,23 +68,85 @@ impl PackedB {
         let len = PackedB::len_for(kernel, taps, kc, n);
         self.data.clear();
         self.data.resize(len, 0.0);
-        let k = taps * kc;
+        fill_panels(&mut self.data, nr, taps * kc, n, bias, w);
+        *self = PackedB {
+            nr,
+            taps,
+            kc,
+            n,
+            data: std::mem::take(&mut self.data),
+        };
+    }
+
+    /// [`PackedB::new`] through `packs`: the blob's packing when it holds one.
+    pub(crate) fn new_in(
+        packs: &mut Packs<'_>,
+        kernel: &MicroKernel,
+        taps: usize,
+        kc: usize,
+        n: usize,
+        bias: Option<&[f32]>,
+        w: impl Fn(usize, usize) -> f32,
+    ) -> PackedB {
+        let nr = kernel.nr();
+        let len = PackedB::len_for(kernel, taps, kc, n);
+        let data = packs.take(len, |dst| fill_panels(dst, nr, taps * kc, n, bias, w));
+        PackedB {
+            nr,
+            taps,
+            kc,
+            n,
+            data,
+        }
+    }
+
+    /// Repacks `alpha * B` for a `k x n` matrix `b` with element `(i, j)` at
+    /// `i * rs + j * cs`: weights that arrive at run time (attention's `Q·Kᵀ` and `P·V`).
+    ///
+    /// Rows (`cs == 1`) and columns (`rs == 1`) are copied as runs instead of through a
+    /// per-element closure, which was most of what packing at run time cost.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pack_strided(
+        &mut self,
+        kernel: &MicroKernel,
+        k: usize,
+        n: usize,
+        b: &[f32],
+        rs: usize,
+        cs: usize,
+        alpha: f32,
+    ) {
+        if cs != 1 && rs != 1 {
+            return self.pack(kernel, 1, k, n, None, |i, j| alpha * b[i * rs + j * cs]);
+        }
+        let nr = kernel.nr();
+        let len = PackedB::len_for(kernel, 1, k, n);
+        self.data.clear();
+        self.data.resize(len, 0.0);
         for (p, panel) in self.data.chunks_exact_mut(nr * (1 + k)).enumerate() {
-            let cols = nr.min(n - p * nr);
-            let (head, body) = panel.split_at_mut(nr);
-            if let Some(bias) = bias {
-                head[..cols].copy_from_slice(&bias[p * nr..p * nr + cols]);
-            }
-            for (kk, row) in body.chunks_exact_mut(nr).enumerate() {
-                for (j, v) in row[..cols].iter_mut().enumerate() {
-                    *v = w(kk, p * nr + j);
+            let (j0, cols) = (p * nr, nr.min(n - p * nr));
+            let body = &mut panel[nr..];
+            if cs == 1 {
+                for (i, row) in body.chunks_exact_mut(nr).enumerate() {
+                    let src = &b[i * rs + j0..i * rs + j0 + cols];
+                    row[..cols]
+                        .iter_mut()
+                        .zip(src)
+                        .for_each(|(d, &v)| *d = alpha * v);
+                }
+            } else {
+                for j in 0..cols {
+                    let src = &b[(j0 + j) * cs..(j0 + j) * cs + k];
+                    for (i, &v) in src.iter().enumerate() {
+                        body[i * nr + j] = alpha * v;
+                    }
                 }
             }
         }
         *self = PackedB {
             nr,
-            taps,
-            kc,
+            taps: 1,
+            kc: k,
             n,
             data: std::mem::take(&mut self.data),
         };
@@ -123,6 +186,30 @@ impl PackedB {
     pub(super) fn panel(&self, p: usize) -> &[f32] {
         let len = self.nr * (1 + self.depth());
         &self.data[p * len..(p + 1) * len]
+    }
+}
+
+/// Writes the bias-led `nr`-column panels of `w(k, j)` (`k < depth`, `j < n`) into the
+/// zeroed `dst`.
+fn fill_panels(
+    dst: &mut [f32],
+    nr: usize,
+    depth: usize,
+    n: usize,
+    bias: Option<&[f32]>,
+    w: impl Fn(usize, usize) -> f32,
+) {
+    for (p, panel) in dst.chunks_exact_mut(nr * (1 + depth)).enumerate() {
+        let cols = nr.min(n - p * nr);
+        let (head, body) = panel.split_at_mut(nr);
+        if let Some(bias) = bias {
+            head[..cols].copy_from_slice(&bias[p * nr..p * nr + cols]);
+        }
+        for (kk, row) in body.chunks_exact_mut(nr).enumerate() {
+            for (j, v) in row[..cols].iter_mut().enumerate() {
+                *v = w(kk, p * nr + j);
+            }
+        }
     }
 }
 

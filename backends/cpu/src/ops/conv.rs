@@ -25,8 +25,9 @@ use baton_delegate_api::shape::ConvGeometry;
 use super::depthwise::DepthwisePlan;
 use super::{RunCtx, Sources, Src};
 use crate::gemm::{
-    clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows,
+    clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
+use crate::prepack::Packs;
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,15 +110,36 @@ impl Geom {
         self.oh * self.ow
     }
 
-    /// The input pixel (`(n * h + iy) * w + ix`) that output row `r` (`(n * oh + oy) *
-    /// ow + ox`) reads at tap `t` (`ki * kw + kj`), or `None` in the padding.
-    pub(crate) fn tap(&self, r: usize, t: usize) -> Option<usize> {
-        let (n, p) = (r / self.out_plane().max(1), r % self.out_plane().max(1));
-        let (oy, ox) = (p / self.ow, p % self.ow);
-        let (ki, kj) = (t / self.kw, t % self.kw);
-        let iy = (oy * self.sh + ki * self.dh).checked_sub(self.ph)?;
-        let ix = (ox * self.sw + kj * self.dw).checked_sub(self.pw)?;
-        (iy < self.h && ix < self.w).then_some((n * self.h + iy) * self.w + ix)
+    /// For each output row `r` (`(n * oh + oy) * ow + ox`), in order, calls `f` with the
+    /// offsets of the input pixels its taps (`ki * kw + kj`) read, `pixel * scale` with
+    /// `pixel = (n * h + iy) * w + ix`, or [`ZERO_ROW`] for a tap in the padding.
+    ///
+    /// The coordinates are stepped, not divided out of `r` and `t`: this builds the
+    /// indirection tables at init, where per-element divisions were most of a model's
+    /// load time.
+    pub(crate) fn tap_rows(&self, scale: usize, mut f: impl FnMut(&[usize])) {
+        let taps = self.kh * self.kw;
+        let mut row = vec![ZERO_ROW; taps];
+        let inside = |o: usize, k: usize, s: usize, d: usize, p: usize, n: usize| {
+            (o * s + k * d).checked_sub(p).filter(|&i| i < n)
+        };
+        for n in 0..self.batch {
+            for oy in 0..self.oh {
+                for ox in 0..self.ow {
+                    for ki in 0..self.kh {
+                        let iy = inside(oy, ki, self.sh, self.dh, self.ph, self.h);
+                        for kj in 0..self.kw {
+                            let ix = inside(ox, kj, self.sw, self.dw, self.pw, self.w);
+                            row[ki * self.kw + kj] = match (iy, ix) {
+                                (Some(y), Some(x)) => ((n * self.h + y) * self.w + x) * scale,
+                                _ => ZERO_ROW,
+                            };
+                        }
+                    }
+                    f(&row);
+                }
+            }
+        }
     }
 }
 
@@ -184,7 +206,12 @@ pub(crate) struct ConvSpec<'a> {
 }
 
 impl ConvOp {
-    pub fn new(kernel: &MicroKernel, geometry: &ConvGeometry, spec: ConvSpec<'_>) -> ConvOp {
+    pub fn new(
+        packs: &mut Packs<'_>,
+        kernel: &MicroKernel,
+        geometry: &ConvGeometry,
+        spec: ConvSpec<'_>,
+    ) -> ConvOp {
         let g = Geom::new(geometry);
         let path = if g.group > 1 && g.group == g.c {
             Path::Depthwise(DepthwisePlan::new(&g, kernel.isa()))
@@ -199,24 +226,27 @@ impl ConvOp {
         {
             Path::Pointwise
         } else {
-            let m = g.batch * g.out_plane();
-            Path::Indirect(Indirection::new(kernel, m, g.kh * g.kw, g.cg(), |r, t| {
-                g.tap(r, t).map(|pixel| pixel * g.c)
+            let (m, taps) = (g.batch * g.out_plane(), g.kh * g.kw);
+            let mut table = Vec::with_capacity(m * taps);
+            g.tap_rows(g.c, |row| table.extend_from_slice(row));
+            Path::Indirect(Indirection::new(kernel, m, taps, g.cg(), |r, t| {
+                Some(table[r * taps + t]).filter(|&o| o != ZERO_ROW)
             }))
         };
         let weights = match (spec.w, spec.runtime_bias) {
             (Ok(w), None) => match &path {
                 Path::Depthwise(_) => {
-                    let mut p = vec![0.0; g.m * (1 + g.kh * g.kw)];
-                    depthwise_layout(&g, w, &spec.bias, &mut p);
-                    Weights::Depthwise(p)
+                    let len = g.m * (1 + g.kh * g.kw);
+                    Weights::Depthwise(packs.take(len, |p| depthwise_layout(&g, w, &spec.bias, p)))
                 }
                 _ => Weights::Packed(
                     (0..g.group)
                         .map(|grp| {
-                            let mut p = PackedB::default();
-                            pack_group(kernel, &g, grp, w, &spec.bias, &mut p);
-                            p
+                            let (mg, cg, taps) = (g.mg(), g.cg(), g.kh * g.kw);
+                            let bias = &spec.bias[grp * mg..(grp + 1) * mg];
+                            PackedB::new_in(packs, kernel, taps, cg, mg, Some(bias), |kk, j| {
+                                group_weight(&g, w, grp, kk, j)
+                            })
                         })
                         .collect(),
                 ),
@@ -388,9 +418,16 @@ fn pack_group(
     let (mg, cg, taps) = (g.mg(), g.cg(), g.kh * g.kw);
     let bias = &bias[grp * mg..(grp + 1) * mg];
     dst.pack(kernel, taps, cg, mg, Some(bias), |kk, j| {
-        let (t, c) = (kk / cg, kk % cg);
-        w[((grp * mg + j) * cg + c) * taps + t]
+        group_weight(g, w, grp, kk, j)
     });
+}
+
+/// Weight `(kk, j)` of group `grp`'s GEMM operand: depth `kk` is tap-major
+/// (`tap * C/group + channel`), column `j` the group's output channel.
+fn group_weight(g: &Geom, w: &[f32], grp: usize, kk: usize, j: usize) -> f32 {
+    let (mg, cg, taps) = (g.mg(), g.cg(), g.kh * g.kw);
+    let (t, c) = (kk / cg, kk % cg);
+    w[((grp * mg + j) * cg + c) * taps + t]
 }
 
 /// Writes the depthwise layout into `dst`: `M` bias values, then for each tap the `M`

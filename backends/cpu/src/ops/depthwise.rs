@@ -40,9 +40,7 @@ impl DepthwisePlan {
     pub fn new(g: &Geom, isa: Isa) -> DepthwisePlan {
         let (pixels, taps) = (g.batch * g.out_plane(), g.kh * g.kw);
         let mut offs = Vec::with_capacity(pixels * taps);
-        for r in 0..pixels {
-            offs.extend((0..taps).map(|t| g.tap(r, t).map_or(ZERO_ROW, |p| p * g.c)));
-        }
+        g.tap_rows(g.c, |row| offs.extend_from_slice(row));
         let extent = offs
             .iter()
             .filter(|&&o| o != ZERO_ROW)

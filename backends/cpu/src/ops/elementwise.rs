@@ -12,10 +12,19 @@ use crate::gemm::{clip, relu, Isa};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Unary {
     Relu,
-    Clip { min: f32, max: f32 },
+    Clip {
+        min: f32,
+        max: f32,
+    },
     Sigmoid,
     Tanh,
     Erf,
+    /// An Erf GELU found by `patterns.rs`: `(x * (erf(x / c) + 1)) * 0.5`, or `x * c`
+    /// inside the Erf when the graph multiplies.
+    Gelu {
+        divide: bool,
+        c: f32,
+    },
 }
 
 impl Unary {
@@ -26,8 +35,16 @@ impl Unary {
             Unary::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             Unary::Tanh => x.tanh(),
             Unary::Erf => super::math::erf(x),
+            Unary::Gelu { divide, c } => gelu(x, divide, c),
         }
     }
+}
+
+/// The five nodes of an Erf GELU as one function, each operation as the graph has it.
+#[inline(always)]
+fn gelu(x: f32, divide: bool, c: f32) -> f32 {
+    let d = if divide { x / c } else { x * c };
+    (x * (super::math::erf(d) + 1.0)) * 0.5
 }
 
 /// `out = f(x)`.
@@ -46,6 +63,8 @@ impl UnaryOp {
             Unary::Relu => map(isa, x, out, relu),
             Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
             Unary::Erf => map(isa, x, out, super::math::erf),
+            Unary::Gelu { divide: true, c } => map(isa, x, out, |v| gelu(v, true, c)),
+            Unary::Gelu { divide: false, c } => map(isa, x, out, |v| gelu(v, false, c)),
             Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
             _ => map(isa, x, out, |v| f.apply(v)),
         }
@@ -223,7 +242,22 @@ impl SoftmaxOp {
 /// sum in f64 as in the general path.
 #[inline(always)]
 fn softmax_row(x: &[f32], out: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, nan_max);
+    // Sixteen running maxima: one chain of dependent compare-and-selects over the row was
+    // a third of a transformer's Softmax time.
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        lanes
+            .iter_mut()
+            .zip(c)
+            .for_each(|(l, &v)| *l = nan_max(*l, v));
+    }
+    let max = chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .copied()
+        .fold(f32::NEG_INFINITY, nan_max);
     for (o, &v) in out.iter_mut().zip(x) {
         *o = super::math::exp(v - max);
     }

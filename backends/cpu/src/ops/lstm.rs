@@ -11,18 +11,19 @@
 //! The op writes `Y` (`[seq, dirs, batch, H]`), `Y_h` and `Y_c` (`[dirs, batch, H]`) one
 //! after another into its buffer; the node's outputs are views of it.
 
+use super::math::{sigmoid, tanh};
 use super::{RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, Epilogue, MatMut, MicroKernel, PackedB, Rows};
+use crate::gemm::{gemm_parallel, Epilogue, Isa, MatMut, MicroKernel, PackedB, Rows};
+use crate::prepack::Packs;
 
 /// One direction's prepared weights.
 #[derive(Clone, Debug)]
 pub(crate) struct LstmDirection {
-    /// `Wᵀ` (`[input, 4H]`), packed.
-    /// Wᵀ with the summed biases in the panels.
+    /// `Wᵀ` (`[input, 4H]`), packed, with the summed biases `Wb + Rb` in the panels.
     w: PackedB,
     /// `Rᵀ`, row-major `[H, 4H]`.
     r_t: Vec<f32>,
-    /// `Wb + Rb` (`[4H]`).
+    /// Whether this direction runs backwards in time.
     reverse: bool,
 }
 
@@ -43,6 +44,7 @@ impl LstmOp {
     /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        packs: &mut Packs<'_>,
         kernel: &MicroKernel,
         x: Src,
         x_shape: &[usize],
@@ -75,7 +77,9 @@ impl LstmOp {
                 };
                 LstmDirection {
                     // Wᵀ[k][n] = W[n][k].
-                    w: PackedB::new(kernel, 1, input, gh, Some(&bias), |k, n| wd[n * input + k]),
+                    w: PackedB::new_in(packs, kernel, 1, input, gh, Some(&bias), |k, n| {
+                        wd[n * input + k]
+                    }),
                     r_t,
                     reverse: direction == "reverse" || d == 1,
                 }
@@ -146,16 +150,19 @@ impl LstmOp {
                     Some(v) => c.copy_from_slice(&v[at..at + hidden]),
                     None => c.fill(0.0),
                 }
-                for step in 0..seq {
-                    let t = if dir.reverse { seq - 1 - step } else { step };
-                    gates.copy_from_slice(&g_all[(t * batch + b) * gh..][..gh]);
-                    for (&hk, row) in h.iter().zip(dir.r_t.chunks_exact(gh)) {
-                        gates.iter_mut().zip(row).for_each(|(g, &r)| *g += hk * r);
-                    }
-                    cell(gates, h, c);
-                    let at = ((t * ndirs + d) * batch + b) * hidden;
-                    y[at..at + hidden].copy_from_slice(h);
-                }
+                let walk = Walk {
+                    seq,
+                    batch,
+                    ndirs,
+                    d,
+                    b,
+                };
+                let state = State {
+                    gates: &mut *gates,
+                    h: &mut *h,
+                    c: &mut *c,
+                };
+                recurrence(kernel.isa(), dir, walk, g_all, state, y);
                 y_h[at..at + hidden].copy_from_slice(h);
                 y_c[at..at + hidden].copy_from_slice(c);
             }
@@ -163,19 +170,115 @@ impl LstmOp {
     }
 }
 
-/// One LSTM cell update from the pre-activation `gates` (i, o, f, c blocks of `H`).
+/// Where one (direction, batch) recurrence reads and writes.
+#[derive(Clone, Copy)]
+struct Walk {
+    seq: usize,
+    batch: usize,
+    ndirs: usize,
+    d: usize,
+    b: usize,
+}
+
+/// The recurrence's mutable state: one step's gates, and H and C.
+struct State<'a> {
+    gates: &'a mut [f32],
+    h: &'a mut [f32],
+    c: &'a mut [f32],
+}
+
+/// The time steps of one (direction, batch) pair: `gates = G[t] + H·Rᵀ`, then the cell,
+/// compiled for the CPU's vectors. The sequential dependency on H leaves no parallelism
+/// across steps; within a step the work is a GEMV and the cell, both element-parallel.
+fn recurrence(isa: Isa, dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
+    match isa {
+        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512F => unsafe { recurrence_avx512(dir, at, g, s, y) },
+        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { recurrence_avx2(dir, at, g, s, y) },
+        // NEON has a fused multiply-add too; only the portable kernels go without.
+        Isa::Neon => steps::<true>(dir, at, g, s, y),
+        _ => steps::<false>(dir, at, g, s, y),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn recurrence_avx512(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
+    steps::<true>(dir, at, g, s, y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn recurrence_avx2(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
+    steps::<true>(dir, at, g, s, y)
+}
+
+#[inline(always)]
+fn steps<const FMA: bool>(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+) {
+    let State { gates, h, c } = s;
+    let (gh, hidden) = (gates.len(), h.len());
+    for step in 0..at.seq {
+        let t = if dir.reverse { at.seq - 1 - step } else { step };
+        gates.copy_from_slice(&g_all[(t * at.batch + at.b) * gh..][..gh]);
+        gemv::<FMA>(gates, h, &dir.r_t);
+        cell(gates, h, c);
+        let o = ((t * at.ndirs + at.d) * at.batch + at.b) * hidden;
+        y[o..o + hidden].copy_from_slice(h);
+    }
+}
+
+/// `gates += h · Rᵀ` (`Rᵀ` row-major `[H, gates.len()]`), a block of columns at a time held
+/// in registers over all of `h`: streaming `gates` through memory once per element of
+/// `h` made the recurrence load- and store-bound.
+#[inline(always)]
+fn gemv<const FMA: bool>(gates: &mut [f32], h: &[f32], r_t: &[f32]) {
+    const BLOCK: usize = 64;
+    let gh = gates.len();
+    let madd = |acc: &mut f32, hk: f32, r: f32| {
+        *acc = if FMA {
+            hk.mul_add(r, *acc)
+        } else {
+            *acc + hk * r
+        }
+    };
+    let mut j0 = 0;
+    while j0 + BLOCK <= gh {
+        let mut acc = [0f32; BLOCK];
+        acc.copy_from_slice(&gates[j0..j0 + BLOCK]);
+        for (&hk, row) in h.iter().zip(r_t.chunks_exact(gh)) {
+            let row: &[f32; BLOCK] = row[j0..j0 + BLOCK].try_into().expect("a full block");
+            acc.iter_mut().zip(row).for_each(|(a, &r)| madd(a, hk, r));
+        }
+        gates[j0..j0 + BLOCK].copy_from_slice(&acc);
+        j0 += BLOCK;
+    }
+    for (&hk, row) in h.iter().zip(r_t.chunks_exact(gh)) {
+        let tail = gates[j0..].iter_mut().zip(&row[j0..]);
+        tail.for_each(|(a, &r)| madd(a, hk, r));
+    }
+}
+
+/// One LSTM cell update from the pre-activation `gates` (i, o, f, c blocks of `H`), with
+/// the polynomial sigmoid and tanh so that it vectorizes with the recurrence around it.
+#[inline(always)]
 fn cell(gates: &[f32], h: &mut [f32], c: &mut [f32]) {
     let n = h.len();
     let (i, rest) = gates.split_at(n);
     let (o, rest) = rest.split_at(n);
     let (f, cand) = rest.split_at(n);
-    for j in 0..n {
-        let c_new = sigmoid(f[j]) * c[j] + sigmoid(i[j]) * cand[j].tanh();
-        c[j] = c_new;
-        h[j] = sigmoid(o[j]) * c_new.tanh();
+    let gates = i.iter().zip(o).zip(f.iter().zip(&cand[..n]));
+    for ((h, c), ((&i, &o), (&f, &g))) in h.iter_mut().zip(c.iter_mut()).zip(gates) {
+        let c_new = sigmoid(f) * *c + sigmoid(i) * tanh(g);
+        *c = c_new;
+        *h = sigmoid(o) * tanh(c_new);
     }
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
 }

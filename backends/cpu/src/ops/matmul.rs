@@ -5,6 +5,7 @@ use baton_delegate_api::shape::broadcast_shapes;
 use super::layout::broadcast_strides;
 use super::{EpOpSpec, EpilogueSpec, Operand, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, MatMut, MatRef, MicroKernel, PackedB, Rows};
+use crate::prepack::Packs;
 
 /// A batch of independent products `C[c..] = A[a..] · B[b]`.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +47,7 @@ impl MatMulOp {
     /// MatMul of `a` and `b` (numpy rules: 1-D operands promoted, batch dims broadcast).
     /// Epilogue adds address the `[M, N]` matrix of one batch.
     pub fn matmul(
+        packs: &mut Packs<'_>,
         kernel: &MicroKernel,
         a: Src,
         a_shape: &[usize],
@@ -106,7 +108,9 @@ impl MatMulOp {
                             rs: n,
                             cs: 1,
                         };
-                        PackedB::from_matrix(kernel, view, k, n, None)
+                        PackedB::new_in(packs, kernel, 1, k, n, None, |i, j| {
+                            view.data[i * view.rs + j * view.cs]
+                        })
                     })
                     .collect(),
             ),
@@ -130,6 +134,7 @@ impl MatMulOp {
     /// and likewise for `B`. `c` is `C`'s source and its `(rs, cs)` view on `[M, N]`.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm(
+        packs: &mut Packs<'_>,
         kernel: &MicroKernel,
         a: Src,
         a_shape: &[usize],
@@ -162,11 +167,15 @@ impl MatMulOp {
         }
         epilogue.ops.extend_from_slice(extra);
         let b = match b {
-            Operand::Const(data) => {
-                RhsSpec::Packed(vec![PackedB::new(kernel, 1, k, n, None, |i, j| {
-                    alpha * data[i * b_rs + j * b_cs]
-                })])
-            }
+            Operand::Const(data) => RhsSpec::Packed(vec![PackedB::new_in(
+                packs,
+                kernel,
+                1,
+                k,
+                n,
+                None,
+                |i, j| alpha * data[i * b_rs + j * b_cs],
+            )]),
             Operand::Runtime(src) => RhsSpec::Runtime {
                 src,
                 rs: b_rs,
@@ -229,9 +238,7 @@ impl MatMulOp {
                     let offset = batch.b * self.k * self.n;
                     let (rs, cs, alpha) = (*rs, *cs, self.alpha);
                     let b = &b[offset.min(b.len())..];
-                    rhs.pack(kernel, 1, self.k, self.n, None, |i, j| {
-                        alpha * b[i * rs + j * cs]
-                    });
+                    rhs.pack_strided(kernel, self.k, self.n, b, rs, cs, alpha);
                     &*rhs
                 }
             };

@@ -18,6 +18,7 @@ pub(crate) mod quant;
 pub(crate) mod tensor;
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 use baton_delegate_api::TensorRef;
 
@@ -48,20 +49,80 @@ pub(crate) enum Operand<'c> {
     Runtime(Src),
 }
 
-/// Resolves [`Src`] handles during one execute.
+/// What a slot holds: a constant the executable had to copy (misaligned or 8-bit in the
+/// graph), or an intermediate at a planned range of the arena (see `exec/arena.rs`).
+#[derive(Debug)]
+pub(crate) enum Slot {
+    Const(Vec<f32>),
+    Arena { offset: usize, len: usize },
+}
+
+/// Resolves [`Src`] handles during one step of an execute.
+///
+/// The arena is reached through a raw pointer because the running step writes one range
+/// of it while reading others: the plan guarantees the ranges are disjoint (a step's
+/// output is live at that step, as are its operands), which debug builds check on every
+/// read.
 pub(crate) struct Sources<'a> {
     /// The subgraph inputs, already checked to be aligned f32 data of the right length.
     pub inputs: &'a [TensorRef<'a>],
-    pub slots: &'a [Vec<f32>],
+    slots: &'a [Slot],
+    arena: *const f32,
+    /// The arena range the running step writes, as (offset, len).
+    writing: (usize, usize),
+    _arena: PhantomData<&'a [f32]>,
 }
 
 impl<'a> Sources<'a> {
+    /// Sources for a step writing `writing` of the arena at `arena`.
+    ///
+    /// # Safety
+    /// `arena` must point to a live buffer holding every `Slot::Arena` range of `slots`,
+    /// not otherwise accessed for `'a` except through the one mutable slice of the
+    /// `writing` range, which no range read during `'a` overlaps.
+    pub unsafe fn new(
+        inputs: &'a [TensorRef<'a>],
+        slots: &'a [Slot],
+        arena: *const f32,
+        writing: (usize, usize),
+    ) -> Sources<'a> {
+        Sources {
+            inputs,
+            slots,
+            arena,
+            writing,
+            _arena: PhantomData,
+        }
+    }
+
     /// The data behind `src`.
     pub fn get(&self, src: Src) -> &'a [f32] {
         match src {
             Src::Input(i) => f32_view(self.inputs[i].data).unwrap_or(&[]),
-            Src::Slot(s) => &self.slots[s],
-            Src::Part { slot, offset, len } => &self.slots[slot][offset..offset + len],
+            Src::Slot(s) => self.slot(s, 0, None),
+            Src::Part { slot, offset, len } => self.slot(slot, offset, Some(len)),
+        }
+    }
+
+    fn slot(&self, s: usize, skip: usize, take: Option<usize>) -> &'a [f32] {
+        match &self.slots[s] {
+            Slot::Const(data) => {
+                let data: &'a [f32] = data;
+                &data[skip..take.map_or(data.len(), |n| skip + n)]
+            }
+            &Slot::Arena { offset, len } => {
+                let take = take.unwrap_or(len - skip);
+                assert!(skip + take <= len, "a part beyond its slot");
+                let start = offset + skip;
+                let (w, wl) = self.writing;
+                debug_assert!(
+                    take == 0 || wl == 0 || start + take <= w || w + wl <= start,
+                    "a step reads the arena range it writes"
+                );
+                // SAFETY: within the slot's range of the arena (`new`'s contract), and
+                // disjoint from the one range being written.
+                unsafe { std::slice::from_raw_parts(self.arena.add(start), take) }
+            }
         }
     }
 

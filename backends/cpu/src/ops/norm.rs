@@ -1,7 +1,9 @@
 //! LayerNormalization over the trailing block of dimensions from `axis`.
 
+use super::math::rows as for_rows;
 use super::tensor::sum_f64;
 use super::{Sources, Src};
+use crate::gemm::Isa;
 
 /// Where Scale or B comes from, and how a block element finds its value.
 #[derive(Clone, Debug)]
@@ -37,12 +39,27 @@ pub(crate) struct LayerNormOp {
 }
 
 impl LayerNormOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
         let x = sources.get(self.x);
         let scale = sources.get(self.scale.src);
         let bias = self.bias.as_ref().map(|b| (b, sources.get(b.src)));
         let (rows, n) = (self.rows, self.n);
         let (y, stats) = out.split_at_mut(rows * n);
+        // The usual case (Scale and B of the block's shape, Y alone): one pass per row,
+        // compiled for the CPU's vectors.
+        let plain = |o: &BlockOperand, d: &[f32]| o.index.is_none() && d.len() == n;
+        if !self.stats
+            && n > 0
+            && plain(&self.scale, scale)
+            && bias.as_ref().is_none_or(|(bo, b)| plain(bo, b))
+        {
+            let bias = bias.map(|(_, b)| b);
+            let eps = self.epsilon;
+            for_rows(isa, &x[..rows * n], y, n, |blk, dst| {
+                norm_row(blk, dst, scale, bias, eps)
+            });
+            return;
+        }
         for r in 0..rows {
             let block = &x[r * n..(r + 1) * n];
             let dst = &mut y[r * n..(r + 1) * n];
@@ -70,4 +87,38 @@ impl LayerNormOp {
             }
         }
     }
+}
+
+/// One row of LayerNormalization with per-element Scale and B, statistics in f64 as in
+/// the general path; eight f64 lanes so that the sums vectorize.
+#[inline(always)]
+fn norm_row(x: &[f32], y: &mut [f32], scale: &[f32], bias: Option<&[f32]>, eps: f64) {
+    let n = x.len() as f64;
+    let mean = lanes(x, |v| v as f64) / n;
+    let var = lanes(x, |v| (v as f64 - mean) * (v as f64 - mean)) / n;
+    let inv = 1.0 / (var + eps).sqrt();
+    match bias {
+        Some(b) => {
+            for (((d, &v), &s), &b) in y.iter_mut().zip(x).zip(scale).zip(b) {
+                *d = ((v as f64 - mean) * inv * s as f64 + b as f64) as f32;
+            }
+        }
+        None => {
+            for ((d, &v), &s) in y.iter_mut().zip(x).zip(scale) {
+                *d = ((v as f64 - mean) * inv * s as f64) as f32;
+            }
+        }
+    }
+}
+
+/// `sum(f(v))` over `x` in eight independent f64 partial sums.
+#[inline(always)]
+fn lanes(x: &[f32], f: impl Fn(f32) -> f64) -> f64 {
+    let mut acc = [0f64; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        acc.iter_mut().zip(c).for_each(|(a, &v)| *a += f(v));
+    }
+    let tail: f64 = chunks.remainder().iter().map(|&v| f(v)).sum();
+    acc.iter().sum::<f64>() + tail
 }
