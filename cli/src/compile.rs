@@ -94,8 +94,8 @@ pub fn run(a: CompileArgs) -> Result<()> {
         match &compiled.memory {
             Some(m) => format!("; arena {} B", m.arena_size),
             None => format!(
-                "; bounded by {:?}, compiled per size at run time",
-                compiled.bounds
+                "; bounded by {}, compiled per size at run time",
+                crate::dims::bound_list(&compiled.bounds)
             ),
         }
     );

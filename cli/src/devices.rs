@@ -35,7 +35,13 @@ pub fn devices(a: ConfigArg) -> Result<()> {
         );
     }
     for f in &engine.failed {
-        println!("{}: not loaded: {}", f.label, f.error);
+        // Plugin errors name the file or plugin; the label is said only when they do not.
+        let error = f.error.to_string();
+        if error.contains(&f.label) {
+            println!("not loaded: {error}");
+        } else {
+            println!("{}: not loaded: {error}", f.label);
+        }
     }
     if engine.backends.is_empty() && engine.failed.is_empty() {
         println!("no plugins configured: everything runs on the portable kernels");

@@ -54,3 +54,9 @@ pub fn symbolic_dims(graph: &Graph) -> BTreeSet<String> {
         })
         .collect()
 }
+
+/// `seq=512, batch=4`: bounds as they are given on the command line.
+pub fn bound_list(bounds: &BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = bounds.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(", ")
+}

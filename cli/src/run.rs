@@ -73,10 +73,9 @@ pub fn run(a: RunArgs) -> Result<()> {
         let decl = &graph.tensors[t];
         let tensor = given.remove(&decl.name).ok_or_else(|| {
             anyhow!(
-                "missing input '{}': expected {} {}; pass --input {}=FILE.npy",
+                "missing input '{}': expected {}; pass --input {}=FILE.npy",
                 decl.name,
-                decl.dtype,
-                baton_delegate_api::ir::shape_string(&decl.shape),
+                baton_runtime_host::error::TensorType::declared(decl.dtype, &decl.shape),
                 decl.name
             )
         })?;
@@ -136,8 +135,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             .with_context(|| format!("loading {}", a.model.display()))?;
         let p = session.arena_plan();
         eprintln!(
-            "baton: memory planned at the bounds {bounds:?}: arena {} B (naive {} B, lower bound {} B)",
-            p.arena_size, p.naive_size, p.lower_bound
+            "baton: memory planned at the bounds {}: arena {} B (naive {} B, lower bound {} B)",
+            crate::dims::bound_list(&bounds),
+            p.arena_size,
+            p.naive_size,
+            p.lower_bound
         );
         let outputs = session.run(&inputs)?;
         (outputs, session.last_nodes_per_backend())

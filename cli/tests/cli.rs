@@ -119,7 +119,7 @@ fn a_missing_input_names_it_with_dtype_and_shape() {
     assert!(
         stderr.contains("missing input 'image'")
             && stderr.contains("f32")
-            && stderr.contains("[1,3,32,32]"),
+            && stderr.contains("expected f32[1, 3, 32, 32]"),
         "{stderr}"
     );
 }

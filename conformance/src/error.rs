@@ -17,11 +17,13 @@ pub enum Error {
     /// A bad command-line value (`--shard`, `--ops`, `--option`, ...).
     #[error("{0}")]
     Usage(String),
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    /// Reading or writing a file failed. The cause is part of the message, so it is a
+    /// plain field rather than also an error source (a reporter printing the chain would
+    /// say it twice).
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The child process could not be started or talked to.
     #[error("child process: {0}")]

@@ -80,9 +80,9 @@ pub struct Applied {
 impl Expectations {
     /// Reads an expectations file.
     pub fn load(path: &Path) -> Result<Expectations> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| Error::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Expectations::parse(&text, path)
     }

@@ -281,24 +281,19 @@ pub enum Support {
     /// The plugin runs this node, and runs it correctly: conformance judges every claimed
     /// node against the reference kernels.
     Yes,
-    /// Declined, with a [`abi::reason`] code and an explanation for the user.
-    No {
-        /// An [`abi::reason`] code other than `NONE`, so reports can group refusals.
-        reason: u32,
-        /// What is missing, for the user ("dtype f16", "auto_pad SAME_LOWER"); cut to
-        /// [`abi::SUPPORT_MESSAGE_LEN`] minus one bytes at a character boundary.
-        message: String,
-    },
+    /// Declined, with a typed reason (so reports can group refusals) and what is missing,
+    /// for the user ("dtype f16", "auto_pad SAME_LOWER"). The glue turns the reason into
+    /// its [`abi::reason`] code and cuts the message to [`abi::SUPPORT_MESSAGE_LEN`] minus
+    /// one bytes at a character boundary. Typed, so a Rust delegate cannot hand the host
+    /// a code that does not exist; a host reading a C plugin's answer maps a code it does
+    /// not know (a newer plugin's) to [`DeclineReason::Other`].
+    No(Decline),
 }
 
 impl Support {
-    /// A refusal: `reason` is a [`DeclineReason`] (or, as C plugins give it, an
-    /// [`abi::reason`] code).
-    pub fn no(reason: impl Into<u32>, message: impl Into<String>) -> Support {
-        Support::No {
-            reason: reason.into(),
-            message: message.into(),
-        }
+    /// A refusal for `reason`, explained by `message`.
+    pub fn no(reason: DeclineReason, message: impl Into<String>) -> Support {
+        Support::No(Decline::new(reason, message))
     }
 }
 
@@ -463,11 +458,12 @@ pub trait Delegate: Sized + Send + Sync + 'static {
         constants: Constants<'_>,
     ) -> Result<Vec<u8>, DelegateError>;
 
-    /// Whether an existing blob can be used by this build: a [`BlobCompatibility`] code
-    /// (`BlobCompatibility::Optimal.code()`; the `abi::compat` constants are the same).
-    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+    /// Whether an existing blob can be used by this build (the glue passes the host its
+    /// [`abi::compat`] code). Answer [`BlobCompatibility::Unsupported`] for bytes you do
+    /// not recognise: the host then recompiles instead of handing you a foreign blob.
+    fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         let _ = blob;
-        BlobCompatibility::Optimal.code()
+        BlobCompatibility::Optimal
     }
 
     /// Prepares a blob for execution. The constant views are those passed at compile time.

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::{Graph, NodeId, Support};
 
 use crate::{BackendAnswers, PartitionError, Pin, Policy, Target};
@@ -197,16 +196,10 @@ fn standing(name: &str, answer: &Support, pin: Option<&Pin>) -> Standing {
 fn declined(name: &str, answer: &Support) -> String {
     match answer {
         Support::Yes => format!("{name} supports it"),
-        Support::No {
-            reason: code,
-            message,
-        } if message.is_empty() => {
-            format!("{name} declined: {}", reason::name(*code))
+        Support::No(d) if d.message.is_empty() => {
+            format!("{name} declined: {}", d.reason.name())
         }
-        Support::No {
-            reason: code,
-            message,
-        } => format!("{name} declined: {}: {message}", reason::name(*code)),
+        Support::No(d) => format!("{name} declined: {}: {}", d.reason.name(), d.message),
     }
 }
 

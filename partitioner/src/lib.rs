@@ -179,8 +179,10 @@ pub enum Step {
 /// Inputs that cannot be partitioned.
 #[derive(thiserror::Error, Debug, Clone, PartialEq)]
 pub enum PartitionError {
+    // Not `#[from]`: that would make the IR error a source as well as part of the
+    // message, and a reporter printing the chain would say it twice.
     #[error("cannot partition an invalid graph: {0}")]
-    InvalidGraph(#[from] IrError),
+    InvalidGraph(IrError),
     #[error("backend '{backend}' gave {got} support answers, but the graph has {expected} nodes")]
     AnswerCount {
         backend: String,
@@ -199,6 +201,12 @@ pub enum PartitionError {
     PinBackendNotInPriority { index: usize, backend: String },
     #[error("pin {index} gives neither an op nor a node name, so it would match every node")]
     EmptyPin { index: usize },
+}
+
+impl From<IrError> for PartitionError {
+    fn from(e: IrError) -> PartitionError {
+        PartitionError::InvalidGraph(e)
+    }
 }
 
 /// Partitions `graph` between the backends of `policy.priority` and the host.

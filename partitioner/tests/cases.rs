@@ -1,7 +1,6 @@
 //! Hand-built graphs whose right answer is known, including the traps a naive merge falls in.
 
-use baton_delegate_api::abi::reason;
-use baton_delegate_api::{DType, Graph, GraphBuilder, OpKind, Support};
+use baton_delegate_api::{DType, DeclineReason, Graph, GraphBuilder, OpKind, Support};
 use baton_partitioner::{
     partition, BackendAnswers, Decision, Partition, PartitionError, PartitionPlan, Pin, Policy,
     Step, Target,
@@ -135,7 +134,7 @@ fn host_nodes_carry_every_backends_message() {
             .nodes
             .iter()
             .map(|n| match n.op {
-                OpKind::Tanh => Support::no(reason::DTYPE, "f64 not supported"),
+                OpKind::Tanh => Support::no(DeclineReason::DType, "f64 not supported"),
                 _ => Support::Yes,
             })
             .collect(),
@@ -593,7 +592,7 @@ fn only(name: &str, g: &Graph, ops: &[OpKind]) -> BackendAnswers {
                 if ops.contains(&n.op) {
                     Support::Yes
                 } else {
-                    Support::no(reason::OP, format!("{} is not implemented", n.op))
+                    Support::no(DeclineReason::Op, format!("{} is not implemented", n.op))
                 }
             })
             .collect(),

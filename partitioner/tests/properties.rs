@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use baton_delegate_api::abi::reason;
-use baton_delegate_api::{DType, Dim, Graph, Node, OpKind, Support, TensorDecl};
+use baton_delegate_api::{DType, DeclineReason, Dim, Graph, Node, OpKind, Support, TensorDecl};
 use baton_partitioner::{
     partition, BackendAnswers, Decision, PartitionPlan, Pin, Policy, Step, Target,
 };
@@ -386,7 +385,10 @@ fn answers_for(case: &Case) -> Vec<BackendAnswers> {
                     if yes {
                         Support::Yes
                     } else {
-                        Support::no(reason::OTHER, format!("{} refuses n{i}", BACKENDS[b]))
+                        Support::no(
+                            DeclineReason::Other,
+                            format!("{} refuses n{i}", BACKENDS[b]),
+                        )
                     }
                 })
                 .collect(),

@@ -21,7 +21,7 @@ use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::{Dim, Graph, Tensor};
 
 use crate::engine::Engine;
-use crate::error::{HostError, Result};
+use crate::error::{HostError, InputProblem, Result, TensorType};
 use crate::memory::ArenaPlan;
 use crate::session::{ArenaReuse, Session};
 
@@ -85,33 +85,24 @@ impl<'e> BoundedSession<'e> {
         for (dim, input) in &used {
             match bounds.get(dim) {
                 None => {
-                    return Err(HostError::Input {
-                        name: input.clone(),
-                        message: format!(
-                            "dimension '{dim}' is symbolic and has no declared bound (give one, e.g. --bound {dim}=MAX)"
-                        ),
-                    })
+                    return Err(HostError::input(
+                        input,
+                        InputProblem::Unbounded { dim: dim.clone() },
+                    ))
                 }
                 Some(0) => {
-                    return Err(HostError::Input {
-                        name: input.clone(),
-                        message: format!("the bound of dimension '{dim}' is 0"),
-                    })
+                    return Err(HostError::input(
+                        input,
+                        InputProblem::ZeroBound { dim: dim.clone() },
+                    ))
                 }
                 Some(_) => {}
             }
         }
         if let Some(extra) = bounds.keys().find(|k| !used.contains_key(*k)) {
-            return Err(HostError::Input {
-                name: "(bounds)".into(),
-                message: format!(
-                    "a bound is declared for dimension '{extra}', which no input of the model has (symbolic dimensions: {})",
-                    if used.is_empty() {
-                        "none".to_string()
-                    } else {
-                        used.keys().cloned().collect::<Vec<_>>().join(", ")
-                    }
-                ),
+            return Err(HostError::UnusedBound {
+                dim: extra.clone(),
+                symbolic: used.keys().cloned().collect(),
             });
         }
         let mut at_bound = Session::new(engine, graph, bounds)?;
@@ -158,51 +149,50 @@ impl<'e> BoundedSession<'e> {
     /// fixed extents, consistency between inputs and the bounds.
     pub fn bind(&self, inputs: &[&Tensor]) -> Result<BTreeMap<String, usize>> {
         if inputs.len() != self.graph.inputs.len() {
-            return Err(HostError::Input {
-                name: "(all)".into(),
-                message: format!(
-                    "{} inputs given, the model takes {}",
-                    inputs.len(),
-                    self.graph.inputs.len()
-                ),
+            return Err(HostError::InputCount {
+                given: inputs.len(),
+                expected: self.graph.inputs.len(),
+                state: 0,
             });
         }
         let mut binding: BTreeMap<String, usize> = BTreeMap::new();
         for (&t, given) in self.graph.inputs.iter().zip(inputs) {
             let decl = &self.graph.tensors[t];
-            let err = |message: String| HostError::Input {
-                name: decl.name.clone(),
-                message,
-            };
+            let err = |problem: InputProblem| HostError::input(&decl.name, problem);
             if given.dtype != decl.dtype || given.shape.len() != decl.shape.len() {
-                return Err(err(format!(
-                    "got {} {:?}, expected {} {}",
-                    given.dtype,
-                    given.shape,
-                    decl.dtype,
-                    baton_delegate_api::ir::shape_string(&decl.shape)
-                )));
+                return Err(err(InputProblem::WrongType {
+                    expected: TensorType::declared(decl.dtype, &decl.shape),
+                    got: TensorType::of(given.dtype, &given.shape),
+                }));
             }
             for (axis, (d, &v)) in decl.shape.iter().zip(&given.shape).enumerate() {
                 match d {
                     Dim::Fixed(f) if *f != v => {
-                        return Err(err(format!(
-                            "axis {axis} is {v}, the model fixes it at {f}"
-                        )))
+                        return Err(err(InputProblem::FixedExtent {
+                            axis,
+                            got: v,
+                            fixed: *f,
+                        }))
                     }
                     Dim::Fixed(_) => {}
                     Dim::Sym(s) => {
                         let bound = self.bounds[s];
                         if v > bound {
-                            return Err(err(format!(
-                                "dimension '{s}' (axis {axis}) is {v}, above its declared bound {bound}"
-                            )));
+                            return Err(err(InputProblem::AboveBound {
+                                dim: s.clone(),
+                                axis,
+                                got: v,
+                                bound,
+                            }));
                         }
                         if let Some(&prev) = binding.get(s) {
                             if prev != v {
-                                return Err(err(format!(
-                                    "dimension '{s}' (axis {axis}) is {v}, but another input bound it to {prev}"
-                                )));
+                                return Err(err(InputProblem::Inconsistent {
+                                    dim: s.clone(),
+                                    axis,
+                                    got: v,
+                                    bound_to: prev,
+                                }));
                             }
                         }
                         binding.insert(s.clone(), v);

@@ -28,13 +28,20 @@
 //!
 //! Unknown keys anywhere are errors naming the key: a typo must never silently become a
 //! default.
+//!
+//! Pins are resolved into the partitioner's [`Policy`] once, when the engine is made
+//! ([`PolicyConfig::resolve`]): op names are checked when the file is parsed and targets
+//! when the plugins' names are known, so a bad pin is an error naming the pin before any
+//! model is loaded, and partitioning works from typed pins.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use baton_delegate_api::OpKind;
+use baton_partitioner::{Pin, Policy, Target};
 use serde::Deserialize;
 
-use crate::error::{HostError, Result};
+use crate::error::{ConfigProblem, HostError, PinProblem, Result};
 use crate::limits::Limits;
 
 /// The whole configuration.
@@ -103,6 +110,36 @@ pub struct PolicyConfig {
     pub pin: Vec<PinConfig>,
 }
 
+impl PolicyConfig {
+    /// The partitioner's policy, with every pin resolved: its op name to an [`OpKind`], its
+    /// target to the host or one of `plugins` (the names the policy may use). The
+    /// priority list is left empty: which backends are asked is decided per model.
+    pub fn resolve(&self, plugins: &[&str]) -> std::result::Result<Policy, ConfigProblem> {
+        let pins = self
+            .pin
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.resolve(Some(plugins))
+                    .map_err(|problem| pin_problem(i, problem))
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(Policy {
+            priority: Vec::new(),
+            min_partition_size: self.min_partition_size,
+            max_partitions: self.max_partitions,
+            pins,
+        })
+    }
+}
+
+fn pin_problem(index: usize, problem: PinProblem) -> ConfigProblem {
+    ConfigProblem::Pin {
+        index: index + 1,
+        problem,
+    }
+}
+
 /// Pins an op or a node to a backend or to the host.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +148,40 @@ pub struct PinConfig {
     pub node: Option<String>,
     /// A plugin name or `host`.
     pub target: String,
+}
+
+impl PinConfig {
+    /// The typed pin. Targets are checked against `plugins` when given (when the config
+    /// is parsed, the plugins' own names are not known yet).
+    fn resolve(&self, plugins: Option<&[&str]>) -> std::result::Result<Pin, PinProblem> {
+        if self.op.is_none() && self.node.is_none() {
+            return Err(PinProblem::MatchesEverything);
+        }
+        let op = match &self.op {
+            Some(name) => {
+                Some(OpKind::from_name(name).ok_or_else(|| PinProblem::UnknownOp(name.clone()))?)
+            }
+            None => None,
+        };
+        let target = if self.target == "host" {
+            Target::Host
+        } else {
+            if let Some(known) = plugins {
+                if !known.contains(&self.target.as_str()) {
+                    return Err(PinProblem::UnknownTarget {
+                        target: self.target.clone(),
+                        plugins: known.iter().map(|s| s.to_string()).collect(),
+                    });
+                }
+            }
+            Target::Backend(self.target.clone())
+        };
+        Ok(Pin {
+            op,
+            node: self.node.clone(),
+            target,
+        })
+    }
 }
 
 /// What to do when a plugin fails after partitioning.
@@ -163,51 +234,40 @@ fn default_on_init() -> OnInitError {
 impl Config {
     /// Reads and checks a config file.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(|source| HostError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| HostError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
-        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        // A bare file name has the empty parent; "." keeps a relative plugin path a path
+        // (the dynamic loader searches its library path for a name without a slash).
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         Config::parse(&text, path, &base)
     }
 
     /// Parses config text; `source` names it in errors, `base_dir` anchors relative paths.
     pub fn parse(text: &str, source: &Path, base_dir: &Path) -> Result<Config> {
-        let err = |message: String| HostError::Config {
-            path: source.to_path_buf(),
-            message,
-        };
-        let mut cfg: Config = toml::from_str(text).map_err(|e| err(e.to_string()))?;
+        let err = |problem: ConfigProblem| HostError::config(source, problem);
+        let mut cfg: Config = toml::from_str(text).map_err(|e| err(toml_problem(text, &e)))?;
         cfg.base_dir = base_dir.to_path_buf();
         cfg.source = source.to_path_buf();
         for (i, p) in cfg.plugins.iter().enumerate() {
             match (&p.path, &p.builtin) {
                 (Some(_), None) | (None, Some(_)) => {}
-                _ => {
-                    return Err(err(format!(
-                        "plugin #{}: give exactly one of `path` or `builtin`",
-                        i + 1
-                    )))
-                }
+                _ => return Err(err(ConfigProblem::PluginSource { index: i + 1 })),
             }
             if let Some(h) = &p.sha256 {
                 if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
-                    return Err(err(format!(
-                        "plugin #{}: sha256 must be 64 hex digits",
-                        i + 1
-                    )));
+                    return Err(err(ConfigProblem::Sha256 { index: i + 1 }));
                 }
             }
         }
-        for pin in &cfg.policy.pin {
-            if pin.op.is_none() && pin.node.is_none() {
-                return Err(err("policy.pin: each pin needs `op` or `node`".into()));
-            }
-            if let Some(op) = &pin.op {
-                if baton_delegate_api::OpKind::from_name(op).is_none() {
-                    return Err(err(format!("policy.pin: unknown op '{op}'")));
-                }
-            }
+        // Targets wait for the engine (plugins' own names); everything else is checked now.
+        for (i, pin) in cfg.policy.pin.iter().enumerate() {
+            pin.resolve(None)
+                .map_err(|problem| err(pin_problem(i, problem)))?;
         }
         Ok(cfg)
     }
@@ -228,6 +288,18 @@ impl Config {
         } else {
             self.base_dir.join(p)
         }
+    }
+}
+
+/// A TOML error as one line that starts with where it is: the parser's own text spreads
+/// over several lines with the key's message last, after a source excerpt.
+fn toml_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    ConfigProblem::Toml {
+        line,
+        message: e.message().trim().replace('\n', "; "),
     }
 }
 
@@ -291,6 +363,64 @@ mod tests {
         let e =
             parse("[policy]\npin = [{ op = \"Frobnicate\", target = \"host\" }]\n").unwrap_err();
         assert!(e.to_string().contains("Frobnicate"), "{e}");
+        match e {
+            HostError::Config {
+                problem:
+                    ConfigProblem::Pin {
+                        index: 1,
+                        problem: PinProblem::UnknownOp(op),
+                    },
+                ..
+            } => assert_eq!(op, "Frobnicate"),
+            other => panic!("expected an unknown-op pin error, got {other:?}"),
+        }
+        let e = parse("[policy]\npin = [{ target = \"host\" }]\n").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                HostError::Config {
+                    problem: ConfigProblem::Pin {
+                        problem: PinProblem::MatchesEverything,
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn pins_resolve_to_typed_targets() {
+        let c = parse(
+            "[policy]\npin = [{ op = \"Softmax\", target = \"host\" }, { node = \"fc\", target = \"cpu\" }]\n",
+        )
+        .unwrap();
+        let policy = c.policy.resolve(&["cpu"]).unwrap();
+        assert_eq!(policy.pins[0].op, Some(OpKind::Softmax));
+        assert_eq!(policy.pins[0].target, Target::Host);
+        assert_eq!(policy.pins[1].target, Target::Backend("cpu".into()));
+        let e = c.policy.resolve(&["vulkan"]).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ConfigProblem::Pin {
+                    index: 2,
+                    problem: PinProblem::UnknownTarget { target, .. },
+                } if target == "cpu"
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("policy.pin #2"), "{e}");
+    }
+
+    #[test]
+    fn toml_errors_are_one_line_starting_with_the_line() {
+        let e = parse("[[plugin]]\npath = \"a.so\"\nprioritty = 1\n").unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.starts_with("config test.toml: line 3: "), "{text}");
+        assert!(text.contains("prioritty"), "{text}");
     }
 
     #[test]

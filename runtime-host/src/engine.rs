@@ -9,8 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use baton_partitioner::Policy;
+
 use crate::config::{option_string, Config, PluginConfig};
-use crate::error::{HostError, Result};
+use crate::error::{ConfigProblem, HostError, Result};
 use crate::plugin::{DeviceReport, PluginContext, PluginLibrary};
 use crate::probe::{self, ProbeVerdict};
 
@@ -45,6 +47,10 @@ pub struct Engine {
     pub backends: Vec<Backend>,
     pub failed: Vec<FailedPlugin>,
     pub cache_dir: PathBuf,
+    /// The config's `[policy]`, resolved: typed pins whose targets are `host` or a
+    /// configured plugin. The priority list is filled in per model, from the backends
+    /// that answer.
+    pub policy: Policy,
 }
 
 impl Engine {
@@ -74,25 +80,37 @@ impl Engine {
             match bring_up(&config, pc, &cache_dir) {
                 Ok(b) => {
                     if backends.iter().any(|o| o.name == b.name) {
-                        return Err(HostError::Config {
-                            path: config.source.clone(),
-                            message: format!(
-                                "two plugins are named '{}'; give one a `name`",
-                                b.name
-                            ),
-                        });
+                        return Err(HostError::config(
+                            &config.source,
+                            ConfigProblem::DuplicateName { name: b.name },
+                        ));
                     }
                     backends.push(b)
                 }
-                Err(e @ HostError::Config { .. }) => return Err(e),
+                Err(e @ (HostError::Config { .. } | HostError::PluginOption { .. })) => {
+                    return Err(e)
+                }
                 Err(error) => failed.push(FailedPlugin { label, error }),
             }
         }
+        // A pin may name a plugin that failed to come up: its nodes then run on the host,
+        // as they do when the plugin declines them; only a name nothing in the config has
+        // is a typo.
+        let names: Vec<&str> = backends
+            .iter()
+            .map(|b| b.name.as_str())
+            .chain(failed.iter().map(|f| f.label.as_str()))
+            .collect();
+        let policy = config
+            .policy
+            .resolve(&names)
+            .map_err(|problem| HostError::config(&config.source, problem))?;
         Ok(Engine {
             config,
             backends,
             failed,
             cache_dir,
+            policy,
         })
     }
 

@@ -1,21 +1,52 @@
 //! The host's error type. Every variant names the thing at fault (file, plugin, node,
 //! config key) and, where there is one, the fix.
+//!
+//! # Said once
+//!
+//! Each variant's message is complete on its own, and a cause it carries (an
+//! [`std::io::Error`], an [`OnnxError`], a kernel error) is a typed field that the
+//! message includes, not an [`Error::source`](std::error::Error::source) as well. An
+//! error reporter that prints the source chain (`anyhow`'s `{:#}`, which the CLI uses)
+//! would otherwise print every cause twice ("Is a directory (os error 21): Is a directory
+//! (os error 21)"). Callers match on the typed fields instead of walking the chain.
+//! Likewise a wrapped cause that names the file or node itself is rendered without that
+//! name, so the file or node is named once, first.
 
+use std::fmt;
 use std::path::PathBuf;
 
+use baton_delegate_api::{DType, Dim, OpKind, WireError};
 use baton_onnx::OnnxError;
 use thiserror::Error;
+
+mod kinds;
+
+pub use kinds::{
+    ConfigProblem, InputProblem, ModelProblem, NodeProblem, NpyProblem, OptionProblem, PinProblem,
+};
 
 /// Errors of the Baton host.
 #[derive(Debug, Error)]
 pub enum HostError {
-    #[error("cannot read {path}: {source}")]
+    /// A file could not be read (or written).
+    #[error("cannot read {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("config {path}: {message}")]
-    Config { path: PathBuf, message: String },
+    /// The configuration is malformed; `problem` says where in it.
+    #[error("config {path}: {problem}")]
+    Config {
+        path: PathBuf,
+        problem: ConfigProblem,
+    },
+    /// A plugin refused an option the config gives it.
+    #[error("plugin {plugin}: {}", option_text(.key, .problem))]
+    PluginOption {
+        plugin: String,
+        key: String,
+        problem: OptionProblem,
+    },
     #[error("plugin {path}: cannot load the library: {message}")]
     PluginLoad { path: PathBuf, message: String },
     #[error("plugin {path}: no entry symbol `{symbol}` (is this a Baton plugin built with export_plugin_entry! or the C header?)")]
@@ -49,16 +80,44 @@ pub enum HostError {
         status: i32,
         message: String,
     },
-    #[error("model {path}: {message}")]
-    Model { path: PathBuf, message: String },
-    #[error("input '{name}': {message}")]
-    Input { name: String, message: String },
-    #[error("node {node}: {message}")]
-    Node { node: String, message: String },
+    /// A model file that cannot be read as a model.
+    #[error("model {path}: {problem}")]
+    Model {
+        path: PathBuf,
+        problem: ModelProblem,
+    },
+    /// A `.npy` input file that cannot be read as a tensor.
+    #[error("{path}: {problem}")]
+    Npy { path: PathBuf, problem: NpyProblem },
+    /// One input (or stream state) of the model given or declared wrongly.
+    #[error("input '{name}': {problem}")]
+    Input { name: String, problem: InputProblem },
+    /// The number of inputs given differs from what the model takes.
+    #[error("{given} inputs given, the model takes {expected}{}", state_note(*.state))]
+    InputCount {
+        given: usize,
+        expected: usize,
+        /// State inputs a stream supplies itself (not counted in `expected`).
+        state: usize,
+    },
+    /// A bound declared for a dimension no input of the model has (most likely a typo).
+    #[error("a bound is declared for dimension '{dim}', which no input of the model has (symbolic dimensions: {})", list_or_none(.symbolic))]
+    UnusedBound { dim: String, symbolic: Vec<String> },
+    /// A tensor whose shape is still symbolic where a session needs it static.
+    #[error("tensor '{tensor}': shape {} is still symbolic after binding the inputs: it depends on values only known at run time (an If whose branches differ, a Loop's trip count), and a session needs static shapes", dims(.shape))]
+    SymbolicShape { tensor: String, shape: Vec<Dim> },
+    /// A node that cannot be prepared or run; `node` is its name, `op` its op.
+    #[error("node {node} ({op}): {problem}")]
+    Node {
+        node: String,
+        op: OpKind,
+        problem: NodeProblem,
+    },
     #[error(transparent)]
     Ir(#[from] baton_delegate_api::IrError),
+    // Not `#[from]`: that would make the program error a source too, said twice.
     #[error("program: {0}")]
-    Program(#[from] crate::program::ProgramError),
+    Program(crate::program::ProgramError),
     #[error(transparent)]
     Partition(#[from] baton_partitioner::PartitionError),
     /// A size taken from a model, an input, a program or a flag is over a limit of
@@ -72,8 +131,100 @@ pub enum HostError {
     },
 }
 
-/// Shorthand for host results.
+/// Shorthand for results of the host.
 pub type Result<T, E = HostError> = std::result::Result<T, E>;
+
+impl HostError {
+    /// A [`HostError::Node`] for `node`.
+    pub(crate) fn node(node: &baton_delegate_api::Node, problem: NodeProblem) -> HostError {
+        HostError::Node {
+            node: node.name.clone(),
+            op: node.op,
+            problem,
+        }
+    }
+
+    /// A [`HostError::Input`] for the input called `name`.
+    pub(crate) fn input(name: impl Into<String>, problem: InputProblem) -> HostError {
+        HostError::Input {
+            name: name.into(),
+            problem,
+        }
+    }
+
+    /// A [`HostError::Config`] about the config file `path`.
+    pub(crate) fn config(path: impl Into<PathBuf>, problem: ConfigProblem) -> HostError {
+        HostError::Config {
+            path: path.into(),
+            problem,
+        }
+    }
+}
+
+/// A tensor's element type and shape, printed as `f32[1, 8, 64]` (symbolic extents by
+/// name: `f32[N, 3]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<Dim>,
+}
+
+impl TensorType {
+    /// The type of a tensor with concrete extents.
+    pub fn of(dtype: DType, shape: &[usize]) -> TensorType {
+        TensorType {
+            dtype,
+            shape: shape.iter().map(|&d| Dim::Fixed(d)).collect(),
+        }
+    }
+
+    /// The type of a declared tensor (extents may be symbolic).
+    pub fn declared(dtype: DType, shape: &[Dim]) -> TensorType {
+        TensorType {
+            dtype,
+            shape: shape.to_vec(),
+        }
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.dtype, dims(&self.shape))
+    }
+}
+
+/// `[1, 8, 64]`: a shape as users write it (not Rust's debug text).
+pub(crate) fn dims(shape: &[Dim]) -> String {
+    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// `unknown option 'k' (it accepts: ...)`, `option 'k' = 'v': reason`.
+fn option_text(key: &str, problem: &OptionProblem) -> String {
+    match problem {
+        OptionProblem::Unknown { accepted } => format!(
+            "unknown option '{key}' (it accepts: {})",
+            list_or_none(accepted)
+        ),
+        OptionProblem::Invalid { value, reason } => format!("option '{key}' = '{value}': {reason}"),
+    }
+}
+
+fn state_note(state: usize) -> String {
+    if state == 0 {
+        String::new()
+    } else {
+        format!(" besides its {state} state inputs")
+    }
+}
+
+pub(crate) fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
 
 /// ONNX errors become [`HostError::Model`] (or [`HostError::Io`] for unreadable files). An
 /// error that names no file gets an empty path; use [`OnnxError::in_file`] first where the
@@ -81,23 +232,41 @@ pub type Result<T, E = HostError> = std::result::Result<T, E>;
 impl From<OnnxError> for HostError {
     fn from(e: OnnxError) -> HostError {
         match e {
-            OnnxError::Io { path, source } => HostError::Io { path, source },
-            OnnxError::Decode { path, what, source } => HostError::Model {
+            OnnxError::Io { path, source } => HostError::Io {
                 path,
-                message: format!("not a valid ONNX {what}: {source}"),
+                error: source,
             },
-            OnnxError::NoGraph { path } => HostError::Model {
-                path,
-                message: "the model has no graph; is this an ONNX model file?".into(),
-            },
-            OnnxError::InFile { path, source } => HostError::Model {
-                path,
-                message: source.to_string(),
+            OnnxError::Decode { ref path, .. } | OnnxError::NoGraph { ref path } => {
+                HostError::Model {
+                    path: path.clone(),
+                    problem: ModelProblem::Onnx(e),
+                }
+            }
+            OnnxError::InFile { path, source } => match HostError::from(*source) {
+                // The inner error named no file: this one does.
+                HostError::Model { problem, .. } => HostError::Model { path, problem },
+                other => other,
             },
             other => HostError::Model {
                 path: PathBuf::new(),
-                message: other.to_string(),
+                problem: ModelProblem::Onnx(other),
             },
+        }
+    }
+}
+
+impl From<crate::program::ProgramError> for HostError {
+    fn from(e: crate::program::ProgramError) -> HostError {
+        HostError::Program(e)
+    }
+}
+
+/// A model error about the file at `path` whose cause is a BTIR decoding error.
+impl From<(PathBuf, WireError)> for HostError {
+    fn from((path, e): (PathBuf, WireError)) -> HostError {
+        HostError::Model {
+            path,
+            problem: ModelProblem::Wire(e),
         }
     }
 }

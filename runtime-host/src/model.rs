@@ -5,33 +5,28 @@ use std::path::Path;
 
 use baton_delegate_api::{wire, Graph};
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, ModelProblem, Result};
 
 /// Loads a model file, choosing the reader by content.
 pub fn load(path: &Path) -> Result<Graph> {
-    let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+    let bytes = std::fs::read(path).map_err(|error| HostError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     if bytes.starts_with(b"BTIR") {
-        return wire::decode(&bytes).map_err(|e| HostError::Model {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        });
+        return wire::decode(&bytes).map_err(|e| HostError::from((path.to_path_buf(), e)));
     }
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
     {
-        let mut graph = baton_onnx::load(path).map_err(|e| HostError::Model {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        // The ONNX reader names the file in its errors; `HostError::from` keeps it once.
+        let mut graph = baton_onnx::load(path).map_err(|e| HostError::from(e.in_file(path)))?;
         crate::fold::fold_constants(&mut graph);
         return Ok(graph);
     }
     Err(HostError::Model {
         path: path.to_path_buf(),
-        message: "not a Baton IR file (magic \"BTIR\") nor an .onnx model".into(),
+        problem: ModelProblem::UnknownFormat,
     })
 }

@@ -8,23 +8,21 @@ use std::path::Path;
 
 use baton_delegate_api::{DType, Tensor};
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, NpyProblem, Result};
 
 /// Reads a C-order `.npy` file into a tensor.
 pub fn read(path: &Path) -> Result<Tensor> {
-    let err = |message: String| HostError::Input {
-        name: path.display().to_string(),
-        message,
-    };
-    let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+    let err = |problem: NpyProblem| HostError::Npy {
         path: path.to_path_buf(),
-        source,
+        problem,
+    };
+    let bytes = std::fs::read(path).map_err(|error| HostError::Io {
+        path: path.to_path_buf(),
+        error,
     })?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| err(format!("not a .npy file: {e}")))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| err(NpyProblem::NotNpy(e)))?;
     if npy.order() != npyz::Order::C {
-        return Err(err(
-            "Fortran-order arrays are not supported; save with C order".into(),
-        ));
+        return Err(err(NpyProblem::FortranOrder));
     }
     let shape: Vec<usize> = npy
         .shape()
@@ -37,17 +35,17 @@ pub fn read(path: &Path) -> Result<Tensor> {
     match baton_delegate_api::shape::checked_product(&shape) {
         Some(n) if n <= bytes.len() => {}
         _ => {
-            return Err(err(format!(
-                "the header's shape {shape:?} holds more elements than the file's {} bytes",
-                bytes.len()
-            )))
+            return Err(err(NpyProblem::ShapeTooLarge {
+                shape: shape.clone(),
+                file_bytes: bytes.len(),
+            }))
         }
     }
     let descr = match npy.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
-        other => return Err(err(format!("unsupported array dtype {other:?}"))),
+        other => return Err(err(NpyProblem::UnsupportedDtype(other.descr()))),
     };
-    let read_err = |e: std::io::Error| err(format!("reading data: {e}"));
+    let read_err = |e: std::io::Error| err(NpyProblem::Data(e));
     let tensor = match descr.as_str() {
         "<f4" => Tensor::from_f32(&shape, &npy.into_vec::<f32>().map_err(read_err)?),
         "<f8" => typed(
@@ -96,7 +94,7 @@ pub fn read(path: &Path) -> Result<Tensor> {
             let v: Vec<u16> = npy.into_vec::<u16>().map_err(read_err)?;
             typed(DType::F16, &shape, &v)
         }
-        other => return Err(err(format!("unsupported array dtype '{other}'"))),
+        other => return Err(err(NpyProblem::UnsupportedDtype(other.to_string()))),
     };
     Ok(tensor)
 }
@@ -107,9 +105,9 @@ fn typed<T: bytemuck::Pod>(dtype: DType, shape: &[usize], v: &[T]) -> Tensor {
 
 /// Writes a tensor as a `.npy` file.
 pub fn write(path: &Path, t: &Tensor) -> Result<()> {
-    let io = |source: std::io::Error| HostError::Io {
+    let io = |error: std::io::Error| HostError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     use npyz::WriterBuilder;
     let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);

@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
 use baton_delegate_api::entry::{builtin_delegate, builtin_delegates};
-use baton_delegate_api::sdk::{check_option, OptionDecl, ProfileEvent, Support};
+use baton_delegate_api::sdk::{
+    check_option, BlobCompatibility, DeclineReason, OptionDecl, ProfileEvent, Support,
+};
 use baton_delegate_api::Graph;
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, OptionProblem, Result};
 
 #[cfg(all(unix, not(target_vendor = "apple")))]
 mod elf;
@@ -68,9 +70,9 @@ pub struct PluginLibrary {
 impl PluginLibrary {
     /// Loads a shared library and performs the ABI handshake.
     pub fn load(path: &Path, expected_sha256: Option<&str>) -> Result<Arc<PluginLibrary>> {
-        let bytes = std::fs::read(path).map_err(|source| HostError::Io {
+        let bytes = std::fs::read(path).map_err(|error| HostError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let file_hash = sha256_hex(&bytes);
         if let Some(expected) = expected_sha256 {
@@ -94,7 +96,7 @@ impl PluginLibrary {
         // by naming a plugin in the config (and may narrow with a sha256 pin).
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HostError::PluginLoad {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: without_path_prefix(&e.to_string(), path),
         })?;
         let entry: EntryFn = {
             let symbol = format!("{}\0", abi::ENTRY_SYMBOL);
@@ -256,23 +258,21 @@ impl PluginLibrary {
     pub fn create(self: &Arc<Self>, options: &[(String, String)]) -> Result<PluginContext> {
         for (k, v) in options {
             let decl = self.options.iter().find(|d| d.name == k).ok_or_else(|| {
-                let known: Vec<&str> = self.options.iter().map(|d| d.name).collect();
-                HostError::Config {
-                    path: PathBuf::from(self.source.to_string()),
-                    message: format!(
-                        "plugin {}: unknown option '{k}' (it accepts: {})",
-                        self.name,
-                        if known.is_empty() {
-                            "none".to_string()
-                        } else {
-                            known.join(", ")
-                        }
-                    ),
+                HostError::PluginOption {
+                    plugin: self.label(),
+                    key: k.clone(),
+                    problem: OptionProblem::Unknown {
+                        accepted: self.options.iter().map(|d| d.name.to_string()).collect(),
+                    },
                 }
             })?;
-            check_option(decl, v).map_err(|e| HostError::Config {
-                path: PathBuf::from(self.source.to_string()),
-                message: format!("plugin {}: option '{k}' = '{v}': {e}", self.name),
+            check_option(decl, v).map_err(|reason| HostError::PluginOption {
+                plugin: self.label(),
+                key: k.clone(),
+                problem: OptionProblem::Invalid {
+                    value: v.clone(),
+                    reason,
+                },
             })?;
         }
         let cstrings: Vec<(CString, CString)> = options
@@ -462,10 +462,9 @@ impl PluginContext {
                     let msg = &a.message;
                     let end = msg.iter().position(|&c| c == 0).unwrap_or(msg.len());
                     let bytes: Vec<u8> = msg[..end].iter().map(|&c| c as u8).collect();
-                    Support::No {
-                        reason: a.reason_code,
-                        message: String::from_utf8_lossy(&bytes).into_owned(),
-                    }
+                    let reason =
+                        DeclineReason::from_code(a.reason_code).unwrap_or(DeclineReason::Other);
+                    Support::no(reason, String::from_utf8_lossy(&bytes))
                 }
             })
             .collect())
@@ -502,17 +501,14 @@ impl PluginContext {
         Ok(out)
     }
 
-    /// Whether a stored blob can be used by this build of the plugin: an [`abi::compat`]
-    /// code, read as unsupported when it is none of them.
-    pub fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+    /// Whether a stored blob can be used by this build of the plugin; an [`abi::compat`]
+    /// code that is none of the known ones reads as unsupported (recompile).
+    pub fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         // SAFETY: valid context; the blob outlives the call.
         let answer = unsafe {
             (self.lib.desc.blob_compatibility)(self.ctx, blob.as_ptr(), blob.len() as u64)
         };
-        match answer {
-            abi::compat::OPTIMAL | abi::compat::PREFER_RECOMPILE => answer,
-            _ => abi::compat::UNSUPPORTED,
-        }
+        BlobCompatibility::from_code(answer).unwrap_or(BlobCompatibility::Unsupported)
     }
 
     /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from
@@ -652,4 +648,13 @@ fn cstring(s: &str) -> CString {
 /// few and loaded once, so leaking a few strings buys `&'static str` in the shared type.
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
+}
+
+/// The dynamic loader's message without the leading `PATH: ` it puts there (dlerror
+/// does), since [`HostError::PluginLoad`] names the file already.
+fn without_path_prefix(message: &str, path: &Path) -> String {
+    message
+        .strip_prefix(&format!("{}: ", path.display()))
+        .unwrap_or(message)
+        .to_string()
 }

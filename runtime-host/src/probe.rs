@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use crate::error::TensorType;
 use crate::plugin::{run_once, DeviceReport, PluginContext};
 use baton_reference as reference;
 
@@ -147,8 +148,9 @@ pub fn probe(ctx: &PluginContext, device: u32) -> ProbeVerdict {
 fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
     if got.dtype != want.dtype || got.shape != want.shape {
         return Some(format!(
-            "got {} {:?}, expected {} {:?}",
-            got.dtype, got.shape, want.dtype, want.shape
+            "got {}, expected {}",
+            TensorType::of(got.dtype, &got.shape),
+            TensorType::of(want.dtype, &want.shape)
         ));
     }
     // Quantized outputs may differ by one step: integer requantization rounds differently

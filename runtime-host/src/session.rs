@@ -21,7 +21,7 @@ use baton_delegate_api::{Graph, NodeId, OpKind, Storage, Tensor, TensorId};
 use baton_partitioner::{self as partitioner, PartitionPlan, Step};
 
 use crate::engine::Engine;
-use crate::error::{HostError, Result};
+use crate::error::{HostError, InputProblem, NodeProblem, Result, TensorType};
 use crate::memory::{self, arena_tensors, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
@@ -223,25 +223,22 @@ impl<'e> Session<'e> {
     /// [`Session::run`] over borrowed inputs (streams pass their state without copying it).
     pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         if inputs.len() != self.graph.inputs.len() {
-            return Err(HostError::Input {
-                name: "(all)".into(),
-                message: format!(
-                    "{} inputs given, the model takes {}",
-                    inputs.len(),
-                    self.graph.inputs.len()
-                ),
+            return Err(HostError::InputCount {
+                given: inputs.len(),
+                expected: self.graph.inputs.len(),
+                state: 0,
             });
         }
         for (&t, given) in self.graph.inputs.iter().zip(inputs) {
             let decl = &self.graph.tensors[t];
             if given.dtype != decl.dtype || given.shape != self.shapes[t] {
-                return Err(HostError::Input {
-                    name: decl.name.clone(),
-                    message: format!(
-                        "got {} {:?}, expected {} {:?}",
-                        given.dtype, given.shape, decl.dtype, self.shapes[t]
-                    ),
-                });
+                return Err(HostError::input(
+                    &decl.name,
+                    InputProblem::WrongType {
+                        expected: TensorType::of(decl.dtype, &self.shapes[t]),
+                        got: TensorType::of(given.dtype, &given.shape),
+                    },
+                ));
             }
             if let Slot::Arena(off) = self.slots[t] {
                 let n = given.bytes().len();
@@ -383,9 +380,8 @@ pub(crate) fn load_controls<'e>(
         let mut branches = Vec::new();
         if node.op == OpKind::If {
             for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
-                let branch = node.attr_graph(name).ok_or_else(|| HostError::Node {
-                    node: node.label(),
-                    message: format!("subgraph '{name}' is missing"),
+                let branch = node.attr_graph(name).ok_or_else(|| {
+                    HostError::node(node, NodeProblem::MissingSubgraph { attr: name })
                 })?;
                 let loaded = match compiled.remove(&(n, k)) {
                     Some(p) => program::load(engine, p, options),
@@ -394,14 +390,11 @@ pub(crate) fn load_controls<'e>(
                 branches.push(loaded.map_err(|e| e.to_string()));
             }
             if branches.iter().all(|b| b.is_err()) {
-                let why: Vec<String> = branches.into_iter().filter_map(|b| b.err()).collect();
-                return Err(HostError::Node {
-                    node: node.label(),
-                    message: format!(
-                        "neither branch can run for these input shapes: {}",
-                        why.join("; ")
-                    ),
-                });
+                let reasons: Vec<String> = branches.into_iter().filter_map(|b| b.err()).collect();
+                return Err(HostError::node(
+                    node,
+                    NodeProblem::NoBranchLoads { reasons },
+                ));
             }
         }
         controls.push(Control { node: n, branches });

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use baton_delegate_api::{shape, DType, Dim, Graph, Node, OpKind};
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, InputProblem, NodeProblem, Result};
 use crate::fold;
 
 /// Binds symbolic dimensions of the inputs and re-infers every node's output shape,
@@ -30,9 +30,8 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
         let decl = &mut g.tensors[i];
         for d in &mut decl.shape {
             if let Dim::Sym(s) = d {
-                let v = *bindings.get(s.as_str()).ok_or_else(|| HostError::Input {
-                    name: decl.name.clone(),
-                    message: format!("dimension '{s}' is symbolic; give an input to bind it"),
+                let v = *bindings.get(s.as_str()).ok_or_else(|| {
+                    HostError::input(&decl.name, InputProblem::Unbound { dim: s.clone() })
                 })?;
                 *d = Dim::Fixed(v);
             }
@@ -45,14 +44,9 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
     fold::fold_constants(&mut g);
     for t in &g.tensors {
         if t.static_shape().is_none() {
-            return Err(HostError::Input {
-                name: t.name.clone(),
-                message: format!(
-                    "shape {} is still symbolic after binding the inputs: it depends on values \
-                     only known at run time (an If whose branches differ, a Loop's trip count), \
-                     and a session needs static shapes",
-                    baton_delegate_api::ir::shape_string(&t.shape)
-                ),
+            return Err(HostError::SymbolicShape {
+                tensor: t.name.clone(),
+                shape: t.shape.clone(),
             });
         }
     }
@@ -63,14 +57,13 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
 fn specialize_subgraph(g: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Graph> {
     let mut g = g.clone();
     if inputs.len() != g.inputs.len() {
-        return Err(HostError::Input {
-            name: g.name.clone(),
-            message: format!(
-                "subgraph takes {} inputs, {} given",
-                g.inputs.len(),
-                inputs.len()
-            ),
-        });
+        return Err(HostError::input(
+            &g.name,
+            InputProblem::SubgraphArity {
+                expected: g.inputs.len(),
+                given: inputs.len(),
+            },
+        ));
     }
     for (&t, (dtype, dims)) in g.inputs.clone().iter().zip(inputs) {
         g.tensors[t].dtype = *dtype;
@@ -102,14 +95,13 @@ fn refine(g: &mut Graph) -> Result<()> {
             None => shape::infer_node(g, &node)?,
         };
         if node.outputs.is_empty() || node.outputs.len() > inferred.len() {
-            return Err(HostError::Node {
-                node: node.label(),
-                message: format!(
-                    "{} outputs, the op produces {}",
-                    node.outputs.len(),
-                    inferred.len()
-                ),
-            });
+            return Err(HostError::node(
+                &node,
+                NodeProblem::OutputCount {
+                    outputs: node.outputs.len(),
+                    produced: inferred.len(),
+                },
+            ));
         }
         for (&out, (dtype, dims)) in node.outputs.iter().zip(inferred) {
             g.tensors[out].dtype = dtype;

@@ -8,7 +8,7 @@
 
 use baton_delegate_api::Tensor;
 
-use crate::error::{HostError, Result};
+use crate::error::{HostError, InputProblem, Result, TensorType};
 use crate::session::Session;
 
 /// A session driven step by step with carried state.
@@ -23,47 +23,50 @@ impl<'e> Session<'e> {
     /// Starts a stream. `pairs` names each state as `(input, output)`: the output of one
     /// step becomes that input of the next. The state starts at zeros.
     pub fn stream<'s>(&'s mut self, pairs: &[(&str, &str)]) -> Result<Stream<'s, 'e>> {
-        let position = |list: &[usize], name: &str, what: &str| {
+        let position = |list: &[usize], name: &str| {
             list.iter()
                 .position(|&t| self.graph.tensors[t].name == name)
-                .ok_or_else(|| HostError::Input {
-                    name: name.to_string(),
-                    message: format!("the model has no {what} of that name"),
-                })
         };
         let mut resolved = Vec::with_capacity(pairs.len());
         let mut state = Vec::with_capacity(pairs.len());
         for &(input, output) in pairs {
-            let i = position(&self.graph.inputs, input, "input")?;
-            let o = position(&self.graph.outputs, output, "output")?;
+            let i = position(&self.graph.inputs, input)
+                .ok_or_else(|| HostError::input(input, InputProblem::NoSuchInput))?;
+            let o = position(&self.graph.outputs, output).ok_or_else(|| {
+                HostError::input(
+                    input,
+                    InputProblem::NoSuchOutput {
+                        output: output.to_string(),
+                    },
+                )
+            })?;
             // One output feeds one state, and one input holds one: a second pair for
             // either would leave a state with no value after a step.
             if let Some(k) = resolved.iter().position(|&(_, ro)| ro == o) {
-                return Err(HostError::Input {
-                    name: input.to_string(),
-                    message: format!(
-                        "output '{output}' already carries state '{}'; an output can be carried into one state only",
-                        pairs[k].0
-                    ),
-                });
+                return Err(HostError::input(
+                    input,
+                    InputProblem::OutputCarriedTwice {
+                        output: output.to_string(),
+                        state: pairs[k].0.to_string(),
+                    },
+                ));
             }
             if resolved.iter().any(|&(ri, _)| ri == i) {
-                return Err(HostError::Input {
-                    name: input.to_string(),
-                    message: "is given as a state twice; each state input takes one output".into(),
-                });
+                return Err(HostError::input(input, InputProblem::StateTwice));
             }
             let (ti, to) = (self.graph.inputs[i], self.graph.outputs[o]);
             let shape = self.input_shapes()[i].to_vec();
             let (din, dout) = (self.graph.tensors[ti].dtype, self.graph.tensors[to].dtype);
             let out_shape = self.graph.tensors[to].static_shape();
             if din != dout || out_shape.as_deref() != Some(&shape[..]) {
-                return Err(HostError::Input {
-                    name: input.to_string(),
-                    message: format!(
-                        "state input is {din} {shape:?} but output '{output}' is {dout} {out_shape:?}: they cannot be chained"
-                    ),
-                });
+                return Err(HostError::input(
+                    input,
+                    InputProblem::StateMismatch {
+                        output: output.to_string(),
+                        input: TensorType::of(din, &shape),
+                        output_type: TensorType::declared(dout, &self.graph.tensors[to].shape),
+                    },
+                ));
             }
             resolved.push((i, o));
             state.push(Tensor::zeros(din, &shape));
@@ -82,13 +85,13 @@ impl Stream<'_, '_> {
         let k = self.state_index(input)?;
         let current = &self.state[k];
         if value.dtype != current.dtype || value.shape != current.shape {
-            return Err(HostError::Input {
-                name: input.to_string(),
-                message: format!(
-                    "got {} {:?}, the state is {} {:?}",
-                    value.dtype, value.shape, current.dtype, current.shape
-                ),
-            });
+            return Err(HostError::input(
+                input,
+                InputProblem::WrongType {
+                    expected: TensorType::of(current.dtype, &current.shape),
+                    got: TensorType::of(value.dtype, &value.shape),
+                },
+            ));
         }
         self.state[k] = value;
         Ok(())
@@ -136,20 +139,14 @@ impl Stream<'_, '_> {
             .position(|&(i, _)| {
                 self.session.graph.tensors[self.session.graph.inputs[i]].name == input
             })
-            .ok_or_else(|| HostError::Input {
-                name: input.to_string(),
-                message: "not a state input of this stream".into(),
-            })
+            .ok_or_else(|| HostError::input(input, InputProblem::NotState))
     }
 
     fn arity_error(&self, given: usize) -> HostError {
-        HostError::Input {
-            name: "(all)".into(),
-            message: format!(
-                "{given} inputs given; the model takes {} besides its {} state inputs",
-                self.session.graph.inputs.len() - self.pairs.len(),
-                self.pairs.len()
-            ),
+        HostError::InputCount {
+            given,
+            expected: self.session.graph.inputs.len() - self.pairs.len(),
+            state: self.pairs.len(),
         }
     }
 }

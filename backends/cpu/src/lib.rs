@@ -45,10 +45,11 @@ pub mod qgemm;
 mod quant;
 mod support;
 
-use baton_delegate_api::abi::{compat, concurrency, option_kind, reason};
+use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::{Graph, Storage};
 use baton_delegate_api::{
-    Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo, Support, TensorRef,
+    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
+    Support, TensorRef,
 };
 
 pub use exec::CpuExecutable;
@@ -265,15 +266,15 @@ impl Delegate for CpuDelegate {
 
     /// A blob of this format packed for this kernel's panel width is optimal; an older
     /// format, or packings for another width, still run (packing at init) but load slower.
-    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
+    fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
         match blob::version(blob) {
             Some(blob::FORMAT_VERSION) if blob::packed_width(blob) == Some(self.kernel.nr()) => {
-                compat::OPTIMAL
+                BlobCompatibility::Optimal
             }
             Some(v) if (blob::OLDEST_VERSION..=blob::FORMAT_VERSION).contains(&v) => {
-                compat::PREFER_RECOMPILE
+                BlobCompatibility::PreferRecompile
             }
-            _ => compat::UNSUPPORTED,
+            _ => BlobCompatibility::Unsupported,
         }
     }
 
@@ -334,11 +335,12 @@ fn require_supported(
     error: fn(String) -> DelegateError,
 ) -> Result<(), DelegateError> {
     for node in &graph.nodes {
-        if let Support::No { reason: r, message } = support::check_node(graph, node, consts) {
+        if let Support::No(d) = support::check_node(graph, node, consts) {
             return Err(error(format!(
-                "node {} is not supported ({}): {message}",
+                "node {} is not supported ({}): {}",
                 node.label(),
-                reason::name(r)
+                d.reason.name(),
+                d.message
             )));
         }
     }

@@ -4,10 +4,9 @@
 //! empty tensors, NaN and infinities; so every case whose meaning is unclear or not
 //! implemented is declined with a reason code and a message naming the thing at fault.
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::shape::{infer_outputs, normalize_axis, PoolGeometry};
-use baton_delegate_api::{Constants, Support};
+use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use crate::ops::layout::MAX_RANK;
 
@@ -32,7 +31,7 @@ pub(crate) fn clip_bounds(
     let has_attr = node.attrs.contains_key("min") || node.attrs.contains_key("max");
     if has_attr && node.inputs.len() > 1 {
         return Err(Support::no(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             "Clip bounds given both as attributes and as inputs",
         ));
     }
@@ -44,7 +43,7 @@ pub(crate) fn clip_bounds(
                 let bytes = consts.bytes(t).filter(|_| decl.is_const());
                 let Some(bytes) = bytes else {
                     return Err(Support::no(
-                        reason::NOT_CONSTANT,
+                        DeclineReason::NotConstant,
                         format!(
                             "Clip {attr} '{}' is computed at run time; \
                              only constant bounds are supported",
@@ -56,7 +55,7 @@ pub(crate) fn clip_bounds(
                     [v] => v,
                     _ => {
                         return Err(Support::no(
-                            reason::SHAPE,
+                            DeclineReason::Shape,
                             format!("Clip {attr} '{}' must hold exactly one value", decl.name),
                         ))
                     }
@@ -65,7 +64,7 @@ pub(crate) fn clip_bounds(
         };
         if v.is_nan() {
             return Err(Support::no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("Clip {attr} is NaN"),
             ));
         }
@@ -179,7 +178,7 @@ const IMPLEMENTED: &[OpKind] = &[
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Support::no(
-            reason::OP,
+            DeclineReason::Op,
             format!("{} is not implemented by the CPU delegate", node.op),
         ));
     }
@@ -220,7 +219,7 @@ fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Suppo
 }
 
 fn shape_no(node: &Node, message: String) -> Support {
-    Support::no(reason::SHAPE, format!("{}: {message}", node.op))
+    Support::no(DeclineReason::Shape, format!("{}: {message}", node.op))
 }
 
 fn check_attributes(node: &Node) -> Result<(), Support> {
@@ -228,7 +227,7 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
     for (name, value) in &node.attrs {
         let Some(&(_, kind)) = known.iter().find(|(n, _)| n == name) else {
             return Err(Support::no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!("{} attribute '{name}' is not supported", node.op),
             ));
         };
@@ -241,7 +240,7 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
         );
         if !fits {
             return Err(Support::no(
-                reason::ATTRIBUTE,
+                DeclineReason::Attribute,
                 format!(
                     "{} attribute '{name}' has the wrong type ({value:?})",
                     node.op
@@ -252,7 +251,7 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
         if let Attr::Ints(v) = value {
             if v.iter().any(|x| x.unsigned_abs() > MAX_EXTENT) {
                 return Err(Support::no(
-                    reason::ATTRIBUTE,
+                    DeclineReason::Attribute,
                     format!("{} attribute '{name}' = {v:?} is out of range", node.op),
                 ));
             }
@@ -284,13 +283,13 @@ fn check_arity(node: &Node) -> Result<(), Support> {
     let n = node.inputs.len();
     if n < min || n > max {
         return Err(Support::no(
-            reason::OTHER,
+            DeclineReason::Other,
             format!("{} with {n} inputs is not supported", node.op),
         ));
     }
     if node.outputs.is_empty() || node.outputs.len() > max_outputs {
         return Err(Support::no(
-            reason::OTHER,
+            DeclineReason::Other,
             format!(
                 "{} with {} outputs is not supported (1 to {max_outputs})",
                 node.op,
@@ -312,7 +311,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         let optional = node.op == OpKind::LSTM && pos.is_some_and(|p| p >= 3);
         if !(expected.contains(&decl.dtype) || absent && optional) {
             return Err(Support::no(
-                reason::DTYPE,
+                DeclineReason::DType,
                 format!(
                     "{}: tensor '{}' is {}; the CPU delegate handles {expected:?} here",
                     node.op, decl.name, decl.dtype
@@ -321,7 +320,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         }
         let Some(shape) = decl.static_shape() else {
             return Err(Support::no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: tensor '{}' has a symbolic dimension {}",
                     node.op,
@@ -332,7 +331,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         };
         if shape.len() > MAX_RANK {
             return Err(Support::no(
-                reason::SHAPE,
+                DeclineReason::Shape,
                 format!(
                     "{}: tensor '{}' has rank {} (at most {MAX_RANK} supported)",
                     node.op,
@@ -347,7 +346,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
             .filter(|&b| b <= isize::MAX as usize);
         if bytes.is_none() {
             return Err(Support::no(
-                reason::RESOURCE,
+                DeclineReason::Resource,
                 format!(
                     "{}: tensor '{}' of shape {shape:?} is too large",
                     node.op, decl.name
@@ -395,7 +394,7 @@ fn check_op(
             let x = &graph.tensors[node.inputs[0]];
             if x.dtype == DType::I32 && !(x.is_const() && consts.bytes(node.inputs[0]).is_some()) {
                 return Err(Support::no(
-                    reason::DTYPE,
+                    DeclineReason::DType,
                     format!(
                         "{}: i32 input '{}' is computed at run time; only constant i32 \
                          (biases) is dequantized here",
@@ -405,7 +404,7 @@ fn check_op(
                 ));
             }
             crate::quant::QParams::of(graph, node, consts)
-                .map_err(|m| Support::no(reason::OTHER, format!("{}: {m}", node.label())))?;
+                .map_err(|m| Support::no(DeclineReason::Other, format!("{}: {m}", node.label())))?;
         }
         OpKind::Conv => {
             let w = &shapes[1];
@@ -477,16 +476,19 @@ fn check_op(
             match (by_attr, node.inputs.get(1)) {
                 (true, Some(_)) => {
                     return Err(Support::no(
-                        reason::ATTRIBUTE,
+                        DeclineReason::Attribute,
                         "Reshape target given both as the 'shape' attribute and as an input",
                     ))
                 }
                 (false, None) => {
-                    return Err(Support::no(reason::OTHER, "Reshape without a target shape"))
+                    return Err(Support::no(
+                        DeclineReason::Other,
+                        "Reshape without a target shape",
+                    ))
                 }
                 (false, Some(&t)) if consts.bytes(t).is_none() => {
                     return Err(Support::no(
-                        reason::NOT_CONSTANT,
+                        DeclineReason::NotConstant,
                         "Reshape target shape is computed at run time; \
                          only constant shapes are supported",
                     ))
@@ -526,7 +528,7 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
         .is_some_and(|d| d.iter().any(|&v| v != 1))
     {
         return Err(Support::no(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             format!(
                 "{} attribute 'dilations' other than 1 is not supported",
                 node.op
@@ -535,14 +537,14 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
     }
     if node.attr_int("storage_order", 0) != 0 {
         return Err(Support::no(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             "MaxPool attribute 'storage_order' = 1 is not supported",
         ));
     }
     let ceil = node.attr_int("ceil_mode", 0) != 0;
     if node.op == OpKind::AveragePool && ceil && node.attr_int("count_include_pad", 0) != 0 {
         return Err(Support::no(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             "AveragePool with both 'ceil_mode' and 'count_include_pad' is not supported",
         ));
     }
@@ -552,7 +554,7 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
         (0..w.kernel.len()).any(|i| w.pad_begin[i] >= w.kernel[i] || w.pad_end[i] >= w.kernel[i]);
     if too_wide {
         return Err(Support::no(
-            reason::ATTRIBUTE,
+            DeclineReason::Attribute,
             format!(
                 "{}: pads {:?}/{:?} as large as the kernel {:?} are not supported",
                 node.op, w.pad_begin, w.pad_end, w.kernel
@@ -565,7 +567,7 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
 /// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
 /// `sequence_lens` or peepholes, and constant weights (packed at init).
 fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
-    let attr_no = |m: String| Err(Support::no(reason::ATTRIBUTE, format!("LSTM {m}")));
+    let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("LSTM {m}")));
     if node.attr_int("layout", 0) != 0 {
         return attr_no("layout 1 (batch first) is not supported".into());
     }
@@ -600,7 +602,7 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
     for (i, what) in [(4, "sequence_lens"), (7, "peepholes (P)")] {
         if present(i) {
             return Err(Support::no(
-                reason::OTHER,
+                DeclineReason::Other,
                 format!("LSTM {what} is not supported"),
             ));
         }
@@ -608,7 +610,7 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {
             return Err(Support::no(
-                reason::NOT_CONSTANT,
+                DeclineReason::NotConstant,
                 format!(
                     "LSTM weight '{}' is computed at run time; only constant W, R and B are \
                      supported",
@@ -629,7 +631,7 @@ fn require_const_operands(
     for &t in &node.inputs[1..] {
         if consts.bytes(t).is_none() {
             return Err(Support::no(
-                reason::NOT_CONSTANT,
+                DeclineReason::NotConstant,
                 format!(
                     "{} operand '{}' is computed at run time; only constants are supported",
                     node.op, graph.tensors[t].name

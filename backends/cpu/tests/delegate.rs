@@ -4,12 +4,15 @@
 mod common;
 
 use baton_backend_cpu::CpuDelegate;
-use baton_delegate_api::abi::{self, reason};
+use baton_delegate_api::abi;
 use baton_delegate_api::ir::{Attr, DType, Dim, Graph, GraphBuilder, Node, OpKind, TensorDecl};
 use baton_delegate_api::testing::{
     assert_close_labelled, execute, run, supports, views, Hosted, Rng,
 };
-use baton_delegate_api::{Constants, Delegate, Executable, Options, Support, Tensor, TensorRef};
+use baton_delegate_api::{
+    BlobCompatibility, Constants, DeclineReason, Delegate, Executable, Options, Support, Tensor,
+    TensorRef,
+};
 use common::delegate;
 
 /// Conv(3x3, pad 1, bias) → Relu → GlobalAveragePool → Flatten → Gemm(transB, C).
@@ -137,12 +140,15 @@ fn blobs_hold_packed_weights_and_report_their_compatibility() {
     // The packings (bias-led panels, padded to the panel width) are at least the weights.
     assert!(blob.len() > weight_bytes, "blob of {} bytes", blob.len());
     assert_eq!(&blob[..4], b"BCPU");
-    assert_eq!(d.blob_compatibility(&blob), abi::compat::OPTIMAL);
+    assert_eq!(d.blob_compatibility(&blob), BlobCompatibility::Optimal);
     let mut newer = blob.clone();
     newer[4] = newer[4].wrapping_add(1);
-    assert_eq!(d.blob_compatibility(&newer), abi::compat::UNSUPPORTED);
-    assert_eq!(d.blob_compatibility(b"junk"), abi::compat::UNSUPPORTED);
-    assert_eq!(d.blob_compatibility(&[]), abi::compat::UNSUPPORTED);
+    assert_eq!(d.blob_compatibility(&newer), BlobCompatibility::Unsupported);
+    assert_eq!(
+        d.blob_compatibility(b"junk"),
+        BlobCompatibility::Unsupported
+    );
+    assert_eq!(d.blob_compatibility(&[]), BlobCompatibility::Unsupported);
     let e = d.init(0, &newer, &views(&consts)).unwrap_err();
     assert!(e.message.contains("version"), "{}", e.message);
 }
@@ -171,7 +177,7 @@ fn packed_blobs_run_like_packing_at_init_on_any_kernel() {
     unpacked[nr_at..nr_at + 4].copy_from_slice(&0u32.to_le_bytes());
     assert_eq!(
         simd.blob_compatibility(&unpacked),
-        abi::compat::PREFER_RECOMPILE
+        BlobCompatibility::PreferRecompile
     );
     let fresh = run_blob(&simd, &unpacked);
     assert_eq!(replayed[0].f32s(), fresh[0].f32s());
@@ -181,7 +187,7 @@ fn packed_blobs_run_like_packing_at_init_on_any_kernel() {
     if simd.kernel().nr() != portable.kernel().nr() {
         assert_eq!(
             portable.blob_compatibility(&blob),
-            abi::compat::PREFER_RECOMPILE
+            BlobCompatibility::PreferRecompile
         );
         let other = run_blob(&portable, &blob);
         assert_close_labelled("other width", other[0].f32s(), &want, 1e-6, 1e-5);
@@ -336,9 +342,9 @@ fn single(op: OpKind, dtype: DType, shapes: &[&[usize]], attrs: &[(&str, Attr)])
     g.finish().unwrap()
 }
 
-fn declined(g: &Graph) -> (u32, String) {
+fn declined(g: &Graph) -> (DeclineReason, String) {
     match &supports(&delegate(true), g)[..] {
-        [Support::No { reason, message }] => (*reason, message.clone()),
+        [Support::No(d)] => (d.reason, d.message.clone()),
         other => panic!("expected one refusal, got {other:?}"),
     }
 }
@@ -346,11 +352,11 @@ fn declined(g: &Graph) -> (u32, String) {
 #[test]
 fn declines_are_honest() {
     let (r, m) = declined(&single(OpKind::Add, DType::I64, &[&[2, 3], &[3]], &[]));
-    assert_eq!(r, reason::DTYPE, "{m}");
+    assert_eq!(r, DeclineReason::DType, "{m}");
     assert!(m.contains("i64"), "{m}");
 
     let (r, m) = declined(&single(OpKind::Relu, DType::F32, &[&[1; 7]], &[]));
-    assert_eq!(r, reason::SHAPE, "{m}");
+    assert_eq!(r, DeclineReason::Shape, "{m}");
 
     let (r, m) = declined(&single(
         OpKind::Relu,
@@ -358,7 +364,7 @@ fn declines_are_honest() {
         &[&[2]],
         &[("alpha", Attr::Float(0.1))],
     ));
-    assert_eq!(r, reason::ATTRIBUTE, "{m}");
+    assert_eq!(r, DeclineReason::Attribute, "{m}");
     assert!(m.contains("alpha"), "{m}");
 
     let pool = |extra: (&'static str, Attr)| {
@@ -366,12 +372,12 @@ fn declines_are_honest() {
         single(OpKind::MaxPool, DType::F32, &[&[1, 1, 6, 6]], &[k, extra])
     };
     let (r, m) = declined(&pool(("dilations", Attr::Ints(vec![2, 2]))));
-    assert_eq!(r, reason::ATTRIBUTE, "{m}");
+    assert_eq!(r, DeclineReason::Attribute, "{m}");
     assert!(m.contains("dilations"), "{m}");
     let (r, m) = declined(&pool(("pads", Attr::Ints(vec![2, 0, 0, 0]))));
-    assert_eq!(r, reason::ATTRIBUTE, "{m}");
+    assert_eq!(r, DeclineReason::Attribute, "{m}");
     let (r, m) = declined(&pool(("strides", Attr::Ints(vec![1 << 40, 1]))));
-    assert_eq!(r, reason::ATTRIBUTE, "{m}");
+    assert_eq!(r, DeclineReason::Attribute, "{m}");
 
     let attrs = [
         ("kernel_shape", Attr::Ints(vec![3])),
@@ -384,7 +390,7 @@ fn declines_are_honest() {
         &[&[1, 1, 8]],
         &attrs,
     ));
-    assert_eq!(r, reason::ATTRIBUTE);
+    assert_eq!(r, DeclineReason::Attribute);
 
     let (r, m) = declined(&single(
         OpKind::GlobalAveragePool,
@@ -392,10 +398,10 @@ fn declines_are_honest() {
         &[&[1, 2, 0, 3]],
         &[],
     ));
-    assert_eq!(r, reason::SHAPE, "{m}");
+    assert_eq!(r, DeclineReason::Shape, "{m}");
 
     let (r, m) = declined(&single(OpKind::Clip, DType::F32, &[&[4], &[]], &[]));
-    assert_eq!(r, reason::NOT_CONSTANT, "{m}");
+    assert_eq!(r, DeclineReason::NotConstant, "{m}");
 }
 
 #[test]
@@ -405,7 +411,7 @@ fn symbolic_dimensions_are_declined() {
     let y = g.node(OpKind::Relu, &[x], &[]).unwrap();
     g.output(y);
     let (r, m) = declined(&g.finish().unwrap());
-    assert_eq!(r, reason::SHAPE);
+    assert_eq!(r, DeclineReason::Shape);
     assert!(m.contains("batch"), "{m}");
 }
 
@@ -434,7 +440,7 @@ fn run_time_reshape_targets_are_declined() {
         attrs: Default::default(),
     });
     let (r, m) = declined(&g);
-    assert_eq!(r, reason::NOT_CONSTANT, "{m}");
+    assert_eq!(r, DeclineReason::NotConstant, "{m}");
     let d = delegate(true);
     let e = d.compile(0, &g, Constants::new(&g, &[])).unwrap_err();
     assert_eq!(e.status, abi::STATUS_UNSUPPORTED, "{}", e.message);

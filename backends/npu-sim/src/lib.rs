@@ -120,8 +120,8 @@ use std::collections::BTreeMap;
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::{DType, Graph, TensorId};
 use baton_delegate_api::{
-    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
-    Support, TensorRef,
+    BlobCompatibility, Constants, Decline, Delegate, DelegateError, Device, OptionDecl, Options,
+    PluginInfo, Support, TensorRef,
 };
 
 pub use blob::{checksum, Machine, FORMAT_VERSION, HEADER_LEN, MAGIC};
@@ -273,8 +273,8 @@ impl Delegate for NpuSimDelegate {
         Ok(lower_stream(graph, constants, self.machine)?.encode())
     }
 
-    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
-        let answer = match Stream::decode(blob) {
+    fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
+        match Stream::decode(blob) {
             Err(_) => BlobCompatibility::Unsupported,
             Ok(s) if s.machine.sram_bytes > self.machine.sram_bytes => {
                 BlobCompatibility::Unsupported
@@ -282,8 +282,7 @@ impl Delegate for NpuSimDelegate {
             // It runs, but a compile for this NPU would tile differently.
             Ok(s) if s.machine != self.machine => BlobCompatibility::PreferRecompile,
             Ok(_) => BlobCompatibility::Optimal,
-        };
-        answer.code()
+        }
     }
 
     fn init(
@@ -308,7 +307,7 @@ impl Delegate for NpuSimDelegate {
 /// Lowers a subgraph whose every node belongs to a group into a stream.
 fn lower_stream(g: &Graph, c: Constants<'_>, machine: Machine) -> Result<Stream, NpuError> {
     let analysis = lower::analyse(g, c, machine);
-    if let Some((node, Support::No { message, .. })) = g
+    if let Some((node, Support::No(Decline { message, .. }))) = g
         .nodes
         .iter()
         .zip(&analysis.answers)

@@ -4,10 +4,12 @@
 mod common;
 
 use baton_backend_npu_sim::{checksum, NpuExecutable, NpuSimDelegate, FORMAT_VERSION};
-use baton_delegate_api::abi::{compat, reason};
 use baton_delegate_api::ir::{Attr, DType, Dim, Graph, OpKind};
 use baton_delegate_api::testing::{compile, execute, supports, Hosted};
-use baton_delegate_api::{Delegate, DelegateError, Executable, Options, Support, Tensor};
+use baton_delegate_api::{
+    BlobCompatibility, DeclineReason, Delegate, DelegateError, Executable, Options, Support,
+    Tensor,
+};
 use common::Qdq;
 
 /// A delegate with the given options (the rest default).
@@ -45,13 +47,13 @@ fn conv_net(h: usize, w: usize) -> (Graph, Vec<Tensor>) {
     q.output(out)
 }
 
-fn declined(d: &NpuSimDelegate, g: &Graph) -> Vec<(String, u32, String)> {
+fn declined(d: &NpuSimDelegate, g: &Graph) -> Vec<(String, DeclineReason, String)> {
     g.nodes
         .iter()
         .zip(supports(d, g))
         .filter_map(|(n, s)| match s {
             Support::Yes => None,
-            Support::No { reason, message } => Some((n.label(), reason, message)),
+            Support::No(d) => Some((n.label(), d.reason, d.message)),
         })
         .collect()
 }
@@ -86,7 +88,7 @@ fn a_conv_whose_smallest_tile_exceeds_the_sram_is_declined() {
         .iter()
         .find(|(n, _, _)| n.contains("Conv"))
         .expect("conv declined");
-    assert_eq!(conv.1, reason::RESOURCE, "{conv:?}");
+    assert_eq!(conv.1, DeclineReason::Resource, "{conv:?}");
     assert!(conv.2.contains("SRAM"), "{conv:?}");
     // Its DQs and Q go with it, saying why.
     assert!(no.len() >= 5, "{no:?}");
@@ -106,9 +108,9 @@ fn float_ops_are_declined_as_dtype() {
     let g = b.finish().unwrap();
     let no = declined(&delegate(&[]), &g);
     assert_eq!(no.len(), 3);
-    assert_eq!(no[0].1, reason::DTYPE, "{no:?}");
+    assert_eq!(no[0].1, DeclineReason::DType, "{no:?}");
     assert!(no[0].2.contains("int8"), "{no:?}");
-    assert_eq!(no[2].1, reason::OP, "{no:?}");
+    assert_eq!(no[2].1, DeclineReason::Op, "{no:?}");
 }
 
 #[test]
@@ -122,7 +124,7 @@ fn a_quantized_op_the_npu_lacks_is_declined_with_its_qdq() {
     assert_eq!(no.len(), g.nodes.len(), "{no:?}");
     assert!(
         no.iter()
-            .any(|(n, r, _)| n.contains("Sigmoid") && *r == reason::OP),
+            .any(|(n, r, _)| n.contains("Sigmoid") && *r == DeclineReason::Op),
         "{no:?}"
     );
 }
@@ -142,7 +144,7 @@ fn dynamic_shapes_are_declined_as_shape() {
         .iter()
         .find(|(n, _, _)| n.contains("Relu"))
         .expect("relu declined");
-    assert_eq!(relu.1, reason::SHAPE, "{relu:?}");
+    assert_eq!(relu.1, DeclineReason::Shape, "{relu:?}");
     assert!(relu.2.contains("dynamic"), "{relu:?}");
 }
 
@@ -156,7 +158,7 @@ fn oversize_extents_and_strides_are_declined() {
     let no = declined(&delegate(&[]), &g);
     assert!(
         no.iter()
-            .any(|(_, r, m)| *r == reason::SHAPE && m.contains("65536")),
+            .any(|(_, r, m)| *r == DeclineReason::Shape && m.contains("65536")),
         "{no:?}"
     );
 
@@ -176,7 +178,7 @@ fn oversize_extents_and_strides_are_declined() {
     let no = declined(&delegate(&[]), &g);
     assert!(
         no.iter()
-            .any(|(_, r, m)| *r == reason::ATTRIBUTE && m.contains("strides")),
+            .any(|(_, r, m)| *r == DeclineReason::Attribute && m.contains("strides")),
         "{no:?}"
     );
 }
@@ -206,7 +208,7 @@ fn init_refuses_a_corrupt_stream_by_its_checksum() {
     let e = init_error(&d, &blob);
     assert_eq!(e.status, baton_delegate_api::abi::STATUS_INVALID_ARGUMENT);
     assert!(e.message.contains("checksum mismatch"), "{}", e.message);
-    assert_eq!(d.blob_compatibility(&blob), compat::UNSUPPORTED);
+    assert_eq!(d.blob_compatibility(&blob), BlobCompatibility::Unsupported);
 }
 
 #[test]
@@ -222,7 +224,7 @@ fn init_refuses_a_stream_of_another_version() {
         "{}",
         e.message
     );
-    assert_eq!(d.blob_compatibility(&blob), compat::UNSUPPORTED);
+    assert_eq!(d.blob_compatibility(&blob), BlobCompatibility::Unsupported);
     // Not a stream at all.
     let e = init_error(&d, b"ONNX not a stream at all, really");
     assert!(e.message.contains("magic"), "{}", e.message);
@@ -251,17 +253,20 @@ fn blob_compatibility_is_honest() {
     let (g, _) = conv_net(6, 6);
     let d = delegate(&[]);
     let blob = compile(&d, &g).unwrap();
-    assert_eq!(d.blob_compatibility(&blob), compat::OPTIMAL);
+    assert_eq!(d.blob_compatibility(&blob), BlobCompatibility::Optimal);
     assert_eq!(
         delegate(&[("macs", "512")]).blob_compatibility(&blob),
-        compat::PREFER_RECOMPILE
+        BlobCompatibility::PreferRecompile
     );
     assert_eq!(
         delegate(&[("sram_kib", "1024")]).blob_compatibility(&blob),
-        compat::PREFER_RECOMPILE
+        BlobCompatibility::PreferRecompile
     );
     let smaller = delegate(&[("sram_kib", "64")]);
-    assert_eq!(smaller.blob_compatibility(&blob), compat::UNSUPPORTED);
+    assert_eq!(
+        smaller.blob_compatibility(&blob),
+        BlobCompatibility::Unsupported
+    );
     let e = init_error(&smaller, &blob);
     assert!(
         e.message.contains("384 KiB") && e.message.contains("64 KiB"),

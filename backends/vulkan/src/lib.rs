@@ -47,8 +47,8 @@ mod plan;
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::Graph;
 use baton_delegate_api::{
-    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
-    Support, TensorRef,
+    BlobCompatibility, Constants, DeclineReason, Delegate, DelegateError, Device, OptionDecl,
+    Options, PluginInfo, Support, TensorRef,
 };
 
 pub use error::VulkanError;
@@ -133,7 +133,7 @@ impl Delegate for VulkanDelegate {
                 return graph
                     .nodes
                     .iter()
-                    .map(|_| Support::no(baton_delegate_api::abi::reason::OTHER, e.to_string()))
+                    .map(|_| Support::no(DeclineReason::Other, e.to_string()))
                     .collect()
             }
         };
@@ -168,15 +168,14 @@ impl Delegate for VulkanDelegate {
         Ok(blob::encode(&plan))
     }
 
-    fn blob_compatibility(&self, blob: &[u8]) -> u32 {
-        let answer = match blob::decode(blob) {
+    fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
+        match blob::decode(blob) {
             Ok(plan) if self.gpus.adapter(0).is_ok_and(|a| a.limits == plan.limits) => {
                 BlobCompatibility::Optimal
             }
             Ok(_) => BlobCompatibility::PreferRecompile,
             Err(_) => BlobCompatibility::Unsupported,
-        };
-        answer.code()
+        }
     }
 
     fn init(

@@ -2,9 +2,8 @@
 //! lay out the device buffers — an arena for run-time tensors (offsets from lifetimes),
 //! a weights buffer for constants, and one parameters buffer for every dispatch.
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::ir::{Graph, Storage, TensorId};
-use baton_delegate_api::{Constants, Decline};
+use baton_delegate_api::{Constants, Decline, DeclineReason};
 
 use crate::gpu::Limits;
 use crate::lower::{activation_of, lower, Activation, Context, Draft};
@@ -332,7 +331,7 @@ fn layout(
     if arena_size > limits.max_storage_range.max(1) * 64 {
         return Err(format!(
             "the arena needs {arena_size} bytes ({})",
-            reason::name(reason::RESOURCE)
+            DeclineReason::Resource.name()
         ));
     }
     Ok(Plan {

@@ -142,9 +142,9 @@ impl Report {
 
     /// Writes `report.json`, `junit.xml` and `summary.md` into `dir` (created if needed).
     pub fn write_all(&self, dir: &Path) -> Result<Written> {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        std::fs::create_dir_all(dir).map_err(|error| Error::Io {
             path: dir.to_path_buf(),
-            source,
+            error,
         })?;
         let json = serde_json::to_string_pretty(self).map_err(|e| Error::Report(e.to_string()))?;
         let written = Written {
@@ -180,8 +180,8 @@ impl Report {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|source| Error::Io {
+    std::fs::write(path, text).map_err(|error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }

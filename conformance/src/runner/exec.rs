@@ -17,7 +17,6 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use baton_delegate_api::abi::reason;
 use baton_delegate_api::{DType, Graph, OpKind, Support, Tensor};
 use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext};
@@ -118,16 +117,12 @@ fn op_case(h: &Harness<'_>, graph: &Graph, inputs: &[Tensor], r: &mut CaseResult
         Err(e) => return set(r, call_class(&e), e.to_string()),
     };
     r.total_nodes = Some(graph.nodes.len());
-    if let Some(Support::No {
-        reason: code,
-        message,
-    }) = answers.first()
-    {
+    if let Some(Support::No(d)) = answers.first() {
         r.delegated_nodes = Some(0);
         return set(
             r,
             Class::Unsupported,
-            format!("declined ({}): {message}", reason::name(*code)),
+            format!("declined ({}): {}", d.reason.name(), d.message),
         );
     }
     r.delegated_nodes = Some(graph.nodes.len());
@@ -236,12 +231,15 @@ fn mixed_model(
         let expected = match run_oracle(h.oracle, &sub, &sub_inputs) {
             Ok(e) => e,
             Err(e) => {
-                r.failing_node = Some(node.label());
-                return set(
-                    r,
-                    Class::ReferenceFail,
-                    format!("reference on node {}: {e}", node.label()),
-                );
+                let label = node.label();
+                // The reference kernels' errors already start with the node's label.
+                let message = if e.starts_with(&format!("node {label}")) {
+                    format!("reference: {e}")
+                } else {
+                    format!("reference on node {label}: {e}")
+                };
+                r.failing_node = Some(label);
+                return set(r, Class::ReferenceFail, message);
             }
         };
         if accepted[n] && !sub.outputs.is_empty() {
@@ -358,13 +356,11 @@ fn declined_list(graph: &Graph, answers: &[Support], limit: usize) -> String {
         .zip(answers)
         .filter_map(|(n, a)| match a {
             Support::Yes => None,
-            Support::No {
-                reason: code,
-                message,
-            } => Some(format!(
-                "{} ({}: {message})",
+            Support::No(d) => Some(format!(
+                "{} ({}: {})",
                 n.label(),
-                reason::name(*code)
+                d.reason.name(),
+                d.message
             )),
         })
         .collect();

@@ -90,7 +90,7 @@ impl Decline {
 
     /// The answer [`Delegate::supports`](crate::sdk::Delegate::supports) gives for it.
     pub fn into_support(self) -> Support {
-        Support::no(self.reason, self.message)
+        Support::No(self)
     }
 }
 
@@ -159,6 +159,13 @@ mod tests {
             assert_eq!(BlobCompatibility::from_code(c.code()), Some(c));
         }
         let s = Decline::new(DeclineReason::DType, "f16").into_support();
-        assert_eq!(s, Support::no(abi::reason::DTYPE, "f16"));
+        assert_eq!(s, Support::no(DeclineReason::DType, "f16"));
+        assert_eq!(
+            s,
+            Support::No(Decline {
+                reason: DeclineReason::DType,
+                message: "f16".into()
+            })
+        );
     }
 }

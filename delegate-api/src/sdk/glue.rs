@@ -217,9 +217,9 @@ pub unsafe extern "C" fn supports<D: Delegate>(
                     slot.supported = 1;
                     slot.reason_code = abi::reason::NONE;
                 }
-                Support::No { reason, message } => {
+                Support::No(Decline { reason, message }) => {
                     slot.supported = 0;
-                    slot.reason_code = reason;
+                    slot.reason_code = reason.code();
                     let bytes = message.as_bytes();
                     // Cut at a character boundary: the header promises UTF-8.
                     let mut n = bytes.len().min(abi::SUPPORT_MESSAGE_LEN - 1);
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn blob_compatibility<D: Delegate>(
     len: u64,
 ) -> u32 {
     guard_value(abi::compat::UNSUPPORTED, || match ctx::<D>(c) {
-        Ok(c) => c.delegate.blob_compatibility(bytes(blob, len)),
+        Ok(c) => c.delegate.blob_compatibility(bytes(blob, len)).code(),
         Err(_) => abi::compat::UNSUPPORTED,
     })
 }

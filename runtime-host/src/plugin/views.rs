@@ -149,10 +149,12 @@ pub fn run_once_profiled(
         .iter()
         .map(|&o| {
             let decl = &graph.tensors[o];
-            let shape = decl.static_shape().ok_or_else(|| HostError::Node {
-                node: decl.name.clone(),
-                message: "output shape is not static".into(),
-            })?;
+            let shape = decl
+                .static_shape()
+                .ok_or_else(|| HostError::SymbolicShape {
+                    tensor: decl.name.clone(),
+                    shape: decl.shape.clone(),
+                })?;
             Ok(Tensor::zeros(decl.dtype, &shape))
         })
         .collect::<Result<_>>()?;

@@ -7,13 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_delegate_api::{abi, Graph, OpKind, Support};
-use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Pin, Policy, Target};
+use baton_delegate_api::{abi, DeclineReason, Graph, OpKind, Support};
+use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Target};
 use baton_reference as reference;
 
 use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
 use crate::engine::{Backend, Engine};
-use crate::error::{HostError, Result};
+use crate::error::{HostError, NodeProblem, Result};
 use crate::memory;
 use crate::memory::arena_tensors;
 use crate::session::specialize;
@@ -114,10 +114,8 @@ pub(crate) fn check_portable(graph: &Graph) -> Result<()> {
             .iter()
             .map(|&t| graph.tensors[t].dtype)
             .collect();
-        reference::supports(node.op, &dtypes).map_err(|message| HostError::Node {
-            node: node.label(),
-            message: format!("no portable kernel: {message}"),
-        })?;
+        reference::supports(node.op, &dtypes)
+            .map_err(|reason| HostError::node(node, NodeProblem::NoPortableKernel { reason }))?;
     }
     Ok(())
 }
@@ -212,7 +210,7 @@ pub(crate) fn partition_with(
                     .map(|p| match p {
                         Some(v) => a[*v].clone(),
                         None => Support::no(
-                            abi::reason::OP,
+                            DeclineReason::Op,
                             "control flow runs on the host; plugins are not asked",
                         ),
                     })
@@ -221,43 +219,16 @@ pub(crate) fn partition_with(
             Err(e) => return Ok(Err((b.name.clone(), e.to_string()))),
         }
     }
-    let cfg = &engine.config.policy;
-    let known: BTreeSet<&str> = engine.backends.iter().map(|b| b.name.as_str()).collect();
-    let mut pins = Vec::new();
-    for p in &cfg.pin {
-        let target = if p.target == "host" {
-            Target::Host
-        } else if known.contains(p.target.as_str()) {
-            if excluded.contains(&p.target) || !answers.iter().any(|a| a.backend == p.target) {
+    let mut policy = engine.policy.clone();
+    policy.priority = answers.iter().map(|a| a.backend.clone()).collect();
+    for pin in &mut policy.pins {
+        if let Target::Backend(b) = &pin.target {
+            if !policy.priority.contains(b) {
                 // The pinned backend is not available: its nodes fall to the host.
-                Target::Host
-            } else {
-                Target::Backend(p.target.clone())
+                pin.target = Target::Host;
             }
-        } else {
-            return Err(HostError::Config {
-                path: engine.config.source.clone(),
-                message: format!(
-                    "policy.pin: target '{}' is neither 'host' nor a configured plugin",
-                    p.target
-                ),
-            });
-        };
-        pins.push(Pin {
-            op: p
-                .op
-                .as_deref()
-                .and_then(baton_delegate_api::OpKind::from_name),
-            node: p.node.clone(),
-            target,
-        });
+        }
     }
-    let policy = Policy {
-        priority: answers.iter().map(|a| a.backend.clone()).collect(),
-        min_partition_size: cfg.min_partition_size,
-        max_partitions: cfg.max_partitions,
-        pins,
-    };
     Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
 }
 

@@ -286,9 +286,9 @@ fn decode_nested(bytes: Bytes, verify: bool, depth: usize) -> Result<Program, Pr
     let body = |e: &SectionEntry| &all[e.offset as usize..(e.offset + e.len) as usize];
 
     let g = one(kind::GRAPH)?;
-    let mut graph = wire::decode(body(g)).map_err(|source| ProgramError::Graph {
+    let mut graph = wire::decode(body(g)).map_err(|error| ProgramError::Graph {
         offset: g.offset,
-        source,
+        error,
     })?;
     attach_constants(&mut graph, &bytes, one(kind::CONSTANTS)?)?;
 
@@ -530,11 +530,14 @@ fn attach_constants(
                 e,
                 0,
                 format!(
-                    "constant {i} has {} bytes; tensor '{}' ({} {:?}) needs {want:?}",
+                    "constant {i} has {} bytes; tensor '{}' ({}) needs {}",
                     range.len(),
                     decl.name,
-                    decl.dtype,
-                    decl.shape
+                    crate::error::TensorType::declared(decl.dtype, &decl.shape),
+                    match want {
+                        Some(n) => format!("{n}"),
+                        None => "a static shape".into(),
+                    }
                 ),
             ));
         }

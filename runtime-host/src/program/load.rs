@@ -12,8 +12,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use baton_delegate_api::abi::compat;
 use baton_delegate_api::ir::TensorData;
+use baton_delegate_api::BlobCompatibility;
 use baton_delegate_api::{shape, Graph};
 
 use super::compile::{backend, check_portable, identity, layout};
@@ -24,7 +24,7 @@ use super::{
 use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
 use crate::engine::Engine;
-use crate::error::{HostError, Result};
+use crate::error::{HostError, Result, TensorType};
 use crate::memory::arena_tensors;
 use crate::session::{assemble, load_controls, ArenaChoice, Instantiated, Session};
 
@@ -68,10 +68,10 @@ pub fn is_program(path: &Path) -> bool {
 
 /// Maps the file at `path` and reads the program in it.
 pub fn read(path: &Path, verify: bool) -> Result<Program> {
-    let io = |source| {
+    let io = |error| {
         HostError::Program(ProgramError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     };
     let file = std::fs::File::open(path).map_err(io)?;
@@ -215,13 +215,13 @@ fn instantiate(
     let (sub, map) = graph.extract(nodes);
     let loaded = identity(b);
     let answer = if loaded.name != cp.plugin.name {
-        compat::UNSUPPORTED
+        BlobCompatibility::Unsupported
     } else {
         b.ctx.blob_compatibility(cp.blob.bytes())
     };
     let mut fresh = false;
-    if answer != compat::OPTIMAL {
-        let said = if answer == compat::PREFER_RECOMPILE {
+    if answer != BlobCompatibility::Optimal {
+        let said = if answer == BlobCompatibility::PreferRecompile {
             "better recompiled"
         } else {
             "unsupported"
@@ -352,15 +352,19 @@ fn check_graph(graph: &Graph) -> Result<()> {
             }
             None => {
                 return Err(graph_error(format!(
-                    "tensor '{}' has shape {:?}: not specialised, or too large",
-                    t.name, t.shape
+                    "tensor '{}' has shape {}: not specialised, or too large",
+                    t.name,
+                    crate::error::dims(&t.shape)
                 )))
             }
         }
     }
     for node in graph.nodes.iter().filter(|n| !n.op.is_control_flow()) {
-        let inferred = shape::infer_node(graph, node)
-            .map_err(|e| graph_error(format!("node {}: {e}", node.label())))?;
+        let inferred = shape::infer_node(graph, node).map_err(|e| match e {
+            // Shape inference's errors name the node already.
+            e @ baton_delegate_api::IrError::Shape { .. } => graph_error(e.to_string()),
+            e => graph_error(format!("node {}: {e}", node.label())),
+        })?;
         if node.outputs.len() > inferred.len() {
             return Err(graph_error(format!(
                 "node {}: {} outputs, the op makes {}",
@@ -373,13 +377,11 @@ fn check_graph(graph: &Graph) -> Result<()> {
             let decl = &graph.tensors[o];
             if decl.dtype != dtype || decl.shape != dims {
                 return Err(graph_error(format!(
-                    "node {}: output '{}' is declared {} {:?}, the op makes {} {:?}",
+                    "node {}: output '{}' is declared {}, the op makes {}",
                     node.label(),
                     decl.name,
-                    decl.dtype,
-                    decl.shape,
-                    dtype,
-                    dims
+                    TensorType::declared(decl.dtype, &decl.shape),
+                    TensorType::declared(dtype, &dims)
                 )));
             }
         }

@@ -180,10 +180,12 @@ impl Program {
 /// What can be wrong with a program file, each naming the section (and offset) at fault.
 #[derive(Debug, Error)]
 pub enum ProgramError {
-    #[error("cannot read {path}: {source}")]
+    // The cause is in the message, so it is a plain field, not also an error source
+    // (a reporter printing the chain would say it twice).
+    #[error("cannot read {path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("not a Baton program: magic {found:?}, expected \"BATONPRG\"")]
     BadMagic { found: [u8; 8] },
@@ -214,8 +216,8 @@ pub enum ProgramError {
         offset: u64,
         message: String,
     },
-    #[error("section graph at offset {offset}: {source}")]
-    Graph { offset: u64, source: WireError },
+    #[error("section graph at offset {offset}: {error}")]
+    Graph { offset: u64, error: WireError },
     #[error("the arena may need up to {needed} bytes, over the limit of {limit}")]
     ArenaLimit { needed: usize, limit: usize },
     #[error("partition {partition}: the blob of {plugin} is {answer} for the loaded plugin {loaded}, and recompiling is off (--no-recompile)")]

@@ -11,7 +11,7 @@ use baton_reference as reference;
 
 use super::{byte_len, const_bytes, ExecStep, Session, Slot};
 use crate::config::OnExecuteError;
-use crate::error::{HostError, Result};
+use crate::error::{HostError, NodeProblem, Result, TensorType};
 use crate::trace::StepTiming;
 
 impl<'e> Session<'e> {
@@ -193,10 +193,8 @@ impl<'e> Session<'e> {
                     ),
                 }
             }
-            reference::run_node(node, &inputs, &mut outputs).map_err(|e| HostError::Node {
-                node: node.label(),
-                message: e.to_string(),
-            })?;
+            reference::run_node(node, &inputs, &mut outputs)
+                .map_err(|e| HostError::node(node, NodeProblem::Kernel(e)))?;
             drop(outputs);
             drop(inputs);
             let internal = node
@@ -225,49 +223,53 @@ impl<'e> Session<'e> {
         let results = if node.op == OpKind::If {
             let cond = &operands[0];
             if cond.dtype != DType::Bool || cond.len() != 1 {
-                return Err(HostError::Node {
-                    node: node.label(),
-                    message: format!(
-                        "the condition must be one bool, got {} {:?}",
-                        cond.dtype, cond.shape
-                    ),
-                });
+                return Err(HostError::node(
+                    node,
+                    NodeProblem::BadCondition {
+                        got: TensorType::of(cond.dtype, &cond.shape),
+                    },
+                ));
             }
             let pick = if cond.bytes()[0] != 0 { 0 } else { 1 };
             let name = ["then_branch", "else_branch"][pick];
             let refs: Vec<&Tensor> = operands[1..].iter().collect();
             match &mut self.controls[k].branches[pick] {
-                Ok(branch) => branch.run_refs(&refs).map_err(|e| HostError::Node {
-                    node: node.label(),
-                    message: format!("in {name}: {e}"),
+                Ok(branch) => branch.run_refs(&refs).map_err(|e| {
+                    HostError::node(
+                        node,
+                        NodeProblem::Branch {
+                            branch: name,
+                            error: Box::new(e),
+                        },
+                    )
                 })?,
                 Err(why) => {
-                    return Err(HostError::Node {
-                        node: node.label(),
-                        message: format!(
-                            "the condition picks {name}, which cannot run for these input shapes: {why}"
-                        ),
-                    })
+                    return Err(HostError::node(
+                        node,
+                        NodeProblem::BranchCannotLoad {
+                            branch: name,
+                            reason: why.clone(),
+                        },
+                    ))
                 }
             }
         } else {
             let refs: Vec<&Tensor> = operands.iter().collect();
-            reference::run_control(node, &refs).map_err(|e| HostError::Node {
-                node: node.label(),
-                message: e.to_string(),
-            })?
+            reference::run_control(node, &refs)
+                .map_err(|e| HostError::node(node, NodeProblem::Kernel(e)))?
         };
         let node = &self.graph.nodes[n];
         for (&o, t) in node.outputs.iter().zip(&results) {
             let decl = &self.graph.tensors[o];
             if t.dtype != decl.dtype || t.shape != self.shapes[o] {
-                return Err(HostError::Node {
-                    node: node.label(),
-                    message: format!(
-                        "output '{}' is {} {:?} at run time, but the session planned {} {:?}",
-                        decl.name, t.dtype, t.shape, decl.dtype, self.shapes[o]
-                    ),
-                });
+                return Err(HostError::node(
+                    node,
+                    NodeProblem::OutputType {
+                        output: decl.name.clone(),
+                        planned: TensorType::of(decl.dtype, &self.shapes[o]),
+                        got: TensorType::of(t.dtype, &t.shape),
+                    },
+                ));
             }
             if let Slot::Arena(off) = self.slots[o] {
                 let len = t.bytes().len();
@@ -275,14 +277,13 @@ impl<'e> Session<'e> {
             }
         }
         if results.len() < node.outputs.len() {
-            return Err(HostError::Node {
-                node: node.label(),
-                message: format!(
-                    "{} results for {} outputs",
-                    results.len(),
-                    node.outputs.len()
-                ),
-            });
+            return Err(HostError::node(
+                node,
+                NodeProblem::ResultCount {
+                    results: results.len(),
+                    outputs: node.outputs.len(),
+                },
+            ));
         }
         Ok(())
     }

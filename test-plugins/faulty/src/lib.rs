@@ -8,10 +8,10 @@
 //! only strike subgraphs of more than two nodes, so the plugin passes its probe (small
 //! graphs) and fails on real work: that is how init and execute fallbacks are tested.
 
-use baton_delegate_api::abi::{concurrency, option_kind, reason};
+use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::{
-    export_delegate, wire, Constants, DType, Delegate, DelegateError, Device, Executable, Graph,
-    OpKind, OptionDecl, Options, PluginInfo, Support, TensorMut, TensorRef,
+    export_delegate, wire, Constants, DType, DeclineReason, Delegate, DelegateError, Device,
+    Executable, Graph, OpKind, OptionDecl, Options, PluginInfo, Support, TensorMut, TensorRef,
 };
 
 /// Every fault this plugin can act out.
@@ -91,11 +91,11 @@ impl Delegate for Faulty {
                     .windows(2)
                     .all(|w| graph.tensors[w[0]].shape == graph.tensors[w[1]].shape);
                 match n.op {
-                    _ if !dtypes_ok => Support::no(reason::DTYPE, "f32 only"),
+                    _ if !dtypes_ok => Support::no(DeclineReason::DType, "f32 only"),
                     OpKind::Relu => Support::Yes,
                     OpKind::Add if same_shape => Support::Yes,
-                    OpKind::Add => Support::no(reason::SHAPE, "no broadcasting"),
-                    op => Support::no(reason::OP, format!("{op} not implemented")),
+                    OpKind::Add => Support::no(DeclineReason::Shape, "no broadcasting"),
+                    op => Support::no(DeclineReason::Op, format!("{op} not implemented")),
                 }
             })
             .collect()
