@@ -241,6 +241,183 @@ mod tests {
         }
     }
 
+    /// A stream with one command of every body kind, each field a distinct value.
+    fn every_body() -> Stream {
+        use crate::command::{Add, Concat, ConcatPart, Conv, Fc, Pool, Softmax};
+        let rq = |x: f64| Requant::from_real(x).unwrap();
+        let cmd = |op, name: &str, inputs: Vec<u32>, output, body| Command {
+            op,
+            name: name.into(),
+            inputs,
+            output,
+            lo: -120,
+            hi: 100,
+            body,
+        };
+        Stream {
+            machine: Machine {
+                macs: 512,
+                sram_bytes: 256 * 1024,
+                clock_mhz: 800,
+            },
+            buffers: vec![48, 32, 32, 16, 16, 8, 40, 40],
+            inputs: vec![0],
+            outputs: vec![7],
+            commands: vec![
+                cmd(
+                    opcode::CONV2D,
+                    "conv (Conv)",
+                    vec![0],
+                    1,
+                    Body::Conv(Conv {
+                        n: 1,
+                        c: 3,
+                        h: 4,
+                        w: 4,
+                        m: 2,
+                        oh: 4,
+                        ow: 4,
+                        kh: 3,
+                        kw: 1,
+                        sh: 1,
+                        sw: 2,
+                        dh: 3,
+                        dw: 1,
+                        pt: 1,
+                        pl: 0,
+                        in_zp: -5,
+                        out_zp: 7,
+                        weights: (0..18).map(|i| i as i8 - 9).collect(),
+                        bias: vec![-1000, 70000],
+                        requant: vec![rq(0.01), rq(0.3)],
+                        tile_rows: 2,
+                        tile_ch: 1,
+                    }),
+                ),
+                cmd(
+                    opcode::FC,
+                    "fc (Gemm)",
+                    vec![1],
+                    2,
+                    Body::Fc(Fc {
+                        rows: 2,
+                        k: 3,
+                        n: 2,
+                        in_zp: 1,
+                        out_zp: -2,
+                        weights: vec![1, -2, 3, -4, 5, -6],
+                        bias: vec![9, -9],
+                        requant: vec![rq(0.5), rq(0.25)],
+                        tile_rows: 1,
+                        tile_cols: 2,
+                    }),
+                ),
+                cmd(
+                    opcode::ADD,
+                    "add (Add)",
+                    vec![1, 2],
+                    3,
+                    Body::Add(Add {
+                        len: 16,
+                        a_zp: 3,
+                        b_zp: -4,
+                        a_mult: 1 << 20,
+                        b_mult: 3 << 19,
+                        shift: 21,
+                        out_zp: 5,
+                        tile_len: 8,
+                    }),
+                ),
+                cmd(
+                    opcode::AVGPOOL,
+                    "pool (AveragePool)",
+                    vec![3],
+                    4,
+                    Body::Pool(Pool {
+                        n: 1,
+                        c: 1,
+                        h: 4,
+                        w: 4,
+                        oh: 2,
+                        ow: 2,
+                        kh: 3,
+                        kw: 3,
+                        sh: 2,
+                        sw: 2,
+                        pt: 1,
+                        pl: 1,
+                        pb: 0,
+                        pr: 0,
+                        count_include_pad: 1,
+                        in_zp: -1,
+                        out_zp: 2,
+                        requant: (1..=9).map(|c| rq(1.0 / c as f64)).collect(),
+                        tile_rows: 2,
+                    }),
+                ),
+                cmd(
+                    opcode::CLAMP,
+                    "relu (Relu)",
+                    vec![4],
+                    5,
+                    Body::Rescale(Rescale {
+                        len: 8,
+                        in_zp: 0,
+                        out_zp: -128,
+                        requant: rq(1.5),
+                        tile_len: 8,
+                    }),
+                ),
+                cmd(
+                    opcode::CONCAT,
+                    "cat (Concat)",
+                    vec![4, 5],
+                    6,
+                    Body::Concat(Concat {
+                        outer: 2,
+                        out_zp: 1,
+                        parts: vec![
+                            ConcatPart {
+                                inner: 8,
+                                in_zp: 2,
+                                requant: rq(0.9),
+                            },
+                            ConcatPart {
+                                inner: 12,
+                                in_zp: -3,
+                                requant: rq(1.1),
+                            },
+                        ],
+                    }),
+                ),
+                cmd(
+                    opcode::SOFTMAX,
+                    "softmax (Softmax)",
+                    vec![6],
+                    7,
+                    Body::Softmax(Softmax {
+                        outer: 2,
+                        axis_len: 20,
+                        inner: 1,
+                        out_zp: -128,
+                        lut: (0..256).map(|d| (1 << 30) >> (d / 8)).collect(),
+                        k: 1 << 40,
+                    }),
+                ),
+            ],
+        }
+    }
+
+    /// The encoding is the format: these bytes were produced by the stream writer before
+    /// it moved onto the SDK's `ByteWriter`, and a blob compiled then must still load.
+    #[test]
+    fn every_body_kind_encodes_to_the_format_version_1_bytes() {
+        let s = every_body();
+        let blob = s.encode();
+        assert_eq!((blob.len(), checksum(&blob)), (1833, 0x5501_9771));
+        assert_eq!(Stream::decode(&blob).unwrap(), s);
+    }
+
     #[test]
     fn crc32_check_value() {
         assert_eq!(checksum(b"123456789"), 0xCBF4_3926);

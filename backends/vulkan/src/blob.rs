@@ -270,3 +270,124 @@ impl<'a> Reader<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::dummy;
+
+    fn range(region: Region, offset: u64, len: u64) -> Range {
+        Range {
+            region,
+            offset,
+            len,
+        }
+    }
+
+    /// A plan with both weight sources, parameters, several steps and every region.
+    fn sample() -> Plan {
+        let arena = |o, l| range(Region::Arena, o, l);
+        Plan {
+            limits: Limits {
+                subgroup: 32,
+                max_invocations: 1024,
+                max_group_size: [1024, 1024, 64],
+                max_group_count: [65535, 65535, 65535],
+                shared_memory: 49152,
+                max_storage_range: 1 << 31,
+                float16: true,
+            },
+            arena_size: 1024,
+            weights_size: 512,
+            weights: vec![
+                Weight {
+                    source: WeightSource::View(0),
+                    offset: 0,
+                    len: 256,
+                },
+                Weight {
+                    source: WeightSource::Inline((1..=12).collect()),
+                    offset: 256,
+                    len: 12,
+                },
+            ],
+            params: vec![7, 8, 9, 10],
+            inputs: vec![arena(0, 256)],
+            outputs: vec![arena(512, 256)],
+            steps: vec![
+                Step {
+                    kernel: "matmul_f32".into(),
+                    spec: 64,
+                    bindings: [
+                        arena(0, 256),
+                        range(Region::Weights, 0, 256),
+                        dummy(2),
+                        arena(256, 256),
+                        range(Region::Params, 0, 8),
+                        dummy(5),
+                        dummy(6),
+                    ],
+                    groups: [4, 1, 1],
+                },
+                Step {
+                    kernel: "add_f16".into(),
+                    spec: 256,
+                    bindings: [
+                        arena(256, 256),
+                        range(Region::Weights, 256, 12),
+                        dummy(2),
+                        arena(512, 256),
+                        range(Region::Params, 8, 8),
+                        dummy(5),
+                        dummy(6),
+                    ],
+                    groups: [1, 2, 3],
+                },
+            ],
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// The encoding is the format: these bytes were produced by the blob writer before it
+    /// moved onto the SDK's `ByteWriter`, and a blob compiled then must still load.
+    #[test]
+    fn a_plan_encodes_to_the_format_version_1_bytes() {
+        let plan = sample();
+        let blob = encode(&plan);
+        assert_eq!(
+            hex(&blob),
+            "\
+             42564b4e010000002000000000040000000400000004000040000000ffff0000ffff0000ffff0000\
+             00c00000000000800000000001000000000400000000000000020000000000000200000000000000\
+             00000000000000000001000000000000000000000100000000010000000000000c00000000000000\
+             0102030405060708090a0b0c040000000700000008000000090000000a0000000100000000000000\
+             00000000000000000001000000000000010000000000000000020000000000000001000000000000\
+             020000000a0000006d61746d756c5f66333240000000000000000000000000000000000100000000\
+             00000100000000000000000000000001000000000000030000000002000000000000100000000000\
+             00000000000000010000000000000001000000000000020000000000000000000000080000000000\
+             00000300000000050000000000001000000000000000030000000006000000000000100000000000\
+             0000040000000100000001000000070000006164645f663136000100000000000000010000000000\
+             0000010000000000000100000000010000000000000c000000000000000300000000020000000000\
+             00100000000000000000000000000200000000000000010000000000000200000008000000000000\
+             00080000000000000003000000000500000000000010000000000000000300000000060000000000\
+             001000000000000000010000000200000003000000\
+             "
+        );
+        assert_eq!(decode(&blob).unwrap(), plan);
+    }
+
+    /// Every prefix of a valid blob is refused with an error, never a panic.
+    #[test]
+    fn truncation_anywhere_is_an_error() {
+        let blob = encode(&sample());
+        for n in 0..blob.len() {
+            assert!(decode(&blob[..n]).is_err(), "{n} bytes decoded");
+        }
+        let mut long = blob.clone();
+        long.push(0);
+        assert_eq!(decode(&long).unwrap_err(), "1 trailing bytes");
+    }
+}
