@@ -3,7 +3,9 @@
 //! The layout is documented field by field in the crate documentation (`lib.rs`), which
 //! is what vendors and tools read; this module is its only writer and reader.
 
-use crate::command::{Command, Reader, Writer};
+use baton_delegate_api::bytes::{ByteReader, ByteWriter};
+
+use crate::command::Command;
 use crate::error::NpuError;
 
 /// `"BNPU"`: the first four bytes of every stream.
@@ -44,7 +46,7 @@ pub struct Stream {
 impl Stream {
     /// Serializes the stream with its header and checksum.
     pub fn encode(&self) -> Vec<u8> {
-        let mut p = Writer::default();
+        let mut p = ByteWriter::new();
         p.u32(self.machine.macs);
         p.u32(self.machine.sram_bytes);
         p.u32(self.machine.clock_mhz);
@@ -53,17 +55,17 @@ impl Stream {
             list.iter().for_each(|&v| p.u32(v));
         }
         self.commands.iter().for_each(|c| c.write(&mut p));
-        let mut h = Writer::default();
-        h.buf.extend_from_slice(&MAGIC);
+        let mut h = ByteWriter::new();
+        h.bytes(&MAGIC);
         h.u32(FORMAT_VERSION);
         h.u32(HEADER_LEN as u32);
         h.u32(0); // flags
         h.u32(self.commands.len() as u32);
-        h.u32(p.buf.len() as u32);
+        h.u32(p.len() as u32);
         h.u32(0); // crc, filled below
         h.u32(0); // reserved
-        let mut out = h.buf;
-        out.extend_from_slice(&p.buf);
+        let mut out = h.finish();
+        out.extend_from_slice(&p.finish());
         let crc = checksum(&out);
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
         out
@@ -72,31 +74,28 @@ impl Stream {
     /// Checks the header and checksum and decodes the stream.
     pub fn decode(blob: &[u8]) -> Result<Stream, NpuError> {
         let header = check_header(blob)?;
-        let mut r = Reader::new(&blob[HEADER_LEN..]);
-        let bad = |e: String| NpuError::Malformed(e);
+        Stream::decode_payload(&blob[HEADER_LEN..], header.commands).map_err(NpuError::Malformed)
+    }
+
+    /// The payload after a valid header: every error is the text of a `Malformed`.
+    fn decode_payload(payload: &[u8], commands: u32) -> Result<Stream, String> {
+        let mut r = ByteReader::new(payload);
         let machine = Machine {
-            macs: r.u32().map_err(bad)?,
-            sram_bytes: r.u32().map_err(bad)?,
-            clock_mhz: r.u32().map_err(bad)?,
+            macs: r.u32("machine record")?,
+            sram_bytes: r.u32("machine record")?,
+            clock_mhz: r.u32("machine record")?,
         };
         let mut lists = Vec::new();
-        for _ in 0..3 {
-            let n = r.count(4).map_err(bad)?;
-            let l: Vec<u32> = (0..n)
-                .map(|_| r.u32())
-                .collect::<Result<_, _>>()
-                .map_err(bad)?;
+        for what in ["buffer table", "input list", "output list"] {
+            let n = r.count_u32(4, what)?;
+            let l: Vec<u32> = (0..n).map(|_| r.u32(what)).collect::<Result<_, _>>()?;
             lists.push(l);
         }
-        let commands = (0..header.commands)
-            .map(|_| Command::read(&mut r))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad)?;
-        if r.pos != r.buf.len() {
-            return Err(bad(format!(
-                "{} bytes left after the last command",
-                r.buf.len() - r.pos
-            )));
+        let commands = (0..commands)
+            .map(|i| Command::read(&mut r).map_err(|e| format!("command {i}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if r.left() != 0 {
+            return Err(format!("{} bytes left after the last command", r.left()));
         }
         let outputs = lists.pop().expect("3 lists");
         let inputs = lists.pop().expect("3 lists");
@@ -416,6 +415,54 @@ mod tests {
         let blob = s.encode();
         assert_eq!((blob.len(), checksum(&blob)), (1833, 0x5501_9771));
         assert_eq!(Stream::decode(&blob).unwrap(), s);
+    }
+
+    /// A command cut anywhere is an error naming the field it ran out in, never a panic.
+    #[test]
+    fn commands_cut_short_are_refused_naming_the_field() {
+        for c in every_body().commands {
+            let mut w = ByteWriter::new();
+            c.write(&mut w);
+            let bytes = w.finish();
+            assert_eq!(Command::read(&mut ByteReader::new(&bytes)).unwrap(), c);
+            for n in 0..bytes.len() {
+                let e = Command::read(&mut ByteReader::new(&bytes[..n])).unwrap_err();
+                assert!(
+                    e.starts_with("truncated at byte "),
+                    "{} at {n}: {e}",
+                    c.name
+                );
+            }
+        }
+        // The conv geometry follows 4 bytes of opcode, 4 + 11 of name, 4 + 4 of inputs, 4 of
+        // output and 8 of clamp.
+        let mut w = ByteWriter::new();
+        every_body().commands[0].write(&mut w);
+        let e = Command::read(&mut ByteReader::new(&w.finish()[..41])).unwrap_err();
+        assert_eq!(
+            e,
+            "truncated at byte 39 reading the conv geometry (4 bytes needed, 2 left)"
+        );
+    }
+
+    /// A header announcing more commands than the payload holds (checksum made right) is
+    /// refused with the command and the field that ran out.
+    #[test]
+    fn a_missing_command_is_named() {
+        let mut blob = every_body().encode();
+        blob[16..20].copy_from_slice(&8u32.to_le_bytes());
+        blob[CRC_AT..CRC_AT + 4].fill(0);
+        let crc = checksum(&blob);
+        blob[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        let e = Stream::decode(&blob).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "malformed command stream: command 7: truncated at byte {} reading the opcode \
+                 (2 bytes needed, 0 left)",
+                blob.len() - HEADER_LEN
+            )
+        );
     }
 
     #[test]
