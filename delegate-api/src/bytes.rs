@@ -21,6 +21,36 @@ pub struct Truncated {
     pub left: usize,
 }
 
+/// So that `?` turns a short read into the `String` errors most blob decoders report.
+impl From<Truncated> for String {
+    fn from(e: Truncated) -> String {
+        e.to_string()
+    }
+}
+
+/// A length-prefixed string that could not be read.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum StrError {
+    /// The length, or the bytes it announces, run past the end.
+    #[error(transparent)]
+    Truncated(#[from] Truncated),
+    /// The bytes are there but are not UTF-8: a corrupt blob, told apart from a short one.
+    #[error("the {what} at byte {at} is not UTF-8")]
+    NotUtf8 {
+        /// What was being read, as the caller named it.
+        what: &'static str,
+        /// The offset of the string's first byte (after its length).
+        at: usize,
+    },
+}
+
+/// As for [`Truncated`]: `?` in decoders whose errors are `String`.
+impl From<StrError> for String {
+    fn from(e: StrError) -> String {
+        e.to_string()
+    }
+}
+
 /// Appends little-endian values to a growing buffer.
 #[derive(Clone, Debug, Default)]
 pub struct ByteWriter {
@@ -48,6 +78,21 @@ impl ByteWriter {
         self.buf.extend_from_slice(b);
     }
 
+    /// Appends a `u8`.
+    pub fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+
+    /// Appends a `u16`.
+    pub fn u16(&mut self, v: u16) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    /// Appends an `i32`.
+    pub fn i32(&mut self, v: i32) {
+        self.bytes(&v.to_le_bytes());
+    }
+
     /// Appends a `u32`.
     pub fn u32(&mut self, v: u32) {
         self.bytes(&v.to_le_bytes());
@@ -56,6 +101,18 @@ impl ByteWriter {
     /// Appends a `u64`.
     pub fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
+    }
+
+    /// Appends a string as its `u32` byte length then its UTF-8 bytes, as
+    /// [`ByteReader::str`] reads it back.
+    ///
+    /// # Panics
+    ///
+    /// If `s` is 4 GiB or longer: no blob format here has names that long, and a silently
+    /// wrapped length would write a blob that reads back as something else.
+    pub fn str(&mut self, s: &str) {
+        self.u32(u32::try_from(s.len()).expect("a string in a blob is under 4 GiB"));
+        self.bytes(s.as_bytes());
     }
 
     /// Appends `f32` values.
@@ -130,17 +187,36 @@ impl<'a> ByteReader<'a> {
         self.take(bytes, what)
     }
 
+    /// The next `N` bytes as an array, for the fixed-size integer reads.
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], Truncated> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+
+    /// The next `u8`.
+    pub fn u8(&mut self, what: &'static str) -> Result<u8, Truncated> {
+        self.array(what).map(u8::from_le_bytes)
+    }
+
+    /// The next `u16`.
+    pub fn u16(&mut self, what: &'static str) -> Result<u16, Truncated> {
+        self.array(what).map(u16::from_le_bytes)
+    }
+
+    /// The next `i32`.
+    pub fn i32(&mut self, what: &'static str) -> Result<i32, Truncated> {
+        self.array(what).map(i32::from_le_bytes)
+    }
+
     /// The next `u32`.
     pub fn u32(&mut self, what: &'static str) -> Result<u32, Truncated> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.array(what).map(u32::from_le_bytes)
     }
 
     /// The next `u64`.
     pub fn u64(&mut self, what: &'static str) -> Result<u64, Truncated> {
-        let mut a = [0; 8];
-        a.copy_from_slice(self.take(8, what)?);
-        Ok(u64::from_le_bytes(a))
+        self.array(what).map(u64::from_le_bytes)
     }
 
     /// The next `u64` as a length in items of `size` bytes: one that could not fit in the
@@ -160,6 +236,30 @@ impl<'a> ByteReader<'a> {
                 left: self.left(),
             }),
         }
+    }
+
+    /// The next `u32` as a count of items at least `item` bytes each: as [`count`](Self::count)
+    /// for the formats whose lists are prefixed by a `u32`, so that a corrupt count is refused
+    /// before a `Vec::with_capacity` or a loop of that many reads.
+    pub fn count_u32(&mut self, item: usize, what: &'static str) -> Result<usize, Truncated> {
+        let at = self.pos;
+        let n = usize::try_from(self.u32(what)?).unwrap_or(usize::MAX);
+        match n.checked_mul(item.max(1)) {
+            Some(bytes) if bytes <= self.left() => Ok(n),
+            bytes => Err(Truncated {
+                what,
+                at,
+                needed: bytes.unwrap_or(usize::MAX),
+                left: self.left(),
+            }),
+        }
+    }
+
+    /// A string written by [`ByteWriter::str`]: a `u32` byte length, then UTF-8.
+    pub fn str(&mut self, what: &'static str) -> Result<&'a str, StrError> {
+        let n = self.count_u32(1, what)?;
+        let at = self.pos;
+        std::str::from_utf8(self.take(n, what)?).map_err(|_| StrError::NotUtf8 { what, at })
     }
 
     /// Skips to the next multiple of `align` from the start of the buffer.
@@ -229,5 +329,152 @@ mod tests {
         assert!(ByteReader::new(&[0; 8])
             .take_items(usize::MAX, 2, "x")
             .is_err());
+    }
+
+    /// One of each small field, with the bytes it must produce.
+    fn fields() -> Vec<u8> {
+        let mut w = ByteWriter::new();
+        w.u8(0xab);
+        w.u16(0x1234);
+        w.i32(-2);
+        w.str("hé");
+        w.str("");
+        w.finish()
+    }
+
+    fn read_fields(buf: &[u8]) -> Result<(u8, u16, i32, String, String), StrError> {
+        let mut r = ByteReader::new(buf);
+        Ok((
+            r.u8("a")?,
+            r.u16("b")?,
+            r.i32("c")?,
+            r.str("name")?.to_owned(),
+            r.str("empty")?.to_owned(),
+        ))
+    }
+
+    #[test]
+    fn small_fields_are_little_endian_and_read_back() {
+        let buf = fields();
+        assert_eq!(
+            buf,
+            [0xab, 0x34, 0x12, 0xfe, 0xff, 0xff, 0xff, 3, 0, 0, 0, b'h', 0xc3, 0xa9, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            read_fields(&buf).unwrap(),
+            (0xab, 0x1234, -2, "hé".into(), String::new())
+        );
+    }
+
+    #[test]
+    fn every_prefix_is_refused_naming_the_field_it_ends_in() {
+        let buf = fields();
+        // (end of the field, its name, where its read starts, whether it is a string): a
+        // string's length and bytes are one field, and a length its bytes cannot fill is
+        // refused at the length, with `left` counted after it as for `count`.
+        let fields = [
+            (1, "a", 0, false),
+            (3, "b", 1, false),
+            (7, "c", 3, false),
+            (14, "name", 7, true),
+            (18, "empty", 14, true),
+        ];
+        for n in 0..buf.len() {
+            let &(_, what, at, string) = fields.iter().find(|f| n < f.0).unwrap();
+            let left = if string && n >= at + 4 {
+                n - at - 4
+            } else {
+                n - at
+            };
+            match read_fields(&buf[..n]) {
+                Err(StrError::Truncated(e)) => {
+                    assert_eq!((e.what, e.at, e.left), (what, at, left), "{n}: {e}")
+                }
+                other => panic!("{n} bytes: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn u32_counts_that_overrun_are_refused() {
+        let mut w = ByteWriter::new();
+        w.u32(2);
+        w.bytes(&[0; 8]);
+        let buf = w.finish();
+        // Exactly filling what is left is fine; one more byte per item is not.
+        assert_eq!(ByteReader::new(&buf).count_u32(4, "fits"), Ok(2));
+        assert_eq!(
+            ByteReader::new(&buf).count_u32(5, "items"),
+            Err(Truncated {
+                what: "items",
+                at: 0,
+                needed: 10,
+                left: 8
+            })
+        );
+        // Items of size 0 count as 1 byte, so a count can never exceed the bytes left.
+        let mut r = ByteReader::new(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(r.count_u32(0, "n").unwrap_err().needed, 9);
+        // A product that overflows is refused, not wrapped into something small.
+        let e = ByteReader::new(&u32::MAX.to_le_bytes())
+            .count_u32(usize::MAX, "huge")
+            .unwrap_err();
+        assert_eq!((e.needed, e.left), (usize::MAX, 0));
+        // The count itself cut short.
+        assert_eq!(
+            ByteReader::new(&[1, 0])
+                .count_u32(1, "n")
+                .unwrap_err()
+                .needed,
+            4
+        );
+    }
+
+    #[test]
+    fn strings_that_overrun_or_are_not_utf8_are_refused() {
+        let mut w = ByteWriter::new();
+        w.u32(3);
+        w.bytes(&[b'a', 0xff, b'b']);
+        let e = ByteReader::new(&w.finish()).str("name").unwrap_err();
+        assert_eq!(
+            e,
+            StrError::NotUtf8 {
+                what: "name",
+                at: 4
+            }
+        );
+        assert_eq!(e.to_string(), "the name at byte 4 is not UTF-8");
+        let e = ByteReader::new(&[5, 0, 0, 0, b'a'])
+            .str("name")
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            StrError::Truncated(Truncated {
+                needed: 5,
+                left: 1,
+                ..
+            })
+        ));
+        assert!(e
+            .to_string()
+            .starts_with("truncated at byte 0 reading the name"));
+    }
+
+    #[test]
+    fn question_mark_turns_both_errors_into_strings() {
+        fn decode(buf: &[u8]) -> Result<String, String> {
+            let mut r = ByteReader::new(buf);
+            let n = r.u8("tag")?;
+            Ok(format!("{n} {}", r.str("label")?))
+        }
+        assert_eq!(decode(&[7, 1, 0, 0, 0, b'x']).unwrap(), "7 x");
+        assert_eq!(
+            decode(&[]).unwrap_err(),
+            "truncated at byte 0 reading the tag (1 bytes needed, 0 left)"
+        );
+        assert_eq!(
+            decode(&[7, 1, 0, 0, 0, 0x80]).unwrap_err(),
+            "the label at byte 5 is not UTF-8"
+        );
     }
 }

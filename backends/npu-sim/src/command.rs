@@ -6,6 +6,8 @@
 //! encoded in the order they are declared below, little-endian, lists as a u32 count then
 //! the items; see the crate documentation for the container around them.
 
+use baton_delegate_api::bytes::{ByteReader, ByteWriter};
+
 use crate::quant::{Requant, MAX_SHIFT};
 
 /// Command opcodes, as stored in the stream.
@@ -219,32 +221,16 @@ pub enum Body {
 /// A malformed stream: what was wrong, for the init error.
 pub type DecodeError = String;
 
-/// Appends little-endian fields.
-#[derive(Default)]
-pub struct Writer {
-    pub buf: Vec<u8>,
+/// The stream's composite fields, written with the SDK's writer: requantizations and the
+/// `u32`-count-prefixed lists of the body encoding.
+trait WriteFields {
+    fn requant(&mut self, r: Requant);
+    fn requants(&mut self, rs: &[Requant]);
+    fn i8s(&mut self, v: &[i8]);
+    fn i32s(&mut self, v: &[i32]);
 }
 
-impl Writer {
-    pub fn u8(&mut self, v: u8) {
-        self.buf.push(v);
-    }
-    pub fn u16(&mut self, v: u16) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    pub fn u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    pub fn i32(&mut self, v: i32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    pub fn u64(&mut self, v: u64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    pub fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.buf.extend_from_slice(s.as_bytes());
-    }
+impl WriteFields for ByteWriter {
     fn requant(&mut self, r: Requant) {
         self.i32(r.mult);
         self.u8(r.shift);
@@ -255,7 +241,7 @@ impl Writer {
     }
     fn i8s(&mut self, v: &[i8]) {
         self.u32(v.len() as u32);
-        self.buf.extend_from_slice(bytemuck::cast_slice(v));
+        self.bytes(bytemuck::cast_slice(v));
     }
     fn i32s(&mut self, v: &[i32]) {
         self.u32(v.len() as u32);
@@ -263,87 +249,54 @@ impl Writer {
     }
 }
 
-/// Reads little-endian fields, refusing to read past the end.
-pub struct Reader<'a> {
-    pub buf: &'a [u8],
-    pub pos: usize,
+/// Bytes of one encoded [`Requant`]: an `i32` multiplier and a `u8` shift.
+const REQUANT_BYTES: usize = 5;
+
+/// Reads what [`WriteFields`] writes. Each read takes the name of the field, so an error
+/// says which field of which body ran out, not just where.
+trait ReadFields {
+    fn requant(&mut self, what: &'static str) -> Result<Requant, DecodeError>;
+    fn requants(&mut self, what: &'static str) -> Result<Vec<Requant>, DecodeError>;
+    fn i8s(&mut self, what: &'static str) -> Result<Vec<i8>, DecodeError>;
+    fn i32s(&mut self, what: &'static str) -> Result<Vec<i32>, DecodeError>;
+    /// `N` consecutive `u32`s: the geometry fields the bodies list first.
+    fn u32s<const N: usize>(&mut self, what: &'static str) -> Result<[u32; N], DecodeError>;
 }
 
-impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
-    }
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        let end = end.ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    pub fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.take(1)?[0])
-    }
-    pub fn u16(&mut self) -> Result<u16, DecodeError> {
-        Ok(u16::from_le_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
-    }
-    pub fn u32(&mut self) -> Result<u32, DecodeError> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    pub fn i32(&mut self) -> Result<i32, DecodeError> {
-        Ok(i32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    pub fn u64(&mut self) -> Result<u64, DecodeError> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-    /// A count of items of at least `item` bytes each, checked against what is left.
-    pub fn count(&mut self, item: usize) -> Result<usize, DecodeError> {
-        let n = self.u32()? as usize;
-        if n.saturating_mul(item) > self.buf.len() - self.pos {
-            return Err(format!(
-                "list of {n} items at byte {} overruns the stream",
-                self.pos
-            ));
-        }
-        Ok(n)
-    }
-    pub fn str(&mut self) -> Result<String, DecodeError> {
-        let n = self.count(1)?;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| "a name is not UTF-8".into())
-    }
-    fn requant(&mut self) -> Result<Requant, DecodeError> {
-        let mult = self.i32()?;
-        let shift = self.u8()?;
+impl ReadFields for ByteReader<'_> {
+    fn requant(&mut self, what: &'static str) -> Result<Requant, DecodeError> {
+        let mult = self.i32(what)?;
+        let shift = self.u8(what)?;
         if mult < 0 || shift > MAX_SHIFT {
-            return Err(format!("requantization ({mult}, {shift}) out of range"));
+            return Err(format!("{what} ({mult}, {shift}) out of range"));
         }
         Ok(Requant { mult, shift })
     }
-    fn requants(&mut self) -> Result<Vec<Requant>, DecodeError> {
-        let n = self.count(5)?;
-        (0..n).map(|_| self.requant()).collect()
+    fn requants(&mut self, what: &'static str) -> Result<Vec<Requant>, DecodeError> {
+        let n = self.count_u32(REQUANT_BYTES, what)?;
+        (0..n).map(|_| self.requant(what)).collect()
     }
-    fn i8s(&mut self) -> Result<Vec<i8>, DecodeError> {
-        let n = self.count(1)?;
-        Ok(bytemuck::cast_slice(self.take(n)?).to_vec())
+    fn i8s(&mut self, what: &'static str) -> Result<Vec<i8>, DecodeError> {
+        let n = self.count_u32(1, what)?;
+        Ok(bytemuck::cast_slice(self.take(n, what)?).to_vec())
     }
-    fn i32s(&mut self) -> Result<Vec<i32>, DecodeError> {
-        let n = self.count(4)?;
-        (0..n).map(|_| self.i32()).collect()
+    fn i32s(&mut self, what: &'static str) -> Result<Vec<i32>, DecodeError> {
+        let n = self.count_u32(4, what)?;
+        (0..n).map(|_| Ok(self.i32(what)?)).collect()
+    }
+    fn u32s<const N: usize>(&mut self, what: &'static str) -> Result<[u32; N], DecodeError> {
+        let mut v = [0; N];
+        for x in &mut v {
+            *x = self.u32(what)?;
+        }
+        Ok(v)
     }
 }
 
 impl Command {
     /// Appends the command: `u16 opcode, u16 0, str name, u32 n_in, u32 in[n_in],
     /// u32 output, i32 lo, i32 hi, body`.
-    pub fn write(&self, w: &mut Writer) {
+    pub fn write(&self, w: &mut ByteWriter) {
         w.u16(self.op);
         w.u16(0);
         w.str(&self.name);
@@ -432,22 +385,21 @@ impl Command {
 
     /// Reads one command written by [`Command::write`]. Only the encoding is checked
     /// here; [`crate::exec`] checks that the sizes fit the buffers.
-    pub fn read(r: &mut Reader<'_>) -> Result<Command, DecodeError> {
-        let op = r.u16()?;
-        let _reserved = r.u16()?;
-        let name = r.str()?;
-        let n_in = r.count(4)?;
-        let inputs = (0..n_in).map(|_| r.u32()).collect::<Result<_, _>>()?;
-        let output = r.u32()?;
-        let lo = r.i32()?;
-        let hi = r.i32()?;
+    pub fn read(r: &mut ByteReader<'_>) -> Result<Command, DecodeError> {
+        let op = r.u16("opcode")?;
+        let _reserved = r.u16("reserved field")?;
+        let name = r.str("command name")?.to_owned();
+        let n_in = r.count_u32(4, "input list")?;
+        let inputs = (0..n_in)
+            .map(|_| r.u32("input list"))
+            .collect::<Result<_, _>>()?;
+        let output = r.u32("output buffer")?;
+        let lo = r.i32("output clamp")?;
+        let hi = r.i32("output clamp")?;
         let body = match op {
             opcode::CONV2D | opcode::DEPTHWISE => {
-                let mut v = [0u32; 15];
-                for x in &mut v {
-                    *x = r.u32()?;
-                }
-                let [n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl] = v;
+                let [n, c, h, w, m, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl] =
+                    r.u32s("conv geometry")?;
                 Body::Conv(Conv {
                     n,
                     c,
@@ -464,43 +416,43 @@ impl Command {
                     dw,
                     pt,
                     pl,
-                    in_zp: r.i32()?,
-                    out_zp: r.i32()?,
-                    weights: r.i8s()?,
-                    bias: r.i32s()?,
-                    requant: r.requants()?,
-                    tile_rows: r.u32()?,
-                    tile_ch: r.u32()?,
+                    in_zp: r.i32("conv input zero point")?,
+                    out_zp: r.i32("conv output zero point")?,
+                    weights: r.i8s("conv weights")?,
+                    bias: r.i32s("conv bias")?,
+                    requant: r.requants("conv requantization")?,
+                    tile_rows: r.u32("conv tiling")?,
+                    tile_ch: r.u32("conv tiling")?,
                 })
             }
-            opcode::FC => Body::Fc(Fc {
-                rows: r.u32()?,
-                k: r.u32()?,
-                n: r.u32()?,
-                in_zp: r.i32()?,
-                out_zp: r.i32()?,
-                weights: r.i8s()?,
-                bias: r.i32s()?,
-                requant: r.requants()?,
-                tile_rows: r.u32()?,
-                tile_cols: r.u32()?,
-            }),
+            opcode::FC => {
+                let [rows, k, n] = r.u32s("fc geometry")?;
+                Body::Fc(Fc {
+                    rows,
+                    k,
+                    n,
+                    in_zp: r.i32("fc input zero point")?,
+                    out_zp: r.i32("fc output zero point")?,
+                    weights: r.i8s("fc weights")?,
+                    bias: r.i32s("fc bias")?,
+                    requant: r.requants("fc requantization")?,
+                    tile_rows: r.u32("fc tiling")?,
+                    tile_cols: r.u32("fc tiling")?,
+                })
+            }
             opcode::ADD => Body::Add(Add {
-                len: r.u32()?,
-                a_zp: r.i32()?,
-                b_zp: r.i32()?,
-                a_mult: r.i32()?,
-                b_mult: r.i32()?,
-                shift: r.u8()?.min(MAX_SHIFT),
-                out_zp: r.i32()?,
-                tile_len: r.u32()?,
+                len: r.u32("add length")?,
+                a_zp: r.i32("add zero points")?,
+                b_zp: r.i32("add zero points")?,
+                a_mult: r.i32("add multipliers")?,
+                b_mult: r.i32("add multipliers")?,
+                shift: r.u8("add shift")?.min(MAX_SHIFT),
+                out_zp: r.i32("add output zero point")?,
+                tile_len: r.u32("add tiling")?,
             }),
             opcode::AVGPOOL | opcode::MAXPOOL => {
-                let mut v = [0u32; 14];
-                for x in &mut v {
-                    *x = r.u32()?;
-                }
-                let [n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr] = v;
+                let [n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr] =
+                    r.u32s("pool geometry")?;
                 Body::Pool(Pool {
                     n,
                     c,
@@ -516,30 +468,31 @@ impl Command {
                     pl,
                     pb,
                     pr,
-                    count_include_pad: r.u8()?,
-                    in_zp: r.i32()?,
-                    out_zp: r.i32()?,
-                    requant: r.requants()?,
-                    tile_rows: r.u32()?,
+                    count_include_pad: r.u8("pool count_include_pad")?,
+                    in_zp: r.i32("pool input zero point")?,
+                    out_zp: r.i32("pool output zero point")?,
+                    requant: r.requants("pool requantization")?,
+                    tile_rows: r.u32("pool tiling")?,
                 })
             }
             opcode::RESHAPE | opcode::CLAMP => Body::Rescale(Rescale {
-                len: r.u32()?,
-                in_zp: r.i32()?,
-                out_zp: r.i32()?,
-                requant: r.requant()?,
-                tile_len: r.u32()?,
+                len: r.u32("rescale length")?,
+                in_zp: r.i32("rescale input zero point")?,
+                out_zp: r.i32("rescale output zero point")?,
+                requant: r.requant("rescale requantization")?,
+                tile_len: r.u32("rescale tiling")?,
             }),
             opcode::CONCAT => {
-                let outer = r.u32()?;
-                let out_zp = r.i32()?;
-                let n = r.count(13)?;
+                let outer = r.u32("concat outer count")?;
+                let out_zp = r.i32("concat output zero point")?;
+                // Each part: u32 inner, i32 zero point, requantization.
+                let n = r.count_u32(8 + REQUANT_BYTES, "concat parts")?;
                 let parts = (0..n)
                     .map(|_| {
                         Ok(ConcatPart {
-                            inner: r.u32()?,
-                            in_zp: r.i32()?,
-                            requant: r.requant()?,
+                            inner: r.u32("concat part")?,
+                            in_zp: r.i32("concat part")?,
+                            requant: r.requant("concat part requantization")?,
                         })
                     })
                     .collect::<Result<_, DecodeError>>()?;
@@ -549,14 +502,17 @@ impl Command {
                     parts,
                 })
             }
-            opcode::SOFTMAX => Body::Softmax(Softmax {
-                outer: r.u32()?,
-                axis_len: r.u32()?,
-                inner: r.u32()?,
-                out_zp: r.i32()?,
-                lut: r.i32s()?,
-                k: r.u64()?,
-            }),
+            opcode::SOFTMAX => {
+                let [outer, axis_len, inner] = r.u32s("softmax geometry")?;
+                Body::Softmax(Softmax {
+                    outer,
+                    axis_len,
+                    inner,
+                    out_zp: r.i32("softmax output zero point")?,
+                    lut: r.i32s("softmax table")?,
+                    k: r.u64("softmax scale")?,
+                })
+            }
             other => return Err(format!("unknown opcode {other}")),
         };
         Ok(Command {

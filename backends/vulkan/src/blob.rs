@@ -13,6 +13,8 @@
 //! It holds no weights from views (they come again at init) and names kernels by name and
 //! override value, so a blob from another build is refused if its kernels are missing.
 
+use baton_delegate_api::bytes::{ByteReader, ByteWriter};
+
 use crate::gpu::Limits;
 use crate::plan::{Plan, Range, Region, Step, Weight, WeightSource};
 
@@ -30,8 +32,8 @@ pub(crate) fn version(blob: &[u8]) -> Option<u32> {
 
 /// Serializes a plan.
 pub(crate) fn encode(plan: &Plan) -> Vec<u8> {
-    let mut w = Writer(Vec::new());
-    w.0.extend_from_slice(MAGIC);
+    let mut w = ByteWriter::new();
+    w.bytes(MAGIC);
     w.u32(FORMAT_VERSION);
     limits(&mut w, &plan.limits);
     w.u64(plan.arena_size);
@@ -49,7 +51,7 @@ pub(crate) fn encode(plan: &Plan) -> Vec<u8> {
                 w.u32(1);
                 w.u64(wt.offset);
                 w.u64(wt.len);
-                w.0.extend_from_slice(bytes);
+                w.bytes(bytes);
             }
         }
     }
@@ -60,25 +62,24 @@ pub(crate) fn encode(plan: &Plan) -> Vec<u8> {
     for list in [&plan.inputs, &plan.outputs] {
         w.u32(list.len() as u32);
         for r in list {
-            w.range(r);
+            range(&mut w, r);
         }
     }
     w.u32(plan.steps.len() as u32);
     for s in &plan.steps {
-        w.u32(s.kernel.len() as u32);
-        w.0.extend_from_slice(s.kernel.as_bytes());
+        w.str(&s.kernel);
         w.u32(s.spec);
         for r in &s.bindings {
-            w.range(r);
+            range(&mut w, r);
         }
         for g in s.groups {
             w.u32(g);
         }
     }
-    w.0
+    w.finish()
 }
 
-fn limits(w: &mut Writer, l: &Limits) {
+fn limits(w: &mut ByteWriter, l: &Limits) {
     w.u32(l.subgroup);
     w.u32(l.max_invocations);
     l.max_group_size.iter().for_each(|&v| w.u32(v));
@@ -99,7 +100,8 @@ pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
             ))
         }
     }
-    let mut r = Reader { buf: blob, pos: 8 };
+    let mut r = ByteReader::new(blob);
+    r.take(8, "magic and version")?;
     let limits = Limits {
         subgroup: r.u32("limits")?,
         max_invocations: r.u32("limits")?,
@@ -111,7 +113,7 @@ pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
     };
     let arena_size = r.u64("arena size")?;
     let weights_size = r.u64("weights size")?;
-    let n = r.count("weight count")?;
+    let n = r.count_u32(1, "weight count")?;
     let mut weights = Vec::with_capacity(n);
     for _ in 0..n {
         let kind = r.u32("weight kind")?;
@@ -136,29 +138,26 @@ pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
             len,
         });
     }
-    let n = r.count("parameter count")?;
+    let n = r.count_u32(4, "parameter count")?;
     let params = (0..n)
         .map(|_| r.u32("parameters"))
         .collect::<Result<_, _>>()?;
     let mut lists = [Vec::new(), Vec::new()];
     for list in &mut lists {
-        let n = r.count("tensor count")?;
+        let n = r.count_u32(1, "tensor count")?;
         for _ in 0..n {
-            list.push(r.range()?);
+            list.push(read_range(&mut r)?);
         }
     }
     let [inputs, outputs] = lists;
-    let n = r.count("step count")?;
+    let n = r.count_u32(1, "step count")?;
     let mut steps = Vec::with_capacity(n);
     for _ in 0..n {
-        let len = r.count("kernel name length")?;
-        let kernel = std::str::from_utf8(r.take(len, "kernel name")?)
-            .map_err(|_| "kernel name is not UTF-8")?
-            .to_string();
+        let kernel = r.str("kernel name")?.to_owned();
         let spec = r.u32("override value")?;
         let mut bindings = [crate::plan::dummy(0); crate::plan::SLOTS];
         for b in &mut bindings {
-            *b = r.range()?;
+            *b = read_range(&mut r)?;
         }
         let groups = [r.u32("groups")?, r.u32("groups")?, r.u32("groups")?];
         steps.push(Step {
@@ -168,8 +167,8 @@ pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
             groups,
         });
     }
-    if r.pos != blob.len() {
-        return Err(format!("{} trailing bytes", blob.len() - r.pos));
+    if r.left() != 0 {
+        return Err(format!("{} trailing bytes", r.left()));
     }
     let plan = Plan {
         limits,
@@ -210,63 +209,142 @@ fn check_ranges(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn range(&mut self, r: &Range) {
-        self.u32(r.region as u32);
-        self.u64(r.offset);
-        self.u64(r.len);
-    }
+/// `range := u32 region u64 offset u64 len`.
+fn range(w: &mut ByteWriter, r: &Range) {
+    w.u32(r.region as u32);
+    w.u64(r.offset);
+    w.u64(r.len);
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+/// A range whose region code is known; whether it lies inside that region is checked by
+/// [`check_ranges`] once every region's size has been read.
+fn read_range(r: &mut ByteReader<'_>) -> Result<Range, String> {
+    let code = r.u32("range region")?;
+    let region = Region::from_code(code).ok_or_else(|| format!("region {code} is unknown"))?;
+    Ok(Range {
+        region,
+        offset: r.u64("range offset")?,
+        len: r.u64("range length")?,
+    })
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(|| format!("blob truncated at byte {} reading the {what}", self.pos))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
-        let b = self.take(8, what)?;
-        let mut a = [0; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-    /// A count that cannot exceed the bytes left (each item takes at least one byte).
-    fn count(&mut self, what: &str) -> Result<usize, String> {
-        let n = self.u32(what)? as usize;
-        if n > self.buf.len() - self.pos {
-            return Err(format!("{what} {n} exceeds the blob"));
-        }
-        Ok(n)
-    }
-    fn range(&mut self) -> Result<Range, String> {
-        let code = self.u32("range region")?;
-        let region = Region::from_code(code).ok_or_else(|| format!("region {code} is unknown"))?;
-        Ok(Range {
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::dummy;
+
+    fn range(region: Region, offset: u64, len: u64) -> Range {
+        Range {
             region,
-            offset: self.u64("range offset")?,
-            len: self.u64("range length")?,
-        })
+            offset,
+            len,
+        }
+    }
+
+    /// A plan with both weight sources, parameters, several steps and every region.
+    fn sample() -> Plan {
+        let arena = |o, l| range(Region::Arena, o, l);
+        Plan {
+            limits: Limits {
+                subgroup: 32,
+                max_invocations: 1024,
+                max_group_size: [1024, 1024, 64],
+                max_group_count: [65535, 65535, 65535],
+                shared_memory: 49152,
+                max_storage_range: 1 << 31,
+                float16: true,
+            },
+            arena_size: 1024,
+            weights_size: 512,
+            weights: vec![
+                Weight {
+                    source: WeightSource::View(0),
+                    offset: 0,
+                    len: 256,
+                },
+                Weight {
+                    source: WeightSource::Inline((1..=12).collect()),
+                    offset: 256,
+                    len: 12,
+                },
+            ],
+            params: vec![7, 8, 9, 10],
+            inputs: vec![arena(0, 256)],
+            outputs: vec![arena(512, 256)],
+            steps: vec![
+                Step {
+                    kernel: "matmul_f32".into(),
+                    spec: 64,
+                    bindings: [
+                        arena(0, 256),
+                        range(Region::Weights, 0, 256),
+                        dummy(2),
+                        arena(256, 256),
+                        range(Region::Params, 0, 8),
+                        dummy(5),
+                        dummy(6),
+                    ],
+                    groups: [4, 1, 1],
+                },
+                Step {
+                    kernel: "add_f16".into(),
+                    spec: 256,
+                    bindings: [
+                        arena(256, 256),
+                        range(Region::Weights, 256, 12),
+                        dummy(2),
+                        arena(512, 256),
+                        range(Region::Params, 8, 8),
+                        dummy(5),
+                        dummy(6),
+                    ],
+                    groups: [1, 2, 3],
+                },
+            ],
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// The encoding is the format: these bytes were produced by the blob writer before it
+    /// moved onto the SDK's `ByteWriter`, and a blob compiled then must still load.
+    #[test]
+    fn a_plan_encodes_to_the_format_version_1_bytes() {
+        let plan = sample();
+        let blob = encode(&plan);
+        assert_eq!(
+            hex(&blob),
+            "\
+             42564b4e010000002000000000040000000400000004000040000000ffff0000ffff0000ffff0000\
+             00c00000000000800000000001000000000400000000000000020000000000000200000000000000\
+             00000000000000000001000000000000000000000100000000010000000000000c00000000000000\
+             0102030405060708090a0b0c040000000700000008000000090000000a0000000100000000000000\
+             00000000000000000001000000000000010000000000000000020000000000000001000000000000\
+             020000000a0000006d61746d756c5f66333240000000000000000000000000000000000100000000\
+             00000100000000000000000000000001000000000000030000000002000000000000100000000000\
+             00000000000000010000000000000001000000000000020000000000000000000000080000000000\
+             00000300000000050000000000001000000000000000030000000006000000000000100000000000\
+             0000040000000100000001000000070000006164645f663136000100000000000000010000000000\
+             0000010000000000000100000000010000000000000c000000000000000300000000020000000000\
+             00100000000000000000000000000200000000000000010000000000000200000008000000000000\
+             00080000000000000003000000000500000000000010000000000000000300000000060000000000\
+             001000000000000000010000000200000003000000\
+             "
+        );
+        assert_eq!(decode(&blob).unwrap(), plan);
+    }
+
+    /// Every prefix of a valid blob is refused with an error, never a panic.
+    #[test]
+    fn truncation_anywhere_is_an_error() {
+        let blob = encode(&sample());
+        for n in 0..blob.len() {
+            assert!(decode(&blob[..n]).is_err(), "{n} bytes decoded");
+        }
+        let mut long = blob.clone();
+        long.push(0);
+        assert_eq!(decode(&long).unwrap_err(), "1 trailing bytes");
     }
 }
