@@ -7,8 +7,7 @@ use baton_backend_npu_sim::{checksum, NpuExecutable, NpuSimDelegate, FORMAT_VERS
 use baton_delegate_api::ir::{Attr, DType, Dim, Graph, OpKind};
 use baton_delegate_api::testing::{compile, execute, supports, Hosted};
 use baton_delegate_api::{
-    BlobCompatibility, DeclineReason, Delegate, DelegateError, Executable, Options, Support,
-    Tensor,
+    BlobCompatibility, DeclineReason, Delegate, DelegateError, Executable, Options, Support, Tensor,
 };
 use common::Qdq;
 
