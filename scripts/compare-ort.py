@@ -10,8 +10,9 @@ and numpy (scripts/peer-venv.sh makes one):
 
     .cache/peer-venv/bin/python scripts/compare-ort.py [--threads 1,2] [--runs 50]
 
-Models come from ../shared/peers/models (mobilenet_tiny, transformer_enc2, stream_asr)
-and, when fetched, silero VAD (.cache/silero/silero_vad.onnx: one 576-sample chunk).
+Models come from ../shared/peers/models (mobilenet_tiny, transformer_enc2, stream_asr),
+their int8 QDQ twins when scripts/make-qdq.sh has written them to .cache/qdq/, and, when
+fetched, silero VAD (.cache/silero/silero_vad.onnx: one 576-sample chunk).
 """
 
 import argparse
@@ -43,6 +44,10 @@ def peer_models():
             p.stem[len("input_"):]: np.load(p) for p in sorted(d.glob("input_*.npy"))
         }
         out.append((name, d / f"{name}.onnx", inputs))
+        # The int8 twin, when scripts/make-qdq.sh made one (same inputs).
+        twin = ROOT / ".cache" / "qdq" / f"{name}.qdq.onnx"
+        if twin.is_file():
+            out.append((f"{name} (QDQ int8)", twin, inputs))
     silero = ROOT / ".cache" / "silero" / "silero_vad.onnx"
     if silero.is_file():
         rng = np.random.default_rng(0)

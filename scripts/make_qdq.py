@@ -24,6 +24,13 @@ class Samples(CalibrationDataReader):
     def __init__(self, name, x):
         rng = np.random.default_rng(20261203)
         batch = [x]
+        if np.issubdtype(x.dtype, np.integer):
+            # Token ids: the same ids shifted along the sequence (scaling would make ids
+            # that do not exist).
+            batch += [np.roll(x, k, axis=-1) for k in range(1, 7)]
+            self.items = iter([{name: b} for b in batch])
+            return
+        x = x.astype(np.float32)
         for scale, shift in [(0.5, 0.0), (1.5, 0.0), (1.0, 0.25), (1.0, -0.25)]:
             batch.append((x * scale + shift).astype(np.float32))
         for _ in range(2):
@@ -37,7 +44,7 @@ class Samples(CalibrationDataReader):
 def main():
     src, dst, sample = sys.argv[1:4]
     name = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).get_inputs()[0].name
-    x = np.load(sample).astype(np.float32)
+    x = np.load(sample)
     quantize_static(
         src,
         dst,

@@ -17,12 +17,11 @@
 
 use std::collections::BTreeMap;
 
-use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::{Dim, Graph, Tensor};
 
 use crate::engine::Engine;
 use crate::error::{HostError, InputProblem, Result, TensorType};
-use crate::memory::ArenaPlan;
+use crate::memory::{Arena, ArenaPlan};
 use crate::session::{ArenaReuse, Session};
 
 /// Specialised sessions kept by default (see [`BoundedSession::with_capacity`]).
@@ -34,8 +33,9 @@ pub struct BoundedSession<'e> {
     graph: Graph,
     bounds: BTreeMap<String, usize>,
     layout: std::collections::HashMap<String, usize>,
-    /// The arena planned at the bounds; `None` only while a run has lent it out.
-    arena: Option<AlignedBytes>,
+    /// The arena planned at the bounds, shared with every specialised session whose
+    /// binding fits its layout.
+    arena: Arena,
     arena_plan: ArenaPlan,
     /// Specialised sessions, least recently used first.
     cache: Vec<(BTreeMap<String, usize>, Session<'e>)>,
@@ -105,16 +105,16 @@ impl<'e> BoundedSession<'e> {
                 symbolic: used.keys().cloned().collect(),
             });
         }
-        let mut at_bound = Session::new(engine, graph, bounds)?;
+        let at_bound = Session::new(engine, graph, bounds)?;
         let layout = at_bound.arena_layout();
         let arena_plan = at_bound.arena_plan.clone();
-        let arena = at_bound.take_arena();
+        let arena = at_bound.arena().clone();
         Ok(BoundedSession {
             engine,
             graph: graph.clone(),
             bounds: bounds.clone(),
             layout,
-            arena: Some(arena),
+            arena,
             arena_plan,
             cache: Vec::new(),
             capacity: capacity.max(1),
@@ -215,13 +215,7 @@ impl<'e> BoundedSession<'e> {
         let k = self.session_for(binding)?;
         self.stats.runs += 1;
         let (_, session) = &mut self.cache[k];
-        if !session.borrows_arena() {
-            return session.run_refs(inputs);
-        }
-        session.put_arena(self.arena.take().expect("the arena is home between runs"));
-        let result = session.run_refs(inputs);
-        self.arena = Some(session.take_arena());
-        result
+        session.run_refs(inputs)
     }
 
     /// The session specialised to `binding`, most recently used last; loads it on a miss.
@@ -236,24 +230,13 @@ impl<'e> BoundedSession<'e> {
         }
         let reuse = ArenaReuse {
             layout: self.layout.clone(),
-            arena: self.arena.take().expect("the arena is home between runs"),
+            arena: self.arena.clone(),
         };
         let loaded = Session::new_reusing(self.engine, &self.graph, &binding, Some(reuse));
-        let mut session = match loaded {
-            Ok(s) => s,
-            Err(e) => {
-                // A load that failed before assembling dropped the buffer: plan it again so
-                // the next run still has its memory.
-                self.arena = Some(AlignedBytes::zeroed(self.arena_plan.arena_size));
-                return Err(e);
-            }
-        };
+        let session = loaded?;
         self.stats.specializations += 1;
-        if session.borrows_arena() {
-            self.arena = Some(session.take_arena());
-        } else {
+        if !session.borrows_arena() {
             self.stats.replans += 1;
-            self.arena = Some(AlignedBytes::zeroed(self.arena_plan.arena_size));
         }
         self.cache.push((binding, session));
         Ok(self.cache.len() - 1)

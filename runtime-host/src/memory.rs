@@ -9,6 +9,9 @@
 //! reports the naive sum (one buffer per tensor) and the lower bound (the most bytes live
 //! at any one step), so its quality is visible.
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::{Graph, NodeId, TensorId};
 use baton_partitioner::{PartitionPlan, Step};
 
@@ -236,5 +239,48 @@ mod tests {
             prop_assert!(p.lower_bound <= p.arena_size);
             prop_assert!(p.arena_size <= p.naive_size);
         }
+    }
+}
+
+/// The buffer a session's arena tensors live in, as a shared handle.
+///
+/// The delegates' tensor views are made once, at load, as pointers into this buffer, so the
+/// buffer must stay where it is for as long as any session using it lives: the handle owns
+/// it (sessions of one bounded model share one, each holding a clone) and never moves or
+/// resizes it. A run holds the lock for its whole duration, which is what makes the views'
+/// use of the bytes exclusive, whichever session sharing the buffer runs.
+#[derive(Clone)]
+pub struct Arena(Arc<Mutex<AlignedBytes>>);
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // try_lock: printing during a run must not wait for the run.
+        match self.0.try_lock() {
+            Ok(b) => write!(f, "Arena({} bytes)", b.len()),
+            Err(_) => write!(f, "Arena(in use)"),
+        }
+    }
+}
+
+impl Arena {
+    /// A handle owning `bytes`.
+    pub fn new(bytes: AlignedBytes) -> Arena {
+        Arena(Arc::new(Mutex::new(bytes)))
+    }
+
+    /// The buffer's length in bytes.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether the buffer is empty (a model with no arena tensors).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Exclusive access to the bytes, for one run. A run that panicked leaves the bytes as
+    /// they were; the next run overwrites what it reads, so the poison is ignored.
+    pub fn lock(&self) -> MutexGuard<'_, AlignedBytes> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -22,7 +22,7 @@ use baton_partitioner::{self as partitioner, PartitionPlan, Step};
 
 use crate::engine::Engine;
 use crate::error::{HostError, InputProblem, NodeProblem, Result, TensorType};
-use crate::memory::{self, arena_tensors, ArenaPlan};
+use crate::memory::{self, arena_tensors, Arena, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
 pub use crate::specialize::specialize;
@@ -55,9 +55,9 @@ pub struct Session<'e> {
     controls: Vec<Control<'e>>,
     slots: Vec<Slot>,
     shapes: Vec<Vec<usize>>,
-    arena: AlignedBytes,
-    /// Whether `arena` is a buffer lent by a [`crate::bounded::BoundedSession`], laid out by
-    /// its plan at the bound; the session then owns it only while it runs.
+    arena: Arena,
+    /// Whether `arena` is shared with a [`crate::bounded::BoundedSession`], laid out by its
+    /// plan at the bound.
     borrowed_arena: bool,
 }
 
@@ -65,7 +65,7 @@ pub struct Session<'e> {
 /// bindings to reuse: its buffer and each arena tensor's offset, by tensor name.
 pub(crate) struct ArenaReuse {
     pub layout: HashMap<String, usize>,
-    pub arena: AlignedBytes,
+    pub arena: Arena,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +229,9 @@ impl<'e> Session<'e> {
                 state: 0,
             });
         }
+        // Held for the whole run: the delegates' views use the bytes too (see `Arena`).
+        let arena = self.arena.clone();
+        let mut buf = arena.lock();
         for (&t, given) in self.graph.inputs.iter().zip(inputs) {
             let decl = &self.graph.tensors[t];
             if given.dtype != decl.dtype || given.shape != self.shapes[t] {
@@ -242,14 +245,14 @@ impl<'e> Session<'e> {
             }
             if let Slot::Arena(off) = self.slots[t] {
                 let n = given.bytes().len();
-                self.arena.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
+                buf.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
             }
         }
         if self.profiling {
-            self.run_steps_timed()?;
+            self.run_steps_timed(&mut buf)?;
         } else {
             for i in 0..self.steps.len() {
-                self.run_step(i)?;
+                self.run_step(i, &mut buf)?;
             }
         }
         Ok(self
@@ -258,7 +261,7 @@ impl<'e> Session<'e> {
             .iter()
             .map(|&t| {
                 let decl = &self.graph.tensors[t];
-                Tensor::from_bytes(decl.dtype, &self.shapes[t], self.bytes(t))
+                Tensor::from_bytes(decl.dtype, &self.shapes[t], self.bytes(t, &buf))
             })
             .collect())
     }
@@ -280,17 +283,10 @@ impl<'e> Session<'e> {
         self.borrowed_arena
     }
 
-    /// Takes the arena buffer out, leaving an empty one; the session must get it back
-    /// ([`Session::put_arena`]) before it runs again. The delegate views keep pointing
-    /// into the buffer's heap block, which moving the `AlignedBytes` does not move.
-    pub(crate) fn take_arena(&mut self) -> AlignedBytes {
-        std::mem::replace(&mut self.arena, AlignedBytes::zeroed(0))
-    }
-
-    /// Gives back the buffer taken by [`Session::take_arena`].
-    pub(crate) fn put_arena(&mut self, arena: AlignedBytes) {
-        debug_assert_eq!(self.arena.len(), 0, "the session already has its arena");
-        self.arena = arena;
+    /// The handle of the buffer the arena tensors live in, for a bounded session to share
+    /// with the sessions it specialises.
+    pub(crate) fn arena(&self) -> &Arena {
+        &self.arena
     }
 
     /// Number of nodes each target runs ("host" for the portable kernels), the nodes of
@@ -343,10 +339,12 @@ impl<'e> Session<'e> {
         out
     }
 
-    fn bytes(&self, t: TensorId) -> &[u8] {
+    /// The bytes of `t`: in `arena` (the locked buffer of this session's arena), a
+    /// constant, or none for a partition's internal tensor.
+    fn bytes<'s>(&'s self, t: TensorId, arena: &'s AlignedBytes) -> &'s [u8] {
         let len = byte_len(self.graph.tensors[t].dtype, &self.shapes[t]);
         match self.slots[t] {
-            Slot::Arena(off) => &self.arena.as_slice()[off..off + len],
+            Slot::Arena(off) => &arena.as_slice()[off..off + len],
             Slot::Const => const_bytes(&self.graph, t),
             Slot::Internal => &[],
         }
@@ -453,7 +451,7 @@ pub(crate) fn assemble<'e>(
             if same && memory::is_valid(&lifetimes, &offsets, m.arena_size) {
                 Some((
                     memory::evaluate(&lifetimes, offsets, m.arena_size),
-                    new_arena(engine, &graph, m.arena_size)?,
+                    Arena::new(new_arena(engine, &graph, m.arena_size)?),
                 ))
             } else {
                 notes.push("the program's arena layout does not fit its plan; planned anew".into());
@@ -481,11 +479,11 @@ pub(crate) fn assemble<'e>(
             }
         }
     };
-    let (arena_plan, mut arena) = match chosen {
+    let (arena_plan, arena) = match chosen {
         Some(l) => l,
         None => {
             let p = memory::plan(&lifetimes);
-            let a = new_arena(engine, &graph, p.arena_size)?;
+            let a = Arena::new(new_arena(engine, &graph, p.arena_size)?);
             (p, a)
         }
     };
@@ -493,7 +491,8 @@ pub(crate) fn assemble<'e>(
         slots[t] = Slot::Arena(off);
     }
 
-    let base = arena.as_mut_slice().as_mut_ptr();
+    // The buffer never moves while the handle lives (see `Arena`): the views stay valid.
+    let base = arena.lock().as_mut_slice().as_mut_ptr();
     let mut delegates: Vec<Option<Instantiated>> = delegates.into_iter().map(Some).collect();
     let steps = schedule
         .iter()

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use baton_delegate_api::abi;
+use baton_delegate_api::ir::AlignedBytes;
 use baton_delegate_api::{DType, NodeId, OpKind, Tensor, TensorId, TensorMut, TensorRef};
 use baton_reference as reference;
 
@@ -16,13 +17,13 @@ use crate::trace::StepTiming;
 
 impl<'e> Session<'e> {
     /// Runs every step, recording when each started and how long it took.
-    pub(super) fn run_steps_timed(&mut self) -> Result<()> {
+    pub(super) fn run_steps_timed(&mut self, buf: &mut AlignedBytes) -> Result<()> {
         self.timeline.clear();
         let t0 = Instant::now();
         for i in 0..self.steps.len() {
             let start = t0.elapsed();
             let fallbacks = self.fallbacks;
-            self.run_step(i)?;
+            self.run_step(i, buf)?;
             let dur = t0.elapsed() - start;
             let (name, kind, target, events) = match &self.steps[i] {
                 ExecStep::Host(n) => {
@@ -65,15 +66,15 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
-    pub(super) fn run_step(&mut self, i: usize) -> Result<()> {
+    pub(super) fn run_step(&mut self, i: usize, buf: &mut AlignedBytes) -> Result<()> {
         match &mut self.steps[i] {
             ExecStep::Host(n) => {
                 let n = *n;
-                self.run_host_nodes(&[n], &mut HashMap::new())
+                self.run_host_nodes(&[n], &mut HashMap::new(), buf)
             }
             ExecStep::Control(k) => {
                 let k = *k;
-                self.run_control(k)
+                self.run_control(k, buf)
             }
             ExecStep::Delegate(d) => {
                 for (s, e) in d.out_shapes.iter_mut().zip(&d.expected_out) {
@@ -125,7 +126,7 @@ impl<'e> Session<'e> {
                         if self.fallbacks <= 3 {
                             eprintln!("baton: {backend} failed, running its partition on the portable kernels: {e}");
                         }
-                        self.run_host_nodes(&nodes, &mut HashMap::new())
+                        self.run_host_nodes(&nodes, &mut HashMap::new(), buf)
                     }
                 }
             }
@@ -138,6 +139,7 @@ impl<'e> Session<'e> {
         &mut self,
         nodes: &[NodeId],
         locals: &mut HashMap<TensorId, Tensor>,
+        buf: &mut AlignedBytes,
     ) -> Result<()> {
         for &n in nodes {
             let node = &self.graph.nodes[n];
@@ -148,7 +150,7 @@ impl<'e> Session<'e> {
                 .filter(|&&o| self.slots[o] == Slot::Internal)
                 .map(|&o| Tensor::zeros(self.graph.tensors[o].dtype, &self.shapes[o]))
                 .collect();
-            let base = self.arena.as_mut_slice().as_mut_ptr();
+            let base = buf.as_mut_slice().as_mut_ptr();
             let inputs: Vec<TensorRef<'_>> = node
                 .inputs
                 .iter()
@@ -210,14 +212,18 @@ impl<'e> Session<'e> {
     /// Runs control-flow node `controls[k]`: an If runs the branch session its condition
     /// picks, a Loop runs on the reference interpreter. Results must have the shapes the
     /// session planned.
-    pub(super) fn run_control(&mut self, k: usize) -> Result<()> {
+    pub(super) fn run_control(&mut self, k: usize, buf: &mut AlignedBytes) -> Result<()> {
         let n = self.controls[k].node;
         let node = &self.graph.nodes[n];
         let operands: Vec<Tensor> = node
             .inputs
             .iter()
             .map(|&t| {
-                Tensor::from_bytes(self.graph.tensors[t].dtype, &self.shapes[t], self.bytes(t))
+                Tensor::from_bytes(
+                    self.graph.tensors[t].dtype,
+                    &self.shapes[t],
+                    self.bytes(t, buf),
+                )
             })
             .collect();
         let results = if node.op == OpKind::If {
@@ -273,7 +279,7 @@ impl<'e> Session<'e> {
             }
             if let Slot::Arena(off) = self.slots[o] {
                 let len = t.bytes().len();
-                self.arena.as_mut_slice()[off..off + len].copy_from_slice(t.bytes());
+                buf.as_mut_slice()[off..off + len].copy_from_slice(t.bytes());
             }
         }
         if results.len() < node.outputs.len() {
