@@ -170,9 +170,9 @@ impl<'e> Session<'e> {
     }
 
     /// [`Session::new`], placing the arena tensors at the offsets of `reuse` inside its
-    /// buffer when that layout is valid for this binding (every tensor found, fitting, and
-    /// no two tensors live at the same step sharing bytes); otherwise the session plans and
-    /// owns its own arena and gives the buffer back through [`Session::take_arena`].
+    /// shared buffer when that layout is valid for this binding (every tensor found,
+    /// fitting, and no two tensors live at the same step sharing bytes); otherwise the
+    /// session plans and owns an arena of its own.
     pub(crate) fn new_reusing(
         engine: &'e Engine,
         graph: &Graph,
