@@ -28,7 +28,6 @@
 //!   executable runs on (the caller plus `threads - 1` workers that sleep between calls).
 //!   Work is split over 2-D blocks of GEMM tiles and over the output pixels of depthwise
 //!   convolutions; results are bit-identical whatever the count.
-//! - `disable_simd` (default false): use the portable kernels even where SIMD ones exist.
 //! - `isa` (`auto`, `avx512f`, `avx2`, `neon`, `portable`; default `auto`, the widest the
 //!   CPU runs): the GEMM kernel family, so tests and CI reach every dispatch path on one
 //!   machine. Naming one the CPU lacks fails `create` with that reason.
@@ -142,16 +141,6 @@ impl Delegate for CpuDelegate {
                        Default: the number of physical cores.",
             },
             OptionDecl {
-                name: "disable_simd",
-                kind: option_kind::BOOL,
-                default: "false",
-                min: 0.0,
-                max: 0.0,
-                choices: "",
-                help: "Use the portable kernels even where SIMD (AVX2+FMA, NEON) ones are \
-                       available. For testing and debugging.",
-            },
-            OptionDecl {
                 name: "isa",
                 kind: option_kind::ENUM,
                 default: "auto",
@@ -173,9 +162,7 @@ impl Delegate for CpuDelegate {
             .ok()
             .filter(|t| (1..=256).contains(t))
             .ok_or_else(|| DelegateError::invalid(format!("threads = {threads}: out of range")))?;
-        let disable_simd = options.bool("disable_simd").unwrap_or(false);
         let kernel = match options.get("isa").unwrap_or("auto") {
-            _ if disable_simd => MicroKernel::portable(),
             "auto" => MicroKernel::best(),
             name => {
                 let isa = match name {
@@ -197,9 +184,9 @@ impl Delegate for CpuDelegate {
                 })?
             }
         };
-        // The int8 kernels follow the f32 choice: `portable` (or `disable_simd`) pins
+        // The int8 kernels follow the f32 choice: `portable` pins
         // both to plain Rust; otherwise the best int8 kernel the CPU runs.
-        let int8_simd = !disable_simd && kernel.isa() != Isa::Portable;
+        let int8_simd = kernel.isa() != Isa::Portable;
         Ok(CpuDelegate {
             threads,
             kernel,

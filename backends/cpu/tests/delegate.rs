@@ -489,7 +489,7 @@ fn exports_a_descriptor() {
     // SAFETY: the entry returns a pointer to a static descriptor.
     let desc = unsafe { &*desc };
     assert_eq!(desc.abi_major, abi::ABI_MAJOR);
-    assert_eq!(desc.option_count, 3); // threads, disable_simd, isa
+    assert_eq!(desc.option_count, 2); // threads, isa
                                       // SAFETY: the name is a NUL-terminated string owned by the static descriptor.
     let name = unsafe { std::ffi::CStr::from_ptr(desc.name) };
     assert_eq!(name.to_str().unwrap(), "cpu");

@@ -12,7 +12,10 @@ use baton_delegate_api::{Delegate, Options};
 pub fn delegate(simd: bool) -> CpuDelegate {
     let opts = Options::validate(
         &CpuDelegate::options(),
-        &[("disable_simd".to_string(), (!simd).to_string())],
+        &[(
+            "isa".to_string(),
+            if simd { "auto" } else { "portable" }.to_string(),
+        )],
     )
     .expect("valid options");
     CpuDelegate::create(&opts).expect("create")

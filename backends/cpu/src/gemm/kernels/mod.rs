@@ -98,7 +98,7 @@ pub struct MicroKernel {
 }
 
 /// The instruction set a kernel uses; the other SIMD kernels (depthwise, element-wise)
-/// follow the GEMM kernel's choice, so `disable_simd` turns them all off together.
+/// follow the GEMM kernel's choice, so `isa = "portable"` turns them all off together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isa {
     Portable,
