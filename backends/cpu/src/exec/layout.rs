@@ -131,9 +131,19 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<&[TensorId]> {
     let node = &graph.nodes[id];
     let shape = |t: TensorId| graph.tensors[t].static_shape();
     match node.op {
-        OpKind::Relu | OpKind::Sigmoid | OpKind::Tanh | OpKind::Erf | OpKind::Clip => {
-            Some(&node.inputs[..1])
-        }
+        OpKind::Relu
+        | OpKind::Sigmoid
+        | OpKind::Tanh
+        | OpKind::Erf
+        | OpKind::Clip
+        | OpKind::Sqrt
+        | OpKind::Exp
+        | OpKind::Log
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::LeakyRelu
+        | OpKind::HardSigmoid
+        | OpKind::HardSwish => Some(&node.inputs[..1]),
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
             let out = shape(node.outputs[0]);
             let same = node.inputs.len() == 2 && node.inputs.iter().all(|&i| shape(i) == out);

@@ -573,9 +573,32 @@ impl<'g> Builder<'g> {
                 let log = node.op == OpKind::LogSoftmax;
                 Op::Softmax(SoftmaxOp::new(self.src(input(0))?, &shapes[0], axis, log))
             }
-            OpKind::Erf => Op::Unary(UnaryOp {
+            OpKind::Erf
+            | OpKind::Sqrt
+            | OpKind::Exp
+            | OpKind::Log
+            | OpKind::Neg
+            | OpKind::Abs
+            | OpKind::LeakyRelu
+            | OpKind::HardSigmoid
+            | OpKind::HardSwish => Op::Unary(UnaryOp {
                 x: self.src(input(0))?,
-                f: Unary::Erf,
+                f: match node.op {
+                    OpKind::Erf => Unary::Erf,
+                    OpKind::Sqrt => Unary::Sqrt,
+                    OpKind::Exp => Unary::Exp,
+                    OpKind::Log => Unary::Log,
+                    OpKind::Neg => Unary::Neg,
+                    OpKind::Abs => Unary::Abs,
+                    OpKind::LeakyRelu => Unary::LeakyRelu {
+                        alpha: node.attr_float("alpha", 0.01),
+                    },
+                    OpKind::HardSigmoid => Unary::HardSigmoid {
+                        alpha: node.attr_float("alpha", 0.2),
+                        beta: node.attr_float("beta", 0.5),
+                    },
+                    _ => Unary::HardSwish,
+                },
             }),
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
                 let params = QParams::of(self.graph, node, &self.consts)?;

@@ -19,6 +19,20 @@ pub(crate) enum Unary {
     Sigmoid,
     Tanh,
     Erf,
+    Sqrt,
+    Exp,
+    Log,
+    Neg,
+    Abs,
+    LeakyRelu {
+        alpha: f32,
+    },
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
+    /// `x * clamp(x / 6 + 1/2, 0, 1)`, multiplying by `x` last as ONNX's function body does.
+    HardSwish,
     /// An Erf GELU found by `patterns.rs`: `(x * (erf(x / c) + 1)) * 0.5`, or `x * c`
     /// inside the Erf when the graph multiplies.
     Gelu {
@@ -36,8 +50,34 @@ impl Unary {
             Unary::Tanh => x.tanh(),
             Unary::Erf => super::math::erf(x),
             Unary::Gelu { divide, c } => gelu(x, divide, c),
+            Unary::Sqrt => x.sqrt(),
+            // libm's, not the polynomial of `math.rs`: these are ops of their own, held to
+            // the reference within an ulp or two, not activations inside a larger sum.
+            Unary::Exp => x.exp(),
+            Unary::Log => x.ln(),
+            Unary::Neg => -x,
+            Unary::Abs => x.abs(),
+            Unary::LeakyRelu { alpha } => leaky_relu(x, alpha),
+            Unary::HardSigmoid { alpha, beta } => clamp01(alpha * x + beta),
+            Unary::HardSwish => x * clamp01(x / 6.0 + 0.5),
         }
     }
+}
+
+/// `x < 0 ? alpha * x : x`: NaN and -0 pass through, as in the reference.
+#[inline(always)]
+fn leaky_relu(x: f32, alpha: f32) -> f32 {
+    if x < 0.0 {
+        alpha * x
+    } else {
+        x
+    }
+}
+
+/// `clamp(v, 0, 1)` letting NaN through (`f32::clamp` does).
+#[inline(always)]
+fn clamp01(v: f32) -> f32 {
+    v.clamp(0.0, 1.0)
 }
 
 /// The five nodes of an Erf GELU as one function, each operation as the graph has it.
@@ -64,6 +104,12 @@ impl UnaryOp {
             Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
             Unary::Erf => map(isa, x, out, super::math::erf),
             Unary::Gelu { divide: true, c } => map(isa, x, out, |v| gelu(v, true, c)),
+            Unary::Sqrt => map(isa, x, out, f32::sqrt),
+            Unary::Neg => map(isa, x, out, |v| -v),
+            Unary::Abs => map(isa, x, out, f32::abs),
+            Unary::LeakyRelu { alpha } => map(isa, x, out, |v| leaky_relu(v, alpha)),
+            Unary::HardSigmoid { alpha, beta } => map(isa, x, out, |v| clamp01(alpha * v + beta)),
+            Unary::HardSwish => map(isa, x, out, |v| v * clamp01(v / 6.0 + 0.5)),
             Unary::Gelu { divide: false, c } => map(isa, x, out, |v| gelu(v, false, c)),
             Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
             _ => map(isa, x, out, |v| f.apply(v)),
