@@ -82,3 +82,34 @@ fn one_and_many_threads_agree_bit_for_bit() {
         }
     }
 }
+
+/// Element-wise ops, Softmax and LayerNorm large enough to be shared among the threads
+/// (split by whole rows) agree bit for bit with one thread, including uneven splits.
+#[test]
+fn row_split_ops_agree_bit_for_bit() {
+    let mut rng = Rng::new(22);
+    let (rows, n) = (301, 257);
+    let mut g = GraphBuilder::new("rows");
+    let x = g.input_fixed("x", DType::F32, &[rows, n]);
+    let sm = g.node(OpKind::Softmax, &[x], &[]).unwrap();
+    let scale = g.constant_f32("scale", &[n], &rng.vec(n));
+    let bias = g.constant_f32("bias", &[n], &rng.vec(n));
+    let ln = g
+        .node(OpKind::LayerNormalization, &[x, scale, bias], &[])
+        .unwrap();
+    let erf = g.node(OpKind::Erf, &[ln], &[]).unwrap();
+    let hs = g.node(OpKind::HardSwish, &[x], &[]).unwrap();
+    for t in [sm, erf, hs] {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let input = Tensor::from_f32(&[rows, n], &rng.vec(rows * n));
+    let one = run(&delegate(1), &graph, std::slice::from_ref(&input)).expect("1 thread");
+    for threads in [2, 3] {
+        let many = run(&delegate(threads), &graph, std::slice::from_ref(&input)).expect("run");
+        for (a, b) in one.iter().zip(&many) {
+            let bits = |t: &Tensor| t.f32s().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a), bits(b), "{threads} threads differ from 1");
+        }
+    }
+}

@@ -7,6 +7,7 @@ use super::layout::{broadcast_strides, Strided};
 use super::math::{map, rows};
 use super::{Sources, Src};
 use crate::gemm::{clip, relu, Isa};
+use crate::pool::{Disjoint, Pool};
 
 /// A unary activation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,26 +96,61 @@ pub(crate) struct UnaryOp {
 }
 
 impl UnaryOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let f = self.f;
-        match f {
-            // Monomorphized loops so the simple cases vectorize.
-            Unary::Relu => map(isa, x, out, relu),
-            Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
-            Unary::Erf => map(isa, x, out, super::math::erf),
-            Unary::Gelu { divide: true, c } => map(isa, x, out, |v| gelu(v, true, c)),
-            Unary::Sqrt => map(isa, x, out, f32::sqrt),
-            Unary::Neg => map(isa, x, out, |v| -v),
-            Unary::Abs => map(isa, x, out, f32::abs),
-            Unary::LeakyRelu { alpha } => map(isa, x, out, |v| leaky_relu(v, alpha)),
-            Unary::HardSigmoid { alpha, beta } => map(isa, x, out, |v| clamp01(alpha * v + beta)),
-            Unary::HardSwish => map(isa, x, out, |v| v * clamp01(v / 6.0 + 0.5)),
-            Unary::Gelu { divide: false, c } => map(isa, x, out, |v| gelu(v, false, c)),
-            Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
-            _ => map(isa, x, out, |v| f.apply(v)),
-        }
+        split(pool, x, out, 1, |x, out| unary(f, isa, x, out));
     }
+}
+
+/// `out = f(x)` on the calling thread.
+fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
+    match f {
+        // Monomorphized loops so the simple cases vectorize.
+        Unary::Relu => map(isa, x, out, relu),
+        Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
+        Unary::Erf => map(isa, x, out, super::math::erf),
+        Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
+        Unary::Gelu { divide: true, c } => map(isa, x, out, |v| gelu(v, true, c)),
+        Unary::Sqrt => map(isa, x, out, f32::sqrt),
+        Unary::Neg => map(isa, x, out, |v| -v),
+        Unary::Abs => map(isa, x, out, f32::abs),
+        Unary::LeakyRelu { alpha } => map(isa, x, out, |v| leaky_relu(v, alpha)),
+        Unary::HardSigmoid { alpha, beta } => map(isa, x, out, |v| clamp01(alpha * v + beta)),
+        Unary::HardSwish => map(isa, x, out, |v| v * clamp01(v / 6.0 + 0.5)),
+        _ => map(isa, x, out, |v| f.apply(v)),
+    }
+}
+
+/// Element-wise work below this many elements runs on the calling thread: waking the
+/// pool for less costs more than the split saves (a few microseconds against about one
+/// nanosecond per element).
+const PARALLEL_MIN: usize = 32 * 1024;
+
+/// `f(x_part, out_part)` over one contiguous part of `x` and `out` per thread, split at
+/// multiples of `row` elements; on the calling thread alone when the work is small.
+pub(crate) fn split(
+    pool: &Pool,
+    x: &[f32],
+    out: &mut [f32],
+    row: usize,
+    f: impl Fn(&[f32], &mut [f32]) + Sync,
+) {
+    let (n, row) = (out.len().min(x.len()), row.max(1));
+    let rows = n / row;
+    let tasks = pool.threads().min(rows);
+    if n < PARALLEL_MIN || tasks < 2 {
+        return f(&x[..n], &mut out[..n]);
+    }
+    let per = rows.div_ceil(tasks);
+    let parts = Disjoint::new(&mut out[..n]);
+    pool.run(tasks, &|task, _| {
+        let (r0, r1) = ((task * per).min(rows), ((task + 1) * per).min(rows));
+        let (start, len) = (r0 * row, (r1 - r0) * row);
+        // SAFETY: the tasks' row ranges are disjoint.
+        let out = unsafe { parts.range(start, len) };
+        f(&x[start..start + len], out);
+    });
 }
 
 /// A binary arithmetic op.
@@ -248,12 +284,13 @@ impl SoftmaxOp {
 
     /// `exp(x - max) / sum(exp(x - max))`, the sum in f64. A NaN anywhere on the axis
     /// makes the whole slice NaN, and so does `+Inf` (as `Inf - Inf` is NaN), as in numpy.
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let (n, inner) = (self.axis, self.inner);
         if inner == 1 && n > 0 && !self.log {
-            // The usual case (the last axis): contiguous rows, vectorized exp.
-            rows(isa, x, out, n, softmax_row);
+            // The usual case (the last axis): contiguous rows, vectorized exp, the rows
+            // shared among the threads.
+            split(pool, x, out, n, |x, out| rows(isa, x, out, n, softmax_row));
             return;
         }
         for o in 0..self.outer {

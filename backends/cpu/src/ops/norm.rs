@@ -1,9 +1,11 @@
 //! LayerNormalization over the trailing block of dimensions from `axis`.
 
+use super::elementwise::split;
 use super::math::rows as for_rows;
 use super::tensor::sum_f64;
 use super::{Sources, Src};
 use crate::gemm::Isa;
+use crate::pool::Pool;
 
 /// Where Scale or B comes from, and how a block element finds its value.
 #[derive(Clone, Debug)]
@@ -39,7 +41,7 @@ pub(crate) struct LayerNormOp {
 }
 
 impl LayerNormOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let scale = sources.get(self.scale.src);
         let bias = self.bias.as_ref().map(|b| (b, sources.get(b.src)));
@@ -55,8 +57,10 @@ impl LayerNormOp {
         {
             let bias = bias.map(|(_, b)| b);
             let eps = self.epsilon;
-            for_rows(isa, &x[..rows * n], y, n, |blk, dst| {
-                norm_row(blk, dst, scale, bias, eps)
+            split(pool, &x[..rows * n], y, n, |x, y| {
+                for_rows(isa, x, y, n, |blk, dst| {
+                    norm_row(blk, dst, scale, bias, eps)
+                })
             });
             return;
         }
