@@ -49,8 +49,9 @@ pub enum Fill {
     Mixed(Vec<f64>, f64, f64),
 }
 
-/// The generator every case draws from, seeded by its id ([`Rng::for_id`]): the kit's
-/// inputs, and so the expected results, depend on its exact sequence.
+// The generator every case draws from, seeded by its id (`Rng::for_id`): the kit's inputs,
+// and so the expected results, depend on its exact sequence. (A doc comment with an
+// intra-doc link on this re-export crashes rustdoc 1.95, hence a plain comment.)
 pub use baton_delegate_api::testing::Rng;
 
 /// Filling tensors as [`Fill`] says, on top of the shared generator.
