@@ -1,0 +1,230 @@
+//! Lowering of the ops whose preparation takes more than a line or two: convolution,
+//! ReduceMean, LayerNormalization, Slice's axes and LSTM.
+
+use super::*;
+
+impl Builder<'_> {
+    /// A convolution with its fused ops: constant adds folded into the bias, the
+    /// activation as the clamp.
+    pub(super) fn conv(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        fused: &[EpOpSpec],
+        out: TensorId,
+    ) -> Result<Op, String> {
+        let geometry = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
+        let m = geometry.out_channels;
+        let mut bias = vec![0f32; m];
+        let mut runtime_bias = None;
+        if let Some(&t) = node.inputs.get(2) {
+            match self.const_f32(t) {
+                Some(b) => bias.copy_from_slice(&b[..m]),
+                None => runtime_bias = Some(self.src(t)?),
+            }
+        }
+        let (mut bounds, mut residual) = ((f32::NEG_INFINITY, f32::INFINITY), None);
+        for op in fused {
+            match *op {
+                // Fused conv adds are constants per channel (rs = 1) or scalars.
+                EpOpSpec::Add { src, rs, cs, scale } => {
+                    let data = self.slot_data(src).ok_or("a fused add is not constant")?;
+                    if cs != 0 {
+                        return Err("a fused add varies along the pixels".into());
+                    }
+                    for (c, b) in bias.iter_mut().enumerate() {
+                        *b += scale * data[c * rs];
+                    }
+                }
+                EpOpSpec::Residual { src, .. } => residual = Some(src),
+                EpOpSpec::Relu => bounds = (0.0, f32::INFINITY),
+                EpOpSpec::Clip { min, max } => bounds = (min, max),
+            }
+        }
+        let w_data = self.const_f32(node.inputs[1]);
+        let w = match &w_data {
+            Some(w) => Ok(&w[..]),
+            None => Err(self.src(node.inputs[1])?),
+        };
+        let spec = ConvSpec {
+            x: self.src(node.inputs[0])?,
+            in_nhwc: self.nhwc[node.inputs[0]],
+            out_nhwc: self.nhwc[out],
+            w,
+            bias,
+            runtime_bias,
+            residual,
+            bounds,
+        };
+        Ok(Op::Conv(ConvOp::new(
+            &mut self.packs,
+            self.kernel,
+            &geometry,
+            spec,
+        )))
+    }
+
+    /// The data of a slot holding a copied constant.
+    pub(super) fn slot_data(&self, src: Src) -> Option<&[f32]> {
+        match src {
+            Src::Slot(s) => match &self.slots[s] {
+                Pending::Const(data) => Some(data),
+                Pending::Inter(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// ReduceMean over a contiguous run of axes (checked by `supports`).
+    pub(super) fn reduce_mean(
+        &mut self,
+        node: &Node,
+        x: &[usize],
+        out: &[usize],
+    ) -> Result<Op, String> {
+        let x_src = self.src(node.inputs[0])?;
+        if self.nhwc[node.inputs[0]] {
+            // The layout plan takes only spatial means of channels-last tensors.
+            return Ok(Op::GlobalAveragePool(GlobalAveragePoolOp {
+                x: x_src,
+                planes: x[..2].iter().product(),
+                plane_len: x[2..].iter().product(),
+                channels_last: Some(x[1]),
+            }));
+        }
+        let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
+        let Some(flags) = flags.filter(|f| f.contains(&true)) else {
+            return Ok(Op::Copy(x_src));
+        };
+        let (first, last) = reduced_run(x, &flags).ok_or("reduced axes are not contiguous")?;
+        let count: usize = x[first..=last].iter().product();
+        let outer: usize = x[..first].iter().product();
+        let inner: usize = x[last + 1..].iter().product();
+        debug_assert_eq!(outer * inner, out.iter().product::<usize>());
+        Ok(Op::ReduceMean(ReduceMeanOp {
+            x: x_src,
+            outer,
+            count,
+            inner,
+        }))
+    }
+
+    pub(super) fn layer_norm(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let x = &shapes[0];
+        let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+        let block = &x[axis..];
+        let operand = |b: &mut Self, i: usize| -> Result<BlockOperand, String> {
+            let src = b.src(node.inputs[i])?;
+            let s = &shapes[i];
+            let n: usize = block.iter().product();
+            let index = if s.iter().product::<usize>() == n && n > 0 {
+                None
+            } else {
+                // Broadcast strides of the operand over the block's dimensions.
+                let strides = crate::ops::layout::broadcast_strides(s, x.len());
+                let mut index = Vec::with_capacity(n);
+                let mut idx = vec![0usize; block.len()];
+                for _ in 0..n {
+                    index.push(idx.iter().zip(&strides[axis..]).map(|(i, s)| i * s).sum());
+                    for d in (0..block.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] < block[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+                Some(index)
+            };
+            Ok(BlockOperand { src, index })
+        };
+        let scale = operand(self, 1)?;
+        let bias = match node.inputs.get(2) {
+            Some(_) => Some(operand(self, 2)?),
+            None => None,
+        };
+        Ok(Op::LayerNorm(LayerNormOp {
+            x: self.src(node.inputs[0])?,
+            scale,
+            bias,
+            rows: x[..axis].iter().product(),
+            n: block.iter().product(),
+            epsilon: node.attr_float("epsilon", 1e-5) as f64,
+            stats: node.outputs.len() > 1,
+        }))
+    }
+
+    /// Slice's `(axis, first, step, count)` per sliced axis, clamped as ONNX says.
+    pub(super) fn slice_axes(
+        &self,
+        node: &Node,
+        x: &[usize],
+    ) -> Result<Vec<(usize, i64, i64, usize)>, String> {
+        let ints = |i: usize| node.inputs.get(i).and_then(|&t| self.const_i64s(t));
+        let starts = ints(1).ok_or("Slice starts are not constant")?;
+        let ends = ints(2).ok_or("Slice ends are not constant")?;
+        let n = starts.len();
+        let axes: Vec<usize> = match ints(3) {
+            Some(a) => a
+                .iter()
+                .map(|&a| normalize_axis(a, x.len()))
+                .collect::<Result<_, _>>()?,
+            None => (0..n).collect(),
+        };
+        let steps = ints(4).unwrap_or_else(|| vec![1; n]);
+        let mut out = Vec::with_capacity(n);
+        for k in 0..n {
+            let (axis, step) = (axes[k], steps[k]);
+            let dim = x[axis] as i64;
+            let from_end = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+            let (start, end) = (from_end(starts[k]), from_end(ends[k]));
+            let (first, count) = if step > 0 {
+                let (b, e) = (start.clamp(0, dim), end.clamp(0, dim));
+                (b, if e > b { (e - b - 1) / step + 1 } else { 0 })
+            } else if dim == 0 {
+                (0, 0)
+            } else {
+                let (b, e) = (start.clamp(0, dim - 1), end.clamp(-1, dim - 1));
+                let stride = step.checked_neg().unwrap_or(i64::MAX);
+                (b, if b > e { (b - e - 1) / stride + 1 } else { 0 })
+            };
+            out.push((axis, first, step, count as usize));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn lstm(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
+        let r = self.const_f32(node.inputs[2]).ok_or("R is not constant")?;
+        let b = if present(3) {
+            Some(self.const_f32(node.inputs[3]).ok_or("B is not constant")?)
+        } else {
+            None
+        };
+        let initial_h = if present(5) {
+            Some(self.src(node.inputs[5])?)
+        } else {
+            None
+        };
+        let initial_c = if present(6) {
+            Some(self.src(node.inputs[6])?)
+        } else {
+            None
+        };
+        let x = self.src(node.inputs[0])?;
+        Ok(Op::Lstm(LstmOp::new(
+            &mut self.packs,
+            self.kernel,
+            x,
+            &shapes[0],
+            &w,
+            &r,
+            b.as_deref(),
+            (initial_h, initial_c),
+            node.attr_str("direction", "forward"),
+            shapes[1][0],
+            shapes[2][2],
+        )))
+    }
+}
