@@ -1,27 +1,12 @@
 //! The `baton` command as a user types it.
 
-// The host's test helpers (finding the workspace's plugins), shared rather than copied.
-#[path = "../../runtime-host/tests/common/mod.rs"]
-mod common;
+mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use baton_delegate_api::{wire, DType, GraphBuilder, OpKind, Tensor};
-use common::{config, plugin, q};
-
-fn baton(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .env("BATON_CACHE_DIR", cache)
-        .output()
-        .expect("run baton")
-}
-
-fn example() -> (PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tinynet");
-    (root.join("tinynet.btir"), root.join("image.npy"))
-}
+use support::common::{config, plugin, q};
+use support::{baton, tinynet as example};
 
 fn text(o: &Output) -> (String, String) {
     (

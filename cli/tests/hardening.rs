@@ -1,23 +1,14 @@
 //! The `baton` command on bad input: every case ends in an error naming what is at fault
 //! (a flag, a tensor, an output), never a panic, an abort or a wrong success.
 
-// The host's test helpers (finding the workspace's plugins), shared rather than copied.
-#[path = "../../runtime-host/tests/common/mod.rs"]
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use baton_delegate_api::{wire, DType, Dim, GraphBuilder, OpKind, Tensor};
-use common::{config, plugin, q};
-
-fn baton(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .env("BATON_CACHE_DIR", cache)
-        .output()
-        .expect("run baton")
-}
+use support::baton;
+use support::common::{config, plugin, q};
 
 /// Exit status and stderr of a run that must fail cleanly: status 1, no panic.
 fn fails(o: &Output) -> String {

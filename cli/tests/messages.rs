@@ -2,23 +2,13 @@
 //! fault once, on one line, with dtypes and shapes as users write them (`f32[1, 8, 64]`)
 //! and no Rust debug text.
 
-// The host's test helpers (finding the workspace's plugins), shared rather than copied.
-#[path = "../../runtime-host/tests/common/mod.rs"]
-mod common;
+mod support;
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use baton_delegate_api::Tensor;
-use common::{config, plugin, q};
-
-fn baton(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(args)
-        .env("BATON_CACHE_DIR", cache)
-        .output()
-        .expect("run baton")
-}
+use support::common::{config, plugin, q};
+use support::{baton, tinynet};
 
 /// The `baton: error: ...` line of a failed run, checked for the marks of a message said
 /// twice or of debug formatting.
@@ -50,11 +40,6 @@ fn once(line: &str, needle: &str) {
         1,
         "'{needle}' not said once: {line}"
     );
-}
-
-fn tinynet() -> (std::path::PathBuf, std::path::PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tinynet");
-    (root.join("tinynet.btir"), root.join("image.npy"))
 }
 
 #[test]
