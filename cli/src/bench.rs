@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
+use baton_delegate_api::abi;
 use baton_delegate_api::{DType, Dim, Tensor};
 use baton_runtime_host::{default_config, Config, Engine};
 use clap::Args;
@@ -107,6 +108,14 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let r = baton_runtime_host::bench::measure(&mut session, &inputs, a.warmup, a.runs)?;
     let per = session.nodes_per_backend();
     let held = session.held_bytes();
+    let delegates = session.delegate_memory();
+    let delegate_total = |field: fn(&abi::MemoryInfo) -> u64| -> u64 {
+        delegates
+            .iter()
+            .filter_map(|m| m.memory.as_ref())
+            .map(field)
+            .sum()
+    };
     // The threads each plugin was actually created with, as its options say; "default"
     // where neither the config nor the command line set them.
     let threads_text = threads.map_or("default".to_string(), |n| n.to_string());
@@ -127,6 +136,11 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             "load_runs": a.load_runs.max(1),
             "weights_bytes": held.0,
             "arena_bytes": held.1,
+            "delegate_scratch_bytes": delegate_total(|m| m.scratch_bytes),
+            "delegate_owned_bytes": delegate_total(|m| m.owned_bytes),
+            "delegate_retained_bytes": delegate_total(|m| m.retained_bytes),
+            "delegate_kept_blob_bytes": delegates.iter().map(|m| m.kept_blob_bytes).sum::<usize>(),
+            "delegate_memory_unreported": delegates.iter().filter(|m| m.memory.is_none()).count(),
         });
         println!("{line}");
     } else {

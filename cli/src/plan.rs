@@ -59,5 +59,44 @@ pub fn plan(a: PlanArgs) -> Result<()> {
         "memory: arena {} bytes; naive (one buffer per tensor) {} bytes; lower bound (peak live) {} bytes",
         p.arena_size, p.naive_size, p.lower_bound
     );
+    print_memory(&session);
     Ok(())
+}
+
+/// The whole model's memory: the host's constants and arenas, the blobs it keeps for
+/// delegates that read them in place, and what each delegate reports (ABI 1.2 `memory`).
+/// Bytes a delegate reads in place are counted once, where they live.
+fn print_memory(session: &baton_runtime_host::Session<'_>) {
+    let (weights, arena) = session.held_bytes();
+    let (mut scratch, mut owned, mut blobs, mut unknown) = (0u64, 0u64, 0u64, Vec::new());
+    for m in session.delegate_memory() {
+        blobs += m.kept_blob_bytes as u64;
+        let Some(info) = m.memory else {
+            unknown.push(format!("partition {} ({})", m.partition, m.backend));
+            continue;
+        };
+        println!(
+            "memory: partition {} ({}): scratch {} bytes, own copies {} bytes, read in place {} bytes (its blob, {} bytes, kept by the host; the model's constants)",
+            m.partition,
+            m.backend,
+            info.scratch_bytes,
+            info.owned_bytes,
+            info.retained_bytes,
+            m.kept_blob_bytes
+        );
+        scratch += info.scratch_bytes;
+        owned += info.owned_bytes;
+    }
+    let unknown = if unknown.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (not counting what {} hold: not reported)",
+            unknown.join(", ")
+        )
+    };
+    println!(
+        "memory: total {} bytes = host constants {weights} + host arenas {arena} + delegate blobs kept {blobs} + delegate scratch {scratch} + delegate copies {owned}{unknown}",
+        weights as u64 + arena as u64 + blobs + scratch + owned
+    );
 }

@@ -1,5 +1,5 @@
 /*
- * baton_delegate.h -- the Baton delegate ABI, version 1.0.
+ * baton_delegate.h -- the Baton delegate ABI, version 1.2.
  *
  * A Baton delegate is a shared library that runs parts of a model graph on some backend
  * (a CPU kernel library, a GPU, an NPU driver). The host loads it at run time, asks it
@@ -64,7 +64,9 @@
  *   - Everything the host passes to a call -- graph bytes, blob bytes, tensor views, their
  *     shape arrays, quantization arrays, option strings -- is borrowed for the duration of
  *     that call only. A plugin that needs any of it later copies it (weights belong in the
- *     blob or in the handle).
+ *     blob or in the handle). The one exception is init_retained (1.2): its blob bytes
+ *     and the data its constant views point at stay valid and unchanged until destroy
+ *     on the handle it made.
  *   - Strings in a BatonDeviceInfo stay valid while the context that produced them lives.
  *   - The text returned by last_error stays valid until the same thread's next call into
  *     the plugin (any entry point).
@@ -256,8 +258,9 @@ extern "C" {
 
 /* The ABI major version. A plugin with another major is refused before any call. */
 #define BATON_ABI_MAJOR 1u
-/* The ABI minor version of this header. Minors only append. */
-#define BATON_ABI_MINOR 1u
+/* The ABI minor version of this header. Minors only append: 1.1 added `profile`, 1.2
+ * added `btir_minor`, `init_retained` and `memory`. */
+#define BATON_ABI_MINOR 2u
 
 /* The name of the one symbol a plugin exports (type BatonEntryFn). */
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
@@ -597,6 +600,20 @@ typedef struct BatonProfileEvent {
     uint64_t wall_ns;    /* wall-clock nanoseconds spent on it; 0 if unknown */
 } BatonProfileEvent;
 
+/* The host memory an executable handle holds, reported by the descriptor's `memory`
+ * function (added in 1.2). struct_size follows the rule of section 1: the host sets it to
+ * sizeof(BatonMemoryInfo) of its build, the plugin fills the fields that size covers and
+ * sets it to the bytes it filled. Device memory is reported in BatonDeviceInfo, not here. */
+typedef struct BatonMemoryInfo {
+    uint32_t struct_size;
+    uint32_t reserved;       /* zero */
+    uint64_t scratch_bytes;  /* working memory for a run (an arena of intermediates) */
+    uint64_t owned_bytes;    /* everything else the handle allocated: weights it copied
+                              * or packed, tables, its own state */
+    uint64_t retained_bytes; /* bytes of an init_retained blob it points into rather than
+                              * copies (counted once, by the host, as the blob) */
+} BatonMemoryInfo;
+
 /* An opaque plugin context: one per loaded configuration. */
 typedef void* BatonContext;
 /* An opaque executable handle: one per initialised partition. */
@@ -702,6 +719,35 @@ typedef struct BatonDescriptor {
      * has not run, or whose last execute failed, has 0 events. Never overlaps another call
      * on the same handle. */
     uint32_t (*profile)(BatonHandle handle, BatonProfileEvent* events, uint32_t capacity);
+
+    /* ---- Added in 1.2. A host reads these only when BATON_DESCRIPTOR_HAS says so. ---- */
+
+    /* The highest minor version of the BTIR format (BATON_WIRE_MAJOR.btir_minor) this
+     * plugin reads. A host passes it no graph holding a code of a later minor: a node
+     * needing one is declined for it, per node, before supports is called. A plugin
+     * without this field (1.0, 1.1) is taken to read BTIR 1.2. */
+    uint32_t btir_minor;
+    uint32_t reserved_1_2; /* zero */
+
+    /* May be NULL (the host then calls init). The same as init, with one difference in
+     * lifetime: the blob bytes, and the bytes each constant view's `data` points at, stay
+     * valid, readable and unchanged until destroy on the handle this call returns (the
+     * view structs themselves, their shape and quantization arrays, are still borrowed
+     * for the call only). The blob is aligned to BATON_DATA_ALIGNMENT, as every view's
+     * data is. A plugin may therefore keep pointers into them (packed weights in the blob,
+     * an embedding table among the constants) instead of copying, which is what lets a
+     * host that maps a program file run it without a second copy of its weights. A host
+     * calls it only when it can keep that promise; a failed call leaves no pointer
+     * behind. */
+    BatonStatus (*init_retained)(BatonContext ctx, uint32_t device, const uint8_t* blob,
+                                 uint64_t blob_len, const BatonTensorView* consts,
+                                 uint32_t const_count, BatonHandle* out_handle);
+
+    /* May be NULL (the plugin does not report memory). Fills *out (see BatonMemoryInfo
+     * for its struct_size rule) with the host memory `handle` holds, so a host can show
+     * a whole model's memory, its delegates' included. BATON_STATUS_UNSUPPORTED when the
+     * plugin does not know. Never overlaps another call on the same handle. */
+    BatonStatus (*memory)(BatonHandle handle, BatonMemoryInfo* out);
 } BatonDescriptor;
 
 /* The smallest struct_size a v1 host accepts: everything up to and including `destroy`. */
@@ -711,6 +757,10 @@ typedef struct BatonDescriptor {
 /* The size of a 1.1 descriptor: everything up to and including `profile`. */
 #define BATON_DESCRIPTOR_V1_1_SIZE                                                         \
     (offsetof(BatonDescriptor, profile) + sizeof(((const BatonDescriptor*)0)->profile))
+
+/* The size of a 1.2 descriptor: everything up to and including `memory`. */
+#define BATON_DESCRIPTOR_V1_2_SIZE                                                         \
+    (offsetof(BatonDescriptor, memory) + sizeof(((const BatonDescriptor*)0)->memory))
 
 /* Whether the plugin's descriptor `d` (a const BatonDescriptor*) filled in `field`:
  * how a host tests for a field appended in a later minor before reading it. */

@@ -1,4 +1,4 @@
-//! The C ABI, version 1.1: `#[repr(C)]` mirrors of `include/baton_delegate.h`.
+//! The C ABI, version 1.2: `#[repr(C)]` mirrors of `include/baton_delegate.h`.
 //!
 //! The header is the normative text (it carries the ownership and threading rules); this
 //! module must match it field for field. `tests/c_abi/` compiles a C plugin against the
@@ -14,14 +14,20 @@ use std::ffi::{c_char, c_void};
 /// ABI major version. A different major is refused before any other call.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version of this build. 1.1 appended [`Descriptor::profile`] and
-/// [`ProfileEvent`].
-pub const ABI_MINOR: u32 = 1;
+/// [`ProfileEvent`]; 1.2 appended [`Descriptor::btir_minor`],
+/// [`Descriptor::init_retained`], [`Descriptor::memory`] and [`MemoryInfo`].
+pub const ABI_MINOR: u32 = 2;
+/// The BTIR minor a plugin without [`Descriptor::btir_minor`] (one built against ABI 1.0
+/// or 1.1) is taken to read: the minor those ABI versions carried.
+pub const BTIR_MINOR_BEFORE_1_2: u32 = 2;
 /// The one symbol a plugin exports.
 pub const ENTRY_SYMBOL: &str = "baton_delegate_entry";
 /// Size of the message buffer in [`SupportAnswer`].
 pub const SUPPORT_MESSAGE_LEN: usize = 256;
 /// The most dimensions a tensor view may have.
 pub const MAX_RANK: usize = 8;
+/// The alignment, in bytes, of every tensor view's data and of an `init_retained` blob.
+pub const DATA_ALIGNMENT: usize = 64;
 
 /// Status codes returned by every fallible entry point.
 pub type Status = i32;
@@ -369,6 +375,57 @@ pub struct Descriptor {
     /// or whose last run failed, has 0 events. Calls on one handle never overlap, as for
     /// `execute`.
     pub profile: Option<unsafe extern "C" fn(Handle, *mut ProfileEvent, u32) -> u32>,
+
+    /// Added in 1.2: the highest BTIR minor version (of [`crate::wire::WIRE_MAJOR`]) the
+    /// plugin reads. The host sends it no graph holding a code of a later minor; a node
+    /// that needs one is declined for this plugin before `supports` is asked. A plugin
+    /// whose `struct_size` does not cover it reads [`BTIR_MINOR_BEFORE_1_2`].
+    pub btir_minor: u32,
+    /// Added in 1.2; always zero.
+    pub reserved_1_2: u32,
+    /// Added in 1.2; may be NULL (the host then calls `init`). `init` with one difference:
+    /// the blob bytes, and the bytes each constant view's `data` points at, stay valid,
+    /// readable and unchanged until `destroy` on the handle made (the view structs and
+    /// their arrays are still borrowed for the call). The blob is [`DATA_ALIGNMENT`]-
+    /// aligned like every view, so the plugin may keep pointers into them (packed weights,
+    /// an embedding table) instead of copying. A host calls it only when it can keep that
+    /// promise (it maps a program file, or keeps a compiled blob and the graph's constants
+    /// for the handle's life).
+    pub init_retained: Option<
+        unsafe extern "C" fn(
+            Context,
+            u32,
+            *const u8,
+            u64,
+            *const TensorView,
+            u32,
+            *mut Handle,
+        ) -> Status,
+    >,
+    /// Added in 1.2; may be NULL. Fills the host's [`MemoryInfo`] (following its
+    /// `struct_size` rule) with the host memory the handle holds; [`STATUS_UNSUPPORTED`]
+    /// when the plugin does not know. Never overlaps another call on the handle.
+    pub memory: Option<unsafe extern "C" fn(Handle, *mut MemoryInfo) -> Status>,
+}
+
+/// The host memory an executable handle holds (added in 1.2), as `memory` reports it, so
+/// a host can show a whole model's memory with its delegates' share. Device memory is
+/// not counted here.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// In and out, as in [`DeviceInfo`]: the host sets it to the size its build declares,
+    /// the plugin fills the fields that size covers and sets it to the bytes it filled.
+    pub struct_size: u32,
+    /// Always zero.
+    pub reserved: u32,
+    /// Working memory for a run: an arena of intermediates, scratch buffers.
+    pub scratch_bytes: u64,
+    /// Everything else the handle allocated: weights it copied or packed, tables, state.
+    pub owned_bytes: u64,
+    /// Bytes of an `init_retained` blob the handle points into instead of copying (the
+    /// host counts them once, as the blob).
+    pub retained_bytes: u64,
 }
 
 /// One event of a run, as `profile` reports it (added in 1.1): a unit of work the plugin
@@ -421,4 +478,7 @@ pub const DESCRIPTOR_V1_SIZE: usize = std::mem::offset_of!(Descriptor, profile);
 
 /// Size of the v1.1 descriptor, which ends with `profile`: a plugin whose `struct_size` is
 /// smaller was built against 1.0 and has no profiling.
-pub const DESCRIPTOR_V1_1_SIZE: usize = std::mem::size_of::<Descriptor>();
+pub const DESCRIPTOR_V1_1_SIZE: usize = std::mem::offset_of!(Descriptor, btir_minor);
+
+/// Size of the v1.2 descriptor, which ends with `memory`.
+pub const DESCRIPTOR_V1_2_SIZE: usize = std::mem::size_of::<Descriptor>();

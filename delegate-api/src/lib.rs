@@ -33,7 +33,7 @@ pub use ir::{
 };
 pub use sdk::{
     BlobCompatibility, Constants, Decline, DeclineReason, Delegate, DelegateError, Device,
-    Executable, OptionDecl, Options, PluginInfo, ProfileEvent, QuantRef, Support, TensorMut,
-    TensorRef,
+    Executable, MemoryUse, OptionDecl, Options, PluginInfo, ProfileEvent, QuantRef, RetainedBlob,
+    Support, TensorMut, TensorRef,
 };
 pub use tensor::Tensor;

@@ -37,7 +37,9 @@ use crate::ir::{DType, Graph, Quant, Storage, TensorId};
 use crate::wire;
 
 mod answers;
+mod retained;
 pub use answers::{BlobCompatibility, Decline, DeclineReason};
+pub use retained::RetainedBlob;
 
 /// An error a delegate returns; its message reaches the host verbatim.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -430,6 +432,11 @@ pub trait Delegate: Sized + Send + Sync + 'static {
     /// Name, version, build id, feature bits, concurrency.
     fn info() -> PluginInfo;
 
+    /// The highest BTIR minor version this delegate reads (ABI 1.2 `btir_minor`). The SDK
+    /// decodes graphs with its own reader, so the default, the minor this SDK reads, is
+    /// right unless the delegate parses graph bytes itself.
+    const BTIR_MINOR: u16 = wire::WIRE_MINOR;
+
     /// The options this delegate accepts.
     fn options() -> Vec<OptionDecl> {
         Vec::new()
@@ -473,6 +480,23 @@ pub trait Delegate: Sized + Send + Sync + 'static {
         blob: &[u8],
         constants: &[TensorRef<'_>],
     ) -> Result<Self::Executable, DelegateError>;
+
+    /// [`Delegate::init`] for blob bytes and constant data the host keeps alive until the
+    /// executable is dropped (ABI 1.2 `init_retained`): an executable may point into
+    /// `blob`, and into `retained_constants[i]` (the bytes of `constants[i]`), instead of
+    /// copying what it keeps (see [`RetainedBlob`]). The default calls `init`, which is
+    /// always correct; override it when the blob or the constants hold weights worth not
+    /// copying.
+    fn init_retained(
+        &self,
+        device: u32,
+        blob: RetainedBlob,
+        constants: &[TensorRef<'_>],
+        retained_constants: &[RetainedBlob],
+    ) -> Result<Self::Executable, DelegateError> {
+        let _ = retained_constants;
+        self.init(device, blob.bytes(), constants)
+    }
 }
 
 /// An initialised partition.
@@ -493,6 +517,23 @@ pub trait Executable: Send + 'static {
     fn profile(&self) -> Vec<ProfileEvent> {
         Vec::new()
     }
+
+    /// The host memory this executable holds (ABI 1.2 `memory`), so that a host can show
+    /// a whole model's memory, delegates included. `None`, the default, says "unknown".
+    fn memory(&self) -> Option<MemoryUse> {
+        None
+    }
+}
+
+/// The host memory an executable holds, in bytes (see [`abi::MemoryInfo`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Working memory for a run: an arena of intermediates, scratch buffers.
+    pub scratch_bytes: u64,
+    /// Everything else it allocated: weights it copied or packed, tables, state.
+    pub owned_bytes: u64,
+    /// Bytes of a [`RetainedBlob`] it reads in place instead of copying.
+    pub retained_bytes: u64,
 }
 
 /// One timed unit of work of a run (a command, a kernel launch), for `baton run --profile`.
@@ -577,6 +618,10 @@ impl StaticDescriptor {
             execute: glue::execute::<D>,
             destroy: glue::destroy::<D>,
             profile: Some(glue::profile::<D>),
+            btir_minor: u32::from(D::BTIR_MINOR),
+            reserved_1_2: 0,
+            init_retained: Some(glue::init_retained::<D>),
+            memory: Some(glue::memory::<D>),
         };
         StaticDescriptor {
             descriptor,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use baton_delegate_api::abi::{self, Descriptor, EntryFn};
 use baton_delegate_api::entry::{builtin_delegate, builtin_delegates};
+use baton_delegate_api::ir::TensorData;
 use baton_delegate_api::sdk::{
     check_option, BlobCompatibility, DeclineReason, OptionDecl, ProfileEvent, Support,
 };
@@ -206,7 +207,7 @@ impl PluginLibrary {
         // minor appended that this plugin lacks stay zero (NULL), and fields a newer plugin
         // has beyond our struct are not read.
         let declared = (size as usize).min(std::mem::size_of::<Descriptor>());
-        let desc: Descriptor = unsafe {
+        let mut desc: Descriptor = unsafe {
             let mut copy = std::mem::MaybeUninit::<Descriptor>::zeroed();
             // SAFETY: the plugin declared `size` readable bytes at `ptr`, at least the whole
             // v1 descriptor (checked above) with every v1 function pointer non-NULL.
@@ -215,6 +216,26 @@ impl PluginLibrary {
             // function pointers (`Option<fn>`), for which zero is `None`.
             copy.assume_init()
         };
+        // A size that ends inside an appended field leaves that field unfilled: a pointer
+        // cut in half is not a function, and a missing BTIR minor is the one 1.1 carried.
+        let covers = |end: usize| declared >= end;
+        macro_rules! end_of {
+            ($field:ident) => {
+                std::mem::offset_of!(Descriptor, $field) + std::mem::size_of_val(&desc.$field)
+            };
+        }
+        if !covers(end_of!(profile)) {
+            desc.profile = None;
+        }
+        if !covers(end_of!(btir_minor)) {
+            desc.btir_minor = abi::BTIR_MINOR_BEFORE_1_2;
+        }
+        if !covers(end_of!(init_retained)) {
+            desc.init_retained = None;
+        }
+        if !covers(end_of!(memory)) {
+            desc.memory = None;
+        }
         let text = |p: *const c_char| -> String {
             if p.is_null() {
                 String::new()
@@ -304,6 +325,12 @@ impl PluginLibrary {
             ctx,
             options,
         })
+    }
+
+    /// The highest BTIR minor the plugin reads (ABI 1.2 `btir_minor`; the minor ABI 1.1
+    /// carried for an older plugin).
+    pub fn btir_minor(&self) -> u32 {
+        self.desc.btir_minor
     }
 
     /// `name version` for messages.
@@ -470,8 +497,9 @@ impl PluginContext {
             .collect())
     }
 
-    /// Compiles a subgraph into a blob (copied into host memory; the plugin's is freed).
-    pub fn compile(&self, device: u32, graph: &Graph) -> Result<Vec<u8>> {
+    /// Compiles a subgraph into a blob (copied into aligned host memory, so that it can be
+    /// retained by `init`; the plugin's copy is freed).
+    pub fn compile(&self, device: u32, graph: &Graph) -> Result<TensorData> {
         let call = AbiGraph::new(graph);
         let mut blob = abi::Blob {
             data: std::ptr::null_mut(),
@@ -491,10 +519,12 @@ impl PluginContext {
         };
         self.lib.check("compile", status)?;
         let out = if blob.data.is_null() || blob.len == 0 {
-            Vec::new()
+            TensorData::from_bytes(&[])
         } else {
             // SAFETY: the plugin returned `len` bytes at `data`.
-            unsafe { std::slice::from_raw_parts(blob.data, blob.len as usize) }.to_vec()
+            TensorData::from_bytes(unsafe {
+                std::slice::from_raw_parts(blob.data, blob.len as usize)
+            })
         };
         // SAFETY: the blob came from this plugin and is freed once, by it.
         unsafe { (self.lib.desc.free_blob)(self.ctx, blob) };
@@ -513,22 +543,51 @@ impl PluginContext {
 
     /// Initialises an executable from a blob; `graph` is the subgraph it was compiled from
     /// (its constants are passed again as views).
-    pub fn init(&self, device: u32, blob: &[u8], graph: &Graph) -> Result<PluginExecutable> {
+    ///
+    /// A plugin with ABI 1.2's `init_retained` gets the blob and the constants for the
+    /// executable's whole life: the executable keeps `blob` and the constants' data
+    /// (shared handles: a mapped program's sections or buffers the graph owns, never
+    /// copied here) until the plugin has destroyed the handle, so the plugin may read its
+    /// weights in place instead of copying them.
+    pub fn init(&self, device: u32, blob: &TensorData, graph: &Graph) -> Result<PluginExecutable> {
         let call = AbiGraph::new(graph);
         let mut handle: abi::Handle = std::ptr::null_mut();
-        // SAFETY: buffers outlive the call.
-        let status = unsafe {
-            (self.lib.desc.init)(
-                self.ctx,
-                device,
-                blob.as_ptr(),
-                blob.len() as u64,
-                call.views.as_ptr(),
-                call.views.len() as u32,
-                &mut handle,
-            )
+        let bytes = blob.bytes();
+        // The promise init_retained makes: the bytes stay put and 64-byte aligned. Every
+        // TensorData is (owned buffers are allocated so, mapped sections are placed so);
+        // anything else goes through plain init.
+        let retained = self
+            .lib
+            .desc
+            .init_retained
+            .filter(|_| bytes.as_ptr().align_offset(abi::DATA_ALIGNMENT) == 0);
+        let (call_name, status) = match retained {
+            // SAFETY: buffers outlive the call; the blob outlives the handle (kept below).
+            Some(f) => ("init_retained", unsafe {
+                f(
+                    self.ctx,
+                    device,
+                    bytes.as_ptr(),
+                    bytes.len() as u64,
+                    call.views.as_ptr(),
+                    call.views.len() as u32,
+                    &mut handle,
+                )
+            }),
+            // SAFETY: buffers outlive the call.
+            None => ("init", unsafe {
+                (self.lib.desc.init)(
+                    self.ctx,
+                    device,
+                    bytes.as_ptr(),
+                    bytes.len() as u64,
+                    call.views.as_ptr(),
+                    call.views.len() as u32,
+                    &mut handle,
+                )
+            }),
         };
-        self.lib.check("init", status)?;
+        self.lib.check(call_name, status)?;
         if handle.is_null() {
             return Err(self.lib.call_error(
                 "init",
@@ -539,6 +598,7 @@ impl PluginContext {
         Ok(PluginExecutable {
             lib: self.lib.clone(),
             handle,
+            retained: retained.map(|_| (blob.clone(), call.data)),
         })
     }
 }
@@ -547,6 +607,10 @@ impl PluginContext {
 pub struct PluginExecutable {
     lib: Arc<PluginLibrary>,
     handle: abi::Handle,
+    /// The blob and constants an `init_retained` handle may point into. `Drop` destroys
+    /// the handle before the fields drop, so the bytes outlive every use the plugin makes
+    /// of them.
+    retained: Option<(TensorData, Vec<TensorData>)>,
 }
 
 // SAFETY: handles may move between threads; the host never executes one concurrently
@@ -585,6 +649,47 @@ impl PluginExecutable {
     /// The library this executable belongs to.
     pub fn library(&self) -> &PluginLibrary {
         &self.lib
+    }
+
+    /// Whether the plugin was given the blob for the handle's life (`init_retained`).
+    pub fn retains_blob(&self) -> bool {
+        self.retained.is_some()
+    }
+
+    /// Bytes of the blob the host keeps for this handle (0 when the plugin copied what it
+    /// needed at `init`): memory of the model's that no plugin report counts.
+    pub fn kept_blob_bytes(&self) -> usize {
+        self.retained
+            .as_ref()
+            .map_or(0, |(blob, _)| blob.bytes().len())
+    }
+
+    /// The host memory the handle holds, as the plugin reports it (ABI 1.2 `memory`);
+    /// `None` for an older plugin or one that does not know.
+    pub fn memory(&self) -> Option<abi::MemoryInfo> {
+        let f = self.lib.desc.memory?;
+        let mut info = abi::MemoryInfo {
+            struct_size: std::mem::size_of::<abi::MemoryInfo>() as u32,
+            ..Default::default()
+        };
+        // SAFETY: a valid handle and a host-owned struct of the declared size.
+        let status = unsafe { f(self.handle, &mut info) };
+        if status != abi::STATUS_OK {
+            return None;
+        }
+        // Fields beyond what the plugin says it filled are unknown: zero them.
+        let filled = (info.struct_size as usize).min(std::mem::size_of::<abi::MemoryInfo>());
+        let end = |offset: usize| offset + std::mem::size_of::<u64>() <= filled;
+        if !end(std::mem::offset_of!(abi::MemoryInfo, scratch_bytes)) {
+            return None;
+        }
+        if !end(std::mem::offset_of!(abi::MemoryInfo, owned_bytes)) {
+            info.owned_bytes = 0;
+        }
+        if !end(std::mem::offset_of!(abi::MemoryInfo, retained_bytes)) {
+            info.retained_bytes = 0;
+        }
+        Some(info)
     }
 
     /// The events of the last successful execute, if the plugin reports any (ABI 1.1

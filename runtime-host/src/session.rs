@@ -94,6 +94,18 @@ pub(crate) struct Control<'e> {
     branches: Vec<std::result::Result<Session<'e>, String>>,
 }
 
+/// The host memory one delegated partition holds, as its plugin reports it.
+#[derive(Clone, Debug)]
+pub struct PartitionMemory {
+    pub partition: usize,
+    pub backend: String,
+    /// `None` where the plugin does not report memory.
+    pub memory: Option<abi::MemoryInfo>,
+    /// The blob the host keeps for the plugin to read in place (ABI 1.2
+    /// `init_retained`); 0 when the plugin copied what it needed.
+    pub kept_blob_bytes: usize,
+}
+
 struct DelegateStep {
     partition: usize,
     backend: String,
@@ -203,6 +215,31 @@ impl<'e> Session<'e> {
             }
         }
         (weights, arena)
+    }
+
+    /// What each delegated partition's plugin holds in host memory (ABI 1.2 `memory`),
+    /// in partition order, the If branches' sessions included; `None` where the plugin
+    /// does not say (an older plugin, or one that does not know).
+    pub fn delegate_memory(&self) -> Vec<PartitionMemory> {
+        let mut all: Vec<PartitionMemory> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                ExecStep::Delegate(d) => Some(PartitionMemory {
+                    partition: d.partition,
+                    backend: d.backend.clone(),
+                    memory: d.exec.memory(),
+                    kept_blob_bytes: d.exec.kept_blob_bytes(),
+                }),
+                _ => None,
+            })
+            .collect();
+        for (_, branch) in self.branches() {
+            if let Ok(b) = branch {
+                all.extend(b.delegate_memory());
+            }
+        }
+        all
     }
 
     /// Shape of each graph input, in order.

@@ -70,6 +70,24 @@ fn peer_models_from_a_baton_file_are_bit_identical_to_the_onnx_path() {
         assert_eq!(aot.plan, jit.plan, "{name}: the stored plan");
         assert_eq!(aot.arena_plan, jit.arena_plan, "{name}: the stored layout");
         assert_bit_identical(name, &want, &run(&mut aot, &inputs));
+        // ABI 1.2: the CPU delegate was handed the mapped blob for good and reads its
+        // packed weights there, so it holds no second copy of them.
+        let memory = aot.delegate_memory();
+        assert!(!memory.is_empty(), "{name}: no delegated partition");
+        for m in memory {
+            let info = m
+                .memory
+                .unwrap_or_else(|| panic!("{name}: {m:?} reports no memory"));
+            assert!(
+                info.retained_bytes > 0 && info.owned_bytes < info.retained_bytes,
+                "{name}: partition {} copied its weights: {info:?}",
+                m.partition
+            );
+            assert!(
+                info.scratch_bytes > 0,
+                "{name}: no arena reported: {info:?}"
+            );
+        }
     }
 }
 

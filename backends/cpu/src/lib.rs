@@ -48,7 +48,7 @@ use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::{Graph, Storage};
 use baton_delegate_api::{
     BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
-    Support, TensorRef,
+    RetainedBlob, Support, TensorRef,
 };
 
 pub use exec::CpuExecutable;
@@ -229,7 +229,7 @@ impl Delegate for CpuDelegate {
             graph,
             &plan,
             constants,
-            Packs::Record(Vec::new()),
+            Packs::record(),
             self.kernel,
             self.qkernel,
             1,
@@ -271,6 +271,33 @@ impl Delegate for CpuDelegate {
         blob: &[u8],
         constants: &[TensorRef<'_>],
     ) -> Result<CpuExecutable, DelegateError> {
+        self.init_from(device, blob, None, constants)
+    }
+
+    /// The packed panels are read from the blob in place: the host keeps it (a program
+    /// file's mapping) for the executable's life, so nothing is copied.
+    fn init_retained(
+        &self,
+        device: u32,
+        blob: RetainedBlob,
+        constants: &[TensorRef<'_>],
+        retained_constants: &[RetainedBlob],
+    ) -> Result<CpuExecutable, DelegateError> {
+        let kept = Some((blob, retained_constants));
+        self.init_from(device, blob.bytes(), kept, constants)
+    }
+}
+
+impl CpuDelegate {
+    /// `init`, with the panels and constants read in place when `retained` carries the
+    /// host's promise to keep the blob and the constants' bytes.
+    fn init_from(
+        &self,
+        device: u32,
+        blob: &[u8],
+        retained: Option<(RetainedBlob, &[RetainedBlob])>,
+        constants: &[TensorRef<'_>],
+    ) -> Result<CpuExecutable, DelegateError> {
         check_device(device)?;
         let blob::Decoded {
             graph,
@@ -285,14 +312,11 @@ impl Delegate for CpuDelegate {
             .map_err(|e| DelegateError::invalid(format!("blob: {e}")))?;
         // Packings made for another panel width are of no use: pack from the constants.
         let packs = match nr {
-            Some(nr) if nr == self.kernel.nr() => Packs::Replay {
-                packs,
-                next: 0,
-                mismatch: None,
-            },
-            _ => Packs::Fresh,
+            Some(nr) if nr == self.kernel.nr() => Packs::replay(packs, retained.map(|r| r.0)),
+            _ => Packs::fresh(),
         };
-        let (exec, packs) = exec::build(
+        let packs = packs.retaining_constants(retained.map_or(&[], |r| r.1));
+        let (mut exec, packs) = exec::build(
             &graph,
             &plan,
             consts,
@@ -302,6 +326,8 @@ impl Delegate for CpuDelegate {
             self.threads,
         )?;
         packs.finish().map_err(DelegateError::invalid)?;
+        let (owned, retained) = packs.tally();
+        exec.set_panel_bytes(owned, retained);
         Ok(exec)
     }
 }

@@ -92,7 +92,7 @@ pub fn call_class(e: &HostError) -> Class {
             "create" => Class::CreateFail,
             "supports" => Class::SupportsFail,
             "compile" => Class::CompileFail,
-            "init" => Class::InitFail,
+            "init" | "init_retained" => Class::InitFail,
             _ => Class::ExecFail,
         },
         _ => Class::ExecFail,

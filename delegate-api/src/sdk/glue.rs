@@ -299,10 +299,81 @@ pub unsafe extern "C" fn init<D: Delegate>(
         let c = ctx::<D>(c)?;
         let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
         let exec = c.delegate.init(device, bytes(blob, len), &views)?;
-        *out = Box::into_raw(Box::new(Exec::<D> {
-            exec: Mutex::new(exec),
-            events: Mutex::new(Vec::new()),
-        })) as Handle;
+        *out = new_handle::<D>(exec);
+        Ok(())
+    })
+}
+
+/// ABI 1.2: `init` for a blob the host keeps until `destroy`.
+pub unsafe extern "C" fn init_retained<D: Delegate>(
+    c: Context,
+    device: u32,
+    blob: *const u8,
+    len: u64,
+    consts: *const abi::TensorView,
+    n_consts: u32,
+    out: *mut Handle,
+) -> Status {
+    guard("init_retained", || {
+        if out.is_null() {
+            return Err(DelegateError::invalid("init_retained: null result pointer"));
+        }
+        if blob.is_null() && len > 0 {
+            return Err(DelegateError::invalid("init_retained: null blob"));
+        }
+        let c = ctx::<D>(c)?;
+        let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
+        // SAFETY: the ABI's promise for init_retained: the bytes outlive the handle, which
+        // owns the executable that may keep this.
+        let retained = RetainedBlob::new(blob, len as usize);
+        // SAFETY: the same promise covers the bytes of every constant view.
+        let kept: Vec<RetainedBlob> = views
+            .iter()
+            .map(|v| RetainedBlob::new(v.data.as_ptr(), v.data.len()))
+            .collect();
+        let exec = c.delegate.init_retained(device, retained, &views, &kept)?;
+        *out = new_handle::<D>(exec);
+        Ok(())
+    })
+}
+
+fn new_handle<D: Delegate>(exec: D::Executable) -> Handle {
+    Box::into_raw(Box::new(Exec::<D> {
+        exec: Mutex::new(exec),
+        events: Mutex::new(Vec::new()),
+    })) as Handle
+}
+
+/// ABI 1.2: the host memory a handle holds.
+pub unsafe extern "C" fn memory<D: Delegate>(h: Handle, out: *mut abi::MemoryInfo) -> Status {
+    guard("memory", || {
+        let h = (h as *const Exec<D>)
+            .as_ref()
+            .ok_or_else(|| DelegateError::invalid("null handle"))?;
+        if out.is_null() {
+            return Err(DelegateError::invalid("memory: null result pointer"));
+        }
+        let used = h.exec.lock().unwrap_or_else(|p| p.into_inner()).memory();
+        let Some(used) = used else {
+            return Err(DelegateError::unsupported(
+                "this delegate does not report memory",
+            ));
+        };
+        let ours = std::mem::size_of::<abi::MemoryInfo>();
+        // Write no more than the host's struct holds, as for DeviceInfo.
+        let n = ((*out).struct_size as usize).min(ours);
+        let info = abi::MemoryInfo {
+            struct_size: n as u32,
+            reserved: 0,
+            scratch_bytes: used.scratch_bytes,
+            owned_bytes: used.owned_bytes,
+            retained_bytes: used.retained_bytes,
+        };
+        std::ptr::copy_nonoverlapping(
+            &info as *const abi::MemoryInfo as *const u8,
+            out as *mut u8,
+            n,
+        );
         Ok(())
     })
 }

@@ -120,6 +120,21 @@ fn abi_structs() -> Vec<StructInfo> {
                 execute,
                 destroy,
                 profile,
+                btir_minor,
+                reserved_1_2,
+                init_retained,
+                memory,
+            ]
+        ),
+        struct_info!(
+            abi::MemoryInfo,
+            "BatonMemoryInfo",
+            [
+                struct_size,
+                reserved,
+                scratch_bytes,
+                owned_bytes,
+                retained_bytes
             ]
         ),
         struct_info!(
@@ -143,6 +158,10 @@ fn expected_constants() -> Vec<(String, i64)> {
         (
             "BATON_DESCRIPTOR_V1_1_SIZE",
             abi::DESCRIPTOR_V1_1_SIZE as i64,
+        ),
+        (
+            "BATON_DESCRIPTOR_V1_2_SIZE",
+            abi::DESCRIPTOR_V1_2_SIZE as i64,
         ),
         ("BATON_STATUS_OK", abi::STATUS_OK as i64),
         ("BATON_STATUS_ERROR", abi::STATUS_ERROR as i64),
@@ -185,7 +204,7 @@ fn expected_constants() -> Vec<(String, i64)> {
         // Values abi.rs and wire.rs document in prose (QuantView, DeviceInfo, the BTIR
         // grammar) rather than as constants; the BTIR ones are also exercised end to end
         // by the reader tests below.
-        ("BATON_DATA_ALIGNMENT", 64),
+        ("BATON_DATA_ALIGNMENT", abi::DATA_ALIGNMENT as i64),
         ("BATON_QUANT_NONE", 0),
         ("BATON_QUANT_PER_TENSOR", 1),
         ("BATON_QUANT_PER_AXIS", 2),

@@ -475,7 +475,7 @@ fn c_plugin_fault_variants() {
     assert_eq!(major, 2);
     assert_ne!(major, abi::ABI_MAJOR, "a host must refuse this plugin");
     assert_eq!(minor, abi::ABI_MINOR);
-    assert_eq!(size as usize, abi::DESCRIPTOR_V1_1_SIZE);
+    assert_eq!(size as usize, abi::DESCRIPTOR_V1_2_SIZE);
 
     let short = Loaded::open(&build_plugin(dir.path(), Some("BATON_TEST_SHORT_STRUCT")));
     let (major, _, size) = short.prefix();

@@ -955,6 +955,10 @@ static const BatonDescriptor k_descriptor = {
     .init = plugin_init,
     .execute = plugin_execute,
     .destroy = plugin_destroy,
+#if !defined(BATON_TEST_V1_0)
+    /* 1.2: the graphs it reads; it keeps nothing of a blob, so no init_retained. */
+    .btir_minor = BATON_WIRE_MINOR,
+#endif
 };
 
 #if defined(BATON_TEST_NO_ENTRY)

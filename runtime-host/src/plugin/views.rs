@@ -3,6 +3,7 @@
 //! the conformance kit use.
 
 use baton_delegate_api::abi;
+use baton_delegate_api::ir::TensorData;
 use baton_delegate_api::sdk::ProfileEvent;
 use baton_delegate_api::{Graph, Tensor};
 
@@ -13,6 +14,9 @@ use crate::error::{HostError, Result};
 pub struct AbiGraph<'g> {
     pub bytes: Vec<u8>,
     pub views: Vec<abi::TensorView>,
+    /// The constants the views point into, in view order: shared handles, so that an
+    /// executable can keep them alive for `init_retained` without copying.
+    pub data: Vec<TensorData>,
     _shapes: Vec<Vec<i64>>,
     _graph: std::marker::PhantomData<&'g Graph>,
 }
@@ -50,9 +54,17 @@ impl<'g> AbiGraph<'g> {
                 )
             })
             .collect();
+        let data = consts
+            .iter()
+            .map(|&t| match &graph.tensors[t].data {
+                Some(baton_delegate_api::Storage::Inline(d)) => d.clone(),
+                _ => TensorData::from_bytes(&[]),
+            })
+            .collect();
         AbiGraph {
             bytes,
             views,
+            data,
             _shapes: shapes,
             _graph: std::marker::PhantomData,
         }

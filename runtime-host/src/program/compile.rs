@@ -145,7 +145,7 @@ pub(crate) fn partition_and_compile(
                 Ok(blob) => compiled.push(CompiledPartition {
                     backend: backend.name.clone(),
                     plugin: identity(backend),
-                    blob: baton_delegate_api::ir::TensorData::from_bytes(&blob),
+                    blob,
                     from_file: false,
                 }),
                 Err(e) => {

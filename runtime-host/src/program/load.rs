@@ -12,7 +12,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use baton_delegate_api::ir::TensorData;
 use baton_delegate_api::BlobCompatibility;
 use baton_delegate_api::{shape, Graph};
 
@@ -181,9 +180,12 @@ pub(crate) fn load_with<'e>(
         let Some((name, err)) = failure else {
             check_arena(&graph, &plan, &arena, options.max_arena)?;
             let controls = load_controls(engine, &graph, branches, options)?;
-            // The plugins copied what they keep of their blobs.
+            // Plugins that copied what they keep of their blobs are done with the file's
+            // pages; one that retained its blob reads it in place from now on.
             if let Some(pages) = &pages {
-                pages.release();
+                if !delegates.iter().any(|d| d.exec.retains_blob()) {
+                    pages.release();
+                }
             }
             return assemble(engine, graph, plan, delegates, controls, notes, arena);
         };
@@ -246,12 +248,12 @@ fn instantiate(
             "partition {i}: the blob made by {made_by} is {said} for {now}; recompiled"
         ));
         match b.ctx.compile(b.device.index, &sub) {
-            Ok(blob) => cp.blob = TensorData::from_bytes(&blob),
+            Ok(blob) => cp.blob = blob,
             Err(e) => return Ok(Err((b.name.clone(), e))),
         }
         fresh = true;
     }
-    let mut result = b.ctx.init(b.device.index, cp.blob.bytes(), &sub);
+    let mut result = b.ctx.init(b.device.index, &cp.blob, &sub);
     let retry = cp.from_file && options.recompile && !fresh;
     if let (Err(e), true) = (&result, retry) {
         notes.push(format!(

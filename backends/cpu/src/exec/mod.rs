@@ -13,7 +13,9 @@ pub(crate) use crate::ops::tensor::{reduced_axes, reduced_run};
 pub(crate) use lower::build;
 
 use baton_delegate_api::ir::DType;
-use baton_delegate_api::{DelegateError, Executable, ProfileEvent, TensorMut, TensorRef};
+use baton_delegate_api::{
+    DelegateError, Executable, MemoryUse, ProfileEvent, TensorMut, TensorRef,
+};
 
 use crate::ops::conv::ConvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
@@ -42,6 +44,9 @@ pub struct CpuExecutable {
     /// Wall-clock nanoseconds of each step in the last run (for `profile`), sized at init
     /// so that timing allocates nothing.
     step_ns: Vec<u64>,
+    /// Bytes of packed weights and unpacked constants this executable allocated, and
+    /// bytes it reads in place from a retained blob or constants (see `prepack.rs`).
+    panel_bytes: (usize, usize),
 }
 
 /// The slots of an executable and the arena behind them, as planned by `lower.rs`.
@@ -213,6 +218,20 @@ impl Executable for CpuExecutable {
             })
             .collect()
     }
+
+    /// The arena and the run context's work buffers as scratch; packed panels and the
+    /// constants kept unpacked as owned or retained. Small per-op tables (indirection rows, shapes)
+    /// are not counted: they are a few percent of a convolution's weights.
+    fn memory(&self) -> Option<MemoryUse> {
+        let f = std::mem::size_of::<f32>();
+        // Constant slots are counted by the tally, like the packed panels.
+        let (owned, retained) = self.panel_bytes;
+        Some(MemoryUse {
+            scratch_bytes: (self.arena.capacity() * f + self.ctx.scratch_bytes()) as u64,
+            owned_bytes: owned as u64,
+            retained_bytes: retained as u64,
+        })
+    }
 }
 
 impl CpuExecutable {
@@ -234,7 +253,13 @@ impl CpuExecutable {
             arena_lower_bound: memory.lower_bound,
             ctx,
             step_ns,
+            panel_bytes: (0, 0),
         }
+    }
+
+    /// Records what `Packs::tally` counted while lowering (for `memory`).
+    pub(crate) fn set_panel_bytes(&mut self, owned: usize, retained: usize) {
+        self.panel_bytes = (owned, retained);
     }
 
     /// The arena's size in bytes, and the least any placement of the same intermediates

@@ -9,7 +9,7 @@
 //! past the last repeat it, so every tile is full.
 
 use super::{MatRef, MicroKernel, ZERO_ROW};
-use crate::prepack::Packs;
+use crate::prepack::{Packs, Panel};
 
 /// Weights (`K x N`, `K = taps x kc`) packed into bias-led `NR`-column panels.
 #[derive(Clone, Debug, Default)]
@@ -18,7 +18,7 @@ pub struct PackedB {
     taps: usize,
     kc: usize,
     n: usize,
-    data: Vec<f32>,
+    data: Panel,
 }
 
 impl PackedB {
@@ -66,9 +66,10 @@ impl PackedB {
     ) {
         let nr = kernel.nr();
         let len = PackedB::len_for(kernel, taps, kc, n);
-        self.data.clear();
-        self.data.resize(len, 0.0);
-        fill_panels(&mut self.data, nr, taps * kc, n, bias, w);
+        let data = self.data.make_mut();
+        data.clear();
+        data.resize(len, 0.0);
+        fill_panels(data, nr, taps * kc, n, bias, w);
         *self = PackedB {
             nr,
             taps,
@@ -121,9 +122,10 @@ impl PackedB {
         }
         let nr = kernel.nr();
         let len = PackedB::len_for(kernel, 1, k, n);
-        self.data.clear();
-        self.data.resize(len, 0.0);
-        for (p, panel) in self.data.chunks_exact_mut(nr * (1 + k)).enumerate() {
+        let data = self.data.make_mut();
+        data.clear();
+        data.resize(len, 0.0);
+        for (p, panel) in data.chunks_exact_mut(nr * (1 + k)).enumerate() {
             let (j0, cols) = (p * nr, nr.min(n - p * nr));
             let body = &mut panel[nr..];
             if cs == 1 {
@@ -155,7 +157,13 @@ impl PackedB {
     /// Grows the buffer so that packing a `taps x kc x n` operand allocates nothing.
     pub fn reserve(&mut self, kernel: &MicroKernel, taps: usize, kc: usize, n: usize) {
         let len = PackedB::len_for(kernel, taps, kc, n);
-        self.data.reserve(len.saturating_sub(self.data.len()));
+        let data = self.data.make_mut();
+        data.reserve(len.saturating_sub(data.len()));
+    }
+
+    /// Bytes this packing allocated (none when read in place from a retained blob).
+    pub fn capacity_bytes(&self) -> usize {
+        self.data.bytes().0
     }
 
     /// Output columns.

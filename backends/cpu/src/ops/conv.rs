@@ -27,7 +27,7 @@ use super::{RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
-use crate::prepack::Packs;
+use crate::prepack::{Packs, Panel};
 
 /// Conv geometry normalised to two spatial axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +156,7 @@ enum Path {
 enum Weights {
     /// One packing per group (GEMM paths) or the depthwise layout.
     Packed(Vec<PackedB>),
-    Depthwise(Vec<f32>),
+    Depthwise(Panel),
     Runtime {
         w: WeightData,
         /// The run-time bias; the constant part is in `ConvOp::bias`.

@@ -24,6 +24,7 @@ use baton_delegate_api::TensorRef;
 
 use crate::gemm::{Add, Epilogue, MicroKernel, PackedB};
 use crate::pool::Pool;
+use crate::prepack::Panel;
 
 /// Where an operand's data lives at execute time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +54,12 @@ pub(crate) enum Operand<'c> {
 /// graph), or an intermediate at a planned range of the arena (see `exec/arena.rs`).
 #[derive(Debug)]
 pub(crate) enum Slot {
-    Const(Vec<f32>),
-    Arena { offset: usize, len: usize },
+    /// A constant kept unpacked (copied, or read in place from a retained view).
+    Const(Panel),
+    Arena {
+        offset: usize,
+        len: usize,
+    },
 }
 
 /// Resolves [`Src`] handles during one step of an execute.
@@ -188,6 +193,18 @@ impl RunCtx {
             qpanel: Vec::new(),
             qwork: Vec::new(),
         }
+    }
+
+    /// Bytes of the work buffers, for the executable's memory report.
+    pub fn scratch_bytes(&self) -> usize {
+        let f = std::mem::size_of::<f32>();
+        self.rhs.capacity_bytes()
+            + (self.nhwc_in.capacity() + self.nhwc_out.capacity() + self.dw_weights.capacity()) * f
+            + self.acc.capacity() * std::mem::size_of::<f64>()
+            + self.work.capacity() * f
+            + self.qcols.capacity()
+            + self.qpanel.capacity()
+            + self.qwork.capacity() * std::mem::size_of::<i32>()
     }
 
     /// Grows the f64 accumulators to at least `len`.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use baton_delegate_api::ir::{Graph, Node, OpKind, TensorId};
+use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
@@ -28,7 +28,7 @@ use crate::ops::tensor::{
 };
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
 use crate::patterns::find_gelus;
-use crate::prepack::Packs;
+use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
 use crate::support::clip_bounds;
@@ -227,7 +227,7 @@ type WeightAt<'w> = Box<dyn Fn(usize, usize, usize) -> i8 + 'w>;
 /// A slot while lowering: a copied constant, or an intermediate whose lifetime grows as
 /// steps read it, placed in the arena once every step is known.
 enum Pending {
-    Const(Vec<f32>),
+    Const(Panel),
     Inter(Lifetime),
 }
 
@@ -299,8 +299,13 @@ impl<'g> Builder<'g> {
         let data = self
             .const_f32(t)
             .ok_or_else(|| format!("tensor '{name}' is read before it is written"))?;
+        let view = match self.graph.tensors[t].data {
+            Some(Storage::External(i)) => Some(i),
+            _ => None,
+        };
+        let data = self.packs.constant(view, data);
         let slot = self.slots.len();
-        self.slots.push(Pending::Const(data.into_owned()));
+        self.slots.push(Pending::Const(data));
         self.srcs[t] = Some(Src::Slot(slot));
         Ok(Src::Slot(slot))
     }
