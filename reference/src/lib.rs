@@ -46,6 +46,9 @@
 //!   +0.0 (MatMul/Gemm with K = 0 give `beta*C` or 0, Conv with no input channels gives
 //!   the bias).
 
+pub mod fold;
+pub mod specialize;
+
 mod activation;
 mod control;
 mod conv;
@@ -65,6 +68,7 @@ use baton_delegate_api::shape::infer_outputs;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 pub use graph::run_graph;
+pub use specialize::{specialize, SpecializeError};
 
 /// Why a reference kernel could not run. Node-level messages name the node with
 /// [`Node::label`].

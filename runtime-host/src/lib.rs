@@ -10,7 +10,6 @@ pub mod bounded;
 pub mod config;
 pub mod engine;
 pub mod error;
-pub mod fold;
 pub mod limits;
 pub mod memory;
 pub mod model;
@@ -24,6 +23,7 @@ pub mod specialize;
 pub mod stream;
 pub mod trace;
 
+pub use baton_reference::fold;
 pub use bounded::BoundedSession;
 pub use config::Config;
 pub use engine::Engine;

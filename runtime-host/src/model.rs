@@ -22,7 +22,7 @@ pub fn load(path: &Path) -> Result<Graph> {
     {
         // The ONNX reader names the file in its errors; `HostError::from` keeps it once.
         let mut graph = baton_onnx::load(path).map_err(|e| HostError::from(e.in_file(path)))?;
-        crate::fold::fold_constants(&mut graph);
+        baton_reference::fold::fold_constants(&mut graph);
         return Ok(graph);
     }
     Err(HostError::Model {

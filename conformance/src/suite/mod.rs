@@ -10,10 +10,11 @@
 //!   f32 (unknown dimensions taken as 1), and the tolerance is the model's `rtol`/`atol`
 //!   from `../real/test_NAME/data.json` when that file exists.
 //!
-//! A case is imported with
-//! [`baton_runtime_host::model::load`] (which folds constants), run on the reference with
+//! A case is imported with [`baton_onnx::load`], its constants folded with
+//! [`baton_reference::fold::fold_constants`] (as the host loads a model), specialized for
+//! its inputs with [`baton_reference::specialize`], run on the reference with
 //! [`baton_reference::run_graph`] and its outputs compared with the expected
-//! ones. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
+//! ones: the importer and the reference alone, no host. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
 //! fail, with reasons.
 //!
 //! # Tolerance
@@ -361,8 +362,13 @@ fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutco
     if let Some(msg) = unsupported_dtype(g) {
         return RawOutcome::new(&op, SuiteClass::UnsupportedDtype, msg);
     }
-    let graph = match baton_runtime_host::model::load(&model_path) {
-        Ok(g) => g,
+    // Imported and folded as the host loads a model, with the importer and the reference
+    // alone: the suite checks those two, not the host.
+    let graph = match baton_onnx::load(&model_path) {
+        Ok(mut g) => {
+            reference::fold::fold_constants(&mut g);
+            g
+        }
         Err(e) => {
             let msg = e.to_string();
             let class = if msg.contains("has no Baton dtype") {
@@ -409,7 +415,7 @@ fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutco
                 }
             }
         }
-        let specialized = baton_runtime_host::session::specialize(&graph, &bindings).ok();
+        let specialized = reference::specialize(&graph, &bindings).ok();
         let got = match reference::run_graph(specialized.as_ref().unwrap_or(&graph), &bound) {
             Ok(o) => o,
             Err(e) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {e}")),

@@ -26,7 +26,7 @@ use baton_delegate_api::{
     shape, DType, Dim, Graph, Node, OpKind, Storage, Tensor, TensorDecl, TensorId, TensorRef,
 };
 
-use baton_reference as reference;
+use crate as reference;
 
 /// The largest result folded into a constant. Shape arithmetic is tiny; a larger result
 /// (a ConstantOfShape, Expand or Tile of constants) would only grow the weights, and one
@@ -59,7 +59,7 @@ pub fn fold_constants(graph: &mut Graph) -> usize {
 }
 
 /// Makes the outputs of `node` the constants `values`.
-pub(crate) fn set_constants(graph: &mut Graph, node: &Node, values: Vec<Tensor>) {
+pub fn set_constants(graph: &mut Graph, node: &Node, values: Vec<Tensor>) {
     for (&out, t) in node.outputs.iter().zip(values) {
         let decl = &mut graph.tensors[out];
         decl.dtype = t.dtype;
@@ -130,7 +130,7 @@ pub fn inline_if(graph: &mut Graph, node: &Node) -> Option<Vec<Node>> {
 }
 
 /// The node's output values if it can be computed now.
-pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
+pub fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
     if node.op.is_control_flow() || node.op == OpKind::DequantizeLinear {
         return None;
     }
@@ -171,7 +171,8 @@ pub(crate) fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
         .iter()
         .take(node.outputs.len())
         .map(|(d, s)| {
-            crate::limits::byte_size(*d, s)
+            s.iter()
+                .try_fold(d.size(), |bytes, &n| bytes.checked_mul(n))
                 .filter(|&b| b <= FOLD_MAX_BYTES)
                 .and_then(|_| Tensor::try_zeros(*d, s))
         })
