@@ -10,7 +10,7 @@ use std::time::Instant;
 use baton_delegate_api::Tensor;
 
 use crate::error::Result;
-use crate::session::Session;
+use crate::exec::Session;
 
 /// Timings of one benchmark, in milliseconds.
 #[derive(Clone, Debug, PartialEq)]

@@ -21,8 +21,8 @@ use baton_delegate_api::{Dim, Graph, Tensor};
 
 use crate::engine::Engine;
 use crate::error::{HostError, InputProblem, Result, TensorType};
+use crate::exec::{ArenaReuse, Session};
 use crate::memory::{Arena, ArenaPlan};
-use crate::session::{ArenaReuse, Session};
 
 /// Specialised sessions kept by default (see [`BoundedSession::with_capacity`]).
 pub const DEFAULT_CACHED_BINDINGS: usize = 8;

@@ -10,6 +10,7 @@ pub mod bounded;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod limits;
 pub mod memory;
 pub mod model;
@@ -18,7 +19,6 @@ pub mod plugin;
 pub mod probe;
 pub mod program;
 pub mod sample;
-pub mod session;
 pub mod specialize;
 pub mod stream;
 pub mod trace;
@@ -28,7 +28,7 @@ pub use bounded::BoundedSession;
 pub use config::Config;
 pub use engine::Engine;
 pub use error::{HostError, Result};
-pub use session::Session;
+pub use exec::Session;
 
 /// The configuration used when none is given: the CPU plugin, loaded dynamically from the
 /// directory of the running executable (where `cargo build` puts it), else the built-in CPU

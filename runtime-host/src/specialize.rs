@@ -1,6 +1,6 @@
 //! Specialization (a graph made concrete for its inputs' shapes) lives with the reference
 //! executor, whose kernels fold the constants it finds
-//! ([`baton_reference::specialize`]); the host calls it with its own errors, which name the
+//! ([`baton_reference::specialize()`]); the host calls it with its own errors, which name the
 //! input, node or tensor at fault as every other host error does.
 
 use std::collections::BTreeMap;

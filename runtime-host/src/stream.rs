@@ -9,7 +9,7 @@
 use baton_delegate_api::Tensor;
 
 use crate::error::{HostError, InputProblem, Result, TensorType};
-use crate::session::Session;
+use crate::exec::Session;
 
 /// A session driven step by step with carried state.
 pub struct Stream<'s, 'e> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use baton_delegate_api::{Attr, DType, Dim, Graph, GraphBuilder, OpKind, Tensor};
 use baton_reference as reference;
-use baton_runtime_host::session::specialize;
+use baton_runtime_host::specialize::specialize;
 use baton_runtime_host::BoundedSession;
 
 fn values(n: usize, seed: u32) -> Vec<f32> {

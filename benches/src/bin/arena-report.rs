@@ -15,7 +15,7 @@ use std::path::Path;
 use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::testing::Hosted;
 use baton_delegate_api::{Delegate, Options};
-use baton_runtime_host::{model, session};
+use baton_runtime_host::{model, specialize};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/models");
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             eprintln!("note: {} missing; skipped", path.display());
             continue;
         }
-        let graph = session::specialize(&model::load(&path)?, &BTreeMap::new())?;
+        let graph = specialize::specialize(&model::load(&path)?, &BTreeMap::new())?;
         let hosted = Hosted::new(&graph);
         let blob = hosted.compile(&d)?;
         let exec = d.init(0, &blob, &hosted.views())?;

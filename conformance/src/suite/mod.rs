@@ -12,7 +12,7 @@
 //!
 //! A case is imported with [`baton_onnx::load`], its constants folded with
 //! [`baton_reference::fold::fold_constants`] (as the host loads a model), specialized for
-//! its inputs with [`baton_reference::specialize`], run on the reference with
+//! its inputs with [`baton_reference::specialize()`], run on the reference with
 //! [`baton_reference::run_graph`] and its outputs compared with the expected
 //! ones: the importer and the reference alone, no host. Every case gets one [`SuiteClass`]; a [`Manifest`] lists the cases expected to
 //! fail, with reasons.

@@ -16,7 +16,7 @@ use crate::engine::{Backend, Engine};
 use crate::error::{HostError, NodeProblem, Result};
 use crate::memory;
 use crate::memory::arena_tensors;
-use crate::session::specialize;
+use crate::specialize::specialize;
 
 /// Compiles `graph` for `engine`'s plugins, binding its symbolic input dimensions to
 /// `bindings`. With `bounds`, the program is bounded instead: the graph is kept as given

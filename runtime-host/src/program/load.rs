@@ -24,8 +24,8 @@ use crate::bounded::BoundedSession;
 use crate::config::OnInitError;
 use crate::engine::Engine;
 use crate::error::{HostError, Result, TensorType};
+use crate::exec::{assemble, load_controls, ArenaChoice, Instantiated, Session};
 use crate::memory::arena_tensors;
-use crate::session::{assemble, load_controls, ArenaChoice, Instantiated, Session};
 
 /// The largest tensor a program may declare, in bytes: refuses a crafted shape before any
 /// size arithmetic can overflow.

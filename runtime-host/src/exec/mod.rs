@@ -1,4 +1,8 @@
-//! A model loaded for execution: partitioned, compiled, initialised, memory-planned.
+//! The run loop: a model loaded for execution (partitioned, compiled, initialised,
+//! memory-planned) and run step by step over one arena, an explicit handle
+//! ([`crate::memory::Arena`]). Compiling and loading are `program/`'s job, lifetimes and
+//! placement `memory`'s; this module holds what a run needs.
+//!
 //!
 //! Loading does all the work that can be done once: bind symbolic dimensions, ask every
 //! usable backend what it supports, partition, compile and init each partition (on a
@@ -25,7 +29,6 @@ use crate::error::{HostError, InputProblem, NodeProblem, Result, TensorType};
 use crate::memory::{self, arena_tensors, Arena, ArenaPlan};
 use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
-pub use crate::specialize::specialize;
 use crate::trace::StepTiming;
 
 mod steps;
