@@ -561,31 +561,22 @@ impl PluginContext {
             .desc
             .init_retained
             .filter(|_| bytes.as_ptr().align_offset(abi::DATA_ALIGNMENT) == 0);
-        let (call_name, status) = match retained {
-            // SAFETY: buffers outlive the call; the blob outlives the handle (kept below).
-            Some(f) => ("init_retained", unsafe {
-                f(
-                    self.ctx,
-                    device,
-                    bytes.as_ptr(),
-                    bytes.len() as u64,
-                    call.views.as_ptr(),
-                    call.views.len() as u32,
-                    &mut handle,
-                )
-            }),
-            // SAFETY: buffers outlive the call.
-            None => ("init", unsafe {
-                (self.lib.desc.init)(
-                    self.ctx,
-                    device,
-                    bytes.as_ptr(),
-                    bytes.len() as u64,
-                    call.views.as_ptr(),
-                    call.views.len() as u32,
-                    &mut handle,
-                )
-            }),
+        // Both entry points take the same arguments; only the lifetime promise differs.
+        let (call_name, f) = match retained {
+            Some(f) => ("init_retained", f),
+            None => ("init", self.lib.desc.init),
+        };
+        // SAFETY: buffers outlive the call; a retained blob outlives the handle (kept below).
+        let status = unsafe {
+            f(
+                self.ctx,
+                device,
+                bytes.as_ptr(),
+                bytes.len() as u64,
+                call.views.as_ptr(),
+                call.views.len() as u32,
+                &mut handle,
+            )
         };
         self.lib.check(call_name, status)?;
         if handle.is_null() {

@@ -292,15 +292,8 @@ pub unsafe extern "C" fn init<D: Delegate>(
     n_consts: u32,
     out: *mut Handle,
 ) -> Status {
-    guard("init", || {
-        if out.is_null() {
-            return Err(DelegateError::invalid("init: null result pointer"));
-        }
-        let c = ctx::<D>(c)?;
-        let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
-        let exec = c.delegate.init(device, bytes(blob, len), &views)?;
-        *out = new_handle::<D>(exec);
-        Ok(())
+    init_with::<D>("init", c, consts, n_consts, out, |d, views| {
+        d.init(device, bytes(blob, len), views)
     })
 }
 
@@ -314,25 +307,39 @@ pub unsafe extern "C" fn init_retained<D: Delegate>(
     n_consts: u32,
     out: *mut Handle,
 ) -> Status {
-    guard("init_retained", || {
-        if out.is_null() {
-            return Err(DelegateError::invalid("init_retained: null result pointer"));
-        }
+    init_with::<D>("init_retained", c, consts, n_consts, out, |d, views| {
         if blob.is_null() && len > 0 {
             return Err(DelegateError::invalid("init_retained: null blob"));
         }
-        let c = ctx::<D>(c)?;
-        let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
-        // SAFETY: the ABI's promise for init_retained: the bytes outlive the handle, which
-        // owns the executable that may keep this.
+        // SAFETY: the ABI's promise for init_retained: the blob and the constants' bytes
+        // outlive the handle, which owns the executable that may keep these.
         let retained = RetainedBlob::new(blob, len as usize);
-        // SAFETY: the same promise covers the bytes of every constant view.
         let kept: Vec<RetainedBlob> = views
             .iter()
             .map(|v| RetainedBlob::new(v.data.as_ptr(), v.data.len()))
             .collect();
-        let exec = c.delegate.init_retained(device, retained, &views, &kept)?;
-        *out = new_handle::<D>(exec);
+        d.init_retained(device, retained, views, &kept)
+    })
+}
+
+/// What `init` and `init_retained` share: the checks, the constant views, the handle.
+unsafe fn init_with<D: Delegate>(
+    call: &'static str,
+    c: Context,
+    consts: *const abi::TensorView,
+    n_consts: u32,
+    out: *mut Handle,
+    make: impl FnOnce(&D, &[TensorRef<'_>]) -> Result<D::Executable, DelegateError>,
+) -> Status {
+    guard(call, || {
+        if out.is_null() {
+            return Err(DelegateError::invalid(format!(
+                "{call}: null result pointer"
+            )));
+        }
+        let c = ctx::<D>(c)?;
+        let views = views_from_abi(slice(consts, n_consts)).map_err(DelegateError::invalid)?;
+        *out = new_handle::<D>(make(&c.delegate, &views)?);
         Ok(())
     })
 }
