@@ -35,7 +35,7 @@ fn synthetic() -> Report {
             r.signal = Some("SIGSEGV".into());
             r.stderr_tail = Some(NASTY.into());
         }
-        r.duration_ms = 12;
+        r.duration_ms = 12.5;
         results.push(r);
     }
     let config = RunConfig {
@@ -44,6 +44,7 @@ fn synthetic() -> Report {
         options: vec![("fault".into(), "a&b".into())],
         timeout: Duration::from_secs(10),
         tolerances_dir: None,
+        isolation: Default::default(),
     };
     let outcome = RunOutcome {
         plugin: Some(PluginInfo {
@@ -195,4 +196,18 @@ fn summary_has_a_table_per_op_and_the_failures() {
             "pipes in cells are escaped: {line}"
         );
     }
+}
+
+#[test]
+fn junit_times_are_the_cases_durations_in_seconds() {
+    let report = synthetic();
+    let root = common::parse_xml(&to_junit(&report)).unwrap();
+    let case = &root.children[0].children[0];
+    // 12.5 ms: a sub-second time is written, not rounded to 0.
+    assert_eq!(case.attr("time"), Some("0.012500"));
+    let total: f64 = root.attr("time").unwrap().parse().unwrap();
+    assert!(
+        (total - 0.0125 * report.cases.len() as f64).abs() < 1e-9,
+        "{total}"
+    );
 }

@@ -48,7 +48,7 @@ pub fn run_check(
     };
     r.result = class;
     r.message = message;
-    r.duration_ms = start.elapsed().as_millis() as u64;
+    r.duration_ms = crate::outcome::millis(start.elapsed());
     r
 }
 

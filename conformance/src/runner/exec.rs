@@ -12,7 +12,7 @@
 //! partition: it evaluates the graph node by node on the oracle and runs **each accepted
 //! node alone** on the plugin, fed the oracle's values for that node's inputs, comparing
 //! its outputs under the node's op rule. The first node that fails decides the class
-//! (`failing_node` names it); if none fails the case is `pass-undelegated`.
+//! (`failing_node` names it); if none fails the case is `pass-partial`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -69,7 +69,7 @@ pub fn run_graph_case(h: &Harness<'_>, case: &Case) -> CaseResult {
             "not an op or model case".into(),
         ),
     }
-    r.duration_ms = start.elapsed().as_millis() as u64;
+    r.duration_ms = crate::outcome::millis(start.elapsed());
     r
 }
 
@@ -186,7 +186,7 @@ fn model_case(
     }
     mixed_model(h, graph, inputs, &accepted, r);
     if r.result == Class::Pass {
-        r.result = Class::PassUndelegated;
+        r.result = Class::PassPartial;
         let took: Vec<String> = graph
             .nodes
             .iter()
