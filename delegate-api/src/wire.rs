@@ -10,14 +10,17 @@
 //! - **Why not FlatBuffers or protobuf.** Both were weighed. Either would make every C
 //!   vendor build flatcc or protobuf-c and keep its generated code in step with ours, for a
 //!   schema of five record kinds. A C reader that validates as much as [`decode`] needs only `memcpy` and
-//!   bounds checks (see `delegate-api/tests/c_plugin/btir_reader.h`), and the Rust side has no
+//!   bounds checks (the public one is `delegate-api/include/btir_reader.h`), and the Rust side has no
 //!   generated code to commit or regenerate.
 //! - **Constants never travel inside the graph across the ABI.** A tensor's storage is
 //!   `inline` (an offset into the data segment: model and program files) or `external`
 //!   (the index of a constant view passed beside the graph: plugin calls). Weights are
 //!   therefore passed as views, never serialized or copied.
 //!
-//! Layout (all integers little-endian; readers copy with `memcpy`, fields are 4-aligned):
+//! The normative specification, with every rule a reader must follow (what `header_size`,
+//! `flags` and `data_offset` mean, string padding, optional inputs left out, versions), is
+//! `delegate-api/docs/btir.md`; this module implements it. In short
+//! (all integers little-endian; readers copy with `memcpy`, fields are 4-aligned):
 //!
 //! ```text
 //! header  := "BTIR" u16 major u16 minor u32 header_size u32 flags u64 data_offset

@@ -5,7 +5,8 @@
  * and declines everything else with a reason. Small as it is, it implements every rule
  * of the ABI: the handshake, per-thread last_error, plugin-owned blobs and handles,
  * constant views, and strict checking of every count and byte length it is handed. It
- * is the plugin tests/c_abi/ loads to prove the header and the Rust host agree.
+ * is the plugin tests/c_abi/ loads to prove the header and the Rust host agree. It reads
+ * the graph with the public reader, delegate-api/include/btir_reader.h.
  *
  * Build (what the test does):
  *     gcc -std=c99 -O2 -Wall -Wextra -Werror -shared -fPIC -I../../include \
