@@ -60,6 +60,7 @@
 mod compile;
 mod format;
 mod load;
+mod view;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
