@@ -166,7 +166,7 @@ fn declined_single_nodes_are_unsupported() {
 }
 
 #[test]
-fn a_partly_delegated_model_passes_undelegated_when_every_taken_node_matches() {
+fn a_partly_delegated_model_passes_partial_when_every_taken_node_matches() {
     let r = run("none", &mixed_model(), &TestOracle);
     assert_eq!(r.result, Class::PassPartial, "{r:?}");
     assert_eq!((r.delegated_nodes, r.total_nodes), (Some(2), Some(3)));

@@ -211,3 +211,16 @@ fn junit_times_are_the_cases_durations_in_seconds() {
         "{total}"
     );
 }
+
+#[test]
+fn reports_of_earlier_kits_still_read() {
+    // `pass-undelegated` was the name of `pass-partial`; durations were whole milliseconds.
+    let old: Class = serde_json::from_str("\"pass-undelegated\"").unwrap();
+    assert_eq!(old, Class::PassPartial);
+    let mut json = serde_json::to_value(synthetic()).unwrap();
+    json.as_object_mut().unwrap().remove("isolation");
+    json["cases"][0]["duration_ms"] = serde_json::json!(3);
+    let back: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(back.cases[0].duration_ms, 3.0);
+    assert_eq!(back.isolation, "");
+}
