@@ -102,6 +102,13 @@ fn a_plugin_that_does_not_load_is_said_once() {
     let n = json["cases"].as_array().unwrap().len();
     assert!(n > 1);
     assert_eq!(json["totals"]["load-fail"], n);
+    // summary.md says it once, with the count.
+    let summary = std::fs::read_to_string(tmp.path().join("r/summary.md")).unwrap();
+    assert_eq!(summary.matches("**load-fail**").count(), 1, "{summary}");
+    assert!(
+        summary.contains(&format!("- {n} cases — **load-fail**")),
+        "{summary}"
+    );
 }
 
 #[test]
