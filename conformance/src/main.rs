@@ -38,7 +38,7 @@ struct Cli {
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_kv)]
     options: Vec<(String, String)>,
 
-    /// Only these ops, comma-separated (op names as in the IR, plus Model and ABI).
+    /// Only these ops, comma-separated (op names as in the IR, plus Model, Quantized and ABI).
     #[arg(long, value_name = "OP,OP,...", value_parser = parse_ops)]
     ops: Option<OpList>,
 
