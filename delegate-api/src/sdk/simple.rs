@@ -23,8 +23,8 @@
 
 use crate::ir::{DType, Dim, Graph, Node, Storage, TensorId};
 use crate::sdk::{
-    abi, Decline, DeclineReason, DelegateError, Device, Executable, PluginInfo, TensorMut,
-    TensorRef,
+    abi, Decline, DeclineReason, DelegateError, Device, Executable, MemoryUse, PluginInfo,
+    TensorMut, TensorRef,
 };
 use crate::tensor::Tensor;
 use crate::wire::{self, ConstMode};
@@ -321,6 +321,31 @@ impl<K: NodeKernel> Executable for GraphExec<K> {
         }
         Ok(())
     }
+
+    /// The constants' copies it owns, and the buffers a run allocates (every node output).
+    fn memory(&self) -> Option<MemoryUse> {
+        let bytes = |t: usize| {
+            (self.graph.tensors[t].dtype.size() * self.shapes[t].iter().product::<usize>()) as u64
+        };
+        let owned_bytes = self
+            .constants
+            .iter()
+            .flatten()
+            .map(|c| c.data.len() as u64)
+            .sum();
+        let scratch_bytes = self
+            .graph
+            .nodes
+            .iter()
+            .flat_map(|n| &n.outputs)
+            .map(|&t| bytes(t))
+            .sum();
+        Some(MemoryUse {
+            scratch_bytes,
+            owned_bytes,
+            retained_bytes: 0,
+        })
+    }
 }
 
 impl<K> GraphExec<K> {
@@ -422,6 +447,8 @@ mod tests {
         exec.execute(&[input.view()], &mut [out.view_mut()])
             .unwrap();
         assert_eq!(out.f32s(), [4., 2., 8., 6.]);
+        let memory = exec.memory().unwrap();
+        assert_eq!((memory.owned_bytes, memory.scratch_bytes), (8, 32));
         assert!(GraphExec::new(b"not btir", &[], add).is_err());
         assert!(
             GraphExec::new(&blob, &[], add).is_err(),

@@ -17,6 +17,8 @@
  *     -DBATON_TEST_SHORT_STRUCT  the descriptor claims struct_size 24
  *     -DBATON_TEST_V1_0          built as against ABI 1.0: abi_minor 0 and struct_size
  *                                BATON_DESCRIPTOR_V1_SIZE (no 1.1 profile field)
+ *     -DBATON_TEST_BTIR_MINOR=N  declares btir_minor N (default BATON_WIRE_MINOR), for the
+ *                                host's per-node declining of codes a plugin cannot read
  *     -DBATON_TEST_NO_ENTRY      baton_delegate_entry is not exported (the descriptor is
  *                                reachable through baton_test_renamed_entry instead)
  *
@@ -53,6 +55,9 @@
 #endif
 
 #define PLUGIN_NAME "c-relu-add"
+#ifndef BATON_TEST_BTIR_MINOR
+#define BATON_TEST_BTIR_MINOR BATON_WIRE_MINOR
+#endif
 #define PLUGIN_VERSION "0.1.0"
 #define PLUGIN_BUILD_ID "c-relu-add-0.1.0-c99"
 
@@ -958,7 +963,7 @@ static const BatonDescriptor k_descriptor = {
     .destroy = plugin_destroy,
 #if !defined(BATON_TEST_V1_0)
     /* 1.2: the graphs it reads; it keeps nothing of a blob, so no init_retained. */
-    .btir_minor = BATON_WIRE_MINOR,
+    .btir_minor = BATON_TEST_BTIR_MINOR,
 #endif
 };
 

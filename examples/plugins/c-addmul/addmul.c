@@ -172,6 +172,7 @@ static const BatonDescriptor descriptor = {
     .struct_size = sizeof(BatonDescriptor),
     .concurrency = BATON_CONCURRENCY_SERIALIZED_PER_HANDLE,
     .name = "c-addmul", .version = "0.1.0", .build_id = "c-addmul-0.1.0",
+    .btir_minor = BATON_WIRE_MINOR, /* btir_reader.h reads every code of this header */
     .create = create, .destroy_context = destroy_context, .last_error = last_error,
     .available = available, .device_count = device_count, .device_info = device_info,
     .supports = supports, .compile = compile, .blob_compatibility = blob_compatibility,

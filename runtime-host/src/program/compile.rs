@@ -192,10 +192,6 @@ pub(crate) fn layout(graph: &Graph, plan: &PartitionPlan) -> MemoryLayout {
     }
 }
 
-/// The BTIR minor every plugin reads until descriptors say it (ABI 1.2): the one this
-/// build writes.
-const BTIR_MINOR_OF_EVERY_PLUGIN: u32 = baton_delegate_api::wire::WIRE_MINOR as u32;
-
 /// Asks every usable, non-excluded backend and partitions. Returns a backend whose
 /// `supports` call failed, so the caller can drop it and retry.
 pub(crate) fn partition_with(
@@ -205,7 +201,8 @@ pub(crate) fn partition_with(
 ) -> Result<std::result::Result<PartitionPlan, (String, String)>> {
     let mut answers = Vec::new();
     for b in engine.usable().filter(|b| !excluded.contains(&b.name)) {
-        let (view, positions) = super::view::plugin_view(graph, BTIR_MINOR_OF_EVERY_PLUGIN);
+        // Only nodes the plugin can read, in a graph it can read (see `view`).
+        let (view, positions) = super::view::plugin_view(graph, b.ctx.lib.btir_minor());
         match b.ctx.supports(&view) {
             Ok(a) => answers.push(BackendAnswers {
                 backend: b.name.clone(),

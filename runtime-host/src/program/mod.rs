@@ -62,6 +62,8 @@ mod format;
 mod load;
 mod view;
 
+pub use view::plugin_view;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -4,8 +4,8 @@
 //!
 //! - **control flow** (`If`, `Loop`): it always runs on the host;
 //! - **nodes the plugin cannot read**: an op code, or an operand dtype, that a later BTIR
-//!   minor than the plugin reads added (`btir_minor` of its descriptor, ABI 1.2; older
-//!   plugins read the minor their ABI carried). A reader refuses a whole graph for one
+//!   minor than the plugin reads added (`btir_minor` of its descriptor, ABI 1.2; a plugin
+//!   built against 1.0 or 1.1 reads `abi::BTIR_MINOR_BEFORE_1_2`). A reader refuses a whole graph for one
 //!   unknown code, so sending it would cost the plugin every node; instead the host
 //!   declines such a node for it, per node, with the reason, and the graph the plugin
 //!   gets holds only codes it knows.
@@ -51,11 +51,9 @@ fn host_answer(graph: &Graph, node: &Node, minor: u32) -> Option<Decline> {
 }
 
 /// The graph a plugin reading BTIR 1.`minor` is asked about, and for each node of `graph`
-/// either its position in that graph or the host's answer for it.
-pub(crate) fn plugin_view(
-    graph: &Graph,
-    minor: u32,
-) -> (Cow<'_, Graph>, Vec<Result<usize, Decline>>) {
+/// either its position in that graph or the host's answer for it. (Public so that the
+/// conformance kit asks a plugin exactly what a host would.)
+pub fn plugin_view(graph: &Graph, minor: u32) -> (Cow<'_, Graph>, Vec<Result<usize, Decline>>) {
     let answers: Vec<Option<Decline>> = graph
         .nodes
         .iter()
