@@ -13,9 +13,15 @@ pub struct ConfigArg {
     pub config: Option<PathBuf>,
 }
 
-/// The engine of the config file given, or of the default config (said on stderr).
+/// The engine of the config file given, or of the default config (said on stderr). An
+/// unusable plugin the config marks `required` is an error.
 pub fn engine(arg: &ConfigArg) -> Result<Engine> {
-    let config = match &arg.config {
+    Ok(Engine::new(config(arg)?)?)
+}
+
+/// The config file given, or the default config (said on stderr).
+pub fn config(arg: &ConfigArg) -> Result<Config> {
+    Ok(match &arg.config {
         Some(p) => Config::load(p)?,
         None => {
             let (cfg, note) = default_config();
@@ -24,6 +30,5 @@ pub fn engine(arg: &ConfigArg) -> Result<Engine> {
             }
             cfg
         }
-    };
-    Ok(Engine::new(config)?)
+    })
 }

@@ -2,12 +2,15 @@
 
 use anyhow::Result;
 
-use crate::config::{engine, ConfigArg};
+use anyhow::bail;
+use baton_runtime_host::Engine;
+
+use crate::config::{config, ConfigArg};
 
 /// Prints every configured plugin with its device and probe verdict, and those that failed
-/// to load.
+/// to load; fails (after the listing) when a plugin marked `required` is unusable.
 pub fn devices(a: ConfigArg) -> Result<()> {
-    let engine = engine(&a)?;
+    let engine = Engine::survey(config(&a)?)?;
     println!(
         "probe cache: {}",
         baton_runtime_host::probe::cache_file(&engine.cache_dir).display()
@@ -45,6 +48,15 @@ pub fn devices(a: ConfigArg) -> Result<()> {
     }
     if engine.backends.is_empty() && engine.failed.is_empty() {
         println!("no plugins configured: everything runs on the portable kernels");
+    }
+    let unusable = engine.unusable_required();
+    if !unusable.is_empty() {
+        let names: Vec<&str> = unusable.iter().map(|(name, _)| name.as_str()).collect();
+        bail!(
+            "{} required plugin(s) unusable (`required = true` in the config): {}",
+            unusable.len(),
+            names.join(", ")
+        );
     }
     Ok(())
 }

@@ -9,16 +9,21 @@ use baton_conformance::cases::{self, Shard};
 use baton_conformance::expectations::Expectations;
 use baton_conformance::report::RunMeta;
 use baton_conformance::runner::child::{child_main, ChildArgs};
-use baton_conformance::runner::{run_isolated_with, RunConfig};
+use baton_conformance::runner::{run_isolated_with, Isolation, RunConfig};
 use baton_conformance::{suite, Class, Error, Report, Tolerances};
 use clap::{Parser, Subcommand};
 
-/// Runs the Baton conformance cases against a delegate plugin, each in an isolated child
-/// process, and writes report.json, junit.xml and summary.md.
+/// Runs the Baton conformance cases against a delegate plugin in child processes (the
+/// kit never loads the plugin itself) and writes report.json, junit.xml and summary.md.
 ///
-/// Exit code: 0 when no case failed (pass, pass-undelegated and unsupported are not
-/// failures), 1 when any case is mismatch, crash, timeout, reference-fail or *-fail,
-/// 2 for usage errors.
+/// Results: pass (the plugin ran every node and matched), pass-partial (a model case the
+/// plugin ran only part of: it declined some nodes, which the reference ran, and each
+/// node it accepted matched when run alone), unsupported (declined), expected-fail (a
+/// failure declared in --expectations), and the failures: mismatch, crash, timeout,
+/// reference-fail and load-, create-, supports-, compile-, init- and exec-fail.
+///
+/// Exit code: 0 when no case failed (pass, pass-partial, unsupported and expected-fail
+/// are not failures), 1 when any case failed, 2 for usage errors.
 #[derive(Parser)]
 #[command(name = "baton-conformance", version, subcommand_negates_reqs = true)]
 struct Cli {
@@ -33,7 +38,7 @@ struct Cli {
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_kv)]
     options: Vec<(String, String)>,
 
-    /// Only these ops, comma-separated (op names as in the IR, plus Model and ABI).
+    /// Only these ops, comma-separated (op names as in the IR, plus Model, Quantized and ABI).
     #[arg(long, value_name = "OP,OP,...", value_parser = parse_ops)]
     ops: Option<OpList>,
 
@@ -45,6 +50,12 @@ struct Cli {
     #[arg(long, value_name = "i/n", value_parser = parse_shard)]
     shard: Option<Shard>,
 
+    /// `run` (default): one child process runs every case in turn and is replaced only
+    /// after a crash or a timeout, so state a case leaves in the plugin is seen by the
+    /// next. `case`: a fresh child (plugin loaded, created and unloaded) for every case.
+    #[arg(long, value_name = "run|case", default_value = "run", value_parser = parse_isolation)]
+    isolate: Isolation,
+
     /// Per-case time limit in seconds; a case over it is killed and recorded as timeout.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_timeout)]
     timeout: f64,
@@ -54,7 +65,7 @@ struct Cli {
     tolerances: Option<PathBuf>,
 
     /// Also run the ABI behaviour checks (load handshake, create, devices, supports,
-    /// garbage blob, determinism).
+    /// garbage blob, determinism), whatever --ops selects.
     #[arg(long)]
     abi_checks: bool,
 
@@ -135,8 +146,7 @@ fn run(cli: Cli) -> Result<u8> {
         return run_suite(&cli, dir, &tolerances);
     }
     let ops = cli.ops.map(|o| o.0);
-    let want_abi = cli.abi_checks || ops.as_ref().is_some_and(|o| o.iter().any(|s| s == "ABI"));
-    let selected = cases::select(cases::catalogue(want_abi)?, ops.as_deref(), cli.shard);
+    let selected = cases::selection(ops.as_deref(), cli.abi_checks, cli.shard)?;
     if cli.list {
         for c in &selected {
             println!("{}", c.id);
@@ -158,24 +168,51 @@ fn run(cli: Cli) -> Result<u8> {
         options: cli.options,
         timeout: Duration::from_secs_f64(cli.timeout),
         tolerances_dir: cli.tolerances,
+        isolation: cli.isolate,
     };
     let total = selected.len();
     let mut done = 0;
     eprintln!(
-        "baton-conformance: {total} cases against {}",
-        config.plugin.display()
+        "baton-conformance: {total} cases against {} ({})",
+        config.plugin.display(),
+        match config.isolation {
+            Isolation::Run => "one child process for the run",
+            Isolation::Case => "one child process per case",
+        }
     );
+    // A plugin that does not load (or create) fails every case that needs it with the
+    // same message: said once, then counted.
+    let mut said: Vec<(Class, String)> = Vec::new();
+    let mut repeats = 0usize;
     let outcome = run_isolated_with(&config, &selected, &mut |r| {
         done += 1;
-        if r.result.is_failure() {
-            eprintln!(
-                "[{done}/{total}] {} {}: {}",
-                r.result,
-                r.id,
-                first_line(&r.message)
-            );
+        if !r.result.is_failure() {
+            return;
         }
+        let once = matches!(r.result, Class::LoadFail | Class::CreateFail);
+        if once {
+            let key = (r.result, r.message.clone());
+            if said.contains(&key) {
+                repeats += 1;
+                return;
+            }
+            said.push(key);
+        }
+        eprintln!(
+            "[{done}/{total}] {} {}: {}{}",
+            r.result,
+            r.id,
+            first_line(&r.message),
+            if once {
+                " (said once: every case that needs the plugin fails the same way)"
+            } else {
+                ""
+            }
+        );
     })?;
+    if repeats > 0 {
+        eprintln!("baton-conformance: {repeats} more cases failed with the same message");
+    }
     let meta = RunMeta {
         tolerances: tolerances.sources.clone(),
         shard: cli.shard.map(|s| s.to_string()),
@@ -310,6 +347,10 @@ fn parse_ops(s: &str) -> Result<OpList, String> {
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
     s.parse::<Shard>().map_err(|e| e.to_string())
+}
+
+fn parse_isolation(s: &str) -> Result<Isolation, String> {
+    s.parse::<Isolation>().map_err(|e| e.to_string())
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {

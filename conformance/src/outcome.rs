@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// | class | meaning |
 /// |---|---|
 /// | `pass` | the plugin ran every node and matched the reference within tolerance |
-/// | `pass-undelegated` | a model case: the plugin declined some nodes (they ran on the reference) and every node it took matched |
+/// | `pass-partial` | a model case the plugin ran only part of: it declined some nodes (the reference ran them) and every node it accepted matched when run alone; `delegated_nodes` of `total_nodes` says how much; earlier kits called it `pass-undelegated` |
 /// | `unsupported` | the plugin declined the case's node (op cases), every node (model cases) or the check's subject |
 /// | `load-fail` | the library failed to load or refused the ABI handshake |
 /// | `create-fail` | creating a context (or querying its devices) failed |
@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
     Pass,
-    PassUndelegated,
+    /// Written `pass-undelegated` by earlier kits, which read the same.
+    #[serde(alias = "pass-undelegated")]
+    PassPartial,
     Unsupported,
     LoadFail,
     CreateFail,
@@ -44,7 +46,7 @@ impl Class {
     /// Every class, in report order.
     pub const ALL: [Class; 14] = [
         Class::Pass,
-        Class::PassUndelegated,
+        Class::PassPartial,
         Class::Unsupported,
         Class::LoadFail,
         Class::CreateFail,
@@ -59,11 +61,11 @@ impl Class {
         Class::ExpectedFail,
     ];
 
-    /// The string used in reports (`pass-undelegated`, `exec-fail`, ...).
+    /// The string used in reports (`pass-partial`, `exec-fail`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Class::Pass => "pass",
-            Class::PassUndelegated => "pass-undelegated",
+            Class::PassPartial => "pass-partial",
             Class::Unsupported => "unsupported",
             Class::LoadFail => "load-fail",
             Class::CreateFail => "create-fail",
@@ -80,11 +82,11 @@ impl Class {
     }
 
     /// Whether the class makes the run fail (exit code 1): everything but `pass`,
-    /// `pass-undelegated`, `unsupported` and `expected-fail`.
+    /// `pass-partial`, `unsupported` and `expected-fail`.
     pub fn is_failure(self) -> bool {
         !matches!(
             self,
-            Class::Pass | Class::PassUndelegated | Class::Unsupported | Class::ExpectedFail
+            Class::Pass | Class::PassPartial | Class::Unsupported | Class::ExpectedFail
         )
     }
 }
@@ -132,7 +134,15 @@ pub struct CaseResult {
     pub exit_code: Option<i32>,
     /// Crash and timeout: the last lines the child wrote to stderr.
     pub stderr_tail: Option<String>,
-    pub duration_ms: u64,
+    /// Wall time of the case in milliseconds (fractional: most op cases take well under
+    /// one), as the child measured it from the start of the case to its verdict; for a
+    /// crash or a timeout, as the parent measured it until the child died or was killed.
+    pub duration_ms: f64,
+}
+
+/// A duration in milliseconds, to the microsecond: what `duration_ms` holds.
+pub fn millis(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }
 
 impl CaseResult {
@@ -164,7 +174,7 @@ impl CaseResult {
             signal: None,
             exit_code: None,
             stderr_tail: None,
-            duration_ms: 0,
+            duration_ms: 0.0,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The in-process core (`runner::exec`) against the faulty plugin, with a small test
 //! oracle that computes Relu, Sigmoid and same-shape Add: pass, mismatch (NaN outputs and
 //! a plugin that claims availability but computes wrong numbers), unsupported, the
-//! pass-undelegated rule of model cases, and reference failures. Independent of the
+//! pass-partial rule of model cases, and reference failures. Independent of the
 //! host's reference kernels.
 
 mod common;
@@ -166,9 +166,9 @@ fn declined_single_nodes_are_unsupported() {
 }
 
 #[test]
-fn a_partly_delegated_model_passes_undelegated_when_every_taken_node_matches() {
+fn a_partly_delegated_model_passes_partial_when_every_taken_node_matches() {
     let r = run("none", &mixed_model(), &TestOracle);
-    assert_eq!(r.result, Class::PassUndelegated, "{r:?}");
+    assert_eq!(r.result, Class::PassPartial, "{r:?}");
     assert_eq!((r.delegated_nodes, r.total_nodes), (Some(2), Some(3)));
     assert!(r.message.contains("Sigmoid"), "{}", r.message);
 }

@@ -35,7 +35,7 @@ fn synthetic() -> Report {
             r.signal = Some("SIGSEGV".into());
             r.stderr_tail = Some(NASTY.into());
         }
-        r.duration_ms = 12;
+        r.duration_ms = 12.5;
         results.push(r);
     }
     let config = RunConfig {
@@ -44,6 +44,7 @@ fn synthetic() -> Report {
         options: vec![("fault".into(), "a&b".into())],
         timeout: Duration::from_secs(10),
         tolerances_dir: None,
+        isolation: Default::default(),
     };
     let outcome = RunOutcome {
         plugin: Some(PluginInfo {
@@ -195,4 +196,31 @@ fn summary_has_a_table_per_op_and_the_failures() {
             "pipes in cells are escaped: {line}"
         );
     }
+}
+
+#[test]
+fn junit_times_are_the_cases_durations_in_seconds() {
+    let report = synthetic();
+    let root = common::parse_xml(&to_junit(&report)).unwrap();
+    let case = &root.children[0].children[0];
+    // 12.5 ms: a sub-second time is written, not rounded to 0.
+    assert_eq!(case.attr("time"), Some("0.012500"));
+    let total: f64 = root.attr("time").unwrap().parse().unwrap();
+    assert!(
+        (total - 0.0125 * report.cases.len() as f64).abs() < 1e-9,
+        "{total}"
+    );
+}
+
+#[test]
+fn reports_of_earlier_kits_still_read() {
+    // `pass-undelegated` was the name of `pass-partial`; durations were whole milliseconds.
+    let old: Class = serde_json::from_str("\"pass-undelegated\"").unwrap();
+    assert_eq!(old, Class::PassPartial);
+    let mut json = serde_json::to_value(synthetic()).unwrap();
+    json.as_object_mut().unwrap().remove("isolation");
+    json["cases"][0]["duration_ms"] = serde_json::json!(3);
+    let back: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(back.cases[0].duration_ms, 3.0);
+    assert_eq!(back.isolation, "");
 }

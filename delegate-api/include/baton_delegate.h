@@ -1,5 +1,6 @@
 /*
- * baton_delegate.h -- the Baton delegate ABI, version 1.2.
+ * baton_delegate.h -- the Baton delegate ABI, version 1.2 (BATON_ABI_MAJOR 1,
+ * BATON_ABI_MINOR 2); what each minor added is marked where it appears.
  *
  * A Baton delegate is a shared library that runs parts of a model graph on some backend
  * (a CPU kernel library, a GPU, an NPU driver). The host loads it at run time, asks it
@@ -160,12 +161,15 @@
  *
  * supports and compile receive a graph serialized as BTIR, version BATON_WIRE_MAJOR.x, a
  * small little-endian format designed to be read from C with memcpy and no generated
- * code. The authoritative layout is the module documentation of
- * delegate-api/src/wire.rs; in short:
+ * code. Its normative specification is delegate-api/docs/btir.md (every field, what a
+ * reader must refuse and must ignore); delegate-api/include/btir_reader.h is the public,
+ * bounds-checked C reader that implements it. In short:
  *
  *   header  "BTIR", u16 major, u16 minor, u32 header_size, u32 flags, u64 data_offset
- *           (readers skip to header_size; a different major is refused)
- *   str     u32 byte length, UTF-8 bytes, zero padding to a multiple of 4
+ *           (header_size: offset of the graph record from the buffer start, 24 today;
+ *           readers continue there. flags: 0, unknown bits ignored, never refused.
+ *           data_offset: 0 in plugin calls. A different major is refused.)
+ *   str     u32 byte length, UTF-8 bytes, (4 - len % 4) % 4 zero bytes of padding
  *   graph   str name; u32 n, tensor[n]; u32 n, node[n]; u32 n, u32 input[n];
  *           u32 n, u32 output[n]
  *   tensor  str name, u32 dtype, u32 rank, dim[rank], quant, storage
@@ -188,7 +192,9 @@
  *
  * Tensors and nodes are referred to by their position (u32 index). Nodes are in
  * topological order, and answers[i] of supports belongs to node i. The graph's input and
- * output lists give the order of execute's input and output views.
+ * output lists give the order of execute's input and output views. An optional input left
+ * out before one that is given is a constant with zero elements (shape [0], a view of
+ * byte_len 0); optional inputs left out at the end are not listed.
  *
  * Constants never travel inside the graph across this ABI. Every constant tensor (a
  * weight, a bias, a shape operand) has BATON_BTIR_STORAGE_EXTERNAL storage, and its
@@ -395,9 +401,12 @@ typedef int32_t BatonStatus;
 /* ------------------------------------------------------------------------------------ */
 /* Operator codes, as used in BTIR nodes. Semantics, input order and attribute names     */
 /* follow the ONNX operator of the same name (see delegate-api/src/ir.rs for the         */
-/* differences). Codes are never reused. A later minor may add codes; a reader that does */
-/* not know a code rejects the whole graph (wire.rs and btir_reader.h both do), so a     */
-/* plugin answers such a supports call with BATON_STATUS_INVALID_ARGUMENT.              */
+/* differences). Codes are never reused. A later BTIR minor may add codes. A host never  */
+/* sends a plugin a code newer than the BTIR minor the plugin reads: it declines such    */
+/* nodes for the plugin itself, so declining stays per node. A graph a plugin cannot read */
+/* at all (corrupt, or a code it should know but does not) is not a question it can      */
+/* answer: supports then returns BATON_STATUS_INVALID_ARGUMENT, and the host treats every */
+/* node as declined.                                                                     */
 
 #define BATON_OP_MATMUL 1u
 #define BATON_OP_GEMM 2u
@@ -638,7 +647,11 @@ typedef struct BatonDescriptor {
 
     /* Creates a context from `option_count` key/value pairs (already validated by the
      * host against `options`; a careful plugin still refuses unknown keys with
-     * BATON_STATUS_INVALID_ARGUMENT). On success stores the context in *out_ctx. */
+     * BATON_STATUS_INVALID_ARGUMENT). On success stores the context in *out_ctx: any
+     * non-NULL pointer, opaque to the host (NULL is refused as a failed create). It may
+     * point at static storage, and several creates may return the same pointer (a
+     * plugin with no per-configuration state); the host calls destroy_context once per
+     * successful create all the same. */
     BatonStatus (*create)(const BatonOptionValue* options, uint32_t option_count,
                           BatonContext* out_ctx);
 
@@ -678,7 +691,9 @@ typedef struct BatonDescriptor {
      * `device`, into a blob stored in *out_blob (released later with free_blob).
      * All shapes are fixed. May run ahead of time on another machine with the same
      * plugin build. A plugin may still return BATON_STATUS_UNSUPPORTED, in which case the
-     * host runs the subgraph elsewhere. */
+     * host runs the subgraph elsewhere. A zero-length blob is allowed (data NULL or not,
+     * len 0; free_blob still receives it): a plugin that needs nothing but the graph can
+     * also return the graph bytes themselves, which are self-contained. */
     BatonStatus (*compile)(BatonContext ctx, uint32_t device, const uint8_t* graph,
                            uint64_t graph_len, const BatonTensorView* consts,
                            uint32_t const_count, BatonBlob* out_blob);
@@ -693,8 +708,10 @@ typedef struct BatonDescriptor {
 
     /* Prepares blob bytes (from compile, possibly loaded from disk) for execution on
      * `device` and stores the handle in *out_handle. `consts` are the same constant views
-     * compile received. The blob bytes are borrowed for this call only. A corrupt or
-     * foreign blob is refused with BATON_STATUS_INVALID_ARGUMENT, not trusted. */
+     * compile received (borrowed for this call only, like the blob: copy what execute
+     * needs). A zero-length blob arrives with blob_len 0 and a pointer that must not be
+     * read. A corrupt or foreign blob is refused with BATON_STATUS_INVALID_ARGUMENT, not
+     * trusted. */
     BatonStatus (*init)(BatonContext ctx, uint32_t device, const uint8_t* blob,
                         uint64_t blob_len, const BatonTensorView* consts,
                         uint32_t const_count, BatonHandle* out_handle);

@@ -38,8 +38,10 @@ use crate::wire;
 
 mod answers;
 mod retained;
+pub mod simple;
 pub use answers::{BlobCompatibility, Decline, DeclineReason};
 pub use retained::RetainedBlob;
+pub use simple::{broadcast_binary, graph_blob, require_operands, GraphExec, KernelFn, NodeKernel};
 
 /// An error a delegate returns; its message reaches the host verbatim.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -457,13 +459,27 @@ pub trait Delegate: Sized + Send + Sync + 'static {
     /// you then get wrong fails conformance.
     fn supports(&self, graph: &Graph, constants: Constants<'_>) -> Vec<Support>;
 
-    /// Compiles a subgraph (every node of which you said you support) into a blob.
+    /// Compiles a subgraph (every node of which you said you support) into a blob: bytes
+    /// the host may store (in a `.baton` program), copy to another machine and hand back
+    /// to [`Delegate::init`], so they must hold no pointer and be checked when read.
+    ///
+    /// The default returns the subgraph itself, [`graph_blob`]: BTIR written by
+    /// [`wire::encode`] in [`wire::ConstMode::Inline`], which keeps each constant that came
+    /// as a view a reference to it ([`Storage::External`]) rather than copying the
+    /// weights. `init` reads it back with [`wire::decode`] (or [`GraphExec::new`], which
+    /// also copies the constants and runs the graph node by node with your kernel). A
+    /// delegate with a format of its own (packed weights, a command stream) overrides
+    /// this; [`crate::bytes`] is a checked reader for such formats. ([`wire::encode`] in
+    /// [`wire::ConstMode::External`] is what the host sends: every constant a view.)
     fn compile(
         &self,
         device: u32,
         graph: &Graph,
         constants: Constants<'_>,
-    ) -> Result<Vec<u8>, DelegateError>;
+    ) -> Result<Vec<u8>, DelegateError> {
+        let _ = (device, constants);
+        Ok(graph_blob(graph))
+    }
 
     /// Whether an existing blob can be used by this build (the glue passes the host its
     /// [`abi::compat`] code). Answer [`BlobCompatibility::Unsupported`] for bytes you do
@@ -473,7 +489,12 @@ pub trait Delegate: Sized + Send + Sync + 'static {
         BlobCompatibility::Optimal
     }
 
-    /// Prepares a blob for execution. The constant views are those passed at compile time.
+    /// Prepares a blob for execution. The constant views have the contents, order and
+    /// shapes of those `compile` saw (the external indices of the graph), but are borrowed
+    /// for this call only and may sit at other addresses: copy what `execute` needs. The
+    /// blob may come from disk, another build or another machine: refuse bytes you do not
+    /// recognise with [`DelegateError::invalid`]. With the default blob, read it with
+    /// [`wire::decode`] or hand it to [`GraphExec::new`].
     fn init(
         &self,
         device: u32,

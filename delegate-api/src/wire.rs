@@ -10,14 +10,17 @@
 //! - **Why not FlatBuffers or protobuf.** Both were weighed. Either would make every C
 //!   vendor build flatcc or protobuf-c and keep its generated code in step with ours, for a
 //!   schema of five record kinds. A C reader that validates as much as [`decode`] needs only `memcpy` and
-//!   bounds checks (see `delegate-api/tests/c_plugin/btir_reader.h`), and the Rust side has no
+//!   bounds checks (the public one is `delegate-api/include/btir_reader.h`), and the Rust side has no
 //!   generated code to commit or regenerate.
 //! - **Constants never travel inside the graph across the ABI.** A tensor's storage is
 //!   `inline` (an offset into the data segment: model and program files) or `external`
 //!   (the index of a constant view passed beside the graph: plugin calls). Weights are
 //!   therefore passed as views, never serialized or copied.
 //!
-//! Layout (all integers little-endian; readers copy with `memcpy`, fields are 4-aligned):
+//! The normative specification, with every rule a reader must follow (what `header_size`,
+//! `flags` and `data_offset` mean, string padding, optional inputs left out, versions), is
+//! `delegate-api/docs/btir.md`; this module implements it. In short
+//! (all integers little-endian; readers copy with `memcpy`, fields are 4-aligned):
 //!
 //! ```text
 //! header  := "BTIR" u16 major u16 minor u32 header_size u32 flags u64 data_offset
@@ -68,6 +71,28 @@ pub const WIRE_MINOR: u16 = 2;
 /// stack.
 pub const MAX_GRAPH_DEPTH: usize = 16;
 const HEADER_SIZE: u32 = 24;
+
+/// The BTIR minor version that added op `op`: a reader of an earlier minor refuses a graph
+/// holding it (see `delegate-api/docs/btir.md`, section 7). A host uses it to keep such
+/// nodes away from a plugin that reads an earlier minor.
+pub fn op_minor(op: OpKind) -> u16 {
+    match op.code() {
+        1..=19 => 0,
+        20..=43 | 50..=67 => 1,
+        44 | 68..=70 => 2,
+        // A code this table does not list was added by the minor this build writes.
+        _ => WIRE_MINOR,
+    }
+}
+
+/// The BTIR minor version that added dtype `dtype` (see [`op_minor`]).
+pub fn dtype_minor(dtype: DType) -> u16 {
+    match dtype.code() {
+        1..=7 => 0,
+        8..=23 => 2,
+        _ => WIRE_MINOR,
+    }
+}
 
 /// How to write constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -558,6 +583,20 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use crate::ir::GraphBuilder;
+
+    #[test]
+    fn every_code_has_the_minor_that_added_it() {
+        assert_eq!(op_minor(OpKind::Relu), 0);
+        assert_eq!(op_minor(OpKind::Sqrt), 1);
+        assert_eq!(op_minor(OpKind::DequantizeLinear), 1);
+        assert_eq!(op_minor(OpKind::Ceil), 2);
+        assert_eq!(op_minor(OpKind::CastLike), 2);
+        assert_eq!(dtype_minor(DType::Bool), 0);
+        assert_eq!(dtype_minor(DType::F64), 2);
+        for &op in OpKind::ALL {
+            assert!(op_minor(op) <= WIRE_MINOR, "{op}");
+        }
+    }
 
     fn sample() -> Graph {
         let mut b = GraphBuilder::new("sample");

@@ -9,6 +9,7 @@
 //! priority = 1                         # lower runs first
 //! sha256 = "…"                         # optional pin of the library file
 //! options = { threads = 2 }            # checked against the plugin's option schema
+//! required = true                      # optional: not loading it is an error
 //!
 //! [policy]
 //! min_partition_size = 1
@@ -97,6 +98,12 @@ pub struct PluginConfig {
     /// Which of the plugin's devices to use.
     #[serde(default)]
     pub device: u32,
+    /// Whether the engine refuses to start without this plugin. By default a plugin that
+    /// cannot be loaded, created or proven by its probe is left out with a note and its
+    /// work goes to the other backends; a vendor's CI or a deployment that must run on
+    /// the accelerator sets `required = true` so that this is an error instead.
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// Partitioning policy.
@@ -281,10 +288,15 @@ impl Config {
         }
     }
 
-    /// Resolves a plugin path against the config's directory.
+    /// Resolves a plugin path against the config's directory. The result always has a
+    /// directory part: a bare name (`libx.so`) handed to the dynamic loader would be
+    /// searched for on its library path instead of beside the config, so an empty base
+    /// directory (a config parsed from text, or named without a directory) counts as `.`.
     pub fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             p.to_path_buf()
+        } else if self.base_dir.as_os_str().is_empty() {
+            Path::new(".").join(p)
         } else {
             self.base_dir.join(p)
         }
@@ -421,6 +433,24 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
         assert!(text.starts_with("config test.toml: line 3: "), "{text}");
         assert!(text.contains("prioritty"), "{text}");
+    }
+
+    #[test]
+    fn a_bare_plugin_name_resolves_beside_the_config_never_on_the_loader_path() {
+        let text = "[[plugin]]\npath = \"libx.so\"\nrequired = true\n";
+        for base in ["", ".", "conf"] {
+            let c = Config::parse(text, Path::new("c.toml"), Path::new(base)).unwrap();
+            assert!(c.plugins[0].required);
+            let p = c.resolve(c.plugins[0].path.as_deref().unwrap());
+            // A path with a directory part is opened as a file, not searched for.
+            assert!(
+                p.parent().is_some_and(|d| !d.as_os_str().is_empty()),
+                "base {base:?}: {}",
+                p.display()
+            );
+            assert_eq!(p.file_name(), Some(std::ffi::OsStr::new("libx.so")));
+        }
+        assert!(!parse("[[plugin]]\npath = \"a.so\"\n").unwrap().plugins[0].required);
     }
 
     #[test]

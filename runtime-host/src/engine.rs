@@ -4,7 +4,11 @@
 //! handshake or fails its probe is recorded with its reason and left out, and the work goes
 //! to the remaining backends and the portable kernels. Only errors in the user's own
 //! config (an unknown key, an option the plugin's schema rejects) stop the engine: those
-//! are typos to fix, not conditions to tolerate.
+//! are typos to fix, not conditions to tolerate. And a plugin marked `required = true`:
+//! [`Engine::new`] refuses to start without it (a vendor's CI must not pass on the
+//! portable kernels because its plugin silently did not load), naming the plugin and why.
+//! [`Engine::survey`] brings everything up without that check, for `baton devices`,
+//! which lists every plugin before it reports the required ones that are unusable.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +28,8 @@ pub struct Backend {
     pub ctx: PluginContext,
     pub device: DeviceReport,
     pub verdict: ProbeVerdict,
+    /// The config's `required = true`.
+    pub required: bool,
 }
 
 impl Backend {
@@ -39,6 +45,8 @@ pub struct FailedPlugin {
     /// The configured name or path.
     pub label: String,
     pub error: HostError,
+    /// The config's `required = true`.
+    pub required: bool,
 }
 
 /// Every configured plugin, in priority order.
@@ -54,8 +62,17 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Loads, handshakes and probes every plugin of `config`.
+    /// Loads, handshakes and probes every plugin of `config`, and refuses to start when a
+    /// plugin the config marks `required` is unusable ([`HostError::RequiredPlugin`]).
     pub fn new(config: Config) -> Result<Engine> {
+        let engine = Engine::survey(config)?;
+        engine.check_required()?;
+        Ok(engine)
+    }
+
+    /// Loads, handshakes and probes every plugin of `config`, leaving out (with the
+    /// reason) every plugin that cannot be used, required or not.
+    pub fn survey(config: Config) -> Result<Engine> {
         let cache_dir = config
             .cache_dir
             .as_ref()
@@ -90,7 +107,11 @@ impl Engine {
                 Err(e @ (HostError::Config { .. } | HostError::PluginOption { .. })) => {
                     return Err(e)
                 }
-                Err(error) => failed.push(FailedPlugin { label, error }),
+                Err(error) => failed.push(FailedPlugin {
+                    label,
+                    error,
+                    required: pc.required,
+                }),
             }
         }
         // A pin may name a plugin that failed to come up: its nodes then run on the host,
@@ -112,6 +133,40 @@ impl Engine {
             cache_dir,
             policy,
         })
+    }
+
+    /// Every plugin the config marks `required` that cannot be used, as `(plugin, why)`:
+    /// it failed to load, to create a context or to find its device, or its probe failed.
+    pub fn unusable_required(&self) -> Vec<(String, String)> {
+        let failed = self
+            .failed
+            .iter()
+            .filter(|f| f.required)
+            .map(|f| (f.label.clone(), f.error.to_string()));
+        let unproven = self
+            .backends
+            .iter()
+            .filter(|b| b.required && !b.usable())
+            .map(|b| {
+                let cached = if b.verdict.from_cache {
+                    " (verdict from the probe cache)"
+                } else {
+                    ""
+                };
+                (
+                    b.name.clone(),
+                    format!("its probe failed{cached}: {}", b.verdict.detail),
+                )
+            });
+        failed.chain(unproven).collect()
+    }
+
+    /// An error for the first unusable required plugin (see [`Engine::unusable_required`]).
+    pub fn check_required(&self) -> Result<()> {
+        match self.unusable_required().into_iter().next() {
+            Some((plugin, reason)) => Err(HostError::RequiredPlugin { plugin, reason }),
+            None => Ok(()),
+        }
     }
 
     /// The backends whose probe passed, in priority order.
@@ -156,5 +211,6 @@ fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Back
         ctx,
         device,
         verdict,
+        required: pc.required,
     })
 }

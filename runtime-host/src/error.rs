@@ -73,6 +73,10 @@ pub enum HostError {
         expected: String,
         found: String,
     },
+    /// A plugin the config marks `required = true` could not be used; `reason` says why
+    /// (the load, create or device error, or the failed probe).
+    #[error("{}", required_text(.plugin, .reason))]
+    RequiredPlugin { plugin: String, reason: String },
     #[error("plugin {plugin}: {call} failed: {message}")]
     PluginCall {
         plugin: String,
@@ -207,6 +211,15 @@ fn option_text(key: &str, problem: &OptionProblem) -> String {
             list_or_none(accepted)
         ),
         OptionProblem::Invalid { value, reason } => format!("option '{key}' = '{value}': {reason}"),
+    }
+}
+
+/// A required plugin's failure, naming the plugin once: a load error names it already.
+fn required_text(plugin: &str, reason: &str) -> String {
+    if reason.contains(plugin) {
+        format!("a required plugin is unusable (`required = true`): {reason}")
+    } else {
+        format!("required plugin {plugin} is unusable (`required = true`): {reason}")
     }
 }
 

@@ -217,6 +217,25 @@ pub fn parse_ops(list: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The cases a run takes: the catalogue (with the ABI checks when `abi_checks` or when
+/// `ops` names `ABI`), filtered by `ops`, then the shard's share. `--abi-checks` asks for
+/// the ABI checks whatever `--ops` lists, so with both the checks join the listed ops.
+pub fn selection(
+    ops: Option<&[String]>,
+    abi_checks: bool,
+    shard: Option<Shard>,
+) -> Result<Vec<Case>> {
+    let want_abi = abi_checks || ops.is_some_and(|o| o.iter().any(|s| s == "ABI"));
+    let ops: Option<Vec<String>> = ops.map(|o| {
+        let mut o = o.to_vec();
+        if abi_checks && !o.iter().any(|s| s == "ABI") {
+            o.push("ABI".into());
+        }
+        o
+    });
+    Ok(select(catalogue(want_abi)?, ops.as_deref(), shard))
+}
+
 /// Keeps the cases whose op is in `ops` (all when `None`), then the shard's share.
 pub fn select(cases: Vec<Case>, ops: Option<&[String]>, shard: Option<Shard>) -> Vec<Case> {
     cases

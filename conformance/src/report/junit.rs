@@ -2,7 +2,7 @@
 //!
 //! `<failure>` for mismatch, crash, timeout and every `*-fail` class of the plugin;
 //! `<error>` for `reference-fail` (the kit could not judge); `<skipped>` for
-//! `unsupported`; `pass-undelegated` passes with its explanation in `<system-out>`.
+//! `unsupported`; `pass-partial` passes with its explanation in `<system-out>`.
 //! Every attribute and text is escaped, and characters XML 1.0 forbids are replaced.
 
 use std::fmt::Write;
@@ -18,14 +18,14 @@ pub fn to_junit(report: &Report) -> String {
     let (t, f, e, s, time) = counts(&all);
     let _ = writeln!(
         out,
-        "<testsuites name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.3}\">",
+        "<testsuites name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.6}\">",
         xml_escape(&format!("baton-conformance {}", report.plugin_label()))
     );
     for (op, cases) in &groups {
         let (t, f, e, s, time) = counts(cases);
         let _ = writeln!(
             out,
-            "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.3}\">",
+            "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" time=\"{time:.6}\">",
             xml_escape(op)
         );
         for c in cases {
@@ -40,15 +40,15 @@ pub fn to_junit(report: &Report) -> String {
 fn testcase(out: &mut String, c: &CaseResult) {
     let _ = write!(
         out,
-        "    <testcase classname=\"baton-conformance.{}\" name=\"{}\" time=\"{:.3}\"",
+        "    <testcase classname=\"baton-conformance.{}\" name=\"{}\" time=\"{:.6}\"",
         xml_escape(&c.op),
         xml_escape(&c.id),
-        c.duration_ms as f64 / 1000.0
+        c.duration_ms / 1000.0
     );
     let body = details(c);
     match c.result {
         Class::Pass => out.push_str("/>\n"),
-        Class::PassUndelegated => {
+        Class::PassPartial => {
             let _ = writeln!(
                 out,
                 ">\n      <system-out>{}</system-out>\n    </testcase>",
@@ -118,7 +118,7 @@ fn counts(cases: &[&CaseResult]) -> (usize, usize, usize, usize, f64) {
         .iter()
         .filter(|c| matches!(c.result, Class::Unsupported | Class::ExpectedFail))
         .count();
-    let time = cases.iter().map(|c| c.duration_ms as f64 / 1000.0).sum();
+    let time = cases.iter().map(|c| c.duration_ms / 1000.0).sum();
     (cases.len(), f, e, s, time)
 }
 

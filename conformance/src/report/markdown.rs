@@ -1,5 +1,6 @@
 //! `summary.md`: the run at a glance, then a table of counts per op and class, then every
-//! failure with its message.
+//! failure with its message (a load or create failure, which every case shares, once with
+//! the number of cases).
 
 use std::fmt::Write;
 
@@ -90,8 +91,30 @@ pub fn to_markdown(report: &Report) -> String {
     if failures.is_empty() {
         out.push_str("None.\n");
     }
+    // A plugin that does not load (or create) fails every case that needs it alike: each
+    // such message is said once, with the number of cases it cost.
+    let whole_plugin = |c: &CaseResult| matches!(c.result, Class::LoadFail | Class::CreateFail);
+    let mut said: Vec<(Class, &str, usize)> = Vec::new();
+    for c in failures.iter().filter(|c| whole_plugin(c)) {
+        match said
+            .iter_mut()
+            .find(|(class, m, _)| *class == c.result && *m == c.message)
+        {
+            Some((_, _, n)) => *n += 1,
+            None => said.push((c.result, &c.message, 1)),
+        }
+    }
+    for (class, message, n) in &said {
+        let _ = writeln!(out, "- {n} cases — **{class}**: {}", line(message));
+    }
+    if !said.is_empty() {
+        out.push('\n');
+    }
     for (op, cases) in &groups {
-        let failed: Vec<&&CaseResult> = cases.iter().filter(|c| c.result.is_failure()).collect();
+        let failed: Vec<&&CaseResult> = cases
+            .iter()
+            .filter(|c| c.result.is_failure() && !whole_plugin(c))
+            .collect();
         if failed.is_empty() {
             continue;
         }

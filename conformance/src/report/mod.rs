@@ -7,7 +7,8 @@
 //! `report.json` schema (version 1): an object with `schema_version`, `kit_version`,
 //! `host_version`, `abi_version`, `plugin` (`path`, `sha256`, `options`, `name`,
 //! `version`, `build_id`, `abi`, `devices`, `load_error`, `create_error`), `tolerances`
-//! (the files used), `timeout_s`, `shard`, `ops`, `totals` (a count for every class name,
+//! (the files used), `timeout_s`, `isolation` (`run`: one child process for the run,
+//! `case`: one per case), `shard`, `ops`, `totals` (a count for every class name,
 //! zeros included), `failed` (whether the exit code is 1), `notes`, and `cases`: an array
 //! of [`CaseResult`] objects (`id`, `op`, `kind`, `dtype`, `result`, `message`,
 //! `max_abs_err`, `max_rel_err`, `worst_index`, `worst_output`, `got`, `expected`,
@@ -43,6 +44,10 @@ pub struct Report {
     pub plugin: PluginSummary,
     pub tolerances: Vec<String>,
     pub timeout_s: f64,
+    /// `run` or `case` (see [`crate::runner::Isolation`]); empty in reports of kits that
+    /// had only the one-child-per-run mode.
+    #[serde(default)]
+    pub isolation: String,
     pub shard: Option<String>,
     pub ops: Option<Vec<String>>,
     pub totals: BTreeMap<String, usize>,
@@ -115,6 +120,7 @@ impl Report {
             plugin,
             tolerances: meta.tolerances,
             timeout_s: config.timeout.as_secs_f64(),
+            isolation: config.isolation.name().into(),
             shard: meta.shard,
             ops: meta.ops,
             totals,

@@ -48,7 +48,7 @@ pub fn run_check(
     };
     r.result = class;
     r.message = message;
-    r.duration_ms = start.elapsed().as_millis() as u64;
+    r.duration_ms = crate::outcome::millis(start.elapsed());
     r
 }
 
@@ -120,7 +120,7 @@ fn supports(state: &mut PluginState, samples: &[(Graph, Vec<Tensor>)]) -> Verdic
     };
     let mut accepted = Vec::new();
     for (graph, _) in samples {
-        match ctx.supports(graph) {
+        match super::exec::host_supports(ctx, graph) {
             Ok(a) if a.len() != graph.nodes.len() => {
                 return (
                     Class::SupportsFail,
@@ -185,7 +185,7 @@ fn rerun(state: &mut PluginState, samples: &[(Graph, Vec<Tensor>)]) -> Verdict {
     };
     let mut ran = 0;
     for (graph, inputs) in samples {
-        match ctx.supports(graph) {
+        match super::exec::host_supports(ctx, graph) {
             Ok(a) if a.iter().all(|s| *s == Support::Yes) => {}
             Ok(_) => continue,
             Err(e) => return (call_class(&e), format!("{}: {e}", graph.name)),

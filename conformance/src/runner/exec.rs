@@ -12,14 +12,15 @@
 //! partition: it evaluates the graph node by node on the oracle and runs **each accepted
 //! node alone** on the plugin, fed the oracle's values for that node's inputs, comparing
 //! its outputs under the node's op rule. The first node that fails decides the class
-//! (`failing_node` names it); if none fails the case is `pass-undelegated`.
+//! (`failing_node` names it); if none fails the case is `pass-partial`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use baton_delegate_api::{DType, Graph, OpKind, Support, Tensor};
+use baton_delegate_api::{DType, DeclineReason, Graph, OpKind, Support, Tensor};
 use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext};
+use baton_runtime_host::program::plugin_view;
 use baton_runtime_host::HostError;
 
 use crate::cases::{Case, CaseKind, QUANTIZED};
@@ -69,7 +70,7 @@ pub fn run_graph_case(h: &Harness<'_>, case: &Case) -> CaseResult {
             "not an op or model case".into(),
         ),
     }
-    r.duration_ms = start.elapsed().as_millis() as u64;
+    r.duration_ms = crate::outcome::millis(start.elapsed());
     r
 }
 
@@ -111,8 +112,31 @@ pub fn run_oracle(
     }
 }
 
+/// The plugin's answers for `graph` as a host gets them: a node it cannot read (an op code
+/// or dtype of a later BTIR minor than its `btir_minor`) is declined without asking it,
+/// and it is asked about a graph without such nodes
+/// ([`baton_runtime_host::program::plugin_view`]).
+pub fn host_supports(ctx: &PluginContext, graph: &Graph) -> Result<Vec<Support>, HostError> {
+    let (view, positions) = plugin_view(graph, ctx.lib.btir_minor());
+    let asked = if view.nodes.is_empty() {
+        Vec::new()
+    } else {
+        ctx.supports(&view)?
+    };
+    Ok(positions
+        .into_iter()
+        .map(|p| match p {
+            Ok(i) => asked
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Support::no(DeclineReason::Other, "the plugin gave no answer")),
+            Err(decline) => Support::No(decline),
+        })
+        .collect())
+}
+
 fn op_case(h: &Harness<'_>, graph: &Graph, inputs: &[Tensor], r: &mut CaseResult) {
-    let answers = match h.ctx.supports(graph) {
+    let answers = match host_supports(h.ctx, graph) {
         Ok(a) => a,
         Err(e) => return set(r, call_class(&e), e.to_string()),
     };
@@ -157,7 +181,7 @@ fn model_case(
     whole: Judged,
     r: &mut CaseResult,
 ) {
-    let answers = match h.ctx.supports(graph) {
+    let answers = match host_supports(h.ctx, graph) {
         Ok(a) => a,
         Err(e) => return set(r, call_class(&e), e.to_string()),
     };
@@ -186,7 +210,7 @@ fn model_case(
     }
     mixed_model(h, graph, inputs, &accepted, r);
     if r.result == Class::Pass {
-        r.result = Class::PassUndelegated;
+        r.result = Class::PassPartial;
         let took: Vec<String> = graph
             .nodes
             .iter()

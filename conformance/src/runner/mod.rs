@@ -2,6 +2,14 @@
 //! (this same executable, `__child`), hands it the case ids, and reads one protocol line
 //! per event (see [`protocol`]) on a reader thread, waiting with a timeout.
 //!
+//! How many children, [`Isolation`] says. By default ([`Isolation::Run`]) one child runs
+//! every case in turn, with the plugin loaded and its context created once, and is
+//! replaced only after a crash or a hang: fast, but a case can see state an earlier case
+//! left in the plugin (a cache, a global, a corrupted heap that only fails later).
+//! [`Isolation::Case`] starts a fresh child for every case (the plugin loaded, created
+//! and unloaded each time), so each verdict depends on that case alone, at the cost of a
+//! process start and a plugin load per case.
+//!
 //! - If the child dies (a signal or a non-zero exit) while a case is running, that case is
 //!   `crash`, with the signal name and the tail of the child's stderr, and a new child
 //!   resumes from the next case.
@@ -41,6 +49,42 @@ pub struct RunConfig {
     pub timeout: Duration,
     /// `--tolerances DIR`, passed on to the child.
     pub tolerances_dir: Option<PathBuf>,
+    /// One child for the run, or one per case.
+    pub isolation: Isolation,
+}
+
+/// How the cases of a run are spread over child processes (`--isolate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// One child runs the cases in turn; a new one resumes after a crash or a timeout.
+    #[default]
+    Run,
+    /// A new child for every case.
+    Case,
+}
+
+impl Isolation {
+    /// `run` or `case`, as `--isolate` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Run => "run",
+            Isolation::Case => "case",
+        }
+    }
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Isolation> {
+        match s {
+            "run" => Ok(Isolation::Run),
+            "case" => Ok(Isolation::Case),
+            _ => Err(Error::Usage(format!(
+                "--isolate '{s}': expected run (one child for the run) or case (one child per case)"
+            ))),
+        }
+    }
 }
 
 /// What a run produced.
@@ -76,7 +120,15 @@ pub fn run_isolated_with(
     let mut outcome = RunOutcome::default();
     let mut next = 0;
     while next < cases.len() {
-        let ids: Vec<&str> = cases[next..].iter().map(|c| c.id.as_str()).collect();
+        // The cases this child is given: the rest of the run, or the next case alone.
+        let batch_end = match config.isolation {
+            Isolation::Run => cases.len(),
+            Isolation::Case => next + 1,
+        };
+        let ids: Vec<&str> = cases[next..batch_end]
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
         let mut child = ChildProc::spawn(config, &ids)?;
         outcome.children += 1;
         let mut running: Option<(usize, Instant)> = None;
@@ -115,7 +167,7 @@ pub fn run_isolated_with(
                             results[pos] = Some(r);
                             next = pos + 1;
                         }
-                        None if next < cases.len() => {
+                        None if next < batch_end => {
                             let r = died(
                                 &cases[next],
                                 status,
@@ -139,7 +191,7 @@ pub fn run_isolated_with(
                 Err(RecvTimeoutError::Timeout) => {
                     child.kill();
                     let tail = child.stderr_tail();
-                    if running.is_none() && next >= cases.len() {
+                    if running.is_none() && next >= batch_end {
                         outcome.notes.push(format!(
                             "the child did not exit within {} s of its last case (hung unloading the plugin?) and was killed; stderr: {}",
                             config.timeout.as_secs_f64(),
@@ -158,7 +210,7 @@ pub fn run_isolated_with(
                         config.timeout.as_secs_f64()
                     );
                     r.stderr_tail = non_empty(tail);
-                    r.duration_ms = t0.elapsed().as_millis() as u64;
+                    r.duration_ms = crate::outcome::millis(t0.elapsed());
                     progress(&r);
                     results[pos] = Some(r);
                     next = pos + 1;
@@ -200,7 +252,7 @@ fn died(case: &Case, status: ExitStatus, tail: &str, t0: Instant, when: &str) ->
     r.signal = signal;
     r.exit_code = code;
     r.stderr_tail = non_empty(tail.to_string());
-    r.duration_ms = t0.elapsed().as_millis() as u64;
+    r.duration_ms = crate::outcome::millis(t0.elapsed());
     r
 }
 

@@ -56,6 +56,7 @@ pub fn config(plugin: &Path, options: &[(&str, &str)], timeout_s: f64) -> RunCon
             .collect(),
         timeout: Duration::from_secs_f64(timeout_s),
         tolerances_dir: None,
+        isolation: Default::default(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The C BTIR reader (`tests/c_plugin/btir_reader.h`) against `wire.rs`.
+//! The C BTIR reader (`include/btir_reader.h`, the public one) against `wire.rs`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

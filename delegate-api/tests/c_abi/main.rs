@@ -8,7 +8,7 @@
 //! - A real C plugin (`tests/c_plugin/relu_add_plugin.c`) loaded with `libloading` and
 //!   driven through every entry point, with numbers compared against values computed here.
 //! - The plugin's three ABI-fault build variants.
-//! - The C BTIR reader (`tests/c_plugin/btir_reader.h`) against `wire.rs`: the same
+//! - The C BTIR reader (`include/btir_reader.h`, the public one) against `wire.rs`: the same
 //!   content for well-formed graphs, the same accept/reject verdict for thousands of
 //!   truncated and corrupted ones, under AddressSanitizer.
 //!
@@ -19,6 +19,7 @@
 //! driven through `host`, the host's side of each call), `btir_reader` (the C reader
 //! against `wire.rs`); `tools` builds the C side for all three.
 
+mod bcast;
 mod btir_reader;
 mod host;
 mod layout;

@@ -1,5 +1,5 @@
 /*
- * btir_dump.c -- a test driver for btir_reader.h, run by tests/c_abi/btir_reader.rs.
+ * btir_dump.c -- a test driver for btir_reader.h (delegate-api/include, the public reader), run by tests/c_abi/btir_reader.rs.
  *
  *   btir_dump dump FILE       prints everything the reader extracts from one BTIR
  *                             buffer, one record per line, or "error <why>"

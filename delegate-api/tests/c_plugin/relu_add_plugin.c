@@ -5,7 +5,8 @@
  * and declines everything else with a reason. Small as it is, it implements every rule
  * of the ABI: the handshake, per-thread last_error, plugin-owned blobs and handles,
  * constant views, and strict checking of every count and byte length it is handed. It
- * is the plugin tests/c_abi/ loads to prove the header and the Rust host agree.
+ * is the plugin tests/c_abi/ loads to prove the header and the Rust host agree. It reads
+ * the graph with the public reader, delegate-api/include/btir_reader.h.
  *
  * Build (what the test does):
  *     gcc -std=c99 -O2 -Wall -Wextra -Werror -shared -fPIC -I../../include \
@@ -16,6 +17,8 @@
  *     -DBATON_TEST_SHORT_STRUCT  the descriptor claims struct_size 24
  *     -DBATON_TEST_V1_0          built as against ABI 1.0: abi_minor 0 and struct_size
  *                                BATON_DESCRIPTOR_V1_SIZE (no 1.1 profile field)
+ *     -DBATON_TEST_BTIR_MINOR=N  declares btir_minor N (default BATON_WIRE_MINOR), for the
+ *                                host's per-node declining of codes a plugin cannot read
  *     -DBATON_TEST_NO_ENTRY      baton_delegate_entry is not exported (the descriptor is
  *                                reachable through baton_test_renamed_entry instead)
  *
@@ -52,6 +55,9 @@
 #endif
 
 #define PLUGIN_NAME "c-relu-add"
+#ifndef BATON_TEST_BTIR_MINOR
+#define BATON_TEST_BTIR_MINOR BATON_WIRE_MINOR
+#endif
 #define PLUGIN_VERSION "0.1.0"
 #define PLUGIN_BUILD_ID "c-relu-add-0.1.0-c99"
 
@@ -957,7 +963,7 @@ static const BatonDescriptor k_descriptor = {
     .destroy = plugin_destroy,
 #if !defined(BATON_TEST_V1_0)
     /* 1.2: the graphs it reads; it keeps nothing of a blob, so no init_retained. */
-    .btir_minor = BATON_WIRE_MINOR,
+    .btir_minor = BATON_TEST_BTIR_MINOR,
 #endif
 };
 

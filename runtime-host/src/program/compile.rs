@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_delegate_api::{abi, DeclineReason, Graph, OpKind, Support};
+use baton_delegate_api::{abi, Graph, OpKind, Support};
 use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Target};
 use baton_reference as reference;
 
@@ -200,19 +200,17 @@ pub(crate) fn partition_with(
     excluded: &BTreeSet<String>,
 ) -> Result<std::result::Result<PartitionPlan, (String, String)>> {
     let mut answers = Vec::new();
-    let (view, positions) = without_control_flow(graph);
     for b in engine.usable().filter(|b| !excluded.contains(&b.name)) {
+        // Only nodes the plugin can read, in a graph it can read (see `view`).
+        let (view, positions) = super::view::plugin_view(graph, b.ctx.lib.btir_minor());
         match b.ctx.supports(&view) {
             Ok(a) => answers.push(BackendAnswers {
                 backend: b.name.clone(),
                 answers: positions
-                    .iter()
+                    .into_iter()
                     .map(|p| match p {
-                        Some(v) => a[*v].clone(),
-                        None => Support::no(
-                            DeclineReason::Op,
-                            "control flow runs on the host; plugins are not asked",
-                        ),
+                        Ok(v) => a[v].clone(),
+                        Err(decline) => Support::No(decline),
                     })
                     .collect(),
             }),
@@ -230,31 +228,4 @@ pub(crate) fn partition_with(
         }
     }
     Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
-}
-
-/// The graph plugins are asked about: `graph` without its control-flow nodes, whose
-/// outputs become inputs (to a plugin they are values arriving from elsewhere, which they
-/// are). Also gives, for each node of `graph`, its position in that view.
-fn without_control_flow(graph: &Graph) -> (std::borrow::Cow<'_, Graph>, Vec<Option<usize>>) {
-    if !graph.nodes.iter().any(|n| n.op.is_control_flow()) {
-        return (
-            std::borrow::Cow::Borrowed(graph),
-            (0..graph.nodes.len()).map(Some).collect(),
-        );
-    }
-    let mut view = Graph {
-        nodes: Vec::new(),
-        ..graph.clone()
-    };
-    let mut positions = Vec::with_capacity(graph.nodes.len());
-    for node in &graph.nodes {
-        if node.op.is_control_flow() {
-            view.inputs.extend(&node.outputs);
-            positions.push(None);
-        } else {
-            positions.push(Some(view.nodes.len()));
-            view.nodes.push(node.clone());
-        }
-    }
-    (std::borrow::Cow::Owned(view), positions)
 }

@@ -60,6 +60,9 @@
 mod compile;
 mod format;
 mod load;
+mod view;
+
+pub use view::plugin_view;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

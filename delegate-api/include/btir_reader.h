@@ -1,9 +1,12 @@
 /*
- * btir_reader.h -- a small, bounds-checked reader of BTIR graphs for C plugins.
+ * btir_reader.h -- the public, bounds-checked reader of BTIR graphs for C and C++ plugins.
  *
- * The format is specified in the module documentation of delegate-api/src/wire.rs and
- * summarised in baton_delegate.h (section 7). This reader is header-only C99 with no
- * dependencies beyond the C library:
+ * BTIR is the serialized graph that supports and compile receive. Its normative
+ * specification is delegate-api/docs/btir.md (byte layout, versions, what every field
+ * means, what a reader must refuse and what it must ignore); baton_delegate.h section 7
+ * summarises it, and delegate-api/src/wire.rs is the Rust reader and writer. This reader is
+ * header-only C99 with no dependencies beyond the C library; include it after (or instead
+ * of) baton_delegate.h, from one or several translation units (every function is static).
  *
  *   - It never reads outside the buffer it is given: every read goes through one bounds
  *     check, and multi-byte values are assembled from bytes copied with memcpy, so the
@@ -12,14 +15,17 @@
  *     error with a byte offset for anything else: truncation, unknown codes, counts
  *     larger than the buffer could hold, strings that are not UTF-8, tensor indices out
  *     of range, inline data outside the buffer, and graphs that are not in topological
- *     order or define a tensor twice. tests/c_abi/btir_reader.rs checks the two verdicts agree on
- *     thousands of corrupted buffers, under AddressSanitizer.
+ *     order or define a tensor twice. delegate-api/tests/c_abi/btir_reader.rs checks the
+ *     two verdicts agree on thousands of corrupted buffers, under AddressSanitizer.
  *   - It allocates two arrays (tensors and nodes), bounded by the buffer length; strings,
  *     id lists and attribute values stay in the caller's buffer and are read in place.
  *   - Graph attributes (BTIR 1.2: the subgraphs of If and Loop, which a host never sends
  *     to a plugin) are validated like the top-level graph, recursively up to
  *     BATON_BTIR_MAX_GRAPH_DEPTH, and then skipped: btir_attr_next reports them with their
  *     bytes (values_at, count) but this reader exposes no parsed form of them.
+ *   - For element-wise kernels it offers numpy broadcasting as an iterator over the
+ *     output (btir_bcast_init / btir_bcast_next), which also tells supports whether two
+ *     shapes broadcast to a third.
  *
  * Usage:
  *
@@ -32,7 +38,9 @@
  *     }
  *     btir_close(&g);
  *
- * The btir_graph refers into the buffer, which must outlive it.
+ * The btir_graph refers into the buffer, which must outlive it: a plugin that keeps the
+ * graph past the call (in init's handle) keeps its own copy of the bytes.
+ * examples/plugins/c-addmul/addmul.c is a complete plugin built on this reader.
  */
 #ifndef BTIR_READER_H
 #define BTIR_READER_H
@@ -192,12 +200,18 @@ BTIR_FN uint32_t btir_dtype_size(uint32_t dtype) {
     return dtype < sizeof sizes / sizeof sizes[0] ? sizes[dtype] : 0;
 }
 
+/* The IR name of an op code ("Conv"), or "?" for a code this header does not know. */
 BTIR_FN const char* btir_op_name(uint32_t op) {
     static const char* const names[] = {
-        "?",       "MatMul", "Gemm",    "Conv",    "Add",               "Sub",
-        "Mul",     "Div",    "Relu",    "Clip",    "Sigmoid",           "Tanh",
-        "Softmax", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape", "Transpose",
-        "Concat",  "Flatten"};
+        "?", "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Clip", "Sigmoid",
+        "Tanh", "Softmax", "MaxPool", "AveragePool", "GlobalAveragePool", "Reshape",
+        "Transpose", "Concat", "Flatten", "Pow", "Sqrt", "Exp", "Log", "Neg", "Abs", "Erf",
+        "LeakyRelu", "HardSigmoid", "HardSwish", "Gelu", "LogSoftmax", "BatchNormalization",
+        "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "Equal", "Not",
+        "Greater", "Less", "And", "Where", "Cast", "Ceil", "?", "?", "?", "?", "?", "Squeeze",
+        "Unsqueeze", "Split", "Slice", "Gather", "Expand", "Pad", "Tile", "Shape", "Size",
+        "Identity", "ConstantOfShape", "ConvTranspose", "Resize", "LSTM", "GRU",
+        "QuantizeLinear", "DequantizeLinear", "If", "Loop", "CastLike"};
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -421,6 +435,94 @@ BTIR_FN int btir_tensor_elements(const btir_tensor* t, uint64_t* out) {
     }
     *out = n;
     return 0;
+}
+
+/* Bytes of a tensor with a fixed shape of at most BTIR_MAX_DIMS dimensions (elements
+ * times the element size): what the byte_len of its view must be. UINT64_MAX when the
+ * shape is symbolic, the rank too large or the size overflows (no view has that length). */
+BTIR_FN uint64_t btir_tensor_bytes(const btir_tensor* t) {
+    uint64_t n, size = btir_dtype_size(t->dtype);
+    if (btir_tensor_elements(t, &n) != 0 || (n != 0 && size > UINT64_MAX / n)) return UINT64_MAX;
+    return n * size;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Broadcasting (numpy rules, as the IR's element-wise ops use them)                     */
+
+/* Iterates over the elements of `out`, in row-major order, giving for each the offsets
+ * (in elements) of the elements of `a` and `b` it is computed from:
+ *
+ *     btir_bcast it;
+ *     if (btir_bcast_init(&it, a, b, out) != 0) decline...;
+ *     float* o = out_data;
+ *     while (btir_bcast_next(&it)) *o++ = x[it.a] + y[it.b];
+ *
+ * Dimensions are aligned from the right; a dimension `a` lacks, or has of extent 1, stays
+ * at offset 0 (it is repeated along the output's). */
+typedef struct {
+    uint64_t a, b; /* offsets of the current element's operands */
+    uint32_t rank;
+    int started;
+    uint64_t left; /* output elements not yet visited */
+    uint64_t dims[BTIR_MAX_DIMS], idx[BTIR_MAX_DIMS];
+    uint64_t step_a[BTIR_MAX_DIMS], step_b[BTIR_MAX_DIMS];
+} btir_bcast;
+
+/* The extent of t along output dimension d of an output of rank `rank` (1 if t lacks it). */
+BTIR_FN uint64_t btir_bcast_dim(const btir_tensor* t, uint32_t rank, uint32_t d) {
+    return d + t->rank < rank ? 1 : t->dims[d + t->rank - rank];
+}
+
+/* Element strides of t read as an output of the given rank and dims; 0 where t repeats. */
+BTIR_FN int btir_bcast_steps(const btir_tensor* t, uint32_t rank, const uint64_t* dims,
+                             uint64_t* steps) {
+    uint64_t step = 1;
+    uint32_t d;
+    if (!t->all_fixed || t->rank > rank) return -1;
+    for (d = rank; d-- > 0;) {
+        uint64_t e = btir_bcast_dim(t, rank, d);
+        if (e != dims[d] && e != 1) return -1;
+        steps[d] = e == 1 ? 0 : step;
+        step *= e;
+    }
+    return 0;
+}
+
+/* Sets up the iteration. -1 when a shape is symbolic or above BTIR_MAX_DIMS, or `out` is
+ * not exactly the broadcast of `a` and `b` (for supports: decline the node). */
+BTIR_FN int btir_bcast_init(btir_bcast* it, const btir_tensor* a, const btir_tensor* b,
+                            const btir_tensor* out) {
+    uint32_t d;
+    memset(it, 0, sizeof *it);
+    if (btir_tensor_elements(out, &it->left) != 0) return -1;
+    it->rank = out->rank;
+    memcpy(it->dims, out->dims, sizeof it->dims);
+    if (btir_bcast_steps(a, it->rank, it->dims, it->step_a) != 0 ||
+        btir_bcast_steps(b, it->rank, it->dims, it->step_b) != 0)
+        return -1;
+    for (d = 0; d < it->rank; d++) {
+        uint64_t ea = btir_bcast_dim(a, it->rank, d), eb = btir_bcast_dim(b, it->rank, d);
+        if (it->dims[d] != (ea == 1 ? eb : ea)) return -1;
+    }
+    return 0;
+}
+
+/* Moves to the next output element (the first, on the first call): 1, with it->a and it->b
+ * set; 0 when every element has been visited. */
+BTIR_FN int btir_bcast_next(btir_bcast* it) {
+    uint32_t d;
+    if (it->left == 0) return 0;
+    for (d = it->rank; it->started && d-- > 0;) {
+        it->a += it->step_a[d];
+        it->b += it->step_b[d];
+        if (++it->idx[d] < it->dims[d]) break;
+        it->a -= it->step_a[d] * it->dims[d];
+        it->b -= it->step_b[d] * it->dims[d];
+        it->idx[d] = 0;
+    }
+    it->started = 1;
+    it->left--;
+    return 1;
 }
 
 /* ------------------------------------------------------------------------------------ */
