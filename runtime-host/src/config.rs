@@ -9,6 +9,8 @@
 //! priority = 1                         # lower runs first
 //! sha256 = "…"                         # optional pin of the library file
 //! options = { threads = 2 }            # checked against the plugin's option schema
+//! isolation = "in-process"             # or "process": the plugin runs in a child process
+//! timeout_ms = 2000                    # optional bound on every call into the plugin
 //!
 //! [policy]
 //! min_partition_size = 1
@@ -97,6 +99,36 @@ pub struct PluginConfig {
     /// Which of the plugin's devices to use.
     #[serde(default)]
     pub device: u32,
+    /// Where the plugin runs: in the host's process (the default) or in a child process of
+    /// its own, where a crash or a hang costs the plugin, not the host.
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// A bound on every call into the plugin, in milliseconds. With process isolation the
+    /// child is killed when a call runs over; in the host's process only the probe can be
+    /// bounded (it runs on a thread that is abandoned).
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where a plugin's code runs (`isolation` in a `[[plugin]]`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Loaded into the host with `dlopen`: no overhead, no protection from crashes.
+    #[default]
+    InProcess,
+    /// Loaded by a helper process (`baton-plugin-host`); calls cross a socket, tensors a
+    /// shared-memory region.
+    Process,
+}
+
+impl Isolation {
+    /// The config spelling, for messages and the probe cache key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::InProcess => "in-process",
+            Isolation::Process => "process",
+        }
+    }
 }
 
 /// Partitioning policy.
@@ -262,6 +294,9 @@ impl Config {
                 if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
                     return Err(err(ConfigProblem::Sha256 { index: i + 1 }));
                 }
+            }
+            if p.isolation == Isolation::Process && p.builtin.is_some() {
+                return Err(err(ConfigProblem::IsolatedBuiltin { index: i + 1 }));
             }
         }
         // Targets wait for the engine (plugins' own names); everything else is checked now.
