@@ -298,6 +298,9 @@ impl Config {
             if p.isolation == Isolation::Process && p.builtin.is_some() {
                 return Err(err(ConfigProblem::IsolatedBuiltin { index: i + 1 }));
             }
+            if p.timeout_ms == Some(0) {
+                return Err(err(ConfigProblem::ZeroTimeout { index: i + 1 }));
+            }
         }
         // Targets wait for the engine (plugins' own names); everything else is checked now.
         for (i, pin) in cfg.policy.pin.iter().enumerate() {
@@ -456,6 +459,24 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
         assert!(text.starts_with("config test.toml: line 3: "), "{text}");
         assert!(text.contains("prioritty"), "{text}");
+    }
+
+    #[test]
+    fn isolation_and_timeout_are_plugin_keys() {
+        let c = parse("[[plugin]]\npath = \"a.so\"\nisolation = \"process\"\ntimeout_ms = 250\n")
+            .unwrap();
+        assert_eq!(c.plugins[0].isolation, Isolation::Process);
+        assert_eq!(c.plugins[0].timeout_ms, Some(250));
+        assert_eq!(
+            parse("[[plugin]]\npath = \"a.so\"\n").unwrap().plugins[0].isolation,
+            Isolation::InProcess
+        );
+        let e = parse("[[plugin]]\npath = \"a.so\"\nisolation = \"thread\"\n").unwrap_err();
+        assert!(e.to_string().contains("thread"), "{e}");
+        let e = parse("[[plugin]]\nbuiltin = \"cpu\"\nisolation = \"process\"\n").unwrap_err();
+        assert!(e.to_string().contains("plugin #1: isolation"), "{e}");
+        let e = parse("[[plugin]]\npath = \"a.so\"\ntimeout_ms = 0\n").unwrap_err();
+        assert!(e.to_string().contains("plugin #1: timeout_ms"), "{e}");
     }
 
     #[test]
