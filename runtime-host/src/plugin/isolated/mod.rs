@@ -113,7 +113,12 @@ impl PluginLibrary {
             Err(Failure::Plugin { message, .. }) => {
                 return Err(load_error(without_load_prefix(&message, path)))
             }
-            Err(Failure::Process(reason)) => return Err(load_error(reason)),
+            Err(Failure::Process(reason)) => {
+                return Err(load_error(format!(
+                    "{reason} (plugin host helper {})",
+                    helper.display()
+                )))
+            }
         };
         let loaded = match Loaded::read(&body) {
             Ok(l) => l,
