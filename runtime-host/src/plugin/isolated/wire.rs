@@ -69,20 +69,17 @@ fn io_error(e: io::Error) -> FrameError {
     }
 }
 
-/// Sets the socket's timeouts to what is left before `deadline` (none: blocking).
-fn arm(sock: &UnixStream, deadline: Option<Instant>) -> Result<(), FrameError> {
-    let left = match deadline {
-        None => None,
-        Some(d) => match d.checked_duration_since(Instant::now()) {
-            Some(left) if !left.is_zero() => Some(left),
-            _ => return Err(FrameError::TimedOut),
-        },
-    };
-    sock.set_read_timeout(left).map_err(FrameError::Io)?;
-    sock.set_write_timeout(left).map_err(FrameError::Io)
+/// What is left before `deadline`; an error once it has passed.
+fn left(deadline: Instant) -> Result<std::time::Duration, FrameError> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(left),
+        _ => Err(FrameError::TimedOut),
+    }
 }
 
-/// Writes one frame, finishing before `deadline`.
+/// Writes one frame (in one `send` when the socket takes it), finishing before `deadline`.
+/// Without a deadline the socket is never given a timeout, so calls of a plugin without
+/// `timeout_ms` cost no `setsockopt`.
 pub(super) fn send(
     sock: &mut UnixStream,
     kind: u16,
@@ -95,21 +92,23 @@ pub(super) fn send(
             payload.len()
         )));
     }
-    let mut header = [0u8; HEADER];
-    header[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-    header[4..6].copy_from_slice(&VERSION.to_le_bytes());
-    header[6..8].copy_from_slice(&kind.to_le_bytes());
-    header[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    for part in [&header[..], payload] {
-        let mut done = 0;
-        while done < part.len() {
-            arm(sock, deadline)?;
-            match send_no_signal(sock, &part[done..]) {
-                Ok(0) => return Err(FrameError::Closed),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(e)),
-            }
+    let mut frame = Vec::with_capacity(HEADER + payload.len());
+    frame.extend_from_slice(&MAGIC.to_le_bytes());
+    frame.extend_from_slice(&VERSION.to_le_bytes());
+    frame.extend_from_slice(&kind.to_le_bytes());
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(payload);
+    let mut done = 0;
+    while done < frame.len() {
+        if let Some(d) = deadline {
+            sock.set_write_timeout(Some(left(d)?))
+                .map_err(FrameError::Io)?;
+        }
+        match send_no_signal(sock, &frame[done..]) {
+            Ok(0) => return Err(FrameError::Closed),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e)),
         }
     }
     Ok(())
@@ -135,33 +134,51 @@ fn send_no_signal(sock: &UnixStream, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
-fn read_full(
-    sock: &mut UnixStream,
-    buf: &mut [u8],
-    deadline: Option<Instant>,
-) -> Result<(), FrameError> {
-    let mut done = 0;
-    while done < buf.len() {
-        arm(sock, deadline)?;
-        match sock.read(&mut buf[done..]) {
-            Ok(0) => return Err(FrameError::Closed),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error(e)),
-        }
-    }
-    Ok(())
-}
-
-/// Reads one frame into `payload`, returning its kind. The payload grows as its bytes
-/// arrive, so a length that lies costs no allocation beyond what was really sent.
+/// Reads one frame into `payload`, returning its kind. A small frame arrives in one
+/// `read`; a large one grows as its bytes arrive, so a length that lies costs no
+/// allocation beyond what was really sent. Calls alternate strictly, so bytes after the
+/// frame are a protocol error, not the next frame.
 pub(super) fn recv(
     sock: &mut UnixStream,
     payload: &mut Vec<u8>,
     deadline: Option<Instant>,
 ) -> Result<u16, FrameError> {
-    let mut header = [0u8; HEADER];
-    read_full(sock, &mut header, deadline)?;
+    let mut frame: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let mut head: Option<(u16, usize)> = None;
+    loop {
+        if head.is_none() && frame.len() >= HEADER {
+            head = Some(read_header(&frame[..HEADER])?);
+        }
+        if let Some((kind, len)) = head {
+            let end = HEADER + len;
+            if frame.len() > end {
+                return Err(FrameError::Malformed(format!(
+                    "{} bytes after a frame of {end}",
+                    frame.len() - end
+                )));
+            }
+            if frame.len() == end {
+                payload.clear();
+                payload.extend_from_slice(&frame[HEADER..]);
+                return Ok(kind);
+            }
+        }
+        if let Some(d) = deadline {
+            sock.set_read_timeout(Some(left(d)?))
+                .map_err(FrameError::Io)?;
+        }
+        match sock.read(&mut chunk) {
+            Ok(0) => return Err(FrameError::Closed),
+            Ok(n) => frame.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e)),
+        }
+    }
+}
+
+/// The kind and payload length of a frame header, checked.
+fn read_header(header: &[u8]) -> Result<(u16, usize), FrameError> {
     let field = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
     let magic = field(0);
     let version = u16::from_le_bytes([header[4], header[5]]);
@@ -182,14 +199,7 @@ pub(super) fn recv(
             "a payload of {len} bytes is over the {MAX_PAYLOAD}-byte limit"
         )));
     }
-    payload.clear();
-    let mut chunk = [0u8; 64 * 1024];
-    while payload.len() < len {
-        let n = (len - payload.len()).min(chunk.len());
-        read_full(sock, &mut chunk[..n], deadline)?;
-        payload.extend_from_slice(&chunk[..n]);
-    }
-    Ok(kind)
+    Ok((kind, len))
 }
 
 /// A tensor described for the other side: its bytes lie at `offset` in the shared region.
@@ -386,6 +396,19 @@ mod tests {
             recv(&mut b, &mut buf, None),
             Err(FrameError::Malformed(_))
         ));
+        // A peer that sends more than one frame at a time does not speak the protocol.
+        let mut two = Vec::new();
+        for _ in 0..2 {
+            two.extend_from_slice(&MAGIC.to_le_bytes());
+            two.extend_from_slice(&VERSION.to_le_bytes());
+            two.extend_from_slice(&kind::LOAD.to_le_bytes());
+            two.extend_from_slice(&0u32.to_le_bytes());
+        }
+        a.write_all(&two).unwrap();
+        match recv(&mut b, &mut buf, None) {
+            Err(FrameError::Malformed(m)) => assert!(m.contains("after a frame"), "{m}"),
+            other => panic!("expected a malformed frame, got {other:?}"),
+        }
         // A peer that goes away mid-frame is `Closed`.
         a.write_all(&MAGIC.to_le_bytes()).unwrap();
         drop(a);
