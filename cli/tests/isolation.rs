@@ -148,3 +148,64 @@ fn a_missing_or_broken_helper_is_a_plugin_failure_named_with_where_it_looked() {
         assert_eq!(got, want);
     }
 }
+
+#[test]
+fn the_cpu_plugin_gives_the_same_files_in_both_modes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    // tinynet (f32) and mixed (int8 QDQ groups: per-axis quantization crosses too).
+    for (model, image) in [
+        (
+            root.join("tinynet/tinynet.btir"),
+            root.join("tinynet/image.npy"),
+        ),
+        (root.join("mixed/mixed.btir"), root.join("mixed/image.npy")),
+    ] {
+        let mut outputs = Vec::new();
+        for isolation in ["in-process", "process"] {
+            let dir = tempfile::tempdir().unwrap();
+            let body = format!(
+                "[[plugin]]\npath = {}\nisolation = \"{isolation}\"\n",
+                q(&plugin("baton_backend_cpu"))
+            );
+            let cfg = config(dir.path(), &body);
+            let out = dir.path().join("out");
+            let o = baton(
+                &[
+                    "run",
+                    model.to_str().unwrap(),
+                    "--config",
+                    cfg.to_str().unwrap(),
+                    &format!("--input=image={}", image.display()),
+                    "--output-dir",
+                    out.to_str().unwrap(),
+                ],
+                dir.path(),
+            );
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{isolation}: {stderr}");
+            assert!(
+                !stderr.contains("host"),
+                "{isolation}: not all on the plugin: {stderr}"
+            );
+            let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        std::fs::read(e.path()).unwrap(),
+                    )
+                })
+                .collect();
+            files.sort();
+            outputs.push(files);
+        }
+        assert!(!outputs[0].is_empty());
+        assert_eq!(
+            outputs[0],
+            outputs[1],
+            "{}: outputs differ between modes",
+            model.display()
+        );
+    }
+}

@@ -166,7 +166,8 @@ impl State {
         framed.u64(self.shm.len() as u64);
         framed.bytes(payload);
         let framed = framed.finish();
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A bound too far to represent is no bound.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let mut reply = Vec::new();
         let got = wire::send(&mut self.sock, request, &framed, deadline)
             .and_then(|()| wire::recv(&mut self.sock, &mut reply, deadline));
