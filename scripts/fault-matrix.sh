@@ -97,9 +97,9 @@ for isolation in in-process process; do
             else
                 output="none"
             fi
-            # The first line about the plugin (not the panic hook's report: the panic is
+            # baton's first line about the plugin (not the panic hook's report: the panic is
             # caught, and its message follows in the plugin's error), shortened.
-            message=$(grep -v -e "panicked at" -e "^note: run with" "$err" | grep -m1 -E "faulty|plugin" \
+            message=$(grep -m1 -E "^baton: .*(faulty|plugin)" "$err" \
                 | sed -e 's/^baton: //' -e 's/^note: //' -e "s#$plugin not loaded: ##" \
                     -e 's/plugin faulty [0-9.]*: //g' -e 's/running its partition on the portable kernels/host runs it/' \
                     -e 's/|/\\|/g' | cut -c1-170 || true)
