@@ -87,6 +87,24 @@ impl PluginProcess {
         })
     }
 
+    /// A process already started and connected by the caller (tests: a fake peer).
+    #[cfg(test)]
+    pub(super) fn from_parts(
+        proc: std::process::Child,
+        sock: UnixStream,
+        timeout: Option<Duration>,
+    ) -> PluginProcess {
+        PluginProcess {
+            timeout,
+            state: Mutex::new(State {
+                proc,
+                sock,
+                shm: Region::create(FIRST_REGION).expect("a shared region"),
+                failed: None,
+            }),
+        }
+    }
+
     /// The bound on each call, if any.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout

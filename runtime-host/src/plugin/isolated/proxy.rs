@@ -610,3 +610,7 @@ unsafe extern "C" fn profile(
     }
     list.len() as u32
 }
+
+#[cfg(test)]
+#[path = "proxy_tests.rs"]
+mod tests;
