@@ -209,3 +209,39 @@ fn the_cpu_plugin_gives_the_same_files_in_both_modes() {
         );
     }
 }
+
+#[test]
+fn a_program_without_the_helper_beside_it_names_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let lone = bin.join("baton");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_baton"), &lone).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_baton"), &lone).unwrap();
+    }
+    let cfg = config(dir.path(), &faulty("none", "execute", "always"));
+    let (model, image) = tinynet();
+    let o = Command::new(&lone)
+        .args([
+            "run",
+            model.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+        .arg(format!("--input=image={}", image.display()))
+        .env("BATON_CACHE_DIR", dir.path().join("cache"))
+        .env_remove("BATON_PLUGIN_HOST")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let beside = bin.join("baton-plugin-host");
+    let above = dir.path().join("baton-plugin-host");
+    assert!(
+        stderr.contains("`baton-plugin-host` was not found")
+            && stderr.contains(&beside.display().to_string())
+            && stderr.contains(&above.display().to_string())
+            && stderr.contains("BATON_PLUGIN_HOST"),
+        "{stderr}"
+    );
+}
