@@ -84,6 +84,18 @@ fn the_cpu_plugin_in_a_process_gives_bit_identical_outputs_and_profiles() {
             .iter()
             .flat_map(|p| p.events.iter().map(|e| (e.name.clone(), e.kind.clone())))
             .collect();
+        // ABI 1.2 `memory` crosses too. In a process the plugin gets plain `init` (the
+        // shared region holds a call's bytes only for the call), so it retains nothing.
+        for m in s.delegate_memory() {
+            let info = m.memory.expect("the CPU plugin reports its memory");
+            assert!(
+                info.scratch_bytes + info.owned_bytes > 0,
+                "{isolation}: {info:?}"
+            );
+            if isolation == "process" {
+                assert_eq!((info.retained_bytes, m.kept_blob_bytes), (0, 0), "{info:?}");
+            }
+        }
         // A second run reuses the shared region: same bits again.
         let second = s.run(&inputs).unwrap();
         assert_eq!(first[0].bytes(), second[0].bytes(), "{isolation}");

@@ -158,6 +158,7 @@ struct Loaded {
     concurrency: u32,
     has_profile: bool,
     btir_minor: u32,
+    has_memory: bool,
     options: Vec<OptionDecl>,
 }
 
@@ -172,6 +173,7 @@ impl Loaded {
         let concurrency = r.u32("concurrency")?;
         let has_profile = r.u8("profile flag")? != 0;
         let btir_minor = r.u32("btir minor")?;
+        let has_memory = r.u8("memory flag")? != 0;
         let n = r.count_u32(40, "option count")?;
         let mut options = Vec::with_capacity(n);
         for _ in 0..n {
@@ -201,6 +203,7 @@ impl Loaded {
             concurrency,
             has_profile,
             btir_minor,
+            has_memory,
             options,
         })
     }

@@ -247,7 +247,11 @@ pub(super) fn descriptor(loaded: &super::Loaded) -> Descriptor {
         reserved_1_2: 0,
         // The shared region holds a call's bytes only for the call: nothing can be kept.
         init_retained: None,
-        memory: None,
+        memory: if loaded.has_memory {
+            Some(memory)
+        } else {
+            None
+        },
     }
 }
 
@@ -583,6 +587,46 @@ fn fetch_events(h: &mut ProxyHandle) -> Result<(), Failure> {
     })();
     h.events = Some(parsed.map_err(|e| st.protocol_error("profile", e))?);
     Ok(())
+}
+
+/// The memory the handle holds in the plugin process, as the plugin reports it there.
+unsafe extern "C" fn memory(handle: abi::Handle, info: *mut abi::MemoryInfo) -> abi::Status {
+    let h = &*(handle as *const ProxyHandle);
+    let mut known = None;
+    let status = guard(|| {
+        let mut w = ByteWriter::new();
+        w.u64(h.remote);
+        let mut st = h.process.lock();
+        let body = st.call(h.process.timeout(), "memory", kind::MEMORY, &w.finish())?;
+        let parsed = (|| -> Result<Option<[u64; 3]>, String> {
+            let mut r = ByteReader::new(&body);
+            if r.u8("memory flag")? == 0 {
+                return Ok(None);
+            }
+            Ok(Some([
+                r.u64("scratch bytes")?,
+                r.u64("owned bytes")?,
+                r.u64("retained bytes")?,
+            ]))
+        })();
+        known = parsed.map_err(|e| st.protocol_error("memory", e))?;
+        Ok(())
+    });
+    if status != abi::STATUS_OK {
+        return status;
+    }
+    let Some([scratch, owned, retained]) = known else {
+        set_last_error("the plugin does not know its memory");
+        return abi::STATUS_UNSUPPORTED;
+    };
+    let info = &mut *info;
+    info.struct_size = info
+        .struct_size
+        .min(std::mem::size_of::<abi::MemoryInfo>() as u32);
+    info.scratch_bytes = scratch;
+    info.owned_bytes = owned;
+    info.retained_bytes = retained;
+    abi::STATUS_OK
 }
 
 unsafe extern "C" fn profile(

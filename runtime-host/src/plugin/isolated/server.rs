@@ -260,6 +260,17 @@ impl Server {
                 }
                 Ok(Reply::ok(w))
             }
+            kind::MEMORY => {
+                let info = self.exec(r)?.memory();
+                let mut w = ByteWriter::new();
+                w.u8(info.is_some() as u8);
+                if let Some(m) = info {
+                    w.u64(m.scratch_bytes);
+                    w.u64(m.owned_bytes);
+                    w.u64(m.retained_bytes);
+                }
+                Ok(Reply::ok(w))
+            }
             kind::DESTROY => {
                 let id = r.u64("handle id")? as usize;
                 if let Some(slot) = self.execs.get_mut(id) {
@@ -297,6 +308,7 @@ impl Server {
         w.u32(lib.concurrency);
         w.u8(lib.desc.profile.is_some() as u8);
         w.u32(lib.btir_minor());
+        w.u8(lib.desc.memory.is_some() as u8);
         w.u32(lib.options.len() as u32);
         for o in &lib.options {
             w.str(o.name);

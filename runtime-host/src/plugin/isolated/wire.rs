@@ -43,6 +43,7 @@ pub(super) mod kind {
     pub const PROFILE: u16 = 8;
     pub const DESTROY: u16 = 9;
     pub const DESTROY_CONTEXT: u16 = 10;
+    pub const MEMORY: u16 = 11;
     pub const REPLY: u16 = 0x8000;
 }
 
