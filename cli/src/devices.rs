@@ -1,6 +1,7 @@
 //! `baton devices`: the configured plugins, their devices and probe verdicts.
 
 use anyhow::Result;
+use baton_runtime_host::config::Isolation;
 
 use anyhow::bail;
 use baton_runtime_host::Engine;
@@ -17,8 +18,12 @@ pub fn devices(a: ConfigArg) -> Result<()> {
     );
     for b in &engine.backends {
         let lib = &b.ctx.lib;
+        let place = match lib.isolation() {
+            Isolation::Process => " (isolation: process)",
+            Isolation::InProcess => "",
+        };
         println!(
-            "{} (plugin {} {}, ABI 1.{}, build {}) from {}",
+            "{} (plugin {} {}, ABI 1.{}, build {}) from {}{place}",
             b.name, lib.name, lib.version, lib.abi_minor, lib.build_id, lib.source
         );
         println!(

@@ -10,6 +10,8 @@
 //! sha256 = "…"                         # optional pin of the library file
 //! options = { threads = 2 }            # checked against the plugin's option schema
 //! required = true                      # optional: not loading it is an error
+//! isolation = "in-process"             # or "process": the plugin runs in a child process
+//! timeout_ms = 2000                    # optional bound on every call into the plugin
 //!
 //! [policy]
 //! min_partition_size = 1
@@ -104,6 +106,36 @@ pub struct PluginConfig {
     /// the accelerator sets `required = true` so that this is an error instead.
     #[serde(default)]
     pub required: bool,
+    /// Where the plugin runs: in the host's process (the default) or in a child process of
+    /// its own, where a crash or a hang costs the plugin, not the host.
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// A bound on every call into the plugin, in milliseconds. With process isolation the
+    /// child is killed when a call runs over; in the host's process only the probe can be
+    /// bounded (it runs on a thread that is abandoned).
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where a plugin's code runs (`isolation` in a `[[plugin]]`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Loaded into the host with `dlopen`: no overhead, no protection from crashes.
+    #[default]
+    InProcess,
+    /// Loaded by a helper process (`baton-plugin-host`); calls cross a socket, tensors a
+    /// shared-memory region.
+    Process,
+}
+
+impl Isolation {
+    /// The config spelling, for messages and the probe cache key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::InProcess => "in-process",
+            Isolation::Process => "process",
+        }
+    }
 }
 
 /// Partitioning policy.
@@ -269,6 +301,12 @@ impl Config {
                 if h.len() != 64 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
                     return Err(err(ConfigProblem::Sha256 { index: i + 1 }));
                 }
+            }
+            if p.isolation == Isolation::Process && p.builtin.is_some() {
+                return Err(err(ConfigProblem::IsolatedBuiltin { index: i + 1 }));
+            }
+            if p.timeout_ms == Some(0) {
+                return Err(err(ConfigProblem::ZeroTimeout { index: i + 1 }));
             }
         }
         // Targets wait for the engine (plugins' own names); everything else is checked now.
@@ -451,6 +489,24 @@ mod tests {
             assert_eq!(p.file_name(), Some(std::ffi::OsStr::new("libx.so")));
         }
         assert!(!parse("[[plugin]]\npath = \"a.so\"\n").unwrap().plugins[0].required);
+    }
+
+    #[test]
+    fn isolation_and_timeout_are_plugin_keys() {
+        let c = parse("[[plugin]]\npath = \"a.so\"\nisolation = \"process\"\ntimeout_ms = 250\n")
+            .unwrap();
+        assert_eq!(c.plugins[0].isolation, Isolation::Process);
+        assert_eq!(c.plugins[0].timeout_ms, Some(250));
+        assert_eq!(
+            parse("[[plugin]]\npath = \"a.so\"\n").unwrap().plugins[0].isolation,
+            Isolation::InProcess
+        );
+        let e = parse("[[plugin]]\npath = \"a.so\"\nisolation = \"thread\"\n").unwrap_err();
+        assert!(e.to_string().contains("thread"), "{e}");
+        let e = parse("[[plugin]]\nbuiltin = \"cpu\"\nisolation = \"process\"\n").unwrap_err();
+        assert!(e.to_string().contains("plugin #1: isolation"), "{e}");
+        let e = parse("[[plugin]]\npath = \"a.so\"\ntimeout_ms = 0\n").unwrap_err();
+        assert!(e.to_string().contains("plugin #1: timeout_ms"), "{e}");
     }
 
     #[test]

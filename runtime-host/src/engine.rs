@@ -12,10 +12,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use baton_partitioner::Policy;
 
-use crate::config::{option_string, Config, PluginConfig};
+use crate::config::{option_string, Config, Isolation, PluginConfig};
 use crate::error::{ConfigProblem, HostError, Result};
 use crate::plugin::{DeviceReport, PluginContext, PluginLibrary};
 use crate::probe::{self, ProbeVerdict};
@@ -176,8 +177,9 @@ impl Engine {
 }
 
 fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Backend> {
+    let timeout = pc.timeout_ms.map(Duration::from_millis);
     let lib: Arc<PluginLibrary> = match (&pc.path, &pc.builtin) {
-        (Some(p), _) => PluginLibrary::load(&config.resolve(p), pc.sha256.as_deref())?,
+        (Some(p), _) => load_library(&config.resolve(p), pc, timeout)?,
         (None, Some(b)) => PluginLibrary::builtin(b)?,
         (None, None) => unreachable!("config validation requires path or builtin"),
     };
@@ -204,7 +206,17 @@ fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Back
             status: 0,
             message: format!("no device {} (see `baton devices`)", pc.device),
         })?;
-    let verdict = probe::verdict(&ctx, &device, cache_dir);
+    // With process isolation the watchdog bounds each call of the probe; in the host's
+    // process only the probe as a whole can be bounded, on a thread of its own.
+    let (ctx, verdict) = match (pc.isolation, timeout) {
+        (Isolation::InProcess, Some(limit)) => {
+            probe::verdict_within(ctx, &device, cache_dir, limit)?
+        }
+        _ => {
+            let v = probe::verdict(&ctx, &device, cache_dir);
+            (ctx, v)
+        }
+    };
     Ok(Backend {
         name: pc.name.clone().unwrap_or_else(|| lib.name.clone()),
         priority: pc.priority,
@@ -213,4 +225,24 @@ fn bring_up(config: &Config, pc: &PluginConfig, cache_dir: &Path) -> Result<Back
         verdict,
         required: pc.required,
     })
+}
+
+/// Loads a plugin file where the config says it runs.
+fn load_library(
+    path: &Path,
+    pc: &PluginConfig,
+    timeout: Option<Duration>,
+) -> Result<Arc<PluginLibrary>> {
+    match pc.isolation {
+        Isolation::InProcess => PluginLibrary::load(path, pc.sha256.as_deref()),
+        #[cfg(target_os = "linux")]
+        Isolation::Process => PluginLibrary::load_isolated(path, pc.sha256.as_deref(), timeout),
+        #[cfg(not(target_os = "linux"))]
+        Isolation::Process => Err(HostError::PluginLoad {
+            path: path.to_path_buf(),
+            message: format!(
+                "isolation = \"process\" needs Linux (memfd_create); {timeout:?} unused"
+            ),
+        }),
+    }
 }

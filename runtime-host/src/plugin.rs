@@ -22,6 +22,9 @@ use crate::error::{HostError, OptionProblem, Result};
 
 #[cfg(all(unix, not(target_vendor = "apple")))]
 mod elf;
+#[cfg(target_os = "linux")]
+pub mod isolated;
+mod placement;
 mod views;
 pub use views::{check_output_shapes, run_once, run_once_profiled, view_of, AbiGraph};
 
@@ -64,6 +67,10 @@ pub struct PluginLibrary {
     pub options: Vec<OptionDecl>,
     /// sha256 of the library file (builtins: of the host executable's version string).
     pub file_hash: String,
+    /// The plugin process, for a plugin loaded with [`PluginLibrary::load_isolated`]
+    /// (`desc` then forwards every call to it).
+    #[cfg(target_os = "linux")]
+    process: Option<Arc<isolated::PluginProcess>>,
     // Declared last: dropped after everything that may point into the library.
     _lib: Option<libloading::Library>,
 }
@@ -271,6 +278,8 @@ impl PluginLibrary {
             options,
             file_hash,
             source,
+            #[cfg(target_os = "linux")]
+            process: None,
             _lib: lib,
         }))
     }
@@ -308,8 +317,19 @@ impl PluginLibrary {
             })
             .collect();
         let mut ctx: abi::Context = std::ptr::null_mut();
+        // An isolated plugin's context is made in its process (the C `create` cannot say
+        // which process it is for).
+        #[cfg(target_os = "linux")]
+        let isolated = self
+            .process
+            .as_ref()
+            .map(|p| isolated::create(p, options, &mut ctx));
+        #[cfg(not(target_os = "linux"))]
+        let isolated = None;
         // SAFETY: the option array and its strings outlive the call.
-        let status = unsafe { (self.desc.create)(raw.as_ptr(), raw.len() as u32, &mut ctx) };
+        let status = isolated.unwrap_or_else(|| unsafe {
+            (self.desc.create)(raw.as_ptr(), raw.len() as u32, &mut ctx)
+        });
         self.check("create", status)?;
         if ctx.is_null() {
             return Err(self.call_error(

@@ -3,19 +3,25 @@
 //! "available" flag is recorded but never trusted alone.
 //!
 //! Verdicts are cached on disk, keyed by the library file's sha256, the plugin's version,
-//! the options it was created with, the device and its driver version, and this host's
-//! version, so a second start does not probe again but any change to the plugin, its
-//! options, the driver or the host does. Options belong in the key because they change
-//! what a plugin computes: a verdict earned with one kernel family or precision says
-//! nothing about another.
+//! the options it was created with, where it runs (`isolation`), the device and its driver
+//! version, and this host's version, so a second start does not probe again but any change
+//! to the plugin, its options, the driver or the host does. Options belong in the key
+//! because they change what a plugin computes: a verdict earned with one kernel family or
+//! precision says nothing about another.
+//!
+//! A verdict decided by the watchdog (a plugin process killed for a timeout, or one that
+//! died) is not cached: a timeout may be the machine's load rather than the plugin's
+//! fault, and the next start should look again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Support, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::error::TensorType;
+use crate::error::{HostError, Result, TensorType};
 use crate::plugin::{run_once, DeviceReport, PluginContext};
 use baton_reference as reference;
 
@@ -61,14 +67,15 @@ pub fn cache_key(ctx: &PluginContext, device: &DeviceReport) -> String {
         .map(|(k, v)| format!("{}={}", k.escape_default(), v.escape_default()))
         .collect();
     format!(
-        "{}|{}|{}|{}|{}|host-{}|options:{}",
+        "{}|{}|{}|{}|{}|host-{}|options:{}|isolation:{}",
         ctx.lib.file_hash,
         ctx.lib.name,
         ctx.lib.version,
         device.name,
         device.driver_version,
         env!("CARGO_PKG_VERSION"),
-        options.join(",")
+        options.join(","),
+        ctx.lib.isolation().as_str()
     )
 }
 
@@ -76,18 +83,86 @@ pub fn cache_key(ctx: &PluginContext, device: &DeviceReport) -> String {
 /// A cache that cannot be read or written only costs a re-probe; it is never an error.
 pub fn verdict(ctx: &PluginContext, device: &DeviceReport, cache_dir: &Path) -> ProbeVerdict {
     let key = cache_key(ctx, device);
-    let file = cache_file(cache_dir);
-    let mut cache: BTreeMap<String, ProbeVerdict> = std::fs::read(&file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    if let Some(v) = cache.get(&key) {
-        return ProbeVerdict {
-            from_cache: true,
-            ..v.clone()
-        };
+    if let Some(v) = cached(cache_dir, &key) {
+        return v;
     }
     let v = probe(ctx, device.index);
+    if ctx.lib.process_failure().is_none() {
+        store(cache_dir, key, &v);
+    }
+    v
+}
+
+/// As [`verdict`], with the probe bounded by `limit`, for a plugin in the host's process.
+/// The probe runs on a thread of its own that owns the context while it runs; one that
+/// has not finished in time is abandoned (a thread cannot be stopped safely: it keeps
+/// running, and keeps the library loaded, until the process ends) and the plugin fails
+/// with an error saying so. What it cannot bound: a probe that crashes the process, and
+/// every call after the probe; `isolation = "process"` bounds those.
+pub fn verdict_within(
+    ctx: PluginContext,
+    device: &DeviceReport,
+    cache_dir: &Path,
+    limit: Duration,
+) -> Result<(PluginContext, ProbeVerdict)> {
+    let key = cache_key(&ctx, device);
+    if let Some(v) = cached(cache_dir, &key) {
+        return Ok((ctx, v));
+    }
+    let plugin = ctx.lib.label();
+    let failed = |message: String| HostError::PluginCall {
+        plugin: plugin.clone(),
+        call: "probe",
+        status: baton_delegate_api::abi::STATUS_ERROR,
+        message,
+    };
+    let (tx, rx) = mpsc::channel();
+    let index = device.index;
+    std::thread::Builder::new()
+        .name("baton-probe".into())
+        .spawn(move || {
+            let v = probe(&ctx, index);
+            let _ = tx.send((ctx, v));
+        })
+        .map_err(|e| failed(format!("cannot start the probe thread: {e}")))?;
+    match rx.recv_timeout(limit) {
+        Ok((ctx, v)) => {
+            store(cache_dir, key, &v);
+            Ok((ctx, v))
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(failed(format!(
+            "did not finish within {} ms (timeout_ms); the probe thread was abandoned, still \
+             running (in the host's process it cannot be stopped; isolation = \"process\" \
+             kills a plugin that hangs)",
+            limit.as_millis()
+        ))),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(failed("the probe thread ended without a verdict".into()))
+        }
+    }
+}
+
+/// The cached verdict under `key`, if any.
+fn cached(cache_dir: &Path, key: &str) -> Option<ProbeVerdict> {
+    read_cache(&cache_file(cache_dir))
+        .get(key)
+        .map(|v| ProbeVerdict {
+            from_cache: true,
+            ..v.clone()
+        })
+}
+
+fn read_cache(file: &Path) -> BTreeMap<String, ProbeVerdict> {
+    std::fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Records `v` under `key`. A cache that cannot be written only costs a re-probe.
+fn store(cache_dir: &Path, key: String, v: &ProbeVerdict) {
+    let file = cache_file(cache_dir);
+    let mut cache = read_cache(&file);
     cache.insert(key, v.clone());
     if std::fs::create_dir_all(cache_dir).is_ok() {
         // Write to a temporary file and rename, so concurrent hosts never read half a file.
@@ -98,7 +173,6 @@ pub fn verdict(ctx: &PluginContext, device: &DeviceReport, cache_dir: &Path) -> 
             }
         }
     }
-    v
 }
 
 /// Runs the probe graphs the plugin claims to support and compares with the reference.

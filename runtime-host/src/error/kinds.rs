@@ -26,6 +26,13 @@ pub enum ConfigProblem {
     /// A `[[plugin]]` entry (1-based) whose `sha256` is not 64 hex digits.
     #[error("plugin #{index}: sha256 must be 64 hex digits")]
     Sha256 { index: usize },
+    /// A `[[plugin]]` entry (1-based) asking a built-in backend for process isolation: a
+    /// built-in is linked into the host, so there is no library for a child to load.
+    #[error("plugin #{index}: isolation = \"process\" needs a plugin file (`path`); a built-in backend runs in the host's process")]
+    IsolatedBuiltin { index: usize },
+    /// A `[[plugin]]` entry (1-based) with `timeout_ms = 0`, which no call could meet.
+    #[error("plugin #{index}: timeout_ms must be at least 1 (leave it out for no bound)")]
+    ZeroTimeout { index: usize },
     /// Two loaded plugins end up with the same name.
     #[error("two plugins are named '{name}'; give one a `name`")]
     DuplicateName { name: String },

@@ -7,6 +7,13 @@
 //! results, a hang, or a hard crash (a write through a null pointer). The `*-large` faults
 //! only strike subgraphs of more than two nodes, so the plugin passes its probe (small
 //! graphs) and fails on real work: that is how init and execute fallbacks are tested.
+//!
+//! For the isolation tests and the fault matrix, three more options choose any fault at any
+//! entry point: `action` (what goes wrong: `segfault`, `abort`, `hang`, `panic`, `error`,
+//! `nan`), `at` (where: `create`, `devices`, `supports`, `compile`, `init`, `execute`) and
+//! `when` (`always`, or `after-probe`: only on graphs other than the host's probe graphs,
+//! which are named `probe_*`, so the plugin passes its probe and fails on the model). `nan`
+//! acts only at `execute` (NaN outputs); `error` at `devices` reports no device.
 
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::{
@@ -17,15 +24,70 @@ use baton_delegate_api::{
 /// Every fault this plugin can act out.
 pub const FAULTS: &str = "none|panic-create|panic-supports|panic-compile|panic-init|panic-execute|error-compile|error-init|error-execute|wrong-shape|nan-output|lie-available|hang-execute|crash-execute|error-init-large|error-execute-large";
 
+/// What `action` can do.
+pub const ACTIONS: &str = "none|segfault|abort|hang|panic|error|nan";
+/// Where `at` can strike.
+pub const ENTRY_POINTS: &str = "create|devices|supports|compile|init|execute";
+
+/// The fault chosen by `action`, `at` and `when`.
+#[derive(Clone, Debug)]
+struct Strike {
+    action: String,
+    at: String,
+    after_probe: bool,
+}
+
+impl Strike {
+    fn from(options: &Options) -> Strike {
+        Strike {
+            action: options.get("action").unwrap_or("none").to_string(),
+            at: options.get("at").unwrap_or("execute").to_string(),
+            after_probe: options.get("when") == Some("after-probe"),
+        }
+    }
+
+    /// Acts out the fault if it is due at `point` on a graph named `graph`.
+    fn act(&self, point: &str, graph: &str) -> Result<(), DelegateError> {
+        if self.at != point || (self.after_probe && graph.starts_with("probe_")) {
+            return Ok(());
+        }
+        match self.action.as_str() {
+            "segfault" => {
+                // SAFETY: none; this is the point: a deliberate segfault.
+                unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u32>(), 1) };
+                Ok(())
+            }
+            "abort" => std::process::abort(),
+            "hang" => loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            },
+            "panic" => panic!("faulty plugin: deliberate panic in {point}"),
+            "error" => Err(DelegateError::new(format!(
+                "faulty plugin: deliberate error in {point}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `execute` on `graph` writes NaN.
+    fn nan(&self, graph: &str) -> bool {
+        self.action == "nan"
+            && self.at == "execute"
+            && !(self.after_probe && graph.starts_with("probe_"))
+    }
+}
+
 /// The delegate.
 pub struct Faulty {
     fault: String,
+    strike: Strike,
 }
 
 /// An initialised subgraph.
 pub struct FaultyExec {
     graph: Graph,
     fault: String,
+    strike: Strike,
 }
 
 impl Delegate for Faulty {
@@ -42,15 +104,31 @@ impl Delegate for Faulty {
     }
 
     fn options() -> Vec<OptionDecl> {
-        vec![OptionDecl {
-            name: "fault",
+        let choice = |name, default, choices, help| OptionDecl {
+            name,
             kind: option_kind::ENUM,
-            default: "none",
+            default,
             min: 0.0,
             max: 0.0,
-            choices: FAULTS,
-            help: "which failure to act out",
-        }]
+            choices,
+            help,
+        };
+        vec![
+            choice("fault", "none", FAULTS, "which failure to act out"),
+            choice("action", "none", ACTIONS, "what goes wrong at `at`"),
+            choice(
+                "at",
+                "execute",
+                ENTRY_POINTS,
+                "the entry point `action` strikes",
+            ),
+            choice(
+                "when",
+                "always",
+                "always|after-probe",
+                "after-probe: spare the host's probe graphs",
+            ),
+        ]
     }
 
     fn create(options: &Options) -> Result<Self, DelegateError> {
@@ -58,7 +136,9 @@ impl Delegate for Faulty {
         if fault == "panic-create" {
             panic!("faulty plugin: deliberate panic in create");
         }
-        Ok(Faulty { fault })
+        let strike = Strike::from(options);
+        strike.act("create", "")?;
+        Ok(Faulty { fault, strike })
     }
 
     fn available(&self) -> bool {
@@ -66,6 +146,9 @@ impl Delegate for Faulty {
     }
 
     fn devices(&self) -> Vec<Device> {
+        if self.strike.act("devices", "").is_err() {
+            return Vec::new();
+        }
         vec![Device {
             name: "faulty-device".into(),
             kind: 3,
@@ -77,6 +160,14 @@ impl Delegate for Faulty {
     fn supports(&self, graph: &Graph, _constants: Constants<'_>) -> Vec<Support> {
         if self.fault == "panic-supports" {
             panic!("faulty plugin: deliberate panic in supports");
+        }
+        // `supports` has no error path in the SDK: an error declines every node.
+        if let Err(e) = self.strike.act("supports", &graph.name) {
+            return graph
+                .nodes
+                .iter()
+                .map(|_| Support::no(DeclineReason::Other, e.to_string()))
+                .collect();
         }
         graph
             .nodes
@@ -116,6 +207,7 @@ impl Delegate for Faulty {
             }
             _ => {}
         }
+        self.strike.act("compile", &graph.name)?;
         Ok(wire::encode(graph, wire::ConstMode::External).0)
     }
 
@@ -136,9 +228,11 @@ impl Delegate for Faulty {
                 "faulty plugin: deliberate init error on a large subgraph",
             ));
         }
+        self.strike.act("init", &graph.name)?;
         Ok(FaultyExec {
             graph,
             fault: self.fault.clone(),
+            strike: self.strike.clone(),
         })
     }
 }
@@ -170,6 +264,8 @@ impl Executable for FaultyExec {
             }
             _ => {}
         }
+        self.strike.act("execute", &self.graph.name)?;
+        let nan = self.strike.nan(&self.graph.name);
         // Evaluate node by node; values keyed by subgraph tensor id.
         let g = &self.graph;
         let mut values: Vec<Option<Vec<f32>>> = vec![None; g.tensors.len()];
@@ -199,6 +295,7 @@ impl Executable for FaultyExec {
             let dst = out.f32s_mut();
             for (d, &s) in dst.iter_mut().zip(v) {
                 *d = match self.fault.as_str() {
+                    _ if nan => f32::NAN,
                     "nan-output" => f32::NAN,
                     "lie-available" => s + 1.0,
                     _ => s,
