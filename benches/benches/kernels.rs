@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use baton_backend_cpu::gemm::MicroKernel;
-use baton_backend_cpu::qgemm::{self, padded_k, PackedWeights, QEpilogue, QKernel, Requant};
+use baton_backend_cpu::qgemm::{ARows, PackedWeights, QGemm, QKernel, QOut};
 use baton_benches::peak::{self, Width};
 use baton_benches::{values, GemmProblem};
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
@@ -58,7 +58,7 @@ fn bench_fma_peak(c: &mut Criterion) {
     group.finish();
 }
 
-/// The int8 GEMM (i8 x i8 -> i32, requantized to i8 in the epilogue) at the f32 group's
+/// The int8 GEMM (u8 x i8 -> i32, requantized to u8 in the epilogue) at the f32 group's
 /// shapes, for every int8 kernel this CPU runs: throughput in integer ops (2 per
 /// multiply-add), comparable with `gemm_f32`'s GFLOP/s.
 fn bench_qgemm(c: &mut Criterion) {
@@ -71,33 +71,34 @@ fn bench_qgemm(c: &mut Criterion) {
         (512, 512, 512),
     ] {
         group.throughput(Throughput::Elements((2 * m * n * k) as u64));
-        let a: Vec<i8> = (0..m * k).map(|i| (i * 7919 % 255) as i8).collect();
+        let a: Vec<u8> = (0..m * k + 4).map(|i| (i * 7919 % 255) as u8).collect();
         let b: Vec<i8> = (0..k * n).map(|i| (i * 104_729 % 255) as i8).collect();
-        let packed = PackedWeights::pack(k, n, |kk, j| b[kk * n + j]);
-        let ep = QEpilogue {
-            a_zero_point: 3,
-            bias: vec![100; n],
-            requant: vec![Requant::new(0.0004); n],
-            out_zero_point: -2,
-            lo: -128,
-            hi: 127,
+        let packed = PackedWeights::pack(1, k, n, |_, kk, j| b[kk * n + j]);
+        let out = QOut {
+            offset: packed.col_sums().iter().map(|&s| 100 - 3 * s).collect(),
+            scale: vec![0.0004; n],
+            zp: 126,
+            lo: 0,
+            hi: 255,
+            stage2: None,
         };
-        let mut panel = vec![0i8; padded_k(k) * qgemm::MR];
-        let mut out = vec![0i8; m * n];
+        let mut y = vec![0u8; m * n];
         for kernel in QKernel::available() {
             let id = BenchmarkId::new(kernel.name(), format!("{m}x{n}x{k}"));
+            let g = QGemm {
+                m,
+                a: ARows::Strided {
+                    data: &a,
+                    stride: k,
+                },
+                w: &packed,
+                out: &out,
+                ldo: n,
+            };
             group.bench_function(id, |bench| {
                 bench.iter(|| {
-                    qgemm::qgemm(
-                        kernel,
-                        m,
-                        &packed,
-                        |r, kk| a[r * k + kk],
-                        &ep,
-                        &mut panel,
-                        |r, j, y| out[r * n + j] = y as i8,
-                    );
-                    black_box(&out);
+                    g.run_on_caller(kernel, &mut y);
+                    black_box(&y);
                 })
             });
         }

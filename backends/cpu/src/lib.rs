@@ -184,13 +184,12 @@ impl Delegate for CpuDelegate {
                 })?
             }
         };
-        // The int8 kernels follow the f32 choice: `portable` pins
-        // both to plain Rust; otherwise the best int8 kernel the CPU runs.
-        let int8_simd = kernel.isa() != Isa::Portable;
+        // The int8 kernels follow the f32 choice: `portable` pins both to plain Rust,
+        // `avx2` both to AVX2; `avx512f` takes VNNI where the CPU has it.
         Ok(CpuDelegate {
             threads,
             kernel,
-            qkernel: qgemm::QKernel::select(int8_simd),
+            qkernel: qgemm::QKernel::for_isa(kernel.isa()),
         })
     }
 

@@ -15,8 +15,15 @@
 //! have no other reader and must not be subgraph outputs (the DequantizeLinear of `x` and
 //! of the weights may have other readers: they then also run on their own).
 //!
-//! Int8 and u8 tensors travel between steps in the executable's f32 buffers (every 8-bit
-//! integer is exact in f32); the integer ops convert when they pack their operands.
+//! Int8 and u8 tensors are stored as bytes in the executable's arena (an `i8` one biased
+//! by 128, see `crate::qgemm`), channels-last between int8 convolutions: QuantizeLinear and
+//! DequantizeLinear convert only at the int8 region's edges.
+//!
+//! Two more forms run as integer ops: `DequantizeLinear(a), DequantizeLinear(b) → Add |
+//! Mul → [Relu | Clip] → QuantizeLinear` of two same-shape tensors ([`QBinGroup`]), and a
+//! MatMul/Gemm group followed by `DequantizeLinear → Add(constant bias) → QuantizeLinear`
+//! (the form ONNX Runtime's quantizer writes for a linear layer), folded into the group's
+//! epilogue ([`PostAdd`]).
 
 use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
@@ -159,6 +166,50 @@ pub(crate) struct QGroup {
     pub y_params: (f32, i32, DType),
     /// The fused activation's bounds in real values.
     pub clamp: Option<(f32, f32)>,
+    /// A following QDQ bias Add folded in; `q` and `y_params` are then its
+    /// QuantizeLinear's, and `y_params` of the first stage are in `post.y1`.
+    pub post: Option<PostAdd>,
+}
+
+/// `QuantizeLinear(y1) → DequantizeLinear → Add(DequantizeLinear(constant bias)) →
+/// QuantizeLinear` after a linear group.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PostAdd {
+    /// The first QuantizeLinear, the DequantizeLinear and the Add.
+    pub nodes: [NodeId; 3],
+    pub bias_dq: (NodeId, bool),
+    /// The DequantizeLinear's scale, zero point and dtype.
+    pub dq: (f32, i32, DType),
+    /// The first stage's output parameters (its QuantizeLinear's).
+    pub y1: (f32, i32, DType),
+    /// The bias per column, dequantized as the reference does.
+    pub bias: Vec<f32>,
+}
+
+/// One QDQ element-wise Add or Mul of two run-time int8 tensors of one shape.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct QBinGroup {
+    pub op: NodeId,
+    pub a_dq: (NodeId, bool),
+    pub b_dq: (NodeId, bool),
+    pub activation: Option<NodeId>,
+    pub q: NodeId,
+    /// The integer operands and their parameters.
+    pub a: TensorId,
+    pub b: TensorId,
+    pub a_params: (f32, i32, DType),
+    pub b_params: (f32, i32, DType),
+    pub y_params: (f32, i32, DType),
+    pub clamp: Option<(f32, f32)>,
+}
+
+impl QBinGroup {
+    /// Every node the group covers, and whether it is absorbed.
+    pub fn nodes(&self) -> Vec<(NodeId, bool)> {
+        let mut v = vec![(self.op, true), self.a_dq, self.b_dq, (self.q, true)];
+        v.extend(self.activation.map(|a| (a, true)));
+        v
+    }
 }
 
 impl QGroup {
@@ -168,6 +219,10 @@ impl QGroup {
         let mut v = vec![(self.anchor, true), self.x_dq, self.w_dq, (self.q, true)];
         v.extend(self.bias_dq);
         v.extend(self.activation.map(|a| (a, true)));
+        if let Some(p) = &self.post {
+            v.extend(p.nodes.iter().map(|&n| (n, true)));
+            v.push(p.bias_dq);
+        }
         v
     }
 }
@@ -302,9 +357,178 @@ pub(crate) fn find_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QGroup> 
                 bias,
                 y_params: (ys, yz, yp.dtype),
                 clamp,
+                post: None,
             })
         })();
-        groups.extend(group);
+        groups.extend(group.map(|mut g| {
+            if matches!(graph.nodes[g.anchor].op, OpKind::MatMul | OpKind::Gemm) {
+                if let Some((post, q2, y2)) = post_add(graph, consts, &g) {
+                    g.post = Some(PostAdd {
+                        y1: g.y_params,
+                        ..post
+                    });
+                    g.q = q2;
+                    g.y_params = y2;
+                }
+            }
+            g
+        }));
     }
     groups
+}
+
+/// Per-tensor parameters of an 8-bit tensor: scale, zero point, dtype.
+type Params8 = (f32, i32, DType);
+
+/// The per-tensor 8-bit parameters of a Q or DQ node.
+fn per_tensor_8bit(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Option<(f32, i32, DType)> {
+    let p = QParams::of(graph, node, consts).ok()?;
+    let (s, z) = p.per_tensor()?;
+    matches!(p.dtype, DType::I8 | DType::U8).then_some((s, z, p.dtype))
+}
+
+/// The QDQ bias Add after group `g`: the extension, its final QuantizeLinear and that
+/// node's parameters.
+fn post_add(
+    graph: &Graph,
+    consts: &Constants<'_>,
+    g: &QGroup,
+) -> Option<(PostAdd, NodeId, (f32, i32, DType))> {
+    let consumers = graph.consumers();
+    let sole_reader = |t: TensorId| -> Option<NodeId> {
+        (consumers[t].len() == 1 && !graph.outputs.contains(&t)).then(|| consumers[t][0])
+    };
+    let y1 = graph.nodes[g.q].outputs[0];
+    let dq = sole_reader(y1)?;
+    let dqn = &graph.nodes[dq];
+    if dqn.op != OpKind::DequantizeLinear {
+        return None;
+    }
+    let dq_params = per_tensor_8bit(graph, dqn, consts)?;
+    let add = sole_reader(dqn.outputs[0])?;
+    let addn = &graph.nodes[add];
+    if addn.op != OpKind::Add || addn.inputs.len() != 2 {
+        return None;
+    }
+    let other = *addn.inputs.iter().find(|&&t| t != dqn.outputs[0])?;
+    let out_shape = graph.tensors[addn.outputs[0]].static_shape()?;
+    if graph.tensors[dqn.outputs[0]].static_shape()? != out_shape {
+        return None;
+    }
+    let n = *out_shape.last()?;
+    let bias_node = graph.producers()[other]?;
+    let bn = &graph.nodes[bias_node];
+    let bt = bn.inputs[0];
+    let bd = &graph.tensors[bt];
+    if bn.op != OpKind::DequantizeLinear || !bd.is_const() || bd.static_shape()? != [n] {
+        return None;
+    }
+    let bp = QParams::of(graph, bn, consts).ok()?;
+    let values = ints(bd.dtype, consts.bytes(bt)?)?;
+    let bias = values
+        .iter()
+        .enumerate()
+        .map(|(c, &v)| {
+            let i = if bp.scales.len() == 1 { 0 } else { c };
+            ((v as f64 - bp.zero_points[i] as f64) * bp.scales[i] as f64) as f32
+        })
+        .collect();
+    let q2 = sole_reader(addn.outputs[0])?;
+    let q2n = &graph.nodes[q2];
+    if q2n.op != OpKind::QuantizeLinear {
+        return None;
+    }
+    let y2 = per_tensor_8bit(graph, q2n, consts)?;
+    let bias_readers = consumers[other].len() == 1 && !graph.outputs.contains(&other);
+    Some((
+        PostAdd {
+            nodes: [g.q, dq, add],
+            bias_dq: (bias_node, bias_readers),
+            dq: dq_params,
+            y1: g.y_params,
+            bias,
+        },
+        q2,
+        y2,
+    ))
+}
+
+/// Finds every QDQ Add/Mul of two run-time 8-bit tensors of the output's shape.
+pub(crate) fn find_bin_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QBinGroup> {
+    let producers = graph.producers();
+    let consumers = graph.consumers();
+    let sole = |t: TensorId| -> Option<NodeId> {
+        let p = producers[t]?;
+        (consumers[t].len() == 1 && !graph.outputs.contains(&t)).then_some(p)
+    };
+    let mut out = Vec::new();
+    for (q, qn) in graph.nodes.iter().enumerate() {
+        if qn.op != OpKind::QuantizeLinear {
+            continue;
+        }
+        let group = (|| -> Option<QBinGroup> {
+            let y_params = per_tensor_8bit(graph, qn, consts)?;
+            let mut cur = sole(qn.inputs[0])?;
+            let (mut activation, mut clamp) = (None, None);
+            match graph.nodes[cur].op {
+                OpKind::Relu => {
+                    activation = Some(cur);
+                    clamp = Some((0.0, f32::INFINITY));
+                }
+                OpKind::Clip => {
+                    activation = Some(cur);
+                    clamp = Some(clip_bounds(graph, &graph.nodes[cur], consts).ok()?);
+                }
+                _ => {}
+            }
+            if activation.is_some() {
+                cur = sole(graph.nodes[cur].inputs[0])?;
+            }
+            let op = &graph.nodes[cur];
+            if !matches!(op.op, OpKind::Add | OpKind::Mul) || op.inputs.len() != 2 {
+                return None;
+            }
+            let shape = graph.tensors[op.outputs[0]].static_shape()?;
+            let operand = |t: TensorId| -> Option<((NodeId, bool), TensorId, Params8)> {
+                let d = producers[t]?;
+                let dn = &graph.nodes[d];
+                if dn.op != OpKind::DequantizeLinear
+                    || graph.tensors[t].static_shape()? != shape
+                    || graph.tensors[dn.inputs[0]].is_const()
+                {
+                    return None;
+                }
+                let absorbed = consumers[t].len() == 1 && !graph.outputs.contains(&t);
+                Some((
+                    (d, absorbed),
+                    dn.inputs[0],
+                    per_tensor_8bit(graph, dn, consts)?,
+                ))
+            };
+            let (a_dq, a, a_params) = operand(op.inputs[0])?;
+            let (b_dq, b, b_params) = operand(op.inputs[1])?;
+            if a_dq.0 == b_dq.0 {
+                return None;
+            }
+            Some(QBinGroup {
+                op: cur,
+                a_dq,
+                b_dq,
+                activation,
+                q,
+                a,
+                b,
+                a_params,
+                b_params,
+                y_params,
+                clamp,
+            })
+        })();
+        out.extend(group);
+    }
+    out
 }

@@ -400,7 +400,7 @@ fn check_op(
     let x = &shapes[0];
     match node.op {
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
-            // Run-time tensors travel in f32 buffers, where i32 is not exact.
+            // Run-time integer tensors are stored as bytes: only 8-bit ones can be.
             let x = &graph.tensors[node.inputs[0]];
             if x.dtype == DType::I32 && !(x.is_const() && consts.bytes(node.inputs[0]).is_some()) {
                 return Err(Support::no(

@@ -1,83 +1,148 @@
-//! The int8 GEMM kernels against a scalar reference, at odd shapes, for every kernel this
-//! CPU can run (so each dispatch path is exercised where its features exist; under qemu,
-//! `QEMU_CPU` picks which Arm paths exist).
+//! The int8 GEMM kernels against a scalar reference, at odd shapes, strided and indirect
+//! rows, for every kernel this CPU can run (so each dispatch path is exercised where its
+//! features exist).
 
+use baton_backend_cpu::gemm::Isa;
 use baton_backend_cpu::qgemm::{
-    padded_k, qgemm, qgemm_reference, PackedWeights, QEpilogue, QKernel, Requant, MR,
+    qgemm_reference, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, Stage2,
+    PAD, SLACK,
 };
 use baton_delegate_api::testing::Rng;
 
-fn check(kernel: &QKernel, m: usize, k: usize, n: usize, seed: u64) {
-    let mut rng = Rng::new(seed);
-    let a = rng.i8s(m * k);
-    let w = rng.i8s(k * n);
-    // Extremes too: -128 x -128 is the product that overflows i16 pair sums.
-    let a_at = |r: usize, kk: usize| {
-        if (r + kk).is_multiple_of(17) {
-            -128
-        } else {
-            a[r * k + kk]
-        }
-    };
-    let w_at = |kk: usize, j: usize| {
-        if (kk + j).is_multiple_of(13) {
-            -128
-        } else {
-            w[kk * n + j]
-        }
-    };
-    let ep = QEpilogue {
-        a_zero_point: -7,
-        bias: (0..n).map(|j| j as i32 * 37 - 500).collect(),
-        requant: (0..n)
-            .map(|j| Requant::new(0.0007 + j as f64 * 1e-5))
+/// A requantization with per-column scales, offsets and a narrowed clamp.
+fn requant(n: usize, za: i32, w: &PackedWeights, stage2: bool) -> QOut {
+    QOut {
+        offset: (0..n)
+            .map(|j| (j as i32 * 37 - 500) - za * w.col_sums()[j])
             .collect(),
-        out_zero_point: 3,
-        lo: -128,
-        hi: 127,
+        scale: (0..n).map(|j| 0.0007 + j as f32 * 1e-5).collect(),
+        zp: 131,
+        lo: 3,
+        hi: 250,
+        stage2: stage2.then(|| Stage2 {
+            s1: 0.02,
+            z1: 120,
+            bias: (0..n).map(|j| j as f32 * 0.01 - 0.3).collect(),
+            s2: 0.025,
+            z2: 128,
+            lo: 0,
+            hi: 255,
+        }),
+    }
+}
+
+fn check(kernel: &QKernel, m: usize, taps: usize, c: usize, n: usize, seed: u64, stage2: bool) {
+    let mut rng = Rng::new(seed);
+    let w = rng.i8s(taps * c * n);
+    // Extremes too: 255 x -128 is the pair sum that saturates i16 arithmetic.
+    let w_at = |t: usize, ch: usize, j: usize| {
+        if (t + ch + j).is_multiple_of(13) {
+            -128
+        } else {
+            w[(t * c + ch) * n + j]
+        }
     };
-    let packed = PackedWeights::pack(k, n, w_at);
-    let mut panel = vec![0i8; padded_k(k) * MR];
-    let mut got = vec![0; m * n];
-    qgemm(kernel, m, &packed, a_at, &ep, &mut panel, |r, j, y| {
-        got[r * n + j] = y
-    });
-    let want = qgemm_reference(m, k, n, a_at, w_at, &ep);
-    assert_eq!(got, want, "{} at {m}x{k}x{n}", kernel.name());
+    let packed = PackedWeights::pack(taps, c, n, w_at);
+    let za = 77;
+    let out = requant(n, za, &packed, stage2);
+    // `pixels` input rows of `c` bytes; row `r`, tap `t` reads pixel `(r * 3 + t) %
+    // pixels`, or the zero row on every fifth entry.
+    let pixels = m + taps + 1;
+    let data: Vec<u8> = rng
+        .i8s(pixels * c + SLACK)
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i % 19 == 0 { 255 } else { v as u8 })
+        .collect();
+    let zero = vec![za as u8; c + SLACK];
+    let table: Vec<u32> = (0..m * taps)
+        .map(|i| {
+            if i % 5 == 4 {
+                PAD
+            } else {
+                (((i / taps) * 3 + i % taps) % pixels * c) as u32
+            }
+        })
+        .collect();
+    let table = Indirection::new(table);
+    let pixel = |r: usize, t: usize| table.offsets()[r * taps + t];
+    let a_at = |r: usize, t: usize, ch: usize| match pixel(r, t) {
+        PAD => za as u8,
+        o => data[o as usize + ch],
+    };
+    let mut got = vec![0u8; m * n];
+    let g = QGemm {
+        m,
+        a: ARows::Indirect {
+            data: &data,
+            table: &table,
+            zero: &zero,
+        },
+        w: &packed,
+        out: &out,
+        ldo: n,
+    };
+    g.run_on_caller(kernel, &mut got);
+    let want = qgemm_reference(m, &packed, w_at, a_at, za, &out);
+    assert_eq!(
+        got,
+        want,
+        "{} indirect at {m}x{taps}x{c}x{n}",
+        kernel.name()
+    );
+    if taps == 1 {
+        let g = QGemm {
+            a: ARows::Strided {
+                data: &data,
+                stride: c,
+            },
+            ..g
+        };
+        g.run_on_caller(kernel, &mut got);
+        let want = qgemm_reference(m, &packed, w_at, |r, _, ch| data[r * c + ch], za, &out);
+        assert_eq!(got, want, "{} strided at {m}x{c}x{n}", kernel.name());
+    }
 }
 
 #[test]
 fn every_available_kernel_matches_the_scalar_reference() {
     let shapes = [
-        (1, 1, 1),
-        (3, 5, 7),
-        (4, 8, 8),
-        (5, 37, 19),
-        (13, 33, 9),
-        (7, 64, 48),
-        (2, 300, 17),
-        (9, 4, 1),
+        (1, 1, 1, 1),
+        (3, 1, 5, 7),
+        (4, 9, 8, 16),
+        (5, 1, 37, 19),
+        (13, 9, 3, 33),
+        (7, 1, 64, 48),
+        (2, 1, 300, 17),
+        (9, 4, 4, 1),
+        (17, 40, 6, 20),
     ];
     for kernel in QKernel::available() {
         eprintln!("int8 kernel: {}", kernel.name());
-        for (i, &(m, k, n)) in shapes.iter().enumerate() {
-            check(kernel, m, k, n, 0x9e37_79b9 + i as u64);
+        for (i, &(m, taps, c, n)) in shapes.iter().enumerate() {
+            check(kernel, m, taps, c, n, 0x9e37_79b9 + i as u64, i % 2 == 1);
         }
     }
 }
 
 #[test]
-fn the_selected_kernel_is_the_first_available() {
-    let best = QKernel::select(true);
+fn the_isa_option_picks_the_int8_kernel() {
+    let best = QKernel::for_isa(Isa::Avx512F);
     eprintln!("int8 dispatch: {}", best.name());
-    assert_eq!(best.id(), QKernel::available()[0].id());
-    assert_eq!(QKernel::select(false).name(), "int8 portable 4x8");
+    assert_eq!(QKernel::for_isa(Isa::Portable).id(), QKernelId::Portable);
+    assert_eq!(QKernel::for_isa(Isa::Neon).id(), QKernelId::Portable);
+    if QKernel::available()
+        .iter()
+        .any(|k| k.id() == QKernelId::Avx2)
+    {
+        assert_eq!(QKernel::for_isa(Isa::Avx2Fma).id(), QKernelId::Avx2);
+    }
 }
 
 #[test]
 fn long_k_accumulates_without_overflow() {
-    // 2048 products of -128 x -128 = 33.5M: far inside i32, far outside i16.
+    // 2048 products of 255 x -128: far inside i32, far outside i16.
     for kernel in QKernel::available() {
-        check(kernel, 5, 2048, 9, 7);
+        check(kernel, 5, 1, 2048, 9, 7, false);
     }
 }

@@ -1,10 +1,13 @@
 //! Prints f32 GEMM throughput of every CPU micro-kernel this machine runs, next to the
 //! measured FMA peak of its vector width and the `gemm` crate as a yardstick, one thread,
-//! as a Markdown table for the issue notes.
+//! as a Markdown table for the issue notes; then the int8 GEMM (`u8 x i8`, requantized to
+//! bytes in the epilogue, activations read in place) of every int8 kernel, in GOP/s (two
+//! ops per multiply-add), next to the best f32 kernel at the same shape.
 //!
 //! `cargo run --release -p baton-benches --bin gemm-report`
 
 use baton_backend_cpu::gemm::{Isa, MicroKernel};
+use baton_backend_cpu::qgemm::{ARows, PackedWeights, QGemm, QKernel, QOut};
 use baton_benches::peak::{self, Width};
 use baton_benches::{gemm_rate, GemmProblem};
 
@@ -58,4 +61,55 @@ fn main() {
         println!(" {rate:.1} |");
     }
     println!("\nGFLOP/s, median of 15 batches; (%) of the measured peak of the kernel's width.");
+    int8_table(&kernels);
+}
+
+/// The int8 GEMM next to the best f32 kernel, at the same shapes.
+fn int8_table(f32_kernels: &[&'static MicroKernel]) {
+    let qkernels = QKernel::available();
+    print!("\n| m x n x k |");
+    for k in &qkernels {
+        print!(" {} |", k.name());
+    }
+    println!(" best f32 | int8 / f32 |");
+    println!("|---|{}---|---|", "---|".repeat(qkernels.len()));
+    for &(m, n, k) in SHAPES {
+        let ops = 2 * (m * n * k) as u64;
+        let a: Vec<u8> = (0..m * k + 4).map(|i| (i * 7919 % 251) as u8).collect();
+        let b: Vec<i8> = (0..k * n).map(|i| (i * 104_729 % 255) as i8).collect();
+        let w = PackedWeights::pack(1, k, n, |_, kk, j| b[kk * n + j]);
+        let out = QOut {
+            offset: w.col_sums().iter().map(|&s| 100 - 3 * s).collect(),
+            scale: vec![0.0004; n],
+            zp: 126,
+            lo: 0,
+            hi: 255,
+            stage2: None,
+        };
+        let mut y = vec![0u8; m * n];
+        let g = QGemm {
+            m,
+            a: ARows::Strided {
+                data: &a,
+                stride: k,
+            },
+            w: &w,
+            out: &out,
+            ldo: n,
+        };
+        print!("| {m}x{n}x{k} |");
+        let mut best_q: f64 = 0.0;
+        for kernel in &qkernels {
+            let rate = gemm_rate(ops, || g.run_on_caller(kernel, &mut y));
+            best_q = best_q.max(rate);
+            print!(" {rate:.1} |");
+        }
+        let mut p = GemmProblem::new(m, n, k);
+        let best_f = f32_kernels
+            .iter()
+            .map(|kernel| gemm_rate(ops, p.baton(kernel)))
+            .fold(0.0, f64::max);
+        println!(" {best_f:.1} | {:.2} |", best_q / best_f);
+    }
+    println!("\nGOP/s (int8) and GFLOP/s (f32), one thread, median of 15 batches.");
 }

@@ -99,7 +99,19 @@ fn conv(out: &mut Vec<Case>) -> Result<()> {
         Act,
     );
     // (name, dtype, input NCHW, out channels, kernel, stride, pad, group, activation)
-    let cases: [C; 11] = [
+    let cases: [C; 12] = [
+        // 40 channels: two 16-channel blocks and a remainder in a channel-blocked kernel.
+        (
+            "depthwise_3x3_s2_40ch_u8",
+            DType::U8,
+            [1, 40, 7, 6],
+            40,
+            [3, 3],
+            2,
+            1,
+            40,
+            Act::Clip6,
+        ),
         (
             "3x3_pad1",
             DType::I8,
@@ -299,6 +311,25 @@ fn linear(out: &mut Vec<Case>) -> Result<()> {
         let q = m.activation_then_q(y, act, dtype, out_scale(xs, &w_scales, k, act))?;
         out.push(m.finish(&[q])?);
     }
+    // ONNX Runtime's form of a linear layer: MatMul -> Q -> DQ, then Add of a dequantized
+    // constant i8 bias -> Q (a plugin may fold the Add into the MatMul's epilogue; the
+    // output scale is the wider, so one step of the first Q is at most one step here).
+    let spec = Spec {
+        name: "2x3x32_32x24_qdq_bias_add",
+        dtype: DType::I8,
+    };
+    let mut m = QModel::new(OpKind::MatMul, &spec);
+    let (xs, xz) = m.act_params(DType::I8, 0.02);
+    let x = m.qinput("x", DType::I8, &[2, 3, 32], xs, xz)?;
+    let (w, w_scales) = m.weight("w", &[32, 24], 1)?;
+    let y = m.node(OpKind::MatMul, &[x, w], &[])?;
+    let ys = out_scale(xs, &w_scales, 32, Act::None);
+    let yq = m.q(y, DType::I8, ys, 0)?;
+    let yd = m.dq(yq, DType::I8, ys, 0)?;
+    let (b, _) = m.weight("b", &[24], 0)?;
+    let sum = m.node(OpKind::Add, &[yd, b], &[])?;
+    let q = m.q(sum, DType::I8, ys * 1.25, 3)?;
+    out.push(m.finish(&[q])?);
     // Gemm with transB = 1 ([N, K] weights, per channel along axis 0) and a bias input.
     let gemm: [(&str, usize, usize, usize, bool, Act); 3] = [
         ("7x40_24x40t", 7, 40, 24, true, Act::None),

@@ -24,7 +24,8 @@ use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::LayerNormOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
-use crate::ops::quant::{DequantizeOp, QLinearOp, QuantizeOp, WidenOp};
+use crate::ops::quant::linear::QLinearOp;
+use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -94,10 +95,12 @@ enum Op {
     Lstm(LstmOp),
     Quantize(QuantizeOp),
     Dequantize(DequantizeOp),
-    /// An integer subgraph input copied into an f32 buffer.
-    Widen(WidenOp),
+    /// An 8-bit subgraph input copied into the arena as stored bytes.
+    ByteInput(ByteInputOp),
     /// The integer op of a QDQ group.
     QLinear(QLinearOp),
+    /// A QDQ Add or Mul of two int8 tensors.
+    QBinary(QBinaryOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -117,8 +120,9 @@ impl Op {
             Op::LayerNorm(_) => "NORM",
             Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
             Op::Lstm(_) => "LSTM",
-            Op::Quantize(_) | Op::Dequantize(_) | Op::Widen(_) => "QUANT",
+            Op::Quantize(_) | Op::Dequantize(_) | Op::ByteInput(_) => "QUANT",
             Op::QLinear(_) => "QGEMM",
+            Op::QBinary(_) => "ELEMENTWISE",
         }
     }
 
@@ -140,10 +144,11 @@ impl Op {
             Op::Slice(op) => op.run(sources, out),
             Op::Split(op) => op.run(sources, out),
             Op::Lstm(op) => op.run(sources, out, ctx),
-            Op::Quantize(op) => op.run(sources, out),
-            Op::Dequantize(op) => op.run(sources, out),
-            Op::Widen(op) => op.run(sources, out),
-            Op::QLinear(op) => op.run(sources, out, ctx),
+            Op::Quantize(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
+            Op::Dequantize(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::ByteInput(op) => op.run(sources, bytemuck::cast_slice_mut(out)),
+            Op::QLinear(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
+            Op::QBinary(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
         }
         Ok(())
@@ -180,22 +185,17 @@ impl Executable for CpuExecutable {
         // SAFETY: no step runs; the arena is only read.
         let sources = unsafe { Sources::new(inputs, &self.slots, base, (0, 0)) };
         for (tensor, (decl, src)) in outputs.iter_mut().zip(&self.outputs) {
-            let values = sources.get(*src);
             match decl.dtype {
-                // Integer outputs hold exact integers in range (Q saturates).
-                DType::I8 => {
-                    for (d, &v) in tensor.data.iter_mut().zip(values) {
-                        *d = v as i8 as u8;
-                    }
-                }
-                DType::U8 => {
-                    for (d, &v) in tensor.data.iter_mut().zip(values) {
-                        *d = v as u8;
+                // 8-bit outputs are stored bytes, NCHW; an i8 one is biased by 128.
+                DType::I8 | DType::U8 => {
+                    let flip = if decl.dtype == DType::I8 { 0x80 } else { 0 };
+                    for (d, &v) in tensor.data.iter_mut().zip(sources.bytes(*src)) {
+                        *d = v ^ flip;
                     }
                 }
                 _ => {
                     if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
-                        dst.copy_from_slice(values);
+                        dst.copy_from_slice(sources.get(*src));
                     }
                 }
             }

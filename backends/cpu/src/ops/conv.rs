@@ -97,11 +97,6 @@ impl Geom {
         self.m / self.group
     }
 
-    /// The GEMM depth: one group's receptive field.
-    pub(crate) fn kg(&self) -> usize {
-        self.cg() * self.kh * self.kw
-    }
-
     pub(crate) fn in_plane(&self) -> usize {
         self.h * self.w
     }

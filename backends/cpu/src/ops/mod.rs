@@ -131,6 +131,15 @@ impl<'a> Sources<'a> {
         }
     }
 
+    /// The stored bytes behind `src` (an 8-bit tensor): a slot's whole range, slack
+    /// included, or a subgraph input's data.
+    pub fn bytes(&self, src: Src) -> &'a [u8] {
+        match src {
+            Src::Input(i) => self.inputs[i].data,
+            _ => bytemuck::cast_slice(self.get(src)),
+        }
+    }
+
     /// The raw bytes of subgraph input `i` (integer operands: Gather indices).
     pub fn input_bytes(&self, i: usize) -> &'a [u8] {
         self.inputs[i].data
@@ -169,11 +178,10 @@ pub(crate) struct RunCtx {
     /// f64 accumulators (ReduceMean) and f32 work space (LSTM gates), sized at init.
     pub acc: Vec<f64>,
     pub work: Vec<f32>,
-    /// The int8 ops' im2col columns and activation panel, sized at init.
-    pub qcols: Vec<i8>,
-    pub qpanel: Vec<i8>,
-    /// The int8 depthwise path's widened plane and row accumulators.
-    pub qwork: Vec<i32>,
+    /// An int8 convolution's input converted to NHWC and its output before conversion
+    /// to NCHW, at the int8 region's layout edges; sized at init.
+    pub qin: Vec<u8>,
+    pub qout: Vec<u8>,
 }
 
 impl RunCtx {
@@ -189,9 +197,8 @@ impl RunCtx {
             dw_weights: Vec::new(),
             acc: Vec::new(),
             work: Vec::new(),
-            qcols: Vec::new(),
-            qpanel: Vec::new(),
-            qwork: Vec::new(),
+            qin: Vec::new(),
+            qout: Vec::new(),
         }
     }
 
@@ -202,9 +209,8 @@ impl RunCtx {
             + (self.nhwc_in.capacity() + self.nhwc_out.capacity() + self.dw_weights.capacity()) * f
             + self.acc.capacity() * std::mem::size_of::<f64>()
             + self.work.capacity() * f
-            + self.qcols.capacity()
-            + self.qpanel.capacity()
-            + self.qwork.capacity() * std::mem::size_of::<i32>()
+            + self.qin.capacity()
+            + self.qout.capacity()
     }
 
     /// Grows the f64 accumulators to at least `len`.

@@ -1,13 +1,63 @@
-//! Quantized ops: standalone QuantizeLinear / DequantizeLinear (the reference's
-//! arithmetic), the widening of integer subgraph inputs, and the integer Conv / MatMul /
-//! Gemm of a QDQ group (see `crate::quant`).
+//! Quantized ops on byte tensors: standalone QuantizeLinear / DequantizeLinear (the
+//! reference's arithmetic, at the partition's int8 edges), the copy of integer subgraph
+//! inputs into the arena, the element-wise Add/Mul of two int8 tensors, and (in
+//! `linear.rs`) the integer Conv / MatMul / Gemm of a QDQ group.
+//!
+//! Every 8-bit tensor is stored as `u8` bytes, an `i8` one biased by 128 (see
+//! `crate::qgemm`); [`stored_bias`] gives the bias of a dtype.
+
+pub(crate) mod linear;
 
 use baton_delegate_api::ir::DType;
 
-use super::conv::Geom;
-use super::{RunCtx, Sources, Src};
-use crate::qgemm::{padded_k, qgemm, PackedWeights, QEpilogue, QKernel, Requant, MR};
+use super::{Sources, Src};
+use crate::gemm::Isa;
+use crate::qgemm::{clamp, to_byte};
 use crate::quant::{int_range, QParams};
+
+/// Defines `$name(isa, args..)`, which runs `$body(args..)` compiled for `isa`: the body
+/// (`#[inline(always)]`) is inlined into a function with the ISA's features enabled, so
+/// its loops vectorize for that width (as `math::map` does).
+macro_rules! simd_fn {
+    ($name:ident, ($($arg:ident: $ty:ty),*), $body:path) => {
+        fn $name(isa: Isa, $($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+                fn avx512($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                match isa {
+                    // SAFETY: an Avx512F kernel is only selected after AVX-512F was
+                    // detected (such CPUs have AVX-512BW/VL and AVX2 too).
+                    Isa::Avx512F => return unsafe { avx512($($arg),*) },
+                    // SAFETY: likewise for AVX2 and FMA.
+                    Isa::Avx2Fma => return unsafe { avx2($($arg),*) },
+                    _ => {}
+                }
+            }
+            let _ = isa;
+            $body($($arg),*)
+        }
+    };
+}
+
+simd_fn!(dequantize, (op: &DequantizeOp, s: &Sources<'_>, out: &mut [f32]), DequantizeOp::run_inner);
+simd_fn!(quantize_all, (op: &QuantizeOp, s: &Sources<'_>, out: &mut [u8]), QuantizeOp::run_inner);
+simd_fn!(binary, (op: &QBinaryOp, s: &Sources<'_>, out: &mut [u8]), QBinaryOp::run_inner);
+
+/// What is added to a value of `dtype` to store it as `u8`: 128 for `i8`, 0 for `u8`.
+pub(crate) fn stored_bias(dtype: DType) -> i32 {
+    if dtype == DType::I8 {
+        128
+    } else {
+        0
+    }
+}
 
 /// How per-axis parameters map onto a flat tensor viewed as `[outer, dim, inner]`.
 #[derive(Clone, Debug)]
@@ -28,12 +78,57 @@ impl AxisLayout {
         }
     }
 
-    fn which(&self, k: usize) -> usize {
+    pub fn which(&self, k: usize) -> usize {
         (k / self.inner) % self.dim
     }
 }
 
-/// DequantizeLinear: `(x - zp) * scale`, exact in f64 and rounded once to f32.
+/// A rank-4 tensor held channels-last: `(batch, channels, plane)` of its NCHW shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Nhwc {
+    pub batch: usize,
+    pub c: usize,
+    pub plane: usize,
+}
+
+impl Nhwc {
+    /// The NHWC index of NCHW index `k`.
+    #[inline]
+    fn at(&self, k: usize) -> usize {
+        let (b, rest) = (k / (self.c * self.plane), k % (self.c * self.plane));
+        let (ch, p) = (rest / self.plane, rest % self.plane);
+        (b * self.plane + p) * self.c + ch
+    }
+}
+
+/// `x` rounded half to even, for `|x| < 2^22` (larger values are clamped there first:
+/// every caller saturates them to 8 bits anyway); NaN stays NaN. Written as the
+/// add-and-subtract of 1.5 * 2^23 so that it vectorizes without SSE4.1's `roundps`.
+#[inline(always)]
+pub(crate) fn round_even(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    let x = x.clamp(-4_194_304.0, 4_194_304.0);
+    (x + MAGIC) - MAGIC
+}
+
+/// QuantizeLinear of one value to a stored byte: divide in f32, round half to even, add
+/// the zero point, saturate (NaN gives the zero point), as the reference does.
+#[inline(always)]
+pub(crate) fn quantize_stored(v: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> u8 {
+    // In f32 throughout, NaN replaced by 0 with a select, so that the loops vectorize (an
+    // `as i32` checks for NaN lane by lane); every value is an exact small integer.
+    let r = round_even(v / scale);
+    let r = if r.is_nan() { 0.0 } else { r };
+    to_byte(clamp(r + zp as f32, lo as f32, hi as f32))
+}
+
+/// One value quantized as QuantizeLinear does, in the dtype's own range (clamp bounds).
+pub(crate) fn quantize(v: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> i32 {
+    ((round_even(v / scale) as i32) + zp).clamp(lo, hi)
+}
+
+/// DequantizeLinear: `(x - zp) * scale` in f32 (exact for 8-bit `x`: the product of a
+/// 9-bit integer and an f32 rounds once, as the reference's f64 product rounded to f32).
 #[derive(Debug)]
 pub(crate) struct DequantizeOp {
     pub x: DqInput,
@@ -44,357 +139,198 @@ pub(crate) struct DequantizeOp {
 /// What a DequantizeLinear reads.
 #[derive(Debug)]
 pub(crate) enum DqInput {
-    /// An 8-bit tensor computed at run time (exact in its f32 buffer).
-    Src(Src),
+    /// An 8-bit tensor computed at run time, stored as bytes, channels-last or not.
+    Bytes {
+        src: Src,
+        len: usize,
+        nhwc: Option<Nhwc>,
+    },
     /// A constant, kept as integers: an i32 bias may not be exact in f32.
     Const(Vec<i32>),
 }
 
 impl DequantizeOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
-        let one = |k: usize, v: f64| {
-            let i = self.layout.which(k);
-            ((v - self.params.zero_points[i] as f64) * self.params.scales[i] as f64) as f32
-        };
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
+        dequantize(isa, self, sources, out)
+    }
+
+    #[inline(always)]
+    fn run_inner(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let p = &self.params;
         match &self.x {
-            DqInput::Src(src) => {
-                let x = sources.get(*src);
-                for (k, (o, &v)) in out.iter_mut().zip(x).enumerate() {
-                    *o = one(k, v as f64);
+            DqInput::Bytes { src, len, nhwc } => {
+                let x = &sources.bytes(*src)[..*len];
+                let bias = stored_bias(p.dtype);
+                match (nhwc, p.per_tensor()) {
+                    (None, Some((s, z))) => {
+                        let z = z + bias;
+                        for (o, &v) in out.iter_mut().zip(x) {
+                            *o = (v as i32 - z) as f32 * s;
+                        }
+                    }
+                    // Channels-last back to NCHW while dequantizing, reading in order.
+                    (Some(l), Some((s, z))) => {
+                        let z = z + bias;
+                        let (c, plane) = (l.c, l.plane);
+                        for b in 0..l.batch {
+                            let src = &x[b * c * plane..(b + 1) * c * plane];
+                            let dst = &mut out[b * c * plane..(b + 1) * c * plane];
+                            for (px, pixel) in src.chunks_exact(c.max(1)).enumerate() {
+                                for (ch, &v) in pixel.iter().enumerate() {
+                                    dst[ch * plane + px] = (v as i32 - z) as f32 * s;
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        for (k, o) in out.iter_mut().enumerate() {
+                            let i = self.layout.which(k);
+                            let v = x[nhwc.map_or(k, |l| l.at(k))] as i32 - bias;
+                            *o = ((v - p.zero_points[i]) as f64 * p.scales[i] as f64) as f32;
+                        }
+                    }
                 }
             }
             DqInput::Const(x) => {
                 for (k, (o, &v)) in out.iter_mut().zip(x).enumerate() {
-                    *o = one(k, v as f64);
+                    let i = self.layout.which(k);
+                    *o = ((v as f64 - p.zero_points[i] as f64) * p.scales[i] as f64) as f32;
                 }
             }
         }
     }
 }
 
-/// QuantizeLinear: divide in f32, round half to even, add the zero point, saturate (NaN
-/// gives the zero point), as the reference does.
+/// QuantizeLinear of an f32 tensor (NCHW) into stored bytes, NCHW or channels-last.
 #[derive(Debug)]
 pub(crate) struct QuantizeOp {
     pub x: Src,
     pub params: QParams,
     pub layout: AxisLayout,
+    /// The result is held NHWC (see `exec/lower/quant.rs`).
+    pub nhwc: Option<Nhwc>,
 }
 
 impl QuantizeOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa) {
+        quantize_all(isa, self, sources, out)
+    }
+
+    #[inline(always)]
+    fn run_inner(&self, sources: &Sources<'_>, out: &mut [u8]) {
         let x = sources.get(self.x);
-        let (lo, hi) = int_range(self.params.dtype);
-        for (k, (o, &v)) in out.iter_mut().zip(x).enumerate() {
-            let i = self.layout.which(k);
-            let q = quantize(v, self.params.scales[i], self.params.zero_points[i], lo, hi);
-            *o = q as f32;
+        let p = &self.params;
+        let bias = stored_bias(p.dtype);
+        let (lo, hi) = int_range(p.dtype);
+        let (lo, hi) = (lo + bias, hi + bias);
+        match (p.per_tensor(), self.nhwc) {
+            (Some((s, z)), None) => {
+                for (o, &v) in out.iter_mut().zip(x) {
+                    *o = quantize_stored(v, s, z + bias, lo, hi);
+                }
+            }
+            // NCHW in, NHWC out: each channel plane read in order, written at stride `c`.
+            (Some((s, z)), Some(l)) => {
+                let (c, plane) = (l.c, l.plane);
+                for b in 0..l.batch {
+                    let src = &x[b * c * plane..(b + 1) * c * plane];
+                    let dst = &mut out[b * c * plane..(b + 1) * c * plane];
+                    for (ch, xs) in src.chunks_exact(plane.max(1)).enumerate() {
+                        for (px, &v) in xs.iter().enumerate() {
+                            dst[px * c + ch] = quantize_stored(v, s, z + bias, lo, hi);
+                        }
+                    }
+                }
+            }
+            (None, nhwc) => {
+                for (k, &v) in x.iter().enumerate().take(out.len()) {
+                    let i = self.layout.which(k);
+                    let at = nhwc.map_or(k, |l| l.at(k));
+                    out[at] = quantize_stored(v, p.scales[i], p.zero_points[i] + bias, lo, hi);
+                }
+            }
         }
     }
 }
 
-/// One value quantized as QuantizeLinear does.
-pub(crate) fn quantize(v: f32, scale: f32, zp: i32, lo: i32, hi: i32) -> i32 {
-    // `as` maps NaN to 0 and saturates infinities, so NaN gives the zero point.
-    let r = (v / scale).round_ties_even() as i64;
-    r.saturating_add(zp as i64).clamp(lo as i64, hi as i64) as i32
-}
-
-/// Copies an integer subgraph input into an f32 buffer (8-bit values are exact).
+/// Copies an 8-bit subgraph input into the arena as stored bytes.
 #[derive(Debug)]
-pub(crate) struct WidenOp {
+pub(crate) struct ByteInputOp {
     pub input: usize,
     pub dtype: DType,
 }
 
-impl WidenOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+impl ByteInputOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8]) {
         let bytes = sources.input_bytes(self.input);
-        match self.dtype {
-            DType::U8 => out.iter_mut().zip(bytes).for_each(|(o, &b)| *o = b as f32),
-            DType::I8 => out
-                .iter_mut()
-                .zip(bytes)
-                .for_each(|(o, &b)| *o = b as i8 as f32),
-            _ => {
-                for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                    *o = i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32;
-                }
-            }
+        let flip = if self.dtype == DType::I8 { 0x80 } else { 0 };
+        for (o, &b) in out.iter_mut().zip(bytes) {
+            *o = b ^ flip;
         }
     }
 }
 
-/// The shape of an integer linear op.
-#[derive(Debug)]
-pub(crate) enum QShape {
-    /// `rows x K` activation rows (all leading dimensions of a MatMul/Gemm input).
-    Rows { rows: usize },
-    /// A 1-D or 2-D convolution, one GEMM per batch item and group.
-    Conv(Geom),
+/// Which element-wise op of two int8 tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QBinaryKind {
+    Add,
+    Mul,
 }
 
-/// The integer op of a QDQ group: i8 GEMM (im2col for convolutions), requantization,
-/// the fused activation as a clamp.
+/// `Q(act(DQ(a) op DQ(b)))` of two same-shape int8 tensors, per element in f32 exactly as
+/// the reference computes the QDQ form (so bit-identical to it), bytes in and out. The
+/// operation is layout-blind: operands and result share whatever layout they are held in.
 #[derive(Debug)]
-pub(crate) struct QLinearOp {
-    pub x: Src,
-    pub shape: QShape,
-    /// One packed weight matrix per group (one for MatMul and Gemm).
-    pub weights: Vec<PackedWeights>,
-    /// One epilogue per group.
-    pub epilogues: Vec<QEpilogue>,
-    /// Subtracted from each activation to make it i8: 0 for i8, 128 for u8 (the zero
-    /// point in the epilogues is shifted the same way).
-    pub x_offset: i32,
-    pub kernel: &'static QKernel,
-    /// Depthwise convolutions (one input and one output channel per group) keep their
-    /// taps here, `[channel][kh * kw]`, and run directly: a GEMM with one column would
-    /// waste most of every weight panel.
-    pub depthwise: Option<Vec<i8>>,
-}
-
-/// What the builder knows of a group, in real terms.
-pub(crate) struct QLinearSpec<'a> {
-    pub x: Src,
-    pub shape: QShape,
-    /// `(k, n, w(g, k, n))`: the GEMM depth and width of one group and its weights.
-    pub k: usize,
-    pub n: usize,
-    pub groups: usize,
-    pub weight: &'a dyn Fn(usize, usize, usize) -> i8,
-    pub x_params: (f32, i32, DType),
-    pub w_scales: &'a [f32],
-    pub bias: Option<&'a [i32]>,
-    pub y_params: (f32, i32, DType),
+pub(crate) struct QBinaryOp {
+    pub kind: QBinaryKind,
+    pub a: Src,
+    pub b: Src,
+    pub len: usize,
+    /// Per operand: scale and stored zero point.
+    pub a_params: (f32, i32),
+    pub b_params: (f32, i32),
+    /// Output scale and stored zero point.
+    pub y_params: (f32, i32),
+    /// A fused Relu or Clip, in real values.
     pub clamp: Option<(f32, f32)>,
-    pub kernel: &'static QKernel,
+    /// The stored output range.
+    pub lo: i32,
+    pub hi: i32,
 }
 
-impl QLinearOp {
-    /// Packs the weights and computes the requantization of every output channel.
-    pub fn new(spec: QLinearSpec<'_>) -> QLinearOp {
-        let (xs, xz, xdt) = spec.x_params;
-        let (ys, yz, ydt) = spec.y_params;
-        let x_offset = if xdt == DType::U8 { 128 } else { 0 };
-        let (mut lo, mut hi) = int_range(ydt);
-        if let Some((a, b)) = spec.clamp {
-            // Q is monotonic, so Q(clip(v, a, b)) = clamp(Q(v), Q(a), Q(b)).
-            lo = lo.max(quantize(a, ys, yz, lo, hi));
-            hi = hi.min(quantize(b, ys, yz, lo, hi));
-        }
-        let mut weights = Vec::with_capacity(spec.groups);
-        let mut epilogues = Vec::with_capacity(spec.groups);
-        for g in 0..spec.groups {
-            let channels = g * spec.n..(g + 1) * spec.n;
-            weights.push(PackedWeights::pack(spec.k, spec.n, |k, n| {
-                (spec.weight)(g, k, n)
-            }));
-            epilogues.push(QEpilogue {
-                a_zero_point: xz - x_offset,
-                bias: spec
-                    .bias
-                    .map(|b| b[channels.clone()].to_vec())
-                    .unwrap_or_default(),
-                requant: spec.w_scales[channels]
-                    .iter()
-                    .map(|&ws| Requant::new(xs as f64 * ws as f64 / ys as f64))
-                    .collect(),
-                out_zero_point: yz,
-                lo,
-                hi,
-            });
-        }
-        let depthwise = match &spec.shape {
-            QShape::Conv(g) if g.cg() == 1 && g.mg() == 1 => Some(
-                (0..spec.groups)
-                    .flat_map(|c| (0..spec.k).map(move |k| (c, k)))
-                    .map(|(c, k)| (spec.weight)(c, k, 0))
-                    .collect(),
-            ),
-            _ => None,
+impl QBinaryOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa) {
+        binary(isa, self, sources, out)
+    }
+
+    #[inline(always)]
+    fn run_inner(&self, sources: &Sources<'_>, out: &mut [u8]) {
+        let a = &sources.bytes(self.a)[..self.len];
+        let b = &sources.bytes(self.b)[..self.len];
+        let ((sa, za), (sb, zb), (sy, zy)) = (self.a_params, self.b_params, self.y_params);
+        let (cl, ch) = self.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+        let (lo, hi) = (self.lo, self.hi);
+        let out = &mut out[..self.len];
+        let one = |x: u8, y: u8| {
+            let fa = (x as i32 - za) as f32 * sa;
+            let fb = (y as i32 - zb) as f32 * sb;
+            let v = match self.kind {
+                QBinaryKind::Add => fa + fb,
+                QBinaryKind::Mul => fa * fb,
+            };
+            // The reference's Relu is max(v, 0) and Clip min(max(v, lo), hi); both
+            // keep NaN, which quantizes to the zero point.
+            let v = if v < cl {
+                cl
+            } else if v > ch {
+                ch
+            } else {
+                v
+            };
+            quantize_stored(v, sy, zy, lo, hi)
         };
-        QLinearOp {
-            x: spec.x,
-            shape: spec.shape,
-            weights,
-            epilogues,
-            x_offset,
-            kernel: spec.kernel,
-            depthwise,
-        }
-    }
-
-    /// Sizes the shared scratch (im2col columns and one activation panel).
-    pub fn reserve(&self, ctx: &mut RunCtx) {
-        let k = self.weights[0].k();
-        let panel = padded_k(k) * MR;
-        if ctx.qpanel.len() < panel {
-            ctx.qpanel.resize(panel, 0);
-        }
-        if let (QShape::Conv(g), Some(_)) = (&self.shape, &self.depthwise) {
-            let (hp, wp) = padded_plane(g);
-            let len = hp * wp + g.ow;
-            if ctx.qwork.len() < len {
-                ctx.qwork.resize(len, 0);
-            }
-        }
-        if let QShape::Conv(g) = &self.shape {
-            let cols = g.kg() * g.out_plane();
-            if ctx.qcols.len() < cols {
-                ctx.qcols.resize(cols, 0);
-            }
-        }
-    }
-
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
-        let x = sources.get(self.x);
-        let off = self.x_offset;
-        let to_i8 = |v: f32| (v as i32 - off) as i8;
-        match &self.shape {
-            QShape::Rows { rows } => {
-                let (w, ep) = (&self.weights[0], &self.epilogues[0]);
-                let (k, n) = (w.k(), w.n());
-                qgemm(
-                    self.kernel,
-                    *rows,
-                    w,
-                    |r, kk| to_i8(x[r * k + kk]),
-                    ep,
-                    &mut ctx.qpanel,
-                    |r, j, y| out[r * n + j] = y as f32,
-                );
-            }
-            QShape::Conv(g) if self.depthwise.is_some() => {
-                let taps = self.depthwise.as_deref().unwrap_or_default();
-                self.run_depthwise(g, x, taps, out, &mut ctx.qwork);
-            }
-            QShape::Conv(g) => {
-                let pad = (self.epilogues[0].a_zero_point) as i8;
-                let p = g.out_plane();
-                let kg = g.kg();
-                for b in 0..g.batch {
-                    for grp in 0..g.group {
-                        let c0 = b * g.c + grp * g.cg();
-                        let planes = &x[c0 * g.in_plane()..(c0 + g.cg()) * g.in_plane()];
-                        let cols = &mut ctx.qcols[..kg * p];
-                        im2col_i8(g, planes, pad, off, cols);
-                        let cols = &ctx.qcols[..kg * p];
-                        let m0 = b * g.m + grp * g.mg();
-                        qgemm(
-                            self.kernel,
-                            p,
-                            &self.weights[grp],
-                            |r, kk| cols[r * kg + kk],
-                            &self.epilogues[grp],
-                            &mut ctx.qpanel,
-                            |r, j, y| out[(m0 + j) * p + r] = y as f32,
-                        );
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The extents of a depthwise channel plane padded so that every tap of every output
-/// is inside it: `(rows, columns)`.
-fn padded_plane(g: &Geom) -> (usize, usize) {
-    let hp = (g.oh.max(1) - 1) * g.sh + (g.kh - 1) * g.dh + 1;
-    let wp = (g.ow.max(1) - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-    (hp, wp)
-}
-
-impl QLinearOp {
-    /// Direct depthwise convolution, per channel: the plane is widened once into `a - za`
-    /// with zeros around it (real zero: the padding), so the tap loops run without bounds
-    /// checks over whole output rows (and vectorize at stride 1); then the channel's
-    /// epilogue.
-    fn run_depthwise(&self, g: &Geom, x: &[f32], taps: &[i8], out: &mut [f32], work: &mut [i32]) {
-        let (kh, kw) = (g.kh, g.kw);
-        let (hp, wp) = padded_plane(g);
-        let p = g.out_plane();
-        let (plane_buf, acc) = work.split_at_mut(hp * wp);
-        let acc = &mut acc[..g.ow];
-        for b in 0..g.batch {
-            for c in 0..g.c {
-                let ep = &self.epilogues[c];
-                let za = ep.a_zero_point + self.x_offset;
-                let plane = &x[(b * g.c + c) * g.in_plane()..(b * g.c + c + 1) * g.in_plane()];
-                for (py, prow) in plane_buf.chunks_exact_mut(wp).enumerate() {
-                    let iy = py as isize - g.ph as isize;
-                    if iy < 0 || iy >= g.h as isize {
-                        prow.fill(0);
-                        continue;
-                    }
-                    let src = &plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                    for (px, d) in prow.iter_mut().enumerate() {
-                        let ix = px as isize - g.pw as isize;
-                        *d = if ix < 0 || ix >= g.w as isize {
-                            0
-                        } else {
-                            src[ix as usize] as i32 - za
-                        };
-                    }
-                }
-                let w = &taps[c * kh * kw..(c + 1) * kh * kw];
-                let dst = &mut out[(b * g.m + c) * p..(b * g.m + c + 1) * p];
-                for oy in 0..g.oh {
-                    acc.fill(0);
-                    for ki in 0..kh {
-                        for kj in 0..kw {
-                            let wt = w[ki * kw + kj] as i32;
-                            let base = (oy * g.sh + ki * g.dh) * wp + kj * g.dw;
-                            if g.sw == 1 {
-                                let src = &plane_buf[base..base + g.ow];
-                                for (a, &v) in acc.iter_mut().zip(src) {
-                                    *a += v * wt;
-                                }
-                            } else {
-                                for (ox, a) in acc.iter_mut().enumerate() {
-                                    *a += plane_buf[base + ox * g.sw] * wt;
-                                }
-                            }
-                        }
-                    }
-                    // The zero point is already taken off: no column-sum correction.
-                    for (d, &a) in dst[oy * g.ow..(oy + 1) * g.ow].iter_mut().zip(acc.iter()) {
-                        *d = ep.finish(a, 0, 0) as f32;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Unfolds one group's input planes into activation rows `cols[pixel][k]` (k = channel,
-/// tap), as i8: row-major, so the GEMM packs each row from contiguous bytes. Taps outside
-/// the input read `pad` (the zero point: real zero). Pixel-outer, so each row is written
-/// once, in order, from a few neighbouring input rows.
-fn im2col_i8(g: &Geom, x: &[f32], pad: i8, off: i32, cols: &mut [i8]) {
-    let kg = g.kg();
-    let taps = g.kh * g.kw;
-    for oy in 0..g.oh {
-        for ox in 0..g.ow {
-            let row = &mut cols[(oy * g.ow + ox) * kg..(oy * g.ow + ox + 1) * kg];
-            for ki in 0..g.kh {
-                let iy = (oy * g.sh + ki * g.dh) as isize - g.ph as isize;
-                let inside_y = iy >= 0 && iy < g.h as isize;
-                for kj in 0..g.kw {
-                    let ix = (ox * g.sw + kj * g.dw) as isize - g.pw as isize;
-                    let tap = ki * g.kw + kj;
-                    if !inside_y || ix < 0 || ix >= g.w as isize {
-                        for ci in 0..g.cg() {
-                            row[ci * taps + tap] = pad;
-                        }
-                        continue;
-                    }
-                    let at = iy as usize * g.w + ix as usize;
-                    for ci in 0..g.cg() {
-                        row[ci * taps + tap] = (x[ci * g.in_plane() + at] as i32 - off) as i8;
-                    }
-                }
-            }
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = one(x, y);
         }
     }
 }

@@ -1,138 +1,107 @@
-//! The int8 micro-kernels and their run-time dispatch.
+//! The int8 micro-kernels, the tile driver each is compiled into, and their dispatch.
 //!
-//! Each computes one `MR x NR` tile of raw dot products: `tile[r * NR + c] = sum over the
-//! k4 blocks of a_panel[blk][r][0..4] . w_panel[blk][c][0..4]` (see the packing in the
-//! parent module). Everything else (zero points, bias, requantization) is the driver's.
+//! A kernel computes one `MR x NR` tile of raw dot products `sum a_u8 * w_i8` over the
+//! taps and 4-byte channel blocks of its row pointers (see the parent module). The driver
+//! around it walks row tiles and weight panels, fills the row pointers once per row tile,
+//! and requantizes the tile to bytes while it is hot in L1. Driver and kernel are compiled
+//! together under the kernel's target features, so the epilogue's f32 loop is vectorized
+//! with the same instructions.
 //!
 //! | kernel | ISA | inner step |
 //! | --- | --- | --- |
-//! | `avx512-vnni` | x86-64 AVX-512 VNNI | `vpdpbusd` on 512 bits: two rows per register against the weight block repeated in both halves, offset as below |
-//! | `avx-vnni` | x86-64 AVX-VNNI | `vpdpbusd`: u8 x i8 → i32, 4 products per lane; the signed activation is offset by 128 and the offset removed with the column sums |
-//! | `avx2` | x86-64 AVX2 | sign-extend bytes to i16, `vpmaddwd` (no saturation: i16 products summed in pairs into i32) |
-//! | `neon-i8mm` | aarch64 `i8mm` | `smmla` through `asm!` (the intrinsic is unstable) |
-//! | `neon-dotprod` | aarch64 `dotprod` | `sdot` by element through `asm!` |
-//! | `neon` | aarch64 NEON | `smull` + `sadalp` (i16 products, pairwise widening add) |
-//! | `portable` | any | scalar i32 |
+//! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes |
+//! | `avx2 4x16` | x86-64 AVX2 | bytes widened to i16, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves |
+//! | `portable 4x16` | any | scalar i32 |
 //!
-//! `vpmaddubsw` is deliberately not used: its i16 pair sums saturate for u8 x i8 inputs
-//! near the range ends, which would break exactness.
+//! `vpmaddubsw` is deliberately not used: its i16 pair sums saturate for `u8 x i8` inputs
+//! near the range ends, which would break exactness. Arm runs the portable kernel (the
+//! `sdot` kernel of the byte-in-place design is not written yet).
 
-use super::{MR, NR};
+use std::ops::Range;
 
-/// The unsafe entry: `a` points to `k4 * MR * 4` bytes, `b` to `k4 * NR * 4`, `tile` to
-/// `MR * NR` writable i32, and the CPU has the kernel's features.
-type Entry = unsafe fn(k4: usize, a: *const i8, b: *const i8, tile: *mut i32);
+use super::{
+    clamp, padded_c, requant, round_even_small, to_byte, ARows, OutPtr, QGemm, MR_MAX, NR, PAD,
+    TAPS_PER_CALL,
+};
+
+/// The tile driver of one kernel: row tiles `rows` by panels `panels` of `g`, written
+/// through `out`.
+type Tiles = unsafe fn(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr);
 
 /// Names the kernels, for tests and forcing one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QKernelId {
     Portable,
     Avx2,
-    AvxVnni,
     Avx512Vnni,
-    Neon,
-    NeonDotprod,
-    NeonI8mm,
 }
 
-/// One int8 micro-kernel. Obtained only through [`QKernel::select`] or
-/// [`QKernel::available`], which check the CPU first: that makes [`QKernel::run`] safe.
+/// One int8 kernel. Obtained only through [`QKernel::for_isa`] or [`QKernel::available`],
+/// which check the CPU first: that makes running its tiles sound.
 #[derive(Debug)]
 pub struct QKernel {
     id: QKernelId,
     name: &'static str,
-    entry: Entry,
+    mr: usize,
+    tiles: Tiles,
 }
 
 static PORTABLE: QKernel = QKernel {
     id: QKernelId::Portable,
-    name: "int8 portable 4x8",
-    entry: portable,
+    name: "int8 portable 4x16",
+    mr: 4,
+    tiles: portable_tiles,
 };
 
 #[cfg(target_arch = "x86_64")]
 static AVX2: QKernel = QKernel {
     id: QKernelId::Avx2,
-    name: "int8 avx2 4x8 (vpmaddwd)",
-    entry: x86::avx2,
+    name: "int8 avx2 4x16 (vpmaddwd)",
+    mr: 4,
+    tiles: x86::avx2_tiles,
 };
 
 #[cfg(target_arch = "x86_64")]
 static AVX512_VNNI: QKernel = QKernel {
     id: QKernelId::Avx512Vnni,
-    name: "int8 avx512-vnni 4x8 (vpdpbusd zmm)",
-    entry: x86::avx512_vnni,
-};
-
-#[cfg(target_arch = "x86_64")]
-static AVX_VNNI: QKernel = QKernel {
-    id: QKernelId::AvxVnni,
-    name: "int8 avx-vnni 4x8 (vpdpbusd)",
-    entry: x86::avx_vnni,
-};
-
-#[cfg(target_arch = "aarch64")]
-static NEON: QKernel = QKernel {
-    id: QKernelId::Neon,
-    name: "int8 neon 4x8 (smull+sadalp)",
-    entry: arm::neon,
-};
-
-#[cfg(target_arch = "aarch64")]
-static NEON_DOTPROD: QKernel = QKernel {
-    id: QKernelId::NeonDotprod,
-    name: "int8 neon dotprod 4x8 (sdot)",
-    entry: arm::dotprod,
-};
-
-#[cfg(target_arch = "aarch64")]
-static NEON_I8MM: QKernel = QKernel {
-    id: QKernelId::NeonI8mm,
-    name: "int8 neon i8mm 4x8 (smmla)",
-    entry: arm::i8mm,
+    name: "int8 avx512-vnni 8x16 (vpdpbusd)",
+    mr: 8,
+    tiles: x86::vnni_tiles,
 };
 
 impl QKernel {
     /// Every kernel this CPU runs, best first (the portable one last).
     pub fn available() -> Vec<&'static QKernel> {
-        #[allow(unused_mut)]
-        let mut out: Vec<&'static QKernel> = Vec::new();
         #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni") {
-                out.push(&AVX512_VNNI);
-            }
-            if is_x86_feature_detected!("avxvnni") && is_x86_feature_detected!("avx2") {
-                out.push(&AVX_VNNI);
-            }
-            if is_x86_feature_detected!("avx2") {
-                out.push(&AVX2);
-            }
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            use std::arch::is_aarch64_feature_detected as has;
-            if has!("i8mm") {
-                out.push(&NEON_I8MM);
-            }
-            if has!("dotprod") {
-                out.push(&NEON_DOTPROD);
-            }
-            if has!("neon") {
-                out.push(&NEON);
-            }
-        }
-        out.push(&PORTABLE);
-        out
+        let simd: Vec<&'static QKernel> = [
+            (
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"),
+                &AVX512_VNNI,
+            ),
+            (is_x86_feature_detected!("avx2"), &AVX2),
+        ]
+        .into_iter()
+        .filter_map(|(has, k)| has.then_some(k))
+        .collect();
+        #[cfg(not(target_arch = "x86_64"))]
+        let simd: Vec<&'static QKernel> = Vec::new();
+        simd.into_iter().chain([&PORTABLE]).collect()
     }
 
-    /// The best kernel of this CPU, or the portable one when `allow_simd` is false.
-    pub fn select(allow_simd: bool) -> &'static QKernel {
-        if allow_simd {
-            QKernel::available()[0]
-        } else {
-            &PORTABLE
-        }
+    /// The int8 kernel that goes with the f32 kernels' instruction set: the best this CPU
+    /// runs within it (`Avx512F` takes VNNI where the CPU has it, else AVX2).
+    pub fn for_isa(isa: crate::gemm::Isa) -> &'static QKernel {
+        use crate::gemm::Isa;
+        let want = match isa {
+            Isa::Avx512F => [QKernelId::Avx512Vnni, QKernelId::Avx2],
+            Isa::Avx2Fma => [QKernelId::Avx2, QKernelId::Avx2],
+            Isa::Portable | Isa::Neon => [QKernelId::Portable, QKernelId::Portable],
+        };
+        let available = QKernel::available();
+        want.iter()
+            .find_map(|id| available.iter().find(|k| k.id == *id))
+            .copied()
+            .unwrap_or(&PORTABLE)
     }
 
     /// Which kernel this is.
@@ -140,347 +109,432 @@ impl QKernel {
         self.id
     }
 
-    /// A short name with the instruction it is built on (`"int8 avx2 4x8 (vpmaddwd)"`).
+    /// A short name with the instruction it is built on.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
-    /// One tile; panics if a slice is shorter than the kernel reads or writes.
-    pub fn run(&self, k4: usize, a: &[i8], b: &[i8], tile: &mut [i32; MR * NR]) {
-        assert!(a.len() >= k4 * MR * 4, "activation panel too short");
-        assert!(b.len() >= k4 * NR * 4, "weight panel too short");
-        // SAFETY: lengths checked above; `self` is a static handed out only after its CPU
-        // features were detected.
-        unsafe { (self.entry)(k4, a.as_ptr(), b.as_ptr(), tile.as_mut_ptr()) }
+    /// Rows of its tile.
+    pub fn mr(&self) -> usize {
+        self.mr
+    }
+
+    /// Runs row tiles `rows` by panels `panels` of `g`.
+    ///
+    /// # Safety
+    /// `g` passed [`QGemm`]'s bounds check against the buffer behind `out`, and no other
+    /// thread writes the same tiles.
+    pub(crate) unsafe fn tiles(
+        &self,
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+    ) {
+        // SAFETY: forwarded; `self` exists only for CPUs with its features.
+        unsafe { (self.tiles)(g, rows, panels, out) }
+    }
+}
+
+/// The row pointers of taps `t0..t0 + tn` for row tile `rt`, as `[tap][MR]`; rows past
+/// `m` repeat the last row (their results are discarded).
+///
+/// # Safety
+/// `g` passed its bounds check.
+#[inline(always)]
+unsafe fn fill_ptrs<const MR: usize>(
+    g: &QGemm<'_>,
+    rt: usize,
+    t0: usize,
+    tn: usize,
+    ptrs: &mut [*const u8; TAPS_PER_CALL * MR_MAX],
+) {
+    let r0 = rt * MR;
+    let last = g.m - 1;
+    let taps = g.w.taps;
+    for t in 0..tn {
+        for r in 0..MR {
+            let row = (r0 + r).min(last);
+            ptrs[t * MR + r] = match g.a {
+                // SAFETY: in bounds by the check.
+                ARows::Strided { data, stride } => unsafe { data.as_ptr().add(row * stride) },
+                ARows::Indirect { data, table, zero } => {
+                    let o = table.offsets()[row * taps + t0 + t];
+                    if o == PAD {
+                        zero.as_ptr()
+                    } else {
+                        // SAFETY: in bounds by the check.
+                        unsafe { data.as_ptr().add(o as usize) }
+                    }
+                }
+            };
+        }
+    }
+}
+
+/// Requantizes rows `r0..r0 + rows` of a finished tile into columns `j0..j0 + cols`: the
+/// per-column parameters are copied into full-width arrays once, so that the per-row loop
+/// runs over all `NR` lanes with a constant trip count and vectorizes.
+///
+/// # Safety
+/// The output range is inside the buffer (bounds check).
+#[inline(always)]
+unsafe fn store_tile(
+    g: &QGemm<'_>,
+    acc: &[i32; MR_MAX * NR],
+    r0: usize,
+    rows: usize,
+    j0: usize,
+    cols: usize,
+    out: OutPtr,
+) {
+    let q = g.out;
+    let (mut off, mut sc) = ([0i32; NR], [0f32; NR]);
+    // Element by element: a variable-length `copy_from_slice` is a `memcpy` call.
+    for (c, (o, s)) in off.iter_mut().zip(&mut sc).take(cols).enumerate() {
+        *o = q.offset[j0 + c];
+        *s = q.scale[j0 + c];
+    }
+    let (zp, lo, hi) = (q.zp as f32, q.lo as f32, q.hi as f32);
+    let mut y = [0f32; NR];
+    let mut bytes = [0u8; NR];
+    for r in 0..rows {
+        let a = &acc[r * NR..(r + 1) * NR];
+        for c in 0..NR {
+            y[c] = requant(a[c].wrapping_add(off[c]), sc[c], zp, lo, hi);
+        }
+        match &q.stage2 {
+            None => {
+                for c in 0..NR {
+                    bytes[c] = to_byte(y[c]);
+                }
+            }
+            Some(s) => {
+                // `Stage2::apply` over all lanes, its parameters hoisted.
+                let mut bias = [0f32; NR];
+                for (c, b) in bias.iter_mut().take(cols).enumerate() {
+                    *b = s.bias[j0 + c];
+                }
+                let (z1, z2) = (s.z1 as f32, s.z2 as f32);
+                let (lo2, hi2) = (s.lo as f32, s.hi as f32);
+                for c in 0..NR {
+                    let f = (y[c] - z1) * s.s1 + bias[c];
+                    let x = clamp(f / s.s2, -4_194_304.0, 4_194_304.0);
+                    bytes[c] = to_byte(clamp(round_even_small(x) + z2, lo2, hi2));
+                }
+            }
+        }
+        // SAFETY: inside the checked output.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.0.add((r0 + r) * g.ldo + j0), cols) };
+        // A whole tile row is one 16-byte store; a variable-length copy would be a call.
+        if let Ok(d) = <&mut [u8; NR]>::try_from(&mut *dst) {
+            *d = bytes;
+        } else {
+            for (d, &b) in dst.iter_mut().zip(&bytes) {
+                *d = b;
+            }
+        }
+    }
+}
+
+/// Where a tile's last call may store its finished rows itself (requantized in
+/// registers): rows `r0..r0 + rows`, columns `j0..j0 + cols`.
+#[derive(Clone, Copy)]
+// Only the x86 VNNI kernel stores its own tiles; elsewhere the driver always does.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Fin {
+    r0: usize,
+    rows: usize,
+    j0: usize,
+    cols: usize,
+}
+
+/// The generic driver: `tile(ptrs, taps, c4, w, acc, init, fin)` computes one tile into
+/// `acc`, or, given `fin`, may requantize and store it itself (then it returns `true`).
+///
+/// # Safety
+/// As [`QKernel::tiles`]; `tile` is safe to call on the pointers handed to it.
+#[inline(always)]
+unsafe fn drive<const MR: usize>(
+    g: &QGemm<'_>,
+    rows: Range<usize>,
+    panels: Range<usize>,
+    out: OutPtr,
+    tile: impl Fn(
+        &[*const u8; TAPS_PER_CALL * MR_MAX],
+        usize,
+        usize,
+        *const i8,
+        &mut [i32; MR_MAX * NR],
+        bool,
+        Option<Fin>,
+    ) -> bool,
+) {
+    let w = g.w;
+    let (taps, n) = (w.taps, w.n);
+    let c4 = padded_c(w.c) / 4;
+    let mut ptrs = [std::ptr::null::<u8>(); TAPS_PER_CALL * MR_MAX];
+    let mut acc = [0i32; MR_MAX * NR];
+    let once = taps <= TAPS_PER_CALL;
+    for rt in rows {
+        let r0 = rt * MR;
+        let live = MR.min(g.m - r0);
+        if once {
+            // SAFETY: forwarded.
+            unsafe { fill_ptrs::<MR>(g, rt, 0, taps, &mut ptrs) };
+        }
+        for p in panels.clone() {
+            let panel = w.panel(p).as_ptr();
+            let (j0, mut stored) = (p * NR, false);
+            let mut t0 = 0;
+            while t0 < taps {
+                let tn = TAPS_PER_CALL.min(taps - t0);
+                if !once {
+                    // SAFETY: forwarded.
+                    unsafe { fill_ptrs::<MR>(g, rt, t0, tn, &mut ptrs) };
+                }
+                // SAFETY: the panel holds `taps * c4` blocks of `NR * 4` bytes.
+                let wp = unsafe { panel.add(t0 * c4 * NR * 4) };
+                let fin = (t0 + tn == taps).then_some(Fin {
+                    r0,
+                    rows: live,
+                    j0,
+                    cols: NR.min(n - j0),
+                });
+                stored = tile(&ptrs, tn, c4, wp, &mut acc, t0 == 0, fin);
+                t0 += tn;
+            }
+            if !stored {
+                // SAFETY: forwarded.
+                unsafe { store_tile(g, &acc, r0, live, j0, NR.min(n - j0), out) };
+            }
+        }
     }
 }
 
 /// # Safety
-/// Pointers as documented on [`Entry`].
-unsafe fn portable(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-    // SAFETY: the caller guarantees these lengths.
-    let (a, b, tile) = unsafe {
-        (
-            std::slice::from_raw_parts(a, k4 * MR * 4),
-            std::slice::from_raw_parts(b, k4 * NR * 4),
-            std::slice::from_raw_parts_mut(tile, MR * NR),
-        )
-    };
-    let mut acc = [0i32; MR * NR];
-    for (ab, bb) in a.chunks_exact(MR * 4).zip(b.chunks_exact(NR * 4)) {
-        for r in 0..MR {
-            let ar = &ab[r * 4..r * 4 + 4];
-            for c in 0..NR {
-                let bc = &bb[c * 4..c * 4 + 4];
-                let dot: i32 = ar.iter().zip(bc).map(|(&x, &y)| x as i32 * y as i32).sum();
-                acc[r * NR + c] += dot;
+/// As [`QKernel::tiles`].
+unsafe fn portable_tiles(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
+    // SAFETY: forwarded; the tile reads `4 * c4` bytes per pointer (bounds check).
+    unsafe {
+        drive::<4>(g, rows, panels, out, |ptrs, taps, c4, w, acc, init, _| {
+            let mut a = [0i32; 4 * NR];
+            if !init {
+                a.copy_from_slice(&acc[..4 * NR]);
             }
-        }
+            for t in 0..taps {
+                for b in 0..c4 {
+                    let wb = std::slice::from_raw_parts(w.add((t * c4 + b) * NR * 4), NR * 4);
+                    for r in 0..4 {
+                        let x = std::slice::from_raw_parts(ptrs[t * 4 + r].add(4 * b), 4);
+                        for c in 0..NR {
+                            let mut s = 0i32;
+                            for i in 0..4 {
+                                s += x[i] as i32 * wb[c * 4 + i] as i32;
+                            }
+                            a[r * NR + c] += s;
+                        }
+                    }
+                }
+            }
+            acc[..4 * NR].copy_from_slice(&a);
+            false
+        })
     }
-    tile.copy_from_slice(&acc);
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
-    use super::{MR, NR};
+    use super::{drive, Fin, OutPtr, QGemm, MR_MAX, NR, TAPS_PER_CALL};
+    use crate::qgemm::QOut;
+
+    type Ptrs = [*const u8; TAPS_PER_CALL * MR_MAX];
 
     /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has AVX2.
-    pub(super) unsafe fn avx2(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { avx2_impl(k4, a, b, tile) }
+    /// As `QKernel::tiles`; the CPU has AVX-512F and AVX-512 VNNI.
+    pub(super) unsafe fn vnni_tiles(
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { vnni_drive(g, rows, panels, out) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
+    unsafe fn vnni_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
+        // SAFETY: forwarded.
+        unsafe {
+            drive::<8>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+                // The folded bias Add's second stage goes through `store_tile`.
+                let fin = fin.filter(|_| g.out.stage2.is_none());
+                vnni_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
+            })
+        }
+    }
+
+    /// Loads 4 activation bytes at `p + 4 * b`, broadcast to every lane.
+    #[inline(always)]
+    unsafe fn bcast512(p: *const u8, b: usize) -> __m512i {
+        // SAFETY: within the row's reach (bounds check).
+        _mm512_set1_epi32(unsafe { (p.add(4 * b) as *const i32).read_unaligned() })
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn vnni_tile(
+        ptrs: &Ptrs,
+        taps: usize,
+        c4: usize,
+        w: *const i8,
+        acc: &mut [i32; MR_MAX * NR],
+        init: bool,
+        fin: Option<(Fin, &QGemm<'_>, OutPtr)>,
+    ) -> bool {
+        let a = acc.as_mut_ptr();
+        // SAFETY: `acc` holds 8 x 16 i32; the pointers reach `4 * c4` bytes and the panel
+        // `taps * c4` blocks of 64 bytes (bounds check).
+        unsafe {
+            let ld = |r: usize| {
+                if init {
+                    _mm512_setzero_si512()
+                } else {
+                    _mm512_loadu_si512(a.add(r * NR) as *const _)
+                }
+            };
+            let (mut v0, mut v1, mut v2, mut v3) = (ld(0), ld(1), ld(2), ld(3));
+            let (mut v4, mut v5, mut v6, mut v7) = (ld(4), ld(5), ld(6), ld(7));
+            let mut wb = w;
+            for t in 0..taps {
+                let p = &ptrs[t * 8..t * 8 + 8];
+                for b in 0..c4 {
+                    let wv = _mm512_loadu_si512(wb as *const _);
+                    v0 = _mm512_dpbusd_epi32(v0, bcast512(p[0], b), wv);
+                    v1 = _mm512_dpbusd_epi32(v1, bcast512(p[1], b), wv);
+                    v2 = _mm512_dpbusd_epi32(v2, bcast512(p[2], b), wv);
+                    v3 = _mm512_dpbusd_epi32(v3, bcast512(p[3], b), wv);
+                    v4 = _mm512_dpbusd_epi32(v4, bcast512(p[4], b), wv);
+                    v5 = _mm512_dpbusd_epi32(v5, bcast512(p[5], b), wv);
+                    v6 = _mm512_dpbusd_epi32(v6, bcast512(p[6], b), wv);
+                    v7 = _mm512_dpbusd_epi32(v7, bcast512(p[7], b), wv);
+                    wb = wb.add(NR * 4);
+                }
+            }
+            let v = [v0, v1, v2, v3, v4, v5, v6, v7];
+            if let Some((f, g, out)) = fin {
+                // Requantized in registers, stored with a column mask: no tile round trip.
+                let q = g.out;
+                let k: u16 = if f.cols == NR { !0 } else { (1 << f.cols) - 1 };
+                // The bounds check covered `j0 + cols` columns of the per-column vectors
+                // and of every row written.
+                let off = _mm512_maskz_loadu_epi32(k, q.offset.as_ptr().add(f.j0));
+                let sc = _mm512_maskz_loadu_ps(k, q.scale.as_ptr().add(f.j0));
+                for (r, &v) in v.iter().enumerate().take(f.rows) {
+                    let y = requant16(v, off, sc, q);
+                    let dst = out.0.add((f.r0 + r) * g.ldo + f.j0);
+                    _mm_mask_storeu_epi8(dst as *mut i8, k, y);
+                }
+                return true;
+            }
+            for (r, v) in v.into_iter().enumerate() {
+                _mm512_storeu_si512(a.add(r * NR) as *mut _, v);
+            }
+        }
+        false
+    }
+
+    /// `to_byte(requant(acc + off, sc, ..))` on 16 lanes, operation for operation the
+    /// scalar `requant` (so bit-identical to the portable path).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    pub(crate) fn requant16(acc: __m512i, off: __m512i, sc: __m512, q: &QOut) -> __m128i {
+        let v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, off)), sc);
+        let bound = _mm512_set1_ps(4_194_304.0);
+        let v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-4_194_304.0)), bound);
+        let magic = _mm512_set1_ps(12_582_912.0);
+        let r = _mm512_sub_ps(_mm512_add_ps(v, magic), magic);
+        let y = _mm512_add_ps(r, _mm512_set1_ps(q.zp as f32));
+        let y = _mm512_max_ps(y, _mm512_set1_ps(q.lo as f32));
+        let y = _mm512_min_ps(y, _mm512_set1_ps(q.hi as f32));
+        let bits = _mm512_castps_si512(_mm512_add_ps(y, _mm512_set1_ps(8_388_608.0)));
+        _mm512_cvtepi32_epi8(bits)
+    }
+
+    /// # Safety
+    /// As `QKernel::tiles`; the CPU has AVX2.
+    pub(super) unsafe fn avx2_tiles(
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { avx2_drive(g, rows, panels, out) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
+        // SAFETY: forwarded.
+        unsafe {
+            drive::<4>(g, rows, panels, out, |p, taps, c4, w, acc, init, _| {
+                avx2_tile(p, taps, c4, w, acc, init);
+                false
+            })
+        }
+    }
+
+    /// 4 activation bytes widened to i16 and repeated in every 64-bit lane.
+    #[inline(always)]
+    unsafe fn bcast256(p: *const u8, b: usize) -> __m256i {
+        // SAFETY: within the row's reach (bounds check).
+        let x = unsafe { (p.add(4 * b) as *const i32).read_unaligned() };
+        _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x)))
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // Per row, two accumulators: columns 0-3 and 4-7, each column as two partial
-        // sums (k0+k1, k2+k3) in neighbouring lanes.
-        let mut lo = [_mm256_setzero_si256(); MR];
-        let mut hi = [_mm256_setzero_si256(); MR];
-        for blk in 0..k4 {
-            // SAFETY: blk < k4: the 32 weight bytes and 16 activation bytes are in bounds.
-            let (b_lo, b_hi, ab) = unsafe {
-                let bp = b.add(blk * NR * 4);
-                (
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(bp as *const __m128i)),
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(bp.add(16) as *const __m128i)),
-                    a.add(blk * MR * 4),
-                )
-            };
-            for r in 0..MR {
-                // SAFETY: row r's 4 bytes of this block are in bounds (r < MR).
-                let four = unsafe { (ab.add(r * 4) as *const i32).read_unaligned() };
-                let av = _mm256_cvtepi8_epi16(_mm_set1_epi32(four));
-                lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, b_lo));
-                hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, b_hi));
-            }
-        }
-        for r in 0..MR {
-            // hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; the permute restores column order.
-            let sums = _mm256_hadd_epi32(lo[r], hi[r]);
-            let ordered = _mm256_permute4x64_epi64::<0b11_01_10_00>(sums);
-            // SAFETY: the tile holds MR * NR i32.
-            unsafe { _mm256_storeu_si256(tile.add(r * NR) as *mut __m256i, ordered) };
-        }
-    }
-
-    /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has AVX-512F and AVX-512 VNNI.
-    pub(super) unsafe fn avx512_vnni(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { avx512_vnni_impl(k4, a, b, tile) }
-    }
-
-    #[target_feature(enable = "avx512f,avx512vnni")]
-    unsafe fn avx512_vnni_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // As avx_vnni below, with rows 2p and 2p+1 in the low and high halves of one
-        // register, so each vpdpbusd does two rows of eight columns.
-        let flip = _mm512_set1_epi8(-128);
-        let mut acc = [_mm512_setzero_si512(); MR / 2];
-        let mut bias = _mm512_setzero_si512();
-        for blk in 0..k4 {
-            // SAFETY: blk < k4: 32 weight bytes and 16 activation bytes are in bounds.
-            let (bv, ab) = unsafe {
-                let half = _mm256_loadu_si256(b.add(blk * NR * 4) as *const __m256i);
-                (_mm512_broadcast_i64x4(half), a.add(blk * MR * 4))
-            };
-            bias = _mm512_dpbusd_epi32(bias, flip, bv);
-            for (p, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: rows 2p and 2p+1 of this block are in bounds (2p + 1 < MR).
-                let (r0, r1) = unsafe {
-                    (
-                        (ab.add(p * 8) as *const i32).read_unaligned(),
-                        (ab.add(p * 8 + 4) as *const i32).read_unaligned(),
-                    )
-                };
-                let av = _mm512_inserti64x4::<1>(_mm512_set1_epi32(r0), _mm256_set1_epi32(r1));
-                *acc = _mm512_dpbusd_epi32(*acc, _mm512_xor_si512(av, flip), bv);
-            }
-        }
-        for (p, acc) in acc.iter().enumerate() {
-            let raw = _mm512_sub_epi32(*acc, bias);
-            // SAFETY: rows 2p and 2p+1 are 16 consecutive i32 of the MR * NR tile.
-            unsafe { _mm512_storeu_si512(tile.add(p * 16) as *mut _, raw) };
-        }
-    }
-
-    /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has AVX2 and AVX-VNNI.
-    pub(super) unsafe fn avx_vnni(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { avx_vnni_impl(k4, a, b, tile) }
-    }
-
-    #[target_feature(enable = "avx2,avxvnni")]
-    unsafe fn avx_vnni_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // vpdpbusd multiplies unsigned by signed bytes: the activation a is fed as a + 128
-        // (xor of the sign bit), which adds 128 * (sum of w) to each column. That sum is
-        // accumulated alongside as dpbusd(128s, w) and subtracted at the end, so the
-        // kernel's contract stays "raw a . w".
-        let flip = _mm256_set1_epi8(-128);
-        let mut acc = [_mm256_setzero_si256(); MR];
-        let mut bias = _mm256_setzero_si256();
-        for blk in 0..k4 {
-            // SAFETY: blk < k4: 32 weight bytes and 16 activation bytes are in bounds.
-            let (bv, ab) = unsafe {
-                (
-                    _mm256_loadu_si256(b.add(blk * NR * 4) as *const __m256i),
-                    a.add(blk * MR * 4),
-                )
-            };
-            bias = _mm256_dpbusd_avx_epi32(bias, flip, bv);
-            for (r, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: row r's 4 bytes of this block are in bounds (r < MR).
-                let four = unsafe { (ab.add(r * 4) as *const i32).read_unaligned() };
-                let au = _mm256_xor_si256(_mm256_set1_epi32(four), flip);
-                *acc = _mm256_dpbusd_avx_epi32(*acc, au, bv);
-            }
-        }
-        for (r, acc) in acc.iter().enumerate() {
-            let raw = _mm256_sub_epi32(*acc, bias);
-            // SAFETY: the tile holds MR * NR i32.
-            unsafe { _mm256_storeu_si256(tile.add(r * NR) as *mut __m256i, raw) };
-        }
-    }
-}
-
-#[cfg(target_arch = "aarch64")]
-mod arm {
-    use std::arch::aarch64::*;
-    use std::arch::asm;
-
-    use super::{MR, NR};
-
-    /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has NEON.
-    pub(super) unsafe fn neon(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { neon_impl(k4, a, b, tile) }
-    }
-
-    #[target_feature(enable = "neon")]
-    unsafe fn neon_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // acc[r][j] holds columns 2j and 2j+1, each as two partial sums.
-        let mut acc = [[vdupq_n_s32(0); 4]; MR];
-        for blk in 0..k4 {
-            // SAFETY: blk < k4: 32 weight bytes and 16 activation bytes are in bounds.
-            let (bq, ab) = unsafe {
-                let bp = b.add(blk * NR * 4);
-                (
-                    [
-                        vld1_s8(bp),
-                        vld1_s8(bp.add(8)),
-                        vld1_s8(bp.add(16)),
-                        vld1_s8(bp.add(24)),
-                    ],
-                    a.add(blk * MR * 4),
-                )
-            };
-            for (r, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: row r's 4 bytes of this block are in bounds (r < MR).
-                let four = unsafe { (ab.add(r * 4) as *const i32).read_unaligned() };
-                // The row's four bytes twice: matches two columns of four bytes.
-                let av = vreinterpret_s8_s32(vdup_n_s32(four));
-                for j in 0..4 {
-                    acc[j] = vpadalq_s16(acc[j], vmull_s8(av, bq[j]));
-                }
-            }
-        }
-        for (r, acc) in acc.iter().enumerate() {
-            let c0 = vpaddq_s32(acc[0], acc[1]);
-            let c1 = vpaddq_s32(acc[2], acc[3]);
-            // SAFETY: the tile holds MR * NR i32.
+    unsafe fn avx2_tile(
+        ptrs: &Ptrs,
+        taps: usize,
+        c4: usize,
+        w: *const i8,
+        acc: &mut [i32; MR_MAX * NR],
+        init: bool,
+    ) {
+        let a = acc.as_mut_ptr();
+        // Two passes of 8 columns; per row, columns 0-3 and 4-7 of the half, each column as
+        // two partial sums (k0*w0 + k1*w1, k2*w2 + k3*w3) in neighbouring lanes.
+        for half in 0..2 {
+            // SAFETY: as for the VNNI tile.
             unsafe {
-                vst1q_s32(tile.add(r * NR), c0);
-                vst1q_s32(tile.add(r * NR + 4), c1);
-            }
-        }
-    }
-
-    /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has NEON and dotprod.
-    pub(super) unsafe fn dotprod(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { dotprod_impl(k4, a, b, tile) }
-    }
-
-    #[target_feature(enable = "neon,dotprod")]
-    unsafe fn dotprod_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        let mut acc = [[vdupq_n_s32(0); 2]; MR];
-        for blk in 0..k4 {
-            // SAFETY: blk < k4: 32 weight bytes and 16 activation bytes are in bounds.
-            let (b0, b1, av) = unsafe {
-                let bp = b.add(blk * NR * 4);
-                (
-                    vld1q_s8(bp),
-                    vld1q_s8(bp.add(16)),
-                    vld1q_s8(a.add(blk * MR * 4)),
-                )
-            };
-            // sdot by element: lane r of `av` holds row r's four bytes.
-            macro_rules! row {
-                ($r:literal) => {
-                    // SAFETY: register-only instructions; dotprod is enabled on this fn.
-                    unsafe {
-                        asm!(
-                            concat!("sdot {c0:v}.4s, {b0:v}.16b, {a:v}.4b[", $r, "]"),
-                            concat!("sdot {c1:v}.4s, {b1:v}.16b, {a:v}.4b[", $r, "]"),
-                            c0 = inout(vreg) acc[$r][0],
-                            c1 = inout(vreg) acc[$r][1],
-                            b0 = in(vreg) b0,
-                            b1 = in(vreg) b1,
-                            a = in(vreg) av,
-                            options(pure, nomem, nostack),
-                        );
-                    }
-                };
-            }
-            row!(0);
-            row!(1);
-            row!(2);
-            row!(3);
-        }
-        for (r, acc) in acc.iter().enumerate() {
-            // SAFETY: the tile holds MR * NR i32.
-            unsafe {
-                vst1q_s32(tile.add(r * NR), acc[0]);
-                vst1q_s32(tile.add(r * NR + 4), acc[1]);
-            }
-        }
-    }
-
-    /// # Safety
-    /// Pointers as documented on `Entry`; the CPU has NEON and i8mm.
-    pub(super) unsafe fn i8mm(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // SAFETY: forwarded from the caller.
-        unsafe { i8mm_impl(k4, a, b, tile) }
-    }
-
-    /// `smmla vd.4s, vn.16b, vm.16b` multiplies a 2x8 by an 8x2 byte matrix (both given
-    /// row-major as two rows of eight) into a 2x2 i32 block. Two consecutive k4 blocks
-    /// give eight `k`; rows (r, r+1) and columns (c, c+1) are gathered by zipping the
-    /// 32-bit groups of the panels.
-    #[target_feature(enable = "neon,i8mm")]
-    unsafe fn i8mm_impl(k4: usize, a: *const i8, b: *const i8, tile: *mut i32) {
-        // acc[rp][cp]: rows 2rp, 2rp+1 x columns 2cp, 2cp+1 as [r0c0, r0c1, r1c0, r1c1].
-        let mut acc = [[vdupq_n_s32(0); NR / 2]; MR / 2];
-        let zero = vdupq_n_s8(0);
-        let mut blk = 0;
-        while blk < k4 {
-            // SAFETY: blk < k4; the second block is read only when it exists (else zeros).
-            let (a0, a1, b0, b1) = unsafe {
-                let next = blk + 1 < k4;
-                let ld = |p: *const i8, ok: bool| if ok { vld1q_s8(p) } else { zero };
-                let ap = a.add(blk * MR * 4);
-                let bp = b.add(blk * NR * 4);
-                (
-                    ld(ap, true),
-                    ld(ap.add(MR * 4), next),
-                    [ld(bp, true), ld(bp.add(16), true)],
-                    [ld(bp.add(NR * 4), next), ld(bp.add(NR * 4 + 16), next)],
-                )
-            };
-            // a0 = [r0 k0-3, r1 k0-3, r2 k0-3, r3 k0-3], a1 the same for k4-7. zip1 of
-            // the 32-bit lanes gives [r0 k0-3, r0 k4-7, r1 k0-3, r1 k4-7]: rows 0-1 as
-            // two rows of eight; zip2 gives rows 2-3.
-            let (a32, a32n) = (vreinterpretq_s32_s8(a0), vreinterpretq_s32_s8(a1));
-            let arows = [
-                vreinterpretq_s8_s32(vzip1q_s32(a32, a32n)),
-                vreinterpretq_s8_s32(vzip2q_s32(a32, a32n)),
-            ];
-            let mut bcols = [zero; NR / 2];
-            for h in 0..2 {
-                let (x, y) = (vreinterpretq_s32_s8(b0[h]), vreinterpretq_s32_s8(b1[h]));
-                bcols[2 * h] = vreinterpretq_s8_s32(vzip1q_s32(x, y));
-                bcols[2 * h + 1] = vreinterpretq_s8_s32(vzip2q_s32(x, y));
-            }
-            for (rp, arow) in arows.iter().enumerate() {
-                for (cp, bcol) in bcols.iter().enumerate() {
-                    // SAFETY: register-only instruction; i8mm is enabled on this fn.
-                    unsafe {
-                        asm!(
-                            "smmla {c:v}.4s, {a:v}.16b, {b:v}.16b",
-                            c = inout(vreg) acc[rp][cp],
-                            a = in(vreg) *arow,
-                            b = in(vreg) *bcol,
-                            options(pure, nomem, nostack),
-                        );
+                let mut lo = [_mm256_setzero_si256(); 4];
+                let mut hi = [_mm256_setzero_si256(); 4];
+                let mut wb = w.add(half * 32);
+                for t in 0..taps {
+                    let p = &ptrs[t * 4..t * 4 + 4];
+                    for b in 0..c4 {
+                        let w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(wb as *const _));
+                        let w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(wb.add(16) as *const _));
+                        for r in 0..4 {
+                            let x = bcast256(p[r], b);
+                            lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(x, w0));
+                            hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(x, w1));
+                        }
+                        wb = wb.add(NR * 4);
                     }
                 }
-            }
-            blk += 2;
-        }
-        for (rp, row) in acc.iter().enumerate() {
-            for (cp, v) in row.iter().enumerate() {
-                let mut out = [0i32; 4];
-                // SAFETY: `out` holds four i32.
-                unsafe { vst1q_s32(out.as_mut_ptr(), *v) };
-                for (i, &x) in out.iter().enumerate() {
-                    let (r, c) = (2 * rp + i / 2, 2 * cp + i % 2);
-                    // SAFETY: r < MR and c < NR, inside the tile.
-                    unsafe { *tile.add(r * NR + c) = x };
+                for r in 0..4 {
+                    // [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order.
+                    let s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
+                    let dst = a.add(r * NR + half * 8) as *mut __m256i;
+                    let s = if init {
+                        s
+                    } else {
+                        _mm256_add_epi32(s, _mm256_loadu_si256(dst))
+                    };
+                    _mm256_storeu_si256(dst, s);
                 }
             }
         }

@@ -1,298 +1,418 @@
-//! Integer GEMM: `i8 x i8 -> i32` with packed weights, and integer requantization.
+//! Integer GEMM: `u8 x i8 -> i32` with weights packed once and activations read in place,
+//! requantized to `u8` in the same pass.
 //!
-//! The quantized ops compute `acc[m][n] = sum_k (a[m][k] - za) * w[k][n]`, where `a` is
-//! an activation with one zero point `za` (per tensor) and `w` a constant weight with
-//! zero point 0 (symmetric, as ONNX Runtime quantizes weights). Expanding the product,
-//! `acc = sum_k a * w - za * colsum[n]`, so the kernels only form the raw dot products
-//! and the per-column sums of the weights are computed once, when the weights are packed.
+//! **Activations are bytes.** Inside the delegate every 8-bit activation is stored as `u8`:
+//! a `u8` tensor as is, an `i8` tensor biased by 128 (`q + 128`, with its zero point moved
+//! by the same 128), so that one kernel serves both and every dot-product instruction can
+//! take the activation as its unsigned operand (x86 `vpdpbusd` multiplies `u8 x i8`).
 //!
-//! **Layout.** Both operands are packed in groups of four `k`: a weight panel holds
-//! [`NR`] columns as `k/4` blocks of `NR x 4` bytes; an activation panel holds [`MR`]
-//! rows as `k/4` blocks of `MR x 4` bytes. `K` is padded to a multiple of four with zeros
-//! (which add nothing). This is the shape every dot-product instruction wants: one
-//! 32-bit lane accumulates four byte products (Arm `sdot`, x86 `vpdpbusd`), and the
-//! plain SIMD paths (x86 `vpmaddwd` on sign-extended bytes, Arm `smull` + `sadalp`) sum
-//! pairs inside the same block.
+//! **The product.** The ops compute `acc[m][n] = sum_k (a[m][k] - za) * w[k][n]`, with one
+//! activation zero point `za` and symmetric constant weights (zero point 0, as ONNX Runtime
+//! quantizes them). Expanded, `acc = sum_k a * w - za * colsum[n]`: the kernels form only
+//! the raw dot products, and `bias - za * colsum` is one per-column offset folded at init.
 //!
-//! **Requantization** (see [`Requant`]) is integer-only: a per-channel multiplier in Q31
-//! and a right shift, rounding to nearest with ties toward +infinity, then the output zero
-//! point, then a clamp that also implements a fused Relu or Clip.
+//! **Rows come through pointers.** A tile of [`MR_MAX`] or fewer output rows reads, for
+//! each of `taps` taps, one pointer per row to `c` contiguous bytes: a GEMM has one tap
+//! (the row itself), an indirect convolution (IGEMM) has one per kernel position, pointing
+//! at an NHWC input pixel or at a row of zero-point bytes (the padding, real zero). Nothing
+//! is copied or packed per call. The kernels read `4 * ceil(c / 4)` bytes from each
+//! pointer: buffers carry 4 bytes of slack, and the weights are zero past `c`.
+//!
+//! **Weights** are packed per panel of [`NR`] columns as `[tap][c / 4][NR][4]` bytes (the
+//! shape `vpdpbusd`, `sdot` and `vpmaddwd` pairs all want), once at compile: the packing
+//! goes into the blob like the f32 panels (see `prepack.rs`).
+//!
+//! **Requantization** is in f32, per column: `y = zp + round_half_even((acc + offset) *
+//! scale)`, clamped to the output's range narrowed by a fused Relu or Clip; an optional second
+//! stage applies a following QDQ bias Add exactly as the graph writes it (see [`Stage2`]).
+//! The reference rounds once from an f32 result; the integer path may land one step apart
+//! at a half step, the quantized conformance tolerance.
 
-mod kernels;
+pub(crate) mod kernels;
+
+use crate::prepack::Panel;
 
 pub use kernels::{QKernel, QKernelId};
 
-/// Rows of an activation panel (and of every kernel's tile).
-pub const MR: usize = 4;
 /// Columns of a weight panel (and of every kernel's tile).
-pub const NR: usize = 8;
+pub const NR: usize = 16;
+/// The most rows of any kernel's tile.
+pub const MR_MAX: usize = 8;
+/// Taps handed to one kernel call; more are accumulated over several calls.
+pub const TAPS_PER_CALL: usize = 32;
+/// Bytes of slack every activation buffer carries past its end, for the 4-byte reads.
+pub const SLACK: usize = 4;
 
-/// `k` rounded up to the packing granularity (a multiple of four).
-pub fn padded_k(k: usize) -> usize {
-    k.div_ceil(4) * 4
+/// `c` rounded up to the packing granularity (a multiple of four).
+pub fn padded_c(c: usize) -> usize {
+    c.div_ceil(4) * 4
 }
 
-/// Weights packed for the kernels, with their column sums.
+/// Packed weights of one GEMM (or one convolution group): `taps x c` rows by `n` columns.
 #[derive(Clone, Debug)]
 pub struct PackedWeights {
-    k: usize,
+    taps: usize,
+    c: usize,
     n: usize,
-    /// `ceil(n / NR)` panels of `padded_k(k) * NR` bytes.
-    data: Vec<i8>,
-    /// `sum_k w[k][n]` for each column.
+    /// `ceil(n / NR)` panels of `taps * padded_c(c) * NR` bytes, held in f32 words so that
+    /// a packing travels in the blob like the f32 ones (and, from a blob the host
+    /// retains, is read in place: see `prepack.rs`).
+    words: Panel,
     col_sums: Vec<i32>,
 }
 
 impl PackedWeights {
-    /// Packs a `k x n` weight matrix whose element `(k, n)` is `w(k, n)`. The closure lets
-    /// callers pack any layout (`[K, N]`, `[N, K]`, Conv's `[M, C/g, kh, kw]`) in one pass.
-    pub fn pack(k: usize, n: usize, w: impl Fn(usize, usize) -> i8) -> PackedWeights {
-        let kp = padded_k(k);
-        let panels = n.div_ceil(NR);
-        let mut data = vec![0i8; panels * kp * NR];
-        let mut col_sums = vec![0i32; n];
-        for (j, sum) in col_sums.iter_mut().enumerate() {
-            let (panel, c) = (j / NR, j % NR);
-            let base = panel * kp * NR;
-            for kk in 0..k {
-                let v = w(kk, j);
-                data[base + (kk / 4) * NR * 4 + c * 4 + kk % 4] = v;
-                *sum += v as i32;
-            }
-        }
-        PackedWeights {
-            k,
-            n,
-            data,
-            col_sums,
-        }
+    /// The packed size in f32 words of `taps x c` by `n`.
+    pub fn words(taps: usize, c: usize, n: usize) -> usize {
+        (n.div_ceil(NR) * taps * padded_c(c) * NR).div_ceil(4)
     }
 
-    /// The depth `K`.
-    pub fn k(&self) -> usize {
-        self.k
-    }
-
-    /// The number of columns `N`.
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
-    /// The column sums, for the zero-point correction.
-    pub fn col_sums(&self) -> &[i32] {
-        &self.col_sums
-    }
-
-    fn panel(&self, p: usize) -> &[i8] {
-        let len = padded_k(self.k) * NR;
-        &self.data[p * len..(p + 1) * len]
-    }
-}
-
-/// Packs `rows <= MR` activation rows into `panel` (`padded_k(k) * MR` bytes); row `r`'s
-/// element `k` is `a(r, k)`. Missing rows and the `K` padding are zero.
-pub fn pack_rows(panel: &mut [i8], k: usize, rows: usize, a: impl Fn(usize, usize) -> i8) {
-    let kp = padded_k(k);
-    let panel = &mut panel[..kp * MR];
-    let rows = rows.min(MR);
-    if rows < MR || k < kp {
-        panel.fill(0);
-    }
-    // Whole blocks of four first (no division in the loop), then the tail block.
-    let full = k / 4;
-    for (blk, chunk) in panel.chunks_exact_mut(MR * 4).enumerate().take(full) {
-        for r in 0..rows {
-            for i in 0..4 {
-                chunk[r * 4 + i] = a(r, blk * 4 + i);
-            }
-        }
-    }
-    for kk in full * 4..k {
-        for r in 0..rows {
-            panel[(kk / 4) * MR * 4 + r * 4 + kk % 4] = a(r, kk);
-        }
-    }
-}
-
-/// Integer requantization of one output channel: `y = clamp(round(acc * real) + zp)`.
-///
-/// `real` (the input scale times the weight scale over the output scale) is written as
-/// `multiplier * 2^-shift` with `multiplier` in `[2^30, 2^31)`; the product is formed in
-/// i64 and shifted right with rounding to nearest, ties toward +infinity (add half, then
-/// an arithmetic shift, which floors). The reference divides in f32 and rounds ties to
-/// even, so at most a value at a half step may land one step apart — the one-step
-/// tolerance of the quantized conformance cases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Requant {
-    pub multiplier: i32,
-    /// Right shift, 1..=62.
-    pub shift: u32,
-}
-
-impl Requant {
-    /// The fixed-point form of `real` (> 0). Multipliers too small to represent become 0
-    /// (every output is then the zero point), too large ones saturate.
-    pub fn new(real: f64) -> Requant {
-        if real.is_nan() || real <= 0.0 || !real.is_finite() {
-            return Requant {
-                multiplier: 0,
-                shift: 1,
-            };
-        }
-        // real = f * 2^e with f in [0.5, 1).
-        let e = real.log2().floor() as i32 + 1;
-        let f = real / 2f64.powi(e);
-        let mut m = (f * (1u64 << 31) as f64).round() as i64;
-        let mut shift = 31 - e;
-        if m == 1 << 31 {
-            m /= 2;
-            shift -= 1;
-        }
-        if shift > 62 {
-            return Requant {
-                multiplier: 0,
-                shift: 1,
-            };
-        }
-        if shift < 1 {
-            return Requant {
-                multiplier: i32::MAX,
-                shift: 1,
-            };
-        }
-        Requant {
-            multiplier: m as i32,
-            shift: shift as u32,
-        }
-    }
-
-    /// `round(acc * real)`, before the zero point.
-    #[inline]
-    pub fn apply(&self, acc: i32) -> i64 {
-        let p = acc as i64 * self.multiplier as i64;
-        (p + (1i64 << (self.shift - 1))) >> self.shift
-    }
-}
-
-/// How accumulators become stored integers, per output column.
-#[derive(Clone, Debug)]
-pub struct QEpilogue {
-    /// `za`, subtracted through the column sums.
-    pub a_zero_point: i32,
-    /// Per-column integer bias (already in the accumulator's scale), or empty.
-    pub bias: Vec<i32>,
-    /// Per-column requantization (one entry: shared by every column).
-    pub requant: Vec<Requant>,
-    pub out_zero_point: i32,
-    /// The clamp: the output dtype's range narrowed by a fused Relu or Clip.
-    pub lo: i32,
-    pub hi: i32,
-}
-
-impl QEpilogue {
-    /// The stored value of column `n` for the raw dot product `raw`.
-    #[inline]
-    pub fn finish(&self, raw: i32, n: usize, col_sum: i32) -> i32 {
-        let mut acc = raw.wrapping_sub(self.a_zero_point.wrapping_mul(col_sum));
-        if let Some(b) = self.bias.get(n) {
-            acc = acc.wrapping_add(*b);
-        }
-        let rq = self.requant[if self.requant.len() == 1 { 0 } else { n }];
-        let y = rq.apply(acc) + self.out_zero_point as i64;
-        y.clamp(self.lo as i64, self.hi as i64) as i32
-    }
-}
-
-/// `C = requant(A * W)` for `m` rows: `a(r, k)` reads activation row `r`, and `store(r,
-/// n, y)` receives each finished output. `panel` is scratch of at least `padded_k(k) *
-/// MR` bytes.
-pub fn qgemm(
-    kernel: &QKernel,
-    m: usize,
-    w: &PackedWeights,
-    a: impl Fn(usize, usize) -> i8,
-    ep: &QEpilogue,
-    panel: &mut [i8],
-    mut store: impl FnMut(usize, usize, i32),
-) {
-    let (k, n) = (w.k, w.n);
-    let k4 = padded_k(k) / 4;
-    let mut tile = [0i32; MR * NR];
-    // Per column, once per call: the accumulator offset (bias minus the zero-point
-    // correction) and the requantization, so the store loop does no lookups.
-    let panels = n.div_ceil(NR);
-    let mut offset = [0i32; NR];
-    let mut rq = [Requant {
-        multiplier: 0,
-        shift: 1,
-    }; NR];
-    for r0 in (0..m).step_by(MR) {
-        let rows = (m - r0).min(MR);
-        pack_rows(panel, k, rows, |r, kk| a(r0 + r, kk));
-        for p in 0..panels {
-            kernel.run(k4, panel, w.panel(p), &mut tile);
-            let cols = (n - p * NR).min(NR);
-            for c in 0..cols {
-                let j = p * NR + c;
-                let bias = ep.bias.get(j).copied().unwrap_or(0);
-                offset[c] = bias.wrapping_sub(ep.a_zero_point.wrapping_mul(w.col_sums[j]));
-                rq[c] = ep.requant[if ep.requant.len() == 1 { 0 } else { j }];
-            }
-            for r in 0..rows {
-                for c in 0..cols {
-                    let acc = tile[r * NR + c].wrapping_add(offset[c]);
-                    let y = rq[c].apply(acc) + ep.out_zero_point as i64;
-                    store(
-                        r0 + r,
-                        p * NR + c,
-                        y.clamp(ep.lo as i64, ep.hi as i64) as i32,
-                    );
+    /// Packs into `dst` (of [`PackedWeights::words`] words, zeroed) the weights whose
+    /// element at (tap, channel, column) is `w(t, c, n)`.
+    pub fn fill(
+        dst: &mut [f32],
+        taps: usize,
+        c: usize,
+        n: usize,
+        w: impl Fn(usize, usize, usize) -> i8,
+    ) {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        let cp = padded_c(c);
+        let panel = taps * cp * NR;
+        for j in 0..n {
+            let (p, col) = (j / NR, j % NR);
+            for t in 0..taps {
+                for ch in 0..c {
+                    let at = p * panel + (t * cp + (ch & !3)) * NR + col * 4 + (ch & 3);
+                    bytes[at] = w(t, ch, j) as u8;
                 }
             }
         }
     }
+
+    /// Wraps a packing made by [`PackedWeights::fill`] (here or at compile), computing
+    /// the column sums from it.
+    pub fn from_words(taps: usize, c: usize, n: usize, words: Vec<f32>) -> PackedWeights {
+        Self::from_panel(taps, c, n, Panel::Owned(words))
+    }
+
+    /// As [`PackedWeights::from_words`], for a packing owned or read in place.
+    pub(crate) fn from_panel(taps: usize, c: usize, n: usize, words: Panel) -> PackedWeights {
+        let mut col_sums = vec![0i32; n];
+        {
+            let bytes: &[u8] = bytemuck::cast_slice(&words);
+            let cp = padded_c(c);
+            let panel = taps * cp * NR;
+            for (j, sum) in col_sums.iter_mut().enumerate() {
+                let (p, col) = (j / NR, j % NR);
+                for blk in 0..taps * cp / 4 {
+                    for i in 0..4 {
+                        *sum += bytes[p * panel + blk * NR * 4 + col * 4 + i] as i8 as i32;
+                    }
+                }
+            }
+        }
+        PackedWeights {
+            taps,
+            c,
+            n,
+            words,
+            col_sums,
+        }
+    }
+
+    /// Packs directly (tests, benches).
+    pub fn pack(
+        taps: usize,
+        c: usize,
+        n: usize,
+        w: impl Fn(usize, usize, usize) -> i8,
+    ) -> PackedWeights {
+        let mut words = vec![0.0; Self::words(taps, c, n)];
+        Self::fill(&mut words, taps, c, n, w);
+        Self::from_words(taps, c, n, words)
+    }
+
+    pub fn taps(&self) -> usize {
+        self.taps
+    }
+
+    pub fn c(&self) -> usize {
+        self.c
+    }
+
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `sum` over taps and channels of each column.
+    pub fn col_sums(&self) -> &[i32] {
+        &self.col_sums
+    }
+
+    fn panels(&self) -> usize {
+        self.n.div_ceil(NR)
+    }
+
+    fn panel(&self, p: usize) -> &[i8] {
+        let len = self.taps * padded_c(self.c) * NR;
+        let bytes: &[i8] = bytemuck::cast_slice(&self.words);
+        &bytes[p * len..(p + 1) * len]
+    }
 }
 
-/// The same computation as [`qgemm`] in plain scalar code, the kernels' oracle in tests.
+/// A following `DequantizeLinear -> Add(constant bias) -> QuantizeLinear`, applied to the
+/// stored value `y1` of the first stage exactly as the reference computes it: `(y1 - z1) *
+/// s1` in f32, plus the f32 bias, divided by `s2`, rounded half to even, plus `z2`,
+/// saturated. (ONNX Runtime fuses the same MatMul + bias form.)
+#[derive(Clone, Debug)]
+pub struct Stage2 {
+    /// The first stage's scale and (stored, biased) zero point.
+    pub s1: f32,
+    pub z1: i32,
+    /// Per column, the dequantized bias.
+    pub bias: Vec<f32>,
+    pub s2: f32,
+    /// The output's stored zero point and range.
+    pub z2: i32,
+    pub lo: i32,
+    pub hi: i32,
+}
+
+/// How accumulators become stored bytes, per output column.
+#[derive(Clone, Debug)]
+pub struct QOut {
+    /// `bias - za * colsum` per column.
+    pub offset: Vec<i32>,
+    /// `x_scale * w_scale / y_scale` per column; finite (an overflowing ratio is stored
+    /// as `f32::MAX`: every non-zero accumulator then saturates, as the reference does).
+    pub scale: Vec<f32>,
+    /// The stored (biased) output zero point.
+    pub zp: i32,
+    /// The clamp in stored values: the dtype's range narrowed by a fused Relu or Clip.
+    pub lo: i32,
+    pub hi: i32,
+    pub stage2: Option<Stage2>,
+}
+
+impl QOut {
+    /// The stored value of column `j` for the raw dot product `acc`.
+    #[inline(always)]
+    pub fn finish(&self, acc: i32, j: usize) -> u8 {
+        let y = requant(
+            acc.wrapping_add(self.offset[j]),
+            self.scale[j],
+            self.zp as f32,
+            self.lo as f32,
+            self.hi as f32,
+        );
+        match &self.stage2 {
+            None => to_byte(y),
+            Some(s) => s.apply(y, j),
+        }
+    }
+}
+
+/// `x` rounded half to even, for `|x| <= 2^22` (the callers clamp first): the add and
+/// subtract of 1.5 * 2^23, which vectorizes without SSE4.1's `roundps`.
+#[inline(always)]
+pub(crate) fn round_even_small(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (x + MAGIC) - MAGIC
+}
+
+/// `clamp(zp + round_half_even(acc * scale), lo, hi)` as an integral f32. Branch-free and
+/// NaN-free (`scale` is finite, see [`QOut::scale`]), so the callers' loops vectorize.
+#[inline(always)]
+pub(crate) fn requant(acc: i32, scale: f32, zp: f32, lo: f32, hi: f32) -> f32 {
+    let v = clamp(acc as f32 * scale, -4_194_304.0, 4_194_304.0);
+    clamp(round_even_small(v) + zp, lo, hi)
+}
+
+/// `min(max(x, lo), hi)` for a non-NaN `x`, written as compares and selects: they compile
+/// to bare `maxps`/`minps` (`f32::clamp` and `f32::max` also order NaN, which costs
+/// compare-and-blend instructions in every lane).
+#[inline(always)]
+pub(crate) fn clamp(x: f32, lo: f32, hi: f32) -> f32 {
+    let x = if x > lo { x } else { lo };
+    if x < hi {
+        x
+    } else {
+        hi
+    }
+}
+
+/// An integral f32 in `[0, 255]` (a clamped result of [`requant`]) as a byte.
+#[inline(always)]
+pub(crate) fn to_byte(y: f32) -> u8 {
+    debug_assert!((0.0..=255.0).contains(&y) && y.fract() == 0.0);
+    // For an integer `0 <= y < 2^23`, `y + 2^23` has exponent 23 and mantissa `y`: its low
+    // bits are `y`. Plain bit operations, so the conversion vectorizes (an `as` cast
+    // checks for NaN and saturates lane by lane).
+    (y + 8_388_608.0).to_bits() as u8
+}
+
+impl Stage2 {
+    /// The second stage of the stored first-stage value `y1` (an integral f32).
+    #[inline(always)]
+    pub(crate) fn apply(&self, y1: f32, j: usize) -> u8 {
+        let f = (y1 - self.z1 as f32) * self.s1 + self.bias[j];
+        let x = clamp(f / self.s2, -4_194_304.0, 4_194_304.0);
+        to_byte(clamp(
+            round_even_small(x) + self.z2 as f32,
+            self.lo as f32,
+            self.hi as f32,
+        ))
+    }
+}
+
+/// Where a GEMM's rows are read.
+#[derive(Clone, Copy, Debug)]
+pub enum ARows<'a> {
+    /// Row `r` is `c` bytes at `r * stride` of `data` (one tap).
+    Strided { data: &'a [u8], stride: usize },
+    /// Row `r`'s tap `t` is at offset `table[r * taps + t]` of `data`, or the zero row
+    /// when that is [`PAD`].
+    Indirect {
+        data: &'a [u8],
+        table: &'a Indirection,
+        zero: &'a [u8],
+    },
+}
+
+/// An indirection table and its largest offset, found once when it is built so that each
+/// product checks its reads in constant time.
+#[derive(Clone, Debug)]
+pub struct Indirection {
+    offsets: Vec<u32>,
+    max: Option<u32>,
+}
+
+impl Indirection {
+    pub fn new(offsets: Vec<u32>) -> Indirection {
+        let max = offsets.iter().copied().filter(|&o| o != PAD).max();
+        Indirection { offsets, max }
+    }
+
+    pub fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+}
+
+/// An indirection entry that reads the zero row (padding).
+pub const PAD: u32 = u32::MAX;
+
+/// One integer GEMM: `m` rows of `a` against `w`, written as bytes at `out[r * ldo + j]`.
+pub struct QGemm<'a> {
+    pub m: usize,
+    pub a: ARows<'a>,
+    pub w: &'a PackedWeights,
+    pub out: &'a QOut,
+    pub ldo: usize,
+}
+
+/// The output pointer, shared by tasks that write disjoint tiles.
+#[derive(Clone, Copy)]
+pub(crate) struct OutPtr(pub *mut u8);
+// SAFETY: tasks write disjoint tiles (see `QGemm::run_tiles`).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl QGemm<'_> {
+    /// Checks that every read and write stays inside its buffer; panics otherwise (a bug
+    /// in lowering, never input data).
+    fn check(&self, out_len: usize) {
+        let (c, taps, n) = (self.w.c, self.w.taps, self.w.n);
+        let reach = padded_c(c);
+        if self.m == 0 || n == 0 {
+            return;
+        }
+        assert!(
+            (self.m - 1) * self.ldo + n <= out_len,
+            "qgemm output too short"
+        );
+        match self.a {
+            ARows::Strided { data, stride } => {
+                assert_eq!(taps, 1, "a strided GEMM has one tap");
+                assert!(
+                    (self.m - 1) * stride + reach <= data.len(),
+                    "qgemm rows too short"
+                );
+            }
+            ARows::Indirect { data, table, zero } => {
+                assert!(
+                    table.offsets.len() >= self.m * taps,
+                    "indirection table too short"
+                );
+                assert!(zero.len() >= reach, "zero row too short");
+                if let Some(o) = table.max {
+                    assert!(o as usize + reach <= data.len(), "indirect rows too short");
+                }
+            }
+        }
+    }
+
+    /// Runs the whole product on `kernel` on the calling thread (tests and benches);
+    /// panics if a buffer is too short for the product.
+    pub fn run_on_caller(&self, kernel: &QKernel, out: &mut [u8]) {
+        self.check(out.len());
+        let (rt, pt) = (self.m.div_ceil(kernel.mr()), self.w.panels());
+        // SAFETY: bounds checked above; one task writes everything.
+        unsafe { kernel.tiles(self, 0..rt, 0..pt, OutPtr(out.as_mut_ptr())) };
+    }
+
+    /// Runs the whole product on `kernel`, split over `pool`'s threads when large enough.
+    pub(crate) fn run(&self, kernel: &QKernel, pool: &crate::pool::Pool, out: &mut [u8]) {
+        self.check(out.len());
+        let mr = kernel.mr();
+        let (rt, pt) = (self.m.div_ceil(mr), self.w.panels());
+        let work = self.m * self.w.n * self.w.taps * self.w.c;
+        let tasks = (crate::gemm::TASKS_PER_THREAD * pool.threads())
+            .min(work / (256 * 1024))
+            .min(rt * pt);
+        let ptr = OutPtr(out.as_mut_ptr());
+        if tasks <= 1 {
+            // SAFETY: bounds checked above; one task writes everything.
+            unsafe { kernel.tiles(self, 0..rt, 0..pt, ptr) };
+            return;
+        }
+        let row_blocks = rt.min(tasks);
+        let col_blocks = tasks.div_ceil(row_blocks).min(pt);
+        let (rb, cb) = (rt.div_ceil(row_blocks), pt.div_ceil(col_blocks));
+        pool.run(row_blocks * col_blocks, &|task, _| {
+            let (r, p) = (task / col_blocks, task % col_blocks);
+            let rows = (r * rb).min(rt)..((r + 1) * rb).min(rt);
+            let panels = (p * cb).min(pt)..((p + 1) * cb).min(pt);
+            // SAFETY: bounds checked above; tasks own disjoint tiles.
+            unsafe { kernel.tiles(self, rows, panels, ptr) };
+        });
+    }
+}
+
+/// The same computation in plain scalar code, the kernels' oracle in tests: row `r`, tap
+/// `t`, channel `ch` of the activation is `a(r, t, ch)` (already `u8`).
 pub fn qgemm_reference(
     m: usize,
-    k: usize,
-    n: usize,
-    a: impl Fn(usize, usize) -> i8,
-    w: impl Fn(usize, usize) -> i8,
-    ep: &QEpilogue,
-) -> Vec<i32> {
-    let mut out = vec![0; m * n];
+    w: &PackedWeights,
+    w_at: impl Fn(usize, usize, usize) -> i8,
+    a: impl Fn(usize, usize, usize) -> u8,
+    za: i32,
+    out: &QOut,
+) -> Vec<u8> {
+    let n = w.n;
+    let mut y = vec![0u8; m * n];
     for r in 0..m {
         for j in 0..n {
             let mut acc = 0i32;
-            let mut col = 0i32;
-            for kk in 0..k {
-                acc += a(r, kk) as i32 * w(kk, j) as i32;
-                col += w(kk, j) as i32;
+            for t in 0..w.taps {
+                for ch in 0..w.c {
+                    acc += (a(r, t, ch) as i32 - za) * w_at(t, ch, j) as i32;
+                }
             }
-            out[r * n + j] = ep.finish(acc, j, col);
+            // `finish` takes the raw product and subtracts `za * colsum` itself (through
+            // `offset`), so hand it the raw product.
+            y[r * n + j] = out.finish(acc.wrapping_add(za.wrapping_mul(w.col_sums[j])), j);
         }
     }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requant_matches_the_real_product() {
-        for &real in &[0.75, 0.001234, 3.5e-5, 0.5, 1.0, 2.9, 1e-9] {
-            let rq = Requant::new(real);
-            for acc in [-100_000, -3, 0, 7, 12_345, 1_000_000] {
-                let want = (acc as f64 * real).round();
-                let got = rq.apply(acc) as f64;
-                assert!(
-                    (got - want).abs() <= 1.0,
-                    "real {real} acc {acc}: {got} vs {want}"
-                );
-            }
-        }
-    }
+    y
 }

@@ -8,21 +8,20 @@ use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, Po
 use baton_delegate_api::{Constants, DType, DelegateError};
 
 mod ops;
+mod quant;
 
 use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
-use crate::ops::conv::{ConvOp, ConvSpec, Geom};
+use crate::ops::conv::{ConvOp, ConvSpec};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
-use crate::ops::quant::{
-    AxisLayout, DequantizeOp, DqInput, QLinearOp, QLinearSpec, QShape, QuantizeOp, WidenOp,
-};
+use crate::ops::quant::ByteInputOp;
 use crate::ops::tensor::{
     reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
 };
@@ -30,7 +29,7 @@ use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
 use crate::patterns::find_gelus;
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
-use crate::quant::{find_groups, ints, QGroup, QParams};
+use crate::quant::{find_bin_groups, find_groups, ints};
 use crate::support::clip_bounds;
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
@@ -55,6 +54,7 @@ pub(crate) fn build<'g>(
         slots: Vec::new(),
         step: 0,
         nhwc: Vec::new(),
+        qnhwc: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
     let mut steps = Vec::with_capacity(graph.nodes.len());
@@ -62,11 +62,11 @@ pub(crate) fn build<'g>(
         let decl = b.decl(t)?;
         b.srcs[t] = Some(Src::Input(i));
         b.step = steps.len();
-        // 8-bit inputs are read from an f32 buffer like every other tensor (see quant.rs).
+        // 8-bit inputs are copied into the arena as stored bytes (see `crate::qgemm`).
         if matches!(decl.dtype, DType::I8 | DType::U8) {
             let out = b.output(t)?;
             steps.push(Step {
-                op: Op::Widen(WidenOp {
+                op: Op::ByteInput(ByteInputOp {
                     input: i,
                     dtype: decl.dtype,
                 }),
@@ -87,10 +87,35 @@ pub(crate) fn build<'g>(
         }
         group_at[g.q] = Some(i);
     }
+    // QDQ Add/Mul of two int8 tensors, where no linear group took their nodes.
+    let bins: Vec<_> = find_bin_groups(graph, &consts)
+        .into_iter()
+        .filter(|g| {
+            g.nodes()
+                .iter()
+                .all(|&(n, _)| !absorbed[n] && group_at[n].is_none())
+        })
+        .collect();
+    let mut bin_at = vec![None; graph.nodes.len()];
+    for (i, g) in bins.iter().enumerate() {
+        for (n, a) in g.nodes() {
+            absorbed[n] |= a;
+        }
+        bin_at[g.q] = Some(i);
+    }
     let roles = plan.roles(graph);
     let qdq: Vec<bool> = (0..graph.nodes.len())
-        .map(|n| absorbed[n] || group_at[n].is_some())
+        .map(|n| absorbed[n] || group_at[n].is_some() || bin_at[n].is_some())
         .collect();
+    let standalone: Vec<bool> = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| {
+            matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
+        })
+        .collect();
+    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone);
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     // Erf GELUs outside fusion chains and QDQ groups run as one pass at their last node.
     let mut gelu_at = vec![None; graph.nodes.len()];
@@ -123,6 +148,18 @@ pub(crate) fn build<'g>(
             });
             continue;
         }
+        if let Some(i) = bin_at[id] {
+            let op = b
+                .qbinary(&bins[i])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            steps.push(Step {
+                op,
+                out,
+                node: graph.nodes[bins[i].op].label(),
+            });
+            continue;
+        }
         if let Some(gelu) = gelu_at[id].take() {
             let x = b
                 .src(gelu.x)
@@ -142,6 +179,10 @@ pub(crate) fn build<'g>(
             continue;
         }
         if absorbed[id] {
+            continue;
+        }
+        // A DequantizeLinear of a constant is a constant: computed here, once.
+        if b.fold_dequantize(node) {
             continue;
         }
         let reshape = matches!(
@@ -221,9 +262,6 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
     }
 }
 
-/// Element `(group, k, n)` of a QDQ group's weights, whatever their layout.
-type WeightAt<'w> = Box<dyn Fn(usize, usize, usize) -> i8 + 'w>;
-
 /// A slot while lowering: a copied constant, or an intermediate whose lifetime grows as
 /// steps read it, placed in the arena once every step is known.
 enum Pending {
@@ -244,6 +282,8 @@ struct Builder<'g> {
     step: usize,
     /// Per tensor: held channels-last (see `layout.rs`).
     nhwc: Vec<bool>,
+    /// Per 8-bit tensor: held channels-last (see `quant.rs`).
+    qnhwc: Vec<bool>,
 }
 
 impl<'g> Builder<'g> {
@@ -282,10 +322,16 @@ impl<'g> Builder<'g> {
 
     /// `t` as an operand an op may pack: its constant values, or where to read it.
     fn operand(&mut self, t: TensorId) -> Result<Operand<'g>, String> {
-        match self.const_f32(t) {
-            Some(data) => Ok(Operand::Const(data)),
-            None => Ok(Operand::Runtime(self.src(t)?)),
+        if let Some(data) = self.const_f32(t) {
+            return Ok(Operand::Const(data));
         }
+        // A folded constant (a dequantized weight) is packed like one.
+        if let Some(Src::Slot(s)) = self.srcs[t] {
+            if let Pending::Const(data) = &self.slots[s] {
+                return Ok(Operand::Const(Cow::Owned(data.to_vec())));
+            }
+        }
+        Ok(Operand::Runtime(self.src(t)?))
     }
 
     /// Where `t` is read from at execute time; a constant is copied into a slot the first
@@ -296,9 +342,12 @@ impl<'g> Builder<'g> {
             return Ok(s);
         }
         let name = &self.graph.tensors[t].name;
-        let data = self
-            .const_f32(t)
-            .ok_or_else(|| format!("tensor '{name}' is read before it is written"))?;
+        let data = if matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8) {
+            self.byte_const(t).map(Cow::Owned)
+        } else {
+            self.const_f32(t)
+        }
+        .ok_or_else(|| format!("tensor '{name}' is read before it is written"))?;
         let view = match self.graph.tensors[t].data {
             Some(Storage::External(i)) => Some(i),
             _ => None,
@@ -333,12 +382,15 @@ impl<'g> Builder<'g> {
 
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        let len = checked_len(&self.shape(t)).ok_or_else(|| {
-            DelegateError::new(format!(
-                "tensor '{}' is too large to address",
-                self.graph.tensors[t].name
-            ))
-        })?;
+        let bytes = matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8);
+        let len = checked_len(&self.shape(t))
+            .map(|n| if bytes { Self::byte_words(n) } else { n })
+            .ok_or_else(|| {
+                DelegateError::new(format!(
+                    "tensor '{}' is too large to address",
+                    self.graph.tensors[t].name
+                ))
+            })?;
         let slot = self.intermediate(len);
         self.srcs[t] = Some(Src::Slot(slot));
         Ok(slot)
@@ -457,60 +509,6 @@ impl<'g> Builder<'g> {
         })
     }
 
-    /// The integer op of a QDQ group.
-    fn qlinear(&mut self, g: &QGroup) -> Result<Op, String> {
-        let anchor = &self.graph.nodes[g.anchor];
-        let x = self.src(g.x)?;
-        let x_shape = self.shape(g.x);
-        let w_shape = self.shape(g.w);
-        let bytes = self
-            .consts
-            .bytes(g.w)
-            .ok_or("the weights are not readable")?;
-        let w: &[i8] = bytemuck::cast_slice(bytes);
-        let (shape, k, n, groups, weight): (_, _, _, _, WeightAt<'_>) = match anchor.op {
-            OpKind::Conv => {
-                if x_shape.len() > 4 {
-                    return Err("only 1-D and 2-D convolutions are implemented".into());
-                }
-                let geom = Geom::new(&ConvGeometry::new(anchor, &x_shape, &w_shape)?);
-                let (mg, kg) = (geom.mg(), geom.kg());
-                (
-                    QShape::Conv(geom),
-                    kg,
-                    mg,
-                    geom.group,
-                    Box::new(move |grp, k, n| w[(grp * mg + n) * kg + k]),
-                )
-            }
-            _ => {
-                let k = *x_shape.last().ok_or("a rank-0 input")?;
-                let rows = x_shape.iter().product::<usize>() / k.max(1);
-                let n = w_shape[g.w_axis];
-                let weight: WeightAt<'_> = if g.w_axis == 1 {
-                    Box::new(move |_, k, j| w[k * n + j])
-                } else {
-                    Box::new(move |_, kk, j| w[j * k + kk])
-                };
-                (QShape::Rows { rows }, k, n, 1, weight)
-            }
-        };
-        Ok(Op::QLinear(QLinearOp::new(QLinearSpec {
-            x,
-            shape,
-            k,
-            n,
-            groups,
-            weight: &*weight,
-            x_params: g.x_params,
-            w_scales: &g.w_scales,
-            bias: g.bias.as_deref(),
-            y_params: g.y_params,
-            clamp: g.clamp,
-            kernel: self.qkernel,
-        })))
-    }
-
     /// Prepares one node, with `fused` ops appended to its epilogue; `out` is the tensor
     /// the op writes (the last of its chain).
     fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
@@ -608,25 +606,7 @@ impl<'g> Builder<'g> {
                 },
             }),
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
-                let params = QParams::of(self.graph, node, &self.consts)?;
-                let layout = AxisLayout::new(&params, &shapes[0]);
-                if node.op == OpKind::QuantizeLinear {
-                    Op::Quantize(QuantizeOp {
-                        x: self.src(input(0))?,
-                        params,
-                        layout,
-                    })
-                } else {
-                    let t = input(0);
-                    let constant = self.graph.tensors[t].is_const();
-                    let x = match self.consts.bytes(t) {
-                        Some(bytes) if constant => {
-                            DqInput::Const(ints(params.dtype, bytes).ok_or("unreadable constant")?)
-                        }
-                        _ => DqInput::Src(self.src(t)?),
-                    };
-                    Op::Dequantize(DequantizeOp { x, params, layout })
-                }
+                self.quant_node(node, &shapes[0])?
             }
             OpKind::ReduceMean => self.reduce_mean(node, &shapes[0], &out_shape)?,
             OpKind::LayerNormalization => self.layer_norm(node, &shapes)?,

@@ -1,0 +1,405 @@
+//! Lowering of the int8 region: QDQ groups, QDQ element-wise groups, standalone
+//! QuantizeLinear / DequantizeLinear, and which 8-bit tensors are held channels-last.
+//!
+//! **Layout.** An 8-bit tensor is held NHWC when it is the rank-4 result of an int8
+//! convolution (or of an int8 Add/Mul of NHWC operands) and every step that reads it takes
+//! NHWC: an int8 2-D convolution, an int8 Add/Mul whose result is NHWC, or a standalone
+//! DequantizeLinear (which converts back to NCHW while it dequantizes). Subgraph outputs
+//! are NCHW. As in `layout.rs`, the set starts from every candidate and loses those with a
+//! reader that does not take NHWC until nothing changes.
+
+use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
+use baton_delegate_api::shape::ConvGeometry;
+
+use super::Builder;
+use crate::exec::Op;
+use crate::ops::conv::Geom;
+use crate::ops::quant::linear::{indirection, stored_zero, zero_row, QLinearOp, QPath};
+use crate::ops::quant::{
+    quantize, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind, QBinaryOp,
+    QuantizeOp,
+};
+use crate::qgemm::{PackedWeights, QOut, Stage2, SLACK};
+use crate::quant::{int_range, ints, QBinGroup, QGroup, QParams};
+
+/// Who reads an 8-bit tensor.
+#[derive(Clone, Copy)]
+enum Reader {
+    Group(usize),
+    Bin(usize),
+    /// A standalone DequantizeLinear.
+    Dq,
+    /// Anything that needs NCHW (a subgraph output).
+    Nchw,
+}
+
+/// One flag per tensor: an 8-bit tensor held channels-last. `standalone[n]`: node `n` is
+/// a QuantizeLinear or DequantizeLinear that runs on its own (a QuantizeLinear writes
+/// NHWC while it quantizes when every reader takes it so, sparing the first int8
+/// convolution its conversion).
+pub(super) fn int8_nhwc(
+    graph: &Graph,
+    groups: &[QGroup],
+    bins: &[QBinGroup],
+    standalone: &[bool],
+) -> Vec<bool> {
+    let rank4 = |t: TensorId| graph.tensors[t].shape.len() == 4;
+    let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); graph.tensors.len()];
+    for (i, g) in groups.iter().enumerate() {
+        readers[g.x].push(Reader::Group(i));
+    }
+    for (i, g) in bins.iter().enumerate() {
+        readers[g.a].push(Reader::Bin(i));
+        readers[g.b].push(Reader::Bin(i));
+    }
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if standalone[n] && node.op == OpKind::DequantizeLinear {
+            readers[node.inputs[0]].push(Reader::Dq);
+        }
+    }
+    for &t in &graph.outputs {
+        readers[t].push(Reader::Nchw);
+    }
+    let out_of = |q: usize| graph.nodes[q].outputs[0];
+    let conv2d = |g: &QGroup| graph.nodes[g.anchor].op == OpKind::Conv && rank4(g.x);
+    let mut nhwc = vec![false; graph.tensors.len()];
+    for g in groups {
+        let y = out_of(g.q);
+        nhwc[y] = conv2d(g) && rank4(y);
+    }
+    for g in bins {
+        nhwc[out_of(g.q)] = rank4(out_of(g.q));
+    }
+    // A QuantizeLinear only when an int8 convolution reads it (otherwise NHWC would only
+    // add a conversion back).
+    for (n, node) in graph.nodes.iter().enumerate() {
+        let y = node.outputs[0];
+        if standalone[n] && node.op == OpKind::QuantizeLinear {
+            nhwc[y] = rank4(y)
+                && readers[y]
+                    .iter()
+                    .any(|r| matches!(*r, Reader::Group(i) if conv2d(&groups[i])));
+        }
+    }
+    loop {
+        let mut changed = false;
+        for t in 0..nhwc.len() {
+            if !nhwc[t] {
+                continue;
+            }
+            let readers_ok = readers[t].iter().all(|r| match *r {
+                Reader::Group(i) => conv2d(&groups[i]),
+                Reader::Bin(i) => nhwc[out_of(bins[i].q)],
+                Reader::Dq => true,
+                Reader::Nchw => false,
+            });
+            let inputs_ok = bins
+                .iter()
+                .find(|g| out_of(g.q) == t)
+                .is_none_or(|g| nhwc[g.a] && nhwc[g.b]);
+            if !(readers_ok && inputs_ok) {
+                nhwc[t] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            return nhwc;
+        }
+    }
+}
+
+/// The requantization of one output column block: `x_scale * w_scale / y_scale`, the
+/// offset `bias - za * colsum` and the stored clamp.
+struct Requant<'a> {
+    xs: f32,
+    za: i32,
+    w_scales: &'a [f32],
+    bias: Option<&'a [i32]>,
+    y: (f32, i32, DType),
+    clamp: Option<(f32, f32)>,
+}
+
+impl Requant<'_> {
+    fn out(&self, col_sums: Option<&[i32]>, stage2: Option<Stage2>) -> QOut {
+        let (ys, yz, ydt) = self.y;
+        let (mut lo, mut hi) = int_range(ydt);
+        if let Some((a, b)) = self.clamp {
+            // Q is monotonic, so Q(clip(v, a, b)) = clamp(Q(v), Q(a), Q(b)).
+            lo = lo.max(quantize(a, ys, yz, lo, hi));
+            hi = hi.min(quantize(b, ys, yz, lo, hi));
+        }
+        let bias = stored_bias(ydt);
+        let n = self.w_scales.len();
+        QOut {
+            offset: (0..n)
+                .map(|j| {
+                    let b = self.bias.map_or(0, |b| b[j]);
+                    let cs = col_sums.map_or(0, |c| c[j]);
+                    b.wrapping_sub(self.za.wrapping_mul(cs))
+                })
+                .collect(),
+            scale: self
+                .w_scales
+                .iter()
+                .map(|&ws| ((self.xs as f64 * ws as f64 / ys as f64) as f32).min(f32::MAX))
+                .collect(),
+            zp: yz + bias,
+            lo: lo + bias,
+            hi: hi + bias,
+            stage2,
+        }
+    }
+}
+
+impl<'g> Builder<'g> {
+    /// The length in f32 words of an 8-bit tensor of `n` elements, with the slack.
+    pub(super) fn byte_words(n: usize) -> usize {
+        n.saturating_add(SLACK).div_ceil(4)
+    }
+
+    /// An 8-bit constant as stored bytes in a slot.
+    pub(super) fn byte_const(&self, t: TensorId) -> Option<Vec<f32>> {
+        let d = &self.graph.tensors[t];
+        let bytes = self.consts.bytes(t)?;
+        let flip = if d.dtype == DType::I8 { 0x80 } else { 0 };
+        let mut words = vec![0.0f32; Self::byte_words(bytes.len())];
+        let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        for (o, &b) in dst.iter_mut().zip(bytes) {
+            *o = b ^ flip;
+        }
+        Some(words)
+    }
+
+    fn nhwc_of(&self, t: TensorId) -> Option<Nhwc> {
+        let s = self.shape(t);
+        (self.qnhwc[t] && s.len() == 4).then(|| Nhwc {
+            batch: s[0],
+            c: s[1],
+            plane: s[2] * s[3],
+        })
+    }
+
+    /// Folds a DequantizeLinear of a constant into a constant slot holding its f32 result
+    /// (what the reference computes); `false` when `node` is not one.
+    pub(super) fn fold_dequantize(&mut self, node: &Node) -> bool {
+        let t = node.inputs[0];
+        if node.op != OpKind::DequantizeLinear || !self.graph.tensors[t].is_const() {
+            return false;
+        }
+        let Some(bytes) = self.consts.bytes(t) else {
+            return false;
+        };
+        let Ok(params) = QParams::of(self.graph, node, &self.consts) else {
+            return false;
+        };
+        let Some(values) = ints(params.dtype, bytes) else {
+            return false;
+        };
+        let layout = AxisLayout::new(&params, &self.shape(t));
+        let out: Vec<f32> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| {
+                let i = layout.which(k);
+                ((v as f64 - params.zero_points[i] as f64) * params.scales[i] as f64) as f32
+            })
+            .collect();
+        let slot = self.slots.len();
+        let panel = self.packs.constant(None, std::borrow::Cow::Owned(out));
+        self.slots.push(super::Pending::Const(panel));
+        self.srcs[node.outputs[0]] = Some(crate::ops::Src::Slot(slot));
+        true
+    }
+
+    /// A standalone QuantizeLinear or DequantizeLinear.
+    pub(super) fn quant_node(&mut self, node: &Node, x_shape: &[usize]) -> Result<Op, String> {
+        let params = QParams::of(self.graph, node, &self.consts)?;
+        let layout = AxisLayout::new(&params, x_shape);
+        let t = node.inputs[0];
+        if node.op == OpKind::QuantizeLinear {
+            return Ok(Op::Quantize(QuantizeOp {
+                x: self.src(t)?,
+                params,
+                layout,
+                nhwc: self.nhwc_of(node.outputs[0]),
+            }));
+        }
+        let x = match self.consts.bytes(t) {
+            Some(bytes) if self.graph.tensors[t].is_const() => {
+                DqInput::Const(ints(params.dtype, bytes).ok_or("unreadable constant")?)
+            }
+            _ => DqInput::Bytes {
+                src: self.src(t)?,
+                len: x_shape.iter().product(),
+                nhwc: self.nhwc_of(t),
+            },
+        };
+        Ok(Op::Dequantize(DequantizeOp { x, params, layout }))
+    }
+
+    /// The op of a QDQ element-wise group.
+    pub(super) fn qbinary(&mut self, g: &QBinGroup) -> Result<Op, String> {
+        let op = &self.graph.nodes[g.op];
+        let stored = |p: (f32, i32, DType)| (p.0, p.1 + stored_bias(p.2));
+        let (ys, yz, ydt) = g.y_params;
+        let (lo, hi) = int_range(ydt);
+        let bias = stored_bias(ydt);
+        Ok(Op::QBinary(QBinaryOp {
+            kind: if op.op == OpKind::Add {
+                QBinaryKind::Add
+            } else {
+                QBinaryKind::Mul
+            },
+            a: self.src(g.a)?,
+            b: self.src(g.b)?,
+            len: self.shape(op.outputs[0]).iter().product(),
+            a_params: stored(g.a_params),
+            b_params: stored(g.b_params),
+            y_params: (ys, yz + bias),
+            clamp: g.clamp,
+            lo: lo + bias,
+            hi: hi + bias,
+        }))
+    }
+
+    /// The integer op of a QDQ group.
+    pub(super) fn qlinear(&mut self, g: &QGroup) -> Result<Op, String> {
+        let anchor = &self.graph.nodes[g.anchor];
+        let x = self.src(g.x)?;
+        let x_shape = self.shape(g.x);
+        let w_shape = self.shape(g.w);
+        let bytes = self
+            .consts
+            .bytes(g.w)
+            .ok_or("the weights are not readable")?;
+        let w: &[i8] = bytemuck::cast_slice(bytes);
+        let (xs, xz, xdt) = g.x_params;
+        let za = stored_zero(xz, xdt);
+        let y1 = g.post.as_ref().map_or(g.y_params, |p| p.y1);
+        let stage2 = g.post.as_ref().map(|p| {
+            let (s2, z2, dt2) = g.y_params;
+            let (lo, hi) = int_range(dt2);
+            let b2 = stored_bias(dt2);
+            Stage2 {
+                s1: p.dq.0,
+                z1: p.dq.1 + stored_bias(p.dq.2),
+                bias: p.bias.clone(),
+                s2,
+                z2: z2 + b2,
+                lo: lo + b2,
+                hi: hi + b2,
+            }
+        });
+        let x_len: usize = x_shape.iter().product();
+        let y_nhwc = self.qnhwc[self.graph.nodes[g.q].outputs[0]];
+        let x_nhwc = self.qnhwc[g.x];
+        let rq = |cols: std::ops::Range<usize>| Requant {
+            xs,
+            za,
+            w_scales: &g.w_scales[cols.clone()],
+            bias: g.bias.as_deref().map(|b| &b[cols]),
+            y: y1,
+            clamp: g.clamp,
+        };
+        if anchor.op != OpKind::Conv {
+            let k = *x_shape.last().ok_or("a rank-0 input")?;
+            let rows = x_len / k.max(1);
+            let n = w_shape[g.w_axis];
+            let at = |_: usize, kk: usize, j: usize| {
+                if g.w_axis == 1 {
+                    w[kk * n + j]
+                } else {
+                    w[j * k + kk]
+                }
+            };
+            let packed = self.pack_q(1, k, n, at);
+            let out = rq(0..n).out(Some(packed.col_sums()), stage2);
+            return Ok(Op::QLinear(QLinearOp {
+                x,
+                x_len,
+                geom: None,
+                in_nchw: false,
+                out_nchw: false,
+                path: QPath::Gemm { rows },
+                weights: vec![packed],
+                outs: vec![out],
+                za,
+                kernel: self.qkernel,
+            }));
+        }
+        if x_shape.len() > 4 {
+            return Err("only 1-D and 2-D convolutions are implemented".into());
+        }
+        let geom = Geom::new(&ConvGeometry::new(anchor, &x_shape, &w_shape)?);
+        let (cg, mg, taps) = (geom.cg(), geom.mg(), geom.kh * geom.kw);
+        // A 1-D convolution is NCHW on both sides (only rank-4 tensors are held NHWC).
+        let (in_nchw, out_nchw) = (!x_nhwc, !y_nhwc);
+        // ONNX weights: [M, C/g, kh, kw].
+        let weight =
+            |grp: usize, t: usize, ch: usize, j: usize| w[((grp * mg + j) * cg + ch) * taps + t];
+        let kernel = self.qkernel;
+        let op = |path, weights, outs| QLinearOp {
+            x,
+            x_len,
+            geom: Some(geom),
+            in_nchw,
+            out_nchw,
+            path,
+            weights,
+            outs,
+            za,
+            kernel,
+        };
+        if cg == 1 && mg == 1 && geom.group > 1 {
+            let c = geom.c;
+            let mut dw = vec![0i16; taps * c];
+            for ch in 0..c {
+                for t in 0..taps {
+                    dw[t * c + ch] = weight(ch, t, 0, 0) as i16;
+                }
+            }
+            let out = rq(0..c).out(None, None);
+            return Ok(Op::QLinear(op(
+                QPath::Depthwise { taps: dw },
+                Vec::new(),
+                vec![out],
+            )));
+        }
+        let pointwise = taps == 1
+            && (geom.sh, geom.sw, geom.ph, geom.pw) == (1, 1, 0, 0)
+            && (geom.oh, geom.ow) == (geom.h, geom.w);
+        let mut weights = Vec::with_capacity(geom.group);
+        let mut outs = Vec::with_capacity(geom.group);
+        for grp in 0..geom.group {
+            let packed = self.pack_q(taps, cg, mg, |t, ch, j| weight(grp, t, ch, j));
+            outs.push(rq(grp * mg..(grp + 1) * mg).out(Some(packed.col_sums()), None));
+            weights.push(packed);
+        }
+        let path = if pointwise {
+            QPath::Gemm {
+                rows: geom.batch * geom.out_plane(),
+            }
+        } else {
+            QPath::Igemm {
+                table: indirection(&geom)?,
+                zero: zero_row(za, cg),
+            }
+        };
+        Ok(Op::QLinear(op(path, weights, outs)))
+    }
+
+    /// Int8 weights packed for the kernels, through the blob's packings (see
+    /// `prepack.rs`): the bytes travel as f32 words.
+    fn pack_q(
+        &mut self,
+        taps: usize,
+        c: usize,
+        n: usize,
+        w: impl Fn(usize, usize, usize) -> i8,
+    ) -> PackedWeights {
+        let words = self.packs.take(PackedWeights::words(taps, c, n), |dst| {
+            PackedWeights::fill(dst, taps, c, n, &w)
+        });
+        PackedWeights::from_panel(taps, c, n, words)
+    }
+}
