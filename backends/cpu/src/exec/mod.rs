@@ -17,14 +17,19 @@ use baton_delegate_api::{
     DelegateError, Executable, MemoryUse, ProfileEvent, TensorMut, TensorRef,
 };
 
+use crate::ops::affine::AffineOp;
 use crate::ops::conv::ConvOp;
+use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::LayerNormOp;
+use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::{DequantizeOp, QLinearOp, QuantizeOp, WidenOp};
+use crate::ops::resize::LinearResizeOp;
+use crate::ops::select::{narrow_bools, BoolInputOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -98,6 +103,15 @@ enum Op {
     Widen(WidenOp),
     /// The integer op of a QDQ group.
     QLinear(QLinearOp),
+    Where(WhereOp),
+    /// A bool subgraph input widened to 0.0/1.0.
+    BoolInput(BoolInputOp),
+    /// BatchNormalization not folded into a convolution.
+    Affine(AffineOp),
+    /// Pad, and nearest Resize (both gathers with one index map per axis).
+    Pad(PadOp),
+    LinearResize(LinearResizeOp),
+    Deconv(DeconvOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -119,6 +133,10 @@ impl Op {
             Op::Lstm(_) => "LSTM",
             Op::Quantize(_) | Op::Dequantize(_) | Op::Widen(_) => "QUANT",
             Op::QLinear(_) => "QGEMM",
+            Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) => "ELEMENTWISE",
+            Op::Pad(_) => "LAYOUT",
+            Op::LinearResize(_) => "RESIZE",
+            Op::Deconv(_) => "CONV",
         }
     }
 
@@ -145,6 +163,12 @@ impl Op {
             Op::Widen(op) => op.run(sources, out),
             Op::QLinear(op) => op.run(sources, out, ctx),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
+            Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::BoolInput(op) => op.run(sources, out),
+            Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::Pad(op) => op.run(sources, out),
+            Op::LinearResize(op) => op.run(sources, out),
+            Op::Deconv(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }
@@ -193,6 +217,7 @@ impl Executable for CpuExecutable {
                         *d = v as u8;
                     }
                 }
+                DType::Bool => narrow_bools(values, tensor.data),
                 _ => {
                     if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
                         dst.copy_from_slice(values);

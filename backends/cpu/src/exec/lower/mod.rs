@@ -8,6 +8,7 @@ use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, Po
 use baton_delegate_api::{Constants, DType, DelegateError};
 
 mod ops;
+mod tail;
 
 use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
@@ -23,11 +24,11 @@ use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::{
     AxisLayout, DequantizeOp, DqInput, QLinearOp, QLinearSpec, QShape, QuantizeOp, WidenOp,
 };
+use crate::ops::select::BoolInputOp;
 use crate::ops::tensor::{
-    reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
+    reduced_axes, reduced_run, GatherOp, Indices, Reduce, ReduceMeanOp, SliceOp, SplitOp,
 };
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
-use crate::patterns::find_gelus;
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
 use crate::quant::{find_groups, ints, QGroup, QParams};
@@ -55,6 +56,7 @@ pub(crate) fn build<'g>(
         slots: Vec::new(),
         step: 0,
         nhwc: Vec::new(),
+        bn_folds: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
     let mut steps = Vec::with_capacity(graph.nodes.len());
@@ -63,7 +65,14 @@ pub(crate) fn build<'g>(
         b.srcs[t] = Some(Src::Input(i));
         b.step = steps.len();
         // 8-bit inputs are read from an f32 buffer like every other tensor (see quant.rs).
-        if matches!(decl.dtype, DType::I8 | DType::U8) {
+        if decl.dtype == DType::Bool {
+            let out = b.output(t)?;
+            steps.push(Step {
+                op: Op::BoolInput(BoolInputOp { input: i }),
+                out,
+                node: format!("input '{}'", decl.name),
+            });
+        } else if matches!(decl.dtype, DType::I8 | DType::U8) {
             let out = b.output(t)?;
             steps.push(Step {
                 op: Op::Widen(WidenOp {
@@ -92,22 +101,11 @@ pub(crate) fn build<'g>(
         .map(|n| absorbed[n] || group_at[n].is_some())
         .collect();
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
-    // Erf GELUs outside fusion chains and QDQ groups run as one pass at their last node.
-    let mut gelu_at = vec![None; graph.nodes.len()];
-    for gelu in find_gelus(graph, &b.consts) {
-        let free = gelu
-            .nodes
-            .iter()
-            .all(|&n| roles[n] == Role::Plain && !qdq[n]);
-        let out = graph.nodes[gelu.last].outputs[0];
-        if free && b.nhwc[gelu.x] == b.nhwc[out] {
-            for &n in &gelu.nodes {
-                absorbed[n] = true;
-            }
-            let last = gelu.last;
-            gelu_at[last] = Some(gelu);
-        }
-    }
+    // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
+    // groups run as one pass at their last node; convolutions absorb the inference
+    // BatchNormalization after them (and its activation).
+    let mut unary_at = b.single_passes(&roles, &qdq, &mut absorbed);
+    b.bn_folds = b.conv_bn_folds(&roles, &qdq, &mut absorbed);
     for (id, node) in graph.nodes.iter().enumerate() {
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
@@ -123,21 +121,15 @@ pub(crate) fn build<'g>(
             });
             continue;
         }
-        if let Some(gelu) = gelu_at[id].take() {
+        if let Some((x, f, first)) = unary_at[id].take() {
             let x = b
-                .src(gelu.x)
+                .src(x)
                 .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
             let out = b.output(node.outputs[0])?;
             steps.push(Step {
-                op: Op::Unary(UnaryOp {
-                    x,
-                    f: Unary::Gelu {
-                        divide: gelu.divide,
-                        c: gelu.c,
-                    },
-                }),
+                op: Op::Unary(UnaryOp { x, f }),
                 out,
-                node: graph.nodes[gelu.nodes[0]].label(),
+                node: graph.nodes[first].label(),
             });
             continue;
         }
@@ -146,8 +138,12 @@ pub(crate) fn build<'g>(
         }
         let reshape = matches!(
             node.op,
-            OpKind::Reshape | OpKind::Flatten | OpKind::Squeeze | OpKind::Unsqueeze
-        );
+            OpKind::Reshape
+                | OpKind::Flatten
+                | OpKind::Squeeze
+                | OpKind::Unsqueeze
+                | OpKind::Identity
+        ) || is_view_cast(graph, node);
         if reshape && roles[id] == Role::Plain {
             // The data is unchanged: the output is a view of the input, no step, no copy.
             let src = b
@@ -158,7 +154,10 @@ pub(crate) fn build<'g>(
         }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
-            Role::Plain => (b.lower(node, Vec::new(), node.outputs[0]), id),
+            Role::Plain => match b.bn_folds[id].take() {
+                Some(fold) => (b.conv_folded(node, &fold), fold.last),
+                None => (b.lower(node, Vec::new(), node.outputs[0]), id),
+            },
             Role::Anchor(c) => {
                 let chain = plan.chains[c];
                 let fused = b.fused_ops(&chain);
@@ -180,9 +179,9 @@ pub(crate) fn build<'g>(
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
         let decl = b.decl(t)?;
-        if !matches!(decl.dtype, DType::F32 | DType::I8 | DType::U8) {
+        if !matches!(decl.dtype, DType::F32 | DType::I8 | DType::U8 | DType::Bool) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8 or u8",
+                "output '{}' is {}, not f32, i8, u8 or bool",
                 decl.name, decl.dtype
             )));
         }
@@ -200,6 +199,7 @@ pub(crate) fn build<'g>(
             Op::ReduceMean(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
+            Op::Deconv(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -244,6 +244,8 @@ struct Builder<'g> {
     step: usize,
     /// Per tensor: held channels-last (see `layout.rs`).
     nhwc: Vec<bool>,
+    /// Per node: the BatchNormalization (and activation) a convolution absorbs.
+    bn_folds: Vec<Option<tail::BnFold>>,
 }
 
 impl<'g> Builder<'g> {
@@ -270,6 +272,12 @@ impl<'g> Builder<'g> {
         }
         let bytes = self.consts.bytes(t)?;
         let dtype = self.graph.tensors[t].dtype;
+        if dtype == DType::Bool {
+            // Bools are held as 0.0/1.0 (see `ops/select.rs`).
+            return Some(Cow::Owned(
+                bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
+            ));
+        }
         if matches!(dtype, DType::I8 | DType::U8) {
             let v = ints(dtype, bytes)?;
             return Some(Cow::Owned(v.into_iter().map(|x| x as f32).collect()));
@@ -560,7 +568,7 @@ impl<'g> Builder<'g> {
                     &fused,
                 ))
             }
-            OpKind::Conv => self.conv(node, &shapes, &fused, out)?,
+            OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 let op = match node.op {
                     OpKind::Add => Binary::Add,
@@ -628,7 +636,7 @@ impl<'g> Builder<'g> {
                     Op::Dequantize(DequantizeOp { x, params, layout })
                 }
             }
-            OpKind::ReduceMean => self.reduce_mean(node, &shapes[0], &out_shape)?,
+            OpKind::ReduceMean => self.reduce(node, &shapes[0], &out_shape, Reduce::Mean)?,
             OpKind::LayerNormalization => self.layer_norm(node, &shapes)?,
             OpKind::Gather => {
                 let x = &shapes[0];
@@ -719,8 +727,26 @@ impl<'g> Builder<'g> {
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
-            op => return Err(format!("{op} is not implemented by the CPU delegate")),
+            _ => match self.lower_tail(node, &shapes, &out_shape)? {
+                Some(op) => op,
+                None => {
+                    return Err(format!(
+                        "{} is not implemented by the CPU delegate",
+                        node.op
+                    ))
+                }
+            },
         })
+    }
+}
+
+/// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
+/// 0.0/1.0 already are the floats): a view like Reshape.
+fn is_view_cast(graph: &Graph, node: &Node) -> bool {
+    node.op == OpKind::Cast && {
+        let from = graph.tensors[node.inputs[0]].dtype;
+        let to = graph.tensors[node.outputs[0]].dtype;
+        from == to || (from == DType::Bool && to == DType::F32)
     }
 }
 
