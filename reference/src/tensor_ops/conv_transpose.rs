@@ -15,10 +15,11 @@ use super::super::{shape_err, KernelError};
 ///
 /// Which input position each tap carries to each output position is worked out once per
 /// axis (`axis_sources`) and combined into one list per output position, so the sums
-/// do no index arithmetic; they run over the group's channels, contiguous in a copy of
-/// `x` with the channels innermost (and of `w` likewise), in four running partial sums
-/// (a single chain of dependent f64 adds made this op a trap for any model that fell
-/// back to it).
+/// do no index arithmetic. Each output position accumulates all its output channels at
+/// once (taps in order, then input channels), reading `x` with the channels innermost and
+/// `w` with the output channels innermost: the multiply-adds are contiguous and
+/// independent, and vectorize (summing one output at a time, a chain of dependent f64
+/// adds, made this op a trap for any model that fell back to it).
 pub(super) fn conv_transpose(
     node: &Node,
     inputs: &[TensorRef<'_>],
@@ -63,7 +64,8 @@ pub(super) fn conv_transpose(
 
     let in_size: usize = in_sp.iter().product();
     let taps: usize = kernel.iter().product();
-    // x as [n, pixel, c] and w as [m, tap, c in group], in f64.
+    let positions: usize = out_sp.iter().product();
+    // x as [n, pixel, c] and w as [group, tap, c in group, m in group], in f64.
     let xv = load_f32(x);
     let mut xt = vec![0f64; xv.len()];
     for n in 0..batch {
@@ -73,36 +75,48 @@ pub(super) fn conv_transpose(
             }
         }
     }
+    let (cg, mg) = (c_per_group, m_per_group);
     let wv = load_f32(w);
-    let mut wt = vec![0f64; m_all * taps * c_per_group];
-    for m in 0..m_all {
-        let g = m / m_per_group.max(1);
-        for t in 0..taps {
-            for cl in 0..c_per_group {
-                let c = g * c_per_group + cl;
-                let from = (c * m_per_group + m - g * m_per_group) * taps + t;
-                wt[(m * taps + t) * c_per_group + cl] = wv[from] as f64;
+    let mut wt = vec![0f64; wv.len()];
+    for g in 0..group {
+        for cl in 0..cg {
+            for ml in 0..mg {
+                for t in 0..taps {
+                    let from = ((g * cg + cl) * mg + ml) * taps + t;
+                    wt[((g * taps + t) * cg + cl) * mg + ml] = wv[from] as f64;
+                }
             }
         }
     }
     let bias = inputs.get(2).map(load_f32);
-    let sources = position_sources(in_sp, out_sp, kernel, &pad_begin, &stride, &dilation);
-    let mut r = Vec::with_capacity(expected);
+    let sources = Sources::new(in_sp, out_sp, kernel, &pad_begin, &stride, &dilation);
+    let mut r = vec![0f64; expected];
+    const LANES: usize = 8;
+    let mut acc = vec![0f64; m_all];
     for n in 0..batch {
-        for m in 0..m_all {
-            let g = m / m_per_group.max(1);
-            let c0 = g * c_per_group;
-            for pairs in &sources {
-                let mut acc = 0.0f64;
-                for &(t, p) in pairs {
-                    let xs = &xt[(n * in_size + p) * channels + c0..][..c_per_group];
-                    let ws = &wt[(m * taps + t) * c_per_group..][..c_per_group];
-                    acc += dot(xs, ws);
+        for (o, pairs) in sources.iter().enumerate() {
+            for g in 0..group {
+                // Eight output channels at a time, held in registers across the sum.
+                for m0 in (0..mg).step_by(LANES) {
+                    let len = LANES.min(mg - m0);
+                    let mut a = [0f64; LANES];
+                    for &(t, p) in pairs {
+                        let xs = &xt[(n * in_size + p) * channels + g * cg..][..cg];
+                        let ws = &wt[(g * taps + t) * cg * mg..][..cg * mg];
+                        for (cl, &xv) in xs.iter().enumerate() {
+                            let row = &ws[cl * mg + m0..][..len];
+                            match <&[f64; LANES]>::try_from(row) {
+                                Ok(row) => (0..LANES).for_each(|k| a[k] += xv * row[k]),
+                                Err(_) => (0..len).for_each(|k| a[k] += xv * row[k]),
+                            }
+                        }
+                    }
+                    acc[g * mg + m0..][..len].copy_from_slice(&a[..len]);
                 }
-                if let Some(b) = &bias {
-                    acc += b[m] as f64;
-                }
-                r.push(acc);
+            }
+            for (m, &a) in acc.iter().enumerate() {
+                let b = bias.as_ref().map_or(0.0, |b| b[m] as f64);
+                r[(n * m_all + m) * positions + o] = a + b;
             }
         }
     }
@@ -110,63 +124,72 @@ pub(super) fn conv_transpose(
     Ok(())
 }
 
-/// `sum a[i] * b[i]` in f64, in four interleaved partial sums.
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut lanes = [0.0f64; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            lanes[k] += x[k] * y[k];
-        }
-    }
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail
+/// For each output position (row-major), the `(tap, input position)` pairs that reach it,
+/// taps in row-major order: position `o`'s pairs are `pairs[starts[o]..starts[o + 1]]`.
+struct Sources {
+    starts: Vec<usize>,
+    pairs: Vec<(usize, usize)>,
 }
 
-/// For each output position (row-major), the `(tap, input position)` pairs that reach it,
-/// taps in row-major order.
-fn position_sources(
-    in_sp: &[usize],
-    out_sp: &[usize],
-    kernel: &[usize],
-    pad_begin: &[i64],
-    stride: &[usize],
-    dilation: &[usize],
-) -> Vec<Vec<(usize, usize)>> {
-    let axes: Vec<Vec<Vec<(usize, usize)>>> = (0..out_sp.len())
-        .map(|d| {
-            axis_sources(
-                in_sp[d],
-                out_sp[d],
-                kernel[d],
-                pad_begin[d],
-                stride[d],
-                dilation[d],
-            )
-        })
-        .collect();
-    let in_strides = strides(in_sp);
-    let k_strides = strides(kernel);
-    let mut all = Vec::with_capacity(out_sp.iter().product());
-    for_each_index(out_sp, |o| {
-        // The cartesian product of each axis's (tap, input index) pairs.
-        let mut pairs = vec![(0usize, 0usize)];
-        for (d, &od) in o.iter().enumerate() {
-            let here = &axes[d][od];
-            let (ks, is) = (k_strides[d], in_strides[d]);
-            pairs = pairs
-                .iter()
-                .flat_map(|&(t, p)| here.iter().map(move |&(k, i)| (t + k * ks, p + i * is)))
-                .collect();
-        }
-        all.push(pairs);
-    });
-    all
+impl Sources {
+    fn new(
+        in_sp: &[usize],
+        out_sp: &[usize],
+        kernel: &[usize],
+        pad_begin: &[i64],
+        stride: &[usize],
+        dilation: &[usize],
+    ) -> Sources {
+        let axes: Vec<Vec<Vec<(usize, usize)>>> = (0..out_sp.len())
+            .map(|d| {
+                axis_sources(
+                    in_sp[d],
+                    out_sp[d],
+                    kernel[d],
+                    pad_begin[d],
+                    stride[d],
+                    dilation[d],
+                )
+            })
+            .collect();
+        let in_strides = strides(in_sp);
+        let k_strides = strides(kernel);
+        let mut starts = Vec::with_capacity(out_sp.iter().product::<usize>() + 1);
+        let mut pairs = Vec::new();
+        let mut pick = vec![0usize; out_sp.len()];
+        for_each_index(out_sp, |o| {
+            starts.push(pairs.len());
+            if (0..o.len()).any(|d| axes[d][o[d]].is_empty()) {
+                return;
+            }
+            // Every combination of one (tap, input index) pair per axis, in row-major order.
+            pick.iter_mut().for_each(|k| *k = 0);
+            loop {
+                let (mut t, mut p) = (0, 0);
+                for d in 0..o.len() {
+                    let (k, i) = axes[d][o[d]][pick[d]];
+                    t += k * k_strides[d];
+                    p += i * in_strides[d];
+                }
+                pairs.push((t, p));
+                let Some(d) = (0..o.len())
+                    .rev()
+                    .find(|&d| pick[d] + 1 < axes[d][o[d]].len())
+                else {
+                    break;
+                };
+                pick[d] += 1;
+                pick[d + 1..].iter_mut().for_each(|k| *k = 0);
+            }
+        });
+        starts.push(pairs.len());
+        Sources { starts, pairs }
+    }
+
+    /// The pairs of every output position, in order.
+    fn iter(&self) -> impl Iterator<Item = &[(usize, usize)]> {
+        self.starts.windows(2).map(|w| &self.pairs[w[0]..w[1]])
+    }
 }
 
 /// For one axis, per output index `o`: the `(tap, input index)` pairs with
