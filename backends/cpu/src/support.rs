@@ -201,6 +201,9 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Pad,
     OpKind::Resize,
     OpKind::ConvTranspose,
+    OpKind::Gelu,
+    OpKind::Ceil,
+    OpKind::CastLike,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

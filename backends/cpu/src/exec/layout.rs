@@ -149,6 +149,8 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
+        | OpKind::Gelu
+        | OpKind::Ceil
         | OpKind::Not
         | OpKind::BatchNormalization => Some(node.inputs[..1].to_vec()),
         OpKind::Add

@@ -29,7 +29,7 @@ use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::{DequantizeOp, QLinearOp, QuantizeOp, WidenOp};
 use crate::ops::resize::LinearResizeOp;
-use crate::ops::select::{narrow_bools, BoolInputOp, WhereOp};
+use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -104,6 +104,7 @@ enum Op {
     /// The integer op of a QDQ group.
     QLinear(QLinearOp),
     Where(WhereOp),
+    IntCompare(IntCompareOp),
     /// A bool subgraph input widened to 0.0/1.0.
     BoolInput(BoolInputOp),
     /// BatchNormalization not folded into a convolution.
@@ -133,7 +134,7 @@ impl Op {
             Op::Lstm(_) => "LSTM",
             Op::Quantize(_) | Op::Dequantize(_) | Op::Widen(_) => "QUANT",
             Op::QLinear(_) => "QGEMM",
-            Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) => "ELEMENTWISE",
+            Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::Pad(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
@@ -164,6 +165,7 @@ impl Op {
             Op::QLinear(op) => op.run(sources, out, ctx),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::IntCompare(op) => op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Pad(op) => op.run(sources, out),

@@ -51,6 +51,16 @@ pub(crate) enum Unary {
     Not,
     /// Cast to bool: `x != 0` as 0.0/1.0 (NaN is true).
     NonZero,
+    /// Gelu with `approximate = none`: `(x / 2) (1 + erf(x / sqrt 2))`, halving first so
+    /// that the largest finite inputs stay finite.
+    GeluErf,
+    /// Gelu with `approximate = tanh`: `x / (1 + exp(-2z))`, `z = sqrt(2/pi) (x + 0.044715
+    /// x^3)`, the reference's form (`1 + tanh(z) = 2 / (1 + exp(-2z))` does not cancel
+    /// for large negative `x`), with libm's `exp` so that it overflows to inf where the
+    /// reference's does.
+    GeluTanh,
+    /// Rounds up to an integer.
+    Ceil,
     /// `x * HardSigmoid(x)` found by `patterns.rs`: `x * clamp(alpha * x + beta, 0, 1)`.
     HardSigmoidMul {
         alpha: f32,
@@ -82,6 +92,9 @@ impl Unary {
             Unary::Not => (x == 0.0) as u8 as f32,
             Unary::NonZero => (x != 0.0) as u8 as f32,
             Unary::HardSigmoidMul { alpha, beta } => x * clamp01(alpha * x + beta),
+            Unary::GeluTanh => gelu_tanh(x),
+            Unary::GeluErf => gelu_erf(x),
+            Unary::Ceil => x.ceil(),
         }
     }
 }
@@ -94,6 +107,20 @@ fn leaky_relu(x: f32, alpha: f32) -> f32 {
     } else {
         x
     }
+}
+
+/// See [`Unary::GeluErf`].
+#[inline(always)]
+fn gelu_erf(x: f32) -> f32 {
+    (x * 0.5) * (super::math::erf(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0)
+}
+
+/// See [`Unary::GeluTanh`].
+#[inline(always)]
+fn gelu_tanh(x: f32) -> f32 {
+    const K: f32 = 0.797_884_6; // sqrt(2 / pi)
+    let z = K * (x + 0.044_715 * x * x * x);
+    x / (1.0 + (-2.0 * z).exp())
 }
 
 /// `pow(x, 0.5)` with C's edge cases (see [`Unary::PowHalf`]).
@@ -153,6 +180,8 @@ fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
         Unary::PowHalf => map(isa, x, out, pow_half),
         Unary::Not => map(isa, x, out, |v| (v == 0.0) as u8 as f32),
         Unary::NonZero => map(isa, x, out, |v| (v != 0.0) as u8 as f32),
+        Unary::Ceil => map(isa, x, out, f32::ceil),
+        Unary::GeluErf => map(isa, x, out, gelu_erf),
         Unary::HardSigmoidMul { alpha, beta } => {
             map(isa, x, out, |v| v * clamp01(alpha * v + beta))
         }

@@ -122,3 +122,74 @@ pub(crate) fn narrow_bools(values: &[f32], out: &mut [u8]) {
         .zip(values)
         .for_each(|(o, &v)| *o = (v != 0.0) as u8);
 }
+
+/// An integer operand of a comparison: a subgraph input (i32 or i64, read from its bytes
+/// on every run) or a constant. The executable holds no integer intermediates, so these
+/// are the only two places one can come from.
+#[derive(Clone, Debug)]
+pub(crate) enum IntSrc {
+    Input { index: usize, wide: bool },
+    Const(Vec<i64>),
+}
+
+impl IntSrc {
+    /// Element `i`, as i64.
+    fn get(&self, sources: &Sources<'_>, i: usize) -> i64 {
+        match *self {
+            IntSrc::Const(ref v) => v[i],
+            IntSrc::Input { index, wide: true } => {
+                let b = &sources.input_bytes(index)[i * 8..i * 8 + 8];
+                i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))
+            }
+            IntSrc::Input { index, wide: false } => {
+                let b = &sources.input_bytes(index)[i * 4..i * 4 + 4];
+                i32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as i64
+            }
+        }
+    }
+}
+
+/// Equal, Greater or Less of two integer tensors with broadcasting, exactly (as i64),
+/// into bools held as 0.0/1.0: the comparisons of shape and sample-rate logic
+/// (`sr == 16000` in silero VAD).
+#[derive(Clone, Debug)]
+pub(crate) struct IntCompareOp {
+    pub op: super::elementwise::Binary,
+    a: IntSrc,
+    b: IntSrc,
+    walk: Strided<2>,
+}
+
+impl IntCompareOp {
+    pub fn new(
+        op: super::elementwise::Binary,
+        a: (IntSrc, &[usize]),
+        b: (IntSrc, &[usize]),
+        out_shape: &[usize],
+    ) -> IntCompareOp {
+        let rank = out_shape.len();
+        let (sa, sb) = (broadcast_strides(a.1, rank), broadcast_strides(b.1, rank));
+        let strides: Vec<[usize; 2]> = sa.iter().zip(&sb).map(|(&x, &y)| [x, y]).collect();
+        IntCompareOp {
+            op,
+            a: a.0,
+            b: b.0,
+            walk: Strided::new(out_shape, &strides),
+        }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        use super::elementwise::Binary;
+        let (a, b) = (|i| self.a.get(sources, i), |i| self.b.get(sources, i));
+        let f = |x: i64, y: i64| match self.op {
+            Binary::Greater => x > y,
+            Binary::Less => x < y,
+            _ => x == y,
+        };
+        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+            for (j, d) in out[o..o + len].iter_mut().enumerate() {
+                *d = f(a(ia + j * sa), b(ib + j * sb)) as u8 as f32;
+            }
+        });
+    }
+}

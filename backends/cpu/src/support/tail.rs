@@ -18,6 +18,8 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     use Kind::*;
     match op {
         OpKind::Cast => &[("to", Int), ("saturate", Int), ("round_mode", Str)],
+        OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
+        OpKind::Gelu => &[("approximate", Str)],
         OpKind::BatchNormalization => &[
             ("epsilon", Float),
             ("momentum", Float),
@@ -54,7 +56,12 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
 /// The input counts (least, most) of the tail ops; one input for the others.
 pub(super) fn arity(op: OpKind) -> (usize, usize) {
     match op {
-        OpKind::Greater | OpKind::Less | OpKind::Equal | OpKind::And | OpKind::Pow => (2, 2),
+        OpKind::Greater
+        | OpKind::Less
+        | OpKind::Equal
+        | OpKind::And
+        | OpKind::Pow
+        | OpKind::CastLike => (2, 2),
         OpKind::Where => (3, 3),
         OpKind::BatchNormalization => (5, 5),
         OpKind::ReduceSum | OpKind::ReduceMax => (1, 2),
@@ -72,6 +79,10 @@ const DATA: &[DType] = &[DType::F32, DType::Bool];
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
+        // Integers only as subgraph inputs or constants (see `ops/select.rs`).
+        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
+            &[DType::F32, DType::I64, DType::I32]
+        }
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) => &[DType::I64],
@@ -91,7 +102,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             | OpKind::Gather,
             Some(0) | None,
         ) => DATA,
-        (OpKind::Concat, _) => DATA,
+        (OpKind::Concat | OpKind::CastLike, _) => DATA,
         _ => &[DType::F32],
     }
 }
@@ -170,6 +181,12 @@ pub(super) fn check_op(
             }
         }
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
+        OpKind::Gelu => {
+            let a = node.attr_str("approximate", "none");
+            if !matches!(a, "none" | "tanh") {
+                return attr_no(format!("approximate '{a}' is not supported"));
+            }
+        }
         OpKind::ConvTranspose => {
             if !(3..=4).contains(&x.len()) {
                 return Err(shape_no(

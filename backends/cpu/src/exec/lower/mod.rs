@@ -743,7 +743,7 @@ impl<'g> Builder<'g> {
 /// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
 /// 0.0/1.0 already are the floats): a view like Reshape.
 fn is_view_cast(graph: &Graph, node: &Node) -> bool {
-    node.op == OpKind::Cast && {
+    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
         let from = graph.tensors[node.inputs[0]].dtype;
         let to = graph.tensors[node.outputs[0]].dtype;
         from == to || (from == DType::Bool && to == DType::F32)

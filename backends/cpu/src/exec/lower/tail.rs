@@ -7,7 +7,7 @@ use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
-use crate::ops::select::WhereOp;
+use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
 use crate::ops::tensor::Reduce;
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
@@ -146,6 +146,16 @@ impl Builder<'_> {
                     OpKind::And => Binary::And,
                     _ => Binary::Pow,
                 };
+                let dtype = self.graph.tensors[input(0)].dtype;
+                if matches!(dtype, DType::I64 | DType::I32) {
+                    let (a, b) = (self.int_src(input(0))?, self.int_src(input(1))?);
+                    return Ok(Some(Op::IntCompare(IntCompareOp::new(
+                        op,
+                        (a, &shapes[0]),
+                        (b, &shapes[1]),
+                        out_shape,
+                    ))));
+                }
                 let (a, b) = (self.src(input(0))?, self.src(input(1))?);
                 Op::Binary(BinaryOp::new(op, a, &shapes[0], b, &shapes[1], out_shape))
             }
@@ -153,8 +163,19 @@ impl Builder<'_> {
                 x: self.src(input(0))?,
                 f: Unary::Not,
             }),
+            OpKind::Gelu => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: match node.attr_str("approximate", "none") {
+                    "tanh" => Unary::GeluTanh,
+                    _ => Unary::GeluErf,
+                },
+            }),
+            OpKind::Ceil => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: Unary::Ceil,
+            }),
             // Casts between f32 and bool that change values (the others are views).
-            OpKind::Cast => Op::Unary(UnaryOp {
+            OpKind::Cast | OpKind::CastLike => Op::Unary(UnaryOp {
                 x: self.src(input(0))?,
                 f: Unary::NonZero,
             }),
@@ -189,6 +210,36 @@ impl Builder<'_> {
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape)?,
             _ => return Ok(None),
+        }))
+    }
+
+    /// An integer comparison operand: a subgraph input or a constant.
+    fn int_src(&self, t: TensorId) -> Result<IntSrc, String> {
+        let decl = &self.graph.tensors[t];
+        let wide = decl.dtype == DType::I64;
+        if let Some(Src::Input(index)) = self.srcs[t] {
+            return Ok(IntSrc::Input { index, wide });
+        }
+        let bytes = self
+            .consts
+            .bytes(t)
+            .filter(|_| decl.is_const())
+            .ok_or_else(|| {
+                format!(
+                    "integer operand '{}' is neither an input nor a constant",
+                    decl.name
+                )
+            })?;
+        Ok(IntSrc::Const(if wide {
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect()
+        } else {
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
+                .collect()
         }))
     }
 
