@@ -10,6 +10,7 @@ pub mod bounded;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod flops;
 pub mod limits;
 pub mod memory;
 pub mod model;
