@@ -204,6 +204,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Gelu,
     OpKind::Ceil,
     OpKind::CastLike,
+    OpKind::Expand,
+    OpKind::Tile,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

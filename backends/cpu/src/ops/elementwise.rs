@@ -61,6 +61,13 @@ pub(crate) enum Unary {
     GeluTanh,
     /// Rounds up to an integer.
     Ceil,
+    /// Casts involving i32, whose bits an f32 slot holds: f32 to i32 truncates toward
+    /// zero and saturates (NaN gives 0), i32 to f32 rounds to nearest, bool (0.0/1.0) to
+    /// i32 gives 0 or 1, i32 to bool is `x != 0`.
+    F32ToI32,
+    I32ToF32,
+    BoolToI32,
+    I32ToBool,
     /// `x * HardSigmoid(x)` found by `patterns.rs`: `x * clamp(alpha * x + beta, 0, 1)`.
     HardSigmoidMul {
         alpha: f32,
@@ -95,6 +102,10 @@ impl Unary {
             Unary::GeluTanh => gelu_tanh(x),
             Unary::GeluErf => gelu_erf(x),
             Unary::Ceil => x.ceil(),
+            Unary::F32ToI32 => f32::from_bits(x as i32 as u32),
+            Unary::I32ToF32 => x.to_bits() as i32 as f32,
+            Unary::BoolToI32 => f32::from_bits((x != 0.0) as u32),
+            Unary::I32ToBool => (x.to_bits() != 0) as u8 as f32,
         }
     }
 }

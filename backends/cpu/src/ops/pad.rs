@@ -1,4 +1,5 @@
-//! Pad: constant, edge, reflect and wrap modes, negative pads cropping.
+//! Pad: constant, edge, reflect and wrap modes, negative pads cropping; and every other
+//! gather with one index map per axis (nearest Resize, Expand, Tile).
 //!
 //! At init each axis gets a map from output index to input index (or "padding"), so
 //! that the mode's arithmetic is done once; at run time the output is walked row by row

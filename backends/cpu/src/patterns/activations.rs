@@ -6,6 +6,10 @@
 //!   `0 < alpha <= 1`: `x > alpha * x` exactly when `x > 0`, zeros keep their sign and
 //!   infinities their value on both sides (alpha 0 would make `0 * inf` a NaN);
 //! - **LeakyRelu** as PRelu with one slope, `Where(Less(x, 0), Mul(x, slope), x)`;
+//! - **GELU, tanh form**, `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` with the cube
+//!   as `Pow(x, 3)` (tf2onnx, Paddle2ONNX) or `x * x * x`, and the halving in any of the
+//!   places the Erf form allows: run as Gelu's tanh form, within the activation
+//!   tolerance of the nodes (not bit for bit: the nodes round after every step);
 //! - **HardSwish-like** `Mul(x, HardSigmoid(x))` (torch's `x * hardsigmoid(x)`), kept as
 //!   `x * clamp(alpha * x + beta, 0, 1)` since HardSwish's `x / 6` differs in the last bit
 //!   from `x * (1/6)`.
@@ -31,6 +35,7 @@ impl View<'_> {
         let found = match self.graph.nodes[last].op {
             OpKind::Where => self.max_leaky(last).or_else(|| self.prelu_leaky(last)),
             OpKind::Mul => self.hard_sigmoid_mul(last),
+            OpKind::Tanh => self.tanh_gelu(last),
             _ => None,
         }?;
         let out = self.graph.nodes[found.last].outputs[0];
@@ -120,6 +125,117 @@ impl View<'_> {
         })
     }
 
+    /// The tanh GELU whose Tanh is `t` (found from the Tanh, which it has one of).
+    fn tanh_gelu(&self, t: NodeId) -> Option<FusedActivation> {
+        let nodes = &self.graph.nodes;
+        let c = nodes[t].inputs[0];
+        let scale = self.producers[c].filter(|&n| nodes[n].op == OpKind::Mul)?;
+        (self.sole_reader(c)? == t).then_some(())?;
+        let (b, k) = self.with_scalar(scale)?;
+        ((k - 0.797_884_6).abs() < 1e-6).then_some(())?;
+        let add = self.producers[b].filter(|&n| nodes[n].op == OpKind::Add)?;
+        (self.sole_reader(b)? == scale).then_some(())?;
+        // x + 0.044715 x^3, either order.
+        let [p, q] = nodes[add].inputs[..] else {
+            return None;
+        };
+        let cubic = |x: TensorId, a: TensorId| -> Option<Vec<NodeId>> {
+            let m = self.producers[a].filter(|&n| nodes[n].op == OpKind::Mul)?;
+            (self.sole_reader(a)? == add).then_some(())?;
+            let (cube, k3) = self.with_scalar(m)?;
+            ((k3 - 0.044_715).abs() < 1e-7).then_some(())?;
+            let mut found = vec![m];
+            found.extend(self.cube_of(x, cube, m)?);
+            Some(found)
+        };
+        let (x, inner) = match (cubic(p, q), cubic(q, p)) {
+            (Some(n), _) => (p, n),
+            (None, Some(n)) => (q, n),
+            _ => return None,
+        };
+        let (tail, last) = self.halved_product(x, t)?;
+        let mut group: Vec<NodeId> = [scale, add, t]
+            .into_iter()
+            .chain(inner)
+            .chain(tail)
+            .collect();
+        group.sort_unstable();
+        group.dedup();
+        Some(FusedActivation {
+            nodes: group,
+            last,
+            x,
+            f: Unary::GeluTanh,
+        })
+    }
+
+    /// The nodes computing `x^3` into `cube` (`Pow(x, 3)`, or `x * x * x` in either
+    /// grouping), each read only inside the pattern.
+    fn cube_of(&self, x: TensorId, cube: TensorId, reader: NodeId) -> Option<Vec<NodeId>> {
+        let nodes = &self.graph.nodes;
+        let n = self.producers[cube]?;
+        (self.sole_reader(cube)? == reader).then_some(())?;
+        match nodes[n].op {
+            OpKind::Pow => (nodes[n].inputs[0] == x
+                && self.scalar(nodes[n].inputs[1]) == Some(3.0))
+            .then(|| vec![n]),
+            OpKind::Mul => {
+                let [a, b] = nodes[n].inputs[..] else {
+                    return None;
+                };
+                let sq = if a == x {
+                    b
+                } else if b == x {
+                    a
+                } else {
+                    return None;
+                };
+                let s = self.producers[sq].filter(|&m| nodes[m].op == OpKind::Mul)?;
+                (nodes[s].inputs[..] == [x, x] && self.sole_reader(sq)? == n).then(|| vec![n, s])
+            }
+            _ => None,
+        }
+    }
+
+    /// From an activation node `f` (Erf or Tanh), the `+ 1`, the product with `x` and the
+    /// halving, in any of `(x * (f + 1)) * 0.5`, `x * ((f + 1) * 0.5)` and
+    /// `(x * 0.5) * (f + 1)`: the nodes and the last one.
+    fn halved_product(&self, x: TensorId, f: NodeId) -> Option<(Vec<NodeId>, NodeId)> {
+        let nodes = &self.graph.nodes;
+        let add = self.sole_reader(nodes[f].outputs[0])?;
+        let (e, one) = self
+            .with_scalar(add)
+            .filter(|_| nodes[add].op == OpKind::Add)?;
+        (e == nodes[f].outputs[0] && one == 1.0).then_some(())?;
+        let a = nodes[add].outputs[0];
+        let mul = self
+            .sole_reader(a)
+            .filter(|&m| nodes[m].op == OpKind::Mul)?;
+        let [i0, i1] = nodes[mul].inputs[..] else {
+            return None;
+        };
+        let other = if i0 == a { i1 } else { i0 };
+        if other == x {
+            let half = self.sole_reader(nodes[mul].outputs[0])?;
+            let (m, h) = self
+                .with_scalar(half)
+                .filter(|_| nodes[half].op == OpKind::Mul)?;
+            (m == nodes[mul].outputs[0] && h == 0.5).then(|| (vec![add, mul, half], half))
+        } else if self.scalar(other) == Some(0.5) {
+            let outer = self.sole_reader(nodes[mul].outputs[0])?;
+            let [o0, o1] = nodes[outer].inputs[..] else {
+                return None;
+            };
+            let xo = if o0 == nodes[mul].outputs[0] { o1 } else { o0 };
+            (nodes[outer].op == OpKind::Mul && xo == x).then(|| (vec![add, mul, outer], outer))
+        } else {
+            let halver = self.producers[other].filter(|&h| nodes[h].op == OpKind::Mul)?;
+            (self.sole_reader(other)? == mul).then_some(())?;
+            let (hx, h) = self.with_scalar(halver)?;
+            (hx == x && h == 0.5).then(|| (vec![halver, add, mul], mul))
+        }
+    }
+
     /// The readers of `t` in node order, when `t` is not a subgraph output.
     fn readers(&self, t: TensorId) -> Option<Vec<NodeId>> {
         if self.graph.outputs.contains(&t) {
@@ -133,5 +249,52 @@ impl View<'_> {
 
     fn f32_tensor(&self, t: TensorId) -> bool {
         self.graph.tensors[t].dtype == baton_delegate_api::ir::DType::F32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::find_activations;
+    use super::*;
+    use baton_delegate_api::ir::{DType, GraphBuilder};
+    use baton_delegate_api::Constants;
+
+    /// tf2onnx's tanh GELU, the cube as Pow(x, 3) or x * x * x.
+    fn tanh_gelu(pow: bool) -> baton_delegate_api::ir::Graph {
+        let mut g = GraphBuilder::new("gelu");
+        let x = g.input_fixed("x", DType::F32, &[2, 3]);
+        let c = |g: &mut GraphBuilder, n: &str, v: f32| g.constant_f32(n, &[], &[v]);
+        let cube = if pow {
+            let three = c(&mut g, "three", 3.0);
+            g.node(OpKind::Pow, &[x, three], &[]).unwrap()
+        } else {
+            let sq = g.node(OpKind::Mul, &[x, x], &[]).unwrap();
+            g.node(OpKind::Mul, &[sq, x], &[]).unwrap()
+        };
+        let k3 = c(&mut g, "k3", 0.044_715);
+        let a = g.node(OpKind::Mul, &[cube, k3], &[]).unwrap();
+        let b = g.node(OpKind::Add, &[x, a], &[]).unwrap();
+        let k = c(&mut g, "k", 0.797_884_6);
+        let s = g.node(OpKind::Mul, &[b, k], &[]).unwrap();
+        let t = g.node(OpKind::Tanh, &[s], &[]).unwrap();
+        let one = c(&mut g, "one", 1.0);
+        let d = g.node(OpKind::Add, &[t, one], &[]).unwrap();
+        let half = c(&mut g, "half", 0.5);
+        let h = g.node(OpKind::Mul, &[x, half], &[]).unwrap();
+        let y = g.node(OpKind::Mul, &[h, d], &[]).unwrap();
+        g.output(y);
+        g.finish().unwrap()
+    }
+
+    #[test]
+    fn the_tanh_gelu_is_found_with_either_cube() {
+        for pow in [true, false] {
+            let graph = tanh_gelu(pow);
+            let found = find_activations(&graph, &Constants::new(&graph, &[]));
+            assert_eq!(found.len(), 1, "pow {pow}");
+            assert_eq!(found[0].nodes.len(), graph.nodes.len());
+            assert_eq!(found[0].f, Unary::GeluTanh);
+            assert_eq!(found[0].last, graph.nodes.len() - 1);
+        }
     }
 }

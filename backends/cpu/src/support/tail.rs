@@ -1,10 +1,11 @@
 //! What the delegate takes of the tail ops (comparisons, logic, Where, Pow, Cast,
 //! BatchNormalization, Pad, Resize, ConvTranspose) and the bool tensors they use.
 //!
-//! Bools are held as 0.0/1.0 floats, so the data-movement ops carry them as they carry
-//! f32. Integer data (i32, i64 outside shape and index operands) is not held here: the
-//! executable's buffers are f32, where an i64 is not exact; such nodes are declined with
-//! that reason (the host folds the shape logic that produces them at load).
+//! Bools are held as 0.0/1.0 floats, and i32 as its bits in an f32 slot, so the
+//! data-movement ops carry both as they carry f32. i64 data (outside shape and index
+//! operands, and the inputs and constants of comparisons) is not held here: an element
+//! would take two slots, and no op computes on i32 bits; such nodes are declined with the
+//! dtype as the reason (the host folds the shape logic that produces them at load).
 
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
@@ -66,13 +67,15 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::BatchNormalization => (5, 5),
         OpKind::ReduceSum | OpKind::ReduceMax => (1, 2),
         OpKind::Pad | OpKind::Resize => (1, 4),
+        OpKind::Expand | OpKind::Tile => (2, 2),
         OpKind::ConvTranspose => (2, 3),
         _ => (1, 1),
     }
 }
 
-/// f32 or bool: the dtypes a data-movement op carries.
-const DATA: &[DType] = &[DType::F32, DType::Bool];
+/// The dtypes a data-movement op carries: f32, bool (held as 0.0/1.0) and i32 (its bits
+/// held in an f32 slot, moved, never computed on).
+const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
 
 /// The dtypes at input `pos` (`None`: the output) of the tail ops and of the data
 /// movement that carries bools; f32 elsewhere.
@@ -85,7 +88,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         }
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
-        (OpKind::Pad, Some(1 | 3)) => &[DType::I64],
+        (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
         (
             OpKind::Where
@@ -99,9 +102,12 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             | OpKind::Transpose
             | OpKind::Slice
             | OpKind::Split
-            | OpKind::Gather,
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Tile,
             Some(0) | None,
         ) => DATA,
+        (OpKind::Pad, Some(2)) => DATA,
         (OpKind::Concat | OpKind::CastLike, _) => DATA,
         _ => &[DType::F32],
     }
@@ -174,12 +180,8 @@ pub(super) fn check_op(
                 axis_map(mode, x[d], pads[k], pads[k + axes.len()])
                     .map_err(|e| shape_no(node, e))?;
             }
-            let value_present = node.inputs.len() > 2 && shapes[2].iter().product::<usize>() > 0;
-            let x_dtype = graph.tensors[node.inputs[0]].dtype;
-            if value_present && x_dtype != DType::F32 {
-                return attr_no("a pad value for a bool tensor is not supported".into());
-            }
         }
+        OpKind::Expand | OpKind::Tile => require_const_operands(graph, node, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Gelu => {
             let a = node.attr_str("approximate", "none");

@@ -179,9 +179,10 @@ pub(crate) fn build<'g>(
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
         let decl = b.decl(t)?;
-        if !matches!(decl.dtype, DType::F32 | DType::I8 | DType::U8 | DType::Bool) {
+        let held = [DType::F32, DType::I8, DType::U8, DType::Bool, DType::I32];
+        if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8, u8 or bool",
+                "output '{}' is {}, not f32, i8, u8, bool or i32",
                 decl.name, decl.dtype
             )));
         }

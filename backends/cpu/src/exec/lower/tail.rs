@@ -1,6 +1,6 @@
 //! Lowering of "the tail" every real model carries besides its convolutions and GEMMs:
 //! comparisons, logic and Where, Pow, Cast, BatchNormalization, ReduceSum/ReduceMax,
-//! Pad, Resize and ConvTranspose.
+//! Pad, Expand, Tile, Resize and ConvTranspose.
 
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
@@ -174,11 +174,23 @@ impl Builder<'_> {
                 x: self.src(input(0))?,
                 f: Unary::Ceil,
             }),
-            // Casts between f32 and bool that change values (the others are views).
-            OpKind::Cast | OpKind::CastLike => Op::Unary(UnaryOp {
-                x: self.src(input(0))?,
-                f: Unary::NonZero,
-            }),
+            // Casts that change what a slot holds (the others are views).
+            OpKind::Cast | OpKind::CastLike => {
+                let from = self.graph.tensors[input(0)].dtype;
+                let to = self.graph.tensors[node.outputs[0]].dtype;
+                let f = match (from, to) {
+                    (DType::F32, DType::Bool) => Unary::NonZero,
+                    (DType::F32, DType::I32) => Unary::F32ToI32,
+                    (DType::I32, DType::F32) => Unary::I32ToF32,
+                    (DType::Bool, DType::I32) => Unary::BoolToI32,
+                    (DType::I32, DType::Bool) => Unary::I32ToBool,
+                    _ => return Err(format!("Cast from {from} to {to}")),
+                };
+                Op::Unary(UnaryOp {
+                    x: self.src(input(0))?,
+                    f,
+                })
+            }
             OpKind::Where => {
                 let c = self.src(input(0))?;
                 let x = self.src(input(1))?;
@@ -207,6 +219,19 @@ impl Builder<'_> {
                 self.reduce(node, &shapes[0], out_shape, kind)?
             }
             OpKind::Pad => self.pad(node, &shapes[0])?,
+            OpKind::Expand | OpKind::Tile => {
+                let x = &shapes[0];
+                // The input right-aligned to the output's rank, each output index of an
+                // axis reading the input index it repeats.
+                let mut in_shape = vec![1; out_shape.len() - x.len().min(out_shape.len())];
+                in_shape.extend_from_slice(x);
+                let maps = in_shape
+                    .iter()
+                    .zip(out_shape)
+                    .map(|(&n, &o)| (0..o).map(|i| (n > 0).then(|| i % n)).collect())
+                    .collect();
+                Op::Pad(PadOp::new(self.src(input(0))?, &in_shape, maps, 0.0))
+            }
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape)?,
             _ => return Ok(None),
