@@ -245,7 +245,8 @@ struct Builder<'g> {
     step: usize,
     /// Per tensor: held channels-last (see `layout.rs`).
     nhwc: Vec<bool>,
-    /// Per node: the BatchNormalization (and activation) a convolution absorbs.
+    /// Per node: the BatchNormalization (and activation) a convolution or transposed
+    /// convolution absorbs.
     bn_folds: Vec<Option<tail::BnFold>>,
 }
 

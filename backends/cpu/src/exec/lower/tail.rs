@@ -59,9 +59,9 @@ impl Builder<'_> {
     }
 
     /// Per node: the BatchNormalization (constant statistics, as `supports` requires) a
-    /// convolution with constant weights absorbs when it is the convolution's only reader,
-    /// with the Relu or Clip that is the BatchNormalization's only reader. The absorbed
-    /// nodes are marked.
+    /// convolution or transposed convolution with constant weights absorbs when it is its
+    /// only reader, with (after a convolution) the Relu or Clip that is the
+    /// BatchNormalization's only reader. The absorbed nodes are marked.
     pub(super) fn conv_bn_folds(
         &self,
         roles: &[Role],
@@ -79,7 +79,7 @@ impl Builder<'_> {
         let constant = |t: TensorId| graph.tensors[t].is_const() && self.consts.bytes(t).is_some();
         let mut folds = vec![None; graph.nodes.len()];
         for (id, node) in graph.nodes.iter().enumerate() {
-            if node.op != OpKind::Conv
+            if !matches!(node.op, OpKind::Conv | OpKind::ConvTranspose)
                 || !free(id, absorbed)
                 || !node.inputs[1..].iter().all(|&t| constant(t))
             {
@@ -90,8 +90,11 @@ impl Builder<'_> {
             else {
                 continue;
             };
+            // The transposed convolution has no epilogue clamp: its activation runs alone.
             let activation = sole(graph.nodes[bn].outputs[0]).filter(|&n| {
-                matches!(graph.nodes[n].op, OpKind::Relu | OpKind::Clip) && free(n, absorbed)
+                node.op == OpKind::Conv
+                    && matches!(graph.nodes[n].op, OpKind::Relu | OpKind::Clip)
+                    && free(n, absorbed)
             });
             for n in [Some(bn), activation].into_iter().flatten() {
                 absorbed[n] = true;
@@ -118,6 +121,10 @@ impl Builder<'_> {
             None => Vec::new(),
         };
         let out = self.graph.nodes[fold.last].outputs[0];
+        if node.op == OpKind::ConvTranspose {
+            let out_shape = self.shape(out);
+            return self.conv_transpose(node, &shapes, &out_shape, Some((&a, &b)));
+        }
         self.conv(node, &shapes, &fused, out, Some((&a, &b)))
     }
 
@@ -233,7 +240,7 @@ impl Builder<'_> {
                 Op::Pad(PadOp::new(self.src(input(0))?, &in_shape, maps, 0.0))
             }
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
-            OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape)?,
+            OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
             _ => return Ok(None),
         }))
     }
@@ -420,11 +427,14 @@ impl Builder<'_> {
         Ok(scales)
     }
 
+    /// A transposed convolution, with a BatchNormalization's per-channel `(a, b)` folded
+    /// into its weights and bias when `bn` is given.
     fn conv_transpose(
         &mut self,
         node: &Node,
         shapes: &[Vec<usize>],
         out: &[usize],
+        bn: Option<(&[f32], &[f32])>,
     ) -> Result<Op, String> {
         let (x, w) = (&shapes[0], &shapes[1]);
         let sp = x.len() - 2;
@@ -498,16 +508,28 @@ impl Builder<'_> {
             dilation: (d.0 as usize, d.1 as usize),
             pad: p,
         };
-        let weights = self
+        let mut weights = self
             .const_f32(node.inputs[1])
             .ok_or("ConvTranspose weights are not constant")?;
-        let bias = match node.inputs.get(2) {
+        let mut bias = match node.inputs.get(2) {
             Some(&t) => self
                 .const_f32(t)
                 .ok_or("ConvTranspose bias is not constant")?
                 .to_vec(),
             None => vec![0.0; out[1]],
         };
+        if let Some((a, b)) = bn {
+            // W is [C, M/g, kernel]: row (c, ml) feeds output channel g * M/g + ml.
+            let (cg, mg, taps) = (geom.cg.max(1), geom.mg, kh * kw);
+            for (row, w) in weights.to_mut().chunks_exact_mut(taps).enumerate() {
+                let (c, ml) = (row / mg.max(1), row % mg.max(1));
+                let m = (c / cg) * mg + ml;
+                w.iter_mut().for_each(|v| *v *= a[m]);
+            }
+            for (m, v) in bias.iter_mut().enumerate() {
+                *v = *v * a[m] + b[m];
+            }
+        }
         Ok(Op::Deconv(DeconvOp::new(
             self.src(node.inputs[0])?,
             geom,
