@@ -206,6 +206,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::CastLike,
     OpKind::Expand,
     OpKind::Tile,
+    OpKind::GRU,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -312,6 +313,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
     let max_outputs = match node.op {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
+        OpKind::GRU => 2,
         _ => 1,
     };
     let n = node.inputs.len();
@@ -342,7 +344,8 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         let decl = &graph.tensors[t];
         let expected = expected_dtypes(node.op, pos);
         let absent = pos.is_some() && decl.static_shape().is_some_and(|s| s.contains(&0));
-        let optional = node.op == OpKind::LSTM && pos.is_some_and(|p| p >= 3);
+        let recurrent = matches!(node.op, OpKind::LSTM | OpKind::GRU);
+        let optional = recurrent && pos.is_some_and(|p| p >= 3);
         if !(expected.contains(&decl.dtype) || absent && optional) {
             return Err(Support::no(
                 DeclineReason::DType,

@@ -21,6 +21,7 @@ use crate::ops::affine::AffineOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
+use crate::ops::gru::GruOp;
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
@@ -113,6 +114,7 @@ enum Op {
     Pad(PadOp),
     LinearResize(LinearResizeOp),
     Deconv(DeconvOp),
+    Gru(GruOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -138,6 +140,7 @@ impl Op {
             Op::Pad(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
+            Op::Gru(_) => "LSTM",
         }
     }
 
@@ -171,6 +174,7 @@ impl Op {
             Op::Pad(op) => op.run(sources, out),
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),
+            Op::Gru(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
+pub(crate) mod gru;
 pub(crate) mod layout;
 pub(crate) mod lstm;
 pub(crate) mod math;

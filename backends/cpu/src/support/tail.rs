@@ -40,6 +40,13 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("keep_aspect_ratio_policy", Str),
             ("extrapolation_value", Float),
         ],
+        OpKind::GRU => &[
+            ("activations", Str),
+            ("direction", Str),
+            ("hidden_size", Int),
+            ("layout", Int),
+            ("linear_before_reset", Int),
+        ],
         OpKind::ConvTranspose => &[
             ("auto_pad", Str),
             ("dilations", Ints),
@@ -68,6 +75,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::ReduceSum | OpKind::ReduceMax => (1, 2),
         OpKind::Pad | OpKind::Resize => (1, 4),
         OpKind::Expand | OpKind::Tile => (2, 2),
+        OpKind::GRU => (3, 6),
         OpKind::ConvTranspose => (2, 3),
         _ => (1, 1),
     }
@@ -182,6 +190,7 @@ pub(super) fn check_op(
             }
         }
         OpKind::Expand | OpKind::Tile => require_const_operands(graph, node, consts)?,
+        OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Gelu => {
             let a = node.attr_str("approximate", "none");
@@ -217,6 +226,54 @@ pub(super) fn check_op(
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// GRU as implemented: layout 0, default activations, no clip, no `sequence_lens`, and
+/// constant weights (packed at init).
+fn check_gru(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("GRU {m}")));
+    if node.attr_int("layout", 0) != 0 {
+        return attr_no("layout 1 (batch first) is not supported".into());
+    }
+    if let Some(a) = node.attrs.get("activations") {
+        let baton_delegate_api::ir::Attr::Str(s) = a else {
+            return attr_no(format!("activations {a:?} are not supported"));
+        };
+        let s = s.to_ascii_lowercase().replace(' ', "");
+        let parts: Vec<&str> = s.split(',').collect();
+        if !parts.chunks(2).all(|c| c.join(",") == "sigmoid,tanh") {
+            return attr_no(format!("activations '{s}': only sigmoid,tanh"));
+        }
+    }
+    let direction = node.attr_str("direction", "forward");
+    if !matches!(direction, "forward" | "reverse" | "bidirectional") {
+        return attr_no(format!("direction '{direction}' is not supported"));
+    }
+    let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+    if present(4) {
+        return Err(Support::no(
+            DeclineReason::Other,
+            "GRU sequence_lens is not supported",
+        ));
+    }
+    for i in [1, 2, 3] {
+        if present(i) && consts.bytes(node.inputs[i]).is_none() {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "GRU weight '{}' is computed at run time; only constant W, R and B are \
+                     supported",
+                    graph.tensors[node.inputs[i]].name
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -201,6 +201,7 @@ pub(crate) fn build<'g>(
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
+            Op::Gru(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -217,6 +218,10 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
         Op::Lstm(l) => {
             let (y, state) = l.out_len();
             Some(vec![y, state, state])
+        }
+        Op::Gru(g) => {
+            let (y, state) = g.out_len();
+            Some(vec![y, state])
         }
         _ => None,
     }

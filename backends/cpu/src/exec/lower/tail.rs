@@ -5,6 +5,7 @@
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
+use crate::ops::gru::{GruOp, GruSpec};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
 use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
@@ -241,6 +242,7 @@ impl Builder<'_> {
             }
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
+            OpKind::GRU => self.gru(node, shapes)?,
             _ => return Ok(None),
         }))
     }
@@ -273,6 +275,40 @@ impl Builder<'_> {
                 .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
                 .collect()
         }))
+    }
+
+    fn gru(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
+        let r = self.const_f32(node.inputs[2]).ok_or("R is not constant")?;
+        let b = if present(3) {
+            Some(self.const_f32(node.inputs[3]).ok_or("B is not constant")?)
+        } else {
+            None
+        };
+        let initial_h = if present(5) {
+            Some(self.src(node.inputs[5])?)
+        } else {
+            None
+        };
+        let x = self.src(node.inputs[0])?;
+        let spec = GruSpec {
+            x_shape: &shapes[0],
+            dirs: shapes[1][0],
+            hidden: shapes[2][2],
+            direction: node.attr_str("direction", "forward"),
+            linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
+        };
+        Ok(Op::Gru(GruOp::new(
+            &mut self.packs,
+            self.kernel,
+            x,
+            initial_h,
+            &w,
+            &r,
+            b.as_deref(),
+            spec,
+        )))
     }
 
     /// Pow by a constant 2 or 0.5, rewritten as a multiply or a square root.
