@@ -207,6 +207,9 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Expand,
     OpKind::Tile,
     OpKind::GRU,
+    OpKind::Shape,
+    OpKind::Size,
+    OpKind::ConstantOfShape,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

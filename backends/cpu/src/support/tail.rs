@@ -19,6 +19,8 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     use Kind::*;
     match op {
         OpKind::Cast => &[("to", Int), ("saturate", Int), ("round_mode", Str)],
+        OpKind::Shape => &[("start", Int), ("end", Int)],
+        OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
         OpKind::BatchNormalization => &[
@@ -85,6 +87,10 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
 /// held in an f32 slot, moved, never computed on).
 const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
 
+/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: those of
+/// [`DATA`] and i64, whose bytes a view never reads.
+const VIEWED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+
 /// The dtypes at input `pos` (`None`: the output) of the tail ops and of the data
 /// movement that carries bools; f32 elsewhere.
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
@@ -99,14 +105,28 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
         (
-            OpKind::Where
-            | OpKind::Cast
-            | OpKind::Identity
-            | OpKind::Pad
+            OpKind::Identity
             | OpKind::Reshape
             | OpKind::Flatten
             | OpKind::Squeeze
-            | OpKind::Unsqueeze
+            | OpKind::Unsqueeze,
+            Some(0) | None,
+        ) => VIEWED,
+        (OpKind::Shape | OpKind::Size, Some(0)) => &[
+            DType::F32,
+            DType::F16,
+            DType::Bool,
+            DType::I8,
+            DType::U8,
+            DType::I32,
+            DType::I64,
+        ],
+        (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
+        (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
+        (
+            OpKind::Where
+            | OpKind::Cast
+            | OpKind::Pad
             | OpKind::Transpose
             | OpKind::Slice
             | OpKind::Split
@@ -190,6 +210,12 @@ pub(super) fn check_op(
             }
         }
         OpKind::Expand | OpKind::Tile => require_const_operands(graph, node, consts)?,
+        OpKind::ConstantOfShape if !is_const(0) => {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!("{}: the shape is computed at run time", node.label()),
+            ));
+        }
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Gelu => {

@@ -136,6 +136,16 @@ pub(crate) fn build<'g>(
         if absorbed[id] {
             continue;
         }
+        if let Some(words) = b
+            .constant_node(node)
+            .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?
+        {
+            // Known at init: a constant slot, no step.
+            let slot = b.slots.len();
+            b.slots.push(Pending::Const(Panel::Owned(words)));
+            b.srcs[node.outputs[0]] = Some(Src::Slot(slot));
+            continue;
+        }
         let reshape = matches!(
             node.op,
             OpKind::Reshape
@@ -179,10 +189,18 @@ pub(crate) fn build<'g>(
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
         let decl = b.decl(t)?;
-        let held = [DType::F32, DType::I8, DType::U8, DType::Bool, DType::I32];
+        // i64 outputs are views of inputs or constants (two slots per element).
+        let held = [
+            DType::F32,
+            DType::I8,
+            DType::U8,
+            DType::Bool,
+            DType::I32,
+            DType::I64,
+        ];
         if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8, u8, bool or i32",
+                "output '{}' is {}, not f32, i8, u8, bool, i32 or i64",
                 decl.name, decl.dtype
             )));
         }

@@ -311,6 +311,45 @@ impl Builder<'_> {
         )))
     }
 
+    /// The words (f32 slots; two per i64) of a node whose output is known at init: Shape
+    /// and Size of static shapes, ConstantOfShape of a constant shape. `None` for the
+    /// other ops.
+    pub(super) fn constant_node(&self, node: &Node) -> Result<Option<Vec<f32>>, String> {
+        let wide = |v: &[i64]| -> Vec<f32> {
+            v.iter()
+                .flat_map(|&x| {
+                    let b = x.to_le_bytes();
+                    [
+                        f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                        f32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                    ]
+                })
+                .collect()
+        };
+        Ok(Some(match node.op {
+            OpKind::Shape => {
+                let dims = self.shape(node.inputs[0]);
+                let r = dims.len() as i64;
+                let at = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+                let (s, e) = (at(node.attr_int("start", 0)), at(node.attr_int("end", r)));
+                let v: Vec<i64> = dims[s..e.max(s)].iter().map(|&d| d as i64).collect();
+                wide(&v)
+            }
+            OpKind::Size => wide(&[self.shape(node.inputs[0]).iter().product::<usize>() as i64]),
+            OpKind::ConstantOfShape => {
+                let n: usize = self.shape(node.outputs[0]).iter().product();
+                let v = node.attr_float("value", 0.0);
+                match self.graph.tensors[node.outputs[0]].dtype {
+                    DType::I64 => wide(&vec![v as i64; n]),
+                    DType::I32 => vec![f32::from_bits(v as i32 as u32); n],
+                    DType::Bool => vec![(v != 0.0) as u8 as f32; n],
+                    _ => vec![v; n],
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
     /// Pow by a constant 2 or 0.5, rewritten as a multiply or a square root.
     fn pow_rewrite(&self, exponent: TensorId) -> Option<Unary> {
         let e = self.const_f32(exponent)?;
