@@ -112,9 +112,16 @@ def decoder():
 
 
 def select_cast():
-    """Comparisons and Where, Cast to bool and back, Not, And, Equal."""
-    inits = [const("zero", np.array(0.0, np.float32)), const("one", np.array(1.0, np.float32))]
+    """Comparisons and Where, Cast to bool and back, Not, And, a comparison of i32."""
+    inits = [
+        const("zero", np.array(0.0, np.float32)),
+        const("one", np.array(1.0, np.float32)),
+        const("zi", np.array(0, np.int32)),
+    ]
     nodes = [
+        helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32),
+        helper.make_node("Greater", ["xi", "zi"], ["gi"]),
+        helper.make_node("Cast", ["gi"], ["gf"], to=TensorProto.FLOAT),
         helper.make_node("Greater", ["x", "zero"], ["pos"]),
         helper.make_node("Less", ["x", "one"], ["small"]),
         helper.make_node("And", ["pos", "small"], ["mid"]),
@@ -123,7 +130,8 @@ def select_cast():
         helper.make_node("Cast", ["x"], ["nz"], to=TensorProto.BOOL),
         helper.make_node("Cast", ["nz"], ["nzf"], to=TensorProto.FLOAT),
         helper.make_node("Where", ["mid", "x", "outf"], ["w"]),
-        helper.make_node("Add", ["w", "nzf"], ["y"]),
+        helper.make_node("Add", ["w", "nzf"], ["s"]),
+        helper.make_node("Add", ["s", "gf"], ["y"]),
     ]
     return model("select_cast", nodes, [f32("x", [3, 5, 7])], [f32("y", [3, 5, 7])], inits)
 

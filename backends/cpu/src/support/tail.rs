@@ -98,8 +98,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
         // Integers only as subgraph inputs or constants (see `ops/select.rs`).
         (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
-            &[DType::F32, DType::I64, DType::I32]
+            &[DType::F32, DType::Bool, DType::I64, DType::I32]
         }
+        (OpKind::Where, Some(1 | 2)) => DATA,
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],

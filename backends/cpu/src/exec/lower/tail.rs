@@ -248,11 +248,13 @@ impl Builder<'_> {
     }
 
     /// An integer comparison operand: a subgraph input or a constant.
-    fn int_src(&self, t: TensorId) -> Result<IntSrc, String> {
+    fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
         let decl = &self.graph.tensors[t];
         let wide = decl.dtype == DType::I64;
-        if let Some(Src::Input(index)) = self.srcs[t] {
-            return Ok(IntSrc::Input { index, wide });
+        match self.srcs[t] {
+            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
+            Some(_) if !wide => return Ok(IntSrc::Held(self.src(t)?)),
+            _ => {}
         }
         let bytes = self
             .consts
