@@ -11,6 +11,7 @@ use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use super::{require_const_operands, shape_no, Kind};
+use crate::ops::layout::MAX_RANK;
 use crate::ops::pad::{axis_map, PadMode};
 use crate::ops::resize::{known_coordinate_mode, Rounding};
 
@@ -87,6 +88,10 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
 /// held in an f32 slot, moved, never computed on).
 const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
 
+/// The dtypes the data-movement ops that copy elements carry: those of [`DATA`] and
+/// i64, each element two slots moved together.
+const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+
 /// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: those of
 /// [`DATA`] and i64, whose bytes a view never reads.
 const VIEWED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
@@ -100,7 +105,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
             &[DType::F32, DType::Bool, DType::I64, DType::I32]
         }
-        (OpKind::Where, Some(1 | 2)) => DATA,
+        (OpKind::Where, Some(1 | 2) | None) => MOVED,
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
@@ -124,10 +129,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         ],
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
         (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
+        (OpKind::Cast, Some(0) | None) => DATA,
         (
-            OpKind::Where
-            | OpKind::Cast
-            | OpKind::Pad
+            OpKind::Pad
             | OpKind::Transpose
             | OpKind::Slice
             | OpKind::Split
@@ -135,9 +139,10 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             | OpKind::Expand
             | OpKind::Tile,
             Some(0) | None,
-        ) => DATA,
+        ) => MOVED,
         (OpKind::Pad, Some(2)) => DATA,
-        (OpKind::Concat | OpKind::CastLike, _) => DATA,
+        (OpKind::CastLike, _) => DATA,
+        (OpKind::Concat, _) => MOVED,
         _ => &[DType::F32],
     }
 }
@@ -166,6 +171,35 @@ pub(super) fn check_op(
             format!("{}: {m}", node.label()),
         ))
     };
+    let out = &graph.tensors[node.outputs[0]];
+    let moves = matches!(
+        node.op,
+        OpKind::Pad
+            | OpKind::Transpose
+            | OpKind::Slice
+            | OpKind::Split
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Tile
+            | OpKind::Concat
+            | OpKind::Where
+    );
+    if moves && out.dtype == DType::I64 {
+        // Held with an extra axis of its two words.
+        let rank = out.static_shape().map_or(0, |s| s.len()).max(x.len());
+        if rank >= MAX_RANK {
+            return Err(shape_no(
+                node,
+                format!(
+                    "an i64 tensor of rank {rank} (at most {} here)",
+                    MAX_RANK - 1
+                ),
+            ));
+        }
+        if node.op == OpKind::Pad && present(2) {
+            return attr_no("a pad value for an i64 tensor is not supported".into());
+        }
+    }
     match node.op {
         OpKind::BatchNormalization => {
             if node.attr_int("training_mode", 0) != 0 {

@@ -278,6 +278,24 @@ impl<'g> Builder<'g> {
         self.graph.tensors[t].static_shape().unwrap_or_default()
     }
 
+    /// The f32 slots one element of `t` takes: two for an i64, else one.
+    fn words(&self, t: TensorId) -> usize {
+        if self.graph.tensors[t].dtype == DType::I64 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
+    fn held_shape(&self, t: TensorId) -> Vec<usize> {
+        let mut s = self.shape(t);
+        if self.words(t) == 2 {
+            s.push(2);
+        }
+        s
+    }
+
     fn decl(&self, t: TensorId) -> Result<IoDecl, DelegateError> {
         let d = &self.graph.tensors[t];
         let shape = d.static_shape().ok_or_else(|| {
@@ -366,7 +384,7 @@ impl<'g> Builder<'g> {
 
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        let len = checked_len(&self.shape(t)).ok_or_else(|| {
+        let len = checked_len(&self.held_shape(t)).ok_or_else(|| {
             DelegateError::new(format!(
                 "tensor '{}' is too large to address",
                 self.graph.tensors[t].name
@@ -692,17 +710,18 @@ impl<'g> Builder<'g> {
                     indices,
                     outer: x[..axis].iter().product(),
                     axis: x[axis],
-                    inner: x[axis + 1..].iter().product(),
+                    inner: x[axis + 1..].iter().product::<usize>() * self.words(input(0)),
                 })
             }
             OpKind::Slice => {
                 let axes = self.slice_axes(node, &shapes[0])?;
-                Op::Slice(SliceOp::new(self.src(input(0))?, &shapes[0], &axes))
+                let x = self.held_shape(input(0));
+                Op::Slice(SliceOp::new(self.src(input(0))?, &x, &axes))
             }
             OpKind::Split => {
                 let x = &shapes[0];
                 let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
-                let inner: usize = x[axis + 1..].iter().product();
+                let inner = x[axis + 1..].iter().product::<usize>() * self.words(input(0));
                 let parts = node
                     .outputs
                     .iter()
@@ -739,16 +758,20 @@ impl<'g> Builder<'g> {
                 channels_last: self.nhwc[input(0)].then_some(shapes[0][1]),
             }),
             OpKind::Transpose => {
-                let perm = transpose_perm(node, shapes[0].len())?;
-                Op::Transpose(TransposeOp::new(self.src(input(0))?, &shapes[0], &perm))
+                let mut perm = transpose_perm(node, shapes[0].len())?;
+                if self.words(input(0)) == 2 {
+                    // An i64's two words stay together, last.
+                    perm.push(perm.len());
+                }
+                let x = self.held_shape(input(0));
+                Op::Transpose(TransposeOp::new(self.src(input(0))?, &x, &perm))
             }
             OpKind::Concat => {
                 let axis = normalize_axis(node.attr_int("axis", 0), shapes[0].len())?;
                 let parts = node
                     .inputs
                     .iter()
-                    .zip(&shapes)
-                    .map(|(&t, s)| Ok((self.src(t)?, s.clone())))
+                    .map(|&t| Ok((self.src(t)?, self.held_shape(t))))
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }

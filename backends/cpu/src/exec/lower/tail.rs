@@ -203,10 +203,14 @@ impl Builder<'_> {
                 let c = self.src(input(0))?;
                 let x = self.src(input(1))?;
                 let y = self.src(input(2))?;
-                Op::Where(WhereOp::new(
-                    [(c, &shapes[0]), (x, &shapes[1]), (y, &shapes[2])],
-                    out_shape,
-                ))
+                // i64 values: each element's two words picked by one condition.
+                let mut cs = shapes[0].clone();
+                if self.words(input(1)) == 2 {
+                    cs.push(1);
+                }
+                let (xs, ys) = (self.held_shape(input(1)), self.held_shape(input(2)));
+                let out = self.held_shape(node.outputs[0]);
+                Op::Where(WhereOp::new([(c, &cs), (x, &xs), (y, &ys)], &out))
             }
             OpKind::BatchNormalization => {
                 let (a, b) = self.bn_factors(node)?;
@@ -233,11 +237,15 @@ impl Builder<'_> {
                 // axis reading the input index it repeats.
                 let mut in_shape = vec![1; out_shape.len() - x.len().min(out_shape.len())];
                 in_shape.extend_from_slice(x);
-                let maps = in_shape
+                let mut maps: Vec<Vec<Option<usize>>> = in_shape
                     .iter()
                     .zip(out_shape)
                     .map(|(&n, &o)| (0..o).map(|i| (n > 0).then(|| i % n)).collect())
                     .collect();
+                if self.words(input(0)) == 2 {
+                    in_shape.push(2);
+                    maps.push(vec![Some(0), Some(1)]);
+                }
                 Op::Pad(PadOp::new(self.src(input(0))?, &in_shape, maps, 0.0))
             }
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
@@ -402,6 +410,11 @@ impl Builder<'_> {
         for (k, &a) in axes.iter().enumerate() {
             maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
         }
+        let mut x = x.to_vec();
+        if self.words(node.inputs[0]) == 2 {
+            x.push(2);
+            maps.push(vec![Some(0), Some(1)]);
+        }
         let value = match node.inputs.get(2) {
             Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
                 let v = self.const_f32(t).ok_or("Pad value is not constant")?;
@@ -411,7 +424,7 @@ impl Builder<'_> {
         };
         Ok(Op::Pad(PadOp::new(
             self.src(node.inputs[0])?,
-            x,
+            &x,
             maps,
             value,
         )))
