@@ -29,7 +29,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("momentum", Float),
             ("training_mode", Int),
         ],
-        OpKind::Pad => &[("mode", Str), ("pads", Ints)],
+        OpKind::Pad => &[("mode", Str), ("pads", Ints), ("value", Float)],
         OpKind::Resize => &[
             ("mode", Str),
             ("coordinate_transformation_mode", Str),
@@ -110,6 +110,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
+        // Nearest moves any element; linear takes f32 only (`check_resize`).
+        (OpKind::Resize, Some(0) | None) => MOVED,
         (
             OpKind::Identity
             | OpKind::Reshape
@@ -183,6 +185,7 @@ pub(super) fn check_op(
             | OpKind::Tile
             | OpKind::Concat
             | OpKind::Where
+            | OpKind::Resize
     );
     if moves && out.dtype == DType::I64 {
         // Held with an extra axis of its two words.
@@ -196,9 +199,15 @@ pub(super) fn check_op(
                 ),
             ));
         }
-        if node.op == OpKind::Pad && present(2) {
+        if node.op == OpKind::Pad && (present(2) || node.attrs.contains_key("value")) {
             return attr_no("a pad value for an i64 tensor is not supported".into());
         }
+    }
+    let x_dtype = graph.tensors[node.inputs[0]].dtype;
+    if node.op == OpKind::Pad && node.attrs.contains_key("value") && x_dtype != DType::F32 {
+        return attr_no(format!(
+            "a 'value' attribute for a {x_dtype} tensor is not supported"
+        ));
     }
     match node.op {
         OpKind::BatchNormalization => {
@@ -394,6 +403,13 @@ fn check_resize(
             }
         }
         "linear" => {
+            let dtype = graph.tensors[node.inputs[0]].dtype;
+            if dtype != DType::F32 {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!("{}: linear Resize of {dtype}: f32 only", node.label()),
+                ));
+            }
             if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {
                 return attr_no("linear with antialias or exclude_outside is not supported".into());
             }

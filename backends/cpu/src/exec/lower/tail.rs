@@ -420,7 +420,7 @@ impl Builder<'_> {
                 let v = self.const_f32(t).ok_or("Pad value is not constant")?;
                 v.first().copied().unwrap_or(0.0)
             }
-            _ => 0.0,
+            _ => node.attr_float("value", 0.0),
         };
         Ok(Op::Pad(PadOp::new(
             self.src(node.inputs[0])?,
@@ -443,7 +443,7 @@ impl Builder<'_> {
         let src = self.src(node.inputs[0])?;
         match mode {
             ResizeMode::Nearest(rounding) => {
-                let maps = (0..x.len())
+                let mut maps: Vec<Vec<Option<usize>>> = (0..x.len())
                     .map(|d| {
                         if scales[d] == 1.0 && x[d] == out[d] {
                             (0..x[d]).map(Some).collect()
@@ -452,7 +452,11 @@ impl Builder<'_> {
                         }
                     })
                     .collect();
-                Ok(Op::Pad(PadOp::new(src, x, maps, 0.0)))
+                let held = self.held_shape(node.inputs[0]);
+                if held.len() > x.len() {
+                    maps.push(vec![Some(0), Some(1)]);
+                }
+                Ok(Op::Pad(PadOp::new(src, &held, maps, 0.0)))
             }
             ResizeMode::Linear => {
                 let r = x.len();
