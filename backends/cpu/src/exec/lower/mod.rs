@@ -153,7 +153,7 @@ pub(crate) fn build<'g>(
                 | OpKind::Squeeze
                 | OpKind::Unsqueeze
                 | OpKind::Identity
-        ) || is_view_cast(graph, node);
+        ) || tail::is_view_cast(graph, node);
         if reshape && roles[id] == Role::Plain {
             // The data is unchanged: the output is a view of the input, no step, no copy.
             let src = b
@@ -276,24 +276,6 @@ struct Builder<'g> {
 impl<'g> Builder<'g> {
     fn shape(&self, t: TensorId) -> Vec<usize> {
         self.graph.tensors[t].static_shape().unwrap_or_default()
-    }
-
-    /// The f32 slots one element of `t` takes: two for an i64, else one.
-    fn words(&self, t: TensorId) -> usize {
-        if self.graph.tensors[t].dtype == DType::I64 {
-            2
-        } else {
-            1
-        }
-    }
-
-    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
-    fn held_shape(&self, t: TensorId) -> Vec<usize> {
-        let mut s = self.shape(t);
-        if self.words(t) == 2 {
-            s.push(2);
-        }
-        s
     }
 
     fn decl(&self, t: TensorId) -> Result<IoDecl, DelegateError> {
@@ -785,16 +767,6 @@ impl<'g> Builder<'g> {
                 }
             },
         })
-    }
-}
-
-/// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
-/// 0.0/1.0 already are the floats): a view like Reshape.
-fn is_view_cast(graph: &Graph, node: &Node) -> bool {
-    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
-        let from = graph.tensors[node.inputs[0]].dtype;
-        let to = graph.tensors[node.outputs[0]].dtype;
-        from == to || (from == DType::Bool && to == DType::F32)
     }
 }
 

@@ -23,6 +23,24 @@ pub(super) struct BnFold {
 }
 
 impl Builder<'_> {
+    /// The f32 slots one element of `t` takes: two for an i64, else one.
+    pub(super) fn words(&self, t: TensorId) -> usize {
+        if self.graph.tensors[t].dtype == DType::I64 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
+    pub(super) fn held_shape(&self, t: TensorId) -> Vec<usize> {
+        let mut s = self.shape(t);
+        if self.words(t) == 2 {
+            s.push(2);
+        }
+        s
+    }
+
     /// The multi-node activations run as one pass, at their last node: `(input, function,
     /// first node)`. Their nodes are marked `absorbed`; those in fusion chains or QDQ
     /// groups, or whose input and output would not share a layout, are left alone.
@@ -630,5 +648,15 @@ impl Builder<'_> {
             &weights,
             bias,
         )))
+    }
+}
+
+/// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
+/// 0.0/1.0 already are the floats): a view like Reshape.
+pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
+    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
+        let from = graph.tensors[node.inputs[0]].dtype;
+        let to = graph.tensors[node.outputs[0]].dtype;
+        from == to || (from == DType::Bool && to == DType::F32)
     }
 }
