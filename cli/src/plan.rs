@@ -54,6 +54,7 @@ pub fn plan(a: PlanArgs) -> Result<()> {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     println!("nodes per target: {}", per.join(", "));
+    println!("{}", host_summary(&session));
     let p = &session.arena_plan;
     println!(
         "memory: arena {} bytes; naive (one buffer per tensor) {} bytes; lower bound (peak live) {} bytes",
@@ -99,4 +100,41 @@ fn print_memory(session: &baton_runtime_host::Session<'_>) {
         "memory: total {} bytes = host constants {weights} + host arenas {arena} + delegate blobs kept {blobs} + delegate scratch {scratch} + delegate copies {owned}{unknown}",
         weights as u64 + arena as u64 + blobs + scratch + owned
     );
+}
+
+/// How much of the model the host runs on its portable kernels: its node count (control
+/// flow apart, which always runs there) and its share of the model's estimated FLOPs.
+fn host_summary(session: &baton_runtime_host::session::Session) -> String {
+    let nodes = session.nodes_per_backend();
+    let flops = session.flops_per_backend();
+    let host_nodes = nodes.get("host").copied().unwrap_or(0);
+    let control = control_flow_nodes(session);
+    let total: u64 = flops.values().sum();
+    let host_flops = flops.get("host").copied().unwrap_or(0);
+    let share = if total == 0 {
+        0.0
+    } else {
+        100.0 * host_flops as f64 / total as f64
+    };
+    format!(
+        "host: {host_nodes} nodes ({control} of them control flow), {share:.1}% of the \
+         model's estimated {:.3} MFLOP",
+        total as f64 / 1e6
+    )
+}
+
+/// The If and Loop nodes the host runs, in `session` and in its branches.
+fn control_flow_nodes(session: &baton_runtime_host::session::Session) -> usize {
+    let own = session
+        .plan
+        .nodes
+        .iter()
+        .filter(|e| session.graph.nodes[e.node].op.is_control_flow())
+        .count();
+    let inner: usize = session
+        .branches()
+        .into_iter()
+        .filter_map(|(_, b)| b.ok().map(control_flow_nodes))
+        .sum();
+    own + inner
 }

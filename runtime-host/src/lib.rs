@@ -11,6 +11,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod exec;
+pub mod flops;
 pub mod limits;
 pub mod memory;
 pub mod model;

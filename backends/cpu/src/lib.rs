@@ -7,10 +7,20 @@
 //! GEMM (AVX-VNNI, AVX2, NEON i8mm/dotprod/plain, portable) with integer requantization,
 //! standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`).
 //!
+//! It also runs the tail every real model carries (see `support/tail.rs` and
+//! `exec/lower/tail.rs`): comparisons, logic and Where, Pow, Cast, Gelu, ReduceSum and
+//! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU,
+//! BatchNormalization (folded at init into the convolution before it, else a per-channel
+//! affine pass), Shape/Size/ConstantOfShape as constants; bools held as 0.0/1.0, i32 as
+//! its bits and i64 as two slots, carried by the data-movement ops and views. Exporters'
+//! multi-node spellings (LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, the Erf and
+//! tanh GELUs) are found at init and run as one pass (`patterns.rs`).
+//!
 //! # Lifecycle
 //!
 //! - [`Delegate::supports`] claims a node only when this delegate matches the reference
-//!   executor on every input (f32, static shapes, rank ≤ 6, the attributes implemented);
+//!   executor on every input (f32 data, or the bool/i32/i64 the tail ops carry; static
+//!   shapes, rank ≤ 6, the attributes implemented);
 //!   everything else is declined with a reason code and a message naming the culprit.
 //! - [`Delegate::compile`] plans fusions (`Conv`/`Gemm`/`MatMul` + constant bias `Add` +
 //!   `Relu`/`Clip`) and writes a small, machine-independent blob: a versioned header, the

@@ -1,4 +1,5 @@
-//! Element-wise subgraphs that exporters emit for one activation, run as one pass.
+//! Element-wise subgraphs that exporters emit for one activation, run as one pass (the
+//! Erf GELU here, LeakyRelu and HardSigmoid products in `activations.rs`).
 //!
 //! torch exports `nn.GELU()` as five nodes, `x * 0.5 * (1 + erf(x / sqrt(2)))`, and each
 //! would read and write the whole tensor. Found at init (from the graph alone, like the
@@ -8,6 +9,10 @@
 
 use baton_delegate_api::ir::{DType, Graph, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
+
+mod activations;
+
+pub(crate) use activations::FusedActivation;
 
 /// A GELU written with Erf: the nodes it absorbs, the one whose output it writes, its
 /// input, and how `x` is scaled before the Erf (`x / c` or `x * c`).
@@ -31,6 +36,23 @@ pub(crate) fn find_gelus(graph: &Graph, consts: &Constants<'_>) -> Vec<Gelu> {
         .filter(|&n| graph.nodes[n].op == OpKind::Erf)
         .filter_map(|erf| g.gelu_at(erf))
         .collect()
+}
+
+/// Every multi-node activation of `graph` spelled as `activations.rs` describes; a node
+/// belongs to at most one.
+pub(crate) fn find_activations(graph: &Graph, consts: &Constants<'_>) -> Vec<FusedActivation> {
+    let g = View::new(graph, consts);
+    let mut taken = vec![false; graph.nodes.len()];
+    let mut found = Vec::new();
+    for n in 0..graph.nodes.len() {
+        if let Some(a) = g.activation_at(n) {
+            if a.nodes.iter().all(|&m| !taken[m]) {
+                a.nodes.iter().for_each(|&m| taken[m] = true);
+                found.push(a);
+            }
+        }
+    }
+    found
 }
 
 struct View<'g> {

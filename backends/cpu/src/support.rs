@@ -10,6 +10,8 @@ use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use crate::ops::layout::MAX_RANK;
 
+mod tail;
+
 /// The largest stride, dilation, pad or axis value accepted.
 const MAX_EXTENT: u64 = 1 << 31;
 
@@ -80,6 +82,7 @@ enum Kind {
     /// A float (an integer value is accepted too).
     Float,
     Ints,
+    Floats,
     Str,
 }
 
@@ -119,7 +122,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::Softmax | OpKind::Concat | OpKind::Flatten => &[("axis", Int)],
         OpKind::Reshape => &[("allowzero", Int), ("shape", Ints)],
         OpKind::Transpose => &[("perm", Ints)],
-        OpKind::ReduceMean => &[
+        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => &[
             ("axes", Ints),
             ("keepdims", Int),
             ("noop_with_empty_axes", Int),
@@ -138,7 +141,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("input_forget", Int),
             ("layout", Int),
         ],
-        _ => &[],
+        _ => tail::known_attributes(op),
     }
 }
 
@@ -183,6 +186,30 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::LSTM,
     OpKind::QuantizeLinear,
     OpKind::DequantizeLinear,
+    OpKind::Pow,
+    OpKind::Equal,
+    OpKind::Not,
+    OpKind::Greater,
+    OpKind::Less,
+    OpKind::And,
+    OpKind::Where,
+    OpKind::Cast,
+    OpKind::Identity,
+    OpKind::BatchNormalization,
+    OpKind::ReduceSum,
+    OpKind::ReduceMax,
+    OpKind::Pad,
+    OpKind::Resize,
+    OpKind::ConvTranspose,
+    OpKind::Gelu,
+    OpKind::Ceil,
+    OpKind::CastLike,
+    OpKind::Expand,
+    OpKind::Tile,
+    OpKind::GRU,
+    OpKind::Shape,
+    OpKind::Size,
+    OpKind::ConstantOfShape,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -228,7 +255,7 @@ fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Suppo
     Ok(())
 }
 
-fn shape_no(node: &Node, message: String) -> Support {
+pub(crate) fn shape_no(node: &Node, message: String) -> Support {
     Support::no(DeclineReason::Shape, format!("{}: {message}", node.op))
 }
 
@@ -246,6 +273,7 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
             (Kind::Int, Attr::Int(_))
                 | (Kind::Float, Attr::Float(_) | Attr::Int(_))
                 | (Kind::Ints, Attr::Ints(_))
+                | (Kind::Floats, Attr::Floats(_))
                 | (Kind::Str, Attr::Str(_))
         );
         if !fits {
@@ -283,11 +311,12 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::Gather => (2, 2),
         OpKind::Slice => (3, 5),
         OpKind::LSTM => (3, 8),
-        _ => (1, 1),
+        op => tail::arity(op),
     };
     let max_outputs = match node.op {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
+        OpKind::GRU => 2,
         _ => 1,
     };
     let n = node.inputs.len();
@@ -318,7 +347,8 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         let decl = &graph.tensors[t];
         let expected = expected_dtypes(node.op, pos);
         let absent = pos.is_some() && decl.static_shape().is_some_and(|s| s.contains(&0));
-        let optional = node.op == OpKind::LSTM && pos.is_some_and(|p| p >= 3);
+        let recurrent = matches!(node.op, OpKind::LSTM | OpKind::GRU);
+        let optional = recurrent && pos.is_some_and(|p| p >= 3);
         if !(expected.contains(&decl.dtype) || absent && optional) {
             return Err(Support::no(
                 DeclineReason::DType,
@@ -386,7 +416,8 @@ fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
         (OpKind::Gather, Some(1)) => &[DType::I64, DType::I32],
         (OpKind::DequantizeLinear, Some(0 | 2)) => &[DType::I8, DType::U8, DType::I32],
         (OpKind::QuantizeLinear, Some(2) | None) => &[DType::I8, DType::U8],
-        _ => &[DType::F32],
+        (OpKind::ReduceSum | OpKind::ReduceMax, Some(1..)) => &[DType::I64],
+        _ => tail::expected_dtypes(op, pos),
     }
 }
 
@@ -452,7 +483,7 @@ fn check_op(
             require_const_operands(graph, node, consts)?
         }
         OpKind::LSTM => check_lstm(graph, node, consts)?,
-        OpKind::ReduceMean => {
+        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
             require_const_operands(graph, node, consts)?;
             let values = |t| consts.bytes(t).and_then(|_| consts.i64s(t));
             let flags =
@@ -515,7 +546,7 @@ fn check_op(
                 (true, None) => {}
             }
         }
-        _ => {}
+        _ => tail::check_op(graph, node, shapes, consts)?,
     }
     Ok(())
 }
@@ -633,7 +664,7 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
 }
 
 /// Axis, shape and bound operands (inputs 1 on) must be constants: they fix shapes.
-fn require_const_operands(
+pub(crate) fn require_const_operands(
     graph: &Graph,
     node: &Node,
     consts: &Constants<'_>,

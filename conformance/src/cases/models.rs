@@ -1,5 +1,9 @@
 //! Model-level cases built with `GraphBuilder`: a small CNN, an MLP, a residual block, a
-//! data-movement chain and an element-wise chain, each with seeded weights and inputs.
+//! data-movement chain and an element-wise chain, and two CNN pieces spelled as
+//! tf2onnx and Paddle2ONNX export them (BatchNormalization after Conv and
+//! ConvTranspose, LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, Pad, Resize, the
+//! tanh GELU with `Pow(x, 3)`),
+//! each with seeded weights and inputs.
 
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, TensorId};
 
@@ -16,6 +20,9 @@ pub fn all(out: &mut Vec<Case>) -> Result<()> {
     out.push(residual("residual_block")?);
     out.push(movement_chain("transpose_reshape_concat_chain")?);
     out.push(relu_add_chain("relu_add_chain")?);
+    out.push(conv_bn_leaky("conv_bn_relu_max_leaky")?);
+    out.push(decoder("deconv_bn_hardswish_pad_resize")?);
+    out.push(tanh_gelu("matmul_gelu_tanh_pow")?);
     Ok(())
 }
 
@@ -42,6 +49,31 @@ impl Model {
         let t = self.rng.tensor(DType::F32, shape, &Fill::Range(-1.0, 1.0));
         self.inputs.push(t);
         self.b.input_fixed(name, DType::F32, shape)
+    }
+
+    /// A constant uniform in `[lo, hi)`.
+    fn uniform(&mut self, name: &str, shape: &[usize], lo: f64, hi: f64) -> TensorId {
+        let n = shape.iter().product();
+        let v: Vec<f32> = self
+            .rng
+            .values(n, &Fill::Range(lo, hi), false)
+            .into_iter()
+            .map(|x| x as f32)
+            .collect();
+        self.b.constant_f32(name, shape, &v)
+    }
+
+    /// An inference BatchNormalization of `x` over `c` channels.
+    fn batch_norm(&mut self, name: &str, x: TensorId, c: usize) -> Result<TensorId> {
+        let scale = self.uniform(&format!("{name}_scale"), &[c], 0.5, 1.5);
+        let bias = self.uniform(&format!("{name}_bias"), &[c], -0.2, 0.2);
+        let mean = self.uniform(&format!("{name}_mean"), &[c], -0.2, 0.2);
+        let var = self.uniform(&format!("{name}_var"), &[c], 0.5, 1.5);
+        self.node(
+            OpKind::BatchNormalization,
+            &[x, scale, bias, mean, var],
+            &[],
+        )
     }
 
     /// A constant uniform in ±1/sqrt(fan_in).
@@ -172,6 +204,89 @@ fn relu_add_chain(name: &str) -> Result<Case> {
     let a = m.node(OpKind::Add, &[r, y], &[])?;
     let out = m.node(OpKind::Relu, &[a], &[])?;
     m.finish(out)
+}
+
+/// tf2onnx: Conv → BatchNormalization → Relu → Conv → BatchNormalization → LeakyRelu
+/// written as `Max(x, 0.1 x)` (imported as `Where(Greater(x, 0.1 x), x, 0.1 x)`).
+fn conv_bn_leaky(name: &str) -> Result<Case> {
+    let mut m = Model::new(name);
+    let x = m.input("x", &[1, 4, 10, 10]);
+    let pad = ("pads", ints(&[1, 1, 1, 1]));
+    let w1 = m.weight("w1", &[8, 4, 3, 3], 36);
+    let b1 = m.weight("b1", &[8], 36);
+    let c1 = m.node(OpKind::Conv, &[x, w1, b1], std::slice::from_ref(&pad))?;
+    let n1 = m.batch_norm("bn1", c1, 8)?;
+    let r1 = m.node(OpKind::Relu, &[n1], &[])?;
+    let w2 = m.weight("w2", &[8, 8, 3, 3], 72);
+    let c2 = m.node(OpKind::Conv, &[r1, w2], &[pad])?;
+    let n2 = m.batch_norm("bn2", c2, 8)?;
+    let alpha = m.b.constant_f32("alpha", &[], &[0.1]);
+    let scaled = m.node(OpKind::Mul, &[n2, alpha], &[])?;
+    let pick = m.node(OpKind::Greater, &[n2, scaled], &[])?;
+    let y = m.node(OpKind::Where, &[pick, n2, scaled], &[])?;
+    m.finish(y)
+}
+
+/// Paddle2ONNX: ConvTranspose (stride 2) → BatchNormalization → `x * HardSigmoid(x)` →
+/// Pad (reflect) → Resize (linear, half_pixel).
+fn decoder(name: &str) -> Result<Case> {
+    let mut m = Model::new(name);
+    let x = m.input("x", &[1, 6, 5, 5]);
+    let w = m.weight("wt", &[6, 4, 4, 4], 96);
+    let b = m.weight("bt", &[4], 96);
+    let d = m.node(
+        OpKind::ConvTranspose,
+        &[x, w, b],
+        &[("strides", ints(&[2, 2])), ("pads", ints(&[1, 1, 1, 1]))],
+    )?;
+    let n = m.batch_norm("bn", d, 4)?;
+    let h = m.node(
+        OpKind::HardSigmoid,
+        &[n],
+        &[
+            ("alpha", Attr::Float(1.0 / 6.0)),
+            ("beta", Attr::Float(0.5)),
+        ],
+    )?;
+    let hs = m.node(OpKind::Mul, &[n, h], &[])?;
+    let pads = m.b.constant_i64("pads", &[8], &[0, 0, 1, 2, 0, 0, 1, 2]);
+    let p = m.node(
+        OpKind::Pad,
+        &[hs, pads],
+        &[("mode", Attr::Str("reflect".into()))],
+    )?;
+    let r = m.node(
+        OpKind::Resize,
+        &[p],
+        &[
+            ("mode", Attr::Str("linear".into())),
+            ("sizes", ints(&[1, 4, 17, 19])),
+        ],
+    )?;
+    m.finish(r)
+}
+
+/// tf2onnx's GELU (tanh form, the cube as `Pow(x, 3)`) after a MatMul.
+fn tanh_gelu(name: &str) -> Result<Case> {
+    let mut m = Model::new(name);
+    let x = m.input("x", &[4, 16]);
+    let w = m.weight("w", &[16, 24], 16);
+    let h = m.node(OpKind::MatMul, &[x, w], &[])?;
+    let scalar = |m: &mut Model, n: &str, v: f32| m.b.constant_f32(n, &[], &[v]);
+    let three = scalar(&mut m, "three", 3.0);
+    let k3 = scalar(&mut m, "k3", 0.044_715);
+    let k = scalar(&mut m, "k", 0.797_884_6);
+    let one = scalar(&mut m, "one", 1.0);
+    let half = scalar(&mut m, "half", 0.5);
+    let cube = m.node(OpKind::Pow, &[h, three], &[])?;
+    let a = m.node(OpKind::Mul, &[cube, k3], &[])?;
+    let b = m.node(OpKind::Add, &[h, a], &[])?;
+    let s = m.node(OpKind::Mul, &[b, k], &[])?;
+    let t = m.node(OpKind::Tanh, &[s], &[])?;
+    let d = m.node(OpKind::Add, &[t, one], &[])?;
+    let e = m.node(OpKind::Mul, &[h, d], &[])?;
+    let y = m.node(OpKind::Mul, &[e, half], &[])?;
+    m.finish(y)
 }
 
 fn ir_err(id: &str, e: IrError) -> Error {

@@ -3,15 +3,23 @@
 
 use baton_delegate_api::{Node, TensorMut, TensorRef};
 
-use super::super::data::{all_indices, load_f32, store_f64, strides};
+use super::super::data::{for_each_index, load_f32, store_f64, strides};
 use super::super::{shape_err, KernelError};
 
 /// Transposed convolution, written as a gather so every output is one f64 sum:
 ///
-/// `y[n, m, o] = bias[m] + sum over c in m's group, taps t of
+/// `y[n, m, o] = bias[m] + sum over taps t, c in m's group of
 /// x[n, c, i] * w[c, m - group_start, t]`, over the input positions `i` with
 /// `i * stride + t * dilation - pad_begin == o`: `o + pad_begin - t * dilation` must be
 /// non-negative, a multiple of the stride and inside the input.
+///
+/// Which input position each tap carries to each output position is worked out once per
+/// axis (`axis_sources`) and combined into one list per output position, so the sums
+/// do no index arithmetic. Each output position accumulates all its output channels at
+/// once (taps in order, then input channels), reading `x` with the channels innermost and
+/// `w` with the output channels innermost: the multiply-adds are contiguous and
+/// independent, and vectorize (summing one output at a time, a chain of dependent f64
+/// adds, made this op a trap for any model that fell back to it).
 pub(super) fn conv_transpose(
     node: &Node,
     inputs: &[TensorRef<'_>],
@@ -43,69 +51,176 @@ pub(super) fn conv_transpose(
         list("output_padding", 0),
     );
     let pad_begin = pad_begin(node, in_sp, out_sp, kernel, &stride, &dilation, &out_pad);
-
-    let xv = load_f32(x);
-    let wv = load_f32(w);
-    let bias = inputs.get(2).map(load_f32);
-    let in_sp_strides = strides(in_sp);
-    let in_sp_size: usize = in_sp.iter().product();
-    let taps = all_indices(kernel);
-    let positions = all_indices(out_sp);
-    let mut r = Vec::with_capacity(batch * m_all * positions.len());
-    for n in 0..batch {
-        for m in 0..m_all {
-            let g = m / m_per_group.max(1);
-            for o in &positions {
-                let mut acc = 0.0f64;
-                for c in g * c_per_group..(g + 1) * c_per_group {
-                    let x_plane = &xv[(n * channels + c) * in_sp_size..];
-                    let w_taps = &wv[(c * m_per_group + m - g * m_per_group) * taps.len()..];
-                    for (t_flat, t) in taps.iter().enumerate() {
-                        if let Some(offset) =
-                            source(o, t, &pad_begin, &stride, &dilation, in_sp, &in_sp_strides)
-                        {
-                            acc += x_plane[offset] as f64 * w_taps[t_flat] as f64;
-                        }
-                    }
-                }
-                if let Some(b) = &bias {
-                    acc += b[m] as f64;
-                }
-                r.push(acc);
-            }
-        }
-    }
-    if r.len() != out_shape.iter().product::<usize>() {
+    let expected = batch * m_all * out_sp.iter().product::<usize>();
+    if out.data.len() / out.dtype.size().max(1) != expected
+        || w.shape[0] != channels
+        || w.shape[1] != m_per_group
+    {
         return Err(shape_err(
             node,
             "ConvTranspose output does not fit its operands",
         ));
     }
+
+    let in_size: usize = in_sp.iter().product();
+    let taps: usize = kernel.iter().product();
+    let positions: usize = out_sp.iter().product();
+    // x as [n, pixel, c] and w as [group, tap, c in group, m in group], in f64.
+    let xv = load_f32(x);
+    let mut xt = vec![0f64; xv.len()];
+    for n in 0..batch {
+        for c in 0..channels {
+            for p in 0..in_size {
+                xt[(n * in_size + p) * channels + c] = xv[(n * channels + c) * in_size + p] as f64;
+            }
+        }
+    }
+    let (cg, mg) = (c_per_group, m_per_group);
+    let wv = load_f32(w);
+    let mut wt = vec![0f64; wv.len()];
+    for g in 0..group {
+        for cl in 0..cg {
+            for ml in 0..mg {
+                for t in 0..taps {
+                    let from = ((g * cg + cl) * mg + ml) * taps + t;
+                    wt[((g * taps + t) * cg + cl) * mg + ml] = wv[from] as f64;
+                }
+            }
+        }
+    }
+    let bias = inputs.get(2).map(load_f32);
+    let sources = Sources::new(in_sp, out_sp, kernel, &pad_begin, &stride, &dilation);
+    let mut r = vec![0f64; expected];
+    const LANES: usize = 8;
+    let mut acc = vec![0f64; m_all];
+    for n in 0..batch {
+        for (o, pairs) in sources.iter().enumerate() {
+            for g in 0..group {
+                // Eight output channels at a time, held in registers across the sum.
+                for m0 in (0..mg).step_by(LANES) {
+                    let len = LANES.min(mg - m0);
+                    let mut a = [0f64; LANES];
+                    for &(t, p) in pairs {
+                        let xs = &xt[(n * in_size + p) * channels + g * cg..][..cg];
+                        let ws = &wt[(g * taps + t) * cg * mg..][..cg * mg];
+                        for (cl, &xv) in xs.iter().enumerate() {
+                            let row = &ws[cl * mg + m0..][..len];
+                            match <&[f64; LANES]>::try_from(row) {
+                                Ok(row) => (0..LANES).for_each(|k| a[k] += xv * row[k]),
+                                Err(_) => (0..len).for_each(|k| a[k] += xv * row[k]),
+                            }
+                        }
+                    }
+                    acc[g * mg + m0..][..len].copy_from_slice(&a[..len]);
+                }
+            }
+            for (m, &a) in acc.iter().enumerate() {
+                let b = bias.as_ref().map_or(0.0, |b| b[m] as f64);
+                r[(n * m_all + m) * positions + o] = a + b;
+            }
+        }
+    }
     store_f64(out, &r);
     Ok(())
 }
 
-/// The flat offset in an input plane that tap `t` carries to output position `o`, if any.
-fn source(
-    o: &[usize],
-    t: &[usize],
-    pad_begin: &[i64],
-    stride: &[usize],
-    dilation: &[usize],
-    in_sp: &[usize],
-    in_sp_strides: &[usize],
-) -> Option<usize> {
-    let mut offset = 0;
-    for d in 0..o.len() {
-        // i128: attribute values may be anything that still gives a valid output shape.
-        let v = o[d] as i128 + pad_begin[d] as i128 - t[d] as i128 * dilation[d] as i128;
-        let s = stride[d] as i128;
-        if v < 0 || v % s != 0 || v / s >= in_sp[d] as i128 {
-            return None;
-        }
-        offset += (v / s) as usize * in_sp_strides[d];
+/// For each output position (row-major), the `(tap, input position)` pairs that reach it,
+/// taps in row-major order: position `o`'s pairs are `pairs[starts[o]..starts[o + 1]]`.
+struct Sources {
+    starts: Vec<usize>,
+    pairs: Vec<(usize, usize)>,
+}
+
+impl Sources {
+    fn new(
+        in_sp: &[usize],
+        out_sp: &[usize],
+        kernel: &[usize],
+        pad_begin: &[i64],
+        stride: &[usize],
+        dilation: &[usize],
+    ) -> Sources {
+        let axes: Vec<Vec<Vec<(usize, usize)>>> = (0..out_sp.len())
+            .map(|d| {
+                axis_sources(
+                    in_sp[d],
+                    out_sp[d],
+                    kernel[d],
+                    pad_begin[d],
+                    stride[d],
+                    dilation[d],
+                )
+            })
+            .collect();
+        let in_strides = strides(in_sp);
+        let k_strides = strides(kernel);
+        let mut starts = Vec::with_capacity(out_sp.iter().product::<usize>() + 1);
+        let mut pairs = Vec::new();
+        let mut pick = vec![0usize; out_sp.len()];
+        for_each_index(out_sp, |o| {
+            starts.push(pairs.len());
+            if (0..o.len()).any(|d| axes[d][o[d]].is_empty()) {
+                return;
+            }
+            // Every combination of one (tap, input index) pair per axis, in row-major order.
+            pick.iter_mut().for_each(|k| *k = 0);
+            loop {
+                let (mut t, mut p) = (0, 0);
+                for d in 0..o.len() {
+                    let (k, i) = axes[d][o[d]][pick[d]];
+                    t += k * k_strides[d];
+                    p += i * in_strides[d];
+                }
+                pairs.push((t, p));
+                let Some(d) = (0..o.len())
+                    .rev()
+                    .find(|&d| pick[d] + 1 < axes[d][o[d]].len())
+                else {
+                    break;
+                };
+                pick[d] += 1;
+                pick[d + 1..].iter_mut().for_each(|k| *k = 0);
+            }
+        });
+        starts.push(pairs.len());
+        Sources { starts, pairs }
     }
-    Some(offset)
+
+    /// The pairs of every output position, in order.
+    fn iter(&self) -> impl Iterator<Item = &[(usize, usize)]> {
+        self.starts.windows(2).map(|w| &self.pairs[w[0]..w[1]])
+    }
+}
+
+/// For one axis, per output index `o`: the `(tap, input index)` pairs with
+/// `i * stride + tap * dilation - pad_begin == o`, taps ascending. Overflowing i64 means
+/// an index far outside the input, so it is no pair.
+fn axis_sources(
+    len_in: usize,
+    len_out: usize,
+    kernel: usize,
+    pad_begin: i64,
+    stride: usize,
+    dilation: usize,
+) -> Vec<Vec<(usize, usize)>> {
+    let source = |o: usize, k: usize| -> Option<usize> {
+        let reach = i64::try_from(k)
+            .ok()?
+            .checked_mul(i64::try_from(dilation).ok()?)?;
+        let v = i64::try_from(o)
+            .ok()?
+            .checked_add(pad_begin)?
+            .checked_sub(reach)?;
+        let s = i64::try_from(stride).ok()?;
+        (v >= 0 && v % s == 0 && v / s < len_in as i64).then(|| (v / s) as usize)
+    };
+    (0..len_out)
+        .map(|o| {
+            (0..kernel)
+                .filter_map(|k| source(o, k).map(|i| (k, i)))
+                .collect()
+        })
+        .collect()
 }
 
 /// The padding before each spatial axis. With `output_shape` or `SAME_*` auto-padding

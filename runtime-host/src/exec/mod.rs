@@ -329,6 +329,29 @@ impl<'e> Session<'e> {
         &self.arena
     }
 
+    /// Estimated floating-point operations each target runs ([`crate::flops`]), counted
+    /// as [`Session::nodes_per_backend`] counts nodes.
+    pub fn flops_per_backend(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for e in &self.plan.nodes {
+            let k = match &e.decision {
+                partitioner::Decision::Delegated { backend, .. } => backend.clone(),
+                partitioner::Decision::Host => "host".to_string(),
+            };
+            let flops = crate::flops::node_flops(&self.graph, &self.graph.nodes[e.node]);
+            *m.entry(k).or_insert(0) += flops;
+        }
+        for (_, branch) in self.branches() {
+            let Ok(branch) = branch else {
+                continue;
+            };
+            for (k, v) in branch.flops_per_backend() {
+                *m.entry(k).or_insert(0) += v;
+            }
+        }
+        m
+    }
+
     /// Number of nodes each target runs ("host" for the portable kernels), the nodes of
     /// every If branch included: as planned, except that a partition whose plugin failed
     /// in the last run and was run on the portable kernels instead counts as "host".

@@ -3,14 +3,15 @@
 //! Convolutions compute channels-last: output pixels are the GEMM's rows and channels
 //! its columns, so activations are read in place and the weights stay packed. A chain of
 //! convolutions should therefore never go back to NCHW between its links. A tensor is
-//! held NHWC when it is a rank-3 or rank-4 f32 result of a convolution (or of an op that
-//! does not care about layout, below), is not a subgraph output, and every reader takes
-//! it that way:
+//! held NHWC when it is a rank-3 or rank-4 f32 (or bool) result of a convolution (or of
+//! an op that does not care about layout, below), is not a subgraph output, and every
+//! reader takes it that way:
 //!
 //! - a convolution (as its data input), which converts NCHW inputs itself otherwise;
-//! - a layout-blind op: an element-wise activation, or a binary op whose operands and
-//!   result all have one shape (the same element of each is combined, whatever the
-//!   order), provided its own result is held NHWC too;
+//! - a layout-blind op: an element-wise activation, or a binary op, comparison or Where
+//!   whose operands have the result's shape or a single element (the same element of
+//!   each is combined, whatever the order), or an inference BatchNormalization (its
+//!   kernel takes either layout), provided its own result is held NHWC too;
 //! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
 //!   is the same in both layouts.
 //!
@@ -58,7 +59,9 @@ pub(crate) fn channels_last(
         };
         let decl = &graph.tensors[out];
         let rank = shape(out).len();
-        if decl.dtype == DType::F32 && (rank == 3 || rank == 4) && !graph.outputs.contains(&out) {
+        // Bools too: they are held as 0.0/1.0 floats.
+        let held = matches!(decl.dtype, DType::F32 | DType::Bool);
+        if held && (rank == 3 || rank == 4) && !graph.outputs.contains(&out) {
             producer[out] = Some(id);
         }
     }
@@ -125,9 +128,11 @@ pub(crate) fn channels_last(
 }
 
 /// The data inputs of an element-wise op whose result does not depend on the memory order
-/// of its operands (an activation, or a binary op without broadcasting); `None` for
-/// every other op.
-fn data_inputs(graph: &Graph, id: NodeId) -> Option<&[TensorId]> {
+/// of its operands (an activation; a binary op, a comparison or Where whose operands all
+/// have the result's shape, or a single element, broadcast alike in either layout; an
+/// inference BatchNormalization, which knows where the channels are); `None` for every
+/// other op.
+fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
     let shape = |t: TensorId| graph.tensors[t].static_shape();
     match node.op {
@@ -143,11 +148,32 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<&[TensorId]> {
         | OpKind::Abs
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
-        | OpKind::HardSwish => Some(&node.inputs[..1]),
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+        | OpKind::HardSwish
+        | OpKind::Gelu
+        | OpKind::Ceil
+        | OpKind::Not
+        | OpKind::BatchNormalization => Some(node.inputs[..1].to_vec()),
+        OpKind::Add
+        | OpKind::Sub
+        | OpKind::Mul
+        | OpKind::Div
+        | OpKind::Pow
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::Equal
+        | OpKind::And
+        | OpKind::Where => {
             let out = shape(node.outputs[0]);
-            let same = node.inputs.len() == 2 && node.inputs.iter().all(|&i| shape(i) == out);
-            same.then_some(&node.inputs[..])
+            let mut full = Vec::new();
+            for &i in &node.inputs {
+                let s = shape(i)?;
+                if Some(&s) == out.as_ref() {
+                    full.push(i);
+                } else if s.iter().product::<usize>() != 1 {
+                    return None;
+                }
+            }
+            (!full.is_empty()).then_some(full)
         }
         _ => None,
     }

@@ -17,15 +17,21 @@ use baton_delegate_api::{
     DelegateError, Executable, MemoryUse, ProfileEvent, TensorMut, TensorRef,
 };
 
+use crate::ops::affine::AffineOp;
 use crate::ops::conv::ConvOp;
+use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
+use crate::ops::gru::GruOp;
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::LayerNormOp;
+use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
+use crate::ops::resize::LinearResizeOp;
+use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -101,6 +107,17 @@ enum Op {
     QLinear(QLinearOp),
     /// A QDQ Add or Mul of two int8 tensors.
     QBinary(QBinaryOp),
+    Where(WhereOp),
+    IntCompare(IntCompareOp),
+    /// A bool subgraph input widened to 0.0/1.0.
+    BoolInput(BoolInputOp),
+    /// BatchNormalization not folded into a convolution.
+    Affine(AffineOp),
+    /// Pad, and nearest Resize (both gathers with one index map per axis).
+    Pad(PadOp),
+    LinearResize(LinearResizeOp),
+    Deconv(DeconvOp),
+    Gru(GruOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -123,6 +140,11 @@ impl Op {
             Op::Quantize(_) | Op::Dequantize(_) | Op::ByteInput(_) => "QUANT",
             Op::QLinear(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
+            Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
+            Op::Pad(_) => "LAYOUT",
+            Op::LinearResize(_) => "RESIZE",
+            Op::Deconv(_) => "CONV",
+            Op::Gru(_) => "LSTM",
         }
     }
 
@@ -150,6 +172,14 @@ impl Op {
             Op::QLinear(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
             Op::QBinary(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
+            Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
+            Op::IntCompare(op) => op.run(sources, out),
+            Op::BoolInput(op) => op.run(sources, out),
+            Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::Pad(op) => op.run(sources, out),
+            Op::LinearResize(op) => op.run(sources, out),
+            Op::Deconv(op) => op.run(sources, out, ctx),
+            Op::Gru(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }
@@ -193,6 +223,7 @@ impl Executable for CpuExecutable {
                         *d = v ^ flip;
                     }
                 }
+                DType::Bool => narrow_bools(sources.get(*src), tensor.data),
                 _ => {
                     if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
                         dst.copy_from_slice(sources.get(*src));

@@ -1,4 +1,5 @@
-//! Element-wise ops: unary activations, binary arithmetic with numpy broadcasting, Softmax.
+//! Element-wise ops: unary activations, binary arithmetic, comparisons and logic with numpy
+//! broadcasting, Softmax.
 //!
 //! Semantics at the edges follow IEEE and numpy: NaN propagates through every op
 //! (including Relu, Clip and Softmax), division by zero gives ±Inf or NaN.
@@ -40,6 +41,38 @@ pub(crate) enum Unary {
         divide: bool,
         c: f32,
     },
+    /// `x * x`: Pow with the constant exponent 2 (exact, as the reference's f64 square
+    /// of an f32 rounds once).
+    Square,
+    /// Pow with the constant exponent 0.5: `sqrt`, except that `pow(-0, 0.5)` is +0 and
+    /// `pow(-inf, 0.5)` is +inf, as C's `pow` has them.
+    PowHalf,
+    /// Logical not of a bool held as 0.0/1.0 (any non-zero counts as true).
+    Not,
+    /// Cast to bool: `x != 0` as 0.0/1.0 (NaN is true).
+    NonZero,
+    /// Gelu with `approximate = none`: `(x / 2) (1 + erf(x / sqrt 2))`, halving first so
+    /// that the largest finite inputs stay finite.
+    GeluErf,
+    /// Gelu with `approximate = tanh`: `x / (1 + exp(-2z))`, `z = sqrt(2/pi) (x + 0.044715
+    /// x^3)`, the reference's form (`1 + tanh(z) = 2 / (1 + exp(-2z))` does not cancel
+    /// for large negative `x`), with libm's `exp` so that it overflows to inf where the
+    /// reference's does.
+    GeluTanh,
+    /// Rounds up to an integer.
+    Ceil,
+    /// Casts involving i32, whose bits an f32 slot holds: f32 to i32 truncates toward
+    /// zero and saturates (NaN gives 0), i32 to f32 rounds to nearest, bool (0.0/1.0) to
+    /// i32 gives 0 or 1, i32 to bool is `x != 0`.
+    F32ToI32,
+    I32ToF32,
+    BoolToI32,
+    I32ToBool,
+    /// `x * HardSigmoid(x)` found by `patterns.rs`: `x * clamp(alpha * x + beta, 0, 1)`.
+    HardSigmoidMul {
+        alpha: f32,
+        beta: f32,
+    },
 }
 
 impl Unary {
@@ -61,6 +94,18 @@ impl Unary {
             Unary::LeakyRelu { alpha } => leaky_relu(x, alpha),
             Unary::HardSigmoid { alpha, beta } => clamp01(alpha * x + beta),
             Unary::HardSwish => x * clamp01(x / 6.0 + 0.5),
+            Unary::Square => x * x,
+            Unary::PowHalf => pow_half(x),
+            Unary::Not => (x == 0.0) as u8 as f32,
+            Unary::NonZero => (x != 0.0) as u8 as f32,
+            Unary::HardSigmoidMul { alpha, beta } => x * clamp01(alpha * x + beta),
+            Unary::GeluTanh => gelu_tanh(x),
+            Unary::GeluErf => gelu_erf(x),
+            Unary::Ceil => x.ceil(),
+            Unary::F32ToI32 => f32::from_bits(x as i32 as u32),
+            Unary::I32ToF32 => x.to_bits() as i32 as f32,
+            Unary::BoolToI32 => f32::from_bits((x != 0.0) as u32),
+            Unary::I32ToBool => (x.to_bits() != 0) as u8 as f32,
         }
     }
 }
@@ -72,6 +117,30 @@ fn leaky_relu(x: f32, alpha: f32) -> f32 {
         alpha * x
     } else {
         x
+    }
+}
+
+/// See [`Unary::GeluErf`].
+#[inline(always)]
+fn gelu_erf(x: f32) -> f32 {
+    (x * 0.5) * (super::math::erf(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0)
+}
+
+/// See [`Unary::GeluTanh`].
+#[inline(always)]
+fn gelu_tanh(x: f32) -> f32 {
+    const K: f32 = 0.797_884_6; // sqrt(2 / pi)
+    let z = K * (x + 0.044_715 * x * x * x);
+    x / (1.0 + (-2.0 * z).exp())
+}
+
+/// `pow(x, 0.5)` with C's edge cases (see [`Unary::PowHalf`]).
+#[inline(always)]
+fn pow_half(x: f32) -> f32 {
+    if x == f32::NEG_INFINITY {
+        f32::INFINITY
+    } else {
+        x.sqrt() + 0.0
     }
 }
 
@@ -118,6 +187,15 @@ fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
         Unary::LeakyRelu { alpha } => map(isa, x, out, |v| leaky_relu(v, alpha)),
         Unary::HardSigmoid { alpha, beta } => map(isa, x, out, |v| clamp01(alpha * v + beta)),
         Unary::HardSwish => map(isa, x, out, |v| v * clamp01(v / 6.0 + 0.5)),
+        Unary::Square => map(isa, x, out, |v| v * v),
+        Unary::PowHalf => map(isa, x, out, pow_half),
+        Unary::Not => map(isa, x, out, |v| (v == 0.0) as u8 as f32),
+        Unary::NonZero => map(isa, x, out, |v| (v != 0.0) as u8 as f32),
+        Unary::Ceil => map(isa, x, out, f32::ceil),
+        Unary::GeluErf => map(isa, x, out, gelu_erf),
+        Unary::HardSigmoidMul { alpha, beta } => {
+            map(isa, x, out, |v| v * clamp01(alpha * v + beta))
+        }
         _ => map(isa, x, out, |v| f.apply(v)),
     }
 }
@@ -153,13 +231,20 @@ pub(crate) fn split(
     });
 }
 
-/// A binary arithmetic op.
+/// A binary element-wise op. Bools are held as 0.0 and 1.0 (any non-zero reads as true):
+/// the comparisons write them, And reads and writes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Binary {
     Add,
     Sub,
     Mul,
     Div,
+    /// C's `pow` in f64, rounded once: the reference's arithmetic exactly.
+    Pow,
+    Greater,
+    Less,
+    Equal,
+    And,
 }
 
 /// `out = a (op) b` with numpy broadcasting.
@@ -215,6 +300,11 @@ impl BinaryOp {
             Binary::Sub => self.apply(a, b, out, |x, y| x - y),
             Binary::Mul => self.apply(a, b, out, |x, y| x * y),
             Binary::Div => self.apply(a, b, out, |x, y| x / y),
+            Binary::Pow => self.apply(a, b, out, |x, y| (x as f64).powf(y as f64) as f32),
+            Binary::Greater => self.apply(a, b, out, |x, y| (x > y) as u8 as f32),
+            Binary::Less => self.apply(a, b, out, |x, y| (x < y) as u8 as f32),
+            Binary::Equal => self.apply(a, b, out, |x, y| (x == y) as u8 as f32),
+            Binary::And => self.apply(a, b, out, |x, y| (x != 0.0 && y != 0.0) as u8 as f32),
         }
     }
 

@@ -5,16 +5,22 @@
 //! inputs borrowed from the caller, or buffers the executable owns: intermediates and
 //! the constants it had to copy), and writes one output buffer.
 
+pub(crate) mod affine;
 pub(crate) mod conv;
+pub(crate) mod deconv;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
+pub(crate) mod gru;
 pub(crate) mod layout;
 pub(crate) mod lstm;
 pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
+pub(crate) mod pad;
 pub(crate) mod pool;
 pub(crate) mod quant;
+pub(crate) mod resize;
+pub(crate) mod select;
 pub(crate) mod tensor;
 
 use std::borrow::Cow;

@@ -1,4 +1,4 @@
-//! Indexing and reduction: Gather, Slice, Split and ReduceMean.
+//! Indexing and reduction: Gather, Slice, Split and ReduceMean, ReduceSum, ReduceMax.
 //!
 //! Shapes, axes and slice bounds are resolved at init (they are constants); only Gather's
 //! indices may arrive at execute time, as a subgraph input, and are then range-checked on
@@ -7,6 +7,7 @@
 use baton_delegate_api::ir::{DType, Node, TensorId};
 use baton_delegate_api::shape::normalize_axis;
 
+use super::elementwise::nan_max;
 use super::{RunCtx, Sources, Src};
 
 /// Gather's indices: constant, or an i32/i64 subgraph input read at execute time.
@@ -183,14 +184,26 @@ impl SplitOp {
     }
 }
 
-/// ReduceMean over a contiguous run of axes: the input seen as `[outer, count, inner]`,
-/// sums in f64 (as the reference), divided once; `count = 0` gives NaN (0/0).
+/// What a reduction computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduce {
+    /// The f64 sum divided once by the count (`count = 0` gives NaN, 0/0).
+    Mean,
+    /// The f64 sum, rounded once.
+    Sum,
+    /// The maximum from -inf, NaN as soon as one element is NaN.
+    Max,
+}
+
+/// ReduceMean, ReduceSum or ReduceMax over a contiguous run of axes: the input seen as
+/// `[outer, count, inner]`, sums in f64 (as the reference).
 #[derive(Clone, Debug)]
 pub(crate) struct ReduceMeanOp {
     pub x: Src,
     pub outer: usize,
     pub count: usize,
     pub inner: usize,
+    pub kind: Reduce,
 }
 
 impl ReduceMeanOp {
@@ -204,7 +217,14 @@ impl ReduceMeanOp {
         if inner == 0 {
             return;
         }
-        let n = count as f64;
+        if self.kind == Reduce::Max {
+            return self.run_max(x, out);
+        }
+        let n = if self.kind == Reduce::Mean {
+            count as f64
+        } else {
+            1.0
+        };
         for o in 0..self.outer {
             let block = &x[o * count * inner..(o + 1) * count * inner];
             let dst = &mut out[o * inner..(o + 1) * inner];
@@ -220,6 +240,39 @@ impl ReduceMeanOp {
             dst.iter_mut()
                 .zip(acc.iter())
                 .for_each(|(d, &a)| *d = (a / n) as f32);
+        }
+    }
+
+    /// The maximum: sixteen running lanes along a contiguous run, else line by line
+    /// into the output row.
+    fn run_max(&self, x: &[f32], out: &mut [f32]) {
+        let (count, inner) = (self.count, self.inner);
+        for o in 0..self.outer {
+            let block = &x[o * count * inner..(o + 1) * count * inner];
+            let dst = &mut out[o * inner..(o + 1) * inner];
+            if inner == 1 {
+                let mut lanes = [f32::NEG_INFINITY; 16];
+                let mut chunks = block.chunks_exact(16);
+                for c in &mut chunks {
+                    lanes
+                        .iter_mut()
+                        .zip(c)
+                        .for_each(|(l, &v)| *l = nan_max(*l, v));
+                }
+                dst[0] = chunks
+                    .remainder()
+                    .iter()
+                    .chain(&lanes)
+                    .copied()
+                    .fold(f32::NEG_INFINITY, nan_max);
+                continue;
+            }
+            dst.fill(f32::NEG_INFINITY);
+            for line in block.chunks_exact(inner) {
+                dst.iter_mut()
+                    .zip(line)
+                    .for_each(|(d, &v)| *d = nan_max(*d, v));
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use baton_delegate_api::{Constants, DType, DelegateError};
 
 mod ops;
 mod quant;
+mod tail;
 
 use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
@@ -22,11 +23,11 @@ use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::ByteInputOp;
+use crate::ops::select::BoolInputOp;
 use crate::ops::tensor::{
-    reduced_axes, reduced_run, GatherOp, Indices, ReduceMeanOp, SliceOp, SplitOp,
+    reduced_axes, reduced_run, GatherOp, Indices, Reduce, ReduceMeanOp, SliceOp, SplitOp,
 };
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
-use crate::patterns::find_gelus;
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
 use crate::quant::{find_bin_groups, find_groups, ints};
@@ -55,6 +56,7 @@ pub(crate) fn build<'g>(
         step: 0,
         nhwc: Vec::new(),
         qnhwc: Vec::new(),
+        bn_folds: Vec::new(),
     };
     let mut inputs = Vec::with_capacity(graph.inputs.len());
     let mut steps = Vec::with_capacity(graph.nodes.len());
@@ -62,8 +64,16 @@ pub(crate) fn build<'g>(
         let decl = b.decl(t)?;
         b.srcs[t] = Some(Src::Input(i));
         b.step = steps.len();
-        // 8-bit inputs are copied into the arena as stored bytes (see `crate::qgemm`).
-        if matches!(decl.dtype, DType::I8 | DType::U8) {
+        // Bool inputs are widened to 0.0/1.0; 8-bit inputs are copied into the arena as
+        // stored bytes (see `crate::qgemm`).
+        if decl.dtype == DType::Bool {
+            let out = b.output(t)?;
+            steps.push(Step {
+                op: Op::BoolInput(BoolInputOp { input: i }),
+                out,
+                node: format!("input '{}'", decl.name),
+            });
+        } else if matches!(decl.dtype, DType::I8 | DType::U8) {
             let out = b.output(t)?;
             steps.push(Step {
                 op: Op::ByteInput(ByteInputOp {
@@ -117,22 +127,11 @@ pub(crate) fn build<'g>(
         .collect();
     b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone);
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
-    // Erf GELUs outside fusion chains and QDQ groups run as one pass at their last node.
-    let mut gelu_at = vec![None; graph.nodes.len()];
-    for gelu in find_gelus(graph, &b.consts) {
-        let free = gelu
-            .nodes
-            .iter()
-            .all(|&n| roles[n] == Role::Plain && !qdq[n]);
-        let out = graph.nodes[gelu.last].outputs[0];
-        if free && b.nhwc[gelu.x] == b.nhwc[out] {
-            for &n in &gelu.nodes {
-                absorbed[n] = true;
-            }
-            let last = gelu.last;
-            gelu_at[last] = Some(gelu);
-        }
-    }
+    // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
+    // groups run as one pass at their last node; convolutions absorb the inference
+    // BatchNormalization after them (and its activation).
+    let mut unary_at = b.single_passes(&roles, &qdq, &mut absorbed);
+    b.bn_folds = b.conv_bn_folds(&roles, &qdq, &mut absorbed);
     for (id, node) in graph.nodes.iter().enumerate() {
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
@@ -160,21 +159,15 @@ pub(crate) fn build<'g>(
             });
             continue;
         }
-        if let Some(gelu) = gelu_at[id].take() {
+        if let Some((x, f, first)) = unary_at[id].take() {
             let x = b
-                .src(gelu.x)
+                .src(x)
                 .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
             let out = b.output(node.outputs[0])?;
             steps.push(Step {
-                op: Op::Unary(UnaryOp {
-                    x,
-                    f: Unary::Gelu {
-                        divide: gelu.divide,
-                        c: gelu.c,
-                    },
-                }),
+                op: Op::Unary(UnaryOp { x, f }),
                 out,
-                node: graph.nodes[gelu.nodes[0]].label(),
+                node: graph.nodes[first].label(),
             });
             continue;
         }
@@ -185,10 +178,24 @@ pub(crate) fn build<'g>(
         if b.fold_dequantize(node) {
             continue;
         }
+        if let Some(words) = b
+            .constant_node(node)
+            .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?
+        {
+            // Known at init: a constant slot, no step.
+            let slot = b.slots.len();
+            b.slots.push(Pending::Const(Panel::Owned(words)));
+            b.srcs[node.outputs[0]] = Some(Src::Slot(slot));
+            continue;
+        }
         let reshape = matches!(
             node.op,
-            OpKind::Reshape | OpKind::Flatten | OpKind::Squeeze | OpKind::Unsqueeze
-        );
+            OpKind::Reshape
+                | OpKind::Flatten
+                | OpKind::Squeeze
+                | OpKind::Unsqueeze
+                | OpKind::Identity
+        ) || tail::is_view_cast(graph, node);
         if reshape && roles[id] == Role::Plain {
             // The data is unchanged: the output is a view of the input, no step, no copy.
             let src = b
@@ -199,7 +206,10 @@ pub(crate) fn build<'g>(
         }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
-            Role::Plain => (b.lower(node, Vec::new(), node.outputs[0]), id),
+            Role::Plain => match b.bn_folds[id].take() {
+                Some(fold) => (b.conv_folded(node, &fold), fold.last),
+                None => (b.lower(node, Vec::new(), node.outputs[0]), id),
+            },
             Role::Anchor(c) => {
                 let chain = plan.chains[c];
                 let fused = b.fused_ops(&chain);
@@ -221,9 +231,18 @@ pub(crate) fn build<'g>(
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
         let decl = b.decl(t)?;
-        if !matches!(decl.dtype, DType::F32 | DType::I8 | DType::U8) {
+        // i64 outputs are views of inputs or constants (two slots per element).
+        let held = [
+            DType::F32,
+            DType::I8,
+            DType::U8,
+            DType::Bool,
+            DType::I32,
+            DType::I64,
+        ];
+        if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8 or u8",
+                "output '{}' is {}, not f32, i8, u8, bool, i32 or i64",
                 decl.name, decl.dtype
             )));
         }
@@ -241,6 +260,8 @@ pub(crate) fn build<'g>(
             Op::ReduceMean(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
+            Op::Deconv(op) => op.reserve(&mut ctx),
+            Op::Gru(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -257,6 +278,10 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
         Op::Lstm(l) => {
             let (y, state) = l.out_len();
             Some(vec![y, state, state])
+        }
+        Op::Gru(g) => {
+            let (y, state) = g.out_len();
+            Some(vec![y, state])
         }
         _ => None,
     }
@@ -284,6 +309,9 @@ struct Builder<'g> {
     nhwc: Vec<bool>,
     /// Per 8-bit tensor: held channels-last (see `quant.rs`).
     qnhwc: Vec<bool>,
+    /// Per node: the BatchNormalization (and activation) a convolution or transposed
+    /// convolution absorbs.
+    bn_folds: Vec<Option<tail::BnFold>>,
 }
 
 impl<'g> Builder<'g> {
@@ -310,6 +338,12 @@ impl<'g> Builder<'g> {
         }
         let bytes = self.consts.bytes(t)?;
         let dtype = self.graph.tensors[t].dtype;
+        if dtype == DType::Bool {
+            // Bools are held as 0.0/1.0 (see `ops/select.rs`).
+            return Some(Cow::Owned(
+                bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
+            ));
+        }
         if matches!(dtype, DType::I8 | DType::U8) {
             let v = ints(dtype, bytes)?;
             return Some(Cow::Owned(v.into_iter().map(|x| x as f32).collect()));
@@ -383,7 +417,7 @@ impl<'g> Builder<'g> {
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
         let bytes = matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8);
-        let len = checked_len(&self.shape(t))
+        let len = checked_len(&self.held_shape(t))
             .map(|n| if bytes { Self::byte_words(n) } else { n })
             .ok_or_else(|| {
                 DelegateError::new(format!(
@@ -558,7 +592,7 @@ impl<'g> Builder<'g> {
                     &fused,
                 ))
             }
-            OpKind::Conv => self.conv(node, &shapes, &fused, out)?,
+            OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 let op = match node.op {
                     OpKind::Add => Binary::Add,
@@ -608,7 +642,7 @@ impl<'g> Builder<'g> {
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
                 self.quant_node(node, &shapes[0])?
             }
-            OpKind::ReduceMean => self.reduce_mean(node, &shapes[0], &out_shape)?,
+            OpKind::ReduceMean => self.reduce(node, &shapes[0], &out_shape, Reduce::Mean)?,
             OpKind::LayerNormalization => self.layer_norm(node, &shapes)?,
             OpKind::Gather => {
                 let x = &shapes[0];
@@ -639,17 +673,18 @@ impl<'g> Builder<'g> {
                     indices,
                     outer: x[..axis].iter().product(),
                     axis: x[axis],
-                    inner: x[axis + 1..].iter().product(),
+                    inner: x[axis + 1..].iter().product::<usize>() * self.words(input(0)),
                 })
             }
             OpKind::Slice => {
                 let axes = self.slice_axes(node, &shapes[0])?;
-                Op::Slice(SliceOp::new(self.src(input(0))?, &shapes[0], &axes))
+                let x = self.held_shape(input(0));
+                Op::Slice(SliceOp::new(self.src(input(0))?, &x, &axes))
             }
             OpKind::Split => {
                 let x = &shapes[0];
                 let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
-                let inner: usize = x[axis + 1..].iter().product();
+                let inner = x[axis + 1..].iter().product::<usize>() * self.words(input(0));
                 let parts = node
                     .outputs
                     .iter()
@@ -686,20 +721,32 @@ impl<'g> Builder<'g> {
                 channels_last: self.nhwc[input(0)].then_some(shapes[0][1]),
             }),
             OpKind::Transpose => {
-                let perm = transpose_perm(node, shapes[0].len())?;
-                Op::Transpose(TransposeOp::new(self.src(input(0))?, &shapes[0], &perm))
+                let mut perm = transpose_perm(node, shapes[0].len())?;
+                if self.words(input(0)) == 2 {
+                    // An i64's two words stay together, last.
+                    perm.push(perm.len());
+                }
+                let x = self.held_shape(input(0));
+                Op::Transpose(TransposeOp::new(self.src(input(0))?, &x, &perm))
             }
             OpKind::Concat => {
                 let axis = normalize_axis(node.attr_int("axis", 0), shapes[0].len())?;
                 let parts = node
                     .inputs
                     .iter()
-                    .zip(&shapes)
-                    .map(|(&t, s)| Ok((self.src(t)?, s.clone())))
+                    .map(|&t| Ok((self.src(t)?, self.held_shape(t))))
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
-            op => return Err(format!("{op} is not implemented by the CPU delegate")),
+            _ => match self.lower_tail(node, &shapes, &out_shape)? {
+                Some(op) => op,
+                None => {
+                    return Err(format!(
+                        "{} is not implemented by the CPU delegate",
+                        node.op
+                    ))
+                }
+            },
         })
     }
 }

@@ -1,17 +1,19 @@
 //! Lowering of the ops whose preparation takes more than a line or two: convolution,
-//! ReduceMean, LayerNormalization, Slice's axes and LSTM.
+//! the reductions, LayerNormalization, Slice's axes and LSTM.
 
 use super::*;
 
 impl Builder<'_> {
     /// A convolution with its fused ops: constant adds folded into the bias, the
-    /// activation as the clamp.
+    /// activation as the clamp, and a BatchNormalization's per-channel `(a, b)` (`bn`)
+    /// into the weights (times `a`) and the bias (`bias * a + b`).
     pub(super) fn conv(
         &mut self,
         node: &Node,
         shapes: &[Vec<usize>],
         fused: &[EpOpSpec],
         out: TensorId,
+        bn: Option<(&[f32], &[f32])>,
     ) -> Result<Op, String> {
         let geometry = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
         let m = geometry.out_channels;
@@ -41,7 +43,17 @@ impl Builder<'_> {
                 EpOpSpec::Clip { min, max } => bounds = (min, max),
             }
         }
-        let w_data = self.const_f32(node.inputs[1]);
+        let mut w_data = self.const_f32(node.inputs[1]);
+        if let (Some((a, b)), Some(w)) = (bn, &mut w_data) {
+            let per = w.len() / m.max(1);
+            let w = w.to_mut();
+            for (c, row) in w.chunks_exact_mut(per.max(1)).enumerate() {
+                row.iter_mut().for_each(|v| *v *= a[c]);
+            }
+            for (c, v) in bias.iter_mut().enumerate() {
+                *v = *v * a[c] + b[c];
+            }
+        }
         let w = match &w_data {
             Some(w) => Ok(&w[..]),
             None => Err(self.src(node.inputs[1])?),
@@ -75,15 +87,17 @@ impl Builder<'_> {
         }
     }
 
-    /// ReduceMean over a contiguous run of axes (checked by `supports`).
-    pub(super) fn reduce_mean(
+    /// ReduceMean, ReduceSum or ReduceMax over a contiguous run of axes (checked by
+    /// `supports`).
+    pub(super) fn reduce(
         &mut self,
         node: &Node,
         x: &[usize],
         out: &[usize],
+        kind: Reduce,
     ) -> Result<Op, String> {
         let x_src = self.src(node.inputs[0])?;
-        if self.nhwc[node.inputs[0]] {
+        if self.nhwc[node.inputs[0]] && kind == Reduce::Mean {
             // The layout plan takes only spatial means of channels-last tensors.
             return Ok(Op::GlobalAveragePool(GlobalAveragePoolOp {
                 x: x_src,
@@ -106,6 +120,7 @@ impl Builder<'_> {
             outer,
             count,
             inner,
+            kind,
         }))
     }
 

@@ -1,0 +1,662 @@
+//! Lowering of "the tail" every real model carries besides its convolutions and GEMMs:
+//! comparisons, logic and Where, Pow, Cast, BatchNormalization, ReduceSum/ReduceMax,
+//! Pad, Expand, Tile, Resize and ConvTranspose.
+
+use super::*;
+use crate::ops::affine::{batch_norm_factors, AffineOp};
+use crate::ops::deconv::{DeconvGeom, DeconvOp};
+use crate::ops::gru::{GruOp, GruSpec};
+use crate::ops::pad::{axis_map, PadMode, PadOp};
+use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
+use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
+use crate::ops::tensor::Reduce;
+use crate::patterns::{find_activations, find_gelus};
+use baton_delegate_api::ir::{Attr, NodeId};
+
+/// A convolution's absorbed inference BatchNormalization, and the Relu or Clip after it.
+#[derive(Clone, Debug)]
+pub(super) struct BnFold {
+    pub bn: NodeId,
+    pub activation: Option<NodeId>,
+    /// The last absorbed node, whose output the convolution writes.
+    pub last: NodeId,
+}
+
+impl Builder<'_> {
+    /// The f32 slots one element of `t` takes: two for an i64, else one.
+    pub(super) fn words(&self, t: TensorId) -> usize {
+        if self.graph.tensors[t].dtype == DType::I64 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
+    pub(super) fn held_shape(&self, t: TensorId) -> Vec<usize> {
+        let mut s = self.shape(t);
+        if self.words(t) == 2 {
+            s.push(2);
+        }
+        s
+    }
+
+    /// The multi-node activations run as one pass, at their last node: `(input, function,
+    /// first node)`. Their nodes are marked `absorbed`; those in fusion chains or QDQ
+    /// groups, or whose input and output would not share a layout, are left alone.
+    pub(super) fn single_passes(
+        &self,
+        roles: &[Role],
+        qdq: &[bool],
+        absorbed: &mut [bool],
+    ) -> Vec<Option<(TensorId, Unary, NodeId)>> {
+        let graph = self.graph;
+        let mut at = vec![None; graph.nodes.len()];
+        let gelus = find_gelus(graph, &self.consts).into_iter().map(|g| {
+            let f = Unary::Gelu {
+                divide: g.divide,
+                c: g.c,
+            };
+            (g.nodes, g.last, g.x, f)
+        });
+        let others = find_activations(graph, &self.consts)
+            .into_iter()
+            .map(|a| (a.nodes, a.last, a.x, a.f));
+        for (nodes, last, x, f) in gelus.chain(others) {
+            let free = nodes
+                .iter()
+                .all(|&n| roles[n] == Role::Plain && !qdq[n] && !absorbed[n]);
+            let out = graph.nodes[last].outputs[0];
+            if free && self.nhwc[x] == self.nhwc[out] {
+                for &n in &nodes {
+                    absorbed[n] = true;
+                }
+                at[last] = Some((x, f, nodes[0]));
+            }
+        }
+        at
+    }
+
+    /// Per node: the BatchNormalization (constant statistics, as `supports` requires) a
+    /// convolution or transposed convolution with constant weights absorbs when it is its
+    /// only reader, with (after a convolution) the Relu or Clip that is the
+    /// BatchNormalization's only reader. The absorbed nodes are marked.
+    pub(super) fn conv_bn_folds(
+        &self,
+        roles: &[Role],
+        qdq: &[bool],
+        absorbed: &mut [bool],
+    ) -> Vec<Option<BnFold>> {
+        let graph = self.graph;
+        let consumers = graph.consumers();
+        let sole = |t: TensorId| match consumers[t][..] {
+            [n] if !graph.outputs.contains(&t) => Some(n),
+            _ => None,
+        };
+        let free =
+            |n: NodeId, absorbed: &[bool]| roles[n] == Role::Plain && !qdq[n] && !absorbed[n];
+        let constant = |t: TensorId| graph.tensors[t].is_const() && self.consts.bytes(t).is_some();
+        let mut folds = vec![None; graph.nodes.len()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            if !matches!(node.op, OpKind::Conv | OpKind::ConvTranspose)
+                || !free(id, absorbed)
+                || !node.inputs[1..].iter().all(|&t| constant(t))
+            {
+                continue;
+            }
+            let Some(bn) = sole(node.outputs[0])
+                .filter(|&n| graph.nodes[n].op == OpKind::BatchNormalization && free(n, absorbed))
+            else {
+                continue;
+            };
+            // The transposed convolution has no epilogue clamp: its activation runs alone.
+            let activation = sole(graph.nodes[bn].outputs[0]).filter(|&n| {
+                node.op == OpKind::Conv
+                    && matches!(graph.nodes[n].op, OpKind::Relu | OpKind::Clip)
+                    && free(n, absorbed)
+            });
+            for n in [Some(bn), activation].into_iter().flatten() {
+                absorbed[n] = true;
+            }
+            folds[id] = Some(BnFold {
+                bn,
+                activation,
+                last: activation.unwrap_or(bn),
+            });
+        }
+        folds
+    }
+
+    /// A convolution with its BatchNormalization (and activation) folded in.
+    pub(super) fn conv_folded(&mut self, node: &Node, fold: &BnFold) -> Result<Op, String> {
+        let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
+        let (a, b) = self.bn_factors(&self.graph.nodes[fold.bn])?;
+        let fused = match fold.activation {
+            Some(n) => match self.activation(&self.graph.nodes[n])? {
+                Unary::Relu => vec![EpOpSpec::Relu],
+                Unary::Clip { min, max } => vec![EpOpSpec::Clip { min, max }],
+                other => return Err(format!("{other:?} cannot be fused")),
+            },
+            None => Vec::new(),
+        };
+        let out = self.graph.nodes[fold.last].outputs[0];
+        if node.op == OpKind::ConvTranspose {
+            let out_shape = self.shape(out);
+            return self.conv_transpose(node, &shapes, &out_shape, Some((&a, &b)));
+        }
+        self.conv(node, &shapes, &fused, out, Some((&a, &b)))
+    }
+
+    /// The op of a tail node, `None` when `node.op` is not one of them.
+    pub(super) fn lower_tail(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        out_shape: &[usize],
+    ) -> Result<Option<Op>, String> {
+        let input = |i: usize| node.inputs[i];
+        Ok(Some(match node.op {
+            OpKind::Greater | OpKind::Less | OpKind::Equal | OpKind::And | OpKind::Pow => {
+                if node.op == OpKind::Pow {
+                    if let Some(f) = self.pow_rewrite(input(1)) {
+                        return Ok(Some(Op::Unary(UnaryOp {
+                            x: self.src(input(0))?,
+                            f,
+                        })));
+                    }
+                }
+                let op = match node.op {
+                    OpKind::Greater => Binary::Greater,
+                    OpKind::Less => Binary::Less,
+                    OpKind::Equal => Binary::Equal,
+                    OpKind::And => Binary::And,
+                    _ => Binary::Pow,
+                };
+                let dtype = self.graph.tensors[input(0)].dtype;
+                if matches!(dtype, DType::I64 | DType::I32) {
+                    let (a, b) = (self.int_src(input(0))?, self.int_src(input(1))?);
+                    return Ok(Some(Op::IntCompare(IntCompareOp::new(
+                        op,
+                        (a, &shapes[0]),
+                        (b, &shapes[1]),
+                        out_shape,
+                    ))));
+                }
+                let (a, b) = (self.src(input(0))?, self.src(input(1))?);
+                Op::Binary(BinaryOp::new(op, a, &shapes[0], b, &shapes[1], out_shape))
+            }
+            OpKind::Not => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: Unary::Not,
+            }),
+            OpKind::Gelu => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: match node.attr_str("approximate", "none") {
+                    "tanh" => Unary::GeluTanh,
+                    _ => Unary::GeluErf,
+                },
+            }),
+            OpKind::Ceil => Op::Unary(UnaryOp {
+                x: self.src(input(0))?,
+                f: Unary::Ceil,
+            }),
+            // Casts that change what a slot holds (the others are views).
+            OpKind::Cast | OpKind::CastLike => {
+                let from = self.graph.tensors[input(0)].dtype;
+                let to = self.graph.tensors[node.outputs[0]].dtype;
+                let f = match (from, to) {
+                    (DType::F32, DType::Bool) => Unary::NonZero,
+                    (DType::F32, DType::I32) => Unary::F32ToI32,
+                    (DType::I32, DType::F32) => Unary::I32ToF32,
+                    (DType::Bool, DType::I32) => Unary::BoolToI32,
+                    (DType::I32, DType::Bool) => Unary::I32ToBool,
+                    _ => return Err(format!("Cast from {from} to {to}")),
+                };
+                Op::Unary(UnaryOp {
+                    x: self.src(input(0))?,
+                    f,
+                })
+            }
+            OpKind::Where => {
+                let c = self.src(input(0))?;
+                let x = self.src(input(1))?;
+                let y = self.src(input(2))?;
+                // i64 values: each element's two words picked by one condition.
+                let mut cs = shapes[0].clone();
+                if self.words(input(1)) == 2 {
+                    cs.push(1);
+                }
+                let (xs, ys) = (self.held_shape(input(1)), self.held_shape(input(2)));
+                let out = self.held_shape(node.outputs[0]);
+                Op::Where(WhereOp::new([(c, &cs), (x, &xs), (y, &ys)], &out))
+            }
+            OpKind::BatchNormalization => {
+                let (a, b) = self.bn_factors(node)?;
+                let x = &shapes[0];
+                Op::Affine(AffineOp {
+                    x: self.src(input(0))?,
+                    a,
+                    b,
+                    plane: x.get(2..).map_or(1, |s| s.iter().product()),
+                    channels_last: self.nhwc[input(0)],
+                })
+            }
+            OpKind::ReduceSum | OpKind::ReduceMax => {
+                let kind = match node.op {
+                    OpKind::ReduceSum => Reduce::Sum,
+                    _ => Reduce::Max,
+                };
+                self.reduce(node, &shapes[0], out_shape, kind)?
+            }
+            OpKind::Pad => self.pad(node, &shapes[0])?,
+            OpKind::Expand | OpKind::Tile => {
+                let x = &shapes[0];
+                // The input right-aligned to the output's rank, each output index of an
+                // axis reading the input index it repeats.
+                let mut in_shape = vec![1; out_shape.len() - x.len().min(out_shape.len())];
+                in_shape.extend_from_slice(x);
+                let mut maps: Vec<Vec<Option<usize>>> = in_shape
+                    .iter()
+                    .zip(out_shape)
+                    .map(|(&n, &o)| (0..o).map(|i| (n > 0).then(|| i % n)).collect())
+                    .collect();
+                if self.words(input(0)) == 2 {
+                    in_shape.push(2);
+                    maps.push(vec![Some(0), Some(1)]);
+                }
+                Op::Pad(PadOp::new(self.src(input(0))?, &in_shape, maps, 0.0))
+            }
+            OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
+            OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
+            OpKind::GRU => self.gru(node, shapes)?,
+            _ => return Ok(None),
+        }))
+    }
+
+    /// An integer comparison operand: a subgraph input or a constant.
+    fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
+        let decl = &self.graph.tensors[t];
+        let wide = decl.dtype == DType::I64;
+        match self.srcs[t] {
+            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
+            Some(_) if !wide => return Ok(IntSrc::Held(self.src(t)?)),
+            _ => {}
+        }
+        let bytes = self
+            .consts
+            .bytes(t)
+            .filter(|_| decl.is_const())
+            .ok_or_else(|| {
+                format!(
+                    "integer operand '{}' is neither an input nor a constant",
+                    decl.name
+                )
+            })?;
+        Ok(IntSrc::Const(if wide {
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect()
+        } else {
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
+                .collect()
+        }))
+    }
+
+    fn gru(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
+        let r = self.const_f32(node.inputs[2]).ok_or("R is not constant")?;
+        let b = if present(3) {
+            Some(self.const_f32(node.inputs[3]).ok_or("B is not constant")?)
+        } else {
+            None
+        };
+        let initial_h = if present(5) {
+            Some(self.src(node.inputs[5])?)
+        } else {
+            None
+        };
+        let x = self.src(node.inputs[0])?;
+        let spec = GruSpec {
+            x_shape: &shapes[0],
+            dirs: shapes[1][0],
+            hidden: shapes[2][2],
+            direction: node.attr_str("direction", "forward"),
+            linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
+        };
+        Ok(Op::Gru(GruOp::new(
+            &mut self.packs,
+            self.kernel,
+            x,
+            initial_h,
+            &w,
+            &r,
+            b.as_deref(),
+            spec,
+        )))
+    }
+
+    /// The words (f32 slots; two per i64) of a node whose output is known at init: Shape
+    /// and Size of static shapes, ConstantOfShape of a constant shape. `None` for the
+    /// other ops.
+    pub(super) fn constant_node(&self, node: &Node) -> Result<Option<Vec<f32>>, String> {
+        let wide = |v: &[i64]| -> Vec<f32> {
+            v.iter()
+                .flat_map(|&x| {
+                    let b = x.to_le_bytes();
+                    [
+                        f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                        f32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                    ]
+                })
+                .collect()
+        };
+        Ok(Some(match node.op {
+            OpKind::Shape => {
+                let dims = self.shape(node.inputs[0]);
+                let r = dims.len() as i64;
+                let at = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+                let (s, e) = (at(node.attr_int("start", 0)), at(node.attr_int("end", r)));
+                let v: Vec<i64> = dims[s..e.max(s)].iter().map(|&d| d as i64).collect();
+                wide(&v)
+            }
+            OpKind::Size => wide(&[self.shape(node.inputs[0]).iter().product::<usize>() as i64]),
+            OpKind::ConstantOfShape => {
+                let n: usize = self.shape(node.outputs[0]).iter().product();
+                let v = node.attr_float("value", 0.0);
+                match self.graph.tensors[node.outputs[0]].dtype {
+                    DType::I64 => wide(&vec![v as i64; n]),
+                    DType::I32 => vec![f32::from_bits(v as i32 as u32); n],
+                    DType::Bool => vec![(v != 0.0) as u8 as f32; n],
+                    _ => vec![v; n],
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Pow by a constant 2 or 0.5, rewritten as a multiply or a square root.
+    fn pow_rewrite(&self, exponent: TensorId) -> Option<Unary> {
+        let e = self.const_f32(exponent)?;
+        match e[..] {
+            [2.0] => Some(Unary::Square),
+            [0.5] => Some(Unary::PowHalf),
+            _ => None,
+        }
+    }
+
+    /// An inference BatchNormalization's per-channel `(a, b)` (`y = x * a + b`).
+    pub(super) fn bn_factors(&self, node: &Node) -> Result<(Vec<f32>, Vec<f32>), String> {
+        let p = |i: usize| {
+            self.const_f32(node.inputs[i])
+                .ok_or_else(|| format!("BatchNormalization operand {i} is not constant"))
+        };
+        let (scale, bias, mean, var) = (p(1)?, p(2)?, p(3)?, p(4)?);
+        Ok(batch_norm_factors(
+            &scale,
+            &bias,
+            &mean,
+            &var,
+            node.attr_float("epsilon", 1e-5),
+        ))
+    }
+
+    fn pad(&mut self, node: &Node, x: &[usize]) -> Result<Op, String> {
+        let rank = x.len();
+        let operand = |b: &Self, i: usize| node.inputs.get(i).and_then(|&t| b.const_i64s(t));
+        let pads = match node.attr_ints("pads") {
+            Some(p) => p.to_vec(),
+            None => operand(self, 1).ok_or("Pad pads are not constant")?,
+        };
+        let axes: Vec<usize> = match operand(self, 3) {
+            Some(a) => a
+                .iter()
+                .map(|&a| normalize_axis(a, rank))
+                .collect::<Result<_, _>>()?,
+            None => (0..rank).collect(),
+        };
+        if pads.len() != 2 * axes.len() {
+            return Err(format!("{} pads for {} axes", pads.len(), axes.len()));
+        }
+        let mode = node.attr_str("mode", "constant");
+        let mode = PadMode::parse(mode).ok_or_else(|| format!("Pad mode '{mode}'"))?;
+        let mut maps: Vec<Vec<Option<usize>>> =
+            x.iter().map(|&n| (0..n).map(Some).collect()).collect();
+        for (k, &a) in axes.iter().enumerate() {
+            maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
+        }
+        let mut x = x.to_vec();
+        if self.words(node.inputs[0]) == 2 {
+            x.push(2);
+            maps.push(vec![Some(0), Some(1)]);
+        }
+        let value = match node.inputs.get(2) {
+            Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
+                let v = self.const_f32(t).ok_or("Pad value is not constant")?;
+                v.first().copied().unwrap_or(0.0)
+            }
+            _ => node.attr_float("value", 0.0),
+        };
+        Ok(Op::Pad(PadOp::new(
+            self.src(node.inputs[0])?,
+            &x,
+            maps,
+            value,
+        )))
+    }
+
+    fn resize(&mut self, node: &Node, x: &[usize], out: &[usize]) -> Result<Op, String> {
+        let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
+        let mode = match node.attr_str("mode", "nearest") {
+            "nearest" => {
+                let r = node.attr_str("nearest_mode", "round_prefer_floor");
+                ResizeMode::Nearest(Rounding::parse(r).ok_or("unknown nearest_mode")?)
+            }
+            _ => ResizeMode::Linear,
+        };
+        let scales = self.resize_scales(node, x, out)?;
+        let src = self.src(node.inputs[0])?;
+        match mode {
+            ResizeMode::Nearest(rounding) => {
+                let mut maps: Vec<Vec<Option<usize>>> = (0..x.len())
+                    .map(|d| {
+                        if scales[d] == 1.0 && x[d] == out[d] {
+                            (0..x[d]).map(Some).collect()
+                        } else {
+                            nearest_map(coord, rounding, x[d], out[d], scales[d])
+                        }
+                    })
+                    .collect();
+                let held = self.held_shape(node.inputs[0]);
+                if held.len() > x.len() {
+                    maps.push(vec![Some(0), Some(1)]);
+                }
+                Ok(Op::Pad(PadOp::new(src, &held, maps, 0.0)))
+            }
+            ResizeMode::Linear => {
+                let r = x.len();
+                let axis = |d: usize| {
+                    if scales[d] == 1.0 && x[d] == out[d] {
+                        (0..x[d]).map(|i| (i, i, 1.0, 0.0)).collect()
+                    } else {
+                        linear_taps(coord, x[d], out[d], scales[d])
+                    }
+                };
+                let (rows, cols) = match r {
+                    1 => (vec![(0, 0, 1.0, 0.0)], axis(0)),
+                    _ => (axis(r - 2), axis(r - 1)),
+                };
+                let in_hw = match r {
+                    1 => (1, x[0]),
+                    _ => (x[r - 2], x[r - 1]),
+                };
+                Ok(Op::LinearResize(LinearResizeOp {
+                    x: src,
+                    in_hw,
+                    rows,
+                    cols,
+                }))
+            }
+        }
+    }
+
+    /// The scale of every axis: from `scales` (attribute or constant input 2) on the
+    /// resized axes, else `out / in` (sizes given).
+    pub(super) fn resize_scales(
+        &self,
+        node: &Node,
+        x: &[usize],
+        out: &[usize],
+    ) -> Result<Vec<f64>, String> {
+        let rank = x.len();
+        let axes: Vec<usize> = match node.attr_ints("axes") {
+            Some(a) => a
+                .iter()
+                .map(|&a| normalize_axis(a, rank))
+                .collect::<Result<_, _>>()?,
+            None => (0..rank).collect(),
+        };
+        let given: Option<Vec<f32>> = match node.attrs.get("scales") {
+            Some(Attr::Floats(s)) => Some(s.clone()),
+            _ => node
+                .inputs
+                .get(2)
+                .filter(|&&t| self.shape(t).iter().product::<usize>() > 0)
+                .map(|&t| self.const_f32(t).map(|v| v.to_vec()))
+                .map(|v| v.ok_or("Resize scales are not constant"))
+                .transpose()?,
+        };
+        let mut scales = vec![1.0f64; rank];
+        for (k, &a) in axes.iter().enumerate() {
+            scales[a] = match &given {
+                Some(s) => *s.get(k).ok_or("fewer scales than axes")? as f64,
+                None => out[a] as f64 / x[a] as f64,
+            };
+        }
+        Ok(scales)
+    }
+
+    /// A transposed convolution, with a BatchNormalization's per-channel `(a, b)` folded
+    /// into its weights and bias when `bn` is given.
+    fn conv_transpose(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        out: &[usize],
+        bn: Option<(&[f32], &[f32])>,
+    ) -> Result<Op, String> {
+        let (x, w) = (&shapes[0], &shapes[1]);
+        let sp = x.len() - 2;
+        let list = |name: &str, default: i64| -> Vec<i64> {
+            match node.attr_ints(name) {
+                Some(v) if v.len() == sp => v.to_vec(),
+                _ => vec![default; sp],
+            }
+        };
+        let (stride, dilation, out_pad) = (
+            list("strides", 1),
+            list("dilations", 1),
+            list("output_padding", 0),
+        );
+        let auto_pad = node.attr_str("auto_pad", "NOTSET");
+        let derived = node.attrs.contains_key("output_shape") || auto_pad.starts_with("SAME");
+        let pads = node.attr_ints("pads");
+        let pad: Vec<i64> = (0..sp)
+            .map(|i| {
+                if derived {
+                    let full = (x[2 + i] as i64 - 1) * stride[i]
+                        + out_pad[i]
+                        + (w[2 + i] as i64 - 1) * dilation[i]
+                        + 1;
+                    let total = (full - out[2 + i] as i64).max(0);
+                    match auto_pad {
+                        "SAME_UPPER" => total / 2,
+                        _ => total - total / 2,
+                    }
+                } else if auto_pad == "VALID" {
+                    0
+                } else {
+                    pads.and_then(|p| p.get(i).copied()).unwrap_or(0)
+                }
+            })
+            .collect();
+        let group = node.attr_int("group", 1).max(1) as usize;
+        let two = |v: &[i64], one: i64| -> (i64, i64) {
+            match v {
+                [a] => (one, *a),
+                [a, b, ..] => (*a, *b),
+                [] => (one, one),
+            }
+        };
+        let (kh, kw) = match &w[2..] {
+            [k] => (1, *k),
+            [a, b] => (*a, *b),
+            _ => return Err("only 1-D and 2-D ConvTranspose is implemented".into()),
+        };
+        let (ih, iw) = if sp == 1 { (1, x[2]) } else { (x[2], x[3]) };
+        let (oh, ow) = if sp == 1 {
+            (1, out[2])
+        } else {
+            (out[2], out[3])
+        };
+        let s = two(&stride, 1);
+        let d = two(&dilation, 1);
+        let p = two(&pad, 0);
+        let geom = DeconvGeom {
+            batch: x[0],
+            group,
+            cg: x[1] / group,
+            mg: out[1] / group,
+            ih,
+            iw,
+            oh,
+            ow,
+            kh,
+            kw,
+            stride: (s.0 as usize, s.1 as usize),
+            dilation: (d.0 as usize, d.1 as usize),
+            pad: p,
+        };
+        let mut weights = self
+            .const_f32(node.inputs[1])
+            .ok_or("ConvTranspose weights are not constant")?;
+        let mut bias = match node.inputs.get(2) {
+            Some(&t) => self
+                .const_f32(t)
+                .ok_or("ConvTranspose bias is not constant")?
+                .to_vec(),
+            None => vec![0.0; out[1]],
+        };
+        if let Some((a, b)) = bn {
+            // W is [C, M/g, kernel]: row (c, ml) feeds output channel g * M/g + ml.
+            let (cg, mg, taps) = (geom.cg.max(1), geom.mg, kh * kw);
+            for (row, w) in weights.to_mut().chunks_exact_mut(taps).enumerate() {
+                let (c, ml) = (row / mg.max(1), row % mg.max(1));
+                let m = (c / cg) * mg + ml;
+                w.iter_mut().for_each(|v| *v *= a[m]);
+            }
+            for (m, v) in bias.iter_mut().enumerate() {
+                *v = *v * a[m] + b[m];
+            }
+        }
+        Ok(Op::Deconv(DeconvOp::new(
+            self.src(node.inputs[0])?,
+            geom,
+            &weights,
+            bias,
+        )))
+    }
+}
+
+/// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
+/// 0.0/1.0 already are the floats): a view like Reshape.
+pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
+    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
+        let from = graph.tensors[node.inputs[0]].dtype;
+        let to = graph.tensors[node.outputs[0]].dtype;
+        from == to || (from == DType::Bool && to == DType::F32)
+    }
+}

@@ -1,0 +1,451 @@
+//! What the delegate takes of the tail ops (comparisons, logic, Where, Pow, Cast,
+//! BatchNormalization, Pad, Resize, ConvTranspose) and the bool tensors they use.
+//!
+//! Bools are held as 0.0/1.0 floats, and i32 as its bits in an f32 slot, so the
+//! data-movement ops carry both as they carry f32. i64 data (outside shape and index
+//! operands, and the inputs and constants of comparisons) is not held here: an element
+//! would take two slots, and no op computes on i32 bits; such nodes are declined with the
+//! dtype as the reason (the host folds the shape logic that produces them at load).
+
+use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
+use baton_delegate_api::{Constants, DeclineReason, Support};
+
+use super::{require_const_operands, shape_no, Kind};
+use crate::ops::layout::MAX_RANK;
+use crate::ops::pad::{axis_map, PadMode};
+use crate::ops::resize::{known_coordinate_mode, Rounding};
+
+/// The attributes of the tail ops (see `super::known_attributes`).
+pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
+    use Kind::*;
+    match op {
+        OpKind::Cast => &[("to", Int), ("saturate", Int), ("round_mode", Str)],
+        OpKind::Shape => &[("start", Int), ("end", Int)],
+        OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
+        OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
+        OpKind::Gelu => &[("approximate", Str)],
+        OpKind::BatchNormalization => &[
+            ("epsilon", Float),
+            ("momentum", Float),
+            ("training_mode", Int),
+        ],
+        OpKind::Pad => &[("mode", Str), ("pads", Ints), ("value", Float)],
+        OpKind::Resize => &[
+            ("mode", Str),
+            ("coordinate_transformation_mode", Str),
+            ("nearest_mode", Str),
+            ("scales", Floats),
+            ("sizes", Ints),
+            ("axes", Ints),
+            ("antialias", Int),
+            ("exclude_outside", Int),
+            ("cubic_coeff_a", Float),
+            ("keep_aspect_ratio_policy", Str),
+            ("extrapolation_value", Float),
+        ],
+        OpKind::GRU => &[
+            ("activations", Str),
+            ("direction", Str),
+            ("hidden_size", Int),
+            ("layout", Int),
+            ("linear_before_reset", Int),
+        ],
+        OpKind::ConvTranspose => &[
+            ("auto_pad", Str),
+            ("dilations", Ints),
+            ("group", Int),
+            ("kernel_shape", Ints),
+            ("output_padding", Ints),
+            ("output_shape", Ints),
+            ("pads", Ints),
+            ("strides", Ints),
+        ],
+        _ => &[],
+    }
+}
+
+/// The input counts (least, most) of the tail ops; one input for the others.
+pub(super) fn arity(op: OpKind) -> (usize, usize) {
+    match op {
+        OpKind::Greater
+        | OpKind::Less
+        | OpKind::Equal
+        | OpKind::And
+        | OpKind::Pow
+        | OpKind::CastLike => (2, 2),
+        OpKind::Where => (3, 3),
+        OpKind::BatchNormalization => (5, 5),
+        OpKind::ReduceSum | OpKind::ReduceMax => (1, 2),
+        OpKind::Pad | OpKind::Resize => (1, 4),
+        OpKind::Expand | OpKind::Tile => (2, 2),
+        OpKind::GRU => (3, 6),
+        OpKind::ConvTranspose => (2, 3),
+        _ => (1, 1),
+    }
+}
+
+/// The dtypes a data-movement op carries: f32, bool (held as 0.0/1.0) and i32 (its bits
+/// held in an f32 slot, moved, never computed on).
+const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
+
+/// The dtypes the data-movement ops that copy elements carry: those of [`DATA`] and
+/// i64, each element two slots moved together.
+const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+
+/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: those of
+/// [`DATA`] and i64, whose bytes a view never reads.
+const VIEWED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+
+/// The dtypes at input `pos` (`None`: the output) of the tail ops and of the data
+/// movement that carries bools; f32 elsewhere.
+pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
+    match (op, pos) {
+        (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
+        // Integers only as subgraph inputs or constants (see `ops/select.rs`).
+        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
+            &[DType::F32, DType::Bool, DType::I64, DType::I32]
+        }
+        (OpKind::Where, Some(1 | 2) | None) => MOVED,
+        (OpKind::And | OpKind::Not, _) => &[DType::Bool],
+        (OpKind::Where, Some(0)) => &[DType::Bool],
+        (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
+        (OpKind::Resize, Some(3)) => &[DType::I64],
+        // Nearest moves any element; linear takes f32 only (`check_resize`).
+        (OpKind::Resize, Some(0) | None) => MOVED,
+        (
+            OpKind::Identity
+            | OpKind::Reshape
+            | OpKind::Flatten
+            | OpKind::Squeeze
+            | OpKind::Unsqueeze,
+            Some(0) | None,
+        ) => VIEWED,
+        (OpKind::Shape | OpKind::Size, Some(0)) => &[
+            DType::F32,
+            DType::F16,
+            DType::Bool,
+            DType::I8,
+            DType::U8,
+            DType::I32,
+            DType::I64,
+        ],
+        (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
+        (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
+        (OpKind::Cast, Some(0) | None) => DATA,
+        (
+            OpKind::Pad
+            | OpKind::Transpose
+            | OpKind::Slice
+            | OpKind::Split
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Tile,
+            Some(0) | None,
+        ) => MOVED,
+        (OpKind::Pad, Some(2)) => DATA,
+        (OpKind::CastLike, _) => DATA,
+        (OpKind::Concat, _) => MOVED,
+        _ => &[DType::F32],
+    }
+}
+
+/// The op-specific checks of the tail ops.
+pub(super) fn check_op(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let x = &shapes[0];
+    let is_const = |i: usize| {
+        node.inputs
+            .get(i)
+            .is_some_and(|&t| graph.tensors[t].is_const() && consts.bytes(t).is_some())
+    };
+    let present = |i: usize| {
+        node.inputs.get(i).is_some_and(|&t| {
+            shapes[i].iter().product::<usize>() > 0 || !graph.tensors[t].is_const()
+        })
+    };
+    let attr_no = |m: String| {
+        Err(Support::no(
+            DeclineReason::Attribute,
+            format!("{}: {m}", node.label()),
+        ))
+    };
+    let out = &graph.tensors[node.outputs[0]];
+    let moves = matches!(
+        node.op,
+        OpKind::Pad
+            | OpKind::Transpose
+            | OpKind::Slice
+            | OpKind::Split
+            | OpKind::Gather
+            | OpKind::Expand
+            | OpKind::Tile
+            | OpKind::Concat
+            | OpKind::Where
+            | OpKind::Resize
+    );
+    if moves && out.dtype == DType::I64 {
+        // Held with an extra axis of its two words.
+        let rank = out.static_shape().map_or(0, |s| s.len()).max(x.len());
+        if rank >= MAX_RANK {
+            return Err(shape_no(
+                node,
+                format!(
+                    "an i64 tensor of rank {rank} (at most {} here)",
+                    MAX_RANK - 1
+                ),
+            ));
+        }
+        if node.op == OpKind::Pad && (present(2) || node.attrs.contains_key("value")) {
+            return attr_no("a pad value for an i64 tensor is not supported".into());
+        }
+    }
+    let x_dtype = graph.tensors[node.inputs[0]].dtype;
+    if node.op == OpKind::Pad && node.attrs.contains_key("value") && x_dtype != DType::F32 {
+        return attr_no(format!(
+            "a 'value' attribute for a {x_dtype} tensor is not supported"
+        ));
+    }
+    match node.op {
+        OpKind::BatchNormalization => {
+            if node.attr_int("training_mode", 0) != 0 {
+                return attr_no("training_mode (batch statistics) is not supported".into());
+            }
+            if x.len() < 2 {
+                return Err(shape_no(node, format!("input {x:?} has no channel axis")));
+            }
+            if let Some(i) = (1..5).find(|&i| !is_const(i)) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: operand {i} is computed at run time; only constant scale, bias, \
+                         mean and variance are supported",
+                        node.label()
+                    ),
+                ));
+            }
+        }
+        OpKind::Pad => {
+            require_const_operands(graph, node, consts)?;
+            let mode = node.attr_str("mode", "constant");
+            let Some(mode) = PadMode::parse(mode) else {
+                return attr_no(format!("mode '{mode}' is not supported"));
+            };
+            let operand = |i: usize| node.inputs.get(i).and_then(|&t| consts.i64s(t));
+            let pads = match node.attr_ints("pads") {
+                Some(p) => p.to_vec(),
+                None => operand(1).unwrap_or_default(),
+            };
+            let axes: Vec<i64> = operand(3).unwrap_or_else(|| (0..x.len() as i64).collect());
+            if pads.len() != 2 * axes.len() {
+                return Err(shape_no(
+                    node,
+                    format!("{} pads for {} axes", pads.len(), axes.len()),
+                ));
+            }
+            for (k, &a) in axes.iter().enumerate() {
+                let d = baton_delegate_api::shape::normalize_axis(a, x.len())
+                    .map_err(|e| shape_no(node, e))?;
+                axis_map(mode, x[d], pads[k], pads[k + axes.len()])
+                    .map_err(|e| shape_no(node, e))?;
+            }
+        }
+        OpKind::Expand | OpKind::Tile => require_const_operands(graph, node, consts)?,
+        OpKind::ConstantOfShape if !is_const(0) => {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!("{}: the shape is computed at run time", node.label()),
+            ));
+        }
+        OpKind::GRU => check_gru(graph, node, shapes, consts)?,
+        OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
+        OpKind::Gelu => {
+            let a = node.attr_str("approximate", "none");
+            if !matches!(a, "none" | "tanh") {
+                return attr_no(format!("approximate '{a}' is not supported"));
+            }
+        }
+        OpKind::ConvTranspose => {
+            if !(3..=4).contains(&x.len()) {
+                return Err(shape_no(
+                    node,
+                    format!(
+                        "input {x:?}: only 1-D and 2-D transposed convolutions are implemented"
+                    ),
+                ));
+            }
+            if let Some(i) = (1..node.inputs.len()).find(|&i| !is_const(i)) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: operand {i} is computed at run time; only constant weights and \
+                         bias are supported",
+                        node.label()
+                    ),
+                ));
+            }
+            let w = &shapes[1];
+            if w.len() != x.len() || w[2..].contains(&0) {
+                return Err(shape_no(
+                    node,
+                    format!("weight shape {w:?} has an empty kernel"),
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// GRU as implemented: layout 0, default activations, no clip, no `sequence_lens`, and
+/// constant weights (packed at init).
+fn check_gru(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("GRU {m}")));
+    if node.attr_int("layout", 0) != 0 {
+        return attr_no("layout 1 (batch first) is not supported".into());
+    }
+    if let Some(a) = node.attrs.get("activations") {
+        let baton_delegate_api::ir::Attr::Str(s) = a else {
+            return attr_no(format!("activations {a:?} are not supported"));
+        };
+        let s = s.to_ascii_lowercase().replace(' ', "");
+        let parts: Vec<&str> = s.split(',').collect();
+        if !parts.chunks(2).all(|c| c.join(",") == "sigmoid,tanh") {
+            return attr_no(format!("activations '{s}': only sigmoid,tanh"));
+        }
+    }
+    let direction = node.attr_str("direction", "forward");
+    if !matches!(direction, "forward" | "reverse" | "bidirectional") {
+        return attr_no(format!("direction '{direction}' is not supported"));
+    }
+    let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+    if present(4) {
+        return Err(Support::no(
+            DeclineReason::Other,
+            "GRU sequence_lens is not supported",
+        ));
+    }
+    for i in [1, 2, 3] {
+        if present(i) && consts.bytes(node.inputs[i]).is_none() {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "GRU weight '{}' is computed at run time; only constant W, R and B are \
+                     supported",
+                    graph.tensors[node.inputs[i]].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_resize(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+    present: &dyn Fn(usize) -> bool,
+) -> Result<(), Support> {
+    let x = &shapes[0];
+    let attr_no = |m: String| {
+        Err(Support::no(
+            DeclineReason::Attribute,
+            format!("{}: {m}", node.label()),
+        ))
+    };
+    for i in 1..node.inputs.len() {
+        let t = node.inputs[i];
+        if present(i) && consts.bytes(t).is_none() {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "{}: operand '{}' is computed at run time; only constant scales and sizes \
+                     are supported",
+                    node.label(),
+                    graph.tensors[t].name
+                ),
+            ));
+        }
+    }
+    let mode = node.attr_str("mode", "nearest");
+    let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
+    if !known_coordinate_mode(coord) {
+        return attr_no(format!(
+            "coordinate_transformation_mode '{coord}' is not supported"
+        ));
+    }
+    if node.attr_str("keep_aspect_ratio_policy", "stretch") != "stretch" {
+        return attr_no("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
+    }
+    if present(1) {
+        return attr_no("a region of interest is not supported".into());
+    }
+    let out = graph.tensors[node.outputs[0]]
+        .static_shape()
+        .unwrap_or_default();
+    if out.len() != x.len() || (0..x.len()).any(|d| x[d] == 0 && out[d] > 0) {
+        return Err(shape_no(node, format!("Resize of {x:?} to {out:?}")));
+    }
+    match mode {
+        "nearest" => {
+            let r = node.attr_str("nearest_mode", "round_prefer_floor");
+            if Rounding::parse(r).is_none() {
+                return attr_no(format!("nearest_mode '{r}' is not supported"));
+            }
+        }
+        "linear" => {
+            let dtype = graph.tensors[node.inputs[0]].dtype;
+            if dtype != DType::F32 {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!("{}: linear Resize of {dtype}: f32 only", node.label()),
+                ));
+            }
+            if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {
+                return attr_no("linear with antialias or exclude_outside is not supported".into());
+            }
+            // Only the last two axes may change (the scales of the others are then 1 or
+            // their extent would change too).
+            let r = x.len();
+            if (0..r.saturating_sub(2)).any(|d| x[d] != out[d]) {
+                return Err(shape_no(
+                    node,
+                    format!("linear Resize of {x:?} to {out:?}: only the last two axes are resampled here"),
+                ));
+            }
+            let scales: Option<Vec<f32>> = match node.attrs.get("scales") {
+                Some(baton_delegate_api::ir::Attr::Floats(s)) => Some(s.clone()),
+                _ if present(2) => consts
+                    .bytes(node.inputs[2])
+                    .map(bytemuck::pod_collect_to_vec::<u8, f32>),
+                _ => None,
+            };
+            let axes: Vec<i64> = node
+                .attr_ints("axes")
+                .map_or_else(|| (0..r as i64).collect(), <[i64]>::to_vec);
+            if let Some(s) = scales {
+                for (&a, &v) in axes.iter().zip(&s) {
+                    let d = baton_delegate_api::shape::normalize_axis(a, r)
+                        .map_err(|e| shape_no(node, e))?;
+                    if d + 2 < r && v != 1.0 {
+                        return Err(shape_no(
+                            node,
+                            format!("linear Resize scales {s:?}: only the last two axes are resampled here"),
+                        ));
+                    }
+                }
+            }
+        }
+        other => return attr_no(format!("mode '{other}' is not supported")),
+    }
+    Ok(())
+}
