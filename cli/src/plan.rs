@@ -104,7 +104,7 @@ fn print_memory(session: &baton_runtime_host::Session<'_>) {
 
 /// How much of the model the host runs on its portable kernels: its node count (control
 /// flow apart, which always runs there) and its share of the model's estimated FLOPs.
-fn host_summary(session: &baton_runtime_host::session::Session) -> String {
+fn host_summary(session: &baton_runtime_host::Session) -> String {
     let nodes = session.nodes_per_backend();
     let flops = session.flops_per_backend();
     let host_nodes = nodes.get("host").copied().unwrap_or(0);
@@ -124,7 +124,7 @@ fn host_summary(session: &baton_runtime_host::session::Session) -> String {
 }
 
 /// The If and Loop nodes the host runs, in `session` and in its branches.
-fn control_flow_nodes(session: &baton_runtime_host::session::Session) -> usize {
+fn control_flow_nodes(session: &baton_runtime_host::Session) -> usize {
     let own = session
         .plan
         .nodes
