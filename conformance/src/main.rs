@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 ///
 /// Results: pass (the plugin ran every node and matched), pass-partial (a model case the
 /// plugin ran only part of: it declined some nodes, which the reference ran, and each
-/// node it accepted matched when run alone), unsupported (declined), expected-fail (a
+/// partition of the nodes it accepted, grouped as a host groups them, matched), unsupported (declined), expected-fail (a
 /// failure declared in --expectations), and the failures: mismatch, crash, timeout,
 /// reference-fail and load-, create-, supports-, compile-, init- and exec-fail.
 ///

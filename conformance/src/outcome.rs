@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// | class | meaning |
 /// |---|---|
 /// | `pass` | the plugin ran every node and matched the reference within tolerance |
-/// | `pass-partial` | a model case the plugin ran only part of: it declined some nodes (the reference ran them) and every node it accepted matched when run alone; `delegated_nodes` of `total_nodes` says how much; earlier kits called it `pass-undelegated` |
+/// | `pass-partial` | a model case the plugin ran only part of: it declined some nodes (the reference ran them) and every partition of the nodes it accepted (grouped as a host groups them) matched when run on their own, fed the reference's values; `delegated_nodes` of `total_nodes` says how much; earlier kits called it `pass-undelegated` |
 /// | `unsupported` | the plugin declined the case's node (op cases), every node (model cases) or the check's subject |
 /// | `load-fail` | the library failed to load or refused the ABI handshake |
 /// | `create-fail` | creating a context (or querying its devices) failed |
@@ -124,7 +124,8 @@ pub struct CaseResult {
     pub got: Option<String>,
     /// The reference value there.
     pub expected: Option<String>,
-    /// Model cases: the first node that failed when run alone (see `runner::exec`).
+    /// Model cases: the node, or the partition (first and last node), that failed (see
+    /// `runner::exec`).
     pub failing_node: Option<String>,
     /// Nodes the plugin accepted / nodes in the graph.
     pub delegated_nodes: Option<usize>,

@@ -189,3 +189,28 @@ fn a_failing_reference_is_reported_as_such() {
     assert_eq!(r.result, Class::ReferenceFail, "{r:?}");
     assert!(r.message.contains("reference kernel bug"), "{}", r.message);
 }
+
+/// A plugin that claims only whole groups (the NPU simulator: a QDQ MatMul with its
+/// DequantizeLinears and QuantizeLinear, not the float Add after it) is judged on the
+/// partition a host hands it. Run node by node, as the kit once did, its first
+/// DequantizeLinear alone was a compile failure that no host would ever cause.
+#[test]
+fn a_partly_delegated_model_runs_its_partitions_as_a_host_forms_them() {
+    use baton_conformance::runner::exec::Reference;
+    let lib =
+        PluginLibrary::load(&common::cdylib("baton_backend_npu_sim"), None).expect("plugin loads");
+    let ctx = lib.create(&[]).expect("context");
+    let tolerances = Tolerances::builtin().unwrap();
+    let r = run_graph_case(
+        &Harness {
+            ctx: &ctx,
+            device: 0,
+            tolerances: &tolerances,
+            oracle: &Reference,
+        },
+        &catalogue_case("Quantized/i8/MatMul_2x3x32_32x24_qdq_bias_add"),
+    );
+    assert_eq!(r.result, Class::PassPartial, "{r:?}");
+    assert_eq!((r.delegated_nodes, r.total_nodes), (Some(4), Some(8)));
+    assert!(r.message.contains("matmul_2"), "{}", r.message);
+}

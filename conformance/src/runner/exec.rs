@@ -9,15 +9,17 @@
 //! **Model cases**: when the plugin accepts every node, the whole graph runs on it and its
 //! outputs are compared under the `model` rule. When it declines every node the case is
 //! `unsupported`. When it declines some, the kit does not guess how a host would
-//! partition: it evaluates the graph node by node on the oracle and runs **each accepted
-//! node alone** on the plugin, fed the oracle's values for that node's inputs, comparing
-//! its outputs under the node's op rule. The first node that fails decides the class
-//! (`failing_node` names it); if none fails the case is `pass-partial`.
+//! partition: it evaluates the graph node by node on the oracle, groups the accepted nodes
+//! into partitions as a host does (`baton_partitioner`), and runs **each partition** on
+//! the plugin, fed the oracle's values for its inputs, comparing its outputs under the
+//! op's rule (one node) or the case's (more). The first partition that fails decides the
+//! class (`failing_node` names it); if none fails the case is `pass-partial`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use baton_delegate_api::{DType, DeclineReason, Graph, OpKind, Support, Tensor};
+use baton_partitioner::{partition, BackendAnswers, Policy};
 use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext};
 use baton_runtime_host::program::plugin_view;
@@ -208,7 +210,7 @@ fn model_case(
         };
         return judge(h.tolerances, whole, &got, &expected, r);
     }
-    mixed_model(h, graph, inputs, &accepted, r);
+    mixed_model(h, graph, inputs, &answers, whole, r);
     if r.result == Class::Pass {
         r.result = Class::PassPartial;
         let took: Vec<String> = graph
@@ -219,7 +221,7 @@ fn model_case(
             .map(|(n, _)| n.label())
             .collect();
         r.message = format!(
-            "the plugin took {taken} of {} nodes, each matched when run alone: {}; declined: {}",
+            "the plugin took {taken} of {} nodes, each partition of them matched as a host runs it: {}; declined: {}",
             graph.nodes.len(),
             took.join(", "),
             declined_list(graph, &answers, 3)
@@ -227,30 +229,133 @@ fn model_case(
     }
 }
 
-/// Node by node on the oracle; each accepted node also alone on the plugin.
+/// The oracle runs the graph node by node; the accepted nodes are then grouped into
+/// partitions as a host groups them (`baton_partitioner`, no size limits), and each
+/// partition runs on the plugin as one subgraph, fed the oracle's values for its inputs.
+/// A plugin that claims only whole groups (a QDQ group on an NPU) is judged on what a
+/// host would hand it, not on pieces it never sees alone. A one-node partition is
+/// judged under its op's rule, a larger one under the case's rule (`whole`).
 fn mixed_model(
     h: &Harness<'_>,
     graph: &Graph,
     inputs: &[Tensor],
-    accepted: &[bool],
+    answers: &[Support],
+    whole: Judged,
     r: &mut CaseResult,
 ) {
+    let Some(values) = oracle_values(h, graph, inputs, r) else {
+        return;
+    };
+    let policy = Policy {
+        priority: vec![PLUGIN.into()],
+        ..Policy::default()
+    };
+    let plan = match partition(
+        graph,
+        &[BackendAnswers {
+            backend: PLUGIN.into(),
+            answers: answers.to_vec(),
+        }],
+        &policy,
+    ) {
+        Ok(p) => p,
+        Err(e) => return set(r, Class::ReferenceFail, format!("partitioning: {e}")),
+    };
+    let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
+    for part in &plan.partitions {
+        let (sub, map) = graph.extract(&part.nodes);
+        if sub.outputs.is_empty() {
+            continue;
+        }
+        let (name, label) = partition_label(graph, &part.nodes);
+        let sub_inputs: Option<Vec<Tensor>> =
+            sub.inputs.iter().map(|&t| values[map[t]].clone()).collect();
+        let expected: Option<Vec<Tensor>> = sub
+            .outputs
+            .iter()
+            .map(|&t| values[map[t]].clone())
+            .collect();
+        let (Some(sub_inputs), Some(expected)) = (sub_inputs, expected) else {
+            r.failing_node = Some(name);
+            return set(
+                r,
+                Class::ReferenceFail,
+                format!("{label}: a value was never computed"),
+            );
+        };
+        let got = match run_once(h.ctx, h.device, &sub, &sub_inputs) {
+            Ok(g) => g,
+            Err(e) => {
+                r.failing_node = Some(name);
+                return set(r, call_class(&e), format!("{label}: {e}"));
+            }
+        };
+        let rule = match part.nodes[..] {
+            [n] => Judged::Op(graph.nodes[n].op),
+            _ => whole,
+        };
+        judge(h.tolerances, rule, &got, &expected, r);
+        max_abs = max_abs.max(r.max_abs_err.unwrap_or(0.0));
+        max_rel = max_rel.max(r.max_rel_err.unwrap_or(0.0));
+        r.max_abs_err = Some(max_abs);
+        r.max_rel_err = Some(max_rel);
+        if r.result != Class::Pass {
+            r.message = format!("{label}: {}", r.message);
+            r.failing_node = Some(name);
+            return;
+        }
+    }
+}
+
+/// The backend name the kit's one plugin goes by when it partitions.
+const PLUGIN: &str = "plugin";
+
+/// What names a partition in a report: `(failing_node, message prefix)`, i.e.
+/// `("X (Op)", "node X (Op)")` for one node and `("X (Op) to Y (Op)", "partition of N
+/// nodes from X (Op) to Y (Op)")` for more.
+fn partition_label(graph: &Graph, nodes: &[usize]) -> (String, String) {
+    match nodes {
+        [first, .., last] => {
+            let span = format!(
+                "{} to {}",
+                graph.nodes[*first].label(),
+                graph.nodes[*last].label()
+            );
+            let prefix = format!("partition of {} nodes from {span}", nodes.len());
+            (span, prefix)
+        }
+        [n] => (
+            graph.nodes[*n].label(),
+            format!("node {}", graph.nodes[*n].label()),
+        ),
+        [] => ("empty partition".into(), "empty partition".into()),
+    }
+}
+
+/// Every tensor's value on the oracle, computed node by node (so that a reference failure
+/// names its node); `None` (with `r` set) when a node fails.
+fn oracle_values(
+    h: &Harness<'_>,
+    graph: &Graph,
+    inputs: &[Tensor],
+    r: &mut CaseResult,
+) -> Option<Vec<Option<Tensor>>> {
     let mut values: Vec<Option<Tensor>> = vec![None; graph.tensors.len()];
     for (&t, v) in graph.inputs.iter().zip(inputs) {
         values[t] = Some(v.clone());
     }
-    let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
     for (n, node) in graph.nodes.iter().enumerate() {
         let (sub, map) = graph.extract(&[n]);
         let sub_inputs: Option<Vec<Tensor>> =
             sub.inputs.iter().map(|&t| values[map[t]].clone()).collect();
         let Some(sub_inputs) = sub_inputs else {
             r.failing_node = Some(node.label());
-            return set(
+            set(
                 r,
                 Class::ReferenceFail,
                 "an input of the node was never computed".into(),
             );
+            return None;
         };
         let expected = match run_oracle(h.oracle, &sub, &sub_inputs) {
             Ok(e) => e,
@@ -263,32 +368,15 @@ fn mixed_model(
                     format!("reference on node {label}: {e}")
                 };
                 r.failing_node = Some(label);
-                return set(r, Class::ReferenceFail, message);
+                set(r, Class::ReferenceFail, message);
+                return None;
             }
         };
-        if accepted[n] && !sub.outputs.is_empty() {
-            let got = match run_once(h.ctx, h.device, &sub, &sub_inputs) {
-                Ok(g) => g,
-                Err(e) => {
-                    r.failing_node = Some(node.label());
-                    return set(r, call_class(&e), format!("node {}: {e}", node.label()));
-                }
-            };
-            judge(h.tolerances, Judged::Op(node.op), &got, &expected, r);
-            max_abs = max_abs.max(r.max_abs_err.unwrap_or(0.0));
-            max_rel = max_rel.max(r.max_rel_err.unwrap_or(0.0));
-            r.max_abs_err = Some(max_abs);
-            r.max_rel_err = Some(max_rel);
-            if r.result != Class::Pass {
-                r.failing_node = Some(node.label());
-                r.message = format!("node {}: {}", node.label(), r.message);
-                return;
-            }
-        }
         for (&t, v) in sub.outputs.iter().zip(expected) {
             values[map[t]] = Some(v);
         }
     }
+    Some(values)
 }
 
 /// Compares every output under the rule `judged` names and records the
