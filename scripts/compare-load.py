@@ -8,7 +8,9 @@ as scripts/compare-ort.py sets it up) and the median taken; `baton bench --json`
 from opening the file to a session ready to run, the probe cache warm). Then `baton run`
 on the program runs once under /usr/bin/time, and its peak RSS, less the peak of
 `baton devices` (the executable, the plugin and its probe, no model), is set beside the
-model's weights plus arena, as `baton bench` reports them.
+model's weights plus its arenas, as `baton bench` reports them: the host's arena and what
+each delegate says it holds beyond the file (ABI 1.2 `memory`: scratch and own copies; a
+blob it reads in place is part of the mapped file, not counted twice).
 
     python=$(scripts/peer-venv.sh)
     cargo build --release -p baton-cli -p baton-backend-cpu-plugin
@@ -118,16 +120,19 @@ def main():
             for k, v in inputs.items():
                 run += ["--input", f"{k}={v}"]
             rss = peak_rss_bytes(run, tmp)
-            held = aot["weights_bytes"] + aot["arena_bytes"]
+            # Weights and every arena: the host's, and the delegates' own (ABI 1.2 `memory`
+            # scratch and copies). A blob a delegate reads in place is part of the file.
+            held = (aot["weights_bytes"] + aot["arena_bytes"]
+                    + aot.get("delegate_scratch_bytes", 0) + aot.get("delegate_owned_bytes", 0))
             rows.append((name, aot["load_ms"], jit["load_ms"], ort_ms, rss, held))
         # What the process holds with no model: the executable, the plugin, the probe.
         base = peak_rss_bytes([a.baton, "devices"], tmp)
     mib = 2**20
     print(f"{'model':<18} {'.baton load':>12} {'.onnx load':>11} {'ORT session':>12} "
-          f"{'.baton/ORT':>10} {'peak RSS':>10} {'- base':>10} {'weights+arena':>14} {'ratio':>6}")
+          f"{'.baton/ORT':>10} {'peak RSS':>10} {'- base':>10} {'weights+arenas':>15} {'ratio':>6}")
     for name, aot, jit, ort_ms, rss, held in rows:
         print(f"{name:<18} {aot:>9.2f} ms {jit:>8.2f} ms {ort_ms:>9.2f} ms {aot / ort_ms:>10.2f} "
-              f"{rss / mib:>6.1f} MiB {(rss - base) / mib:>6.1f} MiB {held / mib:>10.1f} MiB "
+              f"{rss / mib:>6.1f} MiB {(rss - base) / mib:>6.1f} MiB {held / mib:>11.1f} MiB "
               f"{(rss - base) / max(held, 1):>6.2f}")
     print(f"base: peak RSS of `baton devices` (no model loaded) {base / mib:.1f} MiB")
 

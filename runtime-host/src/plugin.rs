@@ -22,6 +22,8 @@ use crate::error::{HostError, OptionProblem, Result};
 
 #[cfg(all(unix, not(target_vendor = "apple")))]
 mod elf;
+mod file;
+use file::hash_file;
 #[cfg(target_os = "linux")]
 pub mod isolated;
 mod placement;
@@ -78,11 +80,10 @@ pub struct PluginLibrary {
 impl PluginLibrary {
     /// Loads a shared library and performs the ABI handshake.
     pub fn load(path: &Path, expected_sha256: Option<&str>) -> Result<Arc<PluginLibrary>> {
-        let bytes = std::fs::read(path).map_err(|error| HostError::Io {
+        let (file_hash, head, file_len) = hash_file(path).map_err(|error| HostError::Io {
             path: path.to_path_buf(),
             error,
         })?;
-        let file_hash = sha256_hex(&bytes);
         if let Some(expected) = expected_sha256 {
             if !expected.eq_ignore_ascii_case(&file_hash) {
                 return Err(HostError::HashMismatch {
@@ -96,10 +97,12 @@ impl PluginLibrary {
         // process with SIGBUS inside dlopen. (Checked on the bytes read above; a file
         // replaced between the two reads is the config owner's doing, as with the pin.)
         #[cfg(all(unix, not(target_vendor = "apple")))]
-        elf::check(&bytes).map_err(|why| HostError::PluginLoad {
+        elf::check_head(&head, file_len).map_err(|why| HostError::PluginLoad {
             path: path.to_path_buf(),
             message: format!("not loadable on this host: {why}"),
         })?;
+        #[cfg(not(all(unix, not(target_vendor = "apple"))))]
+        let _ = (head, file_len);
         // SAFETY: loading a library runs its initialisers; that is the trust a user grants
         // by naming a plugin in the config (and may narrow with a sha256 pin).
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| HostError::PluginLoad {

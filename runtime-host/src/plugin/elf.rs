@@ -28,9 +28,17 @@ const ET_DYN: u16 = 3;
 const PT_LOAD: u32 = 1;
 const PN_XNUM: u16 = 0xffff;
 
-/// Why `bytes` cannot be a shared library this process can load, or `Ok`.
+/// Why `bytes`, a whole file, cannot be a shared library this process can load, or `Ok`.
+#[cfg(test)]
 pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
-    let elf = parse(bytes)?;
+    check_head(bytes, bytes.len() as u64)
+}
+
+/// [`check`] on the first bytes of a file of `file_len` bytes (the host streams the rest
+/// through the hash without holding it). A program header table that lies past `head`
+/// but inside the file is refused with its own reason: no linker writes one there.
+pub(crate) fn check_head(head: &[u8], file_len: u64) -> Result<(), String> {
+    let elf = parse(head, file_len)?;
     let bits = if cfg!(target_pointer_width = "64") {
         64
     } else {
@@ -68,7 +76,7 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
             ));
         }
     }
-    let len = bytes.len() as u64;
+    let len = file_len;
     for (k, &(offset, size)) in elf.loads.iter().enumerate() {
         match offset.checked_add(size) {
             Some(end) if end <= len => {}
@@ -86,8 +94,9 @@ pub(crate) fn check(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads the identification, the header fields and the `PT_LOAD` entries.
-pub(crate) fn parse(bytes: &[u8]) -> Result<ElfInfo, String> {
+/// Reads the identification, the header fields and the `PT_LOAD` entries from `bytes`,
+/// the first bytes of a file of `file_len` bytes.
+pub(crate) fn parse(bytes: &[u8], file_len: u64) -> Result<ElfInfo, String> {
     if bytes.len() < 16 || &bytes[..4] != b"\x7fELF" {
         return Err("not an ELF file (no \\x7fELF magic)".into());
     }
@@ -137,6 +146,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ElfInfo, String> {
         .and_then(|n| n.checked_add(phoff));
     match table_end {
         Some(end) if end <= bytes.len() as u64 => {}
+        Some(end) if end <= file_len => {
+            return Err(format!(
+                "the program header table ends at byte {end}, past the first {} bytes where \
+                 linkers put it",
+                bytes.len()
+            ))
+        }
         _ => return Err(truncated("program header table")),
     }
     let mut loads = Vec::new();
@@ -264,7 +280,8 @@ mod tests {
     fn both_classes_and_byte_orders_are_read() {
         for bits in [32, 64] {
             for little in [true, false] {
-                let elf = parse(&forge(bits, little, 183, 0, 100)).unwrap();
+                let file = forge(bits, little, 183, 0, 100);
+                let elf = parse(&file, file.len() as u64).unwrap();
                 assert_eq!(
                     (elf.bits, elf.little_endian, elf.machine, elf.elf_type),
                     (bits, little, 183, ET_DYN),
@@ -305,5 +322,19 @@ mod tests {
             .contains("magic"));
         let cut = &fits[..40];
         assert!(check(cut).is_err());
+    }
+
+    #[test]
+    fn a_head_is_checked_against_the_whole_file() {
+        let host = host_machine().unwrap_or(62);
+        let file = forge(64, cfg!(target_endian = "little"), host, 0, 1000);
+        // Segments are checked against the file's length, not the head's.
+        assert_eq!(check_head(&file, 1000), Ok(()));
+        assert!(check_head(&file, 999).unwrap_err().contains("truncated"));
+        // A program header table inside the file but past the head has its own reason.
+        let head = &file[..100];
+        let e = check_head(head, 1000).unwrap_err();
+        assert!(e.contains("past the first 100 bytes"), "{e}");
+        assert!(check_head(head, 100).unwrap_err().contains("ends inside"));
     }
 }
