@@ -742,10 +742,9 @@ typedef struct BatonDescriptor {
     /* The highest minor version of the BTIR format (BATON_WIRE_MAJOR.btir_minor) this
      * plugin reads. A host passes it no graph holding a code of a later minor: a node
      * needing one is declined for it, per node, before supports is called. A plugin
-     * without this field (1.0, 1.1) is taken to read BTIR 1.2. A plugin built against
-     * this header sets it, usually to BATON_WIRE_MINOR: left out of a designated
-     * initializer it is 0, which declares BTIR 1.0, and every node needing a code of
-     * 1.1 or later is then declined (the kit's reasons say so). */
+     * without this field (1.0, 1.1) is taken to read BTIR 1.2. Set it (usually to
+     * BATON_WIRE_MINOR): left out of a designated initializer it is 0, BTIR 1.0, and
+     * every node needing a later code is declined for the plugin. */
     uint32_t btir_minor;
     uint32_t reserved_1_2; /* zero */
 
