@@ -43,17 +43,31 @@ pub fn run(a: CompileArgs) -> Result<()> {
     let graph = model::load(&a.model)?;
     let dims = dims::parse(&a.dims, "--dim", "NAME=VALUE", &graph)?;
     let bounds = dims::parse(&a.bounds, "--bound", "NAME=MAX", &graph)?;
-    if bounds.is_empty() {
-        for &t in &graph.inputs {
-            let decl = &graph.tensors[t];
-            for d in &decl.shape {
-                if let Dim::Sym(s) = d {
-                    if !dims.contains_key(s) {
-                        bail!(
-                            "input '{}' has symbolic dimension '{s}': pass --dim {s}=VALUE (or --bound {s}=MAX)",
-                            decl.name
-                        );
-                    }
+    // Every symbolic dimension is fixed (--dim) or, in a bounded program, bounded (--bound):
+    // a bounded program keeps the graph as given and is compiled per size at run time, so
+    // it cannot also fix some dimensions (it would fail only when loaded).
+    if let (false, Some(name)) = (bounds.is_empty(), dims.keys().next()) {
+        bail!(
+            "--dim {name} with --bound: a bounded program takes every symbolic dimension as \
+             a bound; give --bound {name}=MAX instead"
+        );
+    }
+    for &t in &graph.inputs {
+        let decl = &graph.tensors[t];
+        for d in &decl.shape {
+            if let Dim::Sym(s) = d {
+                if bounds.is_empty() && !dims.contains_key(s) {
+                    bail!(
+                        "input '{}' has symbolic dimension '{s}': pass --dim {s}=VALUE (or --bound {s}=MAX)",
+                        decl.name
+                    );
+                }
+                if !bounds.is_empty() && !bounds.contains_key(s) {
+                    bail!(
+                        "input '{}' has symbolic dimension '{s}' and no bound: a bounded program \
+                         needs one for every symbolic dimension (--bound {s}=MAX)",
+                        decl.name
+                    );
                 }
             }
         }

@@ -528,3 +528,46 @@ fn compile_names_an_unbound_symbolic_dimension() {
     assert!(o.status.success(), "{}", text(&o).1);
     assert!(baton_runtime_host::program::is_program(&out));
 }
+
+/// A bounded program cannot also fix dimensions, and needs a bound for every symbolic
+/// one: both were accepted by compile and failed only when the program was loaded.
+#[test]
+fn compile_refuses_a_bounded_program_that_could_not_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = GraphBuilder::new("sym2");
+    let sym = |s: &str| baton_delegate_api::Dim::Sym(s.into());
+    let x = b.input("x", DType::F32, &[sym("a"), sym("n")]);
+    let r = b.node(OpKind::Relu, &[x], &[]).unwrap();
+    b.output(r);
+    let model = dir.path().join("sym2.btir");
+    let (bytes, _) = wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline);
+    std::fs::write(&model, bytes).unwrap();
+    let out = dir.path().join("sym2.baton");
+    let compile = |extra: &[&str]| {
+        let mut args = vec!["compile", model.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", out.to_str().unwrap()]);
+        baton(&args, dir.path())
+    };
+    let o = compile(&["--dim", "a=1", "--bound", "n=8"]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("--bound a=MAX"), "{}", text(&o).1);
+    let o = compile(&["--bound", "n=8"]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("'a' and no bound"), "{}", text(&o).1);
+    let o = compile(&["--bound", "a=2", "--bound", "n=8"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let x = dir.path().join("x.npy");
+    baton_runtime_host::npy::write(&x, &Tensor::from_f32(&[1, 5], &[-1.0, 2.0, -3.0, 4.0, 5.0]))
+        .unwrap();
+    let o = baton(
+        &[
+            "run",
+            out.to_str().unwrap(),
+            "--input",
+            &format!("x={}", x.display()),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+}
