@@ -428,3 +428,161 @@ fn to_bytes(y: [float32x4_t; 4]) -> uint8x16_t {
     let hi = vmovn_u16(vcombine_u16(b[2], b[3]));
     vcombine_u8(lo, hi)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::arch::aarch64::*;
+
+    use baton_delegate_api::testing::Rng;
+
+    use super::{to_bytes, Requant, NR};
+    use crate::qgemm::{QOut, Stage2};
+
+    /// The GEMM tests see a few thousand stored values, too few to meet the rare inputs
+    /// where a reordered or fused float operation changes the rounding. This runs the
+    /// register epilogue on a million random lanes against `QOut::finish`.
+    #[test]
+    fn the_register_epilogue_stores_the_scalar_epilogues_bytes() {
+        // SAFETY: every aarch64 CPU has NEON.
+        unsafe { epilogue_against_scalar() }
+    }
+
+    /// Second stages where a fused multiply-add would round differently from the graph's
+    /// separate multiply and add (found by a random search; about 2 inputs in a million
+    /// are such): the register epilogue must not fuse them.
+    #[test]
+    fn the_second_stage_multiplies_and_adds_apart_as_the_graph_does() {
+        // SAFETY: every aarch64 CPU has NEON.
+        unsafe { second_stage_unfused() }
+    }
+
+    /// The register epilogue of `q` on one row of raw sums (the kernels' path from
+    /// `finish_or_keep`, less the `128 * colsum` which is integer and exact).
+    #[target_feature(enable = "neon")]
+    fn epilogue(q: &QOut, acc: &[i32; NR]) -> [u8; NR] {
+        let rq = Requant::new(q);
+        let zero = [0f32; NR];
+        let bias = q.stage2.as_ref().map_or(&zero[..], |s| &s.bias[..]);
+        let y: [float32x4_t; 4] = std::array::from_fn(|k| {
+            let a = vaddq_s32(i32x4(&acc[4 * k..]), i32x4(&q.offset[4 * k..]));
+            let y = rq.first(a, f32x4(&q.scale[4 * k..]));
+            match &rq.stage2 {
+                None => y,
+                Some(s) => s.apply(y, f32x4(&bias[4 * k..])),
+            }
+        });
+        let mut got = [0u8; NR];
+        // SAFETY: 16 writable bytes.
+        unsafe { vst1q_u8(got.as_mut_ptr(), to_bytes(y)) };
+        got
+    }
+
+    #[target_feature(enable = "neon")]
+    fn i32x4(x: &[i32]) -> int32x4_t {
+        let x: &[i32; 4] = x[..4].try_into().expect("four lanes");
+        // SAFETY: four readable lanes.
+        unsafe { vld1q_s32(x.as_ptr()) }
+    }
+
+    #[target_feature(enable = "neon")]
+    fn f32x4(x: &[f32]) -> float32x4_t {
+        let x: &[f32; 4] = x[..4].try_into().expect("four lanes");
+        // SAFETY: four readable lanes.
+        unsafe { vld1q_f32(x.as_ptr()) }
+    }
+
+    #[target_feature(enable = "neon")]
+    fn epilogue_against_scalar() {
+        let mut rng = Rng::new(0x0e91_1095);
+        for round in 0..4000 {
+            let scale = |rng: &mut Rng| match rng.below(8) {
+                0 => f32::MAX,
+                1 => rng.f32_in(1.0, 1e6),
+                _ => rng.f32_in(1e-6, 0.05),
+            };
+            let zp = rng.int(0, 255) as i32;
+            let lo = rng.int(0, 100) as i32;
+            let q = QOut {
+                offset: (0..NR).map(|_| rng.int(-1 << 20, 1 << 20) as i32).collect(),
+                scale: (0..NR).map(|_| scale(&mut rng)).collect(),
+                zp,
+                lo,
+                hi: rng.int(lo as i64, 255) as i32,
+                // Scales that keep most second-stage results inside the byte range,
+                // where the rounding is seen.
+                stage2: (round % 2 == 1).then(|| Stage2 {
+                    s1: rng.f32_in(1e-3, 0.1),
+                    z1: zp,
+                    bias: rng.vec_in(NR, -2.0, 2.0),
+                    s2: rng.f32_in(0.02, 0.3),
+                    z2: rng.int(0, 255) as i32,
+                    lo: rng.int(0, 20) as i32,
+                    hi: rng.int(200, 255) as i32,
+                }),
+            };
+            for _ in 0..16 {
+                // Mostly sums whose first stage lands near the byte range (else nearly
+                // all saturate), some anywhere.
+                let acc: [i32; NR] = std::array::from_fn(|j| match rng.below(4) {
+                    0 => rng.next_u64() as i32,
+                    _ => {
+                        let target = rng.uniform(-300.0, 300.0) / q.scale[j] as f64;
+                        (target as i32).wrapping_sub(q.offset[j])
+                    }
+                });
+                let want: [u8; NR] = std::array::from_fn(|j| q.finish(acc[j], j));
+                assert_eq!(
+                    epilogue(&q, &acc),
+                    want,
+                    "round {round}, accumulators {acc:?}, {q:?}"
+                );
+            }
+        }
+    }
+
+    #[target_feature(enable = "neon")]
+    fn second_stage_unfused() {
+        // (y1, z1, and the bits of s1, bias, s2).
+        const CASES: [(i32, i32, u32, u32, u32); 8] = [
+            (25, 58, 0x3d93df8b, 0xbe172a75, 0x3d20afce),
+            (137, 63, 0x3d24fc28, 0xbf905bff, 0x3e0c8b54),
+            (228, 6, 0x3ca4e38d, 0xbf35a697, 0x3e5bf24c),
+            (83, 216, 0x3d9de1c6, 0xbeae35b8, 0x3e73c3fc),
+            (26, 111, 0x3c1b2329, 0x3e80b913, 0x3e62b040),
+            (86, 12, 0x3dc2b884, 0x3fb1cea1, 0x3e10fe64),
+            (83, 127, 0x3dcb29e2, 0x3fca955f, 0x3cc3a280),
+            (134, 42, 0x3d750bc1, 0xbe150d8b, 0x3e23ca89),
+        ];
+        for (y1, z1, s1, bias, s2) in CASES {
+            let (s1, bias, s2) = (f32::from_bits(s1), f32::from_bits(bias), f32::from_bits(s2));
+            let d = (y1 - z1) as f32;
+            let fused = (d.mul_add(s1, bias) / s2).round_ties_even();
+            let apart = ((d * s1 + bias) / s2).round_ties_even();
+            assert_ne!(
+                fused, apart,
+                "not a case that tells them apart: y1 {y1}, z1 {z1}"
+            );
+            // A first stage that passes `y1` through (scale 1, zero point 0).
+            let q = QOut {
+                offset: vec![0; NR],
+                scale: vec![1.0; NR],
+                zp: 0,
+                lo: 0,
+                hi: 255,
+                stage2: Some(Stage2 {
+                    s1,
+                    z1,
+                    bias: vec![bias; NR],
+                    s2,
+                    z2: 128,
+                    lo: 0,
+                    hi: 255,
+                }),
+            };
+            let acc = [y1; NR];
+            let want = q.finish(y1, 0);
+            assert_eq!(want as f32, apart + 128.0, "the scalar second stage");
+            assert_eq!(epilogue(&q, &acc), [want; NR], "y1 {y1}, z1 {z1}");
+        }
+    }
+}
