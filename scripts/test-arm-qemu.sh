@@ -8,7 +8,7 @@
 # whose aarch64 standard library installs through multiarch; it installs what it needs
 # when missing (needs root and apt). Exits non-zero when any run fails.
 #
-# Usage: scripts/test-arm-qemu.sh [extra cargo test args...]
+# Usage: [ARM_QEMU_TARGET_DIR=DIR] scripts/test-arm-qemu.sh [extra cargo test args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +42,9 @@ export RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 # Without -L: with it, threaded tests hang under qemu-user.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER=qemu-aarch64-static
-export CARGO_TARGET_DIR=target/aarch64-qemu
+# Apart from the rustup builds (another compiler, another std); ARM_QEMU_TARGET_DIR moves it
+# (CARGO_TARGET_DIR is deliberately not honoured: it usually names the rustup build's dir).
+export CARGO_TARGET_DIR="${ARM_QEMU_TARGET_DIR:-target/aarch64-qemu}"
 
 # Build once, then run under each emulated core.
 /usr/bin/cargo test --target aarch64-unknown-linux-gnu -p baton-backend-cpu --no-run

@@ -4,8 +4,8 @@
 //! a plain GEMM, others through an indirection buffer, direct depthwise), pooling, element-wise, Softmax/LogSoftmax, LayerNormalization, ReduceMean,
 //! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path; and int8: QDQ groups
 //! (`DequantizeLinear → Conv/MatMul/Gemm → [Relu/Clip] → QuantizeLinear`) on an integer
-//! GEMM (AVX-VNNI, AVX2, NEON i8mm/dotprod/plain, portable) with integer requantization,
-//! standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`).
+//! GEMM (AVX-512 VNNI, AVX2, NEON `sdot` or `smull`, portable) with requantization in the
+//! kernel, standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`).
 //!
 //! It also runs the tail every real model carries (see `support/tail.rs` and
 //! `exec/lower/tail.rs`): comparisons, logic and Where, Pow, Cast, Gelu, ReduceSum and
@@ -195,7 +195,8 @@ impl Delegate for CpuDelegate {
             }
         };
         // The int8 kernels follow the f32 choice: `portable` pins both to plain Rust,
-        // `avx2` both to AVX2; `avx512f` takes VNNI where the CPU has it.
+        // `avx2` both to AVX2; `avx512f` takes VNNI where the CPU has it, `neon` takes `sdot`
+        // where it has `dotprod`.
         Ok(CpuDelegate {
             threads,
             kernel,

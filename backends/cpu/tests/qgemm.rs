@@ -130,6 +130,7 @@ fn the_isa_option_picks_the_int8_kernel() {
     let best = QKernel::for_isa(Isa::Avx512F);
     eprintln!("int8 dispatch: {}", best.name());
     assert_eq!(QKernel::for_isa(Isa::Portable).id(), QKernelId::Portable);
+    #[cfg(not(target_arch = "aarch64"))]
     assert_eq!(QKernel::for_isa(Isa::Neon).id(), QKernelId::Portable);
     if QKernel::available()
         .iter()
@@ -144,5 +145,167 @@ fn long_k_accumulates_without_overflow() {
     // 2048 products of 255 x -128: far inside i32, far outside i16.
     for kernel in QKernel::available() {
         check(kernel, 5, 1, 2048, 9, 7, false);
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn aarch64_runs_neon_and_takes_sdot_where_the_cpu_has_dotprod() {
+    let ids: Vec<QKernelId> = QKernel::available().iter().map(|k| k.id()).collect();
+    let dot = std::arch::is_aarch64_feature_detected!("dotprod");
+    eprintln!("int8 kernels: {ids:?} (dotprod: {dot})");
+    assert!(ids.contains(&QKernelId::Neon));
+    assert_eq!(ids.contains(&QKernelId::NeonDot), dot);
+    let want = if dot {
+        QKernelId::NeonDot
+    } else {
+        QKernelId::Neon
+    };
+    assert_eq!(QKernel::for_isa(Isa::Neon).id(), want);
+}
+
+/// One random product: every shape dimension through its tails (rows past a tile,
+/// columns past a panel, channels past a 4-byte block and past a group of four blocks,
+/// taps past one kernel call), random zero points, per-column scales and offsets, a
+/// clamp, sometimes a second stage, and scales large enough to reach the pre-rounding
+/// bound.
+fn random_case(rng: &mut Rng) -> (QGemmCase, PackedWeights, QOut) {
+    let m = 1 + rng.below(19);
+    let taps = if rng.below(3) == 0 {
+        1
+    } else {
+        1 + rng.below(45)
+    };
+    let c = 1 + rng.below(if taps > 8 { 24 } else { 80 });
+    let n = 1 + rng.below(50);
+    let w = rng.i8s(taps * c * n);
+    let packed = PackedWeights::pack(taps, c, n, |t, ch, j| w[(t * c + ch) * n + j]);
+    let za = rng.int(0, 255) as i32;
+    let zp = rng.int(0, 255) as i32;
+    let lo = rng.int(0, 120) as i32;
+    let hi = rng.int(lo as i64, 255) as i32;
+    let big = rng.below(4) == 0;
+    let out = QOut {
+        offset: (0..n)
+            .map(|j| rng.int(-40_000, 40_000) as i32 - za * packed.col_sums()[j])
+            .collect(),
+        scale: (0..n)
+            .map(|_| {
+                if big {
+                    rng.f32_in(1.0, 5_000.0)
+                } else {
+                    rng.f32_in(1e-5, 0.02)
+                }
+            })
+            .collect(),
+        zp,
+        lo,
+        hi,
+        stage2: (rng.below(3) == 0).then(|| Stage2 {
+            s1: rng.f32_in(0.001, 0.1),
+            z1: zp,
+            bias: rng.vec_in(n, -2.0, 2.0),
+            s2: rng.f32_in(0.001, 0.1),
+            z2: rng.int(0, 255) as i32,
+            lo: 0,
+            hi: 255,
+        }),
+    };
+    let stride = c + rng.below(5);
+    let pixels = m + taps + 3;
+    // Both ends of the byte range often: 0 flips to -128, the sign the NEON kernels meet
+    // against a -128 weight.
+    let data: Vec<u8> = (0..pixels * stride + SLACK)
+        .map(|_| match rng.below(8) {
+            0 => 0,
+            1 => 255,
+            _ => rng.int(0, 255) as u8,
+        })
+        .collect();
+    let table = (0..m * taps)
+        .map(|_| {
+            if rng.below(6) == 0 {
+                PAD
+            } else {
+                (rng.below(pixels) * stride) as u32
+            }
+        })
+        .collect();
+    let case = QGemmCase {
+        m,
+        taps,
+        stride,
+        data,
+        zero: vec![za as u8; c + SLACK],
+        table: Indirection::new(table),
+    };
+    (case, packed, out)
+}
+
+/// The inputs of one random product.
+struct QGemmCase {
+    m: usize,
+    taps: usize,
+    stride: usize,
+    data: Vec<u8>,
+    zero: Vec<u8>,
+    table: Indirection,
+}
+
+#[test]
+fn every_kernel_stores_the_portable_kernels_bytes_on_random_shapes() {
+    let portable = QKernel::for_isa(Isa::Portable);
+    let simd: Vec<&QKernel> = QKernel::available()
+        .into_iter()
+        .filter(|k| k.id() != QKernelId::Portable)
+        .collect();
+    let mut rng = Rng::new(0x5eed_0a8c);
+    for case_no in 0..120 {
+        let (case, packed, out) = random_case(&mut rng);
+        let n = packed.n();
+        let mut runs = vec![(
+            "indirect",
+            ARows::Indirect {
+                data: &case.data,
+                table: &case.table,
+                zero: &case.zero,
+            },
+        )];
+        if case.taps == 1 {
+            runs.push((
+                "strided",
+                ARows::Strided {
+                    data: &case.data,
+                    stride: case.stride,
+                },
+            ));
+        }
+        for (how, a) in runs {
+            // Written at a row stride wider than `n`: the bytes between rows stay put.
+            let ldo = n + 3;
+            let g = QGemm {
+                m: case.m,
+                a,
+                w: &packed,
+                out: &out,
+                ldo,
+            };
+            let mut want = vec![0xa5u8; case.m * ldo];
+            g.run_on_caller(portable, &mut want);
+            for kernel in &simd {
+                let mut got = vec![0xa5u8; case.m * ldo];
+                g.run_on_caller(kernel, &mut got);
+                assert_eq!(
+                    got,
+                    want,
+                    "case {case_no}: {} {how} at m {} taps {} c {} n {n} (stage2: {})",
+                    kernel.name(),
+                    case.m,
+                    case.taps,
+                    packed.c(),
+                    out.stage2.is_some(),
+                );
+            }
+        }
     }
 }

@@ -11,11 +11,13 @@
 //! | --- | --- | --- |
 //! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes |
 //! | `avx2 4x16` | x86-64 AVX2 | bytes widened to i16, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves |
+//! | `neon-dotprod 4x16` | aarch64 `dotprod` | `sdot` by lane, one activation load per 4 blocks |
+//! | `neon 2x16` | aarch64 NEON | `smull` (exact i16 products), `sadalp` into i32 |
 //! | `portable 4x16` | any | scalar i32 |
 //!
 //! `vpmaddubsw` is deliberately not used: its i16 pair sums saturate for `u8 x i8` inputs
-//! near the range ends, which would break exactness. Arm runs the portable kernel (the
-//! `sdot` kernel of the byte-in-place design is not written yet).
+//! near the range ends, which would break exactness. Every kernel requantizes with the
+//! same f32 operations as `requant`, so all of them store the same bytes.
 
 use std::ops::Range;
 
@@ -34,6 +36,10 @@ pub enum QKernelId {
     Portable,
     Avx2,
     Avx512Vnni,
+    /// aarch64 NEON, `smull` + `sadalp`.
+    Neon,
+    /// aarch64 `dotprod`, `sdot`.
+    NeonDot,
 }
 
 /// One int8 kernel. Obtained only through [`QKernel::for_isa`] or [`QKernel::available`],
@@ -69,6 +75,22 @@ static AVX512_VNNI: QKernel = QKernel {
     tiles: x86::vnni_tiles,
 };
 
+#[cfg(target_arch = "aarch64")]
+static NEON_DOT: QKernel = QKernel {
+    id: QKernelId::NeonDot,
+    name: "int8 neon-dotprod 4x16 (sdot)",
+    mr: neon::DOT_MR,
+    tiles: neon::dot_tiles,
+};
+
+#[cfg(target_arch = "aarch64")]
+static NEON: QKernel = QKernel {
+    id: QKernelId::Neon,
+    name: "int8 neon 2x16 (smull+sadalp)",
+    mr: neon::SMULL_MR,
+    tiles: neon::smull_tiles,
+};
+
 impl QKernel {
     /// Every kernel this CPU runs, best first (the portable one last).
     pub fn available() -> Vec<&'static QKernel> {
@@ -83,19 +105,29 @@ impl QKernel {
         .into_iter()
         .filter_map(|(has, k)| has.then_some(k))
         .collect();
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        let simd: Vec<&'static QKernel> = {
+            use std::arch::is_aarch64_feature_detected as has;
+            [(has!("dotprod"), &NEON_DOT), (has!("neon"), &NEON)]
+                .into_iter()
+                .filter_map(|(has, k)| has.then_some(k))
+                .collect()
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         let simd: Vec<&'static QKernel> = Vec::new();
         simd.into_iter().chain([&PORTABLE]).collect()
     }
 
     /// The int8 kernel that goes with the f32 kernels' instruction set: the best this CPU
-    /// runs within it (`Avx512F` takes VNNI where the CPU has it, else AVX2).
+    /// runs within it (`Avx512F` takes VNNI where the CPU has it, else AVX2; `Neon` takes
+    /// `sdot` where the CPU has `dotprod`, else `smull`).
     pub fn for_isa(isa: crate::gemm::Isa) -> &'static QKernel {
         use crate::gemm::Isa;
         let want = match isa {
             Isa::Avx512F => [QKernelId::Avx512Vnni, QKernelId::Avx2],
             Isa::Avx2Fma => [QKernelId::Avx2, QKernelId::Avx2],
-            Isa::Portable | Isa::Neon => [QKernelId::Portable, QKernelId::Portable],
+            Isa::Neon => [QKernelId::NeonDot, QKernelId::Neon],
+            Isa::Portable => [QKernelId::Portable, QKernelId::Portable],
         };
         let available = QKernel::available();
         want.iter()
@@ -240,8 +272,11 @@ unsafe fn store_tile(
 /// Where a tile's last call may store its finished rows itself (requantized in
 /// registers): rows `r0..r0 + rows`, columns `j0..j0 + cols`.
 #[derive(Clone, Copy)]
-// Only the x86 VNNI kernel stores its own tiles; elsewhere the driver always does.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+// The x86 VNNI and the aarch64 kernels store their own tiles; elsewhere the driver does.
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 struct Fin {
     r0: usize,
     rows: usize,
@@ -342,6 +377,9 @@ unsafe fn portable_tiles(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>
         })
     }
 }
+
+#[cfg(target_arch = "aarch64")]
+mod neon;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {

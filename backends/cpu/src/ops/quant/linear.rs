@@ -309,7 +309,7 @@ fn dw_rows(
             QKernelId::Avx512Vnni => return unsafe { avx512(g, x, taps, za, q, rows, out) },
             // SAFETY: as above.
             QKernelId::Avx2 => return unsafe { avx2(g, x, taps, za, q, rows, out) },
-            QKernelId::Portable => {}
+            QKernelId::Portable | QKernelId::Neon | QKernelId::NeonDot => {}
         }
     }
     let _ = id;
