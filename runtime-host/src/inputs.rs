@@ -44,9 +44,28 @@ pub fn read_for(graph: &Graph, name: &str, path: &Path) -> Option<Result<Tensor>
 /// graph's input order), as a session is built for them. An input of another rank binds
 /// nothing: the session refuses it with its own message.
 pub fn bindings(graph: &Graph, inputs: &[Tensor]) -> BTreeMap<String, usize> {
+    bind(graph, |k, _| inputs.get(k))
+}
+
+/// The symbolic dimensions bound by the inputs of `given`, by input name: some inputs
+/// may be missing (`baton plan --input` binds what it is given).
+pub fn bindings_by_name(
+    graph: &Graph,
+    given: &BTreeMap<String, Tensor>,
+) -> BTreeMap<String, usize> {
+    bind(graph, |_, name| given.get(name))
+}
+
+fn bind<'t>(
+    graph: &Graph,
+    input: impl Fn(usize, &str) -> Option<&'t Tensor>,
+) -> BTreeMap<String, usize> {
     let mut bindings = BTreeMap::new();
-    for (&t, x) in graph.inputs.iter().zip(inputs) {
+    for (k, &t) in graph.inputs.iter().enumerate() {
         let decl = &graph.tensors[t];
+        let Some(x) = input(k, &decl.name) else {
+            continue;
+        };
         if decl.shape.len() != x.shape.len() {
             continue;
         }
