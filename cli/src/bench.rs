@@ -53,18 +53,14 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     let graph = model.graph.clone();
     let mut bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &graph)?;
     let mut given = given_inputs(&graph, &a.inputs)?;
+    // The files bind their inputs' dimensions first, so an input synthesised before one
+    // given in the input order takes its extents too.
+    bindings.extend(baton_runtime_host::inputs::bindings_by_name(&graph, &given));
     let mut inputs = Vec::new();
     let mut synthesised = Vec::new();
     for (k, &t) in graph.inputs.iter().enumerate() {
         let decl = &graph.tensors[t];
         if let Some(x) = given.remove(&decl.name) {
-            if x.shape.len() == decl.shape.len() {
-                for (d, &v) in decl.shape.iter().zip(&x.shape) {
-                    if let Dim::Sym(s) = d {
-                        bindings.insert(s.clone(), v);
-                    }
-                }
-            }
             inputs.push(x);
             continue;
         }

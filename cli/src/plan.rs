@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 
 use crate::config::{engine, ConfigArg};
 use crate::dims;
+use crate::inputs::given_inputs;
 use crate::model_file::{ModelFile, ProgramArgs};
 
 #[derive(Args)]
@@ -20,12 +21,27 @@ pub struct PlanArgs {
     /// Bind a symbolic dimension, NAME=VALUE (inputs given with --input bind theirs).
     #[arg(long = "dim", value_name = "NAME=VALUE")]
     dims: Vec<String>,
+    /// An input as NAME=FILE.npy, as `baton run` takes it: its extents bind the symbolic
+    /// dimensions of that input. Inputs not given need no file.
+    #[arg(long = "input", short, value_name = "NAME=FILE.npy")]
+    inputs: Vec<String>,
 }
 
 /// Prints the partition plan of `a.model`, its branches' plans and its memory plan.
 pub fn plan(a: PlanArgs) -> Result<()> {
     let mut model = ModelFile::open(&a.model, &a.program)?;
-    let bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &model.graph)?;
+    let mut bindings = dims::parse(&a.dims, "--dim", "NAME=VALUE", &model.graph)?;
+    let given = given_inputs(&model.graph, &a.inputs)?;
+    for (dim, v) in baton_runtime_host::inputs::bindings_by_name(&model.graph, &given) {
+        match bindings.get(&dim) {
+            Some(&d) if d != v => {
+                bail!("--dim {dim}={d} disagrees with the inputs given, which bind {dim}={v}")
+            }
+            _ => {
+                bindings.insert(dim, v);
+            }
+        }
+    }
     let engine = engine(&a.config)?;
     let session = model.session(&engine, &bindings)?;
     println!(

@@ -1,10 +1,9 @@
 //! `baton run`: a model run once on given inputs (or step by step, see [`stream`]).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
-use baton_delegate_api::{DType, Dim, Tensor};
+use baton_delegate_api::Tensor;
 use baton_runtime_host::{trace, BoundedSession};
 use clap::Args;
 
@@ -68,34 +67,18 @@ pub fn run(a: RunArgs) -> Result<()> {
         return stream::run(&a, &mut model, given);
     }
     let mut inputs = Vec::new();
-    let mut bindings = BTreeMap::new();
     for &t in &graph.inputs {
         let decl = &graph.tensors[t];
-        let tensor = given.remove(&decl.name).ok_or_else(|| {
+        inputs.push(given.remove(&decl.name).ok_or_else(|| {
             anyhow!(
                 "missing input '{}': expected {}; pass --input {}=FILE.npy",
                 decl.name,
                 baton_runtime_host::error::TensorType::declared(decl.dtype, &decl.shape),
                 decl.name
             )
-        })?;
-        // numpy's default float64 feeds an f32 input, narrowed (a convenience kept from
-        // before the IR had f64).
-        let tensor = if tensor.dtype == DType::F64 && decl.dtype == DType::F32 {
-            let v: Vec<f32> = tensor.to_f64().into_iter().map(|x| x as f32).collect();
-            Tensor::from_f32(&tensor.shape, &v)
-        } else {
-            tensor
-        };
-        if tensor.shape.len() == decl.shape.len() {
-            for (d, &v) in decl.shape.iter().zip(&tensor.shape) {
-                if let Dim::Sym(s) = d {
-                    bindings.insert(s.clone(), v);
-                }
-            }
-        }
-        inputs.push(tensor);
+        })?);
     }
+    let bindings = baton_runtime_host::inputs::bindings(&graph, &inputs);
     let engine = engine(&a.config)?;
     let mut bounds = engine.config.bounds.clone();
     bounds.extend(model.bounds());

@@ -93,6 +93,18 @@ struct Cli {
     /// the existing manifest, else from the failure message) to FILE.
     #[arg(long, value_name = "FILE", requires = "suite")]
     suite_write_manifest: Option<PathBuf>,
+
+    /// Run each suite case as `baton run MODEL --input NAME=FILE.npy ...` does: inputs
+    /// written as .npy files and read back for the model's inputs, the model loaded and
+    /// run in a host session, outputs written as .npy files and read back before they are
+    /// compared. Without it the importer and the reference are checked alone.
+    #[arg(long, requires = "suite")]
+    user_path: bool,
+
+    /// With --user-path: the host's config (TOML, as `baton run --config`); default: no
+    /// plugin, the host's reference kernels run every node.
+    #[arg(long, value_name = "FILE", requires = "user_path")]
+    suite_config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -268,7 +280,20 @@ fn run_suite(cli: &Cli, dir: &std::path::Path, tolerances: &Tolerances) -> Resul
         Some(p) => suite::Manifest::load(p)?,
         None => suite::Manifest::default(),
     };
-    let report = suite::run_suite(dir, &manifest, tolerances, &mut |c| {
+    let engine = match (cli.user_path, &cli.suite_config) {
+        (false, _) => None,
+        (true, Some(p)) => Some(baton_runtime_host::Engine::new(
+            baton_runtime_host::Config::load(p)?,
+        )?),
+        (true, None) => Some(baton_runtime_host::Engine::new(
+            baton_runtime_host::Config::default(),
+        )?),
+    };
+    let mode = match &engine {
+        Some(e) => suite::SuiteMode::User(e),
+        None => suite::SuiteMode::Kit,
+    };
+    let report = suite::run_suite(dir, &manifest, tolerances, &mode, &mut |c| {
         if c.class.is_unexpected_failure() {
             eprintln!(
                 "{} {} [{}]: {}",
@@ -299,8 +324,9 @@ fn run_suite(cli: &Cli, dir: &std::path::Path, tolerances: &Tolerances) -> Resul
         })
         .collect();
     eprintln!(
-        "baton-conformance: suite {}: {} — {} cases in {:.1} s: {}; IR ops: {}/{} pass; ops of exported models: {}/{} pass",
+        "baton-conformance: suite {} ({}): {} — {} cases in {:.1} s: {}; IR ops: {}/{} pass; ops of exported models: {}/{} pass; inference cases on plain tensors: {}/{} pass",
         dir.display(),
+        report.mode,
         if report.failed { "FAILED" } else { "passed" },
         report.total,
         report.wall_s,
@@ -308,7 +334,9 @@ fn run_suite(cli: &Cli, dir: &std::path::Path, tolerances: &Tolerances) -> Resul
         report.ir_ops.passed,
         report.ir_ops.cases,
         report.model_ops.passed,
-        report.model_ops.cases
+        report.model_ops.cases,
+        report.plain_inference.passed,
+        report.plain_inference.cases
     );
     if !report.unexpected_passes.is_empty() {
         eprintln!(

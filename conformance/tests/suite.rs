@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use baton_conformance::suite::{self, Manifest, SuiteClass};
+use baton_conformance::suite::{self, Manifest, SuiteClass, SuiteMode};
 use baton_conformance::Tolerances;
 use baton_onnx::proto::{
     self, tensor_proto::DataType, type_proto, GraphProto, ModelProto, NodeProto,
@@ -134,9 +134,13 @@ fn classes_without_a_manifest() {
     let tmp = tempfile::tempdir().unwrap();
     build_suite(tmp.path());
     let mut seen = 0;
-    let report = suite::run_suite(tmp.path(), &Manifest::default(), &tolerances(), &mut |_| {
-        seen += 1
-    })
+    let report = suite::run_suite(
+        tmp.path(),
+        &Manifest::default(),
+        &tolerances(),
+        &SuiteMode::Kit,
+        &mut |_| seen += 1,
+    )
     .unwrap();
     assert_eq!(seen, 3);
     assert_eq!(report.total, 3);
@@ -171,7 +175,14 @@ fn classes_without_a_manifest() {
         generated.entries.keys().collect::<Vec<_>>(),
         ["test_add_complex", "test_add_mismatch"]
     );
-    let again = suite::run_suite(tmp.path(), &generated, &tolerances(), &mut |_| {}).unwrap();
+    let again = suite::run_suite(
+        tmp.path(),
+        &generated,
+        &tolerances(),
+        &SuiteMode::Kit,
+        &mut |_| {},
+    )
+    .unwrap();
     assert!(!again.failed);
     assert_eq!(again.count(SuiteClass::ExpectedFailure), 2);
     assert_eq!(again.count(SuiteClass::Pass), 1);
@@ -242,6 +253,7 @@ fn light_models_get_generated_inputs_and_their_data_json_tolerance() {
         &tmp.path().join("light"),
         &Manifest::default(),
         &tolerances(),
+        &SuiteMode::Kit,
         &mut |_| {},
     )
     .unwrap();
@@ -277,7 +289,14 @@ fn manifest_expected_failures_and_unexpected_passes() {
          test_gone        no such case any more\n",
     )
     .unwrap();
-    let report = suite::run_suite(tmp.path(), &manifest, &tolerances(), &mut |_| {}).unwrap();
+    let report = suite::run_suite(
+        tmp.path(),
+        &manifest,
+        &tolerances(),
+        &SuiteMode::Kit,
+        &mut |_| {},
+    )
+    .unwrap();
 
     let cplx = report.case("test_add_complex").unwrap();
     assert_eq!(cplx.class, SuiteClass::ExpectedFailure);
@@ -308,7 +327,14 @@ fn manifest_expected_failures_and_unexpected_passes() {
         "test_add_mismatch  off by design\ntest_add_complex  c64\ntest_add_pass  x\n",
     )
     .unwrap();
-    let report = suite::run_suite(tmp.path(), &only_pass, &tolerances(), &mut |_| {}).unwrap();
+    let report = suite::run_suite(
+        tmp.path(),
+        &only_pass,
+        &tolerances(),
+        &SuiteMode::Kit,
+        &mut |_| {},
+    )
+    .unwrap();
     assert!(!report.failed, "unexpected passes are warnings");
     assert_eq!(report.exit_code(), 0);
 }
@@ -365,4 +391,76 @@ fn cli_suite_mode_exit_codes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A FLOAT16 or BFLOAT16 tensor (bit patterns in `int32_data`, as ONNX stores them).
+fn half_tensor(name: &str, elem: DataType, values: &[f32]) -> TensorProto {
+    let bits = |v: f32| match elem {
+        DataType::Float16 => half::f16::from_f32(v).to_bits(),
+        _ => half::bf16::from_f32(v).to_bits(),
+    };
+    TensorProto {
+        name: name.into(),
+        dims: vec![values.len() as i64],
+        data_type: elem as i32,
+        int32_data: values.iter().map(|&v| i32::from(bits(v))).collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_user_path_feeds_npy_files_and_groups_what_numpy_cannot_carry() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_suite(tmp.path());
+    for (name, elem) in [
+        ("test_add_f16", DataType::Float16),
+        ("test_add_bf16", DataType::Bfloat16),
+    ] {
+        write_add_case(
+            tmp.path(),
+            name,
+            elem,
+            [
+                half_tensor("x", elem, &[1.0, 2.5]),
+                half_tensor("y", elem, &[0.5, -1.0]),
+            ],
+            half_tensor("z", elem, &[1.5, 1.5]),
+        );
+    }
+    let engine = baton_runtime_host::Engine::new(baton_runtime_host::Config::default()).unwrap();
+    let report = suite::run_suite(
+        tmp.path(),
+        &Manifest::default(),
+        &tolerances(),
+        &SuiteMode::User(&engine),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.mode, "user path");
+    let class = |n: &str| report.case(n).unwrap().actual;
+    assert_eq!(class("test_add_pass"), SuiteClass::Pass);
+    assert_eq!(class("test_add_f16"), SuiteClass::Pass);
+    assert_eq!(class("test_add_mismatch"), SuiteClass::Mismatch);
+    assert_eq!(class("test_add_complex"), SuiteClass::UnsupportedDtype);
+    // The f32 file holds the bf16 inputs exactly, so it feeds them; the bf16 output is
+    // written as f32, which the expected bf16 tensor is not.
+    let bf16 = report.case("test_add_bf16").unwrap();
+    assert_eq!(bf16.actual, SuiteClass::Mismatch);
+    assert!(
+        bf16.message.contains("got f32 [2], expected bf16 [2]"),
+        "{}",
+        bf16.message
+    );
+    // Plain cases: f32 and f16 ones; not the complex nor the bf16 case.
+    assert_eq!(
+        (report.plain_inference.passed, report.plain_inference.cases),
+        (2, 3)
+    );
+    let manifest = report.manifest_text();
+    let group = manifest
+        .split("\n\n")
+        .find(|g| g.contains("test_add_bf16"))
+        .unwrap();
+    assert!(group.starts_with("# a dtype numpy lacks"), "{manifest}");
+    assert!(report.markdown().contains("## Failures by reason"));
 }

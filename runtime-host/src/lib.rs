@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod flops;
+pub mod inputs;
 pub mod limits;
 pub mod memory;
 pub mod model;

@@ -73,6 +73,9 @@ fn fuzz_the_npy_reader() {
         Tensor::from_bytes(DType::I64, &[3], &[1u8; 24]),
         Tensor::from_bytes(DType::U8, &[4, 1], &[1, 2, 3, 4]),
         Tensor::from_f32(&[], &[42.0]),
+        Tensor::from_bytes(DType::F16, &[2], &[0x00, 0x3c, 0x00, 0xfc]),
+        Tensor::from_bytes(DType::Bool, &[3], &[1, 0, 1]),
+        Tensor::from_bytes(DType::U16, &[2], &[0xff, 0x00, 0x01, 0x80]),
     ];
     let corpus: Vec<Vec<u8>> = tensors
         .iter()

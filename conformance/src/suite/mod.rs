@@ -26,19 +26,21 @@
 //! sign of zero ignored (as `numpy.testing.assert_allclose` does). Integer and bool outputs
 //! use the kit's rule (exact).
 
+mod data;
 pub mod manifest;
 pub mod report;
+pub mod user_path;
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use baton_delegate_api::{DType, Graph, OpKind, Tensor};
-use baton_onnx::{self as onnx, proto, OnnxError};
+use baton_onnx::{self as onnx, proto};
 use baton_reference as reference;
 use serde::Serialize;
 
+use data::{bind, light_data_set, read_data_sets};
 pub use manifest::Manifest;
 pub use report::SuiteReport;
 
@@ -79,7 +81,7 @@ impl SuiteCaseSource {
             .unwrap_or_default()
     }
 
-    fn model_path(&self) -> PathBuf {
+    pub(crate) fn model_path(&self) -> PathBuf {
         match self {
             SuiteCaseSource::Dir(d) => d.join("model.onnx"),
             SuiteCaseSource::Light { model, .. } => model.clone(),
@@ -182,6 +184,8 @@ pub struct SuiteCase {
     /// Largest relative error over the compared outputs (mismatches only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rel_err: Option<f64>,
+    /// An inference case on plain tensors (see [`plain_inference`]).
+    pub plain_inference: bool,
 }
 
 /// How a case ended before the manifest is applied.
@@ -266,12 +270,22 @@ fn light_tolerance(dir: &Path, stem: &str) -> Option<(f64, f64)> {
     Some((get("rtol", ONNX_RTOL), get("atol", ONNX_ATOL)))
 }
 
-/// Runs every case under `dir` and applies `manifest`. `progress` sees each case as it
-/// finishes.
+/// How a suite's cases are run.
+pub enum SuiteMode<'e> {
+    /// The importer and the reference alone: inputs bound as tensors, constants folded,
+    /// the graph run with [`reference::run_graph`].
+    Kit,
+    /// As `baton run` runs a model on `.npy` files, on this engine (see [`user_path`]).
+    User(&'e baton_runtime_host::Engine),
+}
+
+/// Runs every case under `dir` in `mode` and applies `manifest`. `progress` sees each
+/// case as it finishes.
 pub fn run_suite(
     dir: &Path,
     manifest: &Manifest,
     tolerances: &Tolerances,
+    mode: &SuiteMode<'_>,
     progress: &mut dyn FnMut(&SuiteCase),
 ) -> Result<SuiteReport> {
     let start = Instant::now();
@@ -282,11 +296,24 @@ pub fn run_suite(
             dir.display()
         )));
     }
+    let scratch =
+        match mode {
+            SuiteMode::Kit => None,
+            SuiteMode::User(_) => Some(tempfile::tempdir().map_err(|e| {
+                Error::Usage(format!("a scratch directory for the input files: {e}"))
+            })?),
+        };
     let mut cases = Vec::with_capacity(sources.len());
     for source in &sources {
         let name = source.name();
-        let raw = run_case(source, tolerances);
-        let case = apply_manifest(name, raw, manifest);
+        let raw = match (mode, &scratch) {
+            (SuiteMode::User(engine), Some(dir)) => {
+                guarded(|| user_path::run_case(source, tolerances, engine, dir.path()))
+            }
+            _ => run_case(source, tolerances),
+        };
+        let mut case = apply_manifest(name, raw, manifest);
+        case.plain_inference = plain_inference(source);
         progress(&case);
         cases.push(case);
     }
@@ -297,12 +324,11 @@ pub fn run_suite(
         .filter(|k| !names.contains(k.as_str()))
         .cloned()
         .collect();
-    Ok(SuiteReport::new(
-        dir,
-        cases,
-        stale,
-        start.elapsed().as_secs_f64(),
-    ))
+    let mut report = SuiteReport::new(dir, cases, stale, start.elapsed().as_secs_f64());
+    if let SuiteMode::User(_) = mode {
+        report.mode = "user path".into();
+    }
+    Ok(report)
 }
 
 /// Gives a case its final class.
@@ -323,12 +349,57 @@ pub fn apply_manifest(name: String, raw: RawOutcome, manifest: &Manifest) -> Sui
         reason,
         max_abs_err: raw.max_abs_err,
         max_rel_err: raw.max_rel_err,
+        plain_inference: false,
     }
 }
 
 /// Runs one case (panics in the importer or the kernels become `fail-run`).
 pub fn run_case(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutcome {
-    match catch_unwind(AssertUnwindSafe(|| run_case_inner(source, tolerances))) {
+    guarded(|| run_case_inner(source, tolerances))
+}
+
+/// Whether a case is an inference case on plain tensors: every graph input and output a
+/// tensor (no sequence, map or optional) of an element type numpy has (no string,
+/// complex, bfloat16, float8, 4- or 2-bit type), and no node of the training domain.
+/// These are the cases a user can drive with `.npy` files; an unreadable model is not
+/// one.
+pub fn plain_inference(source: &SuiteCaseSource) -> bool {
+    use proto::tensor_proto::DataType as T;
+    use proto::type_proto::Value;
+    const NUMPY: [T; 12] = [
+        T::Float,
+        T::Float16,
+        T::Double,
+        T::Int8,
+        T::Int16,
+        T::Int32,
+        T::Int64,
+        T::Uint8,
+        T::Uint16,
+        T::Uint32,
+        T::Uint64,
+        T::Bool,
+    ];
+    let Ok(model) = onnx::read_model(&source.model_path()) else {
+        return false;
+    };
+    let Some(g) = model.graph.as_ref() else {
+        return false;
+    };
+    let plain = |v: &proto::ValueInfoProto| match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(Value::TensorType(t)) => NUMPY.iter().any(|&d| d as i32 == t.elem_type),
+        _ => false,
+    };
+    g.input.iter().chain(&g.output).all(plain)
+        && !g
+            .node
+            .iter()
+            .any(|n| n.domain == "ai.onnx.preview.training")
+}
+
+/// `f`'s outcome, a panic becoming `fail-run` with its message.
+fn guarded(f: impl FnOnce() -> RawOutcome) -> RawOutcome {
+    match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
             let msg = p
@@ -342,94 +413,187 @@ pub fn run_case(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutcome
 }
 
 /// One data set of a case: its name, inputs and expected outputs.
-type DataSet = (String, Vec<(String, Tensor)>, Vec<(String, Tensor)>);
+pub(crate) type DataSet = (String, Vec<(String, Tensor)>, Vec<(String, Tensor)>);
+
+/// A case's model read and checked, before it is imported.
+pub(crate) struct Prepared {
+    /// The op under test (see [`SuiteCase::op`]).
+    pub op: String,
+    /// The model as decoded.
+    pub model: proto::ModelProto,
+    /// The graph's inputs that are not initializers, in order.
+    pub onnx_inputs: Vec<String>,
+    /// The graph's outputs, in order.
+    pub onnx_outputs: Vec<String>,
+}
+
+impl Prepared {
+    /// Reads the model of `source`: an unreadable model, one without a graph, or one with
+    /// a dtype Baton lacks is the case's outcome.
+    pub fn read(source: &SuiteCaseSource) -> std::result::Result<Prepared, RawOutcome> {
+        let model = onnx::read_model(&source.model_path())
+            .map_err(|e| RawOutcome::new("(unreadable)", SuiteClass::FailImport, e.to_string()))?;
+        let Some(g) = model.graph.as_ref() else {
+            return Err(RawOutcome::new(
+                "(none)",
+                SuiteClass::FailImport,
+                "no graph",
+            ));
+        };
+        let op = match g.node.as_slice() {
+            [] => "(none)".to_string(),
+            [n] => n.op_type.clone(),
+            _ => "(graph)".to_string(),
+        };
+        if let Some(msg) = unsupported_dtype(g) {
+            return Err(RawOutcome::new(&op, SuiteClass::UnsupportedDtype, msg));
+        }
+        let initializers: std::collections::HashSet<&str> =
+            g.initializer.iter().map(|t| t.name.as_str()).collect();
+        let onnx_inputs = g
+            .input
+            .iter()
+            .map(|v| v.name.clone())
+            .filter(|n| !initializers.contains(n.as_str()))
+            .collect();
+        let onnx_outputs = g.output.iter().map(|v| v.name.clone()).collect();
+        Ok(Prepared {
+            op,
+            onnx_inputs,
+            onnx_outputs,
+            model,
+        })
+    }
+
+    /// The case's data sets (see [`read_data_sets`] and [`light_data_set`]).
+    pub fn data_sets(
+        &self,
+        source: &SuiteCaseSource,
+    ) -> std::result::Result<Vec<DataSet>, RawOutcome> {
+        match source {
+            SuiteCaseSource::Dir(dir) => read_data_sets(dir, &self.op),
+            SuiteCaseSource::Light { outputs, .. } => {
+                let g = self.model.graph.as_ref().expect("checked by read");
+                light_data_set(g, outputs, &self.op)
+            }
+        }
+    }
+
+    /// Orders a data set's tensors as `graph`'s inputs or outputs (see [`bind`]).
+    pub fn bind(
+        &self,
+        graph: &Graph,
+        data: Vec<(String, Tensor)>,
+        output: bool,
+    ) -> std::result::Result<Vec<Tensor>, String> {
+        let (ids, names, what) = if output {
+            (&graph.outputs, &self.onnx_outputs, "output")
+        } else {
+            (&graph.inputs, &self.onnx_inputs, "input")
+        };
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        bind(graph, ids, &names, data, what)
+    }
+}
 
 fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutcome {
-    let model_path = source.model_path();
-    let model = match onnx::read_model(&model_path) {
-        Ok(m) => m,
-        Err(e) => return RawOutcome::new("(unreadable)", SuiteClass::FailImport, e.to_string()),
+    let prepared = match Prepared::read(source) {
+        Ok(p) => p,
+        Err(r) => return r,
     };
-    let Some(g) = model.graph.as_ref() else {
-        return RawOutcome::new("(none)", SuiteClass::FailImport, "no graph");
-    };
-    let op = match g.node.as_slice() {
-        [] => "(none)".to_string(),
-        [n] => n.op_type.clone(),
-        _ => "(graph)".to_string(),
-    };
-    let op_kind = OpKind::from_name(&op);
-    if let Some(msg) = unsupported_dtype(g) {
-        return RawOutcome::new(&op, SuiteClass::UnsupportedDtype, msg);
-    }
+    let op = prepared.op.as_str();
     // Imported and folded as the host loads a model, with the importer and the reference
     // alone: the suite checks those two, not the host.
-    let graph = match baton_onnx::load(&model_path) {
+    let graph = match baton_onnx::load(&source.model_path()) {
         Ok(mut g) => {
             reference::fold::fold_constants(&mut g);
             g
         }
-        Err(e) => {
-            let msg = e.to_string();
-            let class = if msg.contains("has no Baton dtype") {
-                SuiteClass::UnsupportedDtype
-            } else {
-                SuiteClass::FailImport
-            };
-            return RawOutcome::new(&op, class, msg);
-        }
+        Err(e) => return import_failure(op, e.to_string()),
     };
-    let initializers: std::collections::HashSet<&str> =
-        g.initializer.iter().map(|t| t.name.as_str()).collect();
-    let onnx_inputs: Vec<&str> = g
-        .input
-        .iter()
-        .map(|v| v.name.as_str())
-        .filter(|n| !initializers.contains(n))
-        .collect();
-    let onnx_outputs: Vec<&str> = g.output.iter().map(|v| v.name.as_str()).collect();
-
-    let sets = match source {
-        SuiteCaseSource::Dir(dir) => read_data_sets(dir, &op),
-        SuiteCaseSource::Light { outputs, .. } => light_data_set(g, outputs, &op),
-    };
-    let sets = match sets {
+    let sets = match prepared.data_sets(source) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let mut worst_abs = 0.0f64;
-    let mut worst_rel = 0.0f64;
+    let mut worst = Worst::default();
     for (set_name, inputs, expected) in sets {
-        let bound = match bind(&graph, &graph.inputs, &onnx_inputs, inputs, "input") {
+        let bound = match prepared.bind(&graph, inputs, false) {
             Ok(b) => b,
-            Err(m) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {m}")),
+            Err(m) => return RawOutcome::new(op, SuiteClass::FailRun, format!("{set_name}: {m}")),
         };
         // Bind the inputs' symbolic dimensions and re-infer every shape (folding shape
         // arithmetic), as the host does before running; a graph whose shapes depend on
         // values keeps its import-time shapes and is checked by run_graph as it runs.
-        let mut bindings = std::collections::BTreeMap::new();
-        for (&t, x) in graph.inputs.iter().zip(&bound) {
-            for (d, &v) in graph.tensors[t].shape.iter().zip(&x.shape) {
-                if let baton_delegate_api::Dim::Sym(s) = d {
-                    bindings.insert(s.clone(), v);
-                }
-            }
-        }
+        let bindings = baton_runtime_host::inputs::bindings(&graph, &bound);
         let specialized = reference::specialize(&graph, &bindings).ok();
         let got = match reference::run_graph(specialized.as_ref().unwrap_or(&graph), &bound) {
             Ok(o) => o,
-            Err(e) => return RawOutcome::new(&op, SuiteClass::FailRun, format!("{set_name}: {e}")),
+            Err(e) => return RawOutcome::new(op, SuiteClass::FailRun, format!("{set_name}: {e}")),
         };
-        let expected = match bind(&graph, &graph.outputs, &onnx_outputs, expected, "output") {
+        let expected = match prepared.bind(&graph, expected, true) {
             Ok(b) => b,
-            Err(m) => {
-                return RawOutcome::new(&op, SuiteClass::Mismatch, format!("{set_name}: {m}"))
-            }
+            Err(m) => return RawOutcome::new(op, SuiteClass::Mismatch, format!("{set_name}: {m}")),
         };
+        let check = OutputCheck {
+            graph: &graph,
+            op,
+            source,
+            tolerances,
+            set_name: &set_name,
+        };
+        if let Some(r) = check.compare(&got, &expected, &mut worst) {
+            return r;
+        }
+    }
+    RawOutcome::new(op, SuiteClass::Pass, "")
+}
+
+/// The outcome of an import error: `unsupported-dtype` when the importer met a type
+/// Baton lacks, else `fail-import`.
+pub(crate) fn import_failure(op: &str, msg: String) -> RawOutcome {
+    let class = if msg.contains("has no Baton dtype") {
+        SuiteClass::UnsupportedDtype
+    } else {
+        SuiteClass::FailImport
+    };
+    RawOutcome::new(op, class, msg)
+}
+
+/// The worst errors seen over a case's data sets.
+#[derive(Default)]
+pub(crate) struct Worst {
+    abs: f64,
+    rel: f64,
+}
+
+/// What one data set's outputs are compared in.
+pub(crate) struct OutputCheck<'a> {
+    pub graph: &'a Graph,
+    pub op: &'a str,
+    pub source: &'a SuiteCaseSource,
+    pub tolerances: &'a Tolerances,
+    pub set_name: &'a str,
+}
+
+impl OutputCheck<'_> {
+    /// Compares `got` with `expected` (both in the graph's output order): `None` when
+    /// every output matches, else the case's mismatch.
+    pub fn compare(
+        &self,
+        got: &[Tensor],
+        expected: &[Tensor],
+        worst: &mut Worst,
+    ) -> Option<RawOutcome> {
+        let op_kind = OpKind::from_name(self.op);
         let mut problems = Vec::new();
-        for ((&id, g_t), e_t) in graph.outputs.iter().zip(&got).zip(&expected) {
-            let out_name = &graph.tensors[id].name;
-            let rule = suite_rule(tolerances, e_t.dtype, op_kind, source.onnx_tolerance());
+        for ((&id, g_t), e_t) in self.graph.outputs.iter().zip(got).zip(expected) {
+            let out_name = &self.graph.tensors[id].name;
+            let rule = suite_rule(
+                self.tolerances,
+                e_t.dtype,
+                op_kind,
+                self.source.onnx_tolerance(),
+            );
             let c = compare(g_t, e_t, &rule);
             if c.ok {
                 continue;
@@ -438,8 +602,8 @@ fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutco
                 problems.push(format!("output '{out_name}': {s}"));
                 continue;
             }
-            worst_abs = worst_abs.max(c.max_abs_err);
-            worst_rel = worst_rel.max(c.max_rel_err);
+            worst.abs = worst.abs.max(c.max_abs_err);
+            worst.rel = worst.rel.max(c.max_rel_err);
             let mut m = format!(
                 "output '{out_name}': {} of {} elements off, max abs err {:.3e}, max rel err {:.3e}",
                 c.failures,
@@ -457,18 +621,18 @@ fn run_case_inner(source: &SuiteCaseSource, tolerances: &Tolerances) -> RawOutco
             }
             problems.push(m);
         }
-        if !problems.is_empty() {
-            let mut r = RawOutcome::new(
-                &op,
-                SuiteClass::Mismatch,
-                format!("{set_name}: {}", problems.join("; ")),
-            );
-            r.max_abs_err = Some(worst_abs);
-            r.max_rel_err = Some(worst_rel);
-            return r;
+        if problems.is_empty() {
+            return None;
         }
+        let mut r = RawOutcome::new(
+            self.op,
+            SuiteClass::Mismatch,
+            format!("{}: {}", self.set_name, problems.join("; ")),
+        );
+        r.max_abs_err = Some(worst.abs);
+        r.max_rel_err = Some(worst.rel);
+        Some(r)
     }
-    RawOutcome::new(&op, SuiteClass::Pass, "")
 }
 
 /// The comparison rule of the suite: the looser of the kit's rule and ONNX's
@@ -488,14 +652,6 @@ pub fn suite_rule(
             signed_zero: false,
         },
         _ => kit,
-    }
-}
-
-fn is_dtype_error(e: &OnnxError) -> bool {
-    match e {
-        OnnxError::UnsupportedDtype { .. } => true,
-        OnnxError::InFile { source, .. } => is_dtype_error(source),
-        _ => false,
     }
 }
 
@@ -528,184 +684,4 @@ fn unsupported_dtype(g: &proto::GraphProto) -> Option<String> {
                 onnx::onnx_type_name(t.data_type)
             )
         })
-}
-
-/// Reads every `test_data_set_*` of a case directory.
-fn read_data_sets(dir: &Path, op: &str) -> std::result::Result<Vec<DataSet>, RawOutcome> {
-    let sets = match data_sets(dir) {
-        Ok(s) if !s.is_empty() => s,
-        Ok(_) => {
-            return Err(RawOutcome::new(
-                op,
-                SuiteClass::FailRun,
-                "no test_data_set_* directory",
-            ))
-        }
-        Err(e) => return Err(RawOutcome::new(op, SuiteClass::FailRun, e)),
-    };
-    let mut out = Vec::with_capacity(sets.len());
-    for set in &sets {
-        let set_name = set
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let read = |prefix: &str| {
-            let files =
-                numbered(set, prefix).map_err(|e| RawOutcome::new(op, SuiteClass::FailRun, e))?;
-            read_tensors(&files, op)
-        };
-        out.push((set_name, read("input_")?, read("output_")?));
-    }
-    Ok(out)
-}
-
-/// The one data set of a light model: generated inputs (see the module docs) and the
-/// stored outputs.
-fn light_data_set(
-    g: &proto::GraphProto,
-    outputs: &[PathBuf],
-    op: &str,
-) -> std::result::Result<Vec<DataSet>, RawOutcome> {
-    use proto::type_proto::Value;
-    let initializers: std::collections::HashSet<&str> =
-        g.initializer.iter().map(|t| t.name.as_str()).collect();
-    let mut inputs = Vec::new();
-    for v in g
-        .input
-        .iter()
-        .filter(|v| !initializers.contains(v.name.as_str()))
-    {
-        let t = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
-            Some(Value::TensorType(t))
-                if t.elem_type == proto::tensor_proto::DataType::Float as i32 =>
-            {
-                t
-            }
-            _ => {
-                return Err(RawOutcome::new(
-                    op,
-                    SuiteClass::FailRun,
-                    format!("input '{}': light models are fed float inputs only", v.name),
-                ))
-            }
-        };
-        let shape: Vec<usize> = t
-            .shape
-            .iter()
-            .flat_map(|s| &s.dim)
-            .map(|d| match d.value {
-                Some(proto::tensor_shape_proto::dimension::Value::DimValue(n)) if n >= 0 => {
-                    n as usize
-                }
-                _ => 1,
-            })
-            .collect();
-        let n: usize = shape.iter().product();
-        let values: Vec<f32> = (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
-        inputs.push((v.name.clone(), Tensor::from_f32(&shape, &values)));
-    }
-    if outputs.is_empty() {
-        return Err(RawOutcome::new(
-            op,
-            SuiteClass::FailRun,
-            "no light_*_output_N.pb file",
-        ));
-    }
-    let expected = read_tensors(outputs, op)?;
-    Ok(vec![("generated inputs".to_string(), inputs, expected)])
-}
-
-/// Reads `.pb` tensor files; an ONNX type with no Baton dtype is `unsupported-dtype`.
-fn read_tensors(
-    files: &[PathBuf],
-    op: &str,
-) -> std::result::Result<Vec<(String, Tensor)>, RawOutcome> {
-    files
-        .iter()
-        .map(|f| {
-            onnx::read_tensor_pb(f).map_err(|e| {
-                let class = if is_dtype_error(&e) {
-                    SuiteClass::UnsupportedDtype
-                } else {
-                    SuiteClass::FailRun
-                };
-                RawOutcome::new(op, class, e.to_string())
-            })
-        })
-        .collect()
-}
-
-/// The `test_data_set_*` directories of a case, sorted by number.
-fn data_sets(dir: &Path) -> std::result::Result<Vec<PathBuf>, String> {
-    let mut sets: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .filter_map(|p| {
-            let n = p
-                .file_name()?
-                .to_str()?
-                .strip_prefix("test_data_set_")?
-                .parse()
-                .ok()?;
-            Some((n, p))
-        })
-        .collect();
-    sets.sort();
-    Ok(sets.into_iter().map(|(_, p)| p).collect())
-}
-
-/// `<prefix>N.pb` files of a data set, sorted by N.
-fn numbered(dir: &Path, prefix: &str) -> std::result::Result<Vec<PathBuf>, String> {
-    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter_map(|p| {
-            let n = p
-                .file_name()?
-                .to_str()?
-                .strip_prefix(prefix)?
-                .strip_suffix(".pb")?
-                .parse()
-                .ok()?;
-            Some((n, p))
-        })
-        .collect();
-    files.sort();
-    Ok(files.into_iter().map(|(_, p)| p).collect())
-}
-
-/// Orders test-data tensors as the Baton graph's `ids`: by the `.pb` tensor names where
-/// they are given, else by position in the ONNX graph's inputs (or outputs).
-fn bind(
-    graph: &Graph,
-    ids: &[usize],
-    onnx_order: &[&str],
-    data: Vec<(String, Tensor)>,
-    what: &str,
-) -> std::result::Result<Vec<Tensor>, String> {
-    let mut by_name: BTreeMap<String, Tensor> = BTreeMap::new();
-    for (i, (name, t)) in data.into_iter().enumerate() {
-        let key = if name.is_empty() {
-            match onnx_order.get(i) {
-                Some(n) => n.to_string(),
-                None => {
-                    return Err(format!(
-                        "{what}_{i}.pb has no name and no matching graph {what}"
-                    ))
-                }
-            }
-        } else {
-            name
-        };
-        by_name.insert(key, t);
-    }
-    ids.iter()
-        .map(|&id| {
-            let name = &graph.tensors[id].name;
-            by_name
-                .remove(name)
-                .ok_or_else(|| format!("no {what} data for graph {what} '{name}'"))
-        })
-        .collect()
 }

@@ -26,6 +26,12 @@ pub struct SuiteReport {
     pub ir_ops: IrOpStats,
     /// Cases whose op is one of [`MODEL_OPS`], and how many of them pass.
     pub model_ops: IrOpStats,
+    /// Inference cases on plain tensors ([`super::plain_inference`]), and how many pass:
+    /// the cases a user can drive with `.npy` files.
+    pub plain_inference: IrOpStats,
+    /// How the cases were run: `kit` (importer and reference alone) or `user path` (as
+    /// `baton run` runs a model on `.npy` files).
+    pub mode: String,
     /// Cases that failed and are not in the manifest.
     pub unexpected_failures: Vec<String>,
     /// Cases that passed although the manifest lists them.
@@ -135,6 +141,7 @@ impl SuiteReport {
         let mut per_op: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
         let mut ir_ops = IrOpStats::default();
         let mut model_ops = IrOpStats::default();
+        let mut plain_inference = IrOpStats::default();
         let mut unexpected_failures = Vec::new();
         let mut unexpected_passes = Vec::new();
         for c in &cases {
@@ -152,6 +159,10 @@ impl SuiteReport {
             if MODEL_OPS.contains(&c.op.as_str()) {
                 model_ops.cases += 1;
                 model_ops.passed += usize::from(passed);
+            }
+            if c.plain_inference {
+                plain_inference.cases += 1;
+                plain_inference.passed += usize::from(passed);
             }
             if c.class.is_unexpected_failure() {
                 unexpected_failures.push(c.name.clone());
@@ -175,6 +186,8 @@ impl SuiteReport {
             per_op,
             ir_ops,
             model_ops,
+            plain_inference,
+            mode: "kit".into(),
             unexpected_failures,
             unexpected_passes,
             stale_manifest_entries: stale,
@@ -232,10 +245,11 @@ impl SuiteReport {
         let _ = writeln!(s, "# ONNX test-data suite: `{}`\n", self.suite);
         let _ = writeln!(
             s,
-            "**{}** — {} cases in {:.1} s; tolerance: {}.\n",
+            "**{}** — {} cases in {:.1} s, run in {} mode; tolerance: {}.\n",
             if self.failed { "FAILED" } else { "passed" },
             self.total,
             self.wall_s,
+            self.mode,
             self.tolerance_policy
         );
         let pct = |n: usize, d: usize| {
@@ -259,6 +273,13 @@ impl SuiteReport {
             self.model_ops.cases,
             pct(self.model_ops.passed, self.model_ops.cases)
         );
+        let _ = writeln!(
+            s,
+            "Inference cases on plain tensors (numpy element types; no sequence, map or optional; no training op): {} of {} pass ({:.1}%).\n",
+            self.plain_inference.passed,
+            self.plain_inference.cases,
+            pct(self.plain_inference.passed, self.plain_inference.cases)
+        );
         s.push_str("| class | cases |\n|---|---:|\n");
         for c in SuiteClass::ALL {
             let _ = writeln!(s, "| {c} | {} |", self.count(c));
@@ -279,6 +300,18 @@ impl SuiteReport {
                 let _ = write!(s, " {} |", counts.get(c.name()).copied().unwrap_or(0));
             }
             s.push('\n');
+        }
+        let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
+        for c in self.cases.iter().filter(|c| c.actual != SuiteClass::Pass) {
+            *by_reason.entry(short_reason(c).0).or_default() += 1;
+        }
+        if !by_reason.is_empty() {
+            let mut rows: Vec<(String, usize)> = by_reason.into_iter().collect();
+            rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            s.push_str("\n## Failures by reason\n\n| reason | cases |\n|---|---:|\n");
+            for (reason, n) in rows {
+                let _ = writeln!(s, "| {} | {n} |", reason.replace('|', "\\|"));
+            }
         }
         let unexpected: Vec<&SuiteCase> = self
             .cases
@@ -362,6 +395,10 @@ fn short_reason(c: &SuiteCase) -> (String, String) {
         let what = msg.split(", which").next().unwrap_or(&msg).to_string();
         return (format!("{ty} tensors have no Baton dtype"), what);
     }
+    if let Some(group) = user_path_group(&msg) {
+        let short: String = msg.chars().take(200).collect();
+        return (group.to_string(), short);
+    }
     if msg.contains("the model uses opset") {
         let reason = msg
             .split(';')
@@ -382,6 +419,45 @@ fn short_reason(c: &SuiteCase) -> (String, String) {
     (format!("{}: {}", c.actual, c.op), short)
 }
 
+/// The group of a failure only the user's path meets (see [`super::user_path`]), by its
+/// message.
+fn user_path_group(msg: &str) -> Option<&'static str> {
+    const NOT_NUMPY: [&str; 11] = [
+        "bf16",
+        "f8e4m3fn",
+        "f8e4m3fnuz",
+        "f8e5m2",
+        "f8e5m2fnuz",
+        "f8e8m0",
+        "f4e2m1",
+        "i4",
+        "u4",
+        "i2",
+        "u2",
+    ];
+    if msg.contains("must be a constant")
+        || msg.contains("must be constant")
+        || msg.contains("needs a constant")
+    {
+        return Some("a shape-valued input given at run time (sessions do not specialise on input values yet)");
+    }
+    if msg.contains("is still symbolic after binding the inputs")
+        || msg.contains("has a symbolic shape")
+    {
+        return Some("shapes known only at run time (no dynamic regions yet)");
+    }
+    let lacks = |d: &&str| {
+        msg.contains(&format!("does not feed a {d} input"))
+            || msg.contains(&format!("expected {d} ["))
+    };
+    if NOT_NUMPY.iter().any(lacks) {
+        return Some(
+            "a dtype numpy lacks (bfloat16, float8, 4- and 2-bit): no .npy file carries it",
+        );
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,6 +473,7 @@ mod tests {
             reason: None,
             max_abs_err: None,
             max_rel_err: None,
+            plain_inference: op != "(graph)",
         }
     }
 
@@ -412,5 +489,9 @@ mod tests {
         assert_eq!((r.model_ops.passed, r.model_ops.cases), (1, 2));
         assert_eq!(r.total, 4);
         assert!(r.markdown().contains("1 of 2 pass (50.0%)"));
+        assert_eq!((r.plain_inference.passed, r.plain_inference.cases), (2, 3));
+        assert!(r.markdown().contains(
+            "plain tensors (numpy element types; no sequence, map or optional; no training op): 2 of 3 pass (66.7%)"
+        ));
     }
 }

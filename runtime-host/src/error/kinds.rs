@@ -3,7 +3,7 @@
 //! Each is an enum a caller can match on; its message never repeats the thing's name,
 //! which the enclosing variant has already printed.
 
-use baton_delegate_api::WireError;
+use baton_delegate_api::{DType, WireError};
 use baton_onnx::OnnxError;
 use baton_reference::KernelError;
 use thiserror::Error;
@@ -116,6 +116,15 @@ pub enum NpyProblem {
     /// The data after the header is short or unreadable.
     #[error("reading data: {0}")]
     Data(std::io::Error),
+    /// The file's dtype is not the input's, and its values do not all convert exactly
+    /// (see [`crate::inputs`]).
+    #[error("input '{input}' is {expected}, the file holds {got}: {reason}")]
+    DtypeMismatch {
+        input: String,
+        expected: DType,
+        got: DType,
+        reason: String,
+    },
 }
 
 /// What is wrong with one input (or stream state) of a model.
