@@ -69,7 +69,9 @@ impl QParams {
         if scales.is_empty() || scales.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             return Err("scales must be finite and positive".into());
         }
-        let axis = if scale_rank == 1 {
+        // One scale is per tensor whatever its rank and `axis` say (ONNX Runtime writes
+        // `[1]` scales with axis 1 on 1-D biases).
+        let axis = if scale_rank == 1 && scales.len() > 1 {
             let a = node.attr_int("axis", 1);
             let a = if a < 0 { a + rank as i64 } else { a };
             if a < 0 || a as usize >= rank {

@@ -223,3 +223,37 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
         check_conv(c, 77 + i as u64);
     }
 }
+
+/// ONNX Runtime's quantizer writes a 1-D bias's scale as `[1]` with `axis = 1`, which is
+/// out of range for the bias: one scale is per tensor whatever the axis says (the
+/// reference and ONNX Runtime read it so). The delegate declined these DequantizeLinears,
+/// which left five nodes of the QDQ transformer on the host.
+#[test]
+fn a_single_scale_is_per_tensor_whatever_the_axis() {
+    let mut b = GraphBuilder::new("bias_dq");
+    let x = b.input_fixed("x", DType::F32, &[2, 4]);
+    let q: Vec<i8> = vec![-128, -3, 0, 127];
+    let bias = b.constant("b", DType::I8, &[4], TensorData::from_slice(&q));
+    let s = b.constant_f32("b_s", &[1], &[0.25]);
+    let z = b.constant("b_z", DType::I8, &[1], TensorData::from_bytes(&[2]));
+    let d = b
+        .node(
+            OpKind::DequantizeLinear,
+            &[bias, s, z],
+            &[("axis", Attr::Int(1))],
+        )
+        .unwrap();
+    let y = b.node(OpKind::Add, &[x, d], &[]).unwrap();
+    b.output(y);
+    let g = b.finish().unwrap();
+    let xs: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let input = Tensor::from_f32(&[2, 4], &xs);
+    for simd in [true, false] {
+        // `run` asserts that every node is claimed before it compiles.
+        let out = run(&delegate(simd), &g, std::slice::from_ref(&input)).expect("runs");
+        let want: Vec<f32> = (0..8)
+            .map(|i| i as f32 + (q[i % 4] as f32 - 2.0) * 0.25)
+            .collect();
+        assert_eq!(out[0].f32s(), &want[..], "simd {simd}");
+    }
+}
