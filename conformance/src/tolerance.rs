@@ -76,6 +76,14 @@ impl Family {
             | OpKind::Cast
             | OpKind::CastLike
             | OpKind::Ceil
+            | OpKind::Floor
+            | OpKind::Round
+            | OpKind::Sign
+            | OpKind::Mod
+            | OpKind::IsNaN
+            | OpKind::IsInf
+            | OpKind::GreaterOrEqual
+            | OpKind::LessOrEqual
             | OpKind::QuantizeLinear
             | OpKind::DequantizeLinear => Family::Elementwise,
             OpKind::Pow
@@ -87,13 +95,33 @@ impl Family {
             | OpKind::HardSigmoid
             | OpKind::HardSwish
             | OpKind::Gelu
+            | OpKind::Reciprocal
+            | OpKind::Sin
+            | OpKind::Cos
+            | OpKind::Tan
+            | OpKind::Asin
+            | OpKind::Acos
+            | OpKind::Atan
+            | OpKind::Sinh
+            | OpKind::Cosh
+            | OpKind::Asinh
+            | OpKind::Acosh
+            | OpKind::Atanh
             | OpKind::Resize => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
             | OpKind::LayerNormalization
             | OpKind::ReduceMean
             | OpKind::ReduceSum
-            | OpKind::ReduceMax => Family::Reduction,
+            | OpKind::ReduceMax
+            | OpKind::ReduceMin
+            | OpKind::ReduceProd
+            | OpKind::ReduceL1
+            | OpKind::ReduceL2
+            | OpKind::ReduceLogSumExp
+            | OpKind::ReduceSumSquare
+            | OpKind::ArgMax
+            | OpKind::ArgMin => Family::Reduction,
             OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze

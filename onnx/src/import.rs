@@ -215,6 +215,12 @@ impl<'a> Importer<'a> {
         }
         let op = OpKind::from_name(&n.op_type)
             .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
+        if let Some(since) = first_opset(op).filter(|&v| self.opset < v) {
+            return Err(at(format!(
+                "{op} exists from opset {since}; the model declares opset {}",
+                self.opset
+            )));
+        }
         if matches!(op, OpKind::LSTM | OpKind::GRU) && attrs.get("layout") == Some(&Attr::Int(1)) {
             return self.recurrent_batch_first(&name, op, n, attrs);
         }
@@ -623,4 +629,23 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
             .collect(),
     };
     Ok((dtype, dims))
+}
+
+/// The opset that introduced `op`, for the ops added after opset 1: a node of an older
+/// opset is not valid ONNX, and guessing what its writer meant would be wrong.
+fn first_opset(op: OpKind) -> Option<i64> {
+    Some(match op {
+        OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
+        OpKind::Round => 11,
+        OpKind::Mod | OpKind::IsInf => 10,
+        OpKind::Sign
+        | OpKind::IsNaN
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh => 9,
+        OpKind::Sin | OpKind::Cos | OpKind::Tan | OpKind::Asin | OpKind::Acos | OpKind::Atan => 7,
+        _ => return None,
+    })
 }

@@ -16,6 +16,7 @@ use super::gen::{case_id, dims, ints, tensor, Draw, Fill, Maker, Rng, SPECIALS, 
 use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 
+mod arith;
 mod cast;
 
 /// Appends the cases of `op` if it belongs to this family.
@@ -27,13 +28,33 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         | OpKind::Log
         | OpKind::Erf
         | OpKind::Ceil
+        | OpKind::Floor
+        | OpKind::Round
+        | OpKind::Reciprocal
+        | OpKind::Sin
+        | OpKind::Cos
+        | OpKind::Tan
+        | OpKind::Asin
+        | OpKind::Acos
+        | OpKind::Atan
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
         | OpKind::Gelu => float_unary(s),
-        OpKind::Neg | OpKind::Abs => neg_abs(s),
+        OpKind::Neg | OpKind::Abs | OpKind::Sign => neg_abs(s),
         OpKind::Pow => pow(s),
-        OpKind::Equal | OpKind::Greater | OpKind::Less => compare(s),
+        OpKind::Mod => arith::modulo(s),
+        OpKind::IsNaN | OpKind::IsInf => arith::classify(s),
+        OpKind::Equal
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual => compare(s),
         OpKind::Not | OpKind::And => logic(s),
         OpKind::Where => select(s),
         OpKind::Cast => cast::cast(s),
@@ -41,7 +62,16 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),
-        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(s),
+        OpKind::ReduceMean
+        | OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd
+        | OpKind::ReduceL1
+        | OpKind::ReduceL2
+        | OpKind::ReduceLogSumExp
+        | OpKind::ReduceSumSquare => reduce(s),
+        OpKind::ArgMax | OpKind::ArgMin => arith::arg_extreme(s),
         _ => Ok(()),
     }
 }
@@ -115,6 +145,8 @@ fn float_unary(s: &mut Sink) -> Result<()> {
         OpKind::Log => Fill::Range(1e-3, 100.0),
         OpKind::Exp => Fill::Range(-20.0, 20.0),
         OpKind::Erf => Fill::Range(-4.0, 4.0),
+        OpKind::Asin | OpKind::Acos | OpKind::Atanh => Fill::Range(-1.0, 1.0),
+        OpKind::Acosh => Fill::Range(1.0, 50.0),
         _ => Fill::Range(-8.0, 8.0),
     };
     let f = |name, v: f32| (name, Attr::Float(v));
@@ -146,6 +178,14 @@ fn float_unary(s: &mut Sink) -> Result<()> {
         OpKind::Gelu | OpKind::Erf => vec![-12.0, -9.0, -6.0, -5.5, -3.0, 3.0, 4.0, 6.0],
         OpKind::HardSigmoid => vec![-2.5, -2.4, 2.4, 2.5, 2.6, -2.6, 0.0, -0.0],
         OpKind::HardSwish => vec![-3.0, -2.9, 2.9, 3.0, 3.1, -3.1, 0.0, -0.0],
+        // Halves (Round goes to even), just below integers, and the signed zeros.
+        OpKind::Floor | OpKind::Round => vec![-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, 2.9999998],
+        // The domain's ends and poles.
+        OpKind::Asin | OpKind::Acos | OpKind::Atanh | OpKind::Acosh => {
+            vec![-1.0, 1.0, -1.0000001, 1.0000001, 0.0, -0.0, 0.9999999, 2.0]
+        }
+        OpKind::Reciprocal => vec![0.0, -0.0, 1e-39, -1e-39, 3e38, -3e38, 1e-30, 7.0],
+        OpKind::Sinh | OpKind::Cosh => vec![88.0, 89.0, 710.0, -89.0, -710.0, 0.0, -0.0, 1e-8],
         _ => vec![1e-30, 1e-10, 1.0, 2.0, 10.0, 1e10, 1e30, 3e38],
     };
     s.one(F32, "edges", &[8], &Fill::Cycle(edges))?;
@@ -167,6 +207,7 @@ fn float_unary(s: &mut Sink) -> Result<()> {
     Ok(())
 }
 
+/// Neg, Abs and Sign: floats with specials and signed zeros, integers with their extremes.
 fn neg_abs(s: &mut Sink) -> Result<()> {
     for &shape in &UNARY_SHAPES[..6] {
         s.one(F32, &dims(shape), shape, &Fill::Range(-10.0, 10.0))?;
@@ -175,7 +216,7 @@ fn neg_abs(s: &mut Sink) -> Result<()> {
     s.one(F32, "negzero", &[6], &Fill::Cycle(NEG_ZERO.to_vec()))?;
     s.one(F16, "specials", &[10], &specials_f16())?;
     let mut dtypes = vec![I8, I32, I64];
-    if s.op == OpKind::Abs {
+    if s.op != OpKind::Neg {
         dtypes.push(U8);
     }
     for dtype in dtypes {
@@ -660,7 +701,14 @@ fn reduce(s: &mut Sink) -> Result<()> {
     ];
     let f16_cases = ["3x4x5_attr_axis1", "1x33_axis1", "3x4x5_all"];
     let int_cases = ["3x4x5_attr_axis1", "3x4x5_input_axes0_2", "3x4x5_all_keep0"];
-    for dtype in [F32, F16, I32, I64] {
+    // L2 and LogSumExp are float-only.
+    let float_only = matches!(s.op, OpKind::ReduceL2 | OpKind::ReduceLogSumExp);
+    let dtypes: &[DType] = if float_only {
+        &[F32, F16]
+    } else {
+        &[F32, F16, I32, I64]
+    };
+    for &dtype in dtypes {
         for (shape, suffix, spec) in variants {
             let desc = format!("{}_{suffix}", dims(shape));
             // An integer mean over an empty set is undefined (an error in the reference).
@@ -701,7 +749,7 @@ fn reduce(s: &mut Sink) -> Result<()> {
         )?;
     }
     // Integer sums wrap; means and maxima stay exact near the limits.
-    for dtype in [I32, I64] {
+    for &dtype in &dtypes[2..] {
         let (lo, hi) = int_limits(dtype);
         let x = int_tensor(dtype, &[4, 2], &[hi, hi, lo, 1, hi, -1, lo, lo]);
         reduce_case(

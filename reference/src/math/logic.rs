@@ -21,6 +21,8 @@ pub(crate) fn compare(
         OpKind::Equal => |o| o == Some(Ordering::Equal),
         OpKind::Greater => |o| o == Some(Ordering::Greater),
         OpKind::Less => |o| o == Some(Ordering::Less),
+        OpKind::GreaterOrEqual => |o| matches!(o, Some(Ordering::Greater | Ordering::Equal)),
+        OpKind::LessOrEqual => |o| matches!(o, Some(Ordering::Less | Ordering::Equal)),
         op => return Err(unsupported(node, format!("{op} is not a comparison"))),
     };
     let shape = out.shape().to_vec();

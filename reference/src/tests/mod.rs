@@ -8,6 +8,7 @@ mod dtypes;
 mod elementwise;
 mod graph;
 mod linalg;
+mod math_extra;
 mod math_graph;
 mod math_logic;
 mod math_norm;
