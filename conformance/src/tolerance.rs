@@ -134,7 +134,14 @@ impl Family {
             | OpKind::Shape
             | OpKind::Size
             | OpKind::Identity
-            | OpKind::ConstantOfShape => Family::DataMovement,
+            | OpKind::ConstantOfShape
+            | OpKind::Trilu
+            | OpKind::GatherElements
+            | OpKind::GatherND
+            | OpKind::DepthToSpace
+            | OpKind::SpaceToDepth => Family::DataMovement,
+            // Reductions (add, mul) of repeated indices, running sums.
+            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum => Family::Reduction,
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

@@ -502,6 +502,14 @@ typedef int32_t BatonStatus;
 #define BATON_OP_REDUCEL2 96u
 #define BATON_OP_REDUCELOGSUMEXP 97u
 #define BATON_OP_REDUCESUMSQUARE 98u
+#define BATON_OP_CUMSUM 99u
+#define BATON_OP_TRILU 100u
+#define BATON_OP_GATHERELEMENTS 101u
+#define BATON_OP_SCATTERELEMENTS 102u
+#define BATON_OP_GATHERND 103u
+#define BATON_OP_SCATTERND 104u
+#define BATON_OP_DEPTHTOSPACE 105u
+#define BATON_OP_SPACETODEPTH 106u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -278,4 +278,32 @@ ops! {
     ReduceLogSumExp = 97,
     /// Sum of squares over `axes` (of nothing: 0).
     ReduceSumSquare = 98,
+    /// Running sums of `x` along the axis given by input 1 (one i32 or i64 value, which
+    /// may be computed at run time). `exclusive` 1 leaves each element out of its own
+    /// sum; `reverse` 1 sums from the end. Integer sums wrap.
+    CumSum = 99,
+    /// The upper (`upper` 1, the default) or lower triangle of each matrix in the last two
+    /// dimensions, from the `k`-th diagonal (optional i64 input 1, default 0; positive is
+    /// above the main diagonal); other elements become 0.
+    Trilu = 100,
+    /// `out[i][j]... = data[...][index]...` with the `axis` (default 0) coordinate taken
+    /// from `indices` (i32 or i64, negative counts from the end); `indices` has the data's
+    /// rank and gives the output's shape.
+    GatherElements = 101,
+    /// The data with `updates` written at the positions GatherElements would read
+    /// (`indices` and `updates` share a shape). `reduction` (`none`, `add`, `mul`, `max`,
+    /// `min`) combines each update with the current value, in index order.
+    ScatterElements = 102,
+    /// Slices of `data` addressed by the index tuples in the last dimension of
+    /// `indices` (i64), after `batch_dims` leading dimensions shared by both.
+    GatherND = 103,
+    /// The data with `updates` written at the slices GatherND would read (no batch
+    /// dimensions); `reduction` as in [`OpKind::ScatterElements`].
+    ScatterND = 104,
+    /// `[N, C, H, W]` to `[N, C / b², H b, W b]` for `blocksize` b, the channels split in
+    /// `mode` `DCR` (depth-column-row, the default) or `CRD` order.
+    DepthToSpace = 105,
+    /// `[N, C, H, W]` to `[N, C b², H / b, W / b]` for `blocksize` b, the inverse of
+    /// DepthToSpace's `DCR` mode.
+    SpaceToDepth = 106,
 }

@@ -7,6 +7,7 @@ mod conv;
 mod dtypes;
 mod elementwise;
 mod graph;
+mod index_ops;
 mod linalg;
 mod math_extra;
 mod math_graph;
