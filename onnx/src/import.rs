@@ -9,7 +9,8 @@
 //!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
-//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`;
+//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
+//!   Mish, Celu, Shrink and ReduceLogSum by `activation`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -36,6 +37,7 @@ use super::proto::attribute_proto::AttributeType;
 use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
+mod activation;
 mod control;
 mod legacy;
 mod lower;
@@ -208,6 +210,9 @@ impl<'a> Importer<'a> {
             | "Max"
             | "Min"
             | "InstanceNormalization" => return self.lower(&name, n, &attrs),
+            "Softsign" | "Mish" | "Celu" | "Shrink" | "ReduceLogSum" => {
+                return self.lower_activation(&name, n, &attrs)
+            }
             "Softmax" | "LogSoftmax" if self.opset < 13 => {
                 return self.softmax_2d(&name, n, attrs);
             }
