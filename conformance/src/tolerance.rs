@@ -71,6 +71,10 @@ impl Family {
             | OpKind::Greater
             | OpKind::Less
             | OpKind::And
+            | OpKind::Or
+            | OpKind::Xor
+            | OpKind::TopK
+            | OpKind::Hardmax
             | OpKind::Not
             | OpKind::Where
             | OpKind::Cast

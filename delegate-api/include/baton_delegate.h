@@ -510,6 +510,10 @@ typedef int32_t BatonStatus;
 #define BATON_OP_SCATTERND 104u
 #define BATON_OP_DEPTHTOSPACE 105u
 #define BATON_OP_SPACETODEPTH 106u
+#define BATON_OP_OR 107u
+#define BATON_OP_XOR 108u
+#define BATON_OP_TOPK 109u
+#define BATON_OP_HARDMAX 110u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

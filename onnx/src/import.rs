@@ -213,7 +213,7 @@ impl<'a> Importer<'a> {
             "Softsign" | "Mish" | "Celu" | "Shrink" | "ReduceLogSum" => {
                 return self.lower_activation(&name, n, &attrs)
             }
-            "Softmax" | "LogSoftmax" if self.opset < 13 => {
+            "Softmax" | "LogSoftmax" | "Hardmax" if self.opset < 13 => {
                 return self.softmax_2d(&name, n, attrs);
             }
             _ => {}

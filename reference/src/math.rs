@@ -63,7 +63,9 @@
 //!   **ReduceSumSquare** of nothing 0; integer Prod, L1 and SumSquare wrap like Sum.
 //!   **ReduceLogSumExp** is `max + ln(sum(exp(x - max)))` (of nothing: -inf; an infinite or
 //!   NaN maximum is the result). **ArgMax** and **ArgMin** count NaN as found before any
-//!   number (numpy's rule) and break ties by `select_last_index`.
+//!   number (numpy's rule) and break ties by `select_last_index`. **Hardmax** marks the
+//!   position ArgMax gives; **TopK** orders by value, NaN counting as the largest,
+//!   equal values by position, and always returns its results sorted.
 //! - **Floor**, **Round** (halves to even) and the trigonometric and hyperbolic functions
 //!   are f64's, rounded once; **Reciprocal** is `1 / x` (`±inf` at `±0`). **Sign** gives
 //!   `+0` for both zeros and NaN for NaN (numpy's `sign`). **GreaterOrEqual** and
@@ -110,6 +112,9 @@ pub(crate) fn run(
         OpKind::BatchNormalization => return Some(norm::batch_norm(node, inputs, outputs)),
         _ => {}
     }
+    if node.op == OpKind::TopK {
+        return Some(arg::top_k(node, inputs, outputs));
+    }
     let x = &inputs[0];
     let out = &mut outputs[0];
     Some(match node.op {
@@ -127,7 +132,8 @@ pub(crate) fn run(
             Ok(())
         }
         OpKind::Not => logic::not(x, out),
-        OpKind::And => logic::and(x, &inputs[1], out),
+        OpKind::And | OpKind::Or | OpKind::Xor => logic::and(node.op, x, &inputs[1], out),
+        OpKind::Hardmax => arg::hardmax(node, x, out),
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
@@ -284,7 +290,9 @@ fn signature(op: OpKind) -> Option<Signature> {
             sig((2, 2), &[ORDERED], &[(0, 1)])
         }
         OpKind::Not => sig((1, 1), &[BOOL], &[]),
-        OpKind::And => sig((2, 2), &[BOOL], &[]),
+        OpKind::And | OpKind::Or | OpKind::Xor => sig((2, 2), &[BOOL], &[]),
+        OpKind::Hardmax => sig((1, 1), &[ANY_FLOAT], &[]),
+        OpKind::TopK => sig((1, 2), &[ORDERED, I64], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
         OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
         OpKind::CastLike => sig((2, 2), &[&DType::ALL], &[]),

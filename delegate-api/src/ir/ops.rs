@@ -306,4 +306,17 @@ ops! {
     /// `[N, C, H, W]` to `[N, C b², H / b, W / b]` for `blocksize` b, the inverse of
     /// DepthToSpace's `DCR` mode.
     SpaceToDepth = 106,
+    /// Logical or of two bool tensors with numpy broadcasting.
+    Or = 107,
+    /// Logical exclusive or of two bool tensors with numpy broadcasting.
+    Xor = 108,
+    /// The `k` largest (`largest` 1, the default) or smallest elements along `axis`
+    /// (default -1) and their i64 positions: outputs `Values` and `Indices`. `k` is a
+    /// constant one-element i64 input 1 (or, before opset 10, the attribute `k`). Results
+    /// are in order (best first) whatever `sorted` says; equal values keep the lower
+    /// position first, and NaN counts as the largest value.
+    TopK = 109,
+    /// 1 at the first largest element along `axis` (default -1; NaN counts as largest),
+    /// 0 elsewhere, in the input's dtype (opset 13 semantics).
+    Hardmax = 110,
 }

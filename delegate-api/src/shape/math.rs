@@ -54,9 +54,11 @@ pub(crate) fn infer(
             o[0].0 = DType::Bool;
             o
         }),
-        OpKind::And => {
+        OpKind::And | OpKind::Or | OpKind::Xor => {
             bool_operands(op, inputs, 2).and_then(|()| binary(op, inputs, Some(DType::Bool)))
         }
+        OpKind::Hardmax => log_softmax(node, inputs),
+        OpKind::TopK => top_k(node, inputs, operand),
         OpKind::Not => bool_operands(op, inputs, 1)
             .and_then(|()| same_as_input(op, inputs))
             .map(|mut o| {
@@ -313,4 +315,32 @@ fn arg_extreme(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, S
         shape.remove(axis);
     }
     Ok(vec![(DType::I64, shape)])
+}
+
+/// TopK: `Values` in the input's dtype and `Indices` (i64), both the input's shape with
+/// `k` along `axis`. `k` is the constant input 1 or the attribute `k` (before opset 10).
+fn top_k(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let (dtype, x) = input(node.op, inputs, 0)?;
+    if x.is_empty() {
+        return Err("TopK needs an input of rank >= 1, got a scalar".into());
+    }
+    let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+    let k = match inputs.get(1) {
+        Some((DType::I64, s)) if s.iter().product::<usize>() == 1 => operand(1)
+            .and_then(|v| v.first().copied())
+            .ok_or("TopK k (input 1) must be a constant")?,
+        Some((d, s)) => return Err(format!("TopK k must be one i64 value, got {d} {s:?}")),
+        None => node.attr_int("k", -1),
+    };
+    let k = usize::try_from(k).map_err(|_| format!("TopK k {k} must not be negative"))?;
+    if k > x[axis] {
+        return Err(format!("TopK k {k} exceeds the axis extent {}", x[axis]));
+    }
+    let mut shape = x.clone();
+    shape[axis] = k;
+    Ok(vec![(*dtype, shape.clone()), (DType::I64, shape)])
 }

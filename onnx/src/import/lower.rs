@@ -472,7 +472,7 @@ impl Importer<'_> {
         n: &NodeProto,
         mut attrs: BTreeMap<String, Attr>,
     ) -> Result<(), OnnxError> {
-        let op = OpKind::from_name(&n.op_type).expect("Softmax and LogSoftmax are IR ops");
+        let op = OpKind::from_name(&n.op_type).expect("Softmax, LogSoftmax and Hardmax are IR ops");
         let out = self.single_output(name, n)?;
         let x = n.input.first().cloned().unwrap_or_default();
         let axis = match attrs.remove("axis") {

@@ -47,8 +47,9 @@ pub(crate) fn not(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), Kern
     Ok(())
 }
 
-/// Logical and of two bool tensors with broadcasting.
+/// Logical and, or or xor of two bool tensors with broadcasting.
 pub(crate) fn and(
+    op: OpKind,
     a: &TensorRef<'_>,
     b: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
@@ -59,7 +60,12 @@ pub(crate) fn and(
         broadcast_offsets(b.shape, &shape),
     );
     let (x, y) = (load::<u8>(a), load::<u8>(b));
-    store(out, &zip_map(&ia, &ib, |i, j| x[i] != 0 && y[j] != 0));
+    let f = match op {
+        OpKind::Or => |p: bool, q: bool| p || q,
+        OpKind::Xor => |p: bool, q: bool| p != q,
+        _ => |p: bool, q: bool| p && q,
+    };
+    store(out, &zip_map(&ia, &ib, |i, j| f(x[i] != 0, y[j] != 0)));
     Ok(())
 }
 

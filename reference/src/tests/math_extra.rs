@@ -166,3 +166,47 @@ fn further_reductions_and_their_empty_sets() {
     let r = run(&node(OpKind::ReduceMin, 1, &axis1), &[b]).unwrap();
     assert_eq!(bools(&r), [1, 0]);
 }
+
+#[test]
+fn or_xor_hardmax_and_top_k() {
+    let a = typed(DType::Bool, &[4], &[0u8, 0, 1, 1]);
+    let b = typed(DType::Bool, &[4], &[0u8, 1, 0, 1]);
+    let or = run(&node(OpKind::Or, 2, &[]), &[a.clone(), b.clone()]).unwrap();
+    assert_eq!(bools(&or), [0, 1, 1, 1]);
+    let xor = run(&node(OpKind::Xor, 2, &[]), &[a, b]).unwrap();
+    assert_eq!(bools(&xor), [0, 1, 1, 0]);
+    // The first of equal maxima, and NaN before any number.
+    let x = f32t(&[2, 3], &[1., 3., 3., 2., NAN, 5.]);
+    let h = run_f32(&node(OpKind::Hardmax, 1, &[]), std::slice::from_ref(&x)).1;
+    assert_bits(&h, &[0., 1., 0., 0., 1., 0.]);
+    let k2 = Tensor::from_i64(&[1], &[2]);
+    let n = Node {
+        outputs: vec![2, 3],
+        ..node(OpKind::TopK, 2, &[])
+    };
+    let views = [x.view(), k2.view()];
+    let (mut v, mut i) = (
+        Tensor::zeros(DType::F32, &[2, 2]),
+        Tensor::zeros(DType::I64, &[2, 2]),
+    );
+    run_node(&n, &views, &mut [v.view_mut(), i.view_mut()]).unwrap();
+    assert_bits(v.f32s(), &[3., 3., NAN, 5.]);
+    assert_eq!(i.values::<i64>(), &[1, 2, 1, 2]);
+    let smallest = Node {
+        outputs: vec![2, 3],
+        ..node(
+            OpKind::TopK,
+            2,
+            &[("largest", Attr::Int(0)), ("axis", Attr::Int(0))],
+        )
+    };
+    run_node(&smallest, &views, &mut [v.view_mut(), i.view_mut()]).unwrap_err();
+    let (mut v, mut i) = (
+        Tensor::zeros(DType::F32, &[2, 3]),
+        Tensor::zeros(DType::I64, &[2, 3]),
+    );
+    run_node(&smallest, &views, &mut [v.view_mut(), i.view_mut()]).unwrap();
+    // Smallest first, NaN (the largest value) last.
+    assert_bits(v.f32s(), &[1., 3., 3., 2., NAN, 5.]);
+    assert_eq!(i.values::<i64>(), &[0, 0, 0, 1, 1, 1]);
+}

@@ -146,3 +146,58 @@ pub(super) fn arg_extreme(s: &mut Sink) -> Result<()> {
     }
     Ok(())
 }
+
+/// Hardmax along each axis, with ties (small integers) and special values.
+pub(super) fn hardmax(s: &mut Sink) -> Result<()> {
+    let ties = Fill::Cycle(vec![1.0, 3.0, 3.0, -2.0, 3.0, 0.0, -2.0]);
+    for axis in [0i64, 1, -1] {
+        let a = if axis < 0 {
+            format!("neg{}", -axis)
+        } else {
+            axis.to_string()
+        };
+        let attrs = [("axis", Attr::Int(axis))];
+        s.one_with(F32, &format!("3x4x5_axis{a}"), (&[3, 4, 5], &ties), &attrs)?;
+    }
+    s.one(F32, "random_2x33", &[2, 33], &Fill::Range(-10.0, 10.0))?;
+    s.one(F32, "specials", &[4, 12], &specials())?;
+    s.one(F16, "specials", &[2, 10], &specials_f16())?;
+    Ok(())
+}
+
+/// TopK: both outputs, largest and smallest, every axis, ties, specials, k of 0 and of
+/// the whole axis, and integer dtypes.
+pub(super) fn top_k(s: &mut Sink) -> Result<()> {
+    let ties = Fill::Cycle(vec![1.0, 3.0, 3.0, -2.0, 3.0, 0.0, -2.0]);
+    let mut case =
+        |dtype: DType, desc: &str, shape: &[usize], fill: &Fill, k: i64, attrs: &[(&str, Attr)]| {
+            let id = super::super::gen::case_id(s.op, dtype, desc);
+            let mut rng = super::super::gen::Rng::for_id(&id);
+            let x = super::super::gen::Draw::tensor(&mut rng, dtype, shape, fill);
+            let kt = baton_delegate_api::Tensor::from_i64(&[1], &[k]);
+            let c =
+                super::multi_output_case(&id, s.op, dtype, &[(x, false), (kt, true)], attrs, 2)?;
+            s.out.push(c);
+            Ok::<(), crate::error::Error>(())
+        };
+    for axis in [0i64, 1, -1] {
+        for largest in [1i64, 0] {
+            let a = if axis < 0 {
+                format!("neg{}", -axis)
+            } else {
+                axis.to_string()
+            };
+            let attrs = [("axis", Attr::Int(axis)), ("largest", Attr::Int(largest))];
+            let desc = format!("3x4x5_axis{a}_largest{largest}_k2");
+            case(F32, &desc, &[3, 4, 5], &ties, 2, &attrs)?;
+        }
+    }
+    case(F32, "specials_k5", &[2, 12], &specials(), 5, &[])?;
+    case(F32, "k0", &[3, 4], &Fill::Range(-1.0, 1.0), 0, &[])?;
+    case(F32, "k_all", &[3, 4], &Fill::Range(-1.0, 1.0), 4, &[])?;
+    case(F16, "k3", &[2, 10], &specials_f16(), 3, &[])?;
+    for dtype in [I8, U8, I32, I64] {
+        case(dtype, "ties_k3", &[3, 7], &ties, 3, &[])?;
+    }
+    Ok(())
+}
