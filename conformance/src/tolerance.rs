@@ -71,11 +71,23 @@ impl Family {
             | OpKind::Greater
             | OpKind::Less
             | OpKind::And
+            | OpKind::Or
+            | OpKind::Xor
+            | OpKind::TopK
+            | OpKind::Hardmax
             | OpKind::Not
             | OpKind::Where
             | OpKind::Cast
             | OpKind::CastLike
             | OpKind::Ceil
+            | OpKind::Floor
+            | OpKind::Round
+            | OpKind::Sign
+            | OpKind::Mod
+            | OpKind::IsNaN
+            | OpKind::IsInf
+            | OpKind::GreaterOrEqual
+            | OpKind::LessOrEqual
             | OpKind::QuantizeLinear
             | OpKind::DequantizeLinear => Family::Elementwise,
             OpKind::Pow
@@ -87,13 +99,33 @@ impl Family {
             | OpKind::HardSigmoid
             | OpKind::HardSwish
             | OpKind::Gelu
+            | OpKind::Reciprocal
+            | OpKind::Sin
+            | OpKind::Cos
+            | OpKind::Tan
+            | OpKind::Asin
+            | OpKind::Acos
+            | OpKind::Atan
+            | OpKind::Sinh
+            | OpKind::Cosh
+            | OpKind::Asinh
+            | OpKind::Acosh
+            | OpKind::Atanh
             | OpKind::Resize => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
             | OpKind::LayerNormalization
             | OpKind::ReduceMean
             | OpKind::ReduceSum
-            | OpKind::ReduceMax => Family::Reduction,
+            | OpKind::ReduceMax
+            | OpKind::ReduceMin
+            | OpKind::ReduceProd
+            | OpKind::ReduceL1
+            | OpKind::ReduceL2
+            | OpKind::ReduceLogSumExp
+            | OpKind::ReduceSumSquare
+            | OpKind::ArgMax
+            | OpKind::ArgMin => Family::Reduction,
             OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
@@ -106,7 +138,14 @@ impl Family {
             | OpKind::Shape
             | OpKind::Size
             | OpKind::Identity
-            | OpKind::ConstantOfShape => Family::DataMovement,
+            | OpKind::ConstantOfShape
+            | OpKind::Trilu
+            | OpKind::GatherElements
+            | OpKind::GatherND
+            | OpKind::DepthToSpace
+            | OpKind::SpaceToDepth => Family::DataMovement,
+            // Reductions (add, mul) of repeated indices, running sums.
+            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum => Family::Reduction,
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

@@ -275,9 +275,9 @@ extern "C" {
  * op codes (BATON_OP_POW and after); a 1.0 reader refuses a graph holding one of them. 1.2
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
- * control flow to a plugin (see section 7). */
+ * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after. */
 #define BATON_WIRE_MAJOR 1u
-#define BATON_WIRE_MINOR 2u
+#define BATON_WIRE_MINOR 3u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
 #define BATON_BTIR_MAX_GRAPH_DEPTH 16u
 
@@ -473,6 +473,47 @@ typedef int32_t BatonStatus;
 #define BATON_OP_IF 68u   /* control flow: never sent to a plugin */
 #define BATON_OP_LOOP 69u /* control flow: never sent to a plugin */
 #define BATON_OP_CASTLIKE 70u
+/* Added in wire 1.3. */
+#define BATON_OP_GREATEROREQUAL 71u
+#define BATON_OP_LESSOREQUAL 72u
+#define BATON_OP_FLOOR 73u
+#define BATON_OP_ROUND 74u
+#define BATON_OP_SIGN 75u
+#define BATON_OP_RECIPROCAL 76u
+#define BATON_OP_MOD 77u
+#define BATON_OP_ISNAN 78u
+#define BATON_OP_ISINF 79u
+#define BATON_OP_SIN 80u
+#define BATON_OP_COS 81u
+#define BATON_OP_TAN 82u
+#define BATON_OP_ASIN 83u
+#define BATON_OP_ACOS 84u
+#define BATON_OP_ATAN 85u
+#define BATON_OP_SINH 86u
+#define BATON_OP_COSH 87u
+#define BATON_OP_ASINH 88u
+#define BATON_OP_ACOSH 89u
+#define BATON_OP_ATANH 90u
+#define BATON_OP_ARGMAX 91u
+#define BATON_OP_ARGMIN 92u
+#define BATON_OP_REDUCEMIN 93u
+#define BATON_OP_REDUCEPROD 94u
+#define BATON_OP_REDUCEL1 95u
+#define BATON_OP_REDUCEL2 96u
+#define BATON_OP_REDUCELOGSUMEXP 97u
+#define BATON_OP_REDUCESUMSQUARE 98u
+#define BATON_OP_CUMSUM 99u
+#define BATON_OP_TRILU 100u
+#define BATON_OP_GATHERELEMENTS 101u
+#define BATON_OP_SCATTERELEMENTS 102u
+#define BATON_OP_GATHERND 103u
+#define BATON_OP_SCATTERND 104u
+#define BATON_OP_DEPTHTOSPACE 105u
+#define BATON_OP_SPACETODEPTH 106u
+#define BATON_OP_OR 107u
+#define BATON_OP_XOR 108u
+#define BATON_OP_TOPK 109u
+#define BATON_OP_HARDMAX 110u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

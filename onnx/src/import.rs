@@ -9,7 +9,8 @@
 //!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
-//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`;
+//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
+//!   Mish, Celu, Shrink and ReduceLogSum by `activation`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -36,6 +37,7 @@ use super::proto::attribute_proto::AttributeType;
 use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
+mod activation;
 mod control;
 mod legacy;
 mod lower;
@@ -208,13 +210,22 @@ impl<'a> Importer<'a> {
             | "Max"
             | "Min"
             | "InstanceNormalization" => return self.lower(&name, n, &attrs),
-            "Softmax" | "LogSoftmax" if self.opset < 13 => {
+            "Softsign" | "Mish" | "Celu" | "Shrink" | "ReduceLogSum" => {
+                return self.lower_activation(&name, n, &attrs)
+            }
+            "Softmax" | "LogSoftmax" | "Hardmax" if self.opset < 13 => {
                 return self.softmax_2d(&name, n, attrs);
             }
             _ => {}
         }
         let op = OpKind::from_name(&n.op_type)
             .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
+        if let Some(since) = first_opset(op).filter(|&v| self.opset < v) {
+            return Err(at(format!(
+                "{op} exists from opset {since}; the model declares opset {}",
+                self.opset
+            )));
+        }
         if matches!(op, OpKind::LSTM | OpKind::GRU) && attrs.get("layout") == Some(&Attr::Int(1)) {
             return self.recurrent_batch_first(&name, op, n, attrs);
         }
@@ -623,4 +634,23 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
             .collect(),
     };
     Ok((dtype, dims))
+}
+
+/// The opset that introduced `op`, for the ops added after opset 1: a node of an older
+/// opset is not valid ONNX, and guessing what its writer meant would be wrong.
+fn first_opset(op: OpKind) -> Option<i64> {
+    Some(match op {
+        OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
+        OpKind::Round => 11,
+        OpKind::Mod | OpKind::IsInf => 10,
+        OpKind::Sign
+        | OpKind::IsNaN
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh => 9,
+        OpKind::Sin | OpKind::Cos | OpKind::Tan | OpKind::Asin | OpKind::Acos | OpKind::Atan => 7,
+        _ => return None,
+    })
 }

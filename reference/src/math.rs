@@ -58,7 +58,27 @@
 //!   where the NaN sits), and of equal values keeps the first, so the maximum of
 //!   `[-0, 0]` is `-0`. Integer ReduceSum wraps. ReduceMax of bool is "any", and of
 //!   nothing false.
+//! - **ReduceMin** mirrors ReduceMax (of nothing: +inf, the type's maximum, or true for
+//!   bool). **ReduceProd** of nothing is 1, **ReduceL1**, **ReduceL2** and
+//!   **ReduceSumSquare** of nothing 0; integer Prod, L1 and SumSquare wrap like Sum.
+//!   **ReduceLogSumExp** is `max + ln(sum(exp(x - max)))` (of nothing: -inf; an infinite or
+//!   NaN maximum is the result). **ArgMax** and **ArgMin** count NaN as found before any
+//!   number (numpy's rule) and break ties by `select_last_index`. **Hardmax** marks the
+//!   position ArgMax gives; **TopK** orders by value, NaN counting as the largest,
+//!   equal values by position, and always returns its results sorted.
+//! - **Floor**, **Round** (halves to even) and the trigonometric and hyperbolic functions
+//!   are f64's, rounded once; **Reciprocal** is `1 / x` (`±inf` at `±0`). **Sign** gives
+//!   `+0` for both zeros and NaN for NaN (numpy's `sign`). **GreaterOrEqual** and
+//!   **LessOrEqual** are false when a NaN is involved, as the other comparisons.
+//! - **Mod** with `fmod` 0 takes the divisor's sign (numpy's `mod`, also for floats,
+//!   where ONNX requires `fmod` 1 but its reference computes numpy's `mod`), with `fmod`
+//!   1 the dividend's (C's `fmod`). Both are exact. An integer remainder by zero is an
+//!   arithmetic error; a float one is NaN.
+//! - **IsNaN** and **IsInf** read every float width exactly, so a NaN or infinity of any
+//!   format is found.
 
+mod arg;
+mod arith;
 mod cast;
 mod logic;
 mod norm;
@@ -92,20 +112,41 @@ pub(crate) fn run(
         OpKind::BatchNormalization => return Some(norm::batch_norm(node, inputs, outputs)),
         _ => {}
     }
+    if node.op == OpKind::TopK {
+        return Some(arg::top_k(node, inputs, outputs));
+    }
     let x = &inputs[0];
     let out = &mut outputs[0];
     Some(match node.op {
         OpKind::Neg | OpKind::Abs => unary::neg_abs(node, x, out),
         OpKind::Pow => unary::pow(x, &inputs[1], out),
-        OpKind::Equal | OpKind::Greater | OpKind::Less => logic::compare(node, x, &inputs[1], out),
+        OpKind::Equal
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual => logic::compare(node, x, &inputs[1], out),
+        OpKind::Sign => arith::sign(x, out),
+        OpKind::Mod => arith::modulo(node, x, &inputs[1], out),
+        OpKind::IsNaN | OpKind::IsInf => {
+            arith::classify(node, x, out);
+            Ok(())
+        }
         OpKind::Not => logic::not(x, out),
-        OpKind::And => logic::and(x, &inputs[1], out),
+        OpKind::And | OpKind::Or | OpKind::Xor => logic::and(node.op, x, &inputs[1], out),
+        OpKind::Hardmax => arg::hardmax(node, x, out),
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
-        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => {
-            reduce::reduce(node, inputs, out)
-        }
+        OpKind::ReduceMean
+        | OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd
+        | OpKind::ReduceL1
+        | OpKind::ReduceL2
+        | OpKind::ReduceLogSumExp
+        | OpKind::ReduceSumSquare => reduce::reduce(node, inputs, out),
+        OpKind::ArgMax | OpKind::ArgMin => arg::arg_extreme(node, x, out),
         _ => unary::float_unary(node, x, out),
     })
 }
@@ -113,6 +154,17 @@ pub(crate) fn run(
 const FLOATS: &[DType] = &[DType::F32, DType::F16];
 /// The element-wise float ops evaluate in f64, so any standard float width works.
 const ANY_FLOAT: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::BF16];
+/// IsNaN and IsInf read every float format, the 8- and 4-bit ones included.
+const ALL_FLOAT: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::F64,
+    DType::BF16,
+    DType::F8E4M3FN,
+    DType::F8E4M3FNUZ,
+    DType::F8E5M2,
+    DType::F8E5M2FNUZ,
+];
 const NUMERIC: &[DType] = &[
     DType::F32,
     DType::F16,
@@ -207,19 +259,40 @@ fn signature(op: OpKind) -> Option<Signature> {
         | OpKind::Log
         | OpKind::Erf
         | OpKind::Ceil
+        | OpKind::Floor
+        | OpKind::Round
+        | OpKind::Reciprocal
+        | OpKind::Sin
+        | OpKind::Cos
+        | OpKind::Tan
+        | OpKind::Asin
+        | OpKind::Acos
+        | OpKind::Atan
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
         | OpKind::Gelu => sig((1, 1), &[ANY_FLOAT], &[]),
+        OpKind::IsNaN | OpKind::IsInf => sig((1, 1), &[ALL_FLOAT], &[]),
+        OpKind::Sign => sig((1, 1), &[NUMERIC], &[]),
+        OpKind::Mod => sig((2, 2), &[NUMERIC], &[(0, 1)]),
         OpKind::LogSoftmax => sig((1, 1), &[FLOATS], &[]),
         OpKind::Neg => sig((1, 1), &[SIGNED], &[]),
         OpKind::Abs => sig((1, 1), &[NUMERIC], &[]),
         // ONNX lets the exponent have any numeric dtype, independent of the base's.
         OpKind::Pow => sig((2, 2), &[POW_BASE, NUMERIC], &[]),
         OpKind::Equal => sig((2, 2), &[&DType::ALL], &[(0, 1)]),
-        OpKind::Greater | OpKind::Less => sig((2, 2), &[ORDERED], &[(0, 1)]),
+        OpKind::Greater | OpKind::Less | OpKind::GreaterOrEqual | OpKind::LessOrEqual => {
+            sig((2, 2), &[ORDERED], &[(0, 1)])
+        }
         OpKind::Not => sig((1, 1), &[BOOL], &[]),
-        OpKind::And => sig((2, 2), &[BOOL], &[]),
+        OpKind::And | OpKind::Or | OpKind::Xor => sig((2, 2), &[BOOL], &[]),
+        OpKind::Hardmax => sig((1, 1), &[ANY_FLOAT], &[]),
+        OpKind::TopK => sig((1, 2), &[ORDERED, I64], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
         OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
         OpKind::CastLike => sig((2, 2), &[&DType::ALL], &[]),
@@ -227,7 +300,12 @@ fn signature(op: OpKind) -> Option<Signature> {
         OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),
         OpKind::LayerNormalization => sig((2, 3), &[FLOATS], &[(0, 1), (0, 2)]),
         OpKind::ReduceMean | OpKind::ReduceSum => sig((1, 2), &[REDUCIBLE, I64], &[]),
-        OpKind::ReduceMax => sig((1, 2), &[MAX_REDUCIBLE, I64], &[]),
+        OpKind::ReduceMax | OpKind::ReduceMin => sig((1, 2), &[MAX_REDUCIBLE, I64], &[]),
+        OpKind::ReduceProd | OpKind::ReduceL1 | OpKind::ReduceSumSquare => {
+            sig((1, 2), &[REDUCIBLE, I64], &[])
+        }
+        OpKind::ReduceL2 | OpKind::ReduceLogSumExp => sig((1, 2), &[ANY_FLOAT, I64], &[]),
+        OpKind::ArgMax | OpKind::ArgMin => sig((1, 1), &[ORDERED], &[]),
         _ => None,
     }
 }

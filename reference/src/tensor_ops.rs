@@ -36,8 +36,13 @@
 //!   converts as Cast does (honouring `saturate`). **DequantizeLinear** computes
 //!   `(x - zero_point) * scale` exactly and rounds once to the output dtype. Both take
 //!   per-tensor, per-axis and blocked (`block_size`) scales.
+//! - **GatherElements, ScatterElements, GatherND, ScatterND**: an index outside its axis
+//!   is a [`KernelError::Arithmetic`]; scatters apply updates in index order (a repeated
+//!   index without a reduction keeps the last). **CumSum** sums in f64 (integers exactly,
+//!   wrapping) and rounds each output once. **Trilu** zeroes with all-zero bytes (`+0`).
 
 mod conv_transpose;
+mod index;
 mod movement;
 mod quantize;
 mod recurrent;
@@ -57,6 +62,17 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
     const FLOAT: &[DType] = &[DType::F32, DType::F16];
     const I64: &[DType] = &[DType::I64];
     const SCALE: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+    const INDEX: &[DType] = &[DType::I32, DType::I64];
+    const SUMMABLE: &[DType] = &[
+        DType::F32,
+        DType::F16,
+        DType::F64,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U32,
+        DType::U64,
+    ];
     // `quantize::QUANT_INTS` and `quantize::QUANT_FLOATS` (checked in a test), plus i32
     // for DequantizeLinear.
     const QUANTIZED: &[DType] = &[
@@ -124,6 +140,13 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
             ],
         ),
         OpKind::DequantizeLinear => (2, &[Of(DEQUANTIZABLE), Of(SCALE), Same]),
+        OpKind::CumSum => (2, &[Of(SUMMABLE), Of(INDEX)]),
+        OpKind::Trilu => (1, &[Of(ANY), Of(I64)]),
+        OpKind::GatherElements => (2, &[Of(ANY), Of(INDEX)]),
+        OpKind::ScatterElements => (3, &[Of(ANY), Of(INDEX), Same]),
+        OpKind::GatherND => (2, &[Of(ANY), Of(I64)]),
+        OpKind::ScatterND => (3, &[Of(ANY), Of(I64), Same]),
+        OpKind::DepthToSpace | OpKind::SpaceToDepth => (1, &[Of(ANY)]),
         _ => return None,
     };
     Some(check_signature(op, input_dtypes, min, rules))
@@ -158,6 +181,13 @@ pub(crate) fn run(
         OpKind::LSTM | OpKind::GRU => recurrent::recurrent(node, inputs, outputs),
         OpKind::QuantizeLinear => quantize::quantize(node, inputs, &mut outputs[0]),
         OpKind::DequantizeLinear => quantize::dequantize(node, inputs, &mut outputs[0]),
+        OpKind::CumSum => index::cumsum(node, inputs, &mut outputs[0]),
+        OpKind::Trilu => index::trilu(node, inputs, &mut outputs[0]),
+        OpKind::GatherElements => index::gather_elements(node, x, &inputs[1], &mut outputs[0]),
+        OpKind::ScatterElements => index::scatter_elements(node, inputs, &mut outputs[0]),
+        OpKind::GatherND => index::gather_nd(node, x, &inputs[1], &mut outputs[0]),
+        OpKind::ScatterND => index::scatter_nd(node, inputs, &mut outputs[0]),
+        OpKind::DepthToSpace | OpKind::SpaceToDepth => index::depth_space(node, x, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

@@ -12,11 +12,13 @@ use baton_delegate_api::DType::{Bool, F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
 
 use super::elementwise::UNARY_SHAPES;
-use super::gen::{case_id, dims, ints, tensor, Draw, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
+use super::gen::{case_id, dims, tensor, Draw, Fill, Maker, Rng, SPECIALS, SPECIALS_F16};
 use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 
+mod arith;
 mod cast;
+mod reduce;
 
 /// Appends the cases of `op` if it belongs to this family.
 pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
@@ -27,21 +29,52 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         | OpKind::Log
         | OpKind::Erf
         | OpKind::Ceil
+        | OpKind::Floor
+        | OpKind::Round
+        | OpKind::Reciprocal
+        | OpKind::Sin
+        | OpKind::Cos
+        | OpKind::Tan
+        | OpKind::Asin
+        | OpKind::Acos
+        | OpKind::Atan
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
         | OpKind::Gelu => float_unary(s),
-        OpKind::Neg | OpKind::Abs => neg_abs(s),
+        OpKind::Neg | OpKind::Abs | OpKind::Sign => neg_abs(s),
         OpKind::Pow => pow(s),
-        OpKind::Equal | OpKind::Greater | OpKind::Less => compare(s),
-        OpKind::Not | OpKind::And => logic(s),
+        OpKind::Mod => arith::modulo(s),
+        OpKind::IsNaN | OpKind::IsInf => arith::classify(s),
+        OpKind::Equal
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual => compare(s),
+        OpKind::Not | OpKind::And | OpKind::Or | OpKind::Xor => logic(s),
+        OpKind::TopK => arith::top_k(s),
+        OpKind::Hardmax => arith::hardmax(s),
         OpKind::Where => select(s),
         OpKind::Cast => cast::cast(s),
         OpKind::CastLike => cast::cast_like(s),
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),
-        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(s),
+        OpKind::ReduceMean
+        | OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd
+        | OpKind::ReduceL1
+        | OpKind::ReduceL2
+        | OpKind::ReduceLogSumExp
+        | OpKind::ReduceSumSquare => reduce::reduce(s),
+        OpKind::ArgMax | OpKind::ArgMin => arith::arg_extreme(s),
         _ => Ok(()),
     }
 }
@@ -115,6 +148,8 @@ fn float_unary(s: &mut Sink) -> Result<()> {
         OpKind::Log => Fill::Range(1e-3, 100.0),
         OpKind::Exp => Fill::Range(-20.0, 20.0),
         OpKind::Erf => Fill::Range(-4.0, 4.0),
+        OpKind::Asin | OpKind::Acos | OpKind::Atanh => Fill::Range(-1.0, 1.0),
+        OpKind::Acosh => Fill::Range(1.0, 50.0),
         _ => Fill::Range(-8.0, 8.0),
     };
     let f = |name, v: f32| (name, Attr::Float(v));
@@ -146,6 +181,14 @@ fn float_unary(s: &mut Sink) -> Result<()> {
         OpKind::Gelu | OpKind::Erf => vec![-12.0, -9.0, -6.0, -5.5, -3.0, 3.0, 4.0, 6.0],
         OpKind::HardSigmoid => vec![-2.5, -2.4, 2.4, 2.5, 2.6, -2.6, 0.0, -0.0],
         OpKind::HardSwish => vec![-3.0, -2.9, 2.9, 3.0, 3.1, -3.1, 0.0, -0.0],
+        // Halves (Round goes to even), just below integers, and the signed zeros.
+        OpKind::Floor | OpKind::Round => vec![-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, 2.9999998],
+        // The domain's ends and poles.
+        OpKind::Asin | OpKind::Acos | OpKind::Atanh | OpKind::Acosh => {
+            vec![-1.0, 1.0, -1.0000001, 1.0000001, 0.0, -0.0, 0.9999999, 2.0]
+        }
+        OpKind::Reciprocal => vec![0.0, -0.0, 1e-39, -1e-39, 3e38, -3e38, 1e-30, 7.0],
+        OpKind::Sinh | OpKind::Cosh => vec![88.0, 89.0, 710.0, -89.0, -710.0, 0.0, -0.0, 1e-8],
         _ => vec![1e-30, 1e-10, 1.0, 2.0, 10.0, 1e10, 1e30, 3e38],
     };
     s.one(F32, "edges", &[8], &Fill::Cycle(edges))?;
@@ -167,6 +210,7 @@ fn float_unary(s: &mut Sink) -> Result<()> {
     Ok(())
 }
 
+/// Neg, Abs and Sign: floats with specials and signed zeros, integers with their extremes.
 fn neg_abs(s: &mut Sink) -> Result<()> {
     for &shape in &UNARY_SHAPES[..6] {
         s.one(F32, &dims(shape), shape, &Fill::Range(-10.0, 10.0))?;
@@ -175,7 +219,7 @@ fn neg_abs(s: &mut Sink) -> Result<()> {
     s.one(F32, "negzero", &[6], &Fill::Cycle(NEG_ZERO.to_vec()))?;
     s.one(F16, "specials", &[10], &specials_f16())?;
     let mut dtypes = vec![I8, I32, I64];
-    if s.op == OpKind::Abs {
+    if s.op != OpKind::Neg {
         dtypes.push(U8);
     }
     for dtype in dtypes {
@@ -374,7 +418,7 @@ fn logic_model(op: OpKind, desc: &str, shape: &[usize]) -> Result<Case> {
         let hi = b.constant_f32("hi", &[], &[0.5]);
         let above = b.node(OpKind::Greater, &[xi, lo], &[]).map_err(err)?;
         let below = b.node(OpKind::Less, &[xi, hi], &[]).map_err(err)?;
-        b.node(OpKind::And, &[above, below], &[]).map_err(err)?
+        b.node(op, &[above, below], &[]).map_err(err)?
     };
     b.rename(y, "out");
     b.output(y);
@@ -611,142 +655,5 @@ fn multi_output_case(
         op: op.name().to_string(),
         dtype: Some(dtype),
         body: CaseBody::Op { graph, inputs },
-    })
-}
-
-/// How a Reduce case gives its axes.
-#[derive(Clone, Copy)]
-enum Axes {
-    /// No axes at all.
-    None,
-    /// The `axes` attribute (opset 13-17 style).
-    Attr(&'static [i64]),
-    /// A constant i64 input 1 (opset 18 style); may be empty.
-    Input(&'static [i64]),
-}
-
-/// A Reduce case: axes, `keepdims` and `noop_with_empty_axes`.
-#[derive(Clone, Copy)]
-struct ReduceSpec(Axes, i64, i64);
-
-fn reduce(s: &mut Sink) -> Result<()> {
-    use Axes::{Attr as A, Input as In};
-    // (X shape, description suffix, spec); the id is `{shape}_{suffix}`.
-    let variants: &[(&[usize], &str, ReduceSpec)] = &[
-        (&[3, 4, 5], "attr_axis1", ReduceSpec(A(&[1]), 1, 0)),
-        (&[3, 4, 5], "input_axis1_keep0", ReduceSpec(In(&[1]), 0, 0)),
-        (&[3, 4, 5], "input_axes0_2", ReduceSpec(In(&[0, 2]), 1, 0)),
-        (
-            &[3, 4, 5],
-            "attr_axisneg1_keep0",
-            ReduceSpec(A(&[-1]), 0, 0),
-        ),
-        (
-            &[3, 4, 5],
-            "input_axesneg3_neg1_keep0",
-            ReduceSpec(In(&[-3, -1]), 0, 0),
-        ),
-        (&[3, 4, 5], "all", ReduceSpec(Axes::None, 1, 0)),
-        (&[3, 4, 5], "all_keep0", ReduceSpec(Axes::None, 0, 0)),
-        (&[3, 4, 5], "empty_axes_input", ReduceSpec(In(&[]), 1, 0)),
-        (&[3, 4, 5], "noop_empty_input", ReduceSpec(In(&[]), 1, 1)),
-        (&[3, 4, 5], "noop_no_axes", ReduceSpec(Axes::None, 0, 1)),
-        (&[7], "axis0", ReduceSpec(A(&[0]), 1, 0)),
-        (&[1, 33], "axis1", ReduceSpec(In(&[1]), 1, 0)),
-        (&[2, 1, 3], "size1_axis", ReduceSpec(In(&[1]), 0, 0)),
-        (&[], "all", ReduceSpec(Axes::None, 1, 0)),
-        (&[2, 0, 3], "axis0_empty_out", ReduceSpec(In(&[0]), 1, 0)),
-        (&[2, 0, 3], "axis1_empty_set", ReduceSpec(In(&[1]), 1, 0)),
-    ];
-    let f16_cases = ["3x4x5_attr_axis1", "1x33_axis1", "3x4x5_all"];
-    let int_cases = ["3x4x5_attr_axis1", "3x4x5_input_axes0_2", "3x4x5_all_keep0"];
-    for dtype in [F32, F16, I32, I64] {
-        for (shape, suffix, spec) in variants {
-            let desc = format!("{}_{suffix}", dims(shape));
-            // An integer mean over an empty set is undefined (an error in the reference).
-            let empty_ok = s.op != OpKind::ReduceMean && suffix == &"axis1_empty_set";
-            let wanted = match dtype {
-                F32 => true,
-                F16 => f16_cases.contains(&desc.as_str()),
-                _ => int_cases.contains(&desc.as_str()) || *suffix == "noop_no_axes" || empty_ok,
-            };
-            let fill = match dtype {
-                I32 => Fill::Range(-1e6, 1e6),
-                I64 => Fill::Range(-1e15, 1e15),
-                _ => Fill::Range(-10.0, 10.0),
-            };
-            if wanted {
-                let x = rng_input(shape, fill);
-                reduce_case(s, dtype, &desc, x, spec)?;
-            }
-        }
-    }
-    let special_fills: [(&str, DType, Fill); 4] = [
-        ("specials", F32, Fill::Mixed(SPECIALS.to_vec(), -1.0, 1.0)),
-        ("negzero", F32, Fill::Cycle(NEG_ZERO.to_vec())),
-        ("large_1e30", F32, Fill::Range(-1e30, 1e30)),
-        (
-            "specials",
-            F16,
-            Fill::Mixed(SPECIALS_F16.to_vec(), -1.0, 1.0),
-        ),
-    ];
-    for (desc, dtype, fill) in special_fills {
-        reduce_case(
-            s,
-            dtype,
-            desc,
-            rng_input(&[4, 12], fill),
-            &ReduceSpec(In(&[1]), 1, 0),
-        )?;
-    }
-    // Integer sums wrap; means and maxima stay exact near the limits.
-    for dtype in [I32, I64] {
-        let (lo, hi) = int_limits(dtype);
-        let x = int_tensor(dtype, &[4, 2], &[hi, hi, lo, 1, hi, -1, lo, lo]);
-        reduce_case(
-            s,
-            dtype,
-            "extremes",
-            ReduceInput::Given(x),
-            &ReduceSpec(A(&[1]), 1, 0),
-        )?;
-    }
-    Ok(())
-}
-
-/// The data operand of a Reduce case: generated, or given values.
-enum ReduceInput<'a> {
-    Generated(&'a [usize], Fill),
-    Given(Tensor),
-}
-
-fn rng_input(shape: &[usize], fill: Fill) -> ReduceInput<'_> {
-    ReduceInput::Generated(shape, fill)
-}
-
-fn reduce_case(
-    s: &mut Sink,
-    dtype: DType,
-    desc: &str,
-    x: ReduceInput,
-    spec: &ReduceSpec,
-) -> Result<()> {
-    let ReduceSpec(axes, keepdims, noop) = *spec;
-    let mut attrs = vec![("keepdims", Attr::Int(keepdims))];
-    if noop != 0 {
-        attrs.push(("noop_with_empty_axes", Attr::Int(noop)));
-    }
-    if let Axes::Attr(a) = axes {
-        attrs.push(("axes", ints(a)));
-    }
-    s.with(dtype, desc, &attrs, |m| {
-        match x {
-            ReduceInput::Generated(shape, fill) => m.input(shape, &fill),
-            ReduceInput::Given(t) => m.operand(t, false),
-        };
-        if let Axes::Input(a) = axes {
-            m.operand(Tensor::from_i64(&[a.len()], a), true);
-        }
     })
 }

@@ -15,6 +15,7 @@
 mod abi;
 mod elementwise;
 mod gen;
+mod indexing;
 mod linalg;
 mod math;
 mod models;
@@ -136,6 +137,7 @@ pub fn all() -> Result<Vec<Case>> {
             _ => {
                 math::cases(op, &mut out)?;
                 tensor_ops::cases(op, &mut out)?;
+                indexing::cases(op, &mut out)?;
             }
         }
     }

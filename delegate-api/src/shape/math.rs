@@ -2,7 +2,7 @@
 //! logic, Where, Cast and CastLike, the normalizations and the Reduce ops.
 //!
 //! Element-wise ops keep their operand's shape; binary and ternary ones broadcast with
-//! numpy rules. Comparisons, Not and And produce bool; Cast produces the dtype named by
+//! numpy rules. Comparisons, IsNaN, IsInf, Not and And produce bool; Cast produces the dtype named by
 //! its `to` attribute, CastLike that of its second operand. LayerNormalization lists three outputs (`Y`, `Mean`, `InvStdDev`),
 //! the last two f32 with the normalized axes kept as extents of 1.
 
@@ -24,16 +24,41 @@ pub(crate) fn infer(
         | OpKind::Abs
         | OpKind::Erf
         | OpKind::Ceil
+        | OpKind::Floor
+        | OpKind::Round
+        | OpKind::Sign
+        | OpKind::Reciprocal
+        | OpKind::Sin
+        | OpKind::Cos
+        | OpKind::Tan
+        | OpKind::Asin
+        | OpKind::Acos
+        | OpKind::Atan
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh
         | OpKind::LeakyRelu
         | OpKind::HardSigmoid
         | OpKind::HardSwish
         | OpKind::Gelu => same_as_input(op, inputs),
         OpKind::LogSoftmax => log_softmax(node, inputs),
-        OpKind::Pow => binary(op, inputs, None),
-        OpKind::Equal | OpKind::Greater | OpKind::Less => binary(op, inputs, Some(DType::Bool)),
-        OpKind::And => {
+        OpKind::Pow | OpKind::Mod => binary(op, inputs, None),
+        OpKind::Equal
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual => binary(op, inputs, Some(DType::Bool)),
+        OpKind::IsNaN | OpKind::IsInf => same_as_input(op, inputs).map(|mut o| {
+            o[0].0 = DType::Bool;
+            o
+        }),
+        OpKind::And | OpKind::Or | OpKind::Xor => {
             bool_operands(op, inputs, 2).and_then(|()| binary(op, inputs, Some(DType::Bool)))
         }
+        OpKind::Hardmax => log_softmax(node, inputs),
+        OpKind::TopK => top_k(node, inputs, operand),
         OpKind::Not => bool_operands(op, inputs, 1)
             .and_then(|()| same_as_input(op, inputs))
             .map(|mut o| {
@@ -45,7 +70,16 @@ pub(crate) fn infer(
         OpKind::CastLike => cast_like(inputs),
         OpKind::BatchNormalization => batch_norm(node, inputs),
         OpKind::LayerNormalization => layer_norm(node, inputs),
-        OpKind::ReduceMean | OpKind::ReduceSum | OpKind::ReduceMax => reduce(node, inputs, operand),
+        OpKind::ReduceMean
+        | OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd
+        | OpKind::ReduceL1
+        | OpKind::ReduceL2
+        | OpKind::ReduceLogSumExp
+        | OpKind::ReduceSumSquare => reduce(node, inputs, operand),
+        OpKind::ArgMax | OpKind::ArgMin => arg_extreme(node, inputs),
         _ => return None,
     };
     Some(r)
@@ -258,4 +292,55 @@ fn reduce(
         })
         .collect();
     Ok(vec![(*dtype, shape)])
+}
+
+/// ArgMax and ArgMin: i64 positions, `axis` kept as 1 or dropped. A scalar has no axis
+/// and an empty one no position, so both are errors.
+fn arg_extreme(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let op = node.op;
+    let (_, x) = input(op, inputs, 0)?;
+    if x.is_empty() {
+        return Err(format!("{op} needs an input of rank >= 1, got a scalar"));
+    }
+    let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+    if x[axis] == 0 {
+        return Err(format!(
+            "{op} along axis {axis} of extent 0 has no position to give"
+        ));
+    }
+    let mut shape = x.clone();
+    if node.attr_int("keepdims", 1) != 0 {
+        shape[axis] = 1;
+    } else {
+        shape.remove(axis);
+    }
+    Ok(vec![(DType::I64, shape)])
+}
+
+/// TopK: `Values` in the input's dtype and `Indices` (i64), both the input's shape with
+/// `k` along `axis`. `k` is the constant input 1 or the attribute `k` (before opset 10).
+fn top_k(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let (dtype, x) = input(node.op, inputs, 0)?;
+    if x.is_empty() {
+        return Err("TopK needs an input of rank >= 1, got a scalar".into());
+    }
+    let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+    let k = match inputs.get(1) {
+        Some((DType::I64, s)) if s.iter().product::<usize>() == 1 => operand(1)
+            .and_then(|v| v.first().copied())
+            .ok_or("TopK k (input 1) must be a constant")?,
+        Some((d, s)) => return Err(format!("TopK k must be one i64 value, got {d} {s:?}")),
+        None => node.attr_int("k", -1),
+    };
+    let k = usize::try_from(k).map_err(|_| format!("TopK k {k} must not be negative"))?;
+    if k > x[axis] {
+        return Err(format!("TopK k {k} exceeds the axis extent {}", x[axis]));
+    }
+    let mut shape = x.clone();
+    shape[axis] = k;
+    Ok(vec![(*dtype, shape.clone()), (DType::I64, shape)])
 }

@@ -4,6 +4,7 @@
 //! Operands that fix an output shape (axes, pads, repeats, target shapes) must be constant
 //! i64 tensors or, where ONNX once had them as attributes, attributes of the same name.
 
+mod index;
 mod layers;
 
 use super::{broadcast_shapes, normalize_axis, Outputs};
@@ -38,6 +39,13 @@ pub(crate) fn infer(
         OpKind::Resize => layers::resize(&ops),
         OpKind::LSTM | OpKind::GRU => layers::recurrent(&ops),
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => layers::quantize(&ops),
+        OpKind::CumSum => index::cumsum(&ops),
+        OpKind::Trilu => index::trilu(&ops),
+        OpKind::GatherElements => index::gather_elements(&ops),
+        OpKind::ScatterElements => index::scatter_elements(&ops),
+        OpKind::GatherND => index::gather_nd(&ops),
+        OpKind::ScatterND => index::scatter_nd(&ops),
+        OpKind::DepthToSpace | OpKind::SpaceToDepth => index::depth_space(&ops),
         _ => return None,
     };
     Some(r.and_then(check_outputs))

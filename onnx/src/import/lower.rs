@@ -383,7 +383,11 @@ impl Importer<'_> {
 
     /// Operand 0 and its rank; an error unless it is f32 of known rank (the rewrites'
     /// constants are f32).
-    fn f32_operand(&self, name: &str, n: &NodeProto) -> Result<(String, usize), OnnxError> {
+    pub(super) fn f32_operand(
+        &self,
+        name: &str,
+        n: &NodeProto,
+    ) -> Result<(String, usize), OnnxError> {
         let x = n.input.first().cloned().unwrap_or_default();
         match (self.dtype_of(&x), self.rank_of(&x)) {
             (Some(DType::F32), Some(rank)) => Ok((x, rank)),
@@ -468,7 +472,7 @@ impl Importer<'_> {
         n: &NodeProto,
         mut attrs: BTreeMap<String, Attr>,
     ) -> Result<(), OnnxError> {
-        let op = OpKind::from_name(&n.op_type).expect("Softmax and LogSoftmax are IR ops");
+        let op = OpKind::from_name(&n.op_type).expect("Softmax, LogSoftmax and Hardmax are IR ops");
         let out = self.single_output(name, n)?;
         let x = n.input.first().cloned().unwrap_or_default();
         let axis = match attrs.remove("axis") {
@@ -570,7 +574,7 @@ impl Importer<'_> {
     }
 
     /// The node's one output name; an error when it has several or none.
-    fn single_output(&self, name: &str, n: &NodeProto) -> Result<String, OnnxError> {
+    pub(super) fn single_output(&self, name: &str, n: &NodeProto) -> Result<String, OnnxError> {
         match n.output.as_slice() {
             [o] if !o.is_empty() => Ok(o.clone()),
             _ => Err(self.node_error(name, n, format!("{} has exactly one output", n.op_type))),

@@ -21,6 +21,8 @@ pub(crate) fn compare(
         OpKind::Equal => |o| o == Some(Ordering::Equal),
         OpKind::Greater => |o| o == Some(Ordering::Greater),
         OpKind::Less => |o| o == Some(Ordering::Less),
+        OpKind::GreaterOrEqual => |o| matches!(o, Some(Ordering::Greater | Ordering::Equal)),
+        OpKind::LessOrEqual => |o| matches!(o, Some(Ordering::Less | Ordering::Equal)),
         op => return Err(unsupported(node, format!("{op} is not a comparison"))),
     };
     let shape = out.shape().to_vec();
@@ -45,8 +47,9 @@ pub(crate) fn not(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), Kern
     Ok(())
 }
 
-/// Logical and of two bool tensors with broadcasting.
+/// Logical and, or or xor of two bool tensors with broadcasting.
 pub(crate) fn and(
+    op: OpKind,
     a: &TensorRef<'_>,
     b: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
@@ -57,7 +60,12 @@ pub(crate) fn and(
         broadcast_offsets(b.shape, &shape),
     );
     let (x, y) = (load::<u8>(a), load::<u8>(b));
-    store(out, &zip_map(&ia, &ib, |i, j| x[i] != 0 && y[j] != 0));
+    let f = match op {
+        OpKind::Or => |p: bool, q: bool| p || q,
+        OpKind::Xor => |p: bool, q: bool| p != q,
+        _ => |p: bool, q: bool| p && q,
+    };
+    store(out, &zip_map(&ia, &ib, |i, j| f(x[i] != 0, y[j] != 0)));
     Ok(())
 }
 

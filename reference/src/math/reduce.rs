@@ -1,12 +1,13 @@
-//! ReduceSum, ReduceMean and ReduceMax over f32, f16, f64, i32 and i64, and ReduceMax over
-//! bool.
+//! The Reduce ops: Sum, Mean, Max, Min, Prod, L1, L2, LogSumExp and SumSquare over f32,
+//! f16, f64 (and bf16), Sum, Mean, Max, Min, Prod, L1 and SumSquare over i32 and i64, and
+//! Max and Min over bool.
 
-use baton_delegate_api::ir::{DType, Node, OpKind};
+use baton_delegate_api::ir::{Node, OpKind};
 use baton_delegate_api::shape::normalize_axis;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 use super::rounding::store_rounded;
-use crate::data::{for_each_index, load, load_f64, load_ints, store, strides};
+use crate::data::{for_each_index, load, load_f64, load_ints, store_ints, strides};
 use crate::{shape_err, KernelError};
 
 /// Reduces `inputs[0]` over the node's axes (see the family's module docs for empty
@@ -48,47 +49,24 @@ pub(crate) fn reduce(
         .filter(|(_, &r)| r)
         .map(|(&n, _)| n)
         .product();
-    match x.dtype {
-        DType::F32 | DType::F16 | DType::F64 => {
-            let r = reduce_floats(node.op, &load_f64(x), &target, out_len, count);
-            store_rounded(out, &r);
-            Ok(())
-        }
-        DType::Bool => {
-            // Only ReduceMax takes bool (`supports`): the maximum of 0/1 is "any".
-            let r = reduce_ints(node, &small_ints(x), &target, out_len, count, 0)?;
-            let r: Vec<u8> = r.into_iter().map(|v| v as u8).collect();
-            store(out, &r);
-            Ok(())
-        }
-        DType::I32 => {
-            let r = reduce_ints(
-                node,
-                &small_ints(x),
-                &target,
-                out_len,
-                count,
-                i32::MIN as i64,
-            )?;
-            let r: Vec<i32> = r.into_iter().map(|v| v as i32).collect();
-            store(out, &r);
-            Ok(())
-        }
-        _ => {
-            let r = reduce_ints(node, &load::<i64>(x), &target, out_len, count, i64::MIN)?;
-            store(out, &r);
-            Ok(())
-        }
+    if x.dtype.is_float() {
+        let r = reduce_floats(node.op, &load_f64(x), &target, out_len, count);
+        store_rounded(out, &r);
+        return Ok(());
     }
+    // Integers and bool (0 and 1) in i128, wrapped to the dtype's bits on store; the
+    // identities of Max and Min are the dtype's extremes.
+    let (lo, hi) = x.dtype.int_range().unwrap_or((0, 1));
+    let r = reduce_ints(node, &load_ints(x), &target, out_len, count, (lo, hi))?;
+    store_ints(out, &r);
+    Ok(())
 }
 
-/// The elements of an i32 or bool tensor as i64.
-fn small_ints(x: &TensorRef<'_>) -> Vec<i64> {
-    load_ints(x).into_iter().map(|v| v as i64).collect()
-}
-
-/// Sum and mean in f64 from +0.0 (mean = sum / count, so 0/0 = NaN for nothing); max
-/// from -inf, NaN as soon as one element is NaN, the first of equal values kept.
+/// Float reductions in f64. Sums start from +0.0 (mean = sum / count, so 0/0 = NaN for
+/// nothing); Max and Min from -inf and +inf, NaN as soon as one element is NaN, the first
+/// of equal values kept; Prod from 1. LogSumExp subtracts each output's maximum before
+/// exponentiating, so it neither overflows nor underflows to `log(0)`; with an infinite
+/// or NaN maximum the result is that maximum (of nothing: -inf).
 fn reduce_floats(
     op: OpKind,
     v: &[f64],
@@ -96,73 +74,94 @@ fn reduce_floats(
     out_len: usize,
     count: usize,
 ) -> Vec<f64> {
-    let start = if op == OpKind::ReduceMax {
-        f64::NEG_INFINITY
-    } else {
-        0.0
+    let start = match op {
+        OpKind::ReduceMax | OpKind::ReduceLogSumExp => f64::NEG_INFINITY,
+        OpKind::ReduceMin => f64::INFINITY,
+        OpKind::ReduceProd => 1.0,
+        _ => 0.0,
     };
     let mut acc = vec![start; out_len];
     for (&e, &t) in v.iter().zip(target) {
         let a = &mut acc[t];
-        if op != OpKind::ReduceMax {
-            *a += e;
-        } else if e.is_nan() || e > *a {
+        match op {
             // `e > NaN` is false, so a NaN, once taken, stays.
-            *a = e;
+            OpKind::ReduceMax | OpKind::ReduceLogSumExp if e.is_nan() || e > *a => *a = e,
+            OpKind::ReduceMin if e.is_nan() || e < *a => *a = e,
+            OpKind::ReduceMax | OpKind::ReduceMin | OpKind::ReduceLogSumExp => {}
+            OpKind::ReduceProd => *a *= e,
+            OpKind::ReduceL1 => *a += e.abs(),
+            OpKind::ReduceL2 | OpKind::ReduceSumSquare => *a += e * e,
+            _ => *a += e,
         }
     }
-    if op == OpKind::ReduceMean {
-        for a in &mut acc {
-            *a /= count as f64;
+    match op {
+        OpKind::ReduceMean => acc.iter_mut().for_each(|a| *a /= count as f64),
+        OpKind::ReduceL2 => acc.iter_mut().for_each(|a| *a = a.sqrt()),
+        OpKind::ReduceLogSumExp => {
+            let max = acc;
+            let mut sum = vec![0.0; out_len];
+            for (&e, &t) in v.iter().zip(target) {
+                if max[t].is_finite() {
+                    sum[t] += (e - max[t]).exp();
+                }
+            }
+            return max
+                .iter()
+                .zip(&sum)
+                .map(|(&m, &s)| if m.is_finite() { m + s.ln() } else { m })
+                .collect();
         }
+        _ => {}
     }
     acc
 }
 
-/// Integer reductions on values widened to i64: Sum wraps (the caller truncates to the
-/// dtype, which keeps the wrapped sum modulo 2^bits), Mean is the exact mean truncated
-/// toward zero, Max starts from the dtype's minimum `lowest`.
+/// Integer (and bool) reductions on exact values: Sum, Prod, L1 and SumSquare wrap (the
+/// caller keeps the dtype's low bits, which is wrapping in the dtype), Mean is the exact
+/// mean truncated toward zero, Max and Min start from the dtype's extremes `lo` and `hi`.
 fn reduce_ints(
     node: &Node,
-    v: &[i64],
+    v: &[i128],
     target: &[usize],
     out_len: usize,
     count: usize,
-    lowest: i64,
-) -> Result<Vec<i64>, KernelError> {
-    match node.op {
-        OpKind::ReduceMax => {
-            let mut acc = vec![lowest; out_len];
-            for (&e, &t) in v.iter().zip(target) {
-                acc[t] = acc[t].max(e);
-            }
-            Ok(acc)
-        }
-        OpKind::ReduceSum => {
-            let mut acc = vec![0i64; out_len];
-            for (&e, &t) in v.iter().zip(target) {
-                acc[t] = acc[t].wrapping_add(e);
-            }
-            Ok(acc)
-        }
-        _ => {
-            if count == 0 && out_len > 0 {
-                return Err(KernelError::Arithmetic {
-                    node: node.label(),
-                    message: "integer ReduceMean over an empty set is undefined".into(),
-                });
-            }
-            // i128 holds any sum of fewer than 2^64 i64 values exactly.
-            let mut acc = vec![0i128; out_len];
-            for (&e, &t) in v.iter().zip(target) {
-                acc[t] += e as i128;
-            }
-            Ok(acc
-                .into_iter()
-                .map(|s| (s / count as i128) as i64)
-                .collect())
-        }
+    (lo, hi): (i128, i128),
+) -> Result<Vec<i128>, KernelError> {
+    let op = node.op;
+    if op == OpKind::ReduceMean && count == 0 && out_len > 0 {
+        return Err(KernelError::Arithmetic {
+            node: node.label(),
+            message: "integer ReduceMean over an empty set is undefined".into(),
+        });
     }
+    let start = match op {
+        OpKind::ReduceMax => lo,
+        OpKind::ReduceMin => hi,
+        OpKind::ReduceProd => 1,
+        _ => 0,
+    };
+    // Wrapping in 64 bits then truncating to the dtype equals wrapping in the dtype, and
+    // keeps every intermediate in range; Mean's sum (fewer than 2^64 i64 values) fits i128.
+    let mut acc = vec![start; out_len];
+    for (&e, &t) in v.iter().zip(target) {
+        let a = &mut acc[t];
+        *a = match op {
+            OpKind::ReduceMax => (*a).max(e),
+            OpKind::ReduceMin => (*a).min(e),
+            OpKind::ReduceMean => *a + e,
+            OpKind::ReduceProd => i128::from((*a as i64).wrapping_mul(e as i64)),
+            OpKind::ReduceL1 => i128::from((*a as i64).wrapping_add((e as i64).wrapping_abs())),
+            OpKind::ReduceSumSquare => {
+                let sq = (e as i64).wrapping_mul(e as i64);
+                i128::from((*a as i64).wrapping_add(sq))
+            }
+            _ => i128::from((*a as i64).wrapping_add(e as i64)),
+        };
+    }
+    if op == OpKind::ReduceMean {
+        acc.iter_mut().for_each(|a| *a /= count as i128);
+    }
+    Ok(acc)
 }
 
 /// One flag per input dimension (reduced or not), or `None` for a no-op. The shape rule

@@ -1,5 +1,6 @@
-//! Element-wise math and activations (Sqrt, Exp, Log, Erf, Ceil, LeakyRelu, HardSigmoid,
-//! HardSwish, Gelu), Neg and Abs, and Pow.
+//! Element-wise math and activations (Sqrt, Exp, Log, Erf, Ceil, Floor, Round, Reciprocal,
+//! the trigonometric and hyperbolic functions, LeakyRelu, HardSigmoid, HardSwish, Gelu),
+//! Neg and Abs, and Pow.
 
 use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_PI};
 
@@ -35,6 +36,20 @@ fn scalar_fn(node: &Node) -> Result<Box<dyn Fn(f64) -> f64>, KernelError> {
         OpKind::Log => Box::new(f64::ln),
         OpKind::Erf => Box::new(erf),
         OpKind::Ceil => Box::new(f64::ceil),
+        OpKind::Floor => Box::new(f64::floor),
+        OpKind::Round => Box::new(f64::round_ties_even),
+        OpKind::Reciprocal => Box::new(|v| 1.0 / v),
+        OpKind::Sin => Box::new(f64::sin),
+        OpKind::Cos => Box::new(f64::cos),
+        OpKind::Tan => Box::new(f64::tan),
+        OpKind::Asin => Box::new(f64::asin),
+        OpKind::Acos => Box::new(f64::acos),
+        OpKind::Atan => Box::new(f64::atan),
+        OpKind::Sinh => Box::new(f64::sinh),
+        OpKind::Cosh => Box::new(f64::cosh),
+        OpKind::Asinh => Box::new(f64::asinh),
+        OpKind::Acosh => Box::new(f64::acosh),
+        OpKind::Atanh => Box::new(f64::atanh),
         OpKind::LeakyRelu => {
             let alpha = attr("alpha", 0.01);
             Box::new(move |v| if v < 0.0 { alpha * v } else { v })

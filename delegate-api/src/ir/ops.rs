@@ -1,0 +1,322 @@
+//! The operator set: each op's code, name and documented semantics.
+//!
+//! Kept apart from the rest of the IR because the list only grows: every BTIR minor adds
+//! codes here (see `delegate-api/docs/btir.md`, section 7, for which minor added which).
+
+macro_rules! ops {
+    ($($(#[$doc:meta])* $name:ident = $code:expr),* $(,)?) => {
+        /// The operator set. Codes are part of the wire format and never reused.
+        ///
+        /// Each op follows the ONNX operator of the same name: its inputs come in ONNX's
+        /// order and its attributes carry ONNX's names and defaults, except where a
+        /// variant's documentation says otherwise. Ops with several outputs (Split, LSTM, If...) say so.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u32)]
+        pub enum OpKind { $($(#[$doc])* $name = $code),* }
+
+        impl OpKind {
+            /// Every op, in code order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$name),*];
+
+            /// The ONNX-style name (`Conv`, `MatMul`, ...).
+            pub fn name(self) -> &'static str {
+                match self { $(OpKind::$name => stringify!($name)),* }
+            }
+
+            /// Looks an op up by its name.
+            pub fn from_name(name: &str) -> Option<OpKind> {
+                match name { $(stringify!($name) => Some(OpKind::$name),)* _ => None }
+            }
+        }
+    };
+}
+
+ops! {
+    /// Matrix product of `A` and `B` with numpy `matmul` rules: a 1-D operand is promoted
+    /// to a matrix and its added dimension dropped from the result, and leading (batch)
+    /// dimensions broadcast. No attributes.
+    MatMul = 1,
+    /// `Y = alpha * A' * B' + beta * C` for 2-D `A` and `B`, where `A'` is `A` transposed
+    /// when `transA` is non-zero (likewise `B'` with `transB`). The optional `C` must
+    /// broadcast to `[M, N]`. Attributes: `alpha` and `beta` (floats, default 1.0),
+    /// `transA` and `transB` (ints, default 0). With `beta` 0, `C` is ignored entirely.
+    Gemm = 2,
+    /// Convolution (cross-correlation, as in ONNX) of `X` `[N, C, spatial...]` with
+    /// weights `W` `[M, C/group, kernel...]`, plus the optional bias `B` `[M]`. Any number
+    /// of spatial dimensions (plugins commonly take one or two). Attributes: `group` (default 1), `kernel_shape` (must agree
+    /// with `W`), `strides`, `dilations`, `pads` (all begins, then all ends) and
+    /// `auto_pad` (`NOTSET`, `VALID`, `SAME_UPPER`, `SAME_LOWER`); see
+    /// [`crate::shape::ConvGeometry`].
+    Conv = 3,
+    /// `A + B`, element-wise with numpy broadcasting; both operands have the same dtype.
+    /// Integer arithmetic wraps on overflow.
+    Add = 4,
+    /// `A - B`, element-wise with numpy broadcasting, like [`OpKind::Add`].
+    Sub = 5,
+    /// `A * B`, element-wise with numpy broadcasting, like [`OpKind::Add`].
+    Mul = 6,
+    /// `A / B`, element-wise with numpy broadcasting. Integer division truncates toward
+    /// zero; an integer division by zero is an error, not a value.
+    Div = 7,
+    /// `max(X, 0)` element-wise; NaN stays NaN.
+    Relu = 8,
+    /// Clamps `X` to `[min, max]`. As in ONNX (opset 11 and later) the bounds may be the
+    /// optional one-element inputs 1 and 2; unlike ONNX they may instead be the float
+    /// attributes `min` and `max`, since real models always give them as constants. An
+    /// absent bound is the lowest (or highest) finite value of the dtype.
+    Clip = 9,
+    /// The logistic function `1 / (1 + exp(-X))`, element-wise.
+    Sigmoid = 10,
+    /// Hyperbolic tangent, element-wise.
+    Tanh = 11,
+    /// `exp(X) / sum(exp(X))` along the single dimension `axis` (opset 13 semantics;
+    /// default -1, negative values count from the end).
+    Softmax = 12,
+    /// Maximum over each window of `X` `[N, C, spatial...]`. Attributes: `kernel_shape`
+    /// (required), `strides`, `dilations`, `pads`, `auto_pad`, `ceil_mode` (round the
+    /// output size up) and `storage_order`; see [`crate::shape::PoolGeometry`]. The
+    /// optional second output `Indices` (i64) holds each maximum's flat index in `X`,
+    /// with the spatial axes in column-major order when `storage_order` is 1.
+    MaxPool = 13,
+    /// Mean over each window of `X` `[N, C, spatial...]`, with MaxPool's window attributes
+    /// plus `count_include_pad` (default 0: the divisor counts only elements inside the
+    /// input).
+    AveragePool = 14,
+    /// Mean over all spatial dimensions of `X` `[N, C, spatial...]`, giving
+    /// `[N, C, 1, ...]` with the input's rank. No attributes.
+    GlobalAveragePool = 15,
+    /// The same elements under a new shape. The target comes from the `shape` attribute
+    /// (an IR addition) or, as in ONNX, from a constant `i64` input 1. In the target, -1
+    /// (at most once) is inferred from the element count and 0 copies the input's extent
+    /// at that position unless the `allowzero` attribute is non-zero.
+    Reshape = 16,
+    /// Permutes the dimensions: output dimension `i` is input dimension `perm[i]`. Without
+    /// `perm` the dimensions are reversed.
+    Transpose = 17,
+    /// Joins its inputs along `axis` (negative counts from the end); they must agree on
+    /// every other dimension.
+    Concat = 18,
+    /// Reshapes to 2-D: `[product of dims before axis, product of the rest]`. `axis`
+    /// defaults to 1 and may equal the rank (giving `[all, 1]`).
+    Flatten = 19,
+    /// `A ^ B` element-wise with numpy broadcasting (float; the exponent may be any numeric dtype).
+    Pow = 20,
+    /// Square root, element-wise (float).
+    Sqrt = 21,
+    /// `e^x`, element-wise (float).
+    Exp = 22,
+    /// Natural logarithm, element-wise (float; `log(0) = -inf`, negative inputs give NaN).
+    Log = 23,
+    /// `-x`, element-wise (float and signed integers; integers wrap).
+    Neg = 24,
+    /// `|x|`, element-wise (float and integers; integers wrap at the minimum).
+    Abs = 25,
+    /// The error function, element-wise (float).
+    Erf = 26,
+    /// `x < 0 ? alpha * x : x`; attribute `alpha` (default 0.01).
+    LeakyRelu = 27,
+    /// `max(0, min(1, alpha * x + beta))`; attributes `alpha` (default 0.2) and `beta` (default 0.5).
+    HardSigmoid = 28,
+    /// `x * max(0, min(1, x / 6 + 1/2))`.
+    HardSwish = 29,
+    /// Gaussian error linear unit; attribute `approximate` (`none` or `tanh`, default `none`).
+    Gelu = 30,
+    /// `log(softmax(x))` along `axis` (default -1), computed stably.
+    LogSoftmax = 31,
+    /// Batch normalization of `X` `[N, C, ...]` with `scale`, `B`, `mean`, `var` (each `[C]`); attributes `epsilon` (default 1e-5), `training_mode` (default 0) and `momentum` (default 0.9). In inference `Y` uses `mean` and `var`; with `training_mode` it uses the batch's per-channel mean and (population) variance, and two more outputs give `running_mean = mean * momentum + batch_mean * (1 - momentum)` and likewise `running_var`.
+    BatchNormalization = 32,
+    /// Normalization over the axes from `axis` (default -1) to the end, then `* scale (+ B)`; attribute `epsilon` (default 1e-5). Outputs: `Y`, optionally `Mean` and `InvStdDev`.
+    LayerNormalization = 33,
+    /// Mean over `axes` (attribute or constant i64 input 1; all axes when absent unless `noop_with_empty_axes`); `keepdims` defaults to 1.
+    ReduceMean = 34,
+    /// Sum over `axes`, with the same rules as [`OpKind::ReduceMean`].
+    ReduceSum = 35,
+    /// Maximum over `axes`, with the same rules as [`OpKind::ReduceMean`].
+    ReduceMax = 36,
+    /// `A == B` with numpy broadcasting; the output is bool.
+    Equal = 37,
+    /// Logical not of a bool tensor.
+    Not = 38,
+    /// `A > B` with numpy broadcasting; the output is bool.
+    Greater = 39,
+    /// `A < B` with numpy broadcasting; the output is bool.
+    Less = 40,
+    /// Logical and of two bool tensors with numpy broadcasting.
+    And = 41,
+    /// `condition ? X : Y` with three-way numpy broadcasting; `condition` is bool.
+    Where = 42,
+    /// Converts to the dtype named by attribute `to` (an ONNX TensorProto data type code).
+    /// `saturate` (default 1) governs out-of-range values of the float8 targets, and
+    /// `round_mode` (`up`, `down`, `nearest`; default `up`) the rounding to E8M0.
+    Cast = 43,
+    /// Rounds up to the nearest integer, element-wise (float; `-0.5` gives `-0.0`, NaN and
+    /// infinities pass through).
+    Ceil = 44,
+    /// Removes size-1 dimensions listed in `axes` (attribute or constant i64 input 1; all size-1 dimensions when absent).
+    Squeeze = 50,
+    /// Inserts size-1 dimensions at `axes` (attribute or constant i64 input 1), positions in the output.
+    Unsqueeze = 51,
+    /// Splits along `axis` (default 0) into parts given by `split` (attribute or constant i64 input 1) or into `num_outputs` equal parts (the last may be smaller); several outputs.
+    Split = 52,
+    /// Slices with `starts`, `ends`, optional `axes` and `steps` (constant i64 inputs 1-4 or attributes of those names), clamped as in ONNX.
+    Slice = 53,
+    /// Takes entries of `data` along `axis` (default 0) at integer `indices` (negative counts from the end); output shape is `data[:axis] + indices + data[axis+1:]`.
+    Gather = 54,
+    /// Broadcasts the input to a shape given by a constant i64 input 1 (numpy rules, either side may be 1).
+    Expand = 55,
+    /// Pads with `pads` (constant i64 input 1 or attribute: all begins then all ends, negative crops), `mode` `constant` (value from optional input 2, default 0), `reflect`, `edge` or `wrap`.
+    Pad = 56,
+    /// Repeats the input `repeats[i]` times along each axis (constant i64 input 1).
+    Tile = 57,
+    /// The input's shape as an i64 vector; attributes `start`/`end` select a range of axes.
+    Shape = 58,
+    /// The input's element count as an i64 scalar.
+    Size = 59,
+    /// A copy of the input.
+    Identity = 60,
+    /// A tensor of the shape given by constant i64 input 0, filled with the attribute `value` (a one-element tensor stored as `value` (float) and `value_dtype` (int code); default f32 0).
+    ConstantOfShape = 61,
+    /// Transposed convolution of `X` `[N, C, spatial...]` with `W` `[C, M/group, kernel...]` and optional bias `[M]`; attributes `strides`, `pads`, `dilations`, `group`, `output_padding`, `output_shape`, `auto_pad`.
+    ConvTranspose = 62,
+    /// Resizes the spatial dimensions; attributes `mode` (`nearest`, `linear`), `coordinate_transformation_mode`, `nearest_mode`, and the target as `scales` (floats) or `sizes` (ints) attributes or constant inputs 2/3.
+    Resize = 63,
+    /// A long short-term memory layer (ONNX LSTM: gates i, o, f, c; `direction` forward, reverse or bidirectional; `hidden_size`; optional bias, sequence lengths, initial h and c, peepholes). Outputs `Y`, `Y_h`, `Y_c`.
+    LSTM = 64,
+    /// A gated recurrent unit layer (ONNX GRU: gates z, r, h; `linear_before_reset`; `direction`; `hidden_size`). Outputs `Y`, `Y_h`.
+    GRU = 65,
+    /// `saturate(round_half_even(x / scale) + zero_point)` in the output dtype: the zero
+    /// point's, else the one the `output_dtype` attribute names (an ONNX type code), else
+    /// u8. Integer outputs of 2 to 16 bits, or a float8/float4 format (no rounding to an
+    /// integer; `saturate` as in Cast). The scale is one value (per tensor), a 1-D tensor
+    /// along `axis` (per axis, default 1), or, with `block_size` > 0, a tensor of the
+    /// input's rank whose extent along `axis` is the input's divided by `block_size`
+    /// (rounded up): each run of `block_size` elements along `axis` shares one scale.
+    QuantizeLinear = 66,
+    /// `(x - zero_point) * scale` in the scale's dtype (or the one named by the
+    /// `output_dtype` attribute, an ONNX type code); per-tensor, per-axis (`axis`) or
+    /// blocked (`axis` and `block_size`), as in QuantizeLinear.
+    DequantizeLinear = 67,
+    /// Runs one of two subgraphs: `then_branch` when the one-element bool input 0 is true,
+    /// else `else_branch` (both [`Attr::Graph`](crate::ir::Attr::Graph)). Inputs 1.. are the outer values the
+    /// branches read (see [`OpKind::is_control_flow`] for how captures work); both branches
+    /// take all of them, in that order, and produce as many outputs as the node has.
+    If = 68,
+    /// A loop (ONNX `Loop`, opsets 11-16, tensors only). Inputs: the trip count `M` (i64,
+    /// one element, or 0 elements for none), the condition `cond` (bool, one element, or 0
+    /// elements for none), the `N` loop-carried initial values, then the `captures`
+    /// (attribute, default 0) outer values the body reads. The `body` graph takes
+    /// `(iteration i64 [], cond bool [], N carried..., captures...)` and returns
+    /// `(cond, N carried..., K scan values...)`; the node's outputs are the `N` final carried
+    /// values, then the `K` scan values stacked along a new leading axis.
+    Loop = 69,
+    /// Converts input 0 to the dtype of input 1 (whose values are not read); attributes
+    /// `saturate` and `round_mode` as in Cast.
+    CastLike = 70,
+    /// `A >= B` with numpy broadcasting; the output is bool (false when either is NaN).
+    GreaterOrEqual = 71,
+    /// `A <= B` with numpy broadcasting; the output is bool (false when either is NaN).
+    LessOrEqual = 72,
+    /// Rounds down to the nearest integer, element-wise (float; NaN and infinities pass
+    /// through, the sign of zero is kept).
+    Floor = 73,
+    /// Rounds to the nearest integer, halves to even (`2.5` gives `2`), element-wise (float).
+    Round = 74,
+    /// `-1`, `0` or `1` by the sign of `x`, element-wise (any numeric dtype; both zeros
+    /// give `+0`, NaN gives NaN).
+    Sign = 75,
+    /// `1 / x`, element-wise (float).
+    Reciprocal = 76,
+    /// The remainder of `A / B` with numpy broadcasting. With `fmod` 0 (the default) it
+    /// takes the divisor's sign (Python's `%`, numpy's `mod`); with `fmod` 1 the
+    /// dividend's (C's `fmod`). Integer remainders by zero are an error, not a value.
+    Mod = 77,
+    /// Whether `x` is NaN, element-wise (float in, bool out).
+    IsNaN = 78,
+    /// Whether `x` is infinite, element-wise (float in, bool out); attributes
+    /// `detect_negative` and `detect_positive` (default 1) choose which infinities count.
+    IsInf = 79,
+    /// Sine, element-wise (float, radians).
+    Sin = 80,
+    /// Cosine, element-wise (float).
+    Cos = 81,
+    /// Tangent, element-wise (float).
+    Tan = 82,
+    /// Arcsine, element-wise (float; NaN outside `[-1, 1]`).
+    Asin = 83,
+    /// Arccosine, element-wise (float; NaN outside `[-1, 1]`).
+    Acos = 84,
+    /// Arctangent, element-wise (float).
+    Atan = 85,
+    /// Hyperbolic sine, element-wise (float).
+    Sinh = 86,
+    /// Hyperbolic cosine, element-wise (float).
+    Cosh = 87,
+    /// Inverse hyperbolic sine, element-wise (float).
+    Asinh = 88,
+    /// Inverse hyperbolic cosine, element-wise (float; NaN below 1).
+    Acosh = 89,
+    /// Inverse hyperbolic tangent, element-wise (float; `±inf` at `±1`, NaN beyond).
+    Atanh = 90,
+    /// The i64 position of the largest element along `axis` (default 0; negative counts
+    /// from the end), the axis kept as an extent of 1 unless `keepdims` is 0. Ties give
+    /// the first position, or the last with `select_last_index`; NaN counts as the
+    /// largest value. The axis must not be empty.
+    ArgMax = 91,
+    /// The position of the smallest element, with [`OpKind::ArgMax`]'s rules (NaN still
+    /// counts as found first).
+    ArgMin = 92,
+    /// Minimum over `axes`, with the rules of [`OpKind::ReduceMean`]; of nothing it is
+    /// `+inf` (the type's maximum for integers, true for bool).
+    ReduceMin = 93,
+    /// Product over `axes` (of nothing: 1), with the rules of [`OpKind::ReduceMean`].
+    ReduceProd = 94,
+    /// Sum of absolute values over `axes` (of nothing: 0).
+    ReduceL1 = 95,
+    /// Square root of the sum of squares over `axes` (of nothing: 0).
+    ReduceL2 = 96,
+    /// `log(sum(exp(x)))` over `axes`, computed stably (of nothing: `-inf`).
+    ReduceLogSumExp = 97,
+    /// Sum of squares over `axes` (of nothing: 0).
+    ReduceSumSquare = 98,
+    /// Running sums of `x` along the axis given by input 1 (one i32 or i64 value, which
+    /// may be computed at run time). `exclusive` 1 leaves each element out of its own
+    /// sum; `reverse` 1 sums from the end. Integer sums wrap.
+    CumSum = 99,
+    /// The upper (`upper` 1, the default) or lower triangle of each matrix in the last two
+    /// dimensions, from the `k`-th diagonal (optional i64 input 1, default 0; positive is
+    /// above the main diagonal); other elements become 0.
+    Trilu = 100,
+    /// `out[i][j]... = data[...][index]...` with the `axis` (default 0) coordinate taken
+    /// from `indices` (i32 or i64, negative counts from the end); `indices` has the data's
+    /// rank and gives the output's shape.
+    GatherElements = 101,
+    /// The data with `updates` written at the positions GatherElements would read
+    /// (`indices` and `updates` share a shape). `reduction` (`none`, `add`, `mul`, `max`,
+    /// `min`) combines each update with the current value, in index order.
+    ScatterElements = 102,
+    /// Slices of `data` addressed by the index tuples in the last dimension of
+    /// `indices` (i64), after `batch_dims` leading dimensions shared by both.
+    GatherND = 103,
+    /// The data with `updates` written at the slices GatherND would read (no batch
+    /// dimensions); `reduction` as in [`OpKind::ScatterElements`].
+    ScatterND = 104,
+    /// `[N, C, H, W]` to `[N, C / b², H b, W b]` for `blocksize` b, the channels split in
+    /// `mode` `DCR` (depth-column-row, the default) or `CRD` order.
+    DepthToSpace = 105,
+    /// `[N, C, H, W]` to `[N, C b², H / b, W / b]` for `blocksize` b, the inverse of
+    /// DepthToSpace's `DCR` mode.
+    SpaceToDepth = 106,
+    /// Logical or of two bool tensors with numpy broadcasting.
+    Or = 107,
+    /// Logical exclusive or of two bool tensors with numpy broadcasting.
+    Xor = 108,
+    /// The `k` largest (`largest` 1, the default) or smallest elements along `axis`
+    /// (default -1) and their i64 positions: outputs `Values` and `Indices`. `k` is a
+    /// constant one-element i64 input 1 (or, before opset 10, the attribute `k`). Results
+    /// are in order (best first) whatever `sorted` says; equal values keep the lower
+    /// position first, and NaN counts as the largest value.
+    TopK = 109,
+    /// 1 at the first largest element along `axis` (default -1; NaN counts as largest),
+    /// 0 elsewhere, in the input's dtype (opset 13 semantics).
+    Hardmax = 110,
+}
