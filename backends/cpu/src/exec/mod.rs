@@ -18,10 +18,12 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::gru::GruOp;
+use crate::ops::int::{CastOp, IntBinaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
@@ -109,6 +111,12 @@ enum Op {
     QBinary(QBinaryOp),
     Where(WhereOp),
     IntCompare(IntCompareOp),
+    /// Integer Add, Sub, Mul or Div (i32 or i64).
+    IntBinary(IntBinaryOp),
+    /// A Cast that changes what is held (the others are views).
+    Cast(CastOp),
+    /// Data movement of an 8-bit tensor (stored bytes).
+    ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
     BoolInput(BoolInputOp),
     /// BatchNormalization not folded into a convolution.
@@ -141,7 +149,8 @@ impl Op {
             Op::QLinear(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
-            Op::Pad(_) => "LAYOUT",
+            Op::IntBinary(_) | Op::Cast(_) => "ELEMENTWISE",
+            Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) => "LSTM",
@@ -174,6 +183,9 @@ impl Op {
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),
+            Op::IntBinary(op) => return op.run(sources, out),
+            Op::Cast(op) => op.run(sources, out),
+            Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Pad(op) => op.run(sources, out),

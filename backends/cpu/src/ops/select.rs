@@ -124,13 +124,13 @@ pub(crate) fn narrow_bools(values: &[f32], out: &mut [u8]) {
 }
 
 /// An integer operand of a comparison: a subgraph input (i32 or i64, read from its bytes
-/// on every run), a constant, or an i32 the executable holds (its bits in an f32 slot).
-/// No i64 is computed here, so an i64 operand is always one of the first two.
+/// on every run), a constant, or an integer the executable holds (an i32's bits in an
+/// f32 slot, an i64's bytes in two).
 #[derive(Clone, Debug)]
 pub(crate) enum IntSrc {
     Input { index: usize, wide: bool },
     Const(Vec<i64>),
-    Held(Src),
+    Held { src: Src, wide: bool },
 }
 
 impl IntSrc {
@@ -138,7 +138,11 @@ impl IntSrc {
     fn get(&self, sources: &Sources<'_>, i: usize) -> i64 {
         match *self {
             IntSrc::Const(ref v) => v[i],
-            IntSrc::Held(src) => sources.get(src)[i].to_bits() as i32 as i64,
+            IntSrc::Held { src, wide: false } => sources.get(src)[i].to_bits() as i32 as i64,
+            IntSrc::Held { src, wide: true } => {
+                let b = &sources.bytes(src)[i * 8..i * 8 + 8];
+                i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))
+            }
             IntSrc::Input { index, wide: true } => {
                 let b = &sources.input_bytes(index)[i * 8..i * 8 + 8];
                 i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))

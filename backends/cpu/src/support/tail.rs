@@ -1,11 +1,12 @@
 //! What the delegate takes of the tail ops (comparisons, logic, Where, Pow, Cast,
 //! BatchNormalization, Pad, Resize, ConvTranspose) and the bool tensors they use.
 //!
-//! Bools are held as 0.0/1.0 floats, and i32 as its bits in an f32 slot, so the
-//! data-movement ops carry both as they carry f32. i64 data (outside shape and index
-//! operands, and the inputs and constants of comparisons) is not held here: an element
-//! would take two slots, and no op computes on i32 bits; such nodes are declined with the
-//! dtype as the reason (the host folds the shape logic that produces them at load).
+//! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
+//! in two, so the data-movement ops carry them as they carry f32; i8 and u8 are held as
+//! stored bytes, which the movers that walk element indices carry too (not Split, Where
+//! or Resize). Integer Add/Sub/Mul/Div and Cast between the held dtypes compute on them
+//! exactly (`crate::ops::int`); f16 and the other dtypes are declined with the dtype as
+//! the reason.
 
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
@@ -84,17 +85,40 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
     }
 }
 
-/// The dtypes a data-movement op carries: f32, bool (held as 0.0/1.0) and i32 (its bits
-/// held in an f32 slot, moved, never computed on).
-const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
-
-/// The dtypes the data-movement ops that copy elements carry: those of [`DATA`] and
-/// i64, each element two slots moved together.
+/// The dtypes the data-movement ops that copy words carry: f32, bool (held as
+/// 0.0/1.0), i32 (its bits in an f32 slot) and i64 (each element two slots moved
+/// together).
 const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
 
-/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: those of
-/// [`DATA`] and i64, whose bytes a view never reads.
-const VIEWED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+/// The dtypes a Cast reads and writes: every dtype the executable holds (8-bit ones as
+/// stored bytes, see `crate::ops::int`).
+const CAST: &[DType] = &[
+    DType::F32,
+    DType::Bool,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+];
+
+/// The dtypes of integer arithmetic besides f32 (exact and wrapping, `crate::ops::int`).
+const ARITH: &[DType] = &[DType::F32, DType::I32, DType::I64];
+
+/// The dtypes the movers that walk element indices (Pad, Transpose, Slice, Gather,
+/// Expand, Tile, Concat) carry: those of [`MOVED`] and the 8-bit ones, moved as stored
+/// bytes (`crate::ops::bytes`).
+const INDEXED: &[DType] = &[
+    DType::F32,
+    DType::Bool,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+];
+
+/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: every
+/// dtype held, whose bytes a view never reads.
+const VIEWED: &[DType] = INDEXED;
 
 /// The dtypes at input `pos` (`None`: the output) of the tail ops and of the data
 /// movement that carries bools; f32 elsewhere.
@@ -131,20 +155,21 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         ],
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
         (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
-        (OpKind::Cast, Some(0) | None) => DATA,
+        (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
+        (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
+        // Split's parts are views of one buffer at word offsets: no room for bytes.
+        (OpKind::Split, Some(0) | None) => MOVED,
         (
             OpKind::Pad
             | OpKind::Transpose
             | OpKind::Slice
-            | OpKind::Split
             | OpKind::Gather
             | OpKind::Expand
             | OpKind::Tile,
             Some(0) | None,
-        ) => MOVED,
-        (OpKind::Pad, Some(2)) => DATA,
-        (OpKind::CastLike, _) => DATA,
-        (OpKind::Concat, _) => MOVED,
+        ) => INDEXED,
+        (OpKind::Pad, Some(2)) => &[DType::F32, DType::Bool, DType::I32, DType::I8, DType::U8],
+        (OpKind::Concat, _) => INDEXED,
         _ => &[DType::F32],
     }
 }
@@ -210,6 +235,25 @@ pub(super) fn check_op(
         ));
     }
     match node.op {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            // Integers only with their own kind (no promotion in ONNX).
+            if let Some(&t) = node
+                .inputs
+                .iter()
+                .find(|&&t| graph.tensors[t].dtype != out.dtype)
+            {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!(
+                        "{}: operand '{}' is {}, the result {}",
+                        node.label(),
+                        graph.tensors[t].name,
+                        graph.tensors[t].dtype,
+                        out.dtype
+                    ),
+                ));
+            }
+        }
         OpKind::BatchNormalization => {
             if node.attr_int("training_mode", 0) != 0 {
                 return attr_no("training_mode (batch statistics) is not supported".into());
@@ -230,6 +274,14 @@ pub(super) fn check_op(
         }
         OpKind::Pad => {
             require_const_operands(graph, node, consts)?;
+            if let Some(&v) = node.inputs.get(2).filter(|_| present(2)) {
+                if graph.tensors[v].dtype != x_dtype {
+                    return attr_no(format!(
+                        "a {} pad value for a {x_dtype} tensor",
+                        graph.tensors[v].dtype
+                    ));
+                }
+            }
             let mode = node.attr_str("mode", "constant");
             let Some(mode) = PadMode::parse(mode) else {
                 return attr_no(format!("mode '{mode}' is not supported"));

@@ -125,7 +125,7 @@ pub(crate) fn build<'g>(
             matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
         })
         .collect();
-    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone);
+    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone, &qdq);
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
@@ -546,6 +546,11 @@ impl<'g> Builder<'g> {
     /// Prepares one node, with `fused` ops appended to its epilogue; `out` is the tensor
     /// the op writes (the last of its chain).
     fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
+        let op = self.lower_op(node, fused, out)?;
+        self.over_bytes(node, op)
+    }
+
+    fn lower_op(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
         let out_shape = self.shape(node.outputs[0]);
         let input = |i: usize| node.inputs[i];
@@ -594,6 +599,9 @@ impl<'g> Builder<'g> {
             }
             OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+                if let Some(op) = self.int_binary(node, &shapes, &out_shape)? {
+                    return Ok(op);
+                }
                 let op = match node.op {
                     OpKind::Add => Binary::Add,
                     OpKind::Sub => Binary::Sub,

@@ -4,8 +4,10 @@
 
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
+use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::gru::{GruOp, GruSpec};
+use crate::ops::int::{CastOp, Held, IntArith, IntBinaryOp};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
 use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
@@ -210,7 +212,17 @@ impl Builder<'_> {
                     (DType::I32, DType::F32) => Unary::I32ToF32,
                     (DType::Bool, DType::I32) => Unary::BoolToI32,
                     (DType::I32, DType::Bool) => Unary::I32ToBool,
-                    _ => return Err(format!("Cast from {from} to {to}")),
+                    _ => {
+                        let (Some(from), Some(to)) = (Held::of(from), Held::of(to)) else {
+                            return Err(format!("Cast from {from} to {to}"));
+                        };
+                        return Ok(Some(Op::Cast(CastOp {
+                            x: self.src(input(0))?,
+                            from,
+                            to,
+                            len: out_shape.iter().product(),
+                        })));
+                    }
                 };
                 Op::Unary(UnaryOp {
                     x: self.src(input(0))?,
@@ -273,14 +285,85 @@ impl Builder<'_> {
         }))
     }
 
+    /// Add, Sub, Mul or Div of two i32 or two i64 tensors; `None` for other dtypes.
+    pub(super) fn int_binary(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        out_shape: &[usize],
+    ) -> Result<Option<Op>, String> {
+        let wide = match self.graph.tensors[node.inputs[0]].dtype {
+            DType::I64 => true,
+            DType::I32 => false,
+            _ => return Ok(None),
+        };
+        let op = match node.op {
+            OpKind::Add => IntArith::Add,
+            OpKind::Sub => IntArith::Sub,
+            OpKind::Mul => IntArith::Mul,
+            _ => IntArith::Div,
+        };
+        let (a, b) = (self.src(node.inputs[0])?, self.src(node.inputs[1])?);
+        Ok(Some(Op::IntBinary(IntBinaryOp::new(
+            op,
+            wide,
+            (a, &shapes[0]),
+            (b, &shapes[1]),
+            out_shape,
+        ))))
+    }
+
+    /// `op`, a mover of `node`'s data, made to move bytes when that data is 8-bit.
+    pub(super) fn over_bytes(&self, node: &Node, op: Op) -> Result<Op, String> {
+        let t = node.outputs[0];
+        let dtype = self.graph.tensors[t].dtype;
+        let mover = matches!(
+            node.op,
+            OpKind::Gather
+                | OpKind::Slice
+                | OpKind::Transpose
+                | OpKind::Concat
+                | OpKind::Pad
+                | OpKind::Expand
+                | OpKind::Tile
+        );
+        if !mover || !matches!(dtype, DType::I8 | DType::U8) {
+            return Ok(op);
+        }
+        // Pad's value as held (the default 0 of an i8 is the byte 0x80).
+        let flip = if dtype == DType::I8 { 0x80 } else { 0 };
+        let value = match node.inputs.get(2) {
+            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| b.first()),
+            _ => None,
+        };
+        let moved = match op {
+            Op::Gather(op) => Moved::Gather(op),
+            Op::Slice(op) => Moved::Slice(op),
+            Op::Transpose(op) => Moved::Transpose(op),
+            Op::Concat(op) => Moved::Concat(op),
+            Op::Pad(op) => Moved::Pad(op),
+            _ => return Err(format!("{} of {dtype} data", node.op)),
+        };
+        Ok(Op::ByteMove(ByteMoveOp {
+            op: moved,
+            len: self.shape(t).iter().product(),
+            fill: value.copied().unwrap_or(0) ^ flip,
+        }))
+    }
+
     /// An integer comparison operand: a subgraph input or a constant.
     fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
         let decl = &self.graph.tensors[t];
         let wide = decl.dtype == DType::I64;
         match self.srcs[t] {
             Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
-            Some(_) if !wide => return Ok(IntSrc::Held(self.src(t)?)),
-            _ => {}
+            Some(_) => {
+                return Ok(IntSrc::Held {
+                    src: self.src(t)?,
+                    wide,
+                })
+            }
+            None => {}
         }
         let bytes = self
             .consts

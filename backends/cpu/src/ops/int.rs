@@ -1,0 +1,250 @@
+//! Integer arithmetic and casts over tensors as the executable holds them: the shape and
+//! index logic every exporter emits (`Shape -> Gather -> Mul -> Cast -> Concat`).
+//!
+//! Each dtype keeps its held form (see `ops/select.rs` and `crate::qgemm`): f32 in a
+//! 4-byte word, bool as 0.0/1.0 in one, i32 as its bits in one, i64 as its 8 bytes in two
+//! words, i8/u8 as stored bytes (an i8 biased by 128, `v ^ 0x80`). The ops here read and
+//! write those forms exactly; arithmetic wraps as ONNX and numpy do, and Div truncates
+//! toward zero. A zero divisor is a run-time error, as in the reference, which refuses
+//! it rather than make up a value.
+
+use baton_delegate_api::ir::DType;
+
+use super::layout::{broadcast_strides, Strided};
+use super::{Sources, Src};
+
+/// The dtypes held here, as far as the integer ops read and write them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    F32,
+    Bool,
+    I32,
+    I64,
+    I8,
+    U8,
+}
+
+impl Held {
+    /// The held form of `dtype`, `None` for those the executable does not hold.
+    pub fn of(dtype: DType) -> Option<Held> {
+        Some(match dtype {
+            DType::F32 => Held::F32,
+            DType::Bool => Held::Bool,
+            DType::I32 => Held::I32,
+            DType::I64 => Held::I64,
+            DType::I8 => Held::I8,
+            DType::U8 => Held::U8,
+            _ => return None,
+        })
+    }
+
+    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1).
+    #[inline(always)]
+    fn int(self, bytes: &[u8], i: usize) -> i64 {
+        let word =
+            |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+        match self {
+            Held::Bool => (f32::from_bits(word(i)) != 0.0) as i64,
+            Held::I32 => word(i) as i32 as i64,
+            Held::I64 => i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])),
+            Held::I8 => (bytes[i] ^ 0x80) as i8 as i64,
+            Held::U8 => bytes[i] as i64,
+            // Truncated toward zero, saturated, NaN as 0 (Rust's `as`, the reference's
+            // f64-to-i128 conversion clamped to the target's range).
+            Held::F32 => f32::from_bits(word(i)) as i64,
+        }
+    }
+
+    /// Writes `v` as element `i` of a tensor of this dtype held in `out` (integers wrap
+    /// into the narrower types; a bool is `v != 0`).
+    #[inline(always)]
+    fn put_int(self, out: &mut [u8], i: usize, v: i64) {
+        match self {
+            Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+            Held::Bool => {
+                out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0) as u8 as f32).to_le_bytes())
+            }
+            Held::I32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes()),
+            Held::I64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I8 => out[i] = (v as i8 as u8) ^ 0x80,
+            Held::U8 => out[i] = v as u8,
+        }
+    }
+}
+
+/// Cast (or CastLike) between held dtypes, element by element, as the reference casts:
+/// float to integer truncates toward zero and saturates (NaN gives 0), float to bool is
+/// `x != 0` (NaN is true), integer to float rounds once to nearest-even, integer to
+/// integer keeps the low bits.
+#[derive(Clone, Debug)]
+pub(crate) struct CastOp {
+    pub x: Src,
+    pub from: Held,
+    pub to: Held,
+    pub len: usize,
+}
+
+impl CastOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        match (self.from, self.to) {
+            (Held::F32, Held::F32) => out[..self.len * 4].copy_from_slice(&x[..self.len * 4]),
+            (Held::F32, Held::Bool) => {
+                for i in 0..self.len {
+                    let v = f32::from_le_bytes(x[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+                    out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0.0) as u8 as f32).to_le_bytes());
+                }
+            }
+            // Saturation is per target: an f32 beyond i32's range gives i32::MAX, not
+            // the low bits of an i64.
+            (Held::F32, to) => {
+                for i in 0..self.len {
+                    let v = f32::from_le_bytes(x[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+                    let v = match to {
+                        Held::I32 => v as i32 as i64,
+                        Held::I8 => v as i8 as i64,
+                        Held::U8 => v as u8 as i64,
+                        _ => v as i64,
+                    };
+                    to.put_int(out, i, v);
+                }
+            }
+            (from, to) => {
+                for i in 0..self.len {
+                    to.put_int(out, i, from.int(x, i));
+                }
+            }
+        }
+    }
+}
+
+/// Integer Add, Sub, Mul or Div.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntArith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// `out = a (op) b` on i32 or i64 (`wide`) tensors with numpy broadcasting, wrapping.
+#[derive(Clone, Debug)]
+pub(crate) struct IntBinaryOp {
+    op: IntArith,
+    a: Src,
+    b: Src,
+    wide: bool,
+    walk: Strided<2>,
+}
+
+impl IntBinaryOp {
+    pub fn new(
+        op: IntArith,
+        wide: bool,
+        (a, a_shape): (Src, &[usize]),
+        (b, b_shape): (Src, &[usize]),
+        out_shape: &[usize],
+    ) -> IntBinaryOp {
+        let rank = out_shape.len();
+        let (sa, sb) = (
+            broadcast_strides(a_shape, rank),
+            broadcast_strides(b_shape, rank),
+        );
+        let strides: Vec<[usize; 2]> = sa.iter().zip(&sb).map(|(&x, &y)| [x, y]).collect();
+        IntBinaryOp {
+            op,
+            a,
+            b,
+            wide,
+            walk: Strided::new(out_shape, &strides),
+        }
+    }
+
+    /// Fails on a zero divisor of Div (nothing is defined for it; the reference refuses
+    /// it too).
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        let (a, b) = (sources.bytes(self.a), sources.bytes(self.b));
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let held = if self.wide { Held::I64 } else { Held::I32 };
+        let mut zero = None;
+        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+            for j in 0..len {
+                let (x, y) = (held.int(a, ia + j * sa), held.int(b, ib + j * sb));
+                let v = if self.wide {
+                    arith(self.op, x, y)
+                } else {
+                    arith32(self.op, x as i32, y as i32).map(i64::from)
+                };
+                let v = v.unwrap_or_else(|| {
+                    zero.get_or_insert(o + j);
+                    0
+                });
+                held.put_int(out, o + j, v);
+            }
+        });
+        match zero {
+            Some(k) => Err(format!("integer division by zero (output element {k})")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `x (op) y` wrapping; `None` for a zero divisor.
+#[inline(always)]
+fn arith(op: IntArith, x: i64, y: i64) -> Option<i64> {
+    Some(match op {
+        IntArith::Add => x.wrapping_add(y),
+        IntArith::Sub => x.wrapping_sub(y),
+        IntArith::Mul => x.wrapping_mul(y),
+        IntArith::Div if y == 0 => return None,
+        IntArith::Div => x.wrapping_div(y),
+    })
+}
+
+/// [`arith`] in i32, wrapping at 32 bits.
+#[inline(always)]
+fn arith32(op: IntArith, x: i32, y: i32) -> Option<i32> {
+    Some(match op {
+        IntArith::Add => x.wrapping_add(y),
+        IntArith::Sub => x.wrapping_sub(y),
+        IntArith::Mul => x.wrapping_mul(y),
+        IntArith::Div if y == 0 => return None,
+        IntArith::Div => x.wrapping_div(y),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_and_truncating_division_per_width() {
+        assert_eq!(arith32(IntArith::Add, i32::MAX, 1), Some(i32::MIN));
+        assert_eq!(arith32(IntArith::Div, i32::MIN, -1), Some(i32::MIN));
+        assert_eq!(arith32(IntArith::Div, -7, 2), Some(-3));
+        assert_eq!(arith(IntArith::Mul, i64::MAX, 2), Some(-2));
+        assert_eq!(arith(IntArith::Div, 7, -2), Some(-3));
+        assert_eq!(arith(IntArith::Div, 1, 0), None);
+    }
+
+    #[test]
+    fn held_forms_round_trip() {
+        let mut buf = [0u8; 16];
+        for (h, v, back) in [
+            (Held::I64, -5i64, -5i64),
+            (Held::I32, 1 << 33 | 7, 7),
+            (Held::I8, -128, -128),
+            (Held::I8, 200, -56),
+            (Held::U8, -1, 255),
+            (Held::Bool, -3, 1),
+            (Held::F32, 16_777_217, 16_777_216),
+        ] {
+            h.put_int(&mut buf, 1, v);
+            assert_eq!(h.int(&buf, 1), back, "{h:?} {v}");
+        }
+        // An i8 is held biased: -128 is the byte 0.
+        Held::I8.put_int(&mut buf, 0, -128);
+        assert_eq!(buf[0], 0);
+    }
+}
