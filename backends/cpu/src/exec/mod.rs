@@ -23,7 +23,7 @@ use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::gru::GruOp;
-use crate::ops::int::{CastOp, IntBinaryOp};
+use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
@@ -115,6 +115,10 @@ enum Op {
     IntBinary(IntBinaryOp),
     /// A Cast that changes what is held (the others are views).
     Cast(CastOp),
+    /// Relu, Clip, Neg or Abs of an integer tensor.
+    IntUnary(IntUnaryOp),
+    /// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor.
+    IntReduce(IntReduceOp),
     /// Data movement of an 8-bit tensor (stored bytes).
     ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
@@ -149,7 +153,8 @@ impl Op {
             Op::QLinear(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
-            Op::IntBinary(_) | Op::Cast(_) => "ELEMENTWISE",
+            Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
+            Op::IntReduce(_) => "REDUCE",
             Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
@@ -185,6 +190,8 @@ impl Op {
             Op::IntCompare(op) => op.run(sources, out),
             Op::IntBinary(op) => return op.run(sources, out),
             Op::Cast(op) => op.run(sources, out),
+            Op::IntUnary(op) => op.run(sources, out),
+            Op::IntReduce(op) => return op.run(sources, out),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

@@ -214,6 +214,95 @@ fn arith32(op: IntArith, x: i32, y: i32) -> Option<i32> {
     })
 }
 
+/// An integer map: Relu, Neg and Abs wrap as the reference does (`Neg(MIN) = Abs(MIN) =
+/// MIN`); Clip takes bounds already in the dtype's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntMap {
+    Relu,
+    Neg,
+    Abs,
+    Clip { lo: i64, hi: i64 },
+}
+
+/// An element-wise [`IntMap`] over `len` elements of an integer dtype as held.
+#[derive(Clone, Debug)]
+pub(crate) struct IntUnaryOp {
+    pub x: Src,
+    pub f: IntMap,
+    pub held: Held,
+    pub len: usize,
+}
+
+impl IntUnaryOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        // Widened to i64 and wrapped back on the store: exact for every held width.
+        let f = |v: i64| match self.f {
+            IntMap::Relu => v.max(0),
+            IntMap::Neg => v.wrapping_neg(),
+            IntMap::Abs => v.wrapping_abs(),
+            IntMap::Clip { lo, hi } => {
+                let v = if v < lo { lo } else { v };
+                if v > hi {
+                    hi
+                } else {
+                    v
+                }
+            }
+        };
+        for i in 0..self.len {
+            self.held.put_int(out, i, f(self.held.int(x, i)));
+        }
+    }
+}
+
+/// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor over a contiguous run of
+/// axes (the input seen as `[outer, count, inner]`), as the reference: Sum wraps, Mean is
+/// the exact mean truncated toward zero, Max starts from the dtype's least value.
+#[derive(Clone, Debug)]
+pub(crate) struct IntReduceOp {
+    pub x: Src,
+    pub held: Held,
+    pub outer: usize,
+    pub count: usize,
+    pub inner: usize,
+    pub kind: super::tensor::Reduce,
+}
+
+impl IntReduceOp {
+    /// Fails on the mean of no element (undefined for integers; the reference refuses
+    /// it too).
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        use super::tensor::Reduce;
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let (count, inner) = (self.count, self.inner);
+        if self.kind == Reduce::Mean && count == 0 && self.outer * inner > 0 {
+            return Err("integer ReduceMean over an empty set is undefined".into());
+        }
+        let lowest = match self.held {
+            Held::I32 => i32::MIN as i64,
+            _ => i64::MIN,
+        };
+        for o in 0..self.outer {
+            for j in 0..inner {
+                let at = |k: usize| self.held.int(x, (o * count + k) * inner + j);
+                let v = match self.kind {
+                    Reduce::Max => (0..count).map(at).fold(lowest, i64::max),
+                    Reduce::Sum => (0..count).map(at).fold(0, i64::wrapping_add),
+                    Reduce::Mean => {
+                        let sum: i128 = (0..count).map(|k| at(k) as i128).sum();
+                        (sum / count as i128) as i64
+                    }
+                };
+                self.held.put_int(out, o * inner + j, v);
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +315,35 @@ mod tests {
         assert_eq!(arith(IntArith::Mul, i64::MAX, 2), Some(-2));
         assert_eq!(arith(IntArith::Div, 7, -2), Some(-3));
         assert_eq!(arith(IntArith::Div, 1, 0), None);
+    }
+
+    #[test]
+    fn integer_maps_wrap_at_the_least_value() {
+        let f = |f: IntMap, held: Held, v: i64| {
+            let mut x = [0u8; 8];
+            held.put_int(&mut x, 0, v);
+            let words: Vec<f32> = bytemuck::pod_collect_to_vec(&x[..]);
+            let op = IntUnaryOp {
+                x: Src::Slot(0),
+                f,
+                held,
+                len: 1,
+            };
+            let mut out = [0f32; 2];
+            let slots = [super::super::Slot::Const(crate::prepack::Panel::Owned(
+                words,
+            ))];
+            // SAFETY: the arena is empty and never read.
+            let sources = unsafe { Sources::new(&[], &slots, std::ptr::null(), (0, 0)) };
+            op.run(&sources, &mut out);
+            held.int(bytemuck::cast_slice(&out), 0)
+        };
+        assert_eq!(f(IntMap::Neg, Held::I32, i32::MIN as i64), i32::MIN as i64);
+        assert_eq!(f(IntMap::Abs, Held::I8, -128), -128);
+        assert_eq!(f(IntMap::Abs, Held::I64, i64::MIN + 1), i64::MAX);
+        assert_eq!(f(IntMap::Relu, Held::I8, -3), 0);
+        // Bounds crossed: the upper one wins, as in the reference's clamp.
+        assert_eq!(f(IntMap::Clip { lo: 5, hi: 2 }, Held::I32, 0), 2);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! exactly (`crate::ops::int`); f16 and the other dtypes are declined with the dtype as
 //! the reason.
 
-use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
+use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use super::{require_const_operands, shape_no, Kind};
@@ -116,6 +116,9 @@ const INDEXED: &[DType] = &[
     DType::U8,
 ];
 
+/// The dtypes of Relu, Clip and Abs: f32 and every integer held (`crate::ops::int`).
+const INTS: &[DType] = &[DType::F32, DType::I32, DType::I64, DType::I8, DType::U8];
+
 /// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: every
 /// dtype held, whose bytes a view never reads.
 const VIEWED: &[DType] = INDEXED;
@@ -157,6 +160,10 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
         (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
         (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
+        (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
+        // Neg of an unsigned type is not an ONNX op (the reference refuses it).
+        (OpKind::Neg, _) => &[DType::F32, DType::I32, DType::I64, DType::I8],
+        (OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean, _) => ARITH,
         // Split's parts are views of one buffer at word offsets: no room for bytes.
         (OpKind::Split, Some(0) | None) => MOVED,
         (
@@ -500,4 +507,82 @@ fn check_resize(
         other => return attr_no(format!("mode '{other}' is not supported")),
     }
     Ok(())
+}
+
+/// The bounds of an integer Clip, in the range of its dtype, as the reference reads them:
+/// a constant one-element operand of the input's dtype (an empty one is absent), or the
+/// `min`/`max` attribute (a float is rounded inward, NaN means none); absent, the
+/// dtype's limits.
+pub(crate) fn int_clip_bounds(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<(i64, i64), Support> {
+    let dtype = graph.tensors[node.inputs[0]].dtype;
+    let (lowest, highest): (i64, i64) = match dtype {
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    };
+    let has_attr = node.attrs.contains_key("min") || node.attrs.contains_key("max");
+    if has_attr && node.inputs.len() > 1 {
+        return Err(Support::no(
+            DeclineReason::Attribute,
+            "Clip bounds given both as attributes and as inputs",
+        ));
+    }
+    let bound = |i: usize, name: &str, is_min: bool| -> Result<i64, Support> {
+        let unbounded = if is_min { lowest } else { highest };
+        if let Some(&t) = node.inputs.get(i) {
+            let decl = &graph.tensors[t];
+            if decl.dtype != dtype {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!(
+                        "Clip {name} '{}' is {}, the input {dtype}",
+                        decl.name, decl.dtype
+                    ),
+                ));
+            }
+            let Some(bytes) = consts.bytes(t).filter(|_| decl.is_const()) else {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "Clip {name} '{}' is computed at run time; only constant bounds are \
+                         supported",
+                        decl.name
+                    ),
+                ));
+            };
+            let size = dtype.size();
+            return match bytes.len() / size {
+                0 => Ok(unbounded),
+                1 => {
+                    let mut b = [0u8; 8];
+                    b[..size].copy_from_slice(&bytes[..size]);
+                    Ok(match dtype {
+                        DType::I8 => b[0] as i8 as i64,
+                        DType::U8 => b[0] as i64,
+                        DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+                        _ => i64::from_le_bytes(b),
+                    })
+                }
+                _ => Err(Support::no(
+                    DeclineReason::Shape,
+                    format!("Clip {name} '{}' must hold exactly one value", decl.name),
+                )),
+            };
+        }
+        let wide: i128 = match node.attrs.get(name) {
+            Some(Attr::Int(v)) => *v as i128,
+            Some(Attr::Float(f)) if f.is_nan() => unbounded as i128,
+            // `as` saturates (infinities to the i128 limits).
+            Some(Attr::Float(f)) if is_min => f.ceil() as i128,
+            Some(Attr::Float(f)) => f.floor() as i128,
+            _ => unbounded as i128,
+        };
+        Ok(wide.clamp(lowest as i128, highest as i128) as i64)
+    };
+    Ok((bound(1, "min", true)?, bound(2, "max", false)?))
 }

@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod ints;
 mod ops;
 mod quant;
 mod tail;
@@ -553,6 +554,9 @@ impl<'g> Builder<'g> {
     fn lower_op(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
         let out_shape = self.shape(node.outputs[0]);
+        if let Some(op) = self.int_node(node, &shapes)? {
+            return Ok(op);
+        }
         let input = |i: usize| node.inputs[i];
         Ok(match node.op {
             OpKind::MatMul => {

@@ -4,13 +4,12 @@
 
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
-use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::gru::{GruOp, GruSpec};
-use crate::ops::int::{CastOp, Held, IntArith, IntBinaryOp};
+use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
-use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
+use crate::ops::select::{IntCompareOp, WhereOp};
 use crate::ops::tensor::Reduce;
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
@@ -282,109 +281,6 @@ impl Builder<'_> {
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
             OpKind::GRU => self.gru(node, shapes)?,
             _ => return Ok(None),
-        }))
-    }
-
-    /// Add, Sub, Mul or Div of two i32 or two i64 tensors; `None` for other dtypes.
-    pub(super) fn int_binary(
-        &mut self,
-        node: &Node,
-        shapes: &[Vec<usize>],
-        out_shape: &[usize],
-    ) -> Result<Option<Op>, String> {
-        let wide = match self.graph.tensors[node.inputs[0]].dtype {
-            DType::I64 => true,
-            DType::I32 => false,
-            _ => return Ok(None),
-        };
-        let op = match node.op {
-            OpKind::Add => IntArith::Add,
-            OpKind::Sub => IntArith::Sub,
-            OpKind::Mul => IntArith::Mul,
-            _ => IntArith::Div,
-        };
-        let (a, b) = (self.src(node.inputs[0])?, self.src(node.inputs[1])?);
-        Ok(Some(Op::IntBinary(IntBinaryOp::new(
-            op,
-            wide,
-            (a, &shapes[0]),
-            (b, &shapes[1]),
-            out_shape,
-        ))))
-    }
-
-    /// `op`, a mover of `node`'s data, made to move bytes when that data is 8-bit.
-    pub(super) fn over_bytes(&self, node: &Node, op: Op) -> Result<Op, String> {
-        let t = node.outputs[0];
-        let dtype = self.graph.tensors[t].dtype;
-        let mover = matches!(
-            node.op,
-            OpKind::Gather
-                | OpKind::Slice
-                | OpKind::Transpose
-                | OpKind::Concat
-                | OpKind::Pad
-                | OpKind::Expand
-                | OpKind::Tile
-        );
-        if !mover || !matches!(dtype, DType::I8 | DType::U8) {
-            return Ok(op);
-        }
-        // Pad's value as held (the default 0 of an i8 is the byte 0x80).
-        let flip = if dtype == DType::I8 { 0x80 } else { 0 };
-        let value = match node.inputs.get(2) {
-            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| b.first()),
-            _ => None,
-        };
-        let moved = match op {
-            Op::Gather(op) => Moved::Gather(op),
-            Op::Slice(op) => Moved::Slice(op),
-            Op::Transpose(op) => Moved::Transpose(op),
-            Op::Concat(op) => Moved::Concat(op),
-            Op::Pad(op) => Moved::Pad(op),
-            _ => return Err(format!("{} of {dtype} data", node.op)),
-        };
-        Ok(Op::ByteMove(ByteMoveOp {
-            op: moved,
-            len: self.shape(t).iter().product(),
-            fill: value.copied().unwrap_or(0) ^ flip,
-        }))
-    }
-
-    /// An integer comparison operand: a subgraph input or a constant.
-    fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
-        let decl = &self.graph.tensors[t];
-        let wide = decl.dtype == DType::I64;
-        match self.srcs[t] {
-            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
-            Some(_) => {
-                return Ok(IntSrc::Held {
-                    src: self.src(t)?,
-                    wide,
-                })
-            }
-            None => {}
-        }
-        let bytes = self
-            .consts
-            .bytes(t)
-            .filter(|_| decl.is_const())
-            .ok_or_else(|| {
-                format!(
-                    "integer operand '{}' is neither an input nor a constant",
-                    decl.name
-                )
-            })?;
-        Ok(IntSrc::Const(if wide {
-            bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect()
-        } else {
-            bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
-                .collect()
         }))
     }
 

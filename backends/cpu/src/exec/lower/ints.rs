@@ -1,0 +1,171 @@
+//! Lowering of integer and byte data: integer arithmetic, maps and reductions
+//! (`crate::ops::int`), the integer operands of comparisons, and movers of 8-bit tensors
+//! (`crate::ops::bytes`).
+
+use super::*;
+use crate::ops::bytes::{ByteMoveOp, Moved};
+use crate::ops::int::{Held, IntArith, IntBinaryOp, IntMap, IntReduceOp, IntUnaryOp};
+use crate::ops::select::IntSrc;
+
+impl Builder<'_> {
+    /// Add, Sub, Mul or Div of two i32 or two i64 tensors; `None` for other dtypes.
+    pub(super) fn int_binary(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        out_shape: &[usize],
+    ) -> Result<Option<Op>, String> {
+        let wide = match self.graph.tensors[node.inputs[0]].dtype {
+            DType::I64 => true,
+            DType::I32 => false,
+            _ => return Ok(None),
+        };
+        let op = match node.op {
+            OpKind::Add => IntArith::Add,
+            OpKind::Sub => IntArith::Sub,
+            OpKind::Mul => IntArith::Mul,
+            _ => IntArith::Div,
+        };
+        let (a, b) = (self.src(node.inputs[0])?, self.src(node.inputs[1])?);
+        Ok(Some(Op::IntBinary(IntBinaryOp::new(
+            op,
+            wide,
+            (a, &shapes[0]),
+            (b, &shapes[1]),
+            out_shape,
+        ))))
+    }
+
+    /// Relu, Clip, Neg or Abs of an integer tensor, or a reduction of an i32 or i64 one;
+    /// `None` for other nodes and dtypes.
+    pub(super) fn int_node(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+    ) -> Result<Option<Op>, String> {
+        let dtype = self.graph.tensors[node.inputs[0]].dtype;
+        let Some(held) = Held::of(dtype).filter(|h| !matches!(h, Held::F32 | Held::Bool)) else {
+            return Ok(None);
+        };
+        let x = &shapes[0];
+        Ok(Some(match node.op {
+            OpKind::Relu | OpKind::Neg | OpKind::Abs | OpKind::Clip => {
+                let f = match node.op {
+                    OpKind::Relu => IntMap::Relu,
+                    OpKind::Neg => IntMap::Neg,
+                    OpKind::Abs => IntMap::Abs,
+                    _ => {
+                        let (lo, hi) =
+                            crate::support::int_clip_bounds(self.graph, node, &self.consts)
+                                .map_err(|_| "Clip bounds are not constant".to_string())?;
+                        IntMap::Clip { lo, hi }
+                    }
+                };
+                Op::IntUnary(IntUnaryOp {
+                    x: self.src(node.inputs[0])?,
+                    f,
+                    held,
+                    len: x.iter().product(),
+                })
+            }
+            OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean => {
+                let kind = match node.op {
+                    OpKind::ReduceSum => Reduce::Sum,
+                    OpKind::ReduceMax => Reduce::Max,
+                    _ => Reduce::Mean,
+                };
+                let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
+                let src = self.src(node.inputs[0])?;
+                let Some(flags) = flags.filter(|f| f.contains(&true)) else {
+                    return Ok(Some(Op::Copy(src)));
+                };
+                let (first, last) =
+                    reduced_run(x, &flags).ok_or("reduced axes are not contiguous")?;
+                Op::IntReduce(IntReduceOp {
+                    x: src,
+                    held,
+                    outer: x[..first].iter().product(),
+                    count: x[first..=last].iter().product(),
+                    inner: x[last + 1..].iter().product(),
+                    kind,
+                })
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// `op`, a mover of `node`'s data, made to move bytes when that data is 8-bit.
+    pub(super) fn over_bytes(&self, node: &Node, op: Op) -> Result<Op, String> {
+        let t = node.outputs[0];
+        let dtype = self.graph.tensors[t].dtype;
+        let mover = matches!(
+            node.op,
+            OpKind::Gather
+                | OpKind::Slice
+                | OpKind::Transpose
+                | OpKind::Concat
+                | OpKind::Pad
+                | OpKind::Expand
+                | OpKind::Tile
+        );
+        if !mover || !matches!(dtype, DType::I8 | DType::U8) {
+            return Ok(op);
+        }
+        // Pad's value as held (the default 0 of an i8 is the byte 0x80).
+        let flip = if dtype == DType::I8 { 0x80 } else { 0 };
+        let value = match node.inputs.get(2) {
+            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| b.first()),
+            _ => None,
+        };
+        let moved = match op {
+            Op::Gather(op) => Moved::Gather(op),
+            Op::Slice(op) => Moved::Slice(op),
+            Op::Transpose(op) => Moved::Transpose(op),
+            Op::Concat(op) => Moved::Concat(op),
+            Op::Pad(op) => Moved::Pad(op),
+            _ => return Err(format!("{} of {dtype} data", node.op)),
+        };
+        Ok(Op::ByteMove(ByteMoveOp {
+            op: moved,
+            len: self.shape(t).iter().product(),
+            fill: value.copied().unwrap_or(0) ^ flip,
+        }))
+    }
+
+    /// An integer comparison operand: a subgraph input or a constant.
+    pub(super) fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
+        let decl = &self.graph.tensors[t];
+        let wide = decl.dtype == DType::I64;
+        match self.srcs[t] {
+            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
+            Some(_) => {
+                return Ok(IntSrc::Held {
+                    src: self.src(t)?,
+                    wide,
+                })
+            }
+            None => {}
+        }
+        let bytes = self
+            .consts
+            .bytes(t)
+            .filter(|_| decl.is_const())
+            .ok_or_else(|| {
+                format!(
+                    "integer operand '{}' is neither an input nor a constant",
+                    decl.name
+                )
+            })?;
+        Ok(IntSrc::Const(if wide {
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect()
+        } else {
+            bytes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
+                .collect()
+        }))
+    }
+}
