@@ -35,7 +35,7 @@ use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
-use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
+use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
 #[derive(Debug)]
@@ -243,6 +243,11 @@ impl Executable for CpuExecutable {
                     }
                 }
                 DType::Bool => narrow_bools(sources.get(*src), tensor.data),
+                // Held as its 2-byte elements, then slack.
+                DType::F16 => {
+                    let n = tensor.data.len();
+                    tensor.data.copy_from_slice(&sources.bytes(*src)[..n]);
+                }
                 _ => {
                     if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
                         dst.copy_from_slice(sources.get(*src));
@@ -330,9 +335,15 @@ impl CpuExecutable {
         }
         for (t, decl) in inputs.iter().zip(&self.inputs) {
             check_tensor("input", decl, t.dtype, t.shape, t.data.len())?;
-            if decl.dtype == DType::F32 && f32_view(t.data).is_none() {
+            // Held in words (f32, i32, i64) or read as 2-byte units (f16).
+            let align = match decl.dtype {
+                DType::F32 | DType::I32 | DType::I64 => 4,
+                DType::F16 => 2,
+                _ => 1,
+            };
+            if !t.data.is_empty() && t.data.as_ptr().align_offset(align) != 0 {
                 return Err(DelegateError::invalid(format!(
-                    "input '{}': data is not 4-byte aligned",
+                    "input '{}': data is not {align}-byte aligned",
                     decl.name
                 )));
             }

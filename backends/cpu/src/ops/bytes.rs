@@ -1,7 +1,8 @@
-//! Data movement of 8-bit tensors, which the executable holds as stored bytes (an i8
-//! biased by 128, see `crate::qgemm`): the same index walks as for 4-byte elements,
-//! over bytes. Such tensors are held NCHW wherever a mover reads them (the int8
-//! channels-last layout stays inside QDQ groups, `exec/lower/quant.rs`).
+//! Data movement of narrow tensors: 8-bit ones, which the executable holds as stored
+//! bytes (an i8 biased by 128, see `crate::qgemm`), and f16, held as its 2-byte
+//! elements: the same index walks as for 4-byte elements, over bytes or 2-byte units.
+//! 8-bit tensors are held NCHW wherever a mover reads them (the int8 channels-last
+//! layout stays inside QDQ groups, `exec/lower/quant.rs`).
 
 use super::layout::{ConcatOp, TransposeOp};
 use super::pad::PadOp;
@@ -19,25 +20,46 @@ pub(crate) enum Moved {
     Pad(PadOp),
 }
 
-/// A mover over an 8-bit tensor of `len` elements; `fill` is Pad's value as held.
+/// A mover over a tensor of `len` elements of `size` bytes (1 or 2); `fill` is Pad's
+/// value as held.
 #[derive(Clone, Debug)]
 pub(crate) struct ByteMoveOp {
     pub op: Moved,
     pub len: usize,
-    pub fill: u8,
+    pub size: usize,
+    pub fill: u16,
 }
 
 impl ByteMoveOp {
     /// Fails only on a Gather index out of range.
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
         // The slot ends in slack bytes past the tensor (see `byte_words`): not written.
-        let out = &mut bytemuck::cast_slice_mut::<f32, u8>(out)[..self.len];
+        let out = &mut bytemuck::cast_slice_mut::<f32, u8>(out)[..self.len * self.size];
+        if self.size == 2 {
+            // Slots are 4-byte aligned and 16-bit subgraph inputs were checked to be
+            // 2-byte aligned on entry (`check_inputs`).
+            // (An empty input's pointer may be unaligned: nothing is read from it.)
+            let get = |s| match sources.bytes(s) {
+                [] => &[][..],
+                b => bytemuck::cast_slice::<u8, u16>(b),
+            };
+            let out: &mut [u16] = bytemuck::cast_slice_mut(out);
+            match &self.op {
+                Moved::Gather(op) => return op.run_t(sources, get(op.x), out),
+                Moved::Slice(op) => op.run_t(get(op.x), out),
+                Moved::Transpose(op) => op.run_t(get(op.x), out),
+                Moved::Concat(op) => op.run_t(get, out),
+                Moved::Pad(op) => op.run_t(get(op.x), out, self.fill),
+            }
+            return Ok(());
+        }
+        let fill = self.fill as u8;
         match &self.op {
             Moved::Gather(op) => return op.run_t(sources, sources.bytes(op.x), out),
             Moved::Slice(op) => op.run_t(sources.bytes(op.x), out),
             Moved::Transpose(op) => op.run_t(sources.bytes(op.x), out),
             Moved::Concat(op) => op.run_t(|s| sources.bytes(s), out),
-            Moved::Pad(op) => op.run_t(sources.bytes(op.x), out, self.fill),
+            Moved::Pad(op) => op.run_t(sources.bytes(op.x), out, fill),
         }
         Ok(())
     }

@@ -2,11 +2,11 @@
 //! BatchNormalization, Pad, Resize, ConvTranspose) and the bool tensors they use.
 //!
 //! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
-//! in two, so the data-movement ops carry them as they carry f32; i8 and u8 are held as
-//! stored bytes, which the movers that walk element indices carry too (not Split, Where
-//! or Resize). Integer Add/Sub/Mul/Div and Cast between the held dtypes compute on them
-//! exactly (`crate::ops::int`); f16 and the other dtypes are declined with the dtype as
-//! the reason.
+//! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
+//! held as stored bytes, which the views and the movers that walk element indices carry
+//! too (not Split, Where or Resize). Integer arithmetic, maps, reductions and Cast
+//! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
+//! and the other dtypes are declined with the dtype as the reason.
 
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
@@ -105,8 +105,8 @@ const CAST: &[DType] = &[
 const ARITH: &[DType] = &[DType::F32, DType::I32, DType::I64];
 
 /// The dtypes the movers that walk element indices (Pad, Transpose, Slice, Gather,
-/// Expand, Tile, Concat) carry: those of [`MOVED`] and the 8-bit ones, moved as stored
-/// bytes (`crate::ops::bytes`).
+/// Expand, Tile, Concat) carry: those of [`MOVED`], the 8-bit ones and f16, moved as
+/// stored bytes (`crate::ops::bytes`).
 const INDEXED: &[DType] = &[
     DType::F32,
     DType::Bool,
@@ -114,6 +114,7 @@ const INDEXED: &[DType] = &[
     DType::I64,
     DType::I8,
     DType::U8,
+    DType::F16,
 ];
 
 /// The dtypes of Relu, Clip and Abs: f32 and every integer held (`crate::ops::int`).
@@ -157,7 +158,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::I64,
         ],
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
-        (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
+        (OpKind::ConstantOfShape, None) => INDEXED,
         (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
         (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
         (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
@@ -175,7 +176,14 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             | OpKind::Tile,
             Some(0) | None,
         ) => INDEXED,
-        (OpKind::Pad, Some(2)) => &[DType::F32, DType::Bool, DType::I32, DType::I8, DType::U8],
+        (OpKind::Pad, Some(2)) => &[
+            DType::F32,
+            DType::Bool,
+            DType::I32,
+            DType::I8,
+            DType::U8,
+            DType::F16,
+        ],
         (OpKind::Concat, _) => INDEXED,
         _ => &[DType::F32],
     }

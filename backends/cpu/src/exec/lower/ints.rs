@@ -108,13 +108,22 @@ impl Builder<'_> {
                 | OpKind::Expand
                 | OpKind::Tile
         );
-        if !mover || !matches!(dtype, DType::I8 | DType::U8) {
+        let size = match dtype {
+            DType::I8 | DType::U8 => 1,
+            DType::F16 => 2,
+            _ => return Ok(op),
+        };
+        if !mover {
             return Ok(op);
         }
         // Pad's value as held (the default 0 of an i8 is the byte 0x80).
         let flip = if dtype == DType::I8 { 0x80 } else { 0 };
         let value = match node.inputs.get(2) {
-            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| b.first()),
+            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| match b {
+                [lo, hi, ..] if size == 2 => Some(u16::from_le_bytes([*lo, *hi])),
+                [b, ..] => Some(*b as u16),
+                [] => None,
+            }),
             _ => None,
         };
         let moved = match op {
@@ -128,7 +137,8 @@ impl Builder<'_> {
         Ok(Op::ByteMove(ByteMoveOp {
             op: moved,
             len: self.shape(t).iter().product(),
-            fill: value.copied().unwrap_or(0) ^ flip,
+            size,
+            fill: value.unwrap_or(0) ^ flip,
         }))
     }
 

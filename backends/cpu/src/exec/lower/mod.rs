@@ -240,10 +240,11 @@ pub(crate) fn build<'g>(
             DType::Bool,
             DType::I32,
             DType::I64,
+            DType::F16,
         ];
         if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8, u8, bool, i32 or i64",
+                "output '{}' is {}, not f32, f16, i8, u8, bool, i32 or i64",
                 decl.name, decl.dtype
             )));
         }
@@ -377,7 +378,10 @@ impl<'g> Builder<'g> {
             return Ok(s);
         }
         let name = &self.graph.tensors[t].name;
-        let data = if matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8) {
+        let data = if matches!(
+            self.graph.tensors[t].dtype,
+            DType::I8 | DType::U8 | DType::F16
+        ) {
             self.byte_const(t).map(Cow::Owned)
         } else {
             self.const_f32(t)
@@ -417,9 +421,17 @@ impl<'g> Builder<'g> {
 
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        let bytes = matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8);
+        // 8-bit and f16 tensors are held as their stored bytes.
+        let narrow = match self.graph.tensors[t].dtype {
+            DType::I8 | DType::U8 => Some(1),
+            DType::F16 => Some(2),
+            _ => None,
+        };
         let len = checked_len(&self.held_shape(t))
-            .map(|n| if bytes { Self::byte_words(n) } else { n })
+            .and_then(|n| match narrow {
+                Some(size) => n.checked_mul(size).map(Self::byte_words),
+                None => Some(n),
+            })
             .ok_or_else(|| {
                 DelegateError::new(format!(
                     "tensor '{}' is too large to address",

@@ -166,7 +166,7 @@ impl<'g> Builder<'g> {
         n.saturating_add(SLACK).div_ceil(4)
     }
 
-    /// An 8-bit constant as stored bytes in a slot.
+    /// An 8-bit (or f16) constant as stored bytes in a slot.
     pub(super) fn byte_const(&self, t: TensorId) -> Option<Vec<f32>> {
         let d = &self.graph.tensors[t];
         let bytes = self.consts.bytes(t)?;

@@ -345,13 +345,9 @@ impl Builder<'_> {
             OpKind::Size => wide(&[self.shape(node.inputs[0]).iter().product::<usize>() as i64]),
             OpKind::ConstantOfShape => {
                 let n: usize = self.shape(node.outputs[0]).iter().product();
-                let v = node.attr_float("value", 0.0);
-                match self.graph.tensors[node.outputs[0]].dtype {
-                    DType::I64 => wide(&vec![v as i64; n]),
-                    DType::I32 => vec![f32::from_bits(v as i32 as u32); n],
-                    DType::Bool => vec![(v != 0.0) as u8 as f32; n],
-                    _ => vec![v; n],
-                }
+                let dtype = self.graph.tensors[node.outputs[0]].dtype;
+                let one = constant_element(dtype, node.attrs.get("value"));
+                held_words(dtype, &one.repeat(n))
             }
             _ => return Ok(None),
         }))
@@ -637,5 +633,46 @@ pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
         let from = graph.tensors[node.inputs[0]].dtype;
         let to = graph.tensors[node.outputs[0]].dtype;
         from == to || (from == DType::Bool && to == DType::F32)
+    }
+}
+
+/// One element of `dtype` holding ConstantOfShape's `value` (absent: 0), as stored: an
+/// integer attribute exactly where the dtype holds it, else saturated; a float one
+/// truncated toward zero into integers, rounded to nearest into floats.
+fn constant_element(dtype: DType, value: Option<&Attr>) -> Vec<u8> {
+    use baton_delegate_api::dtype::{push_float, push_int};
+    let (int, float) = match value {
+        Some(Attr::Int(i)) => (Some(*i), *i as f64),
+        Some(Attr::Float(f)) => (None, *f as f64),
+        _ => (Some(0), 0.0),
+    };
+    let mut bytes = Vec::with_capacity(dtype.size());
+    match dtype.int_range() {
+        Some((lo, hi)) => {
+            let v = int.map_or(float as i128, i128::from).clamp(lo, hi);
+            push_int(dtype, v, &mut bytes);
+        }
+        None if dtype == DType::Bool => bytes.push(u8::from(float != 0.0)),
+        None => push_float(dtype, float, true, &mut bytes),
+    }
+    bytes
+}
+
+/// Stored bytes of a `dtype` tensor as the executable holds them: bools widened to
+/// 0.0/1.0, 8-bit and f16 data as bytes (an i8 biased by 128) padded to whole words with
+/// slack, the others as their words.
+fn held_words(dtype: DType, bytes: &[u8]) -> Vec<f32> {
+    match dtype {
+        DType::Bool => bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
+        DType::I8 | DType::U8 | DType::F16 => {
+            let flip = if dtype == DType::I8 { 0x80 } else { 0 };
+            let mut words = vec![0.0f32; Builder::byte_words(bytes.len())];
+            let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+            for (o, &b) in dst.iter_mut().zip(bytes) {
+                *o = b ^ flip;
+            }
+            words
+        }
+        _ => bytemuck::pod_collect_to_vec(bytes),
     }
 }
