@@ -6,8 +6,9 @@
 
 use super::layout::{ConcatOp, TransposeOp};
 use super::pad::PadOp;
-use super::tensor::{GatherOp, SliceOp};
+use super::tensor::{GatherOp, SliceOp, SplitOp};
 use super::Sources;
+use crate::qgemm::SLACK;
 
 /// The movers that run over bytes.
 #[derive(Clone, Debug)]
@@ -18,6 +19,8 @@ pub(crate) enum Moved {
     Concat(ConcatOp),
     /// Pad, Expand and Tile.
     Pad(PadOp),
+    /// Each part in its own whole words (see [`ByteMoveOp::split_words`]).
+    Split(SplitOp),
 }
 
 /// A mover over a tensor of `len` elements of `size` bytes (1 or 2); `fill` is Pad's
@@ -31,8 +34,21 @@ pub(crate) struct ByteMoveOp {
 }
 
 impl ByteMoveOp {
+    /// The words each output of a Split takes: its elements' bytes with the slack every
+    /// 8-bit buffer has (`byte_words`), rounded up to whole words, so that each part is a word-aligned view of the one buffer.
+    pub fn split_words(op: &SplitOp, size: usize) -> Vec<usize> {
+        op.parts
+            .iter()
+            .map(|p| (p * op.outer * size).saturating_add(SLACK).div_ceil(4))
+            .collect()
+    }
+
     /// Fails only on a Gather index out of range.
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        if let Moved::Split(op) = &self.op {
+            self.split(op, sources.bytes(op.x), bytemuck::cast_slice_mut(out));
+            return Ok(());
+        }
         // The slot ends in slack bytes past the tensor (see `byte_words`): not written.
         let out = &mut bytemuck::cast_slice_mut::<f32, u8>(out)[..self.len * self.size];
         if self.size == 2 {
@@ -50,6 +66,7 @@ impl ByteMoveOp {
                 Moved::Transpose(op) => op.run_t(get(op.x), out),
                 Moved::Concat(op) => op.run_t(get, out),
                 Moved::Pad(op) => op.run_t(get(op.x), out, self.fill),
+                Moved::Split(_) => unreachable!("a Split runs over bytes"),
             }
             return Ok(());
         }
@@ -60,7 +77,26 @@ impl ByteMoveOp {
             Moved::Transpose(op) => op.run_t(sources.bytes(op.x), out),
             Moved::Concat(op) => op.run_t(|s| sources.bytes(s), out),
             Moved::Pad(op) => op.run_t(sources.bytes(op.x), out, fill),
+            Moved::Split(_) => unreachable!("a Split runs first"),
         }
         Ok(())
+    }
+
+    /// Split over bytes: each part's rows one after another from the start of its
+    /// words.
+    fn split(&self, op: &SplitOp, x: &[u8], out: &mut [u8]) {
+        let size = self.size;
+        let mut start = 0;
+        let mut first = 0;
+        for (&len, words) in op.parts.iter().zip(Self::split_words(op, size)) {
+            let (n, mut pos) = (len * size, start);
+            for o in 0..op.outer {
+                let src = (o * op.row + first) * size;
+                out[pos..pos + n].copy_from_slice(&x[src..src + n]);
+                pos += n;
+            }
+            first += len;
+            start += words * 4;
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
 //! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
 //! held as stored bytes, which the views and the movers that walk element indices carry
-//! too (not Split, Where or Resize). Integer arithmetic, maps, reductions and Cast
+//! too (not Where or Resize). Integer arithmetic, maps, reductions and Cast
 //! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
 //! and the other dtypes are declined with the dtype as the reason.
 
@@ -165,10 +165,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         // Neg of an unsigned type is not an ONNX op (the reference refuses it).
         (OpKind::Neg, _) => &[DType::F32, DType::I32, DType::I64, DType::I8],
         (OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean, _) => ARITH,
-        // Split's parts are views of one buffer at word offsets: no room for bytes.
-        (OpKind::Split, Some(0) | None) => MOVED,
         (
-            OpKind::Pad
+            OpKind::Split
+            | OpKind::Pad
             | OpKind::Transpose
             | OpKind::Slice
             | OpKind::Gather

@@ -107,6 +107,7 @@ impl Builder<'_> {
                 | OpKind::Pad
                 | OpKind::Expand
                 | OpKind::Tile
+                | OpKind::Split
         );
         let size = match dtype {
             DType::I8 | DType::U8 => 1,
@@ -132,6 +133,7 @@ impl Builder<'_> {
             Op::Transpose(op) => Moved::Transpose(op),
             Op::Concat(op) => Moved::Concat(op),
             Op::Pad(op) => Moved::Pad(op),
+            Op::Split(op) => Moved::Split(op),
             _ => return Err(format!("{} of {dtype} data", node.op)),
         };
         Ok(Op::ByteMove(ByteMoveOp {

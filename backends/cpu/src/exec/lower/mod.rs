@@ -16,6 +16,7 @@ use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
+use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::conv::{ConvOp, ConvSpec};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
@@ -276,6 +277,11 @@ pub(crate) fn build<'g>(
 fn output_parts(op: &Op) -> Option<Vec<usize>> {
     match op {
         Op::Split(s) => Some(s.parts.iter().map(|p| p * s.outer).collect()),
+        Op::ByteMove(ByteMoveOp {
+            op: Moved::Split(s),
+            size,
+            ..
+        }) => Some(ByteMoveOp::split_words(s, *size)),
         Op::LayerNorm(l) => Some(vec![l.rows * l.n, l.rows, l.rows]),
         Op::Lstm(l) => {
             let (y, state) = l.out_len();
