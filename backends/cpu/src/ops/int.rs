@@ -8,7 +8,9 @@
 //! toward zero. A zero divisor is a run-time error, as in the reference, which refuses
 //! it rather than make up a value.
 
+use baton_delegate_api::dtype::element_f64;
 use baton_delegate_api::ir::DType;
+use baton_delegate_api::minifloat::encode16;
 
 use super::layout::{broadcast_strides, Strided};
 use super::{Sources, Src};
@@ -17,6 +19,8 @@ use super::{Sources, Src};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Held {
     F32,
+    /// Its two bytes (Cast only).
+    F16,
     Bool,
     I32,
     I64,
@@ -29,6 +33,7 @@ impl Held {
     pub fn of(dtype: DType) -> Option<Held> {
         Some(match dtype {
             DType::F32 => Held::F32,
+            DType::F16 => Held::F16,
             DType::Bool => Held::Bool,
             DType::I32 => Held::I32,
             DType::I64 => Held::I64,
@@ -51,7 +56,16 @@ impl Held {
             Held::U8 => bytes[i] as i64,
             // Truncated toward zero, saturated, NaN as 0 (Rust's `as`, the reference's
             // f64-to-i128 conversion clamped to the target's range).
-            Held::F32 => f32::from_bits(word(i)) as i64,
+            Held::F32 | Held::F16 => self.float(bytes, i) as i64,
+        }
+    }
+
+    /// Element `i` of a float tensor (f32 or f16) held in `bytes`, exactly, as f64.
+    #[inline(always)]
+    fn float(self, bytes: &[u8], i: usize) -> f64 {
+        match self {
+            Held::F16 => element_f64(DType::F16, bytes, i),
+            _ => f32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4])) as f64,
         }
     }
 
@@ -61,6 +75,8 @@ impl Held {
     fn put_int(self, out: &mut [u8], i: usize, v: i64) {
         match self {
             Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+            // Through f64, as the reference converts integers to the narrow floats.
+            Held::F16 => self.put_float(out, i, v as f64),
             Held::Bool => {
                 out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0) as u8 as f32).to_le_bytes())
             }
@@ -72,10 +88,26 @@ impl Held {
     }
 }
 
+impl Held {
+    /// Writes the float `v` as element `i` of a float tensor (f32 or f16) held in
+    /// `out`, rounded once to nearest-even.
+    #[inline(always)]
+    fn put_float(self, out: &mut [u8], i: usize, v: f64) {
+        match self {
+            Held::F16 => {
+                let bits = encode16(DType::F16, v).unwrap_or(0);
+                out[i * 2..i * 2 + 2].copy_from_slice(&bits.to_le_bytes());
+            }
+            _ => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+        }
+    }
+}
+
 /// Cast (or CastLike) between held dtypes, element by element, as the reference casts:
 /// float to integer truncates toward zero and saturates (NaN gives 0), float to bool is
-/// `x != 0` (NaN is true), integer to float rounds once to nearest-even, integer to
-/// integer keeps the low bits.
+/// `x != 0` (NaN is true), between floats and from integers to f32 rounds once to
+/// nearest-even (to f16 through f64, as the reference), integer to integer keeps the
+/// low bits.
 #[derive(Clone, Debug)]
 pub(crate) struct CastOp {
     pub x: Src,
@@ -90,24 +122,19 @@ impl CastOp {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         match (self.from, self.to) {
             (Held::F32, Held::F32) => out[..self.len * 4].copy_from_slice(&x[..self.len * 4]),
-            (Held::F32, Held::Bool) => {
+            (from @ (Held::F32 | Held::F16), to) => {
                 for i in 0..self.len {
-                    let v = f32::from_le_bytes(x[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
-                    out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0.0) as u8 as f32).to_le_bytes());
-                }
-            }
-            // Saturation is per target: an f32 beyond i32's range gives i32::MAX, not
-            // the low bits of an i64.
-            (Held::F32, to) => {
-                for i in 0..self.len {
-                    let v = f32::from_le_bytes(x[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
-                    let v = match to {
-                        Held::I32 => v as i32 as i64,
-                        Held::I8 => v as i8 as i64,
-                        Held::U8 => v as u8 as i64,
-                        _ => v as i64,
-                    };
-                    to.put_int(out, i, v);
+                    let v = from.float(x, i);
+                    // Saturation is per target: an f32 beyond i32's range gives
+                    // i32::MAX, not the low bits of an i64.
+                    match to {
+                        Held::F32 | Held::F16 => to.put_float(out, i, v),
+                        Held::Bool => to.put_int(out, i, (v != 0.0) as i64),
+                        Held::I32 => to.put_int(out, i, v as i32 as i64),
+                        Held::I8 => to.put_int(out, i, v as i8 as i64),
+                        Held::U8 => to.put_int(out, i, v as u8 as i64),
+                        Held::I64 => to.put_int(out, i, v as i64),
+                    }
                 }
             }
             (from, to) => {

@@ -94,6 +94,7 @@ const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
 /// stored bytes, see `crate::ops::int`).
 const CAST: &[DType] = &[
     DType::F32,
+    DType::F16,
     DType::Bool,
     DType::I32,
     DType::I64,

@@ -44,7 +44,8 @@ impl Builder<'_> {
         shapes: &[Vec<usize>],
     ) -> Result<Option<Op>, String> {
         let dtype = self.graph.tensors[node.inputs[0]].dtype;
-        let Some(held) = Held::of(dtype).filter(|h| !matches!(h, Held::F32 | Held::Bool)) else {
+        let ints = |h: &Held| !matches!(h, Held::F32 | Held::F16 | Held::Bool);
+        let Some(held) = Held::of(dtype).filter(ints) else {
             return Ok(None);
         };
         let x = &shapes[0];
