@@ -6,6 +6,7 @@
 
 use super::layout::{ConcatOp, TransposeOp};
 use super::pad::PadOp;
+use super::select::WhereOp;
 use super::tensor::{GatherOp, SliceOp, SplitOp};
 use super::Sources;
 use crate::qgemm::SLACK;
@@ -19,6 +20,7 @@ pub(crate) enum Moved {
     Concat(ConcatOp),
     /// Pad, Expand and Tile.
     Pad(PadOp),
+    Where(WhereOp),
     /// Each part in its own whole words (see [`ByteMoveOp::split_words`]).
     Split(SplitOp),
 }
@@ -66,6 +68,7 @@ impl ByteMoveOp {
                 Moved::Transpose(op) => op.run_t(get(op.x), out),
                 Moved::Concat(op) => op.run_t(get, out),
                 Moved::Pad(op) => op.run_t(get(op.x), out, self.fill),
+                Moved::Where(op) => op.run_t(sources, get, out),
                 Moved::Split(_) => unreachable!("a Split runs over bytes"),
             }
             return Ok(());
@@ -77,6 +80,7 @@ impl ByteMoveOp {
             Moved::Transpose(op) => op.run_t(sources.bytes(op.x), out),
             Moved::Concat(op) => op.run_t(|s| sources.bytes(s), out),
             Moved::Pad(op) => op.run_t(sources.bytes(op.x), out, fill),
+            Moved::Where(op) => op.run_t(sources, |s| sources.bytes(s), out),
             Moved::Split(_) => unreachable!("a Split runs first"),
         }
         Ok(())

@@ -45,7 +45,7 @@ impl Held {
 
     /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1).
     #[inline(always)]
-    fn int(self, bytes: &[u8], i: usize) -> i64 {
+    pub fn int(self, bytes: &[u8], i: usize) -> i64 {
         let word =
             |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
         match self {

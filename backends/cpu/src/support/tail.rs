@@ -4,7 +4,7 @@
 //! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
 //! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
 //! held as stored bytes, which the views and the movers that walk element indices carry
-//! too (not Where or Resize). Integer arithmetic, maps, reductions and Cast
+//! too (not Resize). Integer arithmetic, maps, reductions and Cast
 //! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
 //! and the other dtypes are declined with the dtype as the reason.
 
@@ -130,11 +130,15 @@ const VIEWED: &[DType] = INDEXED;
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
-        // Integers only as subgraph inputs or constants (see `ops/select.rs`).
-        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
-            &[DType::F32, DType::Bool, DType::I64, DType::I32]
-        }
-        (OpKind::Where, Some(1 | 2) | None) => MOVED,
+        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => &[
+            DType::F32,
+            DType::Bool,
+            DType::I64,
+            DType::I32,
+            DType::I8,
+            DType::U8,
+        ],
+        (OpKind::Where, Some(1 | 2) | None) => INDEXED,
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
@@ -250,6 +254,18 @@ pub(super) fn check_op(
         ));
     }
     match node.op {
+        OpKind::Greater | OpKind::Less | OpKind::Equal
+            if x_dtype != graph.tensors[node.inputs[1]].dtype =>
+        {
+            return Err(Support::no(
+                DeclineReason::DType,
+                format!(
+                    "{}: operands of {x_dtype} and {}",
+                    node.label(),
+                    graph.tensors[node.inputs[1]].dtype
+                ),
+            ));
+        }
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
             // Integers only with their own kind (no promotion in ONNX).
             if let Some(&t) = node

@@ -109,6 +109,7 @@ impl Builder<'_> {
                 | OpKind::Expand
                 | OpKind::Tile
                 | OpKind::Split
+                | OpKind::Where
         );
         let size = match dtype {
             DType::I8 | DType::U8 => 1,
@@ -135,6 +136,7 @@ impl Builder<'_> {
             Op::Concat(op) => Moved::Concat(op),
             Op::Pad(op) => Moved::Pad(op),
             Op::Split(op) => Moved::Split(op),
+            Op::Where(op) => Moved::Where(op),
             _ => return Err(format!("{} of {dtype} data", node.op)),
         };
         Ok(Op::ByteMove(ByteMoveOp {
@@ -145,40 +147,13 @@ impl Builder<'_> {
         }))
     }
 
-    /// An integer comparison operand: a subgraph input or a constant.
+    /// An integer comparison operand, read as held.
     pub(super) fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
-        let decl = &self.graph.tensors[t];
-        let wide = decl.dtype == DType::I64;
-        match self.srcs[t] {
-            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
-            Some(_) => {
-                return Ok(IntSrc::Held {
-                    src: self.src(t)?,
-                    wide,
-                })
-            }
-            None => {}
-        }
-        let bytes = self
-            .consts
-            .bytes(t)
-            .filter(|_| decl.is_const())
-            .ok_or_else(|| {
-                format!(
-                    "integer operand '{}' is neither an input nor a constant",
-                    decl.name
-                )
-            })?;
-        Ok(IntSrc::Const(if wide {
-            bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect()
-        } else {
-            bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
-                .collect()
-        }))
+        let dtype = self.graph.tensors[t].dtype;
+        let held = Held::of(dtype).ok_or_else(|| format!("a comparison of {dtype}"))?;
+        Ok(IntSrc {
+            src: self.src(t)?,
+            held,
+        })
     }
 }

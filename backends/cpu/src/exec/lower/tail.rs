@@ -174,7 +174,7 @@ impl Builder<'_> {
                     _ => Binary::Pow,
                 };
                 let dtype = self.graph.tensors[input(0)].dtype;
-                if matches!(dtype, DType::I64 | DType::I32) {
+                if matches!(dtype, DType::I64 | DType::I32 | DType::I8 | DType::U8) {
                     let (a, b) = (self.int_src(input(0))?, self.int_src(input(1))?);
                     return Ok(Some(Op::IntCompare(IntCompareOp::new(
                         op,
