@@ -25,14 +25,14 @@ pub(crate) enum Moved {
     Split(SplitOp),
 }
 
-/// A mover over a tensor of `len` elements of `size` bytes (1 or 2); `fill` is Pad's
-/// value as held.
+/// A mover over a tensor of `len` elements of `size` bytes (1, 2, or 8 for an i64 Pad);
+/// `fill` is Pad's value as held.
 #[derive(Clone, Debug)]
 pub(crate) struct ByteMoveOp {
     pub op: Moved,
     pub len: usize,
     pub size: usize,
-    pub fill: u16,
+    pub fill: u64,
 }
 
 impl ByteMoveOp {
@@ -53,6 +53,23 @@ impl ByteMoveOp {
         }
         // The slot ends in slack bytes past the tensor (see `byte_words`): not written.
         let out = &mut bytemuck::cast_slice_mut::<f32, u8>(out)[..self.len * self.size];
+        if self.size == 8 {
+            // An i64 as its two words (slots and inputs are 4-byte aligned).
+            let get = |s| match sources.bytes(s) {
+                [] => &[][..],
+                b => bytemuck::cast_slice::<u8, [u32; 2]>(b),
+            };
+            let out: &mut [[u32; 2]] = bytemuck::cast_slice_mut(out);
+            let b = self.fill.to_le_bytes();
+            let fill = [
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            ];
+            if let Moved::Pad(op) = &self.op {
+                op.run_t(get(op.x), out, fill);
+            }
+            return Ok(());
+        }
         if self.size == 2 {
             // Slots are 4-byte aligned and 16-bit subgraph inputs were checked to be
             // 2-byte aligned on entry (`check_inputs`).
@@ -67,7 +84,7 @@ impl ByteMoveOp {
                 Moved::Slice(op) => op.run_t(get(op.x), out),
                 Moved::Transpose(op) => op.run_t(get(op.x), out),
                 Moved::Concat(op) => op.run_t(get, out),
-                Moved::Pad(op) => op.run_t(get(op.x), out, self.fill),
+                Moved::Pad(op) => op.run_t(get(op.x), out, self.fill as u16),
                 Moved::Where(op) => op.run_t(sources, get, out),
                 Moved::Split(_) => unreachable!("a Split runs over bytes"),
             }

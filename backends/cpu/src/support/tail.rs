@@ -184,6 +184,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::F32,
             DType::Bool,
             DType::I32,
+            DType::I64,
             DType::I8,
             DType::U8,
             DType::F16,
@@ -243,8 +244,8 @@ pub(super) fn check_op(
                 ),
             ));
         }
-        if node.op == OpKind::Pad && (present(2) || node.attrs.contains_key("value")) {
-            return attr_no("a pad value for an i64 tensor is not supported".into());
+        if node.op == OpKind::Pad && node.attrs.contains_key("value") {
+            return attr_no("a 'value' attribute for an i64 tensor is not supported".into());
         }
     }
     let x_dtype = graph.tensors[node.inputs[0]].dtype;

@@ -114,6 +114,8 @@ impl Builder<'_> {
         let size = match dtype {
             DType::I8 | DType::U8 => 1,
             DType::F16 => 2,
+            // Pad alone: its value fills both words of an element.
+            DType::I64 if node.op == OpKind::Pad => 8,
             _ => return Ok(op),
         };
         if !mover {
@@ -122,11 +124,13 @@ impl Builder<'_> {
         // Pad's value as held (the default 0 of an i8 is the byte 0x80).
         let flip = if dtype == DType::I8 { 0x80 } else { 0 };
         let value = match node.inputs.get(2) {
-            Some(&v) if node.op == OpKind::Pad => self.consts.bytes(v).and_then(|b| match b {
-                [lo, hi, ..] if size == 2 => Some(u16::from_le_bytes([*lo, *hi])),
-                [b, ..] => Some(*b as u16),
-                [] => None,
-            }),
+            Some(&v) if node.op == OpKind::Pad => {
+                self.consts.bytes(v).filter(|b| b.len() >= size).map(|b| {
+                    let mut e = [0u8; 8];
+                    e[..size].copy_from_slice(&b[..size]);
+                    u64::from_le_bytes(e)
+                })
+            }
             _ => None,
         };
         let moved = match op {

@@ -403,11 +403,8 @@ impl Builder<'_> {
         for (k, &a) in axes.iter().enumerate() {
             maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
         }
-        let mut x = x.to_vec();
-        if self.words(node.inputs[0]) == 2 {
-            x.push(2);
-            maps.push(vec![Some(0), Some(1)]);
-        }
+        // (An i64 is padded as 8-byte units, `over_bytes`.)
+        let x = x.to_vec();
         let value = match node.inputs.get(2) {
             Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
                 let v = self.const_f32(t).ok_or("Pad value is not constant")?;
