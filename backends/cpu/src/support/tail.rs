@@ -4,7 +4,7 @@
 //! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
 //! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
 //! held as stored bytes, which the views and the movers that walk element indices carry
-//! too (not Resize). Integer arithmetic, maps, reductions and Cast
+//! too (nearest Resize included). Integer arithmetic, maps, reductions and Cast
 //! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
 //! and the other dtypes are declined with the dtype as the reason.
 
@@ -85,11 +85,6 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
     }
 }
 
-/// The dtypes the data-movement ops that copy words carry: f32, bool (held as
-/// 0.0/1.0), i32 (its bits in an f32 slot) and i64 (each element two slots moved
-/// together).
-const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
-
 /// The dtypes a Cast reads and writes: every dtype the executable holds (8-bit ones as
 /// stored bytes, see `crate::ops::int`).
 const CAST: &[DType] = &[
@@ -105,9 +100,10 @@ const CAST: &[DType] = &[
 /// The dtypes of integer arithmetic besides f32 (exact and wrapping, `crate::ops::int`).
 const ARITH: &[DType] = &[DType::F32, DType::I32, DType::I64];
 
-/// The dtypes the movers that walk element indices (Pad, Transpose, Slice, Gather,
-/// Expand, Tile, Concat) carry: those of [`MOVED`], the 8-bit ones and f16, moved as
-/// stored bytes (`crate::ops::bytes`).
+/// The dtypes the movers carry (Pad, Transpose, Slice, Split, Gather, Expand, Tile,
+/// Concat, Where, nearest Resize): f32, bool (held as 0.0/1.0), i32 (its bits in an f32
+/// slot), i64 (each element two slots moved together), and the 8-bit ones and f16,
+/// moved as stored bytes (`crate::ops::bytes`).
 const INDEXED: &[DType] = &[
     DType::F32,
     DType::Bool,
@@ -144,7 +140,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
         // Nearest moves any element; linear takes f32 only (`check_resize`).
-        (OpKind::Resize, Some(0) | None) => MOVED,
+        (OpKind::Resize, Some(0) | None) => INDEXED,
         (
             OpKind::Identity
             | OpKind::Reshape

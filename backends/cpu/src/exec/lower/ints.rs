@@ -110,6 +110,7 @@ impl Builder<'_> {
                 | OpKind::Tile
                 | OpKind::Split
                 | OpKind::Where
+                | OpKind::Resize
         );
         let size = match dtype {
             DType::I8 | DType::U8 => 1,
