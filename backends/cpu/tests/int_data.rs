@@ -5,8 +5,8 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
-use baton_delegate_api::testing::run;
-use baton_delegate_api::{Tensor, TensorData};
+use baton_delegate_api::testing::{run, supports};
+use baton_delegate_api::{Support, Tensor, TensorData};
 use common::delegate;
 
 const X: [usize; 4] = [1, 3, 4, 5];
@@ -42,9 +42,19 @@ fn input() -> Tensor {
     Tensor::from_bytes(DType::I8, &X, &bytes)
 }
 
+/// Runs `g` on the delegate, which must claim every node (the host would run the rest).
+fn claimed_run(g: &Graph, simd: bool, inputs: &[Tensor]) -> Vec<Tensor> {
+    let d = delegate(simd);
+    let claims = supports(&d, g);
+    assert!(
+        claims.iter().all(|s| matches!(s, Support::Yes)),
+        "{claims:?}"
+    );
+    run(&d, g, inputs).expect("runs")
+}
+
 fn values(g: &Graph, simd: bool) -> Vec<f64> {
-    let out = run(&delegate(simd), g, &[input()]).expect("runs");
-    out[0].to_f64()
+    claimed_run(g, simd, &[input()])[0].to_f64()
 }
 
 #[test]
@@ -85,12 +95,7 @@ fn integer_division_by_zero_fails_the_run_as_in_the_reference() {
             }
             _ => Tensor::from_bytes(dtype, &[3], bytemuck::cast_slice(&v)),
         };
-        let ok = run(
-            &delegate(true),
-            &g,
-            &[tensor([-7, 9, 5]), tensor([2, -4, 5])],
-        )
-        .expect("runs");
+        let ok = claimed_run(&g, true, &[tensor([-7, 9, 5]), tensor([2, -4, 5])]);
         assert_eq!(
             ok[0].to_f64(),
             vec![-3.0, -2.0, 1.0],
@@ -102,5 +107,43 @@ fn integer_division_by_zero_fails_the_run_as_in_the_reference() {
             err.to_string().contains("division by zero"),
             "{dtype}: {err}"
         );
+    }
+}
+
+#[test]
+fn eight_bit_relu_and_clip_keep_the_stored_bytes_exact() {
+    let v: Vec<u8> = (0..=255u8).collect();
+    for dtype in [DType::I8, DType::U8] {
+        let value = |b: u8| {
+            if dtype == DType::I8 {
+                b as i8 as i64
+            } else {
+                b as i64
+            }
+        };
+        let (lo, hi) = if dtype == DType::I8 {
+            (-100i64, 90i64)
+        } else {
+            (3, 200)
+        };
+        let mut b = GraphBuilder::new("clip8");
+        let x = b.input_fixed("x", dtype, &[256]);
+        let bound = |b: &mut GraphBuilder, name: &str, v: i64| {
+            b.constant(name, dtype, &[], TensorData::from_bytes(&[v as u8]))
+        };
+        let (l, h) = (bound(&mut b, "lo", lo), bound(&mut b, "hi", hi));
+        let c = b.node(OpKind::Clip, &[x, l, h], &[]).unwrap();
+        let r = b.node(OpKind::Relu, &[x], &[]).unwrap();
+        b.output(c);
+        b.output(r);
+        let g = b.finish().unwrap();
+        let input = Tensor::from_bytes(dtype, &[256], &v);
+        for simd in [true, false] {
+            let out = claimed_run(&g, simd, std::slice::from_ref(&input));
+            let clip: Vec<f64> = v.iter().map(|&b| value(b).clamp(lo, hi) as f64).collect();
+            let relu: Vec<f64> = v.iter().map(|&b| value(b).max(0) as f64).collect();
+            assert_eq!(out[0].to_f64(), clip, "{dtype} Clip");
+            assert_eq!(out[1].to_f64(), relu, "{dtype} Relu");
+        }
     }
 }
