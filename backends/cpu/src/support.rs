@@ -12,6 +12,8 @@ use crate::ops::layout::MAX_RANK;
 
 mod tail;
 
+pub(crate) use tail::int_clip_bounds;
+
 /// The largest stride, dilation, pad or axis value accepted.
 const MAX_EXTENT: u64 = 1 << 31;
 
@@ -477,7 +479,24 @@ fn check_op(
             ));
         }
         OpKind::Clip => {
-            clip_bounds(graph, node, consts)?;
+            let dtype = graph.tensors[node.inputs[0]].dtype;
+            if let Some(&t) = node.inputs[1..]
+                .iter()
+                .find(|&&t| graph.tensors[t].dtype != dtype)
+            {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!(
+                        "Clip bound '{}' is {}, the input {dtype}",
+                        graph.tensors[t].name, graph.tensors[t].dtype
+                    ),
+                ));
+            }
+            if dtype == DType::F32 {
+                clip_bounds(graph, node, consts)?;
+            } else {
+                int_clip_bounds(graph, node, consts)?;
+            }
         }
         OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze | OpKind::Slice => {
             require_const_operands(graph, node, consts)?

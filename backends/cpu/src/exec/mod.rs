@@ -18,10 +18,12 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::gru::GruOp;
+use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
@@ -33,7 +35,7 @@ use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
-use crate::ops::{f32_view, f32_view_mut, RunCtx, Slot, Sources, Src};
+use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
 #[derive(Debug)]
@@ -109,6 +111,16 @@ enum Op {
     QBinary(QBinaryOp),
     Where(WhereOp),
     IntCompare(IntCompareOp),
+    /// Integer Add, Sub, Mul or Div (i32 or i64).
+    IntBinary(IntBinaryOp),
+    /// A Cast that changes what is held (the others are views).
+    Cast(CastOp),
+    /// Relu, Clip, Neg or Abs of an integer tensor.
+    IntUnary(IntUnaryOp),
+    /// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor.
+    IntReduce(IntReduceOp),
+    /// Data movement of an 8-bit tensor (stored bytes).
+    ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
     BoolInput(BoolInputOp),
     /// BatchNormalization not folded into a convolution.
@@ -141,7 +153,9 @@ impl Op {
             Op::QLinear(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
-            Op::Pad(_) => "LAYOUT",
+            Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
+            Op::IntReduce(_) => "REDUCE",
+            Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) => "LSTM",
@@ -174,6 +188,11 @@ impl Op {
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),
+            Op::IntBinary(op) => return op.run(sources, out),
+            Op::Cast(op) => op.run(sources, out),
+            Op::IntUnary(op) => op.run(sources, out),
+            Op::IntReduce(op) => return op.run(sources, out),
+            Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Pad(op) => op.run(sources, out),
@@ -224,6 +243,11 @@ impl Executable for CpuExecutable {
                     }
                 }
                 DType::Bool => narrow_bools(sources.get(*src), tensor.data),
+                // Held as its 2-byte elements, then slack.
+                DType::F16 => {
+                    let n = tensor.data.len();
+                    tensor.data.copy_from_slice(&sources.bytes(*src)[..n]);
+                }
                 _ => {
                     if let Some(dst) = f32_view_mut(&mut tensor.data[..]) {
                         dst.copy_from_slice(sources.get(*src));
@@ -311,9 +335,15 @@ impl CpuExecutable {
         }
         for (t, decl) in inputs.iter().zip(&self.inputs) {
             check_tensor("input", decl, t.dtype, t.shape, t.data.len())?;
-            if decl.dtype == DType::F32 && f32_view(t.data).is_none() {
+            // Held in words (f32, i32, i64) or read as 2-byte units (f16).
+            let align = match decl.dtype {
+                DType::F32 | DType::I32 | DType::I64 => 4,
+                DType::F16 => 2,
+                _ => 1,
+            };
+            if !t.data.is_empty() && t.data.as_ptr().align_offset(align) != 0 {
                 return Err(DelegateError::invalid(format!(
-                    "input '{}': data is not 4-byte aligned",
+                    "input '{}': data is not {align}-byte aligned",
                     decl.name
                 )));
             }

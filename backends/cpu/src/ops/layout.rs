@@ -100,7 +100,7 @@ impl<const N: usize> Strided<N> {
 /// Transpose: a strided gather into a contiguous output.
 #[derive(Clone, Debug)]
 pub(crate) struct TransposeOp {
-    x: Src,
+    pub x: Src,
     walk: Strided<1>,
 }
 
@@ -121,7 +121,11 @@ impl TransposeOp {
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
-        let x = sources.get(self.x);
+        self.run_t(sources.get(self.x), out);
+    }
+
+    /// The transpose of elements of any size: `x` is the data behind `self.x`.
+    pub fn run_t<T: Copy>(&self, x: &[T], out: &mut [T]) {
         self.walk.for_each_row(|o, [i], len, [s]| {
             let dst = &mut out[o..o + len];
             if s == 1 {
@@ -156,10 +160,15 @@ impl ConcatOp {
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        self.run_t(|s| sources.get(s), out);
+    }
+
+    /// The concatenation of elements of any size, `get` giving the data behind a source.
+    pub fn run_t<'a, T: Copy + 'a>(&self, get: impl Fn(Src) -> &'a [T], out: &mut [T]) {
         let mut pos = 0;
         for o in 0..self.outer {
             for &(src, chunk) in &self.parts {
-                let x = sources.get(src);
+                let x = get(src);
                 out[pos..pos + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
                 pos += chunk;
             }

@@ -11,7 +11,7 @@ use super::{Sources, Src};
 /// A prepared Pad.
 #[derive(Clone, Debug)]
 pub(crate) struct PadOp {
-    x: Src,
+    pub x: Src,
     value: f32,
     /// The output's extents.
     out_shape: Vec<usize>,
@@ -109,7 +109,12 @@ impl PadOp {
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
-        let x = sources.get(self.x);
+        self.run_t(sources.get(self.x), out, self.value);
+    }
+
+    /// The gather of elements of any size, padding with `value`: `x` is the data behind
+    /// `self.x`.
+    pub fn run_t<T: Copy>(&self, x: &[T], out: &mut [T], value: T) {
         let rank = self.out_shape.len();
         if rank == 0 {
             out.copy_from_slice(&x[..out.len()]);
@@ -128,14 +133,14 @@ impl PadOp {
                 self.maps[d][i].map(|s| acc + s * self.in_strides[d])
             });
             match base {
-                None => row.fill(self.value),
+                None => row.fill(value),
                 Some(base) => {
                     if m1 > m0 {
                         let s = base + last[m0].unwrap_or(0);
                         row[m0..m1].copy_from_slice(&x[s..s + (m1 - m0)]);
                     }
                     for j in (0..m0).chain(m1..inner) {
-                        row[j] = last[j].map_or(self.value, |s| x[base + s]);
+                        row[j] = last[j].map_or(value, |s| x[base + s]);
                     }
                 }
             }

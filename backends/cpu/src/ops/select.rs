@@ -6,6 +6,7 @@
 //! narrowed on exit (`exec/mod.rs`); a byte counts as true when non-zero, as in the
 //! reference.
 
+use super::int::Held;
 use super::layout::{broadcast_strides, Strided};
 use super::{Sources, Src};
 use crate::gemm::Isa;
@@ -48,6 +49,28 @@ impl WhereOp {
             Isa::Avx2Fma => unsafe { self.run_avx2(c, x, y, out) },
             _ => self.run_any(c, x, y, out),
         }
+    }
+
+    /// The selection of elements of any size (8-bit and f16 data held as bytes), `get`
+    /// giving the data behind a source; the condition is held as 0.0/1.0.
+    pub fn run_t<'a, T: Copy + 'a>(
+        &self,
+        sources: &Sources<'a>,
+        get: impl Fn(Src) -> &'a [T],
+        out: &mut [T],
+    ) {
+        let c = sources.get(self.cond);
+        let (x, y) = (get(self.x), get(self.y));
+        self.walk
+            .for_each_row(|o, [ic, ix, iy], len, [sc, sx, sy]| {
+                for (j, d) in out[o..o + len].iter_mut().enumerate() {
+                    *d = if c[ic + j * sc] != 0.0 {
+                        x[ix + j * sx]
+                    } else {
+                        y[iy + j * sy]
+                    };
+                }
+            });
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -123,31 +146,18 @@ pub(crate) fn narrow_bools(values: &[f32], out: &mut [u8]) {
         .for_each(|(o, &v)| *o = (v != 0.0) as u8);
 }
 
-/// An integer operand of a comparison: a subgraph input (i32 or i64, read from its bytes
-/// on every run), a constant, or an i32 the executable holds (its bits in an f32 slot).
-/// No i64 is computed here, so an i64 operand is always one of the first two.
+/// An integer operand of a comparison, as the executable holds it (a subgraph input's
+/// bytes, a constant copied into a slot, or a computed tensor): i32, i64, i8 or u8.
 #[derive(Clone, Debug)]
-pub(crate) enum IntSrc {
-    Input { index: usize, wide: bool },
-    Const(Vec<i64>),
-    Held(Src),
+pub(crate) struct IntSrc {
+    pub src: Src,
+    pub held: Held,
 }
 
 impl IntSrc {
     /// Element `i`, as i64.
     fn get(&self, sources: &Sources<'_>, i: usize) -> i64 {
-        match *self {
-            IntSrc::Const(ref v) => v[i],
-            IntSrc::Held(src) => sources.get(src)[i].to_bits() as i32 as i64,
-            IntSrc::Input { index, wide: true } => {
-                let b = &sources.input_bytes(index)[i * 8..i * 8 + 8];
-                i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))
-            }
-            IntSrc::Input { index, wide: false } => {
-                let b = &sources.input_bytes(index)[i * 4..i * 4 + 4];
-                i32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as i64
-            }
-        }
+        self.held.int(sources.bytes(self.src), i)
     }
 }
 

@@ -29,7 +29,16 @@ pub(crate) struct GatherOp {
 
 impl GatherOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
-        let x = sources.get(self.x);
+        self.run_t(sources, sources.get(self.x), out)
+    }
+
+    /// The gather of elements of any size: `x` is the data behind `self.x`.
+    pub fn run_t<T: Copy>(
+        &self,
+        sources: &Sources<'_>,
+        x: &[T],
+        out: &mut [T],
+    ) -> Result<(), String> {
         match &self.indices {
             Indices::Const(v) => self.gather(x, v.iter().copied(), out),
             Indices::Input { index, dtype } => {
@@ -49,11 +58,11 @@ impl GatherOp {
         }
     }
 
-    fn gather(
+    fn gather<T: Copy>(
         &self,
-        x: &[f32],
+        x: &[T],
         indices: impl Iterator<Item = i64> + Clone,
-        out: &mut [f32],
+        out: &mut [T],
     ) -> Result<(), String> {
         let (n, inner) = (self.axis as i64, self.inner);
         let count = indices.clone().count();
@@ -113,19 +122,18 @@ impl SliceOp {
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
-        strided_copy(
-            sources.get(self.x),
-            self.start,
-            &self.dims,
-            &self.strides,
-            out,
-        );
+        self.run_t(sources.get(self.x), out);
+    }
+
+    /// The slice of elements of any size: `x` is the data behind `self.x`.
+    pub fn run_t<T: Copy>(&self, x: &[T], out: &mut [T]) {
+        strided_copy(x, self.start, &self.dims, &self.strides, out);
     }
 }
 
 /// Copies the elements at `start + sum(index[d] * strides[d])` for every index of `dims`,
 /// in row-major order, into `out`.
-fn strided_copy(x: &[f32], start: usize, dims: &[usize], strides: &[isize], out: &mut [f32]) {
+fn strided_copy<T: Copy>(x: &[T], start: usize, dims: &[usize], strides: &[isize], out: &mut [T]) {
     if dims.contains(&0) || out.is_empty() {
         return;
     }

@@ -1,13 +1,14 @@
 //! What the delegate takes of the tail ops (comparisons, logic, Where, Pow, Cast,
 //! BatchNormalization, Pad, Resize, ConvTranspose) and the bool tensors they use.
 //!
-//! Bools are held as 0.0/1.0 floats, and i32 as its bits in an f32 slot, so the
-//! data-movement ops carry both as they carry f32. i64 data (outside shape and index
-//! operands, and the inputs and constants of comparisons) is not held here: an element
-//! would take two slots, and no op computes on i32 bits; such nodes are declined with the
-//! dtype as the reason (the host folds the shape logic that produces them at load).
+//! Bools are held as 0.0/1.0 floats, i32 as its bits in an f32 slot and i64 as its bytes
+//! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
+//! held as stored bytes, which the views and the movers that walk element indices carry
+//! too (nearest Resize included). Integer arithmetic, maps, reductions and Cast
+//! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
+//! and the other dtypes are declined with the dtype as the reason.
 
-use baton_delegate_api::ir::{DType, Graph, Node, OpKind};
+use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use super::{require_const_operands, shape_no, Kind};
@@ -84,34 +85,62 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
     }
 }
 
-/// The dtypes a data-movement op carries: f32, bool (held as 0.0/1.0) and i32 (its bits
-/// held in an f32 slot, moved, never computed on).
-const DATA: &[DType] = &[DType::F32, DType::Bool, DType::I32];
+/// The dtypes a Cast reads and writes: every dtype the executable holds (8-bit ones as
+/// stored bytes, see `crate::ops::int`).
+const CAST: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::Bool,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+];
 
-/// The dtypes the data-movement ops that copy elements carry: those of [`DATA`] and
-/// i64, each element two slots moved together.
-const MOVED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+/// The dtypes of integer arithmetic besides f32 (exact and wrapping, `crate::ops::int`).
+const ARITH: &[DType] = &[DType::F32, DType::I32, DType::I64];
 
-/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: those of
-/// [`DATA`] and i64, whose bytes a view never reads.
-const VIEWED: &[DType] = &[DType::F32, DType::Bool, DType::I32, DType::I64];
+/// The dtypes the movers carry (Pad, Transpose, Slice, Split, Gather, Expand, Tile,
+/// Concat, Where, nearest Resize): f32, bool (held as 0.0/1.0), i32 (its bits in an f32
+/// slot), i64 (each element two slots moved together), and the 8-bit ones and f16,
+/// moved as stored bytes (`crate::ops::bytes`).
+const INDEXED: &[DType] = &[
+    DType::F32,
+    DType::Bool,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+    DType::F16,
+];
+
+/// The dtypes of Relu, Clip and Abs: f32 and every integer held (`crate::ops::int`).
+const INTS: &[DType] = &[DType::F32, DType::I32, DType::I64, DType::I8, DType::U8];
+
+/// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: every
+/// dtype held, whose bytes a view never reads.
+const VIEWED: &[DType] = INDEXED;
 
 /// The dtypes at input `pos` (`None`: the output) of the tail ops and of the data
 /// movement that carries bools; f32 elsewhere.
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
-        // Integers only as subgraph inputs or constants (see `ops/select.rs`).
-        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => {
-            &[DType::F32, DType::Bool, DType::I64, DType::I32]
-        }
-        (OpKind::Where, Some(1 | 2) | None) => MOVED,
+        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => &[
+            DType::F32,
+            DType::Bool,
+            DType::I64,
+            DType::I32,
+            DType::I8,
+            DType::U8,
+        ],
+        (OpKind::Where, Some(1 | 2) | None) => INDEXED,
         (OpKind::And | OpKind::Not, _) => &[DType::Bool],
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
         // Nearest moves any element; linear takes f32 only (`check_resize`).
-        (OpKind::Resize, Some(0) | None) => MOVED,
+        (OpKind::Resize, Some(0) | None) => INDEXED,
         (
             OpKind::Identity
             | OpKind::Reshape
@@ -130,21 +159,33 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::I64,
         ],
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
-        (OpKind::ConstantOfShape, None) => &[DType::F32, DType::Bool, DType::I32, DType::I64],
-        (OpKind::Cast, Some(0) | None) => DATA,
+        (OpKind::ConstantOfShape, None) => INDEXED,
+        (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
+        (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
+        (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
+        // Neg of an unsigned type is not an ONNX op (the reference refuses it).
+        (OpKind::Neg, _) => &[DType::F32, DType::I32, DType::I64, DType::I8],
+        (OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean, _) => ARITH,
         (
-            OpKind::Pad
+            OpKind::Split
+            | OpKind::Pad
             | OpKind::Transpose
             | OpKind::Slice
-            | OpKind::Split
             | OpKind::Gather
             | OpKind::Expand
             | OpKind::Tile,
             Some(0) | None,
-        ) => MOVED,
-        (OpKind::Pad, Some(2)) => DATA,
-        (OpKind::CastLike, _) => DATA,
-        (OpKind::Concat, _) => MOVED,
+        ) => INDEXED,
+        (OpKind::Pad, Some(2)) => &[
+            DType::F32,
+            DType::Bool,
+            DType::I32,
+            DType::I64,
+            DType::I8,
+            DType::U8,
+            DType::F16,
+        ],
+        (OpKind::Concat, _) => INDEXED,
         _ => &[DType::F32],
     }
 }
@@ -199,8 +240,8 @@ pub(super) fn check_op(
                 ),
             ));
         }
-        if node.op == OpKind::Pad && (present(2) || node.attrs.contains_key("value")) {
-            return attr_no("a pad value for an i64 tensor is not supported".into());
+        if node.op == OpKind::Pad && node.attrs.contains_key("value") {
+            return attr_no("a 'value' attribute for an i64 tensor is not supported".into());
         }
     }
     let x_dtype = graph.tensors[node.inputs[0]].dtype;
@@ -210,6 +251,37 @@ pub(super) fn check_op(
         ));
     }
     match node.op {
+        OpKind::Greater | OpKind::Less | OpKind::Equal
+            if x_dtype != graph.tensors[node.inputs[1]].dtype =>
+        {
+            return Err(Support::no(
+                DeclineReason::DType,
+                format!(
+                    "{}: operands of {x_dtype} and {}",
+                    node.label(),
+                    graph.tensors[node.inputs[1]].dtype
+                ),
+            ));
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+            // Integers only with their own kind (no promotion in ONNX).
+            if let Some(&t) = node
+                .inputs
+                .iter()
+                .find(|&&t| graph.tensors[t].dtype != out.dtype)
+            {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!(
+                        "{}: operand '{}' is {}, the result {}",
+                        node.label(),
+                        graph.tensors[t].name,
+                        graph.tensors[t].dtype,
+                        out.dtype
+                    ),
+                ));
+            }
+        }
         OpKind::BatchNormalization => {
             if node.attr_int("training_mode", 0) != 0 {
                 return attr_no("training_mode (batch statistics) is not supported".into());
@@ -230,6 +302,14 @@ pub(super) fn check_op(
         }
         OpKind::Pad => {
             require_const_operands(graph, node, consts)?;
+            if let Some(&v) = node.inputs.get(2).filter(|_| present(2)) {
+                if graph.tensors[v].dtype != x_dtype {
+                    return attr_no(format!(
+                        "a {} pad value for a {x_dtype} tensor",
+                        graph.tensors[v].dtype
+                    ));
+                }
+            }
             let mode = node.attr_str("mode", "constant");
             let Some(mode) = PadMode::parse(mode) else {
                 return attr_no(format!("mode '{mode}' is not supported"));
@@ -448,4 +528,82 @@ fn check_resize(
         other => return attr_no(format!("mode '{other}' is not supported")),
     }
     Ok(())
+}
+
+/// The bounds of an integer Clip, in the range of its dtype, as the reference reads them:
+/// a constant one-element operand of the input's dtype (an empty one is absent), or the
+/// `min`/`max` attribute (a float is rounded inward, NaN means none); absent, the
+/// dtype's limits.
+pub(crate) fn int_clip_bounds(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<(i64, i64), Support> {
+    let dtype = graph.tensors[node.inputs[0]].dtype;
+    let (lowest, highest): (i64, i64) = match dtype {
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    };
+    let has_attr = node.attrs.contains_key("min") || node.attrs.contains_key("max");
+    if has_attr && node.inputs.len() > 1 {
+        return Err(Support::no(
+            DeclineReason::Attribute,
+            "Clip bounds given both as attributes and as inputs",
+        ));
+    }
+    let bound = |i: usize, name: &str, is_min: bool| -> Result<i64, Support> {
+        let unbounded = if is_min { lowest } else { highest };
+        if let Some(&t) = node.inputs.get(i) {
+            let decl = &graph.tensors[t];
+            if decl.dtype != dtype {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!(
+                        "Clip {name} '{}' is {}, the input {dtype}",
+                        decl.name, decl.dtype
+                    ),
+                ));
+            }
+            let Some(bytes) = consts.bytes(t).filter(|_| decl.is_const()) else {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "Clip {name} '{}' is computed at run time; only constant bounds are \
+                         supported",
+                        decl.name
+                    ),
+                ));
+            };
+            let size = dtype.size();
+            return match bytes.len() / size {
+                0 => Ok(unbounded),
+                1 => {
+                    let mut b = [0u8; 8];
+                    b[..size].copy_from_slice(&bytes[..size]);
+                    Ok(match dtype {
+                        DType::I8 => b[0] as i8 as i64,
+                        DType::U8 => b[0] as i64,
+                        DType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+                        _ => i64::from_le_bytes(b),
+                    })
+                }
+                _ => Err(Support::no(
+                    DeclineReason::Shape,
+                    format!("Clip {name} '{}' must hold exactly one value", decl.name),
+                )),
+            };
+        }
+        let wide: i128 = match node.attrs.get(name) {
+            Some(Attr::Int(v)) => *v as i128,
+            Some(Attr::Float(f)) if f.is_nan() => unbounded as i128,
+            // `as` saturates (infinities to the i128 limits).
+            Some(Attr::Float(f)) if is_min => f.ceil() as i128,
+            Some(Attr::Float(f)) => f.floor() as i128,
+            _ => unbounded as i128,
+        };
+        Ok(wide.clamp(lowest as i128, highest as i128) as i64)
+    };
+    Ok((bound(1, "min", true)?, bound(2, "max", false)?))
 }

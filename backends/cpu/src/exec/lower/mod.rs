@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod ints;
 mod ops;
 mod quant;
 mod tail;
@@ -15,6 +16,7 @@ use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
+use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::conv::{ConvOp, ConvSpec};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
@@ -125,7 +127,7 @@ pub(crate) fn build<'g>(
             matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
         })
         .collect();
-    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone);
+    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone, &qdq);
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
@@ -239,10 +241,11 @@ pub(crate) fn build<'g>(
             DType::Bool,
             DType::I32,
             DType::I64,
+            DType::F16,
         ];
         if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, i8, u8, bool, i32 or i64",
+                "output '{}' is {}, not f32, f16, i8, u8, bool, i32 or i64",
                 decl.name, decl.dtype
             )));
         }
@@ -274,6 +277,11 @@ pub(crate) fn build<'g>(
 fn output_parts(op: &Op) -> Option<Vec<usize>> {
     match op {
         Op::Split(s) => Some(s.parts.iter().map(|p| p * s.outer).collect()),
+        Op::ByteMove(ByteMoveOp {
+            op: Moved::Split(s),
+            size,
+            ..
+        }) => Some(ByteMoveOp::split_words(s, *size)),
         Op::LayerNorm(l) => Some(vec![l.rows * l.n, l.rows, l.rows]),
         Op::Lstm(l) => {
             let (y, state) = l.out_len();
@@ -376,7 +384,10 @@ impl<'g> Builder<'g> {
             return Ok(s);
         }
         let name = &self.graph.tensors[t].name;
-        let data = if matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8) {
+        let data = if matches!(
+            self.graph.tensors[t].dtype,
+            DType::I8 | DType::U8 | DType::F16
+        ) {
             self.byte_const(t).map(Cow::Owned)
         } else {
             self.const_f32(t)
@@ -416,9 +427,17 @@ impl<'g> Builder<'g> {
 
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        let bytes = matches!(self.graph.tensors[t].dtype, DType::I8 | DType::U8);
+        // 8-bit and f16 tensors are held as their stored bytes.
+        let narrow = match self.graph.tensors[t].dtype {
+            DType::I8 | DType::U8 => Some(1),
+            DType::F16 => Some(2),
+            _ => None,
+        };
         let len = checked_len(&self.held_shape(t))
-            .map(|n| if bytes { Self::byte_words(n) } else { n })
+            .and_then(|n| match narrow {
+                Some(size) => n.checked_mul(size).map(Self::byte_words),
+                None => Some(n),
+            })
             .ok_or_else(|| {
                 DelegateError::new(format!(
                     "tensor '{}' is too large to address",
@@ -546,8 +565,16 @@ impl<'g> Builder<'g> {
     /// Prepares one node, with `fused` ops appended to its epilogue; `out` is the tensor
     /// the op writes (the last of its chain).
     fn lower(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
+        let op = self.lower_op(node, fused, out)?;
+        self.over_bytes(node, op)
+    }
+
+    fn lower_op(&mut self, node: &Node, fused: Vec<EpOpSpec>, out: TensorId) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
         let out_shape = self.shape(node.outputs[0]);
+        if let Some(op) = self.int_node(node, &shapes)? {
+            return Ok(op);
+        }
         let input = |i: usize| node.inputs[i];
         Ok(match node.op {
             OpKind::MatMul => {
@@ -594,6 +621,9 @@ impl<'g> Builder<'g> {
             }
             OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+                if let Some(op) = self.int_binary(node, &shapes, &out_shape)? {
+                    return Ok(op);
+                }
                 let op = match node.op {
                     OpKind::Add => Binary::Add,
                     OpKind::Sub => Binary::Sub,

@@ -36,12 +36,14 @@ enum Reader {
 /// One flag per tensor: an 8-bit tensor held channels-last. `standalone[n]`: node `n` is
 /// a QuantizeLinear or DequantizeLinear that runs on its own (a QuantizeLinear writes
 /// NHWC while it quantizes when every reader takes it so, sparing the first int8
-/// convolution its conversion).
+/// convolution its conversion). `qdq[n]`: node `n` belongs to a group; every other
+/// reader (a Cast, data movement of bytes) reads NCHW.
 pub(super) fn int8_nhwc(
     graph: &Graph,
     groups: &[QGroup],
     bins: &[QBinGroup],
     standalone: &[bool],
+    qdq: &[bool],
 ) -> Vec<bool> {
     let rank4 = |t: TensorId| graph.tensors[t].shape.len() == 4;
     let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); graph.tensors.len()];
@@ -59,6 +61,13 @@ pub(super) fn int8_nhwc(
     }
     for &t in &graph.outputs {
         readers[t].push(Reader::Nchw);
+    }
+    for (n, node) in graph.nodes.iter().enumerate() {
+        if !qdq[n] && !standalone[n] {
+            for &t in &node.inputs {
+                readers[t].push(Reader::Nchw);
+            }
+        }
     }
     let out_of = |q: usize| graph.nodes[q].outputs[0];
     let conv2d = |g: &QGroup| graph.nodes[g.anchor].op == OpKind::Conv && rank4(g.x);
@@ -157,7 +166,7 @@ impl<'g> Builder<'g> {
         n.saturating_add(SLACK).div_ceil(4)
     }
 
-    /// An 8-bit constant as stored bytes in a slot.
+    /// An 8-bit (or f16) constant as stored bytes in a slot.
     pub(super) fn byte_const(&self, t: TensorId) -> Option<Vec<f32>> {
         let d = &self.graph.tensors[t];
         let bytes = self.consts.bytes(t)?;

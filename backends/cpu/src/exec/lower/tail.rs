@@ -6,9 +6,10 @@ use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::gru::{GruOp, GruSpec};
+use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
-use crate::ops::select::{IntCompareOp, IntSrc, WhereOp};
+use crate::ops::select::{IntCompareOp, WhereOp};
 use crate::ops::tensor::Reduce;
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
@@ -173,7 +174,7 @@ impl Builder<'_> {
                     _ => Binary::Pow,
                 };
                 let dtype = self.graph.tensors[input(0)].dtype;
-                if matches!(dtype, DType::I64 | DType::I32) {
+                if matches!(dtype, DType::I64 | DType::I32 | DType::I8 | DType::U8) {
                     let (a, b) = (self.int_src(input(0))?, self.int_src(input(1))?);
                     return Ok(Some(Op::IntCompare(IntCompareOp::new(
                         op,
@@ -210,7 +211,17 @@ impl Builder<'_> {
                     (DType::I32, DType::F32) => Unary::I32ToF32,
                     (DType::Bool, DType::I32) => Unary::BoolToI32,
                     (DType::I32, DType::Bool) => Unary::I32ToBool,
-                    _ => return Err(format!("Cast from {from} to {to}")),
+                    _ => {
+                        let (Some(from), Some(to)) = (Held::of(from), Held::of(to)) else {
+                            return Err(format!("Cast from {from} to {to}"));
+                        };
+                        return Ok(Some(Op::Cast(CastOp {
+                            x: self.src(input(0))?,
+                            from,
+                            to,
+                            len: out_shape.iter().product(),
+                        })));
+                    }
                 };
                 Op::Unary(UnaryOp {
                     x: self.src(input(0))?,
@@ -270,38 +281,6 @@ impl Builder<'_> {
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
             OpKind::GRU => self.gru(node, shapes)?,
             _ => return Ok(None),
-        }))
-    }
-
-    /// An integer comparison operand: a subgraph input or a constant.
-    fn int_src(&mut self, t: TensorId) -> Result<IntSrc, String> {
-        let decl = &self.graph.tensors[t];
-        let wide = decl.dtype == DType::I64;
-        match self.srcs[t] {
-            Some(Src::Input(index)) => return Ok(IntSrc::Input { index, wide }),
-            Some(_) if !wide => return Ok(IntSrc::Held(self.src(t)?)),
-            _ => {}
-        }
-        let bytes = self
-            .consts
-            .bytes(t)
-            .filter(|_| decl.is_const())
-            .ok_or_else(|| {
-                format!(
-                    "integer operand '{}' is neither an input nor a constant",
-                    decl.name
-                )
-            })?;
-        Ok(IntSrc::Const(if wide {
-            bytes
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect()
-        } else {
-            bytes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().unwrap_or([0; 4])) as i64)
-                .collect()
         }))
     }
 
@@ -366,13 +345,9 @@ impl Builder<'_> {
             OpKind::Size => wide(&[self.shape(node.inputs[0]).iter().product::<usize>() as i64]),
             OpKind::ConstantOfShape => {
                 let n: usize = self.shape(node.outputs[0]).iter().product();
-                let v = node.attr_float("value", 0.0);
-                match self.graph.tensors[node.outputs[0]].dtype {
-                    DType::I64 => wide(&vec![v as i64; n]),
-                    DType::I32 => vec![f32::from_bits(v as i32 as u32); n],
-                    DType::Bool => vec![(v != 0.0) as u8 as f32; n],
-                    _ => vec![v; n],
-                }
+                let dtype = self.graph.tensors[node.outputs[0]].dtype;
+                let one = constant_element(dtype, node.attrs.get("value"));
+                held_words(dtype, &one.repeat(n))
             }
             _ => return Ok(None),
         }))
@@ -428,11 +403,8 @@ impl Builder<'_> {
         for (k, &a) in axes.iter().enumerate() {
             maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
         }
-        let mut x = x.to_vec();
-        if self.words(node.inputs[0]) == 2 {
-            x.push(2);
-            maps.push(vec![Some(0), Some(1)]);
-        }
+        // (An i64 is padded as 8-byte units, `over_bytes`.)
+        let x = x.to_vec();
         let value = match node.inputs.get(2) {
             Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
                 let v = self.const_f32(t).ok_or("Pad value is not constant")?;
@@ -658,5 +630,46 @@ pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
         let from = graph.tensors[node.inputs[0]].dtype;
         let to = graph.tensors[node.outputs[0]].dtype;
         from == to || (from == DType::Bool && to == DType::F32)
+    }
+}
+
+/// One element of `dtype` holding ConstantOfShape's `value` (absent: 0), as stored: an
+/// integer attribute exactly where the dtype holds it, else saturated; a float one
+/// truncated toward zero into integers, rounded to nearest into floats.
+fn constant_element(dtype: DType, value: Option<&Attr>) -> Vec<u8> {
+    use baton_delegate_api::dtype::{push_float, push_int};
+    let (int, float) = match value {
+        Some(Attr::Int(i)) => (Some(*i), *i as f64),
+        Some(Attr::Float(f)) => (None, *f as f64),
+        _ => (Some(0), 0.0),
+    };
+    let mut bytes = Vec::with_capacity(dtype.size());
+    match dtype.int_range() {
+        Some((lo, hi)) => {
+            let v = int.map_or(float as i128, i128::from).clamp(lo, hi);
+            push_int(dtype, v, &mut bytes);
+        }
+        None if dtype == DType::Bool => bytes.push(u8::from(float != 0.0)),
+        None => push_float(dtype, float, true, &mut bytes),
+    }
+    bytes
+}
+
+/// Stored bytes of a `dtype` tensor as the executable holds them: bools widened to
+/// 0.0/1.0, 8-bit and f16 data as bytes (an i8 biased by 128) padded to whole words with
+/// slack, the others as their words.
+fn held_words(dtype: DType, bytes: &[u8]) -> Vec<f32> {
+    match dtype {
+        DType::Bool => bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
+        DType::I8 | DType::U8 | DType::F16 => {
+            let flip = if dtype == DType::I8 { 0x80 } else { 0 };
+            let mut words = vec![0.0f32; Builder::byte_words(bytes.len())];
+            let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+            for (o, &b) in dst.iter_mut().zip(bytes) {
+                *o = b ^ flip;
+            }
+            words
+        }
+        _ => bytemuck::pod_collect_to_vec(bytes),
     }
 }

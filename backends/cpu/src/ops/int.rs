@@ -1,0 +1,395 @@
+//! Integer arithmetic and casts over tensors as the executable holds them: the shape and
+//! index logic every exporter emits (`Shape -> Gather -> Mul -> Cast -> Concat`).
+//!
+//! Each dtype keeps its held form (see `ops/select.rs` and `crate::qgemm`): f32 in a
+//! 4-byte word, bool as 0.0/1.0 in one, i32 as its bits in one, i64 as its 8 bytes in two
+//! words, i8/u8 as stored bytes (an i8 biased by 128, `v ^ 0x80`). The ops here read and
+//! write those forms exactly; arithmetic wraps as ONNX and numpy do, and Div truncates
+//! toward zero. A zero divisor is a run-time error, as in the reference, which refuses
+//! it rather than make up a value.
+
+use baton_delegate_api::dtype::element_f64;
+use baton_delegate_api::ir::DType;
+use baton_delegate_api::minifloat::encode16;
+
+use super::layout::{broadcast_strides, Strided};
+use super::{Sources, Src};
+
+/// The dtypes held here, as far as the integer ops read and write them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    F32,
+    /// Its two bytes (Cast only).
+    F16,
+    Bool,
+    I32,
+    I64,
+    I8,
+    U8,
+}
+
+impl Held {
+    /// The held form of `dtype`, `None` for those the executable does not hold.
+    pub fn of(dtype: DType) -> Option<Held> {
+        Some(match dtype {
+            DType::F32 => Held::F32,
+            DType::F16 => Held::F16,
+            DType::Bool => Held::Bool,
+            DType::I32 => Held::I32,
+            DType::I64 => Held::I64,
+            DType::I8 => Held::I8,
+            DType::U8 => Held::U8,
+            _ => return None,
+        })
+    }
+
+    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1).
+    #[inline(always)]
+    pub fn int(self, bytes: &[u8], i: usize) -> i64 {
+        let word =
+            |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+        match self {
+            Held::Bool => (f32::from_bits(word(i)) != 0.0) as i64,
+            Held::I32 => word(i) as i32 as i64,
+            Held::I64 => i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])),
+            Held::I8 => (bytes[i] ^ 0x80) as i8 as i64,
+            Held::U8 => bytes[i] as i64,
+            // Truncated toward zero, saturated, NaN as 0 (Rust's `as`, the reference's
+            // f64-to-i128 conversion clamped to the target's range).
+            Held::F32 | Held::F16 => self.float(bytes, i) as i64,
+        }
+    }
+
+    /// Element `i` of a float tensor (f32 or f16) held in `bytes`, exactly, as f64.
+    #[inline(always)]
+    fn float(self, bytes: &[u8], i: usize) -> f64 {
+        match self {
+            Held::F16 => element_f64(DType::F16, bytes, i),
+            _ => f32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4])) as f64,
+        }
+    }
+
+    /// Writes `v` as element `i` of a tensor of this dtype held in `out` (integers wrap
+    /// into the narrower types; a bool is `v != 0`).
+    #[inline(always)]
+    fn put_int(self, out: &mut [u8], i: usize, v: i64) {
+        match self {
+            Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+            // Through f64, as the reference converts integers to the narrow floats.
+            Held::F16 => self.put_float(out, i, v as f64),
+            Held::Bool => {
+                out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0) as u8 as f32).to_le_bytes())
+            }
+            Held::I32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes()),
+            Held::I64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I8 => out[i] = (v as i8 as u8) ^ 0x80,
+            Held::U8 => out[i] = v as u8,
+        }
+    }
+}
+
+impl Held {
+    /// Writes the float `v` as element `i` of a float tensor (f32 or f16) held in
+    /// `out`, rounded once to nearest-even.
+    #[inline(always)]
+    fn put_float(self, out: &mut [u8], i: usize, v: f64) {
+        match self {
+            Held::F16 => {
+                let bits = encode16(DType::F16, v).unwrap_or(0);
+                out[i * 2..i * 2 + 2].copy_from_slice(&bits.to_le_bytes());
+            }
+            _ => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+        }
+    }
+}
+
+/// Cast (or CastLike) between held dtypes, element by element, as the reference casts:
+/// float to integer truncates toward zero and saturates (NaN gives 0), float to bool is
+/// `x != 0` (NaN is true), between floats and from integers to f32 rounds once to
+/// nearest-even (to f16 through f64, as the reference), integer to integer keeps the
+/// low bits.
+#[derive(Clone, Debug)]
+pub(crate) struct CastOp {
+    pub x: Src,
+    pub from: Held,
+    pub to: Held,
+    pub len: usize,
+}
+
+impl CastOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        match (self.from, self.to) {
+            (Held::F32, Held::F32) => out[..self.len * 4].copy_from_slice(&x[..self.len * 4]),
+            (from @ (Held::F32 | Held::F16), to) => {
+                for i in 0..self.len {
+                    let v = from.float(x, i);
+                    // Saturation is per target: an f32 beyond i32's range gives
+                    // i32::MAX, not the low bits of an i64.
+                    match to {
+                        Held::F32 | Held::F16 => to.put_float(out, i, v),
+                        Held::Bool => to.put_int(out, i, (v != 0.0) as i64),
+                        Held::I32 => to.put_int(out, i, v as i32 as i64),
+                        Held::I8 => to.put_int(out, i, v as i8 as i64),
+                        Held::U8 => to.put_int(out, i, v as u8 as i64),
+                        Held::I64 => to.put_int(out, i, v as i64),
+                    }
+                }
+            }
+            (from, to) => {
+                for i in 0..self.len {
+                    to.put_int(out, i, from.int(x, i));
+                }
+            }
+        }
+    }
+}
+
+/// Integer Add, Sub, Mul or Div.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntArith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// `out = a (op) b` on i32 or i64 (`wide`) tensors with numpy broadcasting, wrapping.
+#[derive(Clone, Debug)]
+pub(crate) struct IntBinaryOp {
+    op: IntArith,
+    a: Src,
+    b: Src,
+    wide: bool,
+    walk: Strided<2>,
+}
+
+impl IntBinaryOp {
+    pub fn new(
+        op: IntArith,
+        wide: bool,
+        (a, a_shape): (Src, &[usize]),
+        (b, b_shape): (Src, &[usize]),
+        out_shape: &[usize],
+    ) -> IntBinaryOp {
+        let rank = out_shape.len();
+        let (sa, sb) = (
+            broadcast_strides(a_shape, rank),
+            broadcast_strides(b_shape, rank),
+        );
+        let strides: Vec<[usize; 2]> = sa.iter().zip(&sb).map(|(&x, &y)| [x, y]).collect();
+        IntBinaryOp {
+            op,
+            a,
+            b,
+            wide,
+            walk: Strided::new(out_shape, &strides),
+        }
+    }
+
+    /// Fails on a zero divisor of Div (nothing is defined for it; the reference refuses
+    /// it too).
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        let (a, b) = (sources.bytes(self.a), sources.bytes(self.b));
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let held = if self.wide { Held::I64 } else { Held::I32 };
+        let mut zero = None;
+        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+            for j in 0..len {
+                let (x, y) = (held.int(a, ia + j * sa), held.int(b, ib + j * sb));
+                let v = if self.wide {
+                    arith(self.op, x, y)
+                } else {
+                    arith32(self.op, x as i32, y as i32).map(i64::from)
+                };
+                let v = v.unwrap_or_else(|| {
+                    zero.get_or_insert(o + j);
+                    0
+                });
+                held.put_int(out, o + j, v);
+            }
+        });
+        match zero {
+            Some(k) => Err(format!("integer division by zero (output element {k})")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `x (op) y` wrapping; `None` for a zero divisor.
+#[inline(always)]
+fn arith(op: IntArith, x: i64, y: i64) -> Option<i64> {
+    Some(match op {
+        IntArith::Add => x.wrapping_add(y),
+        IntArith::Sub => x.wrapping_sub(y),
+        IntArith::Mul => x.wrapping_mul(y),
+        IntArith::Div if y == 0 => return None,
+        IntArith::Div => x.wrapping_div(y),
+    })
+}
+
+/// [`arith`] in i32, wrapping at 32 bits.
+#[inline(always)]
+fn arith32(op: IntArith, x: i32, y: i32) -> Option<i32> {
+    Some(match op {
+        IntArith::Add => x.wrapping_add(y),
+        IntArith::Sub => x.wrapping_sub(y),
+        IntArith::Mul => x.wrapping_mul(y),
+        IntArith::Div if y == 0 => return None,
+        IntArith::Div => x.wrapping_div(y),
+    })
+}
+
+/// An integer map: Relu, Neg and Abs wrap as the reference does (`Neg(MIN) = Abs(MIN) =
+/// MIN`); Clip takes bounds already in the dtype's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IntMap {
+    Relu,
+    Neg,
+    Abs,
+    Clip { lo: i64, hi: i64 },
+}
+
+/// An element-wise [`IntMap`] over `len` elements of an integer dtype as held.
+#[derive(Clone, Debug)]
+pub(crate) struct IntUnaryOp {
+    pub x: Src,
+    pub f: IntMap,
+    pub held: Held,
+    pub len: usize,
+}
+
+impl IntUnaryOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        // Widened to i64 and wrapped back on the store: exact for every held width.
+        let f = |v: i64| match self.f {
+            IntMap::Relu => v.max(0),
+            IntMap::Neg => v.wrapping_neg(),
+            IntMap::Abs => v.wrapping_abs(),
+            IntMap::Clip { lo, hi } => {
+                let v = if v < lo { lo } else { v };
+                if v > hi {
+                    hi
+                } else {
+                    v
+                }
+            }
+        };
+        for i in 0..self.len {
+            self.held.put_int(out, i, f(self.held.int(x, i)));
+        }
+    }
+}
+
+/// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor over a contiguous run of
+/// axes (the input seen as `[outer, count, inner]`), as the reference: Sum wraps, Mean is
+/// the exact mean truncated toward zero, Max starts from the dtype's least value.
+#[derive(Clone, Debug)]
+pub(crate) struct IntReduceOp {
+    pub x: Src,
+    pub held: Held,
+    pub outer: usize,
+    pub count: usize,
+    pub inner: usize,
+    pub kind: super::tensor::Reduce,
+}
+
+impl IntReduceOp {
+    /// Fails on the mean of no element (undefined for integers; the reference refuses
+    /// it too).
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        use super::tensor::Reduce;
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let (count, inner) = (self.count, self.inner);
+        if self.kind == Reduce::Mean && count == 0 && self.outer * inner > 0 {
+            return Err("integer ReduceMean over an empty set is undefined".into());
+        }
+        let lowest = match self.held {
+            Held::I32 => i32::MIN as i64,
+            _ => i64::MIN,
+        };
+        for o in 0..self.outer {
+            for j in 0..inner {
+                let at = |k: usize| self.held.int(x, (o * count + k) * inner + j);
+                let v = match self.kind {
+                    Reduce::Max => (0..count).map(at).fold(lowest, i64::max),
+                    Reduce::Sum => (0..count).map(at).fold(0, i64::wrapping_add),
+                    Reduce::Mean => {
+                        let sum: i128 = (0..count).map(|k| at(k) as i128).sum();
+                        (sum / count as i128) as i64
+                    }
+                };
+                self.held.put_int(out, o * inner + j, v);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_and_truncating_division_per_width() {
+        assert_eq!(arith32(IntArith::Add, i32::MAX, 1), Some(i32::MIN));
+        assert_eq!(arith32(IntArith::Div, i32::MIN, -1), Some(i32::MIN));
+        assert_eq!(arith32(IntArith::Div, -7, 2), Some(-3));
+        assert_eq!(arith(IntArith::Mul, i64::MAX, 2), Some(-2));
+        assert_eq!(arith(IntArith::Div, 7, -2), Some(-3));
+        assert_eq!(arith(IntArith::Div, 1, 0), None);
+    }
+
+    #[test]
+    fn integer_maps_wrap_at_the_least_value() {
+        let f = |f: IntMap, held: Held, v: i64| {
+            let mut x = [0u8; 8];
+            held.put_int(&mut x, 0, v);
+            let words: Vec<f32> = bytemuck::pod_collect_to_vec(&x[..]);
+            let op = IntUnaryOp {
+                x: Src::Slot(0),
+                f,
+                held,
+                len: 1,
+            };
+            let mut out = [0f32; 2];
+            let slots = [super::super::Slot::Const(crate::prepack::Panel::Owned(
+                words,
+            ))];
+            // SAFETY: the arena is empty and never read.
+            let sources = unsafe { Sources::new(&[], &slots, std::ptr::null(), (0, 0)) };
+            op.run(&sources, &mut out);
+            held.int(bytemuck::cast_slice(&out), 0)
+        };
+        assert_eq!(f(IntMap::Neg, Held::I32, i32::MIN as i64), i32::MIN as i64);
+        assert_eq!(f(IntMap::Abs, Held::I8, -128), -128);
+        assert_eq!(f(IntMap::Abs, Held::I64, i64::MIN + 1), i64::MAX);
+        assert_eq!(f(IntMap::Relu, Held::I8, -3), 0);
+        // Bounds crossed: the upper one wins, as in the reference's clamp.
+        assert_eq!(f(IntMap::Clip { lo: 5, hi: 2 }, Held::I32, 0), 2);
+    }
+
+    #[test]
+    fn held_forms_round_trip() {
+        let mut buf = [0u8; 16];
+        for (h, v, back) in [
+            (Held::I64, -5i64, -5i64),
+            (Held::I32, 1 << 33 | 7, 7),
+            (Held::I8, -128, -128),
+            (Held::I8, 200, -56),
+            (Held::U8, -1, 255),
+            (Held::Bool, -3, 1),
+            (Held::F32, 16_777_217, 16_777_216),
+        ] {
+            h.put_int(&mut buf, 1, v);
+            assert_eq!(h.int(&buf, 1), back, "{h:?} {v}");
+        }
+        // An i8 is held biased: -128 is the byte 0.
+        Held::I8.put_int(&mut buf, 0, -128);
+        assert_eq!(buf[0], 0);
+    }
+}
