@@ -149,20 +149,11 @@ impl QLinearOp {
 /// Builds the IGEMM indirection of `g` (byte offsets into an NHWC input), or an error when
 /// the input is too large for 32-bit offsets.
 pub(crate) fn indirection(g: &Geom) -> Result<Indirection, String> {
-    if g.batch * g.in_plane() * g.c >= u32::MAX as usize {
-        return Err("the input is too large for an int8 indirect convolution".into());
-    }
-    let taps = g.kh * g.kw;
-    let mut table = Vec::with_capacity(g.batch * g.out_plane() * taps);
-    g.tap_rows(g.c, |row| {
-        table.extend(row.iter().map(|&o| {
-            if o == crate::gemm::ZERO_ROW {
-                PAD
-            } else {
-                o as u32
-            }
-        }))
-    });
+    // `tap_rows` marks the padding with the f32 tables' sentinel, which is `PAD`.
+    const _: () = assert!(PAD == crate::gemm::ZERO_ROW);
+    let mut table = Vec::with_capacity(g.batch * g.out_plane() * g.kh * g.kw);
+    g.tap_rows(g.c, |row| table.extend_from_slice(row))
+        .map_err(|e| format!("int8 indirect convolution: {e}"))?;
     Ok(Indirection::new(table))
 }
 
