@@ -23,7 +23,7 @@
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
-use super::{RunCtx, Sources, Src};
+use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
@@ -218,6 +218,24 @@ pub(crate) struct ConvSpec<'a> {
 }
 
 impl ConvOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let table = match &self.path {
+            Path::Indirect(ind) => ind.capacity_bytes(),
+            Path::Depthwise(plan) => plan.capacity_bytes(),
+            Path::Pointwise => 0,
+        };
+        let copied = match &self.weights {
+            Weights::Runtime {
+                w: WeightData::Const(w),
+                ..
+            } => vec_bytes(w),
+            _ => 0,
+        };
+        table + copied + vec_bytes(&self.bias)
+    }
+
     pub fn new(
         packs: &mut Packs<'_>,
         kernel: &MicroKernel,

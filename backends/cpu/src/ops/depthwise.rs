@@ -10,6 +10,7 @@
 //! measured no faster here: the loop is bound by loads, not arithmetic.
 
 use super::conv::Geom;
+use super::vec_bytes;
 use crate::gemm::{clip, Isa, ZERO_ROW};
 use crate::pool::{Disjoint, Pool};
 
@@ -37,6 +38,11 @@ pub(crate) struct DepthwisePlan {
 }
 
 impl DepthwisePlan {
+    /// Bytes of the offset table and the zero row (for the delegate's memory report).
+    pub fn capacity_bytes(&self) -> usize {
+        vec_bytes(&self.offs) + vec_bytes(&self.zero)
+    }
+
     pub fn new(g: &Geom, isa: Isa) -> Result<DepthwisePlan, String> {
         let (pixels, taps) = (g.batch * g.out_plane(), g.kh * g.kw);
         let mut offs = Vec::with_capacity(pixels * taps);

@@ -14,7 +14,7 @@
 
 use super::{stored_bias, Nhwc};
 use crate::ops::conv::Geom;
-use crate::ops::{RunCtx, Sources, Src};
+use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
     requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, PAD,
@@ -56,6 +56,17 @@ pub(crate) struct QLinearOp {
 }
 
 impl QLinearOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let path = match &self.path {
+            QPath::Gemm { .. } => 0,
+            QPath::Igemm { table, zero } => table.capacity_bytes() + vec_bytes(zero),
+            QPath::Depthwise { taps } => vec_bytes(taps),
+        };
+        path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
+    }
+
     /// Sizes the shared scratch: the converted input and output.
     pub fn reserve(&self, ctx: &mut RunCtx) {
         if self.in_nchw && ctx.qin.len() < self.x_len + SLACK {
