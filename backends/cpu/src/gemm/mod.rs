@@ -328,32 +328,40 @@ impl<'a> Job<'a> {
             for r in rows.clone() {
                 let (i0, count) = (r * mr, mr.min(self.m - r * mr));
                 match self.a {
-                    Rows::Indirect { ind, .. } => {
-                        t.offs = ind.tile(r).as_ptr();
-                        self.tile(&mut t, i0, count, j0);
+                    Rows::Indirect { ind, .. } => t.offs = ind.tile(r).as_ptr(),
+                    Rows::Dense { lda, .. } if self.dense_by_row => {
+                        self.dense_rows_singly(&mut t, lda, i0, count, j0);
+                        continue;
                     }
                     // Offsets from the tile's first row, so that they stay small; rows
                     // past the edge repeat the last one: computed, not stored.
-                    Rows::Dense { lda, .. } if !self.dense_by_row => {
+                    Rows::Dense { lda, .. } => {
                         for (i, o) in dense_offs[..mr].iter_mut().enumerate() {
                             *o = (i.min(count - 1) * lda) as u32;
                         }
                         t.a = base.wrapping_add(i0 * lda);
                         t.offs = dense_offs.as_ptr();
-                        self.tile(&mut t, i0, count, j0);
-                    }
-                    // Rows too far apart for `u32` offsets: one row per call, every lane
-                    // reading it (each element is summed in the same order either way).
-                    Rows::Dense { lda, .. } => {
-                        dense_offs = [0; MAX_MR];
-                        t.offs = dense_offs.as_ptr();
-                        for i in i0..i0 + count {
-                            t.a = base.wrapping_add(i * lda);
-                            self.tile(&mut t, i, 1, j0);
-                        }
                     }
                 }
+                self.tile(&mut t, i0, count, j0);
             }
+        }
+    }
+
+    /// Dense rows too far apart for `u32` offsets: one row per call, every lane reading
+    /// it (each element is summed in the same order either way).
+    #[cold]
+    #[inline(never)]
+    fn dense_rows_singly(&self, t: &mut TileArgs, lda: usize, i0: usize, count: usize, j0: usize) {
+        let base = match self.a {
+            Rows::Dense { data, .. } => data.as_ptr(),
+            Rows::Indirect { data, .. } => data.as_ptr(),
+        };
+        static EVERY_LANE_THE_ROW: [u32; MAX_MR] = [0; MAX_MR];
+        t.offs = EVERY_LANE_THE_ROW.as_ptr();
+        for i in i0..i0 + count {
+            t.a = base.wrapping_add(i * lda);
+            self.tile(t, i, 1, j0);
         }
     }
 
