@@ -269,7 +269,7 @@ fn indirect_rows_match_the_gathered_dense_product() {
             let b = rng.vec(k * n);
             let bias = rng.vec(n);
             let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
-            let ind = Indirection::new(kernel, m, taps, kc, tap);
+            let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
             let mut ep = Epilogue::new();
             ep.clamp(-0.5, 0.5);
             let want = naive(&a, &b, (m, n, k), Some(&bias), &ep);

@@ -136,6 +136,23 @@ enum Op {
 }
 
 impl Op {
+    /// Bytes the op allocated at init beyond the packings and constants `Packs` tallies.
+    /// The ops not listed hold only shape-sized vectors (dims, strides, axes).
+    fn owned_bytes(&self) -> usize {
+        match self {
+            Op::Conv(op) => op.owned_bytes(),
+            Op::QLinear(op) => op.owned_bytes(),
+            Op::Lstm(op) => op.owned_bytes(),
+            Op::Gru(op) => op.owned_bytes(),
+            Op::Deconv(op) => op.owned_bytes(),
+            Op::Affine(op) => op.owned_bytes(),
+            Op::Pad(op) => op.owned_bytes(),
+            Op::LinearResize(op) => op.owned_bytes(),
+            Op::LayerNorm(op) => op.owned_bytes(),
+            _ => 0,
+        }
+    }
+
     /// The kernel family, for profile events.
     fn kind(&self) -> &'static str {
         match self {
@@ -275,15 +292,18 @@ impl Executable for CpuExecutable {
     }
 
     /// The arena and the run context's work buffers as scratch; packed panels and the
-    /// constants kept unpacked as owned or retained. Small per-op tables (indirection rows, shapes)
-    /// are not counted: they are a few percent of a convolution's weights.
+    /// constants kept unpacked as owned or retained, and as owned too every table an op
+    /// built at init (convolution indirection and offset tables, int8 requantization
+    /// columns, recurrent weights kept unpacked): a mobilenet's indirection tables alone
+    /// are a quarter of its weights.
     fn memory(&self) -> Option<MemoryUse> {
         let f = std::mem::size_of::<f32>();
         // Constant slots are counted by the tally, like the packed panels.
         let (owned, retained) = self.panel_bytes;
+        let tables: usize = self.steps.iter().map(|s| s.op.owned_bytes()).sum();
         Some(MemoryUse {
             scratch_bytes: (self.arena.capacity() * f + self.ctx.scratch_bytes()) as u64,
-            owned_bytes: owned as u64,
+            owned_bytes: (owned + tables) as u64,
             retained_bytes: retained as u64,
         })
     }

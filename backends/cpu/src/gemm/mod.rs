@@ -27,7 +27,7 @@ mod kernels;
 mod pack;
 
 pub use kernels::{simd_description, Isa, MicroKernel, ZERO_ROW};
-pub use pack::{Indirection, PackedB};
+pub use pack::{Indirection, IndirectionBuilder, PackedB};
 
 use kernels::{RawAdd, TileArgs};
 
@@ -204,6 +204,9 @@ struct Job<'a> {
     hi: f32,
     row_tiles: usize,
     panels: usize,
+    /// Dense rows too far apart for `u32` offsets within one tile (a row of some hundred
+    /// million floats): computed one row per kernel call.
+    dense_by_row: bool,
 }
 
 /// `C`'s base pointer, shared by tasks that write disjoint tiles.
@@ -281,6 +284,12 @@ impl<'a> Job<'a> {
             hi: ep.hi,
             row_tiles: m.div_ceil(kernel.mr()),
             panels: n.div_ceil(kernel.nr()),
+            dense_by_row: match a {
+                Rows::Dense { lda, .. } => (kernel.mr() - 1)
+                    .checked_mul(lda)
+                    .is_none_or(|far| far >= ZERO_ROW as usize),
+                Rows::Indirect { .. } => false,
+            },
         })
     }
 
@@ -288,7 +297,7 @@ impl<'a> Job<'a> {
     fn run(&self, rows: std::ops::Range<usize>, panels: std::ops::Range<usize>) {
         let (mr, nr) = (self.kernel.mr(), self.kernel.nr());
         let n = self.b.n();
-        let mut dense_offs = [0usize; MAX_MR];
+        let mut dense_offs = [0u32; MAX_MR];
         let (base, zero) = match self.a {
             Rows::Dense { data, .. } => (data.as_ptr(), data.as_ptr()),
             Rows::Indirect { data, ind } => (data.as_ptr(), ind.zero().as_ptr()),
@@ -313,33 +322,62 @@ impl<'a> Job<'a> {
             hi: self.hi,
         };
         for p in panels {
-            let (j0, cols) = (p * nr, nr.min(n - p * nr));
-            t.cols = cols;
+            let j0 = p * nr;
+            t.cols = nr.min(n - j0);
             t.w = self.b.panel(p).as_ptr();
             for r in rows.clone() {
                 let (i0, count) = (r * mr, mr.min(self.m - r * mr));
-                t.rows = count;
-                t.offs = match self.a {
-                    Rows::Dense { lda, .. } => {
-                        // Rows past the edge repeat the last one: computed, not stored.
-                        for (i, o) in dense_offs[..mr].iter_mut().enumerate() {
-                            *o = (i0 + i.min(count - 1)) * lda;
-                        }
-                        dense_offs.as_ptr()
+                match self.a {
+                    Rows::Indirect { ind, .. } => t.offs = ind.tile(r).as_ptr(),
+                    Rows::Dense { lda, .. } if self.dense_by_row => {
+                        self.dense_rows_singly(&mut t, lda, i0, count, j0);
+                        continue;
                     }
-                    Rows::Indirect { ind, .. } => ind.tile(r).as_ptr(),
-                };
-                for (dst, src) in t.adds.iter_mut().zip(&self.adds[..self.nadds]) {
-                    dst.ptr = src.ptr.wrapping_add(i0 * src.rs + j0 * src.cs);
+                    // Offsets from the tile's first row, so that they stay small; rows
+                    // past the edge repeat the last one: computed, not stored.
+                    Rows::Dense { lda, .. } => {
+                        for (i, o) in dense_offs[..mr].iter_mut().enumerate() {
+                            *o = (i.min(count - 1) * lda) as u32;
+                        }
+                        t.a = base.wrapping_add(i0 * lda);
+                        t.offs = dense_offs.as_ptr();
+                    }
                 }
-                t.c = self.c.0.wrapping_add(i0 * self.ldc + j0);
-                // SAFETY: `Job::new` checked that `A`'s rows (or every indirection
-                // offset, and the zero row) hold `kc` floats, that the panel is this
-                // kernel's, and that `C` and every add cover `m x n` at their strides;
-                // this tile lies inside those.
-                unsafe { self.kernel.run(&t) };
+                self.tile(&mut t, i0, count, j0);
             }
         }
+    }
+
+    /// Dense rows too far apart for `u32` offsets: one row per call, every lane reading
+    /// it (each element is summed in the same order either way).
+    #[cold]
+    #[inline(never)]
+    fn dense_rows_singly(&self, t: &mut TileArgs, lda: usize, i0: usize, count: usize, j0: usize) {
+        let base = match self.a {
+            Rows::Dense { data, .. } => data.as_ptr(),
+            Rows::Indirect { data, .. } => data.as_ptr(),
+        };
+        static EVERY_LANE_THE_ROW: [u32; MAX_MR] = [0; MAX_MR];
+        t.offs = EVERY_LANE_THE_ROW.as_ptr();
+        for i in i0..i0 + count {
+            t.a = base.wrapping_add(i * lda);
+            self.tile(t, i, 1, j0);
+        }
+    }
+
+    /// Computes the tile of `rows` rows from row `i0` and columns from `j0`, whose `a`,
+    /// `offs`, `cols` and `w` are set.
+    #[inline(always)]
+    fn tile(&self, t: &mut TileArgs, i0: usize, rows: usize, j0: usize) {
+        t.rows = rows;
+        for (dst, src) in t.adds.iter_mut().zip(&self.adds[..self.nadds]) {
+            dst.ptr = src.ptr.wrapping_add(i0 * src.rs + j0 * src.cs);
+        }
+        t.c = self.c.0.wrapping_add(i0 * self.ldc + j0);
+        // SAFETY: `Job::new` checked that `A`'s rows (or every indirection offset, and the
+        // zero row) hold `kc` floats, that the panel is this kernel's, and that `C` and
+        // every add cover `m x n` at their strides; this tile lies inside those.
+        unsafe { self.kernel.run(t) };
     }
 }
 
@@ -364,5 +402,54 @@ pub(crate) fn clip(x: f32, lo: f32, hi: f32) -> f32 {
         hi
     } else {
         y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-row-per-call path of dense rows too far apart for `u32` offsets (which
+    /// only a tensor of gigabytes reaches) against the tiled path, on every kernel and on
+    /// partial tiles and a fused add: the same bits.
+    #[test]
+    fn dense_rows_one_per_call_match_the_tiled_product() {
+        let (m, n, k, lda) = (19, 21, 13, 17);
+        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
+        let a: Vec<f32> = (0..(m - 1) * lda + k).map(value).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| value(i + 5)).collect();
+        let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
+        let residual: Vec<f32> = (0..m * n).map(|i| value(i + 3)).collect();
+        let mut ep = Epilogue::new();
+        ep.add(Add {
+            data: &residual,
+            rs: n,
+            cs: 1,
+            scale: 0.5,
+        });
+        ep.clamp(-3.0, 3.0);
+        for kernel in MicroKernel::available() {
+            let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+            let product = |by_row: bool| {
+                let mut c = vec![0f32; m * n];
+                let rows = Rows::Dense { data: &a, lda };
+                let c_view = MatMut {
+                    data: &mut c,
+                    rs: n,
+                };
+                let mut job = Job::new(kernel, m, rows, &pb, c_view, &ep).expect("a product");
+                assert!(!job.dense_by_row, "small rows take the tiled path");
+                job.dense_by_row = by_row;
+                job.run(0..job.row_tiles, 0..job.panels);
+                c
+            };
+            let (tiled, by_row) = (product(false), product(true));
+            assert!(tiled.iter().any(|&v| v != 0.0), "{}", kernel.name());
+            let same = tiled
+                .iter()
+                .zip(&by_row)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{}: rows one per call differ", kernel.name());
+        }
     }
 }

@@ -222,6 +222,11 @@ fn fill_panels(
 }
 
 /// The rows an indirect GEMM reads, for each tile of output rows and each tap.
+///
+/// Offsets are `u32`: half the memory of `usize` offsets, and these tables are the
+/// largest thing a convolution keeps besides its weights (one offset per output pixel
+/// and tap). An input of `u32::MAX` floats or more cannot be indexed this way: the
+/// convolution that builds a table refuses it at init instead.
 #[derive(Clone, Debug, Default)]
 pub struct Indirection {
     mr: usize,
@@ -230,43 +235,56 @@ pub struct Indirection {
     kc: usize,
     /// One past the last float any offset reads.
     extent: usize,
-    offs: Vec<usize>,
+    offs: Vec<u32>,
     zero: Vec<f32>,
+}
+
+/// Fills an [`Indirection`] one output row at a time, in order, straight into its tiles:
+/// a convolution visits its output pixels in that order, so no per-pixel table is built
+/// first and copied.
+#[derive(Debug)]
+pub struct IndirectionBuilder {
+    ind: Indirection,
+    rows: usize,
 }
 
 impl Indirection {
     /// The indirection of `m` output rows, each reading `taps` rows of `kc` floats:
-    /// `row(i, t)` is the offset of row `i`'s tap `t`, `None` for a row of zeros.
+    /// `row(i, t)` is the offset of row `i`'s tap `t`, `None` (or [`ZERO_ROW`]) for a row
+    /// of zeros.
     pub fn new(
         kernel: &MicroKernel,
         m: usize,
         taps: usize,
         kc: usize,
-        row: impl Fn(usize, usize) -> Option<usize>,
+        row: impl Fn(usize, usize) -> Option<u32>,
     ) -> Indirection {
-        let mr = kernel.mr();
-        let tiles = m.div_ceil(mr);
-        let mut offs = vec![ZERO_ROW; tiles * taps * mr];
-        let mut extent = 0;
-        for tile in 0..tiles {
-            for t in 0..taps {
-                for i in 0..mr {
-                    let r = (tile * mr + i).min(m - 1);
-                    if let Some(o) = row(r, t) {
-                        extent = extent.max(o + kc);
-                        offs[(tile * taps + t) * mr + i] = o;
-                    }
-                }
+        let mut builder = Indirection::builder(kernel, m, taps, kc);
+        let mut offsets = vec![ZERO_ROW; taps];
+        for i in 0..m {
+            for (t, o) in offsets.iter_mut().enumerate() {
+                *o = row(i, t).unwrap_or(ZERO_ROW);
             }
+            builder.push(&offsets);
         }
-        Indirection {
-            mr,
-            m,
-            taps,
-            kc,
-            extent,
-            offs,
-            zero: vec![0.0; kc],
+        builder.finish()
+    }
+
+    /// An empty indirection of `m` rows of `taps` taps of `kc` floats, to be filled by
+    /// [`IndirectionBuilder::push`] (rows `0..m` in order).
+    pub fn builder(kernel: &MicroKernel, m: usize, taps: usize, kc: usize) -> IndirectionBuilder {
+        let mr = kernel.mr();
+        IndirectionBuilder {
+            ind: Indirection {
+                mr,
+                m,
+                taps,
+                kc,
+                extent: 0,
+                offs: vec![ZERO_ROW; m.div_ceil(mr) * taps * mr],
+                zero: vec![0.0; kc],
+            },
+            rows: 0,
         }
     }
 
@@ -280,7 +298,7 @@ impl Indirection {
     }
 
     /// The `taps * MR` offsets of row tile `r`.
-    pub(super) fn tile(&self, r: usize) -> &[usize] {
+    pub(super) fn tile(&self, r: usize) -> &[u32] {
         let len = self.taps * self.mr;
         &self.offs[r * len..(r + 1) * len]
     }
@@ -288,5 +306,44 @@ impl Indirection {
     /// A row of `kc` zeros.
     pub(super) fn zero(&self) -> &[f32] {
         &self.zero
+    }
+
+    /// Bytes this table allocated (for the delegate's memory report).
+    pub fn capacity_bytes(&self) -> usize {
+        self.offs.capacity() * size_of::<u32>() + self.zero.capacity() * size_of::<f32>()
+    }
+}
+
+impl IndirectionBuilder {
+    /// Sets the next row's `taps` offsets ([`ZERO_ROW`] for a row of zeros). Panics past
+    /// the `m` rows or with another number of taps: a plan made at init, never input.
+    pub fn push(&mut self, offsets: &[u32]) {
+        let ind = &mut self.ind;
+        assert_eq!(offsets.len(), ind.taps, "indirection: one offset per tap");
+        assert!(self.rows < ind.m, "indirection: more rows than planned");
+        let (tile, lane) = (self.rows / ind.mr, self.rows % ind.mr);
+        for (t, &o) in offsets.iter().enumerate() {
+            if o != ZERO_ROW {
+                ind.extent = ind.extent.max(o as usize + ind.kc);
+            }
+            ind.offs[(tile * ind.taps + t) * ind.mr + lane] = o;
+        }
+        self.rows += 1;
+    }
+
+    /// The filled table; rows past the last repeat it, so every tile is full. Panics
+    /// unless all `m` rows were pushed.
+    pub fn finish(mut self) -> Indirection {
+        let ind = &mut self.ind;
+        assert_eq!(self.rows, ind.m, "indirection: rows missing");
+        if let Some(last) = ind.m.checked_sub(1) {
+            let (tile, lane) = (last / ind.mr, last % ind.mr);
+            for t in 0..ind.taps {
+                let at = (tile * ind.taps + t) * ind.mr;
+                let o = ind.offs[at + lane];
+                ind.offs[at + lane + 1..at + ind.mr].fill(o);
+            }
+        }
+        self.ind
     }
 }

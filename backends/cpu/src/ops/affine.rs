@@ -7,7 +7,7 @@
 
 use super::elementwise::split;
 use super::math::{map, rows};
-use super::{Sources, Src};
+use super::{vec_bytes, Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
 
@@ -40,6 +40,12 @@ pub(crate) fn batch_norm_factors(
 }
 
 impl AffineOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        vec_bytes(&self.a) + vec_bytes(&self.b)
+    }
+
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let c = self.a.len();

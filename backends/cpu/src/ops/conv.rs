@@ -23,7 +23,7 @@
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
-use super::{RunCtx, Sources, Src};
+use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
@@ -109,10 +109,23 @@ impl Geom {
     /// offsets of the input pixels its taps (`ki * kw + kj`) read, `pixel * scale` with
     /// `pixel = (n * h + iy) * w + ix`, or [`ZERO_ROW`] for a tap in the padding.
     ///
+    /// The offsets are `u32` (the tables are the largest thing a convolution keeps after
+    /// its weights); an input of `u32::MAX` elements or more is an error, before any call.
+    ///
     /// The coordinates are stepped, not divided out of `r` and `t`: this builds the
     /// indirection tables at init, where per-element divisions were most of a model's
     /// load time.
-    pub(crate) fn tap_rows(&self, scale: usize, mut f: impl FnMut(&[usize])) {
+    pub(crate) fn tap_rows(&self, scale: usize, mut f: impl FnMut(&[u32])) -> Result<(), String> {
+        let len = [self.h, self.w, scale]
+            .iter()
+            .try_fold(self.batch, |len, &d| len.checked_mul(d));
+        if len.is_none_or(|len| len >= ZERO_ROW as usize) {
+            return Err(format!(
+                "the input of {} x {} x {} x {scale} elements is too large for a convolution's \
+                 32-bit offsets",
+                self.batch, self.h, self.w
+            ));
+        }
         let taps = self.kh * self.kw;
         let mut row = vec![ZERO_ROW; taps];
         let inside = |o: usize, k: usize, s: usize, d: usize, p: usize, n: usize| {
@@ -126,7 +139,10 @@ impl Geom {
                         for kj in 0..self.kw {
                             let ix = inside(ox, kj, self.sw, self.dw, self.pw, self.w);
                             row[ki * self.kw + kj] = match (iy, ix) {
-                                (Some(y), Some(x)) => ((n * self.h + y) * self.w + x) * scale,
+                                // Below `len`, checked above to fit.
+                                (Some(y), Some(x)) => {
+                                    (((n * self.h + y) * self.w + x) * scale) as u32
+                                }
                                 _ => ZERO_ROW,
                             };
                         }
@@ -135,6 +151,7 @@ impl Geom {
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -201,15 +218,33 @@ pub(crate) struct ConvSpec<'a> {
 }
 
 impl ConvOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let table = match &self.path {
+            Path::Indirect(ind) => ind.capacity_bytes(),
+            Path::Depthwise(plan) => plan.capacity_bytes(),
+            Path::Pointwise => 0,
+        };
+        let copied = match &self.weights {
+            Weights::Runtime {
+                w: WeightData::Const(w),
+                ..
+            } => vec_bytes(w),
+            _ => 0,
+        };
+        table + copied + vec_bytes(&self.bias)
+    }
+
     pub fn new(
         packs: &mut Packs<'_>,
         kernel: &MicroKernel,
         geometry: &ConvGeometry,
         spec: ConvSpec<'_>,
-    ) -> ConvOp {
+    ) -> Result<ConvOp, String> {
         let g = Geom::new(geometry);
         let path = if g.group > 1 && g.group == g.c {
-            Path::Depthwise(DepthwisePlan::new(&g, kernel.isa()))
+            Path::Depthwise(DepthwisePlan::new(&g, kernel.isa())?)
         } else if g.kh == 1
             && g.kw == 1
             && g.sh == 1
@@ -221,12 +256,11 @@ impl ConvOp {
         {
             Path::Pointwise
         } else {
+            // Filled in place, pixel by pixel, in the order the tiles want.
             let (m, taps) = (g.batch * g.out_plane(), g.kh * g.kw);
-            let mut table = Vec::with_capacity(m * taps);
-            g.tap_rows(g.c, |row| table.extend_from_slice(row));
-            Path::Indirect(Indirection::new(kernel, m, taps, g.cg(), |r, t| {
-                Some(table[r * taps + t]).filter(|&o| o != ZERO_ROW)
-            }))
+            let mut table = Indirection::builder(kernel, m, taps, g.cg());
+            g.tap_rows(g.c, |row| table.push(row))?;
+            Path::Indirect(table.finish())
         };
         let weights = match (spec.w, spec.runtime_bias) {
             (Ok(w), None) => match &path {
@@ -254,7 +288,7 @@ impl ConvOp {
                 bias,
             },
         };
-        ConvOp {
+        Ok(ConvOp {
             geom: g,
             path,
             x: spec.x,
@@ -265,7 +299,7 @@ impl ConvOp {
             residual: spec.residual,
             lo: spec.bounds.0,
             hi: spec.bounds.1,
-        }
+        })
     }
 
     /// Grows the scratch buffers this op needs.
@@ -459,5 +493,56 @@ pub(crate) fn to_nchw(src: &[f32], batch: usize, c: usize, plane: usize, dst: &m
                 *v = s[p * c + ch];
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 1x1-output convolution whose two dilated taps per axis read the first and the
+    /// last input pixel of a `1 x h x w x 1` input.
+    fn corners(h: usize, w: usize) -> Geom {
+        Geom {
+            batch: 1,
+            c: 1,
+            h,
+            w,
+            m: 1,
+            group: 1,
+            kh: 2,
+            kw: 2,
+            sh: 1,
+            sw: 1,
+            dh: h - 1,
+            dw: w - 1,
+            ph: 0,
+            pw: 0,
+            oh: 1,
+            ow: 1,
+        }
+    }
+
+    /// The largest input whose offsets fit in 32 bits gets them exactly, up to its last
+    /// pixel; one more column is refused before any table is built, not wrapped.
+    #[test]
+    fn offsets_are_exact_up_to_the_32_bit_limit_and_refused_past_it() {
+        let (h, w) = (65_536, 65_535);
+        let mut rows = Vec::new();
+        corners(h, w)
+            .tap_rows(1, |row| rows.push(row.to_vec()))
+            .expect("fits");
+        let last = (h * w - 1) as u32;
+        assert_eq!(
+            rows,
+            vec![vec![0, w as u32 - 1, ((h - 1) * w) as u32, last]]
+        );
+        assert!(last < ZERO_ROW);
+        let mut called = false;
+        let err = corners(h, w + 1)
+            .tap_rows(1, |_| called = true)
+            .expect_err("too large");
+        assert!(err.contains("32-bit"), "{err}");
+        assert!(!called);
     }
 }

@@ -9,7 +9,7 @@
 //! bias. Each output channel's col2im is independent, so they are shared among the
 //! pool's threads.
 
-use super::{RunCtx, Sources, Src};
+use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, MatMut, Rows};
 use crate::pool::Disjoint;
 
@@ -61,6 +61,12 @@ pub(crate) struct DeconvOp {
 }
 
 impl DeconvOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        vec_bytes(&self.wt) + vec_bytes(&self.bias)
+    }
+
     /// `w` is the ONNX weight `[C, M/g, kernel...]`, `bias` `M` values.
     pub fn new(x: Src, g: DeconvGeom, w: &[f32], bias: Vec<f32>) -> DeconvOp {
         let (rows, cg) = (g.rows(), g.cg);

@@ -10,6 +10,7 @@
 //! measured no faster here: the loop is bound by loads, not arithmetic.
 
 use super::conv::Geom;
+use super::vec_bytes;
 use crate::gemm::{clip, Isa, ZERO_ROW};
 use crate::pool::{Disjoint, Pool};
 
@@ -30,23 +31,28 @@ pub(crate) struct DepthwisePlan {
     mult: usize,
     /// For each output pixel and tap, the offset of the input pixel's channels, or
     /// [`ZERO_ROW`].
-    offs: Vec<usize>,
+    offs: Vec<u32>,
     /// One past the last input float an offset reads.
     extent: usize,
     zero: Vec<f32>,
 }
 
 impl DepthwisePlan {
-    pub fn new(g: &Geom, isa: Isa) -> DepthwisePlan {
+    /// Bytes of the offset table and the zero row (for the delegate's memory report).
+    pub fn capacity_bytes(&self) -> usize {
+        vec_bytes(&self.offs) + vec_bytes(&self.zero)
+    }
+
+    pub fn new(g: &Geom, isa: Isa) -> Result<DepthwisePlan, String> {
         let (pixels, taps) = (g.batch * g.out_plane(), g.kh * g.kw);
         let mut offs = Vec::with_capacity(pixels * taps);
-        g.tap_rows(g.c, |row| offs.extend_from_slice(row));
+        g.tap_rows(g.c, |row| offs.extend_from_slice(row))?;
         let extent = offs
             .iter()
             .filter(|&&o| o != ZERO_ROW)
             .max()
-            .map_or(0, |&o| o + g.c);
-        DepthwisePlan {
+            .map_or(0, |&o| o as usize + g.c);
+        Ok(DepthwisePlan {
             isa,
             pixels,
             taps,
@@ -55,7 +61,7 @@ impl DepthwisePlan {
             offs,
             extent,
             zero: vec![0.0; g.c],
-        }
+        })
     }
 
     /// Computes `y` (`pixels x M`, NHWC) from `x` (NHWC) and the packed weights `w` (`M`
@@ -84,7 +90,7 @@ impl DepthwisePlan {
         });
     }
 
-    fn rows(&self, x: &[f32], offs: &[usize], w: &[f32], y: &mut [f32], bounds: (f32, f32)) {
+    fn rows(&self, x: &[f32], offs: &[u32], w: &[f32], y: &mut [f32], bounds: (f32, f32)) {
         let k = Body {
             x,
             offs,
@@ -132,7 +138,7 @@ unsafe fn neon(k: &Body<'_>, y: &mut [f32]) {
 /// The operands of one run over a range of output pixels.
 struct Body<'a> {
     x: &'a [f32],
-    offs: &'a [usize],
+    offs: &'a [u32],
     zero: &'a [f32],
     w: &'a [f32],
     taps: usize,
@@ -159,7 +165,7 @@ impl Body<'_> {
             for (r, &o) in rows.iter_mut().zip(offs) {
                 *r = match o {
                     ZERO_ROW => self.zero.as_ptr(),
-                    o => self.x[o..o + self.c].as_ptr(),
+                    o => self.x[o as usize..o as usize + self.c].as_ptr(),
                 };
             }
             let rows = &rows[..self.taps];
@@ -221,20 +227,14 @@ impl Body<'_> {
 
     /// One output pixel with a channel multiplier (output channel `oc` reads input channel
     /// `oc / mult`) or more taps than the fast path holds.
-    fn pixel_slow<const FMA: bool>(
-        &self,
-        offs: &[usize],
-        bias: &[f32],
-        w: &[f32],
-        out: &mut [f32],
-    ) {
+    fn pixel_slow<const FMA: bool>(&self, offs: &[u32], bias: &[f32], w: &[f32], out: &mut [f32]) {
         let m = out.len();
         for (oc, o) in out.iter_mut().enumerate() {
             let mut acc = bias[oc];
             for (t, &off) in offs.iter().enumerate() {
                 let row = match off {
                     ZERO_ROW => self.zero,
-                    o => &self.x[o..o + self.c],
+                    o => &self.x[o as usize..o as usize + self.c],
                 };
                 acc = fma::<FMA>(w[t * m + oc], row[oc / self.mult], acc);
             }

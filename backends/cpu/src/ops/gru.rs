@@ -13,7 +13,7 @@
 //! buffer; the node's outputs are views of it.
 
 use super::math::{sigmoid, tanh};
-use super::{RunCtx, Sources, Src};
+use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, MatMut, MicroKernel, PackedB, Rows};
 use crate::prepack::Packs;
 
@@ -52,6 +52,13 @@ pub(crate) struct GruSpec<'a> {
 }
 
 impl GruOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let per_dir = |d: &GruDirection| vec_bytes(&d.r_t) + vec_bytes(&d.rbh);
+        self.dirs.iter().map(per_dir).sum::<usize>() + vec_bytes(&self.dirs)
+    }
+
     /// `w`: `[dirs, 3H, input]`, `r`: `[dirs, 3H, H]`, `b`: `[dirs, 6H]` when present.
     #[allow(clippy::too_many_arguments)]
     pub fn new(

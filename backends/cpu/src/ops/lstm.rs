@@ -12,7 +12,7 @@
 //! after another into its buffer; the node's outputs are views of it.
 
 use super::math::{sigmoid, tanh};
-use super::{RunCtx, Sources, Src};
+use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, Isa, MatMut, MicroKernel, PackedB, Rows};
 use crate::prepack::Packs;
 
@@ -41,6 +41,12 @@ pub(crate) struct LstmOp {
 }
 
 impl LstmOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        self.dirs.iter().map(|d| vec_bytes(&d.r_t)).sum::<usize>() + vec_bytes(&self.dirs)
+    }
+
     /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
     #[allow(clippy::too_many_arguments)]
     pub fn new(

@@ -170,6 +170,12 @@ pub(crate) fn f32_view_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
     bytemuck::try_cast_slice_mut(bytes).ok()
 }
 
+/// Bytes `v` allocated: its capacity, not its length (what the memory report counts).
+#[allow(clippy::ptr_arg)] // the capacity is the `Vec`'s, not the slice's
+pub(crate) fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * size_of::<T>()
+}
+
 /// Mutable state shared by the ops of one executable: the kernel and scratch buffers,
 /// sized at init for the largest op.
 #[derive(Debug)]

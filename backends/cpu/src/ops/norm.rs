@@ -3,7 +3,7 @@
 use super::elementwise::split;
 use super::math::rows as for_rows;
 use super::tensor::sum_f64;
-use super::{Sources, Src};
+use super::{vec_bytes, Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
 
@@ -41,6 +41,13 @@ pub(crate) struct LayerNormOp {
 }
 
 impl LayerNormOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let index = |b: &BlockOperand| b.index.as_ref().map_or(0, vec_bytes);
+        index(&self.scale) + self.bias.as_ref().map_or(0, index)
+    }
+
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let scale = sources.get(self.scale.src);

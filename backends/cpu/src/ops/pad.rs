@@ -6,7 +6,7 @@
 //! (the innermost axis), each row copied from its source row with the kept middle as one
 //! contiguous copy and only the padded ends element by element.
 
-use super::{Sources, Src};
+use super::{vec_bytes, Sources, Src};
 
 /// A prepared Pad.
 #[derive(Clone, Debug)]
@@ -87,6 +87,13 @@ pub(crate) fn axis_map(
 }
 
 impl PadOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let maps = self.maps.iter().map(vec_bytes).sum::<usize>() + vec_bytes(&self.maps);
+        maps + vec_bytes(&self.out_shape) + vec_bytes(&self.in_strides)
+    }
+
     /// `maps` from [`axis_map`], one per axis of `in_shape`.
     pub fn new(x: Src, in_shape: &[usize], maps: Vec<Vec<Option<usize>>>, value: f32) -> PadOp {
         let mut in_strides = vec![1usize; in_shape.len()];

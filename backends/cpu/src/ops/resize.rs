@@ -6,7 +6,7 @@
 //! width, the only ones real models resize): each output pixel is the two-tap mix along
 //! the height of two two-tap mixes along the width, in f32.
 
-use super::{Sources, Src};
+use super::{vec_bytes, Sources, Src};
 
 /// Resize's interpolation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,6 +136,12 @@ pub(crate) struct LinearResizeOp {
 }
 
 impl LinearResizeOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        vec_bytes(&self.rows) + vec_bytes(&self.cols)
+    }
+
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
         let x = sources.get(self.x);
         let (ih, iw) = self.in_hw;

@@ -196,6 +196,13 @@ pub struct QOut {
 }
 
 impl QOut {
+    /// Bytes of the per-column tables (for the delegate's memory report).
+    pub fn capacity_bytes(&self) -> usize {
+        let stage2 = self.stage2.as_ref().map_or(0, |s| s.bias.capacity());
+        self.offset.capacity() * size_of::<i32>()
+            + (self.scale.capacity() + stage2) * size_of::<f32>()
+    }
+
     /// The stored value of column `j` for the raw dot product `acc`.
     #[inline(always)]
     pub fn finish(&self, acc: i32, j: usize) -> u8 {
@@ -296,6 +303,11 @@ impl Indirection {
 
     pub fn offsets(&self) -> &[u32] {
         &self.offsets
+    }
+
+    /// Bytes the table allocated (for the delegate's memory report).
+    pub fn capacity_bytes(&self) -> usize {
+        self.offsets.capacity() * size_of::<u32>()
     }
 }
 

@@ -73,7 +73,7 @@ impl Builder<'_> {
             self.kernel,
             &geometry,
             spec,
-        )))
+        )?))
     }
 
     /// The data of a slot holding a copied constant.

@@ -21,7 +21,7 @@ mod avx512;
 mod neon;
 
 /// The offset that stands for a row of zeros (a convolution tap in the padding).
-pub const ZERO_ROW: usize = usize::MAX;
+pub const ZERO_ROW: u32 = u32::MAX;
 
 /// One fused add of the epilogue, already positioned at the tile's first element:
 /// element `(i, j)` of the tile gets `scale * ptr[i * rs + j * cs]`, `cs` being 0 or 1.
@@ -42,9 +42,10 @@ pub(crate) struct TileArgs {
     /// Taps, and the depth of each.
     pub ks: usize,
     pub kc: usize,
-    /// `A`'s base, the `ks * MR` row offsets of this tile, and a row of `kc` zeros.
+    /// `A`'s base, the `ks * MR` row offsets of this tile (in floats from `a`), and a row
+    /// of `kc` zeros.
     pub a: *const f32,
-    pub offs: *const usize,
+    pub offs: *const u32,
     pub zero: *const f32,
     /// The packed panel: `NR` bias values, then `ks * kc` groups of `NR` weights.
     pub w: *const f32,
@@ -73,7 +74,7 @@ impl TileArgs {
             let off = unsafe { *self.offs.add(tap * MR + i) };
             if off != ZERO_ROW {
                 // `wrapping_add`: the pointer is only dereferenced where the offset is valid.
-                *row = self.a.wrapping_add(off);
+                *row = self.a.wrapping_add(off as usize);
             }
         }
         rows

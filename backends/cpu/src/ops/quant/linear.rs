@@ -14,7 +14,7 @@
 
 use super::{stored_bias, Nhwc};
 use crate::ops::conv::Geom;
-use crate::ops::{RunCtx, Sources, Src};
+use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
     requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, PAD,
@@ -56,6 +56,17 @@ pub(crate) struct QLinearOp {
 }
 
 impl QLinearOp {
+    /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
+    /// delegate's memory report).
+    pub fn owned_bytes(&self) -> usize {
+        let path = match &self.path {
+            QPath::Gemm { .. } => 0,
+            QPath::Igemm { table, zero } => table.capacity_bytes() + vec_bytes(zero),
+            QPath::Depthwise { taps } => vec_bytes(taps),
+        };
+        path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
+    }
+
     /// Sizes the shared scratch: the converted input and output.
     pub fn reserve(&self, ctx: &mut RunCtx) {
         if self.in_nchw && ctx.qin.len() < self.x_len + SLACK {
@@ -149,20 +160,11 @@ impl QLinearOp {
 /// Builds the IGEMM indirection of `g` (byte offsets into an NHWC input), or an error when
 /// the input is too large for 32-bit offsets.
 pub(crate) fn indirection(g: &Geom) -> Result<Indirection, String> {
-    if g.batch * g.in_plane() * g.c >= u32::MAX as usize {
-        return Err("the input is too large for an int8 indirect convolution".into());
-    }
-    let taps = g.kh * g.kw;
-    let mut table = Vec::with_capacity(g.batch * g.out_plane() * taps);
-    g.tap_rows(g.c, |row| {
-        table.extend(row.iter().map(|&o| {
-            if o == crate::gemm::ZERO_ROW {
-                PAD
-            } else {
-                o as u32
-            }
-        }))
-    });
+    // `tap_rows` marks the padding with the f32 tables' sentinel, which is `PAD`.
+    const _: () = assert!(PAD == crate::gemm::ZERO_ROW);
+    let mut table = Vec::with_capacity(g.batch * g.out_plane() * g.kh * g.kw);
+    g.tap_rows(g.c, |row| table.extend_from_slice(row))
+        .map_err(|e| format!("int8 indirect convolution: {e}"))?;
     Ok(Indirection::new(table))
 }
 
