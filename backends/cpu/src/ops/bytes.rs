@@ -65,10 +65,14 @@ impl ByteMoveOp {
                 u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
                 u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
             ];
-            if let Moved::Pad(op) = &self.op {
-                op.run_t(get(op.x), out, fill);
-            }
-            return Ok(());
+            // Lowering builds 8-byte moves for Pad only (other i64 movers run on words).
+            return match &self.op {
+                Moved::Pad(op) => {
+                    op.run_t(get(op.x), out, fill);
+                    Ok(())
+                }
+                _ => Err("an 8-byte move other than Pad".into()),
+            };
         }
         if self.size == 2 {
             // Slots are 4-byte aligned and 16-bit subgraph inputs were checked to be
@@ -86,7 +90,8 @@ impl ByteMoveOp {
                 Moved::Concat(op) => op.run_t(get, out),
                 Moved::Pad(op) => op.run_t(get(op.x), out, self.fill as u16),
                 Moved::Where(op) => op.run_t(sources, get, out),
-                Moved::Split(_) => unreachable!("a Split runs over bytes"),
+                // A Split ran above, over bytes.
+                Moved::Split(_) => return Err("a Split reached the 2-byte path".into()),
             }
             return Ok(());
         }
@@ -98,7 +103,7 @@ impl ByteMoveOp {
             Moved::Concat(op) => op.run_t(|s| sources.bytes(s), out),
             Moved::Pad(op) => op.run_t(sources.bytes(op.x), out, fill),
             Moved::Where(op) => op.run_t(sources, |s| sources.bytes(s), out),
-            Moved::Split(_) => unreachable!("a Split runs first"),
+            Moved::Split(_) => return Err("a Split reached the byte path".into()),
         }
         Ok(())
     }
