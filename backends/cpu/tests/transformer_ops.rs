@@ -117,14 +117,50 @@ fn erf_log_softmax_and_reduce_mean() {
 }
 
 #[test]
-fn non_contiguous_reduce_axes_are_declined() {
+fn reductions_over_scattered_axes_are_claimed_and_match_a_naive_loop() {
+    let x: Vec<f32> = (0..24).map(|v| (v as f32 - 11.5) * 0.37).collect();
+    let kinds = [
+        OpKind::ReduceMean,
+        OpKind::ReduceMin,
+        OpKind::ReduceL2,
+        OpKind::ReduceLogSumExp,
+    ];
     let g = graph(|g| {
         let xt = g.input_fixed("x", DType::F32, &[2, 3, 4]);
         let axes = g.constant_i64("axes", &[2], &[0, 2]);
-        vec![g.node(OpKind::ReduceMean, &[xt, axes], &[]).unwrap()]
+        kinds
+            .iter()
+            .map(|&op| g.node(op, &[xt, axes], &[]).unwrap())
+            .collect()
     });
     let s = supports(&delegate(true), &g);
-    assert!(matches!(s[0], Support::No(_)), "{s:?}");
+    assert!(s.iter().all(|s| matches!(s, Support::Yes)), "{s:?}");
+    let out = run_both(&g, &[Tensor::from_f32(&[2, 3, 4], &x)], 1e-6);
+    // Output j (kept dims [1, 3, 1]) reduces x[a, j, c] over a and c.
+    let set = |j: usize| -> Vec<f64> {
+        let mut v = Vec::new();
+        for a in 0..2 {
+            for c in 0..4 {
+                v.push(x[a * 12 + j * 4 + c] as f64);
+            }
+        }
+        v
+    };
+    for (k, op) in kinds.iter().enumerate() {
+        let want: Vec<f64> = (0..3)
+            .map(|j| {
+                let v = set(j);
+                match op {
+                    OpKind::ReduceMean => v.iter().sum::<f64>() / v.len() as f64,
+                    OpKind::ReduceMin => v.iter().copied().fold(f64::INFINITY, f64::min),
+                    OpKind::ReduceL2 => v.iter().map(|e| e * e).sum::<f64>().sqrt(),
+                    _ => v.iter().map(|e| e.exp()).sum::<f64>().ln(),
+                }
+            })
+            .collect();
+        assert_eq!(out[k].shape, vec![1, 3, 1], "{op}");
+        assert_close_labelled(&format!("{op}"), out[k].f32s(), &want, 1e-6, 1e-6);
+    }
 }
 
 #[test]

@@ -32,6 +32,7 @@ use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
+use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
@@ -117,8 +118,12 @@ enum Op {
     Cast(CastOp),
     /// Relu, Clip, Neg or Abs of an integer tensor.
     IntUnary(IntUnaryOp),
-    /// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor.
+    /// A reduction of an i32 or i64 tensor.
     IntReduce(IntReduceOp),
+    /// A float reduction other than the fast contiguous Mean, Sum and Max.
+    FloatReduce(FloatReduceOp),
+    /// ArgMax or ArgMin.
+    Arg(ArgOp),
     /// Data movement of an 8-bit tensor (stored bytes).
     ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
@@ -149,6 +154,8 @@ impl Op {
             Op::Pad(op) => op.owned_bytes(),
             Op::LinearResize(op) => op.owned_bytes(),
             Op::LayerNorm(op) => op.owned_bytes(),
+            Op::FloatReduce(op) => op.layout.owned_bytes(),
+            Op::IntReduce(op) => op.layout.owned_bytes(),
             _ => 0,
         }
     }
@@ -171,7 +178,7 @@ impl Op {
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
-            Op::IntReduce(_) => "REDUCE",
+            Op::IntReduce(_) | Op::FloatReduce(_) | Op::Arg(_) => "REDUCE",
             Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
@@ -209,6 +216,8 @@ impl Op {
             Op::Cast(op) => op.run(sources, out),
             Op::IntUnary(op) => op.run(sources, out),
             Op::IntReduce(op) => return op.run(sources, out),
+            Op::FloatReduce(op) => op.run(sources, out, ctx),
+            Op::Arg(op) => op.run(sources, out),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

@@ -73,6 +73,79 @@ pub(crate) enum Unary {
         alpha: f32,
         beta: f32,
     },
+    /// Rounds down to an integer.
+    Floor,
+    /// Rounds to the nearest integer, halves to even.
+    Round,
+    /// -1, 0 or 1 by the sign; both zeros give +0, NaN stays NaN (numpy's `sign`).
+    Sign,
+    /// `1 / x` (correctly rounded in f32, as the reference's f64 quotient rounded once).
+    Reciprocal,
+    /// Bool results (0.0/1.0): whether `x` is NaN, whether it is an infinity of a chosen
+    /// sign.
+    IsNaN,
+    IsInf {
+        negative: bool,
+        positive: bool,
+    },
+    /// A trigonometric or hyperbolic function, in f64 rounded once, as the reference.
+    Trig(Trig),
+}
+
+/// The trigonometric and hyperbolic functions. They are computed in f64 and rounded
+/// once, which is what the reference does: an f32 polynomial would be faster but differs
+/// by an ulp or more near the poles of Tan and for arguments beyond a few thousand
+/// radians, where the range reduction needs more bits than f32 has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trig {
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+}
+
+impl Trig {
+    #[inline(always)]
+    fn apply(self, x: f32) -> f32 {
+        let v = x as f64;
+        (match self {
+            Trig::Sin => v.sin(),
+            Trig::Cos => v.cos(),
+            Trig::Tan => v.tan(),
+            Trig::Asin => v.asin(),
+            Trig::Acos => v.acos(),
+            Trig::Atan => v.atan(),
+            Trig::Sinh => v.sinh(),
+            Trig::Cosh => v.cosh(),
+            Trig::Asinh => v.asinh(),
+            Trig::Acosh => v.acosh(),
+            Trig::Atanh => v.atanh(),
+        }) as f32
+    }
+}
+
+/// See [`Unary::Sign`]: branch-free so that loops over it vectorize.
+#[inline(always)]
+fn sign(x: f32) -> f32 {
+    let s = (x > 0.0) as u8 as f32 - (x < 0.0) as u8 as f32;
+    if x.is_nan() {
+        x
+    } else {
+        s
+    }
+}
+
+/// See [`Unary::IsInf`].
+#[inline(always)]
+fn is_inf(x: f32, negative: bool, positive: bool) -> f32 {
+    ((x == f32::NEG_INFINITY && negative) || (x == f32::INFINITY && positive)) as u8 as f32
 }
 
 impl Unary {
@@ -106,6 +179,13 @@ impl Unary {
             Unary::I32ToF32 => x.to_bits() as i32 as f32,
             Unary::BoolToI32 => f32::from_bits((x != 0.0) as u32),
             Unary::I32ToBool => (x.to_bits() != 0) as u8 as f32,
+            Unary::Floor => x.floor(),
+            Unary::Round => x.round_ties_even(),
+            Unary::Sign => sign(x),
+            Unary::Reciprocal => 1.0 / x,
+            Unary::IsNaN => x.is_nan() as u8 as f32,
+            Unary::IsInf { negative, positive } => is_inf(x, negative, positive),
+            Unary::Trig(t) => t.apply(x),
         }
     }
 }
@@ -192,6 +272,12 @@ fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
         Unary::Not => map(isa, x, out, |v| (v == 0.0) as u8 as f32),
         Unary::NonZero => map(isa, x, out, |v| (v != 0.0) as u8 as f32),
         Unary::Ceil => map(isa, x, out, f32::ceil),
+        Unary::Floor => map(isa, x, out, f32::floor),
+        Unary::Round => map(isa, x, out, f32::round_ties_even),
+        Unary::Sign => map(isa, x, out, sign),
+        Unary::Reciprocal => map(isa, x, out, |v| 1.0 / v),
+        Unary::IsNaN => map(isa, x, out, |v| v.is_nan() as u8 as f32),
+        Unary::IsInf { negative, positive } => map(isa, x, out, |v| is_inf(v, negative, positive)),
         Unary::GeluErf => map(isa, x, out, gelu_erf),
         Unary::HardSigmoidMul { alpha, beta } => {
             map(isa, x, out, |v| v * clamp01(alpha * v + beta))
@@ -244,7 +330,16 @@ pub(crate) enum Binary {
     Greater,
     Less,
     Equal,
+    GreaterOrEqual,
+    LessOrEqual,
     And,
+    Or,
+    Xor,
+    /// The remainder, exact: with the divisor's sign when `floored` (numpy's `mod`, Mod's
+    /// `fmod = 0`), else the dividend's (C's `fmod`).
+    Mod {
+        floored: bool,
+    },
 }
 
 /// `out = a (op) b` with numpy broadcasting.
@@ -304,7 +399,12 @@ impl BinaryOp {
             Binary::Greater => self.apply(a, b, out, |x, y| (x > y) as u8 as f32),
             Binary::Less => self.apply(a, b, out, |x, y| (x < y) as u8 as f32),
             Binary::Equal => self.apply(a, b, out, |x, y| (x == y) as u8 as f32),
+            Binary::GreaterOrEqual => self.apply(a, b, out, |x, y| (x >= y) as u8 as f32),
+            Binary::LessOrEqual => self.apply(a, b, out, |x, y| (x <= y) as u8 as f32),
             Binary::And => self.apply(a, b, out, |x, y| (x != 0.0 && y != 0.0) as u8 as f32),
+            Binary::Or => self.apply(a, b, out, |x, y| (x != 0.0 || y != 0.0) as u8 as f32),
+            Binary::Xor => self.apply(a, b, out, |x, y| ((x != 0.0) != (y != 0.0)) as u8 as f32),
+            Binary::Mod { floored } => self.apply(a, b, out, |x, y| float_mod(x, y, floored)),
         }
     }
 
@@ -348,6 +448,19 @@ impl BinaryOp {
                     .for_each(|(j, d)| *d = f(a[ia + j * sa], b[ib + j * sb])),
             }
         });
+    }
+}
+
+/// See [`Binary::Mod`]. `%` of two floats is exact, and so is moving a remainder of the
+/// wrong sign by one divisor in f64 before the one rounding, which is the reference's
+/// arithmetic: an infinite divisor then gives the divisor, a zero one NaN.
+#[inline(always)]
+fn float_mod(x: f32, y: f32, floored: bool) -> f32 {
+    let r = x % y;
+    if floored && r != 0.0 && (r < 0.0) != (y < 0.0) {
+        (r as f64 + y as f64) as f32
+    } else {
+        r
     }
 }
 

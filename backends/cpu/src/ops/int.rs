@@ -72,7 +72,7 @@ impl Held {
     /// Writes `v` as element `i` of a tensor of this dtype held in `out` (integers wrap
     /// into the narrower types; a bool is `v != 0`).
     #[inline(always)]
-    fn put_int(self, out: &mut [u8], i: usize, v: i64) {
+    pub fn put_int(self, out: &mut [u8], i: usize, v: i64) {
         match self {
             Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as f32).to_le_bytes()),
             // Through f64, as the reference converts integers to the narrow floats.
@@ -146,29 +146,35 @@ impl CastOp {
     }
 }
 
-/// Integer Add, Sub, Mul or Div.
+/// Integer Add, Sub, Mul, Div or Mod.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum IntArith {
     Add,
     Sub,
     Mul,
     Div,
+    /// The remainder with the divisor's sign when `floored` (Mod's `fmod = 0`), else the
+    /// dividend's. Its magnitude is below the divisor's, so it is exact in every width.
+    Mod {
+        floored: bool,
+    },
 }
 
-/// `out = a (op) b` on i32 or i64 (`wide`) tensors with numpy broadcasting, wrapping.
+/// `out = a (op) b` on integer tensors with numpy broadcasting, wrapping: Add, Sub, Mul
+/// and Div of i32 or i64, Mod of every held integer dtype.
 #[derive(Clone, Debug)]
 pub(crate) struct IntBinaryOp {
     op: IntArith,
     a: Src,
     b: Src,
-    wide: bool,
+    held: Held,
     walk: Strided<2>,
 }
 
 impl IntBinaryOp {
     pub fn new(
         op: IntArith,
-        wide: bool,
+        held: Held,
         (a, a_shape): (Src, &[usize]),
         (b, b_shape): (Src, &[usize]),
         out_shape: &[usize],
@@ -183,22 +189,25 @@ impl IntBinaryOp {
             op,
             a,
             b,
-            wide,
+            held,
             walk: Strided::new(out_shape, &strides),
         }
     }
 
-    /// Fails on a zero divisor of Div (nothing is defined for it; the reference refuses
-    /// it too).
+    /// Fails on a zero divisor of Div or Mod (nothing is defined for it; the reference
+    /// refuses it too).
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
         let (a, b) = (sources.bytes(self.a), sources.bytes(self.b));
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
-        let held = if self.wide { Held::I64 } else { Held::I32 };
+        let held = self.held;
+        // A remainder is exact in i64 whatever the width (its operands are read exactly,
+        // its result is smaller than them); the other ops wrap at their own width.
+        let wide = held == Held::I64 || matches!(self.op, IntArith::Mod { .. });
         let mut zero = None;
         self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
             for j in 0..len {
                 let (x, y) = (held.int(a, ia + j * sa), held.int(b, ib + j * sb));
-                let v = if self.wide {
+                let v = if wide {
                     arith(self.op, x, y)
                 } else {
                     arith32(self.op, x as i32, y as i32).map(i64::from)
@@ -211,7 +220,13 @@ impl IntBinaryOp {
             }
         });
         match zero {
-            Some(k) => Err(format!("integer division by zero (output element {k})")),
+            Some(k) => {
+                let what = match self.op {
+                    IntArith::Mod { .. } => "remainder",
+                    _ => "division",
+                };
+                Err(format!("integer {what} by zero (output element {k})"))
+            }
             None => Ok(()),
         }
     }
@@ -226,10 +241,20 @@ fn arith(op: IntArith, x: i64, y: i64) -> Option<i64> {
         IntArith::Mul => x.wrapping_mul(y),
         IntArith::Div if y == 0 => return None,
         IntArith::Div => x.wrapping_div(y),
+        IntArith::Mod { .. } if y == 0 => return None,
+        IntArith::Mod { floored } => {
+            // `wrapping_rem` gives 0 for MIN % -1, the exact remainder.
+            let r = x.wrapping_rem(y);
+            if floored && r != 0 && (r < 0) != (y < 0) {
+                r + y
+            } else {
+                r
+            }
+        }
     })
 }
 
-/// [`arith`] in i32, wrapping at 32 bits.
+/// [`arith`] in i32 (Add, Sub, Mul and Div; Mod is computed by [`arith`]), wrapping at 32 bits.
 #[inline(always)]
 fn arith32(op: IntArith, x: i32, y: i32) -> Option<i32> {
     Some(match op {
@@ -237,7 +262,7 @@ fn arith32(op: IntArith, x: i32, y: i32) -> Option<i32> {
         IntArith::Sub => x.wrapping_sub(y),
         IntArith::Mul => x.wrapping_mul(y),
         IntArith::Div if y == 0 => return None,
-        IntArith::Div => x.wrapping_div(y),
+        IntArith::Div | IntArith::Mod { .. } => x.wrapping_div(y),
     })
 }
 
@@ -248,7 +273,12 @@ pub(crate) enum IntMap {
     Relu,
     Neg,
     Abs,
-    Clip { lo: i64, hi: i64 },
+    Clip {
+        lo: i64,
+        hi: i64,
+    },
+    /// -1, 0 or 1.
+    Sign,
 }
 
 /// An element-wise [`IntMap`] over `len` elements of an integer dtype as held.
@@ -269,6 +299,7 @@ impl IntUnaryOp {
             IntMap::Relu => v.max(0),
             IntMap::Neg => v.wrapping_neg(),
             IntMap::Abs => v.wrapping_abs(),
+            IntMap::Sign => v.signum(),
             IntMap::Clip { lo, hi } => {
                 let v = if v < lo { lo } else { v };
                 if v > hi {
@@ -284,16 +315,14 @@ impl IntUnaryOp {
     }
 }
 
-/// ReduceSum, ReduceMean or ReduceMax of an i32 or i64 tensor over a contiguous run of
-/// axes (the input seen as `[outer, count, inner]`), as the reference: Sum wraps, Mean is
-/// the exact mean truncated toward zero, Max starts from the dtype's least value.
+/// An integer reduction of an i32 or i64 tensor over any set of axes, as the reference:
+/// Sum, Prod, L1 and SumSquare wrap, Mean is the exact mean truncated toward zero, Max and
+/// Min start from the dtype's extremes.
 #[derive(Clone, Debug)]
 pub(crate) struct IntReduceOp {
     pub x: Src,
     pub held: Held,
-    pub outer: usize,
-    pub count: usize,
-    pub inner: usize,
+    pub layout: super::reduce::ReduceLayout,
     pub kind: super::tensor::Reduce,
 }
 
@@ -304,27 +333,33 @@ impl IntReduceOp {
         use super::tensor::Reduce;
         let x = sources.bytes(self.x);
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
-        let (count, inner) = (self.count, self.inner);
-        if self.kind == Reduce::Mean && count == 0 && self.outer * inner > 0 {
+        let (count, outputs) = (self.layout.count(), self.layout.outputs());
+        if self.kind == Reduce::Mean && count == 0 && outputs > 0 {
             return Err("integer ReduceMean over an empty set is undefined".into());
         }
-        let lowest = match self.held {
-            Held::I32 => i32::MIN as i64,
-            _ => i64::MIN,
+        let (lowest, highest) = match self.held {
+            Held::I32 => (i32::MIN as i64, i32::MAX as i64),
+            _ => (i64::MIN, i64::MAX),
         };
-        for o in 0..self.outer {
-            for j in 0..inner {
-                let at = |k: usize| self.held.int(x, (o * count + k) * inner + j);
-                let v = match self.kind {
-                    Reduce::Max => (0..count).map(at).fold(lowest, i64::max),
-                    Reduce::Sum => (0..count).map(at).fold(0, i64::wrapping_add),
-                    Reduce::Mean => {
-                        let sum: i128 = (0..count).map(|k| at(k) as i128).sum();
-                        (sum / count as i128) as i64
-                    }
-                };
-                self.held.put_int(out, o * inner + j, v);
-            }
+        for o in 0..outputs {
+            let set = self.layout.set(o).map(|i| self.held.int(x, i));
+            let v = match self.kind {
+                Reduce::Max => set.fold(lowest, i64::max),
+                Reduce::Min => set.fold(highest, i64::min),
+                Reduce::Sum => set.fold(0, i64::wrapping_add),
+                Reduce::Prod => set.fold(1, i64::wrapping_mul),
+                Reduce::L1 => set.fold(0i64, |a, v| a.wrapping_add(v.wrapping_abs())),
+                Reduce::SumSquare => set.fold(0i64, |a, v| a.wrapping_add(v.wrapping_mul(v))),
+                Reduce::Mean => {
+                    let sum: i128 = set.map(i128::from).sum();
+                    (sum / count as i128) as i64
+                }
+                // Float-only kinds (`supports` declines them for integers).
+                Reduce::L2 | Reduce::LogSumExp => {
+                    return Err(format!("integer {:?} reduction", self.kind))
+                }
+            };
+            self.held.put_int(out, o, v);
         }
         Ok(())
     }
@@ -342,6 +377,17 @@ mod tests {
         assert_eq!(arith(IntArith::Mul, i64::MAX, 2), Some(-2));
         assert_eq!(arith(IntArith::Div, 7, -2), Some(-3));
         assert_eq!(arith(IntArith::Div, 1, 0), None);
+        let (m, f) = (
+            IntArith::Mod { floored: true },
+            IntArith::Mod { floored: false },
+        );
+        assert_eq!(arith(m, -7, 3), Some(2));
+        assert_eq!(arith(f, -7, 3), Some(-1));
+        assert_eq!(arith(m, 7, -3), Some(-2));
+        assert_eq!(arith(f, 7, -3), Some(1));
+        assert_eq!(arith(m, i64::MIN, -1), Some(0));
+        assert_eq!(arith(m, i64::MIN, i64::MAX), Some(i64::MAX - 1));
+        assert_eq!(arith(m, 5, 0), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) mod norm;
 pub(crate) mod pad;
 pub(crate) mod pool;
 pub(crate) mod quant;
+pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod select;
 pub(crate) mod tensor;

@@ -161,7 +161,7 @@ impl IntSrc {
     }
 }
 
-/// Equal, Greater or Less of two integer tensors with broadcasting, exactly (as i64),
+/// Equal, Greater, Less, GreaterOrEqual or LessOrEqual of two integer tensors with broadcasting, exactly (as i64),
 /// into bools held as 0.0/1.0: the comparisons of shape and sample-rate logic
 /// (`sr == 16000` in silero VAD).
 #[derive(Clone, Debug)]
@@ -196,6 +196,8 @@ impl IntCompareOp {
         let f = |x: i64, y: i64| match self.op {
             Binary::Greater => x > y,
             Binary::Less => x < y,
+            Binary::GreaterOrEqual => x >= y,
+            Binary::LessOrEqual => x <= y,
             _ => x == y,
         };
         self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {

@@ -1,4 +1,5 @@
-//! Indexing and reduction: Gather, Slice, Split and ReduceMean, ReduceSum, ReduceMax.
+//! Indexing and reduction: Gather, Slice, Split and ReduceMean, ReduceSum, ReduceMax over
+//! a contiguous run of axes (the other reductions are in `reduce.rs`).
 //!
 //! Shapes, axes and slice bounds are resolved at init (they are constants); only Gather's
 //! indices may arrive at execute time, as a subgraph input, and are then range-checked on
@@ -201,6 +202,24 @@ pub(crate) enum Reduce {
     Sum,
     /// The maximum from -inf, NaN as soon as one element is NaN.
     Max,
+    /// The minimum from +inf, NaN as soon as one element is NaN.
+    Min,
+    /// The f64 product in input order, rounded once.
+    Prod,
+    /// The f64 sum of absolute values, of squares, and that sum's square root.
+    L1,
+    SumSquare,
+    L2,
+    /// `max + ln(sum(exp(x - max)))` in f64; an infinite or NaN maximum is the result.
+    LogSumExp,
+}
+
+impl Reduce {
+    /// Whether the reduction of one element is that element (not so for L1, L2 and
+    /// SumSquare, which map it).
+    pub fn keeps_one(self) -> bool {
+        !matches!(self, Reduce::L1 | Reduce::L2 | Reduce::SumSquare)
+    }
 }
 
 /// ReduceMean, ReduceSum or ReduceMax over a contiguous run of axes: the input seen as

@@ -25,6 +25,8 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
+        OpKind::Mod => &[("fmod", Int)],
+        OpKind::IsInf => &[("detect_negative", Int), ("detect_positive", Int)],
         OpKind::BatchNormalization => &[
             ("epsilon", Float),
             ("momentum", Float),
@@ -73,10 +75,22 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::Equal
         | OpKind::And
         | OpKind::Pow
-        | OpKind::CastLike => (2, 2),
+        | OpKind::CastLike
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual
+        | OpKind::Or
+        | OpKind::Xor
+        | OpKind::Mod => (2, 2),
         OpKind::Where => (3, 3),
         OpKind::BatchNormalization => (5, 5),
-        OpKind::ReduceSum | OpKind::ReduceMax => (1, 2),
+        OpKind::ReduceSum
+        | OpKind::ReduceMax
+        | OpKind::ReduceMin
+        | OpKind::ReduceProd
+        | OpKind::ReduceL1
+        | OpKind::ReduceL2
+        | OpKind::ReduceLogSumExp
+        | OpKind::ReduceSumSquare => (1, 2),
         OpKind::Pad | OpKind::Resize => (1, 4),
         OpKind::Expand | OpKind::Tile => (2, 2),
         OpKind::GRU => (3, 6),
@@ -126,7 +140,17 @@ const VIEWED: &[DType] = INDEXED;
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
-        (OpKind::Greater | OpKind::Less | OpKind::Equal, Some(_)) => &[
+        (OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::IsNaN | OpKind::IsInf, None) => {
+            &[DType::Bool]
+        }
+        (
+            OpKind::Greater
+            | OpKind::Less
+            | OpKind::Equal
+            | OpKind::GreaterOrEqual
+            | OpKind::LessOrEqual,
+            Some(_),
+        ) => &[
             DType::F32,
             DType::Bool,
             DType::I64,
@@ -135,7 +159,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::U8,
         ],
         (OpKind::Where, Some(1 | 2) | None) => INDEXED,
-        (OpKind::And | OpKind::Not, _) => &[DType::Bool],
+        (OpKind::And | OpKind::Or | OpKind::Xor | OpKind::Not, _) => &[DType::Bool],
+        // Mod and Sign compute every held integer exactly (`crate::ops::int`).
+        (OpKind::Mod | OpKind::Sign, _) => INTS,
         (OpKind::Where, Some(0)) => &[DType::Bool],
         (OpKind::Pad, Some(1 | 3)) | (OpKind::Expand | OpKind::Tile, Some(1)) => &[DType::I64],
         (OpKind::Resize, Some(3)) => &[DType::I64],
@@ -165,7 +191,19 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
         // Neg of an unsigned type is not an ONNX op (the reference refuses it).
         (OpKind::Neg, _) => &[DType::F32, DType::I32, DType::I64, DType::I8],
-        (OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean, _) => ARITH,
+        (
+            OpKind::ReduceSum
+            | OpKind::ReduceMax
+            | OpKind::ReduceMean
+            | OpKind::ReduceMin
+            | OpKind::ReduceProd
+            | OpKind::ReduceL1
+            | OpKind::ReduceSumSquare,
+            _,
+        ) => ARITH,
+        // ArgMax and ArgMin compare every held number exactly; positions are i64.
+        (OpKind::ArgMax | OpKind::ArgMin, Some(_)) => INTS,
+        (OpKind::ArgMax | OpKind::ArgMin, None) => &[DType::I64],
         (
             OpKind::Split
             | OpKind::Pad
@@ -251,7 +289,12 @@ pub(super) fn check_op(
         ));
     }
     match node.op {
-        OpKind::Greater | OpKind::Less | OpKind::Equal
+        OpKind::Greater
+        | OpKind::Less
+        | OpKind::Equal
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual
+        | OpKind::Mod
             if x_dtype != graph.tensors[node.inputs[1]].dtype =>
         {
             return Err(Support::no(

@@ -2,41 +2,50 @@
 //! (`crate::ops::int`), the integer operands of comparisons, and movers of 8-bit tensors
 //! (`crate::ops::bytes`).
 
+use super::ops::reduce_kind;
 use super::*;
 use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::int::{Held, IntArith, IntBinaryOp, IntMap, IntReduceOp, IntUnaryOp};
+use crate::ops::reduce::ReduceLayout;
 use crate::ops::select::IntSrc;
 
 impl Builder<'_> {
-    /// Add, Sub, Mul or Div of two i32 or two i64 tensors; `None` for other dtypes.
+    /// Add, Sub, Mul or Div of two i32 or two i64 tensors, Mod of two integer tensors of
+    /// any held width; `None` for other dtypes.
     pub(super) fn int_binary(
         &mut self,
         node: &Node,
         shapes: &[Vec<usize>],
         out_shape: &[usize],
     ) -> Result<Option<Op>, String> {
-        let wide = match self.graph.tensors[node.inputs[0]].dtype {
-            DType::I64 => true,
-            DType::I32 => false,
+        let held = match self.graph.tensors[node.inputs[0]].dtype {
+            DType::I64 => Held::I64,
+            DType::I32 => Held::I32,
+            DType::I8 if node.op == OpKind::Mod => Held::I8,
+            DType::U8 if node.op == OpKind::Mod => Held::U8,
             _ => return Ok(None),
         };
         let op = match node.op {
             OpKind::Add => IntArith::Add,
             OpKind::Sub => IntArith::Sub,
             OpKind::Mul => IntArith::Mul,
+            OpKind::Mod => IntArith::Mod {
+                floored: node.attr_int("fmod", 0) == 0,
+            },
             _ => IntArith::Div,
         };
         let (a, b) = (self.src(node.inputs[0])?, self.src(node.inputs[1])?);
         Ok(Some(Op::IntBinary(IntBinaryOp::new(
             op,
-            wide,
+            held,
             (a, &shapes[0]),
             (b, &shapes[1]),
             out_shape,
         ))))
     }
 
-    /// Relu, Clip, Neg or Abs of an integer tensor, or a reduction of an i32 or i64 one;
+    /// Relu, Clip, Neg, Abs or Sign of an integer tensor, or a reduction of an i32 or i64 one
+    /// (over any axes);
     /// `None` for other nodes and dtypes.
     pub(super) fn int_node(
         &mut self,
@@ -50,11 +59,12 @@ impl Builder<'_> {
         };
         let x = &shapes[0];
         Ok(Some(match node.op {
-            OpKind::Relu | OpKind::Neg | OpKind::Abs | OpKind::Clip => {
+            OpKind::Relu | OpKind::Neg | OpKind::Abs | OpKind::Clip | OpKind::Sign => {
                 let f = match node.op {
                     OpKind::Relu => IntMap::Relu,
                     OpKind::Neg => IntMap::Neg,
                     OpKind::Abs => IntMap::Abs,
+                    OpKind::Sign => IntMap::Sign,
                     _ => {
                         let (lo, hi) =
                             crate::support::int_clip_bounds(self.graph, node, &self.consts)
@@ -69,25 +79,17 @@ impl Builder<'_> {
                     len: x.iter().product(),
                 })
             }
-            OpKind::ReduceSum | OpKind::ReduceMax | OpKind::ReduceMean => {
-                let kind = match node.op {
-                    OpKind::ReduceSum => Reduce::Sum,
-                    OpKind::ReduceMax => Reduce::Max,
-                    _ => Reduce::Mean,
-                };
+            op if reduce_kind(op).is_some() => {
+                let kind = reduce_kind(op).ok_or("not a reduction")?;
                 let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
                 let src = self.src(node.inputs[0])?;
-                let Some(flags) = flags.filter(|f| f.contains(&true)) else {
+                let Some(flags) = flags.filter(|f| f.contains(&true) || !kind.keeps_one()) else {
                     return Ok(Some(Op::Copy(src)));
                 };
-                let (first, last) =
-                    reduced_run(x, &flags).ok_or("reduced axes are not contiguous")?;
                 Op::IntReduce(IntReduceOp {
                     x: src,
                     held,
-                    outer: x[..first].iter().product(),
-                    count: x[first..=last].iter().product(),
-                    inner: x[last + 1..].iter().product(),
+                    layout: ReduceLayout::new(x, &flags),
                     kind,
                 })
             }

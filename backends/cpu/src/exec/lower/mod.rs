@@ -8,6 +8,7 @@ use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, Po
 use baton_delegate_api::{Constants, DType, DelegateError};
 
 mod ints;
+mod math;
 mod ops;
 mod quant;
 mod tail;
@@ -261,6 +262,7 @@ pub(crate) fn build<'g>(
             Op::MatMul(op) => op.reserve(&mut ctx),
             Op::Conv(op) => op.reserve(&mut ctx),
             Op::ReduceMean(op) => op.reserve(&mut ctx),
+            Op::FloatReduce(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),

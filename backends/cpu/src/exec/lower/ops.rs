@@ -2,6 +2,23 @@
 //! the reductions, LayerNormalization, Slice's axes and LSTM.
 
 use super::*;
+use crate::ops::reduce::{FloatReduceOp, ReduceLayout};
+
+/// The reduction an op computes, `None` for the other ops.
+pub(super) fn reduce_kind(op: OpKind) -> Option<Reduce> {
+    Some(match op {
+        OpKind::ReduceSum => Reduce::Sum,
+        OpKind::ReduceMean => Reduce::Mean,
+        OpKind::ReduceMax => Reduce::Max,
+        OpKind::ReduceMin => Reduce::Min,
+        OpKind::ReduceProd => Reduce::Prod,
+        OpKind::ReduceL1 => Reduce::L1,
+        OpKind::ReduceL2 => Reduce::L2,
+        OpKind::ReduceLogSumExp => Reduce::LogSumExp,
+        OpKind::ReduceSumSquare => Reduce::SumSquare,
+        _ => return None,
+    })
+}
 
 impl Builder<'_> {
     /// A convolution with its fused ops: constant adds folded into the bias, the
@@ -87,8 +104,9 @@ impl Builder<'_> {
         }
     }
 
-    /// ReduceMean, ReduceSum or ReduceMax over a contiguous run of axes (checked by
-    /// `supports`).
+    /// A float reduction: ReduceMean, ReduceSum or ReduceMax over a contiguous run of axes
+    /// by the fast kernels of `tensor.rs`, the others (and those over scattered axes) by
+    /// `reduce.rs`.
     pub(super) fn reduce(
         &mut self,
         node: &Node,
@@ -107,10 +125,21 @@ impl Builder<'_> {
             }));
         }
         let flags = reduced_axes(node, x, |t| self.const_i64s(t))?;
-        let Some(flags) = flags.filter(|f| f.contains(&true)) else {
+        // No axis (`noop_with_empty_axes`, or a scalar): the data, unless each element
+        // maps to something else (L1, L2, SumSquare).
+        let Some(flags) = flags.filter(|f| f.contains(&true) || !kind.keeps_one()) else {
             return Ok(Op::Copy(x_src));
         };
-        let (first, last) = reduced_run(x, &flags).ok_or("reduced axes are not contiguous")?;
+        let run = reduced_run(x, &flags)
+            .filter(|_| matches!(kind, Reduce::Mean | Reduce::Sum | Reduce::Max));
+        let Some((first, last)) = run else {
+            // The other kinds, and any kind over scattered axes.
+            return Ok(Op::FloatReduce(FloatReduceOp {
+                x: x_src,
+                layout: ReduceLayout::new(x, &flags),
+                kind,
+            }));
+        };
         let count: usize = x[first..=last].iter().product();
         let outer: usize = x[..first].iter().product();
         let inner: usize = x[last + 1..].iter().product();

@@ -10,7 +10,6 @@ use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
 use crate::ops::select::{IntCompareOp, WhereOp};
-use crate::ops::tensor::Reduce;
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
 
@@ -252,11 +251,8 @@ impl Builder<'_> {
                     channels_last: self.nhwc[input(0)],
                 })
             }
-            OpKind::ReduceSum | OpKind::ReduceMax => {
-                let kind = match node.op {
-                    OpKind::ReduceSum => Reduce::Sum,
-                    _ => Reduce::Max,
-                };
+            op if super::ops::reduce_kind(op).is_some() => {
+                let kind = super::ops::reduce_kind(op).ok_or("not a reduction")?;
                 self.reduce(node, &shapes[0], out_shape, kind)?
             }
             OpKind::Pad => self.pad(node, &shapes[0])?,
@@ -280,7 +276,7 @@ impl Builder<'_> {
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
             OpKind::GRU => self.gru(node, shapes)?,
-            _ => return Ok(None),
+            _ => return self.lower_math(node, shapes, out_shape),
         }))
     }
 

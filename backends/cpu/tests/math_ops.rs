@@ -1,0 +1,220 @@
+//! The element-wise ops and reductions of BTIR 1.3 through the delegate, against known
+//! answers, with SIMD and portable kernels: the edge cases each op's definition names
+//! (halves to even, NaN in comparisons and ArgMax, the sign of a remainder, wrapping
+//! integer extremes).
+
+mod common;
+
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
+use baton_delegate_api::testing::{run, supports};
+use baton_delegate_api::{Support, Tensor};
+use common::delegate;
+
+fn graph(build: impl FnOnce(&mut GraphBuilder) -> Vec<TensorId>) -> Graph {
+    let mut g = GraphBuilder::new("t");
+    for out in build(&mut g) {
+        g.output(out);
+    }
+    g.finish().unwrap()
+}
+
+/// Runs `g` on the delegate with both kernel sets, every node claimed; the outputs as
+/// f64, which must agree bit for bit between the two runs (NaN with NaN).
+fn both(g: &Graph, inputs: &[Tensor]) -> Vec<Vec<f64>> {
+    let mut results = Vec::new();
+    for simd in [true, false] {
+        let d = delegate(simd);
+        let claims = supports(&d, g);
+        assert!(
+            claims.iter().all(|s| matches!(s, Support::Yes)),
+            "{claims:?}"
+        );
+        let out: Vec<Vec<f64>> = run(&d, g, inputs)
+            .expect("runs")
+            .iter()
+            .map(Tensor::to_f64)
+            .collect();
+        results.push(out);
+    }
+    let same = |a: &[f64], b: &[f64]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan())
+    };
+    for (a, b) in results[0].iter().zip(&results[1]) {
+        assert!(same(a, b), "simd {a:?} vs portable {b:?}");
+    }
+    results.swap_remove(0)
+}
+
+fn assert_values(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() { g.is_nan() } else { g == w };
+        assert!(ok, "{what}[{i}]: got {g}, want {w} (all: {got:?})");
+    }
+}
+
+#[test]
+fn float_maps_round_classify_and_keep_nan() {
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    let x = [
+        -2.5f32,
+        -1.5,
+        -0.5,
+        0.5,
+        2.5,
+        -0.0,
+        f32::NAN,
+        f32::NEG_INFINITY,
+        7.0,
+    ];
+    let ops = [
+        (OpKind::Floor, vec![]),
+        (OpKind::Round, vec![]),
+        (OpKind::Sign, vec![]),
+        (OpKind::Reciprocal, vec![]),
+        (OpKind::IsNaN, vec![]),
+        (OpKind::IsInf, vec![("detect_positive", Attr::Int(0))]),
+    ];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[x.len()]);
+        ops.iter()
+            .map(|(op, attrs)| g.node(*op, &[xt], attrs).unwrap())
+            .collect()
+    });
+    let out = both(&g, &[Tensor::from_f32(&[x.len()], &x)]);
+    let want: [&[f64]; 6] = [
+        &[-3.0, -2.0, -1.0, 0.0, 2.0, -0.0, nan, -inf, 7.0],
+        &[-2.0, -2.0, -0.0, 0.0, 2.0, -0.0, nan, -inf, 7.0],
+        &[-1.0, -1.0, -1.0, 1.0, 1.0, 0.0, nan, -1.0, 1.0],
+        &[-0.4, -2.0 / 3.0, -2.0, 2.0, 0.4, -inf, nan, -0.0, 1.0 / 7.0],
+        &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+        &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+    ];
+    for (k, w) in want.iter().enumerate() {
+        // The reciprocals as f32 values.
+        let w: Vec<f64> = w.iter().map(|&v| v as f32 as f64).collect();
+        assert_values(&out[k], &w, &format!("{:?}", ops[k].0));
+    }
+    // Round's halves go to even and Sign gives +0 for -0.
+    assert!(out[1][2].is_sign_negative() && out[2][5].is_sign_positive());
+}
+
+#[test]
+fn comparisons_logic_and_remainders() {
+    let a = [1.0f32, 2.0, f32::NAN, -7.0, 7.0, -7.5, 5.0];
+    let b = [2.0f32, 2.0, 1.0, 3.0, -3.0, f32::INFINITY, 0.0];
+    let g = graph(|g| {
+        let at = g.input_fixed("a", DType::F32, &[7]);
+        let bt = g.input_fixed("b", DType::F32, &[7]);
+        let ge = g.node(OpKind::GreaterOrEqual, &[at, bt], &[]).unwrap();
+        let le = g.node(OpKind::LessOrEqual, &[at, bt], &[]).unwrap();
+        let or = g.node(OpKind::Or, &[ge, le], &[]).unwrap();
+        let xor = g.node(OpKind::Xor, &[ge, le], &[]).unwrap();
+        let m0 = g.node(OpKind::Mod, &[at, bt], &[]).unwrap();
+        let fmod = [("fmod", Attr::Int(1))];
+        let m1 = g.node(OpKind::Mod, &[at, bt], &fmod).unwrap();
+        vec![ge, le, or, xor, m0, m1]
+    });
+    let out = both(
+        &g,
+        &[Tensor::from_f32(&[7], &a), Tensor::from_f32(&[7], &b)],
+    );
+    let nan = f64::NAN;
+    assert_values(
+        &out[0],
+        &[0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0],
+        "GreaterOrEqual",
+    );
+    assert_values(&out[1], &[1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], "LessOrEqual");
+    assert_values(&out[2], &[1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0], "Or");
+    assert_values(&out[3], &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0], "Xor");
+    // numpy's mod: the divisor's sign; an infinite divisor of the other sign gives it.
+    assert_values(
+        &out[4],
+        &[1.0, 0.0, nan, 2.0, -2.0, f64::INFINITY, nan],
+        "Mod",
+    );
+    assert_values(&out[5], &[1.0, 0.0, nan, -1.0, 1.0, -7.5, nan], "fmod");
+}
+
+#[test]
+fn integer_sign_remainders_and_comparisons_are_exact() {
+    let g = graph(|g| {
+        let at = g.input_fixed("a", DType::I64, &[5]);
+        let bt = g.input_fixed("b", DType::I64, &[5]);
+        let sign = g.node(OpKind::Sign, &[at], &[]).unwrap();
+        let m0 = g.node(OpKind::Mod, &[at, bt], &[]).unwrap();
+        let m1 = g
+            .node(OpKind::Mod, &[at, bt], &[("fmod", Attr::Int(1))])
+            .unwrap();
+        let ge = g.node(OpKind::GreaterOrEqual, &[at, bt], &[]).unwrap();
+        vec![sign, m0, m1, ge]
+    });
+    let a = [i64::MIN, -7, 7, 0, i64::MAX];
+    let b = [-1i64, 3, -3, 5, i64::MIN];
+    let t = |v: &[i64]| Tensor::from_i64(&[5], v);
+    let out = both(&g, &[t(&a), t(&b)]);
+    assert_values(&out[0], &[-1.0, -1.0, 1.0, 0.0, 1.0], "Sign");
+    // MAX mod MIN: the divisor's sign, so MAX + MIN = -1.
+    assert_values(&out[1], &[0.0, 2.0, -2.0, 0.0, -1.0], "Mod");
+    assert_values(&out[2], &[0.0, -1.0, 1.0, 0.0, i64::MAX as f64], "fmod");
+    assert_values(&out[3], &[0.0, 0.0, 1.0, 0.0, 1.0], "GreaterOrEqual");
+}
+
+#[test]
+fn arg_extremes_count_nan_as_largest_and_break_ties_either_way() {
+    let x = [3.0f32, 1.0, 3.0, f32::NAN, 0.0, f32::NAN, -1.0, -1.0];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 4]);
+        let mut outs = Vec::new();
+        for op in [OpKind::ArgMax, OpKind::ArgMin] {
+            for last in [0, 1] {
+                let attrs = [
+                    ("axis", Attr::Int(1)),
+                    ("select_last_index", Attr::Int(last)),
+                ];
+                outs.push(g.node(op, &[xt], &attrs).unwrap());
+            }
+        }
+        outs
+    });
+    let out = both(&g, &[Tensor::from_f32(&[2, 4], &x)]);
+    // Row 0: [3, 1, 3, NaN]: the NaN wins both; row 1: [0, NaN, -1, -1].
+    assert_values(&out[0], &[3.0, 1.0], "ArgMax first");
+    assert_values(&out[1], &[3.0, 1.0], "ArgMax last");
+    assert_values(&out[2], &[3.0, 1.0], "ArgMin first");
+    assert_values(&out[3], &[3.0, 1.0], "ArgMin last");
+    // Without NaN: ties by position.
+    let y = [3.0f32, 1.0, 3.0, 1.0, -1.0, 2.0, -1.0, 2.0];
+    let out = both(&g, &[Tensor::from_f32(&[2, 4], &y)]);
+    assert_values(&out[0], &[0.0, 1.0], "ArgMax first");
+    assert_values(&out[1], &[2.0, 3.0], "ArgMax last");
+    assert_values(&out[2], &[1.0, 0.0], "ArgMin first");
+    assert_values(&out[3], &[3.0, 2.0], "ArgMin last");
+}
+
+#[test]
+fn integer_reductions_wrap_and_start_from_the_extremes() {
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::I32, &[2, 3]);
+        let axes = g.constant_i64("axes", &[1], &[1]);
+        [OpKind::ReduceMin, OpKind::ReduceProd, OpKind::ReduceL1]
+            .iter()
+            .map(|&op| g.node(op, &[xt, axes], &[]).unwrap())
+            .collect()
+    });
+    let x = [i32::MAX, 2, -3, i32::MIN, 1, 5];
+    let xt = Tensor::from_bytes(DType::I32, &[2, 3], bytemuck::cast_slice(&x));
+    let out = both(&g, &[xt]);
+    assert_values(&out[0], &[-3.0, i32::MIN as f64], "ReduceMin");
+    let prod = (i32::MAX.wrapping_mul(2)).wrapping_mul(-3);
+    let prod1 = i32::MIN.wrapping_mul(5);
+    assert_values(&out[1], &[prod as f64, prod1 as f64], "ReduceProd");
+    // |MIN| wraps to MIN.
+    let l1 = i32::MAX.wrapping_add(5);
+    assert_values(&out[2], &[l1 as f64, (i32::MIN + 6) as f64], "ReduceL1");
+}
