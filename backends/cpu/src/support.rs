@@ -253,6 +253,13 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::ReduceSumSquare,
     OpKind::ArgMax,
     OpKind::ArgMin,
+    OpKind::CumSum,
+    OpKind::Trilu,
+    OpKind::Hardmax,
+    OpKind::TopK,
+    OpKind::GatherElements,
+    OpKind::DepthToSpace,
+    OpKind::SpaceToDepth,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -359,7 +366,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
     let max_outputs = match node.op {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
-        OpKind::GRU => 2,
+        OpKind::GRU | OpKind::TopK => 2,
         _ => 1,
     };
     let n = node.inputs.len();

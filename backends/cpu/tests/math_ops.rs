@@ -218,3 +218,84 @@ fn integer_reductions_wrap_and_start_from_the_extremes() {
     let l1 = i32::MAX.wrapping_add(5);
     assert_values(&out[2], &[l1 as f64, (i32::MIN + 6) as f64], "ReduceL1");
 }
+
+#[test]
+fn running_sums_ranks_and_masks() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, f32::NAN, 4.0, -1.0, 0.5];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 4]);
+        let axis = g.constant_i64("axis", &[], &[1]);
+        let attrs = [("exclusive", Attr::Int(1)), ("reverse", Attr::Int(1))];
+        let cum = g.node(OpKind::CumSum, &[xt, axis], &attrs).unwrap();
+        let k = g.constant_i64("k", &[1], &[2]);
+        let mut top = g
+            .named_node_outputs("top", OpKind::TopK, &[xt, k], &[], 2)
+            .unwrap();
+        let hard = g.node(OpKind::Hardmax, &[xt], &[]).unwrap();
+        let diag = g.constant_i64("d", &[], &[1]);
+        let lower = [("upper", Attr::Int(0))];
+        let tri = g.node(OpKind::Trilu, &[xt, diag], &lower).unwrap();
+        let mut outs = vec![cum];
+        outs.append(&mut top);
+        outs.extend([hard, tri]);
+        outs
+    });
+    let out = both(&g, &[Tensor::from_f32(&[2, 4], &x)]);
+    let nan = f64::NAN;
+    // From the end, each element left out of its own sum.
+    assert_values(
+        &out[0],
+        &[9.0, 7.0, 4.0, 0.0, 3.5, -0.5, 0.5, 0.0],
+        "CumSum",
+    );
+    // NaN counts as the largest; equal values by position.
+    assert_values(&out[1], &[4.0, 3.0, nan, 4.0], "TopK values");
+    assert_values(&out[2], &[3.0, 2.0, 0.0, 1.0], "TopK positions");
+    assert_values(
+        &out[3],
+        &[0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+        "Hardmax",
+    );
+    assert_values(&out[4], &[1.0, 2.0, 0.0, 0.0, nan, 4.0, -1.0, 0.0], "Trilu");
+}
+
+#[test]
+fn gather_elements_checks_its_indices_and_blocks_move_as_transposes() {
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[2, 3]);
+        let it = g.input_fixed("i", DType::I64, &[2, 2]);
+        vec![g
+            .node(OpKind::GatherElements, &[xt, it], &[("axis", Attr::Int(1))])
+            .unwrap()]
+    });
+    let x = Tensor::from_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let out = both(&g, &[x.clone(), Tensor::from_i64(&[2, 2], &[2, -3, 0, -1])]);
+    assert_values(&out[0], &[3.0, 1.0, 4.0, 6.0], "GatherElements");
+    let err = run(
+        &delegate(true),
+        &g,
+        &[x, Tensor::from_i64(&[2, 2], &[0, 3, 0, 0])],
+    )
+    .expect_err("an index past the axis");
+    assert!(err.to_string().contains("index 3"), "{err}");
+    // DepthToSpace (DCR) then SpaceToDepth gives the input back.
+    let b = [("blocksize", Attr::Int(2))];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::I64, &[2, 8, 2, 3]);
+        let d = g.node(OpKind::DepthToSpace, &[xt], &b).unwrap();
+        let s = g.node(OpKind::SpaceToDepth, &[d], &b).unwrap();
+        vec![d, s]
+    });
+    let v: Vec<i64> = (0..96).map(|i| i * 1_000_000_007).collect();
+    let out = both(&g, &[Tensor::from_i64(&[2, 8, 2, 3], &v)]);
+    let back: Vec<f64> = v.iter().map(|&i| i as f64).collect();
+    assert_values(&out[1], &back, "round trip");
+    // Output (n, c, y, x) of DepthToSpace reads channel (y % 2 * 2 + x % 2) * 2 + c.
+    let at = |n: usize, c: usize, y: usize, x: usize| {
+        let ch = ((y % 2) * 2 + x % 2) * 2 + c;
+        v[((n * 8 + ch) * 2 + y / 2) * 3 + x / 2] as f64
+    };
+    let flat = |n: usize, c: usize, y: usize, x: usize| ((n * 2 + c) * 4 + y) * 6 + x;
+    assert_eq!(out[0][flat(1, 1, 3, 5)], at(1, 1, 3, 5));
+    assert_eq!(out[0][flat(0, 0, 2, 1)], at(0, 0, 2, 1));
+}

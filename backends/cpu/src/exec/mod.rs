@@ -23,6 +23,7 @@ use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
 use crate::ops::gru::GruOp;
+use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
@@ -124,6 +125,12 @@ enum Op {
     FloatReduce(FloatReduceOp),
     /// ArgMax or ArgMin.
     Arg(ArgOp),
+    Trilu(TriluOp),
+    CumSum(CumSumOp),
+    Hardmax(HardmaxOp),
+    /// TopK's values and positions, in one buffer.
+    TopK(TopKOp),
+    GatherElements(GatherElementsOp),
     /// Data movement of an 8-bit tensor (stored bytes).
     ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
@@ -179,6 +186,8 @@ impl Op {
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
             Op::IntReduce(_) | Op::FloatReduce(_) | Op::Arg(_) => "REDUCE",
+            Op::CumSum(_) | Op::Hardmax(_) | Op::TopK(_) => "REDUCE",
+            Op::Trilu(_) | Op::GatherElements(_) => "INDEX",
             Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
@@ -218,6 +227,11 @@ impl Op {
             Op::IntReduce(op) => return op.run(sources, out),
             Op::FloatReduce(op) => op.run(sources, out, ctx),
             Op::Arg(op) => op.run(sources, out),
+            Op::Trilu(op) => op.run(sources, out),
+            Op::CumSum(op) => op.run(sources, out, ctx),
+            Op::Hardmax(op) => op.run(sources, out),
+            Op::TopK(op) => op.run(sources, out, ctx),
+            Op::GatherElements(op) => return op.run(sources, out),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

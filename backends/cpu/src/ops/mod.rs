@@ -12,6 +12,7 @@ pub(crate) mod deconv;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
 pub(crate) mod gru;
+pub(crate) mod index;
 pub(crate) mod int;
 pub(crate) mod layout;
 pub(crate) mod lstm;

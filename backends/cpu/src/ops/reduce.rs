@@ -319,20 +319,8 @@ impl ArgOp {
         match self.held {
             Held::F32 => {
                 let x = sources.get(self.x);
-                let better = |a: f32, b: f32| -> bool {
-                    if b.is_nan() {
-                        return self.last && a.is_nan();
-                    }
-                    if a.is_nan() {
-                        return true;
-                    }
-                    if a == b {
-                        self.last
-                    } else {
-                        (a > b) == self.max
-                    }
-                };
-                self.scan(out, |i| x[i], better);
+                let (max, last) = (self.max, self.last);
+                self.scan(out, |i| x[i], |a, b| better_f32(a, b, max, last));
             }
             held => {
                 let x = sources.bytes(self.x);
@@ -373,6 +361,36 @@ impl ArgOp {
             }
         }
     }
+}
+
+/// Whether `a` replaces the best `b` so far in ArgMax (`max`) or ArgMin: NaN beats every
+/// number, and a later NaN replaces a NaN only with `last`; equal values too.
+#[inline(always)]
+fn better_f32(a: f32, b: f32, max: bool, last: bool) -> bool {
+    if b.is_nan() {
+        return last && a.is_nan();
+    }
+    if a.is_nan() {
+        return true;
+    }
+    if a == b {
+        last
+    } else {
+        (a > b) == max
+    }
+}
+
+/// The position ArgMax (`max`) or ArgMin gives among `n > 0` values `get(0..n)`.
+#[inline]
+pub(crate) fn arg_best(n: usize, get: impl Fn(usize) -> f32, max: bool, last: bool) -> usize {
+    let (mut best, mut value) = (0, get(0));
+    for k in 1..n {
+        let v = get(k);
+        if better_f32(v, value, max, last) {
+            (best, value) = (k, v);
+        }
+    }
+    best
 }
 
 #[cfg(test)]

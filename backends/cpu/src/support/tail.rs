@@ -26,6 +26,12 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
         OpKind::Mod => &[("fmod", Int)],
+        OpKind::CumSum => &[("exclusive", Int), ("reverse", Int)],
+        OpKind::Trilu => &[("upper", Int)],
+        OpKind::Hardmax | OpKind::GatherElements => &[("axis", Int)],
+        OpKind::TopK => &[("axis", Int), ("largest", Int), ("sorted", Int)],
+        OpKind::DepthToSpace => &[("blocksize", Int), ("mode", Str)],
+        OpKind::SpaceToDepth => &[("blocksize", Int)],
         OpKind::IsInf => &[("detect_negative", Int), ("detect_positive", Int)],
         OpKind::BatchNormalization => &[
             ("epsilon", Float),
@@ -80,7 +86,11 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::LessOrEqual
         | OpKind::Or
         | OpKind::Xor
-        | OpKind::Mod => (2, 2),
+        | OpKind::Mod
+        | OpKind::CumSum
+        | OpKind::TopK
+        | OpKind::GatherElements => (2, 2),
+        OpKind::Trilu => (1, 2),
         OpKind::Where => (3, 3),
         OpKind::BatchNormalization => (5, 5),
         OpKind::ReduceSum
@@ -201,6 +211,12 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             | OpKind::ReduceSumSquare,
             _,
         ) => ARITH,
+        (OpKind::CumSum, Some(1)) | (OpKind::GatherElements, Some(1)) => &[DType::I32, DType::I64],
+        (OpKind::CumSum | OpKind::TopK, Some(0) | None) => ARITH,
+        (OpKind::TopK | OpKind::Trilu, Some(1)) => &[DType::I64],
+        (OpKind::Trilu | OpKind::DepthToSpace | OpKind::SpaceToDepth, Some(0) | None) => INDEXED,
+        // One-word elements.
+        (OpKind::GatherElements, Some(0) | None) => &[DType::F32, DType::I32, DType::Bool],
         // ArgMax and ArgMin compare every held number exactly; positions are i64.
         (OpKind::ArgMax | OpKind::ArgMin, Some(_)) => INTS,
         (OpKind::ArgMax | OpKind::ArgMin, None) => &[DType::I64],
@@ -376,7 +392,15 @@ pub(super) fn check_op(
                     .map_err(|e| shape_no(node, e))?;
             }
         }
-        OpKind::Expand | OpKind::Tile => require_const_operands(graph, node, consts)?,
+        OpKind::Expand | OpKind::Tile | OpKind::CumSum | OpKind::Trilu | OpKind::TopK => {
+            require_const_operands(graph, node, consts)?
+        }
+        OpKind::DepthToSpace if !matches!(node.attr_str("mode", "DCR"), "DCR" | "CRD") => {
+            return attr_no(format!(
+                "mode '{}' is not supported",
+                node.attr_str("mode", "DCR")
+            ));
+        }
         OpKind::ConstantOfShape if !is_const(0) => {
             return Err(Support::no(
                 DeclineReason::NotConstant,

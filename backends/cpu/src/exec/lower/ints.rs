@@ -113,6 +113,8 @@ impl Builder<'_> {
                 | OpKind::Split
                 | OpKind::Where
                 | OpKind::Resize
+                | OpKind::DepthToSpace
+                | OpKind::SpaceToDepth
         );
         let size = match dtype {
             DType::I8 | DType::U8 => 1,

@@ -83,7 +83,7 @@ impl Builder<'_> {
             OpKind::Asinh => Unary::Trig(Trig::Asinh),
             OpKind::Acosh => Unary::Trig(Trig::Acosh),
             OpKind::Atanh => Unary::Trig(Trig::Atanh),
-            _ => return Ok(None),
+            _ => return self.lower_index(node, shapes, out_shape),
         };
         Ok(Some(Op::Unary(UnaryOp {
             x: self.src(input(0))?,

@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod index;
 mod ints;
 mod math;
 mod ops;
@@ -263,6 +264,8 @@ pub(crate) fn build<'g>(
             Op::Conv(op) => op.reserve(&mut ctx),
             Op::ReduceMean(op) => op.reserve(&mut ctx),
             Op::FloatReduce(op) => op.reserve(&mut ctx),
+            Op::CumSum(op) => op.reserve(&mut ctx),
+            Op::TopK(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
@@ -292,6 +295,10 @@ fn output_parts(op: &Op) -> Option<Vec<usize>> {
         Op::Gru(g) => {
             let (y, state) = g.out_len();
             Some(vec![y, state])
+        }
+        Op::TopK(t) => {
+            let (values, positions) = t.out_len();
+            Some(vec![values, positions])
         }
         _ => None,
     }

@@ -1,0 +1,162 @@
+//! Lowering of the running, masking, ranking, element-indexed and block-moving ops of
+//! BTIR 1.3: CumSum, Trilu, Hardmax, TopK, GatherElements, DepthToSpace and SpaceToDepth.
+
+use super::*;
+use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
+use crate::ops::int::Held;
+use crate::ops::layout::{broadcast_strides, Strided};
+
+impl Builder<'_> {
+    /// The op of one of this file's nodes, `None` when `node.op` is not one of them.
+    pub(super) fn lower_index(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+        out_shape: &[usize],
+    ) -> Result<Option<Op>, String> {
+        let x = &shapes[0];
+        let input = |i: usize| node.inputs[i];
+        let dtype = self.graph.tensors[input(0)].dtype;
+        // `[outer, n, inner]` around an axis.
+        let around = |axis: usize| {
+            (
+                x[..axis].iter().product::<usize>(),
+                x[axis],
+                x[axis + 1..].iter().product::<usize>(),
+            )
+        };
+        let held = || Held::of(dtype).ok_or_else(|| format!("{} of {dtype}", node.op));
+        Ok(Some(match node.op {
+            OpKind::Trilu => {
+                let r = x.len();
+                if r < 2 {
+                    return Err(format!("Trilu of a rank-{r} tensor"));
+                }
+                let k = match node.inputs.get(1) {
+                    Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
+                        let v = self.const_i64s(t).ok_or("Trilu k is not constant")?;
+                        *v.first().ok_or("Trilu k is empty")?
+                    }
+                    _ => 0,
+                };
+                let size = match dtype {
+                    // Bools are held as 0.0/1.0 words, i64 as two words.
+                    DType::Bool => 4,
+                    _ => dtype.size(),
+                };
+                Op::Trilu(TriluOp {
+                    x: self.src(input(0))?,
+                    batch: x[..r - 2].iter().product(),
+                    rows: x[r - 2],
+                    cols: x[r - 1],
+                    size,
+                    zero: if dtype == DType::I8 { 0x80 } else { 0 },
+                    upper: node.attr_int("upper", 1) != 0,
+                    k,
+                })
+            }
+            OpKind::CumSum => {
+                let t = input(1);
+                let a = match self.graph.tensors[t].dtype {
+                    DType::I32 => self
+                        .consts
+                        .bytes(t)
+                        .filter(|b| b.len() >= 4)
+                        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+                    _ => self.const_i64s(t).and_then(|v| v.first().copied()),
+                }
+                .ok_or("CumSum axis is not constant")?;
+                let axis = normalize_axis(a, x.len())?;
+                let (outer, n, inner) = around(axis);
+                Op::CumSum(CumSumOp {
+                    x: self.src(input(0))?,
+                    held: held()?,
+                    outer,
+                    n,
+                    inner,
+                    exclusive: node.attr_int("exclusive", 0) != 0,
+                    reverse: node.attr_int("reverse", 0) != 0,
+                })
+            }
+            OpKind::Hardmax => {
+                let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+                let (outer, n, inner) = around(axis);
+                Op::Hardmax(HardmaxOp {
+                    x: self.src(input(0))?,
+                    outer,
+                    n,
+                    inner,
+                })
+            }
+            OpKind::TopK => {
+                let axis = normalize_axis(node.attr_int("axis", -1), x.len())?;
+                let (outer, n, inner) = around(axis);
+                let k = out_shape[axis];
+                if k > n {
+                    return Err(format!("TopK k = {k} of an axis of {n}"));
+                }
+                Op::TopK(TopKOp {
+                    x: self.src(input(0))?,
+                    held: held()?,
+                    outer,
+                    n,
+                    inner,
+                    k,
+                    largest: node.attr_int("largest", 1) != 0,
+                })
+            }
+            OpKind::GatherElements => {
+                let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let mut strides = vec![1usize; x.len()];
+                for d in (0..x.len().saturating_sub(1)).rev() {
+                    strides[d] = strides[d + 1] * x[d + 1];
+                }
+                let stride = strides[axis];
+                strides[axis] = 0;
+                let index_strides = broadcast_strides(&shapes[1], shapes[1].len());
+                let walk: Vec<[usize; 2]> = strides
+                    .iter()
+                    .zip(&index_strides)
+                    .map(|(&a, &b)| [a, b])
+                    .collect();
+                let it = input(1);
+                let index_held = Held::of(self.graph.tensors[it].dtype)
+                    .ok_or("GatherElements indices of an unheld dtype")?;
+                Op::GatherElements(GatherElementsOp {
+                    x: self.src(input(0))?,
+                    indices: self.src(it)?,
+                    index_held,
+                    dim: x[axis],
+                    stride,
+                    walk: Strided::new(&shapes[1], &walk),
+                })
+            }
+            OpKind::DepthToSpace | OpKind::SpaceToDepth => {
+                let [n, c, h, w] = x[..] else {
+                    return Err(format!("{} of a rank-{} tensor", node.op, x.len()));
+                };
+                let b = node.attr_int("blocksize", 1).max(1) as usize;
+                // A reshape of the input and a transpose of it give the output.
+                let (view, mut perm) = match node.op {
+                    OpKind::DepthToSpace if node.attr_str("mode", "DCR") == "CRD" => {
+                        let oc = c / (b * b);
+                        (vec![n, oc, b, b, h, w], vec![0, 1, 4, 2, 5, 3])
+                    }
+                    OpKind::DepthToSpace => {
+                        let oc = c / (b * b);
+                        (vec![n, b, b, oc, h, w], vec![0, 3, 4, 1, 5, 2])
+                    }
+                    _ => (vec![n, c, h / b, b, w / b, b], vec![0, 3, 5, 1, 2, 4]),
+                };
+                let mut view = view;
+                if self.words(input(0)) == 2 {
+                    // An i64's two words stay together, last.
+                    view.push(2);
+                    perm.push(6);
+                }
+                Op::Transpose(TransposeOp::new(self.src(input(0))?, &view, &perm))
+            }
+            _ => return Ok(None),
+        }))
+    }
+}
