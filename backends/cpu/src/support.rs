@@ -260,6 +260,9 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GatherElements,
     OpKind::DepthToSpace,
     OpKind::SpaceToDepth,
+    OpKind::GatherND,
+    OpKind::ScatterElements,
+    OpKind::ScatterND,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

@@ -299,3 +299,42 @@ fn gather_elements_checks_its_indices_and_blocks_move_as_transposes() {
     assert_eq!(out[0][flat(1, 1, 3, 5)], at(1, 1, 3, 5));
     assert_eq!(out[0][flat(0, 0, 2, 1)], at(0, 0, 2, 1));
 }
+
+#[test]
+fn scatters_combine_in_index_order_and_gather_nd_reads_slices() {
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    for reduction in ["none", "add", "mul", "max"] {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[2, 3]);
+            let i = g.constant_i64("i", &[2, 2], &[2, 1, -2, 1]);
+            let u = g.constant_f32("u", &[2, 2], &[10.0, 10.0, 30.0, 20.0]);
+            let attrs = [
+                ("axis", Attr::Int(1)),
+                ("reduction", Attr::Str(reduction.into())),
+            ];
+            vec![g
+                .node(OpKind::ScatterElements, &[xt, i, u], &attrs)
+                .unwrap()]
+        });
+        // Targets: (0,2) <- 10, (0,1) <- 10, (1,1) <- 30, (1,1) <- 20.
+        let want: [f64; 6] = match reduction {
+            "none" => [1.0, 10.0, 10.0, 4.0, 20.0, 6.0],
+            "add" => [1.0, 12.0, 13.0, 4.0, 55.0, 6.0],
+            "mul" => [1.0, 20.0, 30.0, 4.0, 3000.0, 6.0],
+            _ => [1.0, 10.0, 10.0, 4.0, 30.0, 6.0],
+        };
+        let out = both(&g, &[Tensor::from_f32(&[2, 3], &x)]);
+        assert_values(&out[0], &want, reduction);
+    }
+    // GatherND with one batch dimension: row t of batch b.
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::I64, &[2, 3, 2]);
+        let i = g.constant_i64("i", &[2, 1, 1], &[2, -3]);
+        vec![g
+            .node(OpKind::GatherND, &[xt, i], &[("batch_dims", Attr::Int(1))])
+            .unwrap()]
+    });
+    let v: Vec<i64> = (0..12).map(|i| i - 6).collect();
+    let out = both(&g, &[Tensor::from_i64(&[2, 3, 2], &v)]);
+    assert_values(&out[0], &[-2.0, -1.0, 0.0, 1.0], "GatherND");
+}

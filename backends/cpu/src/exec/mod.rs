@@ -35,6 +35,7 @@ use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
+use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
@@ -131,6 +132,9 @@ enum Op {
     /// TopK's values and positions, in one buffer.
     TopK(TopKOp),
     GatherElements(GatherElementsOp),
+    GatherNd(GatherNdOp),
+    /// ScatterElements or ScatterND.
+    Scatter(ScatterOp),
     /// Data movement of an 8-bit tensor (stored bytes).
     ByteMove(ByteMoveOp),
     /// A bool subgraph input widened to 0.0/1.0.
@@ -187,7 +191,7 @@ impl Op {
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
             Op::IntReduce(_) | Op::FloatReduce(_) | Op::Arg(_) => "REDUCE",
             Op::CumSum(_) | Op::Hardmax(_) | Op::TopK(_) => "REDUCE",
-            Op::Trilu(_) | Op::GatherElements(_) => "INDEX",
+            Op::Trilu(_) | Op::GatherElements(_) | Op::GatherNd(_) | Op::Scatter(_) => "INDEX",
             Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
@@ -232,6 +236,8 @@ impl Op {
             Op::Hardmax(op) => op.run(sources, out),
             Op::TopK(op) => op.run(sources, out, ctx),
             Op::GatherElements(op) => return op.run(sources, out),
+            Op::GatherNd(op) => return op.run(sources, out),
+            Op::Scatter(op) => return op.run(sources, out, ctx),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

@@ -24,6 +24,7 @@ pub(crate) mod pool;
 pub(crate) mod quant;
 pub(crate) mod reduce;
 pub(crate) mod resize;
+pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod tensor;
 

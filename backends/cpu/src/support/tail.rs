@@ -32,6 +32,9 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::TopK => &[("axis", Int), ("largest", Int), ("sorted", Int)],
         OpKind::DepthToSpace => &[("blocksize", Int), ("mode", Str)],
         OpKind::SpaceToDepth => &[("blocksize", Int)],
+        OpKind::GatherND => &[("batch_dims", Int)],
+        OpKind::ScatterND => &[("reduction", Str)],
+        OpKind::ScatterElements => &[("axis", Int), ("reduction", Str)],
         OpKind::IsInf => &[("detect_negative", Int), ("detect_positive", Int)],
         OpKind::BatchNormalization => &[
             ("epsilon", Float),
@@ -91,6 +94,8 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::TopK
         | OpKind::GatherElements => (2, 2),
         OpKind::Trilu => (1, 2),
+        OpKind::GatherND => (2, 2),
+        OpKind::ScatterElements | OpKind::ScatterND => (3, 3),
         OpKind::Where => (3, 3),
         OpKind::BatchNormalization => (5, 5),
         OpKind::ReduceSum
@@ -217,6 +222,12 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Trilu | OpKind::DepthToSpace | OpKind::SpaceToDepth, Some(0) | None) => INDEXED,
         // One-word elements.
         (OpKind::GatherElements, Some(0) | None) => &[DType::F32, DType::I32, DType::Bool],
+        (OpKind::ScatterElements, Some(1)) => &[DType::I32, DType::I64],
+        (OpKind::GatherND | OpKind::ScatterND, Some(1)) => &[DType::I64],
+        // Word-held elements (an i64 as its two words).
+        (OpKind::GatherND | OpKind::ScatterND | OpKind::ScatterElements, _) => {
+            &[DType::F32, DType::I32, DType::Bool, DType::I64]
+        }
         // ArgMax and ArgMin compare every held number exactly; positions are i64.
         (OpKind::ArgMax | OpKind::ArgMin, Some(_)) => INTS,
         (OpKind::ArgMax | OpKind::ArgMin, None) => &[DType::I64],
@@ -394,6 +405,15 @@ pub(super) fn check_op(
         }
         OpKind::Expand | OpKind::Tile | OpKind::CumSum | OpKind::Trilu | OpKind::TopK => {
             require_const_operands(graph, node, consts)?
+        }
+        OpKind::ScatterElements | OpKind::ScatterND => {
+            let r = node.attr_str("reduction", "none");
+            if crate::ops::scatter::Combine::parse(r).is_none() {
+                return attr_no(format!("reduction '{r}' is not supported"));
+            }
+            if r != "none" && x_dtype == DType::Bool {
+                return attr_no(format!("reduction '{r}' of bool is not supported"));
+            }
         }
         OpKind::DepthToSpace if !matches!(node.attr_str("mode", "DCR"), "DCR" | "CRD") => {
             return attr_no(format!(

@@ -1,10 +1,12 @@
 //! Lowering of the running, masking, ranking, element-indexed and block-moving ops of
-//! BTIR 1.3: CumSum, Trilu, Hardmax, TopK, GatherElements, DepthToSpace and SpaceToDepth.
+//! BTIR 1.3: CumSum, Trilu, Hardmax, TopK, GatherElements, GatherND, ScatterElements,
+//! ScatterND, DepthToSpace and SpaceToDepth.
 
 use super::*;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::Held;
 use crate::ops::layout::{broadcast_strides, Strided};
+use crate::ops::scatter::{Combine, GatherNdOp, ScatterOp, Targets, Tuples};
 
 impl Builder<'_> {
     /// The op of one of this file's nodes, `None` when `node.op` is not one of them.
@@ -107,18 +109,7 @@ impl Builder<'_> {
             }
             OpKind::GatherElements => {
                 let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
-                let mut strides = vec![1usize; x.len()];
-                for d in (0..x.len().saturating_sub(1)).rev() {
-                    strides[d] = strides[d + 1] * x[d + 1];
-                }
-                let stride = strides[axis];
-                strides[axis] = 0;
-                let index_strides = broadcast_strides(&shapes[1], shapes[1].len());
-                let walk: Vec<[usize; 2]> = strides
-                    .iter()
-                    .zip(&index_strides)
-                    .map(|(&a, &b)| [a, b])
-                    .collect();
+                let (walk, dim, stride) = self.element_walk(x, &shapes[1], axis);
                 let it = input(1);
                 let index_held = Held::of(self.graph.tensors[it].dtype)
                     .ok_or("GatherElements indices of an unheld dtype")?;
@@ -126,9 +117,65 @@ impl Builder<'_> {
                     x: self.src(input(0))?,
                     indices: self.src(it)?,
                     index_held,
-                    dim: x[axis],
+                    dim,
                     stride,
-                    walk: Strided::new(&shapes[1], &walk),
+                    walk,
+                })
+            }
+            OpKind::GatherND => {
+                let b = node.attr_int("batch_dims", 0).max(0) as usize;
+                let ishape = &shapes[1];
+                let k = *ishape.last().ok_or("GatherND indices of rank 0")?;
+                if b + k > x.len() || ishape.len() < b + 1 {
+                    return Err(format!("GatherND of {x:?} by {ishape:?}"));
+                }
+                let tuples = Tuples {
+                    indices: self.src(input(1))?,
+                    batches: x[..b].iter().product(),
+                    tuples: ishape[b..ishape.len() - 1].iter().product(),
+                    addressed: x[b..b + k].to_vec(),
+                };
+                Op::GatherNd(GatherNdOp {
+                    x: self.src(input(0))?,
+                    tuples,
+                    width: x[b + k..].iter().product::<usize>() * self.words(input(0)),
+                })
+            }
+            OpKind::ScatterElements | OpKind::ScatterND => {
+                let combine = node.attr_str("reduction", "none");
+                let combine =
+                    Combine::parse(combine).ok_or_else(|| format!("reduction '{combine}'"))?;
+                let ishape = &shapes[1];
+                let targets = if node.op == OpKind::ScatterND {
+                    let k = *ishape.last().ok_or("ScatterND indices of rank 0")?;
+                    if k > x.len() {
+                        return Err(format!("ScatterND of {x:?} by {ishape:?}"));
+                    }
+                    Targets::Nd {
+                        tuples: Tuples {
+                            indices: self.src(input(1))?,
+                            batches: 1,
+                            tuples: ishape[..ishape.len() - 1].iter().product(),
+                            addressed: x[..k].to_vec(),
+                        },
+                        width: x[k..].iter().product(),
+                    }
+                } else {
+                    let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                    let (walk, dim, stride) = self.element_walk(x, ishape, axis);
+                    Targets::Elements { walk, dim, stride }
+                };
+                let it = input(1);
+                Op::Scatter(ScatterOp {
+                    x: self.src(input(0))?,
+                    updates: self.src(input(2))?,
+                    indices: self.src(it)?,
+                    index_held: Held::of(self.graph.tensors[it].dtype)
+                        .ok_or("indices of an unheld dtype")?,
+                    targets,
+                    combine,
+                    held: held()?,
+                    len: x.iter().product(),
                 })
             }
             OpKind::DepthToSpace | OpKind::SpaceToDepth => {
@@ -158,5 +205,29 @@ impl Builder<'_> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// The walk of GatherElements and ScatterElements over the indices' shape: data
+    /// offsets without the axis term and the indices' (and updates') offsets; with the
+    /// axis's extent and data stride.
+    fn element_walk(
+        &self,
+        x: &[usize],
+        ishape: &[usize],
+        axis: usize,
+    ) -> (Strided<2>, usize, usize) {
+        let mut strides = vec![1usize; x.len()];
+        for d in (0..x.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * x[d + 1];
+        }
+        let stride = strides[axis];
+        strides[axis] = 0;
+        let index_strides = broadcast_strides(ishape, ishape.len());
+        let walk: Vec<[usize; 2]> = strides
+            .iter()
+            .zip(&index_strides)
+            .map(|(&a, &b)| [a, b])
+            .collect();
+        (Strided::new(ishape, &walk), x[axis], stride)
     }
 }

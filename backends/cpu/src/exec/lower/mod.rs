@@ -266,6 +266,7 @@ pub(crate) fn build<'g>(
             Op::FloatReduce(op) => op.reserve(&mut ctx),
             Op::CumSum(op) => op.reserve(&mut ctx),
             Op::TopK(op) => op.reserve(&mut ctx),
+            Op::Scatter(op) => op.reserve(&mut ctx),
             Op::Lstm(op) => op.reserve(&mut ctx),
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
