@@ -338,3 +338,24 @@ fn scatters_combine_in_index_order_and_gather_nd_reads_slices() {
     let out = both(&g, &[Tensor::from_i64(&[2, 3, 2], &v)]);
     assert_values(&out[0], &[-2.0, -1.0, 0.0, 1.0], "GatherND");
 }
+
+#[test]
+fn pow_by_integer_exponents_takes_the_sign_from_their_parity() {
+    for dtype in [DType::I32, DType::I64, DType::I8] {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[5]);
+            let nt = g.input_fixed("n", dtype, &[5]);
+            vec![g.node(OpKind::Pow, &[xt, nt], &[]).unwrap()]
+        });
+        let n: [i64; 5] = [3, 2, -1, 0, 3];
+        let bytes: Vec<u8> = match dtype {
+            DType::I32 => n.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect(),
+            DType::I8 => n.iter().map(|&v| v as i8 as u8).collect(),
+            _ => n.iter().flat_map(|&v| v.to_le_bytes()).collect(),
+        };
+        let x = Tensor::from_f32(&[5], &[-2.0, -3.0, -0.0, f32::NAN, -0.5]);
+        let out = both(&g, &[x, Tensor::from_bytes(dtype, &[5], &bytes)]);
+        // pow(NaN, 0) is 1, pow(-0, -1) is -inf.
+        assert_values(&out[0], &[-8.0, 9.0, f64::NEG_INFINITY, 1.0, -0.125], "Pow");
+    }
+}

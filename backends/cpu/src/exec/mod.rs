@@ -21,7 +21,7 @@ use crate::ops::affine::AffineOp;
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
-use crate::ops::elementwise::{BinaryOp, SoftmaxOp, UnaryOp};
+use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
@@ -133,6 +133,8 @@ enum Op {
     TopK(TopKOp),
     GatherElements(GatherElementsOp),
     GatherNd(GatherNdOp),
+    /// Pow of an f32 base by an integer exponent.
+    PowInt(PowIntOp),
     /// ScatterElements or ScatterND.
     Scatter(ScatterOp),
     /// Data movement of an 8-bit tensor (stored bytes).
@@ -177,7 +179,7 @@ impl Op {
             Op::MatMul(_) => "GEMM",
             Op::Conv(_) => "CONV",
             Op::Pool(_) | Op::GlobalAveragePool(_) => "POOL",
-            Op::Unary(_) | Op::Binary(_) => "ELEMENTWISE",
+            Op::Unary(_) | Op::Binary(_) | Op::PowInt(_) => "ELEMENTWISE",
             Op::Softmax(_) => "SOFTMAX",
             Op::Transpose(_) | Op::Concat(_) | Op::Copy(_) => "LAYOUT",
             Op::ReduceMean(_) => "REDUCE",
@@ -237,6 +239,7 @@ impl Op {
             Op::TopK(op) => op.run(sources, out, ctx),
             Op::GatherElements(op) => return op.run(sources, out),
             Op::GatherNd(op) => return op.run(sources, out),
+            Op::PowInt(op) => op.run(sources, out),
             Op::Scatter(op) => return op.run(sources, out, ctx),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),

@@ -451,6 +451,53 @@ impl BinaryOp {
     }
 }
 
+/// Pow of an f32 base by an integer exponent (any held integer dtype), with numpy
+/// broadcasting, as the reference: the magnitude `|x|^n` by C's `pow` in f64, the sign
+/// negative for a negative base (-0 included) and an odd `n`, rounded once.
+#[derive(Clone, Debug)]
+pub(crate) struct PowIntOp {
+    base: Src,
+    exponent: Src,
+    held: super::int::Held,
+    walk: Strided<2>,
+}
+
+impl PowIntOp {
+    pub fn new(
+        (base, base_shape): (Src, &[usize]),
+        (exponent, held, exponent_shape): (Src, super::int::Held, &[usize]),
+        out_shape: &[usize],
+    ) -> PowIntOp {
+        let rank = out_shape.len();
+        let (sa, sb) = (
+            broadcast_strides(base_shape, rank),
+            broadcast_strides(exponent_shape, rank),
+        );
+        let strides: Vec<[usize; 2]> = sa.iter().zip(&sb).map(|(&x, &y)| [x, y]).collect();
+        PowIntOp {
+            base,
+            exponent,
+            held,
+            walk: Strided::new(out_shape, &strides),
+        }
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        let (x, e) = (sources.get(self.base), sources.bytes(self.exponent));
+        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+            for (j, d) in out[o..o + len].iter_mut().enumerate() {
+                let (v, n) = (x[ia + j * sa] as f64, self.held.int(e, ib + j * sb));
+                let m = v.abs().powf(n as f64);
+                *d = (if v.is_sign_negative() && n % 2 != 0 {
+                    -m
+                } else {
+                    m
+                }) as f32;
+            }
+        });
+    }
+}
+
 /// See [`Binary::Mod`]. `%` of two floats is exact, and so is moving a remainder of the
 /// wrong sign by one divisor in f64 before the one rounding, which is the reference's
 /// arithmetic: an infinite divisor then gives the divisor, a zero one NaN.

@@ -175,6 +175,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         ],
         (OpKind::Where, Some(1 | 2) | None) => INDEXED,
         (OpKind::And | OpKind::Or | OpKind::Xor | OpKind::Not, _) => &[DType::Bool],
+        // An integer exponent of any held width (`PowIntOp`).
+        (OpKind::Pow, Some(1)) => &[DType::F32, DType::I32, DType::I64, DType::I8, DType::U8],
         // Mod and Sign compute every held integer exactly (`crate::ops::int`).
         (OpKind::Mod | OpKind::Sign, _) => INTS,
         (OpKind::Where, Some(0)) => &[DType::Bool],

@@ -5,6 +5,7 @@
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
+use crate::ops::elementwise::PowIntOp;
 use crate::ops::gru::{GruOp, GruSpec};
 use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
@@ -157,6 +158,16 @@ impl Builder<'_> {
         let input = |i: usize| node.inputs[i];
         Ok(Some(match node.op {
             OpKind::Greater | OpKind::Less | OpKind::Equal | OpKind::And | OpKind::Pow => {
+                let e = self.graph.tensors[input(1)].dtype;
+                if node.op == OpKind::Pow && e != DType::F32 {
+                    let held = Held::of(e).ok_or_else(|| format!("Pow by a {e} exponent"))?;
+                    let (x, n) = (self.src(input(0))?, self.src(input(1))?);
+                    return Ok(Some(Op::PowInt(PowIntOp::new(
+                        (x, &shapes[0]),
+                        (n, held, &shapes[1]),
+                        out_shape,
+                    ))));
+                }
                 if node.op == OpKind::Pow {
                     if let Some(f) = self.pow_rewrite(input(1)) {
                         return Ok(Some(Op::Unary(UnaryOp {
