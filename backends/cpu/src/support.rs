@@ -158,6 +158,72 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     }
 }
 
+/// The ops whose f16 nodes (one output) are computed by their f32 kernel between
+/// conversions (`exec/lower/half.rs`): those whose lowering reads every float operand at
+/// run time (not Clip's bounds or BatchNormalization's statistics as constants).
+pub(crate) fn half_computed(op: OpKind) -> bool {
+    matches!(
+        op,
+        OpKind::Add
+            | OpKind::Sub
+            | OpKind::Mul
+            | OpKind::Div
+            | OpKind::Relu
+            | OpKind::Sigmoid
+            | OpKind::Tanh
+            | OpKind::Softmax
+            | OpKind::LogSoftmax
+            | OpKind::Erf
+            | OpKind::Sqrt
+            | OpKind::Exp
+            | OpKind::Log
+            | OpKind::Neg
+            | OpKind::Abs
+            | OpKind::LeakyRelu
+            | OpKind::HardSigmoid
+            | OpKind::HardSwish
+            | OpKind::Gelu
+            | OpKind::Ceil
+            | OpKind::Floor
+            | OpKind::Round
+            | OpKind::Sign
+            | OpKind::Reciprocal
+            | OpKind::Sin
+            | OpKind::Cos
+            | OpKind::Tan
+            | OpKind::Asin
+            | OpKind::Acos
+            | OpKind::Atan
+            | OpKind::Sinh
+            | OpKind::Cosh
+            | OpKind::Asinh
+            | OpKind::Acosh
+            | OpKind::Atanh
+            | OpKind::Equal
+            | OpKind::Greater
+            | OpKind::Less
+            | OpKind::GreaterOrEqual
+            | OpKind::LessOrEqual
+            | OpKind::Mod
+            | OpKind::IsNaN
+            | OpKind::IsInf
+            | OpKind::ReduceMean
+            | OpKind::ReduceSum
+            | OpKind::ReduceMax
+            | OpKind::ReduceMin
+            | OpKind::ReduceProd
+            | OpKind::ReduceL1
+            | OpKind::ReduceL2
+            | OpKind::ReduceLogSumExp
+            | OpKind::ReduceSumSquare
+            | OpKind::ArgMax
+            | OpKind::ArgMin
+            | OpKind::Hardmax
+            | OpKind::CumSum
+            | OpKind::LayerNormalization
+    )
+}
+
 /// The ops this delegate has kernels for.
 const IMPLEMENTED: &[OpKind] = &[
     OpKind::MatMul,
@@ -402,7 +468,12 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         let absent = pos.is_some() && decl.static_shape().is_some_and(|s| s.contains(&0));
         let recurrent = matches!(node.op, OpKind::LSTM | OpKind::GRU);
         let optional = recurrent && pos.is_some_and(|p| p >= 3);
-        if !(expected.contains(&decl.dtype) || absent && optional) {
+        // f16 where f32 is read, for the ops computed in f32 (`exec/lower/half.rs`).
+        let half = decl.dtype == DType::F16
+            && half_computed(node.op)
+            && node.outputs.len() == 1
+            && expected.contains(&DType::F32);
+        if !(expected.contains(&decl.dtype) || half || absent && optional) {
             return Err(Support::no(
                 DeclineReason::DType,
                 format!(

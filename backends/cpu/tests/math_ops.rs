@@ -359,3 +359,51 @@ fn pow_by_integer_exponents_takes_the_sign_from_their_parity() {
         assert_values(&out[0], &[-8.0, 9.0, f64::NEG_INFINITY, 1.0, -0.125], "Pow");
     }
 }
+
+#[test]
+fn f16_nodes_compute_in_f32_and_round_once() {
+    use baton_delegate_api::minifloat::encode16;
+    let half = |v: &[f64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| encode16(DType::F16, x).unwrap_or(0).to_le_bytes())
+            .collect()
+    };
+    let g = graph(|g| {
+        let at = g.input_fixed("a", DType::F16, &[2, 3]);
+        let bt = g.input_fixed("b", DType::F16, &[3]);
+        let sum = g.node(OpKind::Add, &[at, bt], &[]).unwrap();
+        let sig = g.node(OpKind::Sigmoid, &[sum], &[]).unwrap();
+        let axes = g.constant_i64("axes", &[1], &[1]);
+        let red = g.node(OpKind::ReduceSum, &[sum, axes], &[]).unwrap();
+        let arg = g
+            .node(OpKind::ArgMax, &[sum], &[("axis", Attr::Int(1))])
+            .unwrap();
+        let ge = g.node(OpKind::GreaterOrEqual, &[at, bt], &[]).unwrap();
+        vec![sum, sig, red, arg, ge]
+    });
+    // 2049 is not an f16: 2048 + 1 rounds to even, 2048.
+    let a = [2048.0, 0.5, -1.0, 1.0, 3.0, f64::NAN];
+    let b = [1.0, 0.25, 0.0];
+    let out = both(
+        &g,
+        &[
+            Tensor::from_bytes(DType::F16, &[2, 3], &half(&a)),
+            Tensor::from_bytes(DType::F16, &[3], &half(&b)),
+        ],
+    );
+    let nan = f64::NAN;
+    assert_values(&out[0], &[2048.0, 0.75, -1.0, 2.0, 3.25, nan], "Add");
+    let sig = |v: f64| encode16(DType::F16, 1.0 / (1.0 + (-v).exp())).unwrap();
+    let bits: Vec<u16> = out[1]
+        .iter()
+        .map(|&v| encode16(DType::F16, v).unwrap())
+        .collect();
+    for (k, &v) in [2048.0, 0.75, -1.0, 2.0, 3.25].iter().enumerate() {
+        assert!(bits[k].abs_diff(sig(v)) <= 1, "Sigmoid({v})");
+    }
+    assert!(out[1][5].is_nan());
+    // 2048 + 0.75 - 1 = 2047.75, whose nearest f16 is 2048.
+    assert_values(&out[2], &[2048.0, nan], "ReduceSum");
+    assert_values(&out[3], &[0.0, 2.0], "ArgMax");
+    assert_values(&out[4], &[1.0, 1.0, 0.0, 1.0, 1.0, 0.0], "GreaterOrEqual");
+}

@@ -27,7 +27,12 @@ impl Builder<'_> {
                 x[axis + 1..].iter().product::<usize>(),
             )
         };
-        let held = || Held::of(dtype).ok_or_else(|| format!("{} of {dtype}", node.op));
+        // An f16 input has been widened to f32 (`half.rs`).
+        let held = || match Held::of(dtype) {
+            Some(Held::F16) => Ok(Held::F32),
+            Some(h) => Ok(h),
+            None => Err(format!("{} of {dtype}", node.op)),
+        };
         Ok(Some(match node.op {
             OpKind::Trilu => {
                 let r = x.len();
@@ -229,5 +234,32 @@ impl Builder<'_> {
             .map(|(&a, &b)| [a, b])
             .collect();
         (Strided::new(ishape, &walk), x[axis], stride)
+    }
+}
+
+/// The lengths of the outputs of a multi-output op, in the order it writes them into its
+/// one buffer; `None` for single-output ops.
+pub(super) fn output_parts(op: &Op) -> Option<Vec<usize>> {
+    match op {
+        Op::Split(s) => Some(s.parts.iter().map(|p| p * s.outer).collect()),
+        Op::ByteMove(ByteMoveOp {
+            op: Moved::Split(s),
+            size,
+            ..
+        }) => Some(ByteMoveOp::split_words(s, *size)),
+        Op::LayerNorm(l) => Some(vec![l.rows * l.n, l.rows, l.rows]),
+        Op::Lstm(l) => {
+            let (y, state) = l.out_len();
+            Some(vec![y, state, state])
+        }
+        Op::Gru(g) => {
+            let (y, state) = g.out_len();
+            Some(vec![y, state])
+        }
+        Op::TopK(t) => {
+            let (values, positions) = t.out_len();
+            Some(vec![values, positions])
+        }
+        _ => None,
     }
 }

@@ -21,7 +21,12 @@ impl Builder<'_> {
             let x = &shapes[0];
             let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
             let dtype = self.graph.tensors[input(0)].dtype;
-            let held = Held::of(dtype).ok_or_else(|| format!("{} of {dtype}", node.op))?;
+            // An f16 input has been widened to f32 (`half.rs`).
+            let held = match Held::of(dtype) {
+                Some(Held::F16) => Held::F32,
+                Some(h) => h,
+                None => return Err(format!("{} of {dtype}", node.op)),
+            };
             return Ok(Some(Op::Arg(ArgOp {
                 x: self.src(input(0))?,
                 held,

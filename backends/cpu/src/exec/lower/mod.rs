@@ -7,8 +7,11 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod half;
 mod index;
 mod ints;
+
+use index::output_parts;
 mod math;
 mod ops;
 mod quant;
@@ -208,6 +211,10 @@ pub(crate) fn build<'g>(
             b.srcs[node.outputs[0]] = Some(src);
             continue;
         }
+        let plain = roles[id] == Role::Plain && b.bn_folds[id].is_none();
+        if plain && b.half_node(node, &mut steps)? {
+            continue;
+        }
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
             Role::Plain => match b.bn_folds[id].take() {
@@ -276,33 +283,6 @@ pub(crate) fn build<'g>(
     }
     let exec = CpuExecutable::new(inputs, outputs, steps, memory, ctx);
     Ok((exec, b.packs))
-}
-
-/// The lengths of the outputs of a multi-output op, in the order it writes them into its
-/// one buffer; `None` for single-output ops.
-fn output_parts(op: &Op) -> Option<Vec<usize>> {
-    match op {
-        Op::Split(s) => Some(s.parts.iter().map(|p| p * s.outer).collect()),
-        Op::ByteMove(ByteMoveOp {
-            op: Moved::Split(s),
-            size,
-            ..
-        }) => Some(ByteMoveOp::split_words(s, *size)),
-        Op::LayerNorm(l) => Some(vec![l.rows * l.n, l.rows, l.rows]),
-        Op::Lstm(l) => {
-            let (y, state) = l.out_len();
-            Some(vec![y, state, state])
-        }
-        Op::Gru(g) => {
-            let (y, state) = g.out_len();
-            Some(vec![y, state])
-        }
-        Op::TopK(t) => {
-            let (values, positions) = t.out_len();
-            Some(vec![values, positions])
-        }
-        _ => None,
-    }
 }
 
 /// A slot while lowering: a copied constant, or an intermediate whose lifetime grows as
