@@ -11,6 +11,7 @@ use super::elementwise::nan_max;
 use super::int::Held;
 use super::tensor::Reduce;
 use super::{RunCtx, Sources, Src};
+use crate::gemm::Isa;
 
 /// Where the elements of each output of a reduction are: the input seen as `[outer,
 /// count, inner]` when the reduced axes are one run, else every output's first element
@@ -128,6 +129,34 @@ impl FloatReduceOp {
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
         let x = sources.get(self.x);
+        let acc = &mut ctx.acc;
+        match ctx.kernel.isa() {
+            // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512F => unsafe { self.run_avx512(x, out, acc) },
+            // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { self.run_avx2(x, out, acc) },
+            _ => self.run_any(x, out, acc),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn run_avx512(&self, x: &[f32], out: &mut [f32], acc: &mut [f64]) {
+        self.run_any(x, out, acc)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(&self, x: &[f32], out: &mut [f32], acc: &mut [f64]) {
+        self.run_any(x, out, acc)
+    }
+
+    /// The loops, inlined into one function per vector width (see `math::map`): the
+    /// lanes of a contiguous row and the accumulators of whole lines vectorize.
+    #[inline(always)]
+    fn run_any(&self, x: &[f32], out: &mut [f32], acc: &mut [f64]) {
         let kind = self.kind;
         match self.layout {
             // Contiguous sets: one row per output.
@@ -144,7 +173,7 @@ impl FloatReduceOp {
                 count,
                 inner,
             } if inner > 1 && !matches!(kind, Reduce::LogSumExp) => {
-                let acc = &mut ctx.acc[..inner];
+                let acc = &mut acc[..inner];
                 for o in 0..outer {
                     let block = &x[o * count * inner..(o + 1) * count * inner];
                     acc.fill(identity(kind));
@@ -232,7 +261,7 @@ fn reduce_set(kind: Reduce, set: impl Iterator<Item = f32> + Clone, count: usize
 /// [`reduce_set`] of a contiguous row, with independent lanes where the kind allows the
 /// reordering (sums in f64, and the exact Max and Min); products stay in order, as the
 /// reference rounds them.
-#[inline]
+#[inline(always)]
 fn reduce_row(kind: Reduce, row: &[f32]) -> f32 {
     match kind {
         Reduce::Sum | Reduce::Mean | Reduce::L1 | Reduce::L2 | Reduce::SumSquare => {
