@@ -122,6 +122,22 @@ impl CastOp {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         match (self.from, self.to) {
             (Held::F32, Held::F32) => out[..self.len * 4].copy_from_slice(&x[..self.len * 4]),
+            // The widening and narrowing of f16 compute (`exec/lower/half.rs`), and Casts
+            // between the two: branch-free, so that the loops vectorize.
+            (Held::F16, Held::F32) => {
+                let (x, out) = (&x[..self.len * 2], &mut out[..self.len * 4]);
+                for (h, o) in x.chunks_exact(2).zip(out.chunks_exact_mut(4)) {
+                    let v = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+                    o.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            (Held::F32, Held::F16) => {
+                let (x, out) = (&x[..self.len * 4], &mut out[..self.len * 2]);
+                for (f, o) in x.chunks_exact(4).zip(out.chunks_exact_mut(2)) {
+                    let v = f32::from_le_bytes([f[0], f[1], f[2], f[3]]);
+                    o.copy_from_slice(&f32_to_f16(v).to_le_bytes());
+                }
+            }
             (from @ (Held::F32 | Held::F16), to) => {
                 for i in 0..self.len {
                     let v = from.float(x, i);
@@ -144,6 +160,53 @@ impl CastOp {
             }
         }
     }
+}
+
+/// The f32 value of the f16 with bits `h`, exactly: a normal number's exponent rebiased
+/// (15 to 127) and its significand moved up 13 bits; a subnormal is its significand
+/// times 2^-24 (exact in f32); infinities and NaN keep their significand.
+#[inline(always)]
+pub(crate) fn f16_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let sign = (h & 0x8000) << 16;
+    let (exp, mant) = ((h >> 10) & 0x1f, h & 0x3ff);
+    let normal = ((exp + 112) << 23) | (mant << 13);
+    let special = 0x7f80_0000 | (mant << 13);
+    let tiny = (mant as f32 * (1.0 / 16_777_216.0)).to_bits();
+    let bits = match exp {
+        0 => tiny,
+        0x1f => special,
+        _ => normal,
+    };
+    f32::from_bits(bits | sign)
+}
+
+/// The bits of the f16 nearest to `v` (ties to even; from 65520 up, infinity; NaN a
+/// quiet NaN of its sign), as the reference rounds.
+#[inline(always)]
+pub(crate) fn f32_to_f16(v: f32) -> u16 {
+    let b = v.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let a = b & 0x7fff_ffff;
+    // Below 2^-14 the result is a multiple of 2^-24: scaling by 2^24 is exact, and adding
+    // and subtracting 2^23 rounds it to an integer (to even) in the FPU.
+    let scaled = f32::from_bits(a) * 16_777_216.0;
+    let tiny = ((scaled + 8_388_608.0) - 8_388_608.0) as u16;
+    // Above, the 13 dropped significand bits round to even: add just under half, plus
+    // the kept bit's parity; a carry moves into the exponent as it should.
+    let rounded = (a + 0xfff + ((a >> 13) & 1)) >> 13;
+    let normal = rounded.wrapping_sub((127 - 15) << 10) as u16;
+    let magnitude = if a > 0x7f80_0000 {
+        0x7e00
+    } else if a >= 0x477f_f000 {
+        // 65520, the midpoint between the largest f16 (65504) and 2^16.
+        0x7c00
+    } else if a < 0x3880_0000 {
+        tiny
+    } else {
+        normal
+    };
+    sign | magnitude
 }
 
 /// Integer Add, Sub, Mul, Div or Mod.
@@ -417,6 +480,40 @@ mod tests {
         assert_eq!(f(IntMap::Relu, Held::I8, -3), 0);
         // Bounds crossed: the upper one wins, as in the reference's clamp.
         assert_eq!(f(IntMap::Clip { lo: 5, hi: 2 }, Held::I32, 0), 2);
+    }
+
+    #[test]
+    fn f16_conversions_match_the_exact_ones() {
+        use baton_delegate_api::dtype::element_f64;
+        for h in 0..=u16::MAX {
+            let want = element_f64(DType::F16, &h.to_le_bytes(), 0);
+            let got = f16_to_f32(h) as f64;
+            assert!(
+                got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                "{h:#06x}: {got} vs {want}"
+            );
+            // Every f16 survives the round trip (NaN as a NaN).
+            let back = f32_to_f16(f16_to_f32(h));
+            assert!(
+                back == h || want.is_nan() && back & 0x7fff > 0x7c00,
+                "{h:#06x}"
+            );
+        }
+        // Rounding: a spread of f32 bit patterns against the f64 encoder.
+        for b in (0..=u32::MAX).step_by(4099) {
+            let v = f32::from_bits(b);
+            let want = encode16(DType::F16, v as f64).unwrap_or(0);
+            let got = f32_to_f16(v);
+            assert!(
+                got == want || v.is_nan() && got & 0x7fff > 0x7c00,
+                "{v:e} ({b:#010x}): {got:#06x} vs {want:#06x}"
+            );
+        }
+        // Ties to even at both ends of the range.
+        assert_eq!(f32_to_f16(65519.0), 0x7bff);
+        assert_eq!(f32_to_f16(65520.0), 0x7c00);
+        assert_eq!(f32_to_f16(2.0f32.powi(-25)), 0);
+        assert_eq!(f32_to_f16(3.0 * 2.0f32.powi(-25)), 2);
     }
 
     #[test]
