@@ -10,8 +10,10 @@ use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use crate::ops::layout::MAX_RANK;
 
+mod half;
 mod tail;
 
+pub(crate) use half::half_computed;
 pub(crate) use tail::int_clip_bounds;
 
 /// The largest stride, dilation, pad or axis value accepted.
@@ -156,72 +158,6 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         ],
         _ => tail::known_attributes(op),
     }
-}
-
-/// The ops whose f16 nodes (one output) are computed by their f32 kernel between
-/// conversions (`exec/lower/half.rs`): those whose lowering reads every float operand at
-/// run time (not Clip's bounds or BatchNormalization's statistics as constants).
-pub(crate) fn half_computed(op: OpKind) -> bool {
-    matches!(
-        op,
-        OpKind::Add
-            | OpKind::Sub
-            | OpKind::Mul
-            | OpKind::Div
-            | OpKind::Relu
-            | OpKind::Sigmoid
-            | OpKind::Tanh
-            | OpKind::Softmax
-            | OpKind::LogSoftmax
-            | OpKind::Erf
-            | OpKind::Sqrt
-            | OpKind::Exp
-            | OpKind::Log
-            | OpKind::Neg
-            | OpKind::Abs
-            | OpKind::LeakyRelu
-            | OpKind::HardSigmoid
-            | OpKind::HardSwish
-            | OpKind::Gelu
-            | OpKind::Ceil
-            | OpKind::Floor
-            | OpKind::Round
-            | OpKind::Sign
-            | OpKind::Reciprocal
-            | OpKind::Sin
-            | OpKind::Cos
-            | OpKind::Tan
-            | OpKind::Asin
-            | OpKind::Acos
-            | OpKind::Atan
-            | OpKind::Sinh
-            | OpKind::Cosh
-            | OpKind::Asinh
-            | OpKind::Acosh
-            | OpKind::Atanh
-            | OpKind::Equal
-            | OpKind::Greater
-            | OpKind::Less
-            | OpKind::GreaterOrEqual
-            | OpKind::LessOrEqual
-            | OpKind::Mod
-            | OpKind::IsNaN
-            | OpKind::IsInf
-            | OpKind::ReduceMean
-            | OpKind::ReduceSum
-            | OpKind::ReduceMax
-            | OpKind::ReduceMin
-            | OpKind::ReduceProd
-            | OpKind::ReduceL1
-            | OpKind::ReduceL2
-            | OpKind::ReduceLogSumExp
-            | OpKind::ReduceSumSquare
-            | OpKind::ArgMax
-            | OpKind::ArgMin
-            | OpKind::Hardmax
-            | OpKind::CumSum
-            | OpKind::LayerNormalization
-    )
 }
 
 /// The ops this delegate has kernels for.

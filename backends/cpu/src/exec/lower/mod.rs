@@ -24,6 +24,7 @@ use crate::gemm::MicroKernel;
 use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::conv::{ConvOp, ConvSpec};
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
+use crate::ops::int::f16_to_f32;
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
@@ -340,6 +341,14 @@ impl<'g> Builder<'g> {
             // Bools are held as 0.0/1.0 (see `ops/select.rs`).
             return Some(Cow::Owned(
                 bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
+            ));
+        }
+        if dtype == DType::F16 {
+            // Widened exactly (f16 compute, `half.rs`).
+            let v = bytes.chunks_exact(2);
+            return Some(Cow::Owned(
+                v.map(|h| f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+                    .collect(),
             ));
         }
         if matches!(dtype, DType::I8 | DType::U8) {

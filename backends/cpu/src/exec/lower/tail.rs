@@ -159,7 +159,8 @@ impl Builder<'_> {
         Ok(Some(match node.op {
             OpKind::Greater | OpKind::Less | OpKind::Equal | OpKind::And | OpKind::Pow => {
                 let e = self.graph.tensors[input(1)].dtype;
-                if node.op == OpKind::Pow && e != DType::F32 {
+                // (An f16 exponent has been widened to f32, `half.rs`.)
+                if node.op == OpKind::Pow && !matches!(e, DType::F32 | DType::F16) {
                     let held = Held::of(e).ok_or_else(|| format!("Pow by a {e} exponent"))?;
                     let (x, n) = (self.src(input(0))?, self.src(input(1))?);
                     return Ok(Some(Op::PowInt(PowIntOp::new(
