@@ -169,6 +169,7 @@ impl TopKOp {
 
     pub fn reserve(&self, ctx: &mut RunCtx) {
         ctx.reserve_work(self.n);
+        ctx.reserve_acc(self.n);
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
@@ -180,6 +181,31 @@ impl TopKOp {
         // The line's positions, ranked in place (the work space holds them as u32 bits).
         let order: &mut [u32] = bytemuck::cast_slice_mut(&mut ctx.work[..n]);
         let bytes = sources.bytes(self.x);
+        if self.held == Held::F32 {
+            let x = sources.get(self.x);
+            // One u64 per element orders the line: rank key above, position below.
+            let ranks: &mut [u64] = bytemuck::cast_slice_mut(&mut ctx.acc[..n]);
+            for o in 0..self.outer {
+                for i in 0..inner {
+                    let at = |p: usize| (o * n + p) * inner + i;
+                    for (p, r) in ranks.iter_mut().enumerate() {
+                        let key = rank_key(x[at(p)]);
+                        let key = if self.largest { !key } else { key };
+                        *r = (key as u64) << 32 | p as u64;
+                    }
+                    if k > 0 && k < n {
+                        ranks.select_nth_unstable(k - 1);
+                    }
+                    ranks[..k].sort_unstable();
+                    for (j, &r) in ranks[..k].iter().enumerate() {
+                        let (p, dst) = ((r & 0xffff_ffff) as usize, (o * k + j) * inner + i);
+                        values[dst * 4..dst * 4 + 4].copy_from_slice(&x[at(p)].to_le_bytes());
+                        Held::I64.put_int(positions, dst, p as i64);
+                    }
+                }
+            }
+            return;
+        }
         let floats = (self.held == Held::F32).then(|| sources.get(self.x));
         for o in 0..self.outer {
             for i in 0..inner {
@@ -226,6 +252,20 @@ impl TopKOp {
                 }
             }
         }
+    }
+}
+
+/// An f32's place in TopK's order as an integer: NaN above everything, -0 equal to +0,
+/// the others by value (negative bit patterns reversed, positive ones above them).
+#[inline(always)]
+fn rank_key(v: f32) -> u32 {
+    let b = (v + 0.0).to_bits();
+    if v.is_nan() {
+        u32::MAX
+    } else if b >> 31 == 1 {
+        !b
+    } else {
+        b | 0x8000_0000
     }
 }
 

@@ -346,6 +346,15 @@ impl ArgOp {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let (n, inner) = (self.n, self.inner);
         match self.held {
+            // Contiguous lines (the last axis): the extreme by running lanes, then its
+            // first (or last) position.
+            Held::F32 if inner == 1 && n > 0 => {
+                let x = sources.get(self.x);
+                for (o, line) in x[..self.outer * n].chunks_exact(n).enumerate() {
+                    let best = line_extreme(line, self.max, self.last);
+                    Held::I64.put_int(out, o, best as i64);
+                }
+            }
             Held::F32 => {
                 let x = sources.get(self.x);
                 let (max, last) = (self.max, self.last);
@@ -407,6 +416,44 @@ fn better_f32(a: f32, b: f32, max: bool, last: bool) -> bool {
     } else {
         (a > b) == max
     }
+}
+
+/// The position ArgMax (`max`) or ArgMin gives in a non-empty contiguous line: the
+/// extreme (NaN if there is one) by sixteen independent lanes, then the first (or, with
+/// `last`, the last) element equal to it, which is [`better_f32`]'s choice: equal values
+/// (-0 and +0 included) tie, and a NaN beats every number.
+#[inline]
+fn line_extreme(line: &[f32], max: bool, last: bool) -> usize {
+    let pick = |a: f32, v: f32| -> f32 {
+        let wins = if max { v > a } else { v < a };
+        if wins || v.is_nan() {
+            v
+        } else {
+            a
+        }
+    };
+    let start = if max {
+        f32::NEG_INFINITY
+    } else {
+        f32::INFINITY
+    };
+    let mut lanes = [start; 16];
+    let mut chunks = line.chunks_exact(16);
+    for c in &mut chunks {
+        lanes.iter_mut().zip(c).for_each(|(l, &v)| *l = pick(*l, v));
+    }
+    let m = chunks
+        .remainder()
+        .iter()
+        .chain(&lanes)
+        .fold(start, |a, &v| pick(a, v));
+    let hit = |v: &f32| if m.is_nan() { v.is_nan() } else { *v == m };
+    let found = if last {
+        line.iter().rposition(hit)
+    } else {
+        line.iter().position(hit)
+    };
+    found.unwrap_or(0)
 }
 
 /// The position ArgMax (`max`) or ArgMin gives among `n > 0` values `get(0..n)`.
