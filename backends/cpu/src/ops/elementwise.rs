@@ -92,10 +92,9 @@ pub(crate) enum Unary {
     Trig(Trig),
 }
 
-/// The trigonometric and hyperbolic functions. They are computed in f64 and rounded
-/// once, which is what the reference does: an f32 polynomial would be faster but differs
-/// by an ulp or more near the poles of Tan and for arguments beyond a few thousand
-/// radians, where the range reduction needs more bits than f32 has.
+/// The trigonometric and hyperbolic functions, in f64 rounded once as the reference: Sin,
+/// Cos and Tan by the vectorizable reduction and polynomials of `math::sin_cos` (libm
+/// beyond its range), the others by libm, one element at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Trig {
     Sin,
@@ -281,6 +280,21 @@ fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
         Unary::GeluErf => map(isa, x, out, gelu_erf),
         Unary::HardSigmoidMul { alpha, beta } => {
             map(isa, x, out, |v| v * clamp01(alpha * v + beta))
+        }
+        Unary::Trig(t @ (Trig::Sin | Trig::Cos | Trig::Tan)) => {
+            use super::math::sin_cos;
+            // One loop per function, each with its constant choice inlined.
+            match t {
+                Trig::Sin => map(isa, x, out, |v| sin_cos(v, 0)),
+                Trig::Cos => map(isa, x, out, |v| sin_cos(v, 1)),
+                _ => map(isa, x, out, |v| sin_cos(v, 2)),
+            }
+            // The few beyond the exact reduction (and infinities, NaN) by libm.
+            for (o, &v) in out.iter_mut().zip(x) {
+                if v.is_nan() || v.abs() > super::math::SIN_COS_RANGE {
+                    *o = t.apply(v);
+                }
+            }
         }
         _ => map(isa, x, out, |v| f.apply(v)),
     }

@@ -80,6 +80,72 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + exp(-x))
 }
 
+/// The largest |x| [`sin_cos`] reduces exactly: the quadrant number then has at most 20
+/// bits, so its product with the 33-bit high part of pi/2 is exact in f64.
+pub(crate) const SIN_COS_RANGE: f32 = 1_048_576.0;
+
+/// `sin(x)`, `cos(x)` or `tan(x)` (by `f`: 0, 1, 2) of an f32 with |x| <= [`SIN_COS_RANGE`],
+/// in f64 and rounded once, branch-free so that loops over it vectorize: `x = n pi/2 + r`
+/// with |r| <= pi/4 (pi/2 in two parts, so that `r` keeps f64 precision even next to a
+/// multiple of pi/2), Taylor polynomials of `sin r` and `cos r` to below 1e-16 relative,
+/// and the quadrant `n mod 4` choosing among `±sin r`, `±cos r`. The result is within an
+/// ulp of the correctly rounded one (the reference's libm f64 rounded to f32); larger
+/// and non-finite inputs are the caller's to send to libm.
+#[inline(always)]
+pub(crate) fn sin_cos(x: f32, f: u8) -> f32 {
+    const PIO2_HI: f64 = 1.570_796_326_734_125_6;
+    const PIO2_LO: f64 = 6.077_100_506_506_192e-11;
+    // 1.5 * 2^52: adding it rounds to an integer whose low bits sit in the mantissa.
+    const ROUND: f64 = 6_755_399_441_055_744.0;
+    let v = x as f64;
+    let t = v * std::f64::consts::FRAC_2_PI + ROUND;
+    let n = t - ROUND;
+    let q = t.to_bits() & 3;
+    let r = (v - n * PIO2_HI) - n * PIO2_LO;
+    let r2 = r * r;
+    // 1/3!, 1/5!, ..., 1/15! and 1/2!, 1/4!, ..., 1/16!, alternating in Horner form.
+    const S: [f64; 7] = [
+        1.0 / 6.0,
+        1.0 / 120.0,
+        1.0 / 5040.0,
+        1.0 / 362_880.0,
+        1.0 / 39_916_800.0,
+        1.0 / 6_227_020_800.0,
+        1.0 / 1_307_674_368_000.0,
+    ];
+    const C: [f64; 8] = [
+        1.0 / 2.0,
+        1.0 / 24.0,
+        1.0 / 720.0,
+        1.0 / 40_320.0,
+        1.0 / 3_628_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 87_178_291_200.0,
+        1.0 / 20_922_789_888_000.0,
+    ];
+    let mut ps = S[6];
+    for k in (0..6).rev() {
+        ps = S[k] - r2 * ps;
+    }
+    let s = r * (1.0 - r2 * ps);
+    let mut pc = C[7];
+    for k in (0..7).rev() {
+        pc = C[k] - r2 * pc;
+    }
+    let c = 1.0 - r2 * pc;
+    // sin x = (s, c, -s, -c)[q], cos x = (c, -s, -c, s)[q]: an odd quadrant swaps the
+    // two, and bit 1 of q (of q + 1 for the cosine) flips the sign; selects, no branch.
+    let odd = q & 1 == 1;
+    let (a, b) = if odd { (c, s) } else { (s, c) };
+    let sin = f64::from_bits(a.to_bits() ^ ((q & 2) << 62));
+    let cos = f64::from_bits(b.to_bits() ^ (((q + 1) & 2) << 62));
+    (match f {
+        0 => sin,
+        1 => cos,
+        _ => sin / cos,
+    }) as f32
+}
+
 /// `out[i] = f(x[i])`, compiled for the vector width of `isa`. LLVM vectorizes plain
 /// loops only for the baseline target (SSE2 on x86-64) unless they sit in a function with
 /// wider features enabled: the loop is inside one such function per instruction set, so
@@ -184,6 +250,49 @@ mod tests {
         assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
         assert!(tanh(-0.0) == 0.0 && tanh(-0.0).is_sign_negative());
         assert!((tanh(1e-4) - 1e-4).abs() < 1e-11);
+    }
+
+    #[test]
+    fn sin_cos_tan_are_within_an_ulp_of_libm() {
+        let ulps = |a: f32, b: f32| (a.to_bits() as i64 - b.to_bits() as i64).abs();
+        let check = |x: f32| {
+            for (f, want) in [
+                (0, (x as f64).sin()),
+                (1, (x as f64).cos()),
+                (2, (x as f64).tan()),
+            ] {
+                let got = sin_cos(x, f);
+                assert!(
+                    ulps(got, want as f32) <= 1,
+                    "f{f}({x}) = {got}, libm {want}"
+                );
+            }
+        };
+        // Every 0.0137 in [-10, 10], then geometrically (0.01% apart) to the range's end.
+        (0..1460).for_each(|i| check(-10.0 + i as f32 * 0.0137));
+        let mut x = 10.0f32;
+        while x <= SIN_COS_RANGE {
+            check(x);
+            check(-x);
+            x *= 1.0001;
+        }
+        // Next to multiples of pi/2, where the reduction must keep its precision.
+        for x in [
+            std::f32::consts::FRAC_PI_2,
+            std::f32::consts::PI,
+            355.0,
+            103_993.0,
+            1e6,
+        ] {
+            for f in 0..3 {
+                let want = match f {
+                    0 => (x as f64).sin(),
+                    1 => (x as f64).cos(),
+                    _ => (x as f64).tan(),
+                };
+                assert!(ulps(sin_cos(x, f), want as f32) <= 1, "f{f}({x})");
+            }
+        }
     }
 
     #[test]
