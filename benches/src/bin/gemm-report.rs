@@ -7,7 +7,7 @@
 //! `cargo run --release -p baton-benches --bin gemm-report [-- --cpu-time]`
 //!
 //! `--cpu-time` times by the thread's CPU time instead of the wall clock, for a machine
-//! shared with other work (Linux; the peak is measured on the same clock).
+//! shared with other work (Unix; the peak is measured on the same clock).
 
 use baton_backend_cpu::gemm::{Isa, MicroKernel};
 use baton_backend_cpu::qgemm::{ARows, PackedWeights, QGemm, QKernel, QOut};
