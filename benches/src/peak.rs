@@ -5,7 +5,7 @@
 //! no loads or stores, one thread. What it reaches is the most any GEMM kernel of that
 //! vector width can reach on this core.
 
-use std::time::Instant;
+use crate::Stamp;
 
 /// The vector widths a peak can be measured at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,9 +76,9 @@ pub fn peak_gflops(width: Width) -> f64 {
     fma_loop(width, 1_000_000); // warm up the clock
     let mut best = 0.0f64;
     for _ in 0..5 {
-        let t = Instant::now();
+        let t = Stamp::now();
         let flops = fma_loop(width, 5_000_000);
-        best = best.max(flops as f64 / t.elapsed().as_secs_f64() / 1e9);
+        best = best.max(flops as f64 / t.elapsed_secs().max(1e-9) / 1e9);
     }
     best
 }

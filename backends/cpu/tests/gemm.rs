@@ -461,3 +461,103 @@ proptest::proptest! {
         check(&got, &want, &a, &b, (m, n, k), &format!("{} {m}x{n}x{k}", kernel.name()));
     }
 }
+
+/// Element `(i, j)` summed in the micro-kernels' order, one product at a time from the
+/// bias, then the adds and the clamp: with a fused multiply-add on the SIMD kernels
+/// (which use FMA instructions) and a rounded product then sum on the portable one.
+fn sequential(
+    kernel: &MicroKernel,
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+    bias: &[f32],
+    ep: &Epilogue<'_>,
+) -> Vec<f32> {
+    let fused = kernel.name() != MicroKernel::portable().name();
+    let madd = |x: f32, y: f32, acc: f32| {
+        if fused {
+            x.mul_add(y, acc)
+        } else {
+            acc + x * y
+        }
+    };
+    let (lo, hi) = ep.bounds();
+    let mut c = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut v = bias[j];
+            for p in 0..k {
+                v = madd(a[i * k + p], b[p * n + j], v);
+            }
+            for add in ep.adds() {
+                v = madd(add.scale, add.data[i * add.rs + j * add.cs], v);
+            }
+            let v = if v < lo { lo } else { v };
+            c[i * n + j] = if v > hi { hi } else { v };
+        }
+    }
+    c
+}
+
+/// Products deep enough to be cut into depth blocks (and, for the tallest, into row
+/// blocks), dense and indirect (blocks of whole taps): the partial sums stored in `C`
+/// between blocks and the epilogue applied once at the end give the bits of one
+/// sequential sum per element, on every kernel, partial tiles included.
+#[test]
+fn depth_blocked_products_keep_the_bits_of_one_sequential_sum() {
+    let mut rng = Rng::new(11);
+    for kernel in kernels() {
+        for &(m, n, k) in &[(13, 37, 1100), (601, 35, 530), (7, 70, 2049)] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let bias = rng.vec(n);
+            let data = EpData::new(&mut rng, m, n);
+            let mut ep = Epilogue::new();
+            ep.add(data.add(AddKind::Full, n, -0.5));
+            ep.add(data.add(AddKind::PerRow, n, 1.0));
+            ep.clamp(-2.0, 2.0);
+            let pb = packed(kernel, &b, (k, n), Some(&bias));
+            let got = run(kernel, m, Rows::Dense { data: &a, lda: k }, &pb, &ep);
+            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(
+                same,
+                "{} {m}x{n}x{k}: not the sequential sum",
+                kernel.name()
+            );
+        }
+        // A convolution-like product: 9 taps of 150, each row's taps read from `x`.
+        let (m, n, kc, taps) = (20, 33, 150, 9);
+        let x = rng.vec((m + taps) * kc);
+        let k = taps * kc;
+        let tap = |i: usize, t: usize| (!(i + t).is_multiple_of(4)).then_some((i + t) * kc);
+        let mut a = vec![0f32; m * k];
+        for i in 0..m {
+            for t in 0..taps {
+                if let Some(o) = tap(i, t) {
+                    a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
+                }
+            }
+        }
+        let b = rng.vec(k * n);
+        let bias = rng.vec(n);
+        let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
+        let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
+        let mut ep = Epilogue::new();
+        ep.clamp(0.0, f32::INFINITY);
+        let rows = Rows::Indirect {
+            data: &x,
+            ind: &ind,
+        };
+        let got = run(kernel, m, rows, &pb, &ep);
+        let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
+        let same = got
+            .iter()
+            .zip(&want)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "{} indirect: not the sequential sum", kernel.name());
+    }
+}

@@ -4,7 +4,10 @@
 //! bytes in the epilogue, activations read in place) of every int8 kernel, in GOP/s (two
 //! ops per multiply-add), next to the best f32 kernel at the same shape.
 //!
-//! `cargo run --release -p baton-benches --bin gemm-report`
+//! `cargo run --release -p baton-benches --bin gemm-report [-- --cpu-time]`
+//!
+//! `--cpu-time` times by the thread's CPU time instead of the wall clock, for a machine
+//! shared with other work (Unix; the peak is measured on the same clock).
 
 use baton_backend_cpu::gemm::{Isa, MicroKernel};
 use baton_backend_cpu::qgemm::{ARows, PackedWeights, QGemm, QKernel, QOut};
@@ -30,7 +33,24 @@ fn width_of(kernel: &MicroKernel) -> Option<Width> {
 }
 
 fn main() {
+    let mut cpu_time = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--cpu-time" => cpu_time = true,
+            other => {
+                eprintln!("gemm-report: unknown argument {other:?} (takes --cpu-time)");
+                std::process::exit(2);
+            }
+        }
+    }
+    if cpu_time && !baton_benches::use_thread_cpu_time() {
+        eprintln!("gemm-report: this system does not give a thread's CPU time");
+        std::process::exit(2);
+    }
     println!("CPU: {}", baton_backend_cpu::gemm::simd_description());
+    if cpu_time {
+        println!("clock: the thread's CPU time");
+    }
     let peaks: Vec<(Width, f64)> = Width::available()
         .into_iter()
         .map(|w| (w, peak::peak_gflops(w)))

@@ -30,13 +30,24 @@ unsafe fn mask(n: usize) -> __m256i {
 
 #[target_feature(enable = "avx2,fma")]
 unsafe fn tile(t: &TileArgs) {
-    // SAFETY (whole body): as in the AVX-512 kernel: the panel, `kc` floats per row
-    // pointer, `ks * MR` offsets, and the first `t.cols` elements of the stored rows of
-    // `C` and of each add; masked-off lanes are not accessed.
+    // SAFETY (whole body): as in the AVX-512 kernel: the panel from `wo`, `kc` floats per
+    // row pointer, `ks * MR` offsets, and the first `t.cols` elements of the stored rows of
+    // `C` (read too with `accumulate`) and of each add; masked-off lanes are not accessed.
     unsafe {
-        let bias = [_mm256_loadu_ps(t.w), _mm256_loadu_ps(t.w.add(8))];
-        let mut acc = [bias; MR];
-        let mut w = t.w.add(NR);
+        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(8)));
+        let mut acc = if t.accumulate {
+            // Rows past `rows` repeat the last one: computed, never stored.
+            std::array::from_fn(|i| {
+                let c = t.c.wrapping_add(i.min(t.rows - 1) * t.ldc);
+                [
+                    _mm256_maskload_ps(c, m0),
+                    _mm256_maskload_ps(c.wrapping_add(8), m1),
+                ]
+            })
+        } else {
+            [[_mm256_loadu_ps(t.w), _mm256_loadu_ps(t.w.add(8))]; MR]
+        };
+        let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
             let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
@@ -50,7 +61,6 @@ unsafe fn tile(t: &TileArgs) {
                 }
             }
         }
-        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(8)));
         let (lo, hi) = (_mm256_set1_ps(t.lo), _mm256_set1_ps(t.hi));
         for (i, acc) in acc.iter().enumerate() {
             if i >= t.rows {

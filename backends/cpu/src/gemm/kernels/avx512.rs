@@ -30,14 +30,25 @@ fn mask(n: usize) -> __mmask16 {
 #[target_feature(enable = "avx512f")]
 unsafe fn tile(t: &TileArgs) {
     // SAFETY (whole body): every read and write stays inside what the caller's contract
-    // makes valid: the panel (`NR` bias + `ks * kc * NR` weights), `kc` floats of each row
-    // pointer, `ks * MR` offsets, and for rows below `t.rows` the first `t.cols` elements
-    // of that row of `C` and of each add (masked lanes are not accessed; their addresses
+    // makes valid: the panel (`NR` bias, then `ks * kc * NR` weights from `wo`), `kc`
+    // floats of each row pointer, `ks * MR` offsets, and for rows below `t.rows` the first
+    // `t.cols` elements of that row of `C` and of each add (masked lanes are not accessed; their addresses
     // are formed with `wrapping_add` so no out-of-bounds pointer is created).
     unsafe {
-        let bias = [_mm512_loadu_ps(t.w), _mm512_loadu_ps(t.w.add(16))];
-        let mut acc = [bias; MR];
-        let mut w = t.w.add(NR);
+        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(16)));
+        let mut acc = if t.accumulate {
+            // Rows past `rows` repeat the last one: computed, never stored.
+            std::array::from_fn(|i| {
+                let c = t.c.wrapping_add(i.min(t.rows - 1) * t.ldc);
+                [
+                    _mm512_maskz_loadu_ps(m0, c),
+                    _mm512_maskz_loadu_ps(m1, c.wrapping_add(16)),
+                ]
+            })
+        } else {
+            [[_mm512_loadu_ps(t.w), _mm512_loadu_ps(t.w.add(16))]; MR]
+        };
+        let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
             let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
@@ -51,7 +62,6 @@ unsafe fn tile(t: &TileArgs) {
                 }
             }
         }
-        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(16)));
         let (lo, hi) = (_mm512_set1_ps(t.lo), _mm512_set1_ps(t.hi));
         // A constant trip count keeps `acc` in registers (a variable index would not).
         for (i, acc) in acc.iter().enumerate() {

@@ -1,9 +1,13 @@
 //! GEMM micro-kernels and their run-time dispatch.
 //!
-//! A micro-kernel computes one tile of at most `MR x NR` outputs and finishes it: the
-//! accumulators start from the panel's bias, sum `ks` taps of `kc` products each, then get
-//! the epilogue (up to two strided adds and a clamp) in registers and are stored straight
-//! to `C`, the last partial column group with a masked store. Row `i` of `A` for tap `t` is
+//! A micro-kernel computes one tile of at most `MR x NR` outputs over one block of the
+//! depth: the accumulators start from the panel's bias (the first block) or from the
+//! partial sums the previous block stored in `C` (`accumulate`), sum `ks` taps of `kc`
+//! products each, then get the epilogue (up to two strided adds and a clamp) in registers
+//! and are stored straight to `C`, the last partial column group with a masked store. The
+//! driver gives the blocks before the last an empty epilogue, so what they store is the
+//! raw sum; reloading an `f32` is exact, so a blocked product has the bits of an unblocked
+//! one. Row `i` of `A` for tap `t` is
 //! `a + offs[t * MR + i]` (or the zero row where that offset is [`ZERO_ROW`]), so one kernel
 //! serves plain GEMM (one tap, row offsets `i * lda`) and indirect convolution (one tap per
 //! kernel position, offsets from the indirection buffer). Rows past `rows` repeat a valid
@@ -47,8 +51,12 @@ pub(crate) struct TileArgs {
     pub a: *const f32,
     pub offs: *const u32,
     pub zero: *const f32,
-    /// The packed panel: `NR` bias values, then `ks * kc` groups of `NR` weights.
+    /// The packed panel: `NR` bias values, then groups of `NR` weights, this block's
+    /// `ks * kc` groups starting `wo` floats after the bias.
     pub w: *const f32,
+    pub wo: usize,
+    /// Start from the `rows x cols` partial sums in `C` instead of the bias.
+    pub accumulate: bool,
     /// The tile's first element and `C`'s row stride.
     pub c: *mut f32,
     pub ldc: usize,
@@ -219,8 +227,9 @@ impl MicroKernel {
     /// # Safety
     /// The pointers of `t` must be valid for what the module docs say the kernel reads and
     /// writes: `ks * MR` offsets, each row (or the zero row) `kc` floats long, a panel of
-    /// `NR * (1 + ks * kc)` floats, `rows x cols` writable elements of `C` at stride `ldc`,
-    /// and the `rows x cols` elements each add reads.
+    /// `NR + wo + NR * ks * kc` floats, `rows x cols` writable (and with `accumulate`,
+    /// readable) elements of `C` at stride `ldc`, and the `rows x cols` elements each add
+    /// reads.
     pub(crate) unsafe fn run(&self, t: &TileArgs) {
         debug_assert!((1..=self.mr).contains(&t.rows) && (1..=self.nr).contains(&t.cols));
         // SAFETY: forwarded from the caller; the CPU features were checked when `self`

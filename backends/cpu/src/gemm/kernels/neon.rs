@@ -20,13 +20,28 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
 
 #[target_feature(enable = "neon")]
 unsafe fn tile(t: &TileArgs) {
-    // SAFETY (whole body): the panel, `kc` floats per row pointer, `ks * MR` offsets, and
-    // the first `t.cols` elements of the stored rows of `C` and of each add (partial rows
-    // are copied through `buf`, never read or written past `t.cols`).
+    // SAFETY (whole body): the panel from `wo`, `kc` floats per row pointer, `ks * MR`
+    // offsets, and the first `t.cols` elements of the stored rows of `C` (read too with
+    // `accumulate`) and of each add (partial rows are copied through `buf`, never read or
+    // written past `t.cols`).
     unsafe {
-        let bias = [vld1q_f32(t.w), vld1q_f32(t.w.add(4))];
-        let mut acc = [bias; MR];
-        let mut w = t.w.add(NR);
+        let full = t.cols == NR;
+        let load = |p: *const f32| -> [float32x4_t; 2] {
+            if full {
+                [vld1q_f32(p), vld1q_f32(p.add(4))]
+            } else {
+                let mut buf = [0f32; NR];
+                std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), t.cols);
+                [vld1q_f32(buf.as_ptr()), vld1q_f32(buf.as_ptr().add(4))]
+            }
+        };
+        let mut acc = if t.accumulate {
+            // Rows past `rows` repeat the last one: computed, never stored.
+            std::array::from_fn(|i| load(t.c.add(i.min(t.rows - 1) * t.ldc)))
+        } else {
+            [[vld1q_f32(t.w), vld1q_f32(t.w.add(4))]; MR]
+        };
+        let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
             let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
@@ -41,16 +56,6 @@ unsafe fn tile(t: &TileArgs) {
             }
         }
         let (lo, hi) = (vdupq_n_f32(t.lo), vdupq_n_f32(t.hi));
-        let full = t.cols == NR;
-        let load = |p: *const f32| -> [float32x4_t; 2] {
-            if full {
-                [vld1q_f32(p), vld1q_f32(p.add(4))]
-            } else {
-                let mut buf = [0f32; NR];
-                std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), t.cols);
-                [vld1q_f32(buf.as_ptr()), vld1q_f32(buf.as_ptr().add(4))]
-            }
-        };
         for (i, acc) in acc.iter().enumerate() {
             if i >= t.rows {
                 break;

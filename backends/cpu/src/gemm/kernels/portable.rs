@@ -12,8 +12,9 @@ pub(super) const NR: usize = 8;
 pub(super) unsafe fn kernel(t: &TileArgs) {
     let mut bias = [0f32; NR];
     // SAFETY (whole body): reads and writes stay inside what the caller's contract makes
-    // valid: the panel, `kc` floats per row pointer, `ks * MR` offsets, the first
-    // `t.cols` elements of the stored rows of `C` and of each add.
+    // valid: the panel from `wo`, `kc` floats per row pointer, `ks * MR` offsets, the
+    // first `t.cols` elements of the stored rows of `C` (read too with `accumulate`) and
+    // of each add.
     unsafe {
         bias.copy_from_slice(std::slice::from_raw_parts(t.w, NR));
         // Accumulators as 4-lane groups: LLVM maps each group onto one SSE/NEON register.
@@ -25,7 +26,16 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
             ]
         };
         let mut acc4 = [lanes(&bias); MR];
-        let mut w = t.w.add(NR);
+        if t.accumulate {
+            // Rows past `rows` repeat the last one: computed, never stored.
+            for (i, acc) in acc4.iter_mut().enumerate() {
+                let mut sums = [0f32; NR];
+                let c = t.c.add(i.min(t.rows - 1) * t.ldc);
+                sums[..t.cols].copy_from_slice(std::slice::from_raw_parts(c, t.cols));
+                *acc = lanes(&sums);
+            }
+        }
+        let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
             let rows = t.tap_rows::<MR>(tap);
             let panel = std::slice::from_raw_parts(w, t.kc * NR);
