@@ -111,7 +111,8 @@ impl Family {
             | OpKind::Asinh
             | OpKind::Acosh
             | OpKind::Atanh
-            | OpKind::Resize => Family::Activation,
+            | OpKind::Resize
+            | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
             | OpKind::LayerNormalization
@@ -143,7 +144,8 @@ impl Family {
             | OpKind::GatherElements
             | OpKind::GatherND
             | OpKind::DepthToSpace
-            | OpKind::SpaceToDepth => Family::DataMovement,
+            | OpKind::SpaceToDepth
+            | OpKind::OneHot => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum => Family::Reduction,
             // Control flow computes whatever its subgraphs do: judged as a model.

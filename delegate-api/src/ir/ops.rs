@@ -319,4 +319,17 @@ ops! {
     /// 1 at the first largest element along `axis` (default -1; NaN counts as largest),
     /// 0 elsewhere, in the input's dtype (opset 13 semantics).
     Hardmax = 110,
+    /// `start + i * delta` for `i` in `0..max(ceil((limit - start) / delta), 0)`: a 1-D
+    /// tensor from three scalar inputs `start`, `limit`, `delta` of one dtype (an integer
+    /// or float dtype). The length depends on the values, so its shape is known where the
+    /// three are constants (a shape rule reads i64 operands; the reference any dtype). A
+    /// `delta` of 0 is an error.
+    Range = 111,
+    /// One-hot encoding: `indices` (any numeric dtype, truncated toward zero; negative
+    /// counts from `depth`) with a new axis of extent `depth` inserted at `axis` (default
+    /// -1, the last of the output), holding `values[1]` where the axis position equals the
+    /// index and `values[0]` elsewhere (an index outside `[-depth, depth)` gives a line of
+    /// `values[0]`). `depth` is a one-element i64 input 1 (the importer casts other
+    /// dtypes, as ONNX does); `values` is a two-element input 2 of the output's dtype.
+    OneHot = 112,
 }
