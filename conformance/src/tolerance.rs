@@ -73,6 +73,11 @@ impl Family {
             | OpKind::And
             | OpKind::Or
             | OpKind::Xor
+            | OpKind::BitwiseAnd
+            | OpKind::BitwiseOr
+            | OpKind::BitwiseXor
+            | OpKind::BitwiseNot
+            | OpKind::BitShift
             | OpKind::TopK
             | OpKind::Hardmax
             | OpKind::Not

@@ -518,6 +518,11 @@ typedef int32_t BatonStatus;
 /* Added in wire 1.4. */
 #define BATON_OP_RANGE 111u
 #define BATON_OP_ONEHOT 112u
+#define BATON_OP_BITWISEAND 113u
+#define BATON_OP_BITWISEOR 114u
+#define BATON_OP_BITWISEXOR 115u
+#define BATON_OP_BITWISENOT 116u
+#define BATON_OP_BITSHIFT 117u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

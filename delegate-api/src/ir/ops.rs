@@ -332,4 +332,16 @@ ops! {
     /// `values[0]`). `depth` is a one-element i64 input 1 (the importer casts other
     /// dtypes, as ONNX does); `values` is a two-element input 2 of the output's dtype.
     OneHot = 112,
+    /// Bitwise and of two integer tensors of one dtype, with numpy broadcasting.
+    BitwiseAnd = 113,
+    /// Bitwise or, like [`OpKind::BitwiseAnd`].
+    BitwiseOr = 114,
+    /// Bitwise exclusive or, like [`OpKind::BitwiseAnd`].
+    BitwiseXor = 115,
+    /// Bitwise complement of an integer tensor.
+    BitwiseNot = 116,
+    /// `X << Y` (`direction` `LEFT`) or `X >> Y` (`RIGHT`, logical) of two unsigned
+    /// integer tensors of one dtype, with numpy broadcasting; a shift by the width or more
+    /// gives 0.
+    BitShift = 117,
 }
