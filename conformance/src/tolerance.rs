@@ -152,7 +152,9 @@ impl Family {
             | OpKind::SpaceToDepth
             | OpKind::OneHot => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
-            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum => Family::Reduction,
+            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
+                Family::Reduction
+            }
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

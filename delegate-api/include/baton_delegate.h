@@ -523,6 +523,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_BITWISEXOR 115u
 #define BATON_OP_BITWISENOT 116u
 #define BATON_OP_BITSHIFT 117u
+#define BATON_OP_CUMPROD 118u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

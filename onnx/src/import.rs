@@ -672,6 +672,7 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
+        OpKind::CumProd => 26,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

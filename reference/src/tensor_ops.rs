@@ -39,7 +39,7 @@
 //! - **GatherElements, ScatterElements, GatherND, ScatterND**: an index outside its axis
 //!   is a [`KernelError::Arithmetic`]; scatters apply updates in index order (a repeated
 //!   index without a reduction keeps the last). **CumSum** sums in f64 (integers exactly,
-//!   wrapping) and rounds each output once. **Trilu** zeroes with all-zero bytes (`+0`).
+//!   wrapping) and rounds each output once; **CumProd** likewise multiplies. **Trilu** zeroes with all-zero bytes (`+0`).
 //! - **Range** computes `start + i * delta` exactly for integers (wrapping to the dtype)
 //!   and in f64 for floats, rounded once; its length comes from the operand values of
 //!   any dtype (the shared shape rule reads only constant i64 ones). A `delta` of 0 is a
@@ -147,7 +147,7 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
             ],
         ),
         OpKind::DequantizeLinear => (2, &[Of(DEQUANTIZABLE), Of(SCALE), Same]),
-        OpKind::CumSum => (2, &[Of(SUMMABLE), Of(INDEX)]),
+        OpKind::CumSum | OpKind::CumProd => (2, &[Of(SUMMABLE), Of(INDEX)]),
         OpKind::Trilu => (1, &[Of(ANY), Of(I64)]),
         OpKind::GatherElements => (2, &[Of(ANY), Of(INDEX)]),
         OpKind::ScatterElements => (3, &[Of(ANY), Of(INDEX), Same]),
@@ -190,7 +190,7 @@ pub(crate) fn run(
         OpKind::LSTM | OpKind::GRU => recurrent::recurrent(node, inputs, outputs),
         OpKind::QuantizeLinear => quantize::quantize(node, inputs, &mut outputs[0]),
         OpKind::DequantizeLinear => quantize::dequantize(node, inputs, &mut outputs[0]),
-        OpKind::CumSum => index::cumsum(node, inputs, &mut outputs[0]),
+        OpKind::CumSum | OpKind::CumProd => index::cumsum(node, inputs, &mut outputs[0]),
         OpKind::Trilu => index::trilu(node, inputs, &mut outputs[0]),
         OpKind::GatherElements => index::gather_elements(node, x, &inputs[1], &mut outputs[0]),
         OpKind::ScatterElements => index::scatter_elements(node, inputs, &mut outputs[0]),

@@ -344,4 +344,7 @@ ops! {
     /// integer tensors of one dtype, with numpy broadcasting; a shift by the width or more
     /// gives 0.
     BitShift = 117,
+    /// Running products of `x` along the axis given by input 1, with the attributes and
+    /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
+    CumProd = 118,
 }

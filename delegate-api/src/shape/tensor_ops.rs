@@ -43,7 +43,7 @@ pub(crate) fn infer(
         OpKind::Resize => layers::resize(&ops),
         OpKind::LSTM | OpKind::GRU => layers::recurrent(&ops),
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => layers::quantize(&ops),
-        OpKind::CumSum => index::cumsum(&ops),
+        OpKind::CumSum | OpKind::CumProd => index::cumsum(&ops),
         OpKind::Trilu => index::trilu(&ops),
         OpKind::GatherElements => index::gather_elements(&ops),
         OpKind::ScatterElements => index::scatter_elements(&ops),
