@@ -11,7 +11,8 @@
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization and
-//!   LpNormalization by `norm`, the two losses by `loss`;
+//!   LpNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
+//!   MeanVarianceNormalization, Swish and ThresholdedRelu by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -39,6 +40,7 @@ use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
 mod activation;
+mod compose;
 mod control;
 mod legacy;
 mod loss;
@@ -220,6 +222,12 @@ impl<'a> Importer<'a> {
                 return Err(at("RMSNormalization exists from opset 23".into()))
             }
             "RMSNormalization" | "LpNormalization" => return self.lower_norm(&name, n, &attrs),
+            "Swish" if self.opset < 24 => return Err(at("Swish exists from opset 24".into())),
+            "Mean"
+            | "GlobalMaxPool"
+            | "MeanVarianceNormalization"
+            | "Swish"
+            | "ThresholdedRelu" => return self.compose(&name, n, &attrs),
             "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
                 return self.lower_loss(&name, n, &attrs)
             }

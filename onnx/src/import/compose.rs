@@ -1,0 +1,118 @@
+//! Small ops written as compositions of IR ops:
+//!
+//! - **Mean** of its inputs: their broadcast sum (as `Sum` is lowered) divided by their
+//!   count;
+//! - **GlobalMaxPool**: ReduceMax over the spatial axes (2 and after), kept as 1;
+//! - **MeanVarianceNormalization** `(x - mean) / sqrt(mean(x²) - mean² + 1e-9)` over
+//!   `axes` (default `[0, 2, 3]`), ONNX's own function body;
+//! - **Swish** (opset 24) `x * sigmoid(alpha * x)` (`alpha` default 1);
+//! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1).
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::dtype::push_float;
+use baton_delegate_api::{Attr, OpKind, Tensor};
+
+use super::super::proto::NodeProto;
+use super::super::OnnxError;
+use super::Importer;
+
+impl Importer<'_> {
+    /// Imports a node whose op is composed here (see the module docs).
+    pub(super) fn compose(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+    ) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let x = n.input.first().cloned().unwrap_or_default();
+        let dtype = match self.dtype_of(&x) {
+            Some(d) if d.is_float() => d,
+            _ => {
+                let m = format!("{} is supported on float inputs", n.op_type);
+                return Err(self.node_error(name, n, m));
+            }
+        };
+        let constant = |s: &mut Self, tag: &str, v: f64| {
+            let mut bytes = Vec::with_capacity(dtype.size());
+            push_float(dtype, v, false, &mut bytes);
+            s.named_constant(name, tag, Tensor::from_bytes(dtype, &[], &bytes))
+        };
+        let alpha = match attrs.get("alpha") {
+            Some(Attr::Float(v)) => f64::from(*v),
+            _ => 1.0,
+        };
+        let none = BTreeMap::new;
+        match n.op_type.as_str() {
+            "Mean" => {
+                let count = n.input.len();
+                if count == 0 {
+                    return Err(self.node_error(name, n, "Mean needs an input".into()));
+                }
+                let mut acc = x;
+                for (k, operand) in n.input[1..].iter().enumerate() {
+                    let tag = format!("sum{k}");
+                    acc = self.emit(name, &tag, OpKind::Add, &[acc, operand.clone()], &[], n)?;
+                }
+                let c = constant(self, "count", count as f64);
+                self.add(name, OpKind::Div, &[acc, c], &[out], none(), n)
+            }
+            "GlobalMaxPool" => {
+                let rank = self.rank_of(&x).filter(|&r| r >= 3).ok_or_else(|| {
+                    let m = "GlobalMaxPool needs an input [N, C, spatial...] of known rank";
+                    self.node_error(name, n, m.into())
+                })?;
+                let axes = BTreeMap::from([
+                    ("axes".to_string(), Attr::Ints((2..rank as i64).collect())),
+                    ("keepdims".to_string(), Attr::Int(1)),
+                ]);
+                self.add(name, OpKind::ReduceMax, &[x], &[out], axes, n)
+            }
+            "MeanVarianceNormalization" => {
+                let axes = match attrs.get("axes") {
+                    Some(Attr::Ints(a)) => a.clone(),
+                    _ => vec![0, 2, 3],
+                };
+                let keep = [("axes", Attr::Ints(axes)), ("keepdims", Attr::Int(1))];
+                let mean = self.emit(
+                    name,
+                    "mean",
+                    OpKind::ReduceMean,
+                    std::slice::from_ref(&x),
+                    &keep,
+                    n,
+                )?;
+                let sq = self.emit(name, "square", OpKind::Mul, &[x.clone(), x.clone()], &[], n)?;
+                let msq = self.emit(name, "mean_square", OpKind::ReduceMean, &[sq], &keep, n)?;
+                let m2 = self.emit(
+                    name,
+                    "mean_sq",
+                    OpKind::Mul,
+                    &[mean.clone(), mean.clone()],
+                    &[],
+                    n,
+                )?;
+                let var = self.emit(name, "variance", OpKind::Sub, &[msq, m2], &[], n)?;
+                let eps = constant(self, "epsilon", 1e-9);
+                let var = self.emit(name, "plus_epsilon", OpKind::Add, &[var, eps], &[], n)?;
+                let sd = self.emit(name, "std", OpKind::Sqrt, &[var], &[], n)?;
+                let centred = self.emit(name, "centred", OpKind::Sub, &[x, mean], &[], n)?;
+                self.add(name, OpKind::Div, &[centred, sd], &[out], none(), n)
+            }
+            "Swish" => {
+                let a = constant(self, "alpha", alpha);
+                let ax = self.emit(name, "scaled", OpKind::Mul, &[x.clone(), a], &[], n)?;
+                let s = self.emit(name, "sigmoid", OpKind::Sigmoid, &[ax], &[], n)?;
+                self.add(name, OpKind::Mul, &[x, s], &[out], none(), n)
+            }
+            _ => {
+                // ThresholdedRelu
+                let a = constant(self, "alpha", alpha);
+                let zero = constant(self, "zero", 0.0);
+                let above = self.emit(name, "above", OpKind::Greater, &[x.clone(), a], &[], n)?;
+                self.add(name, OpKind::Where, &[above, x, zero], &[out], none(), n)
+            }
+        }
+    }
+}
