@@ -5,6 +5,8 @@
 //! - **GlobalMaxPool**: ReduceMax over the spatial axes (2 and after), kept as 1;
 //! - **MeanVarianceNormalization** `(x - mean) / sqrt(mean(x²) - mean² + 1e-9)` over
 //!   `axes` (default `[0, 2, 3]`), ONNX's own function body;
+//! - **LpPool** `(sum over each window of |x|^p)^(1/p)` (`p` default 2), the sum being
+//!   AveragePool's zero-padded mean (`count_include_pad` 1) times the window's volume;
 //! - **Swish** (opset 24) `x * sigmoid(alpha * x)` (`alpha` default 1);
 //! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1).
 
@@ -99,6 +101,37 @@ impl Importer<'_> {
                 let sd = self.emit(name, "std", OpKind::Sqrt, &[var], &[], n)?;
                 let centred = self.emit(name, "centred", OpKind::Sub, &[x, mean], &[], n)?;
                 self.add(name, OpKind::Div, &[centred, sd], &[out], none(), n)
+            }
+            "LpPool" => {
+                // The window sum of |x|^p is the zero-padded window mean times its volume.
+                let p = match attrs.get("p") {
+                    Some(Attr::Int(p)) if *p > 0 => *p as f64,
+                    None => 2.0,
+                    Some(other) => {
+                        let m = format!("p must be a positive integer, got {other:?}");
+                        return Err(self.node_error(name, n, m));
+                    }
+                };
+                let volume: i64 = match attrs.get("kernel_shape") {
+                    Some(Attr::Ints(k)) if k.iter().all(|&d| d > 0) => k.iter().product(),
+                    _ => {
+                        let m = "LpPool needs a positive kernel_shape".to_string();
+                        return Err(self.node_error(name, n, m));
+                    }
+                };
+                let mut pool = attrs.clone();
+                pool.remove("p");
+                pool.insert("count_include_pad".into(), Attr::Int(1));
+                let pool: Vec<(&str, Attr)> =
+                    pool.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+                let pc = constant(self, "p", p);
+                let abs = self.emit(name, "abs", OpKind::Abs, std::slice::from_ref(&x), &[], n)?;
+                let pw = self.emit(name, "pow", OpKind::Pow, &[abs, pc], &[], n)?;
+                let mean = self.emit(name, "window_mean", OpKind::AveragePool, &[pw], &pool, n)?;
+                let vol = constant(self, "volume", volume as f64);
+                let sum = self.emit(name, "window_sum", OpKind::Mul, &[mean, vol], &[], n)?;
+                let inv = constant(self, "inverse_p", 1.0 / p);
+                self.add(name, OpKind::Pow, &[sum, inv], &[out], none(), n)
             }
             "Swish" => {
                 let a = constant(self, "alpha", alpha);
