@@ -12,7 +12,7 @@
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization and
 //!   LpNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
-//!   MeanVarianceNormalization, LpPool, Swish and ThresholdedRelu by `compose`;
+//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu and EyeLike by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -228,7 +228,8 @@ impl<'a> Importer<'a> {
             | "MeanVarianceNormalization"
             | "Swish"
             | "ThresholdedRelu"
-            | "LpPool" => return self.compose(&name, n, &attrs),
+            | "LpPool"
+            | "EyeLike" => return self.compose(&name, n, &attrs),
             "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
                 return self.lower_loss(&name, n, &attrs)
             }

@@ -8,12 +8,14 @@
 //! - **LpPool** `(sum over each window of |x|^p)^(1/p)` (`p` default 2), the sum being
 //!   AveragePool's zero-padded mean (`count_include_pad` 1) times the window's volume;
 //! - **Swish** (opset 24) `x * sigmoid(alpha * x)` (`alpha` default 1);
-//! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1).
+//! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1);
+//! - **EyeLike** (opset 9): a constant of its 2-D input's fixed shape, 1 on the `k`-th
+//!   diagonal (default 0) and 0 elsewhere, of `dtype` (default the input's).
 
 use std::collections::BTreeMap;
 
-use baton_delegate_api::dtype::push_float;
-use baton_delegate_api::{Attr, OpKind, Tensor};
+use baton_delegate_api::dtype::{push_float, push_int};
+use baton_delegate_api::{Attr, DType, OpKind, Tensor};
 
 use super::super::proto::NodeProto;
 use super::super::OnnxError;
@@ -29,6 +31,9 @@ impl Importer<'_> {
     ) -> Result<(), OnnxError> {
         let out = self.single_output(name, n)?;
         let x = n.input.first().cloned().unwrap_or_default();
+        if n.op_type == "EyeLike" {
+            return self.eye_like(name, n, attrs, &x, &out);
+        }
         let dtype = match self.dtype_of(&x) {
             Some(d) if d.is_float() => d,
             _ => {
@@ -147,5 +152,47 @@ impl Importer<'_> {
                 self.add(name, OpKind::Where, &[above, x, zero], &[out], none(), n)
             }
         }
+    }
+
+    /// EyeLike: a constant, since it reads only its input's (fixed) shape.
+    fn eye_like(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+        x: &str,
+        out: &str,
+    ) -> Result<(), OnnxError> {
+        let Some([rows, cols]) = self
+            .static_shape_of(x)
+            .and_then(|s| <[usize; 2]>::try_from(s).ok())
+        else {
+            let m = "EyeLike needs a 2-D input of fixed shape".to_string();
+            return Err(self.node_error(name, n, m));
+        };
+        let dtype = match attrs.get("dtype") {
+            Some(Attr::Int(code)) => DType::from_onnx(*code),
+            _ => self.dtype_of(x),
+        };
+        let Some(dtype) = dtype.filter(|d| d.is_float() || d.is_int() || *d == DType::Bool) else {
+            return Err(self.node_error(name, n, "EyeLike's dtype is not numeric".into()));
+        };
+        let k = match attrs.get("k") {
+            Some(Attr::Int(k)) => *k,
+            _ => 0,
+        };
+        let mut bytes = Vec::with_capacity(rows * cols * dtype.size());
+        for i in 0..rows as i64 {
+            for j in 0..cols as i64 {
+                let v = i128::from(j - i == k);
+                if dtype.is_float() {
+                    push_float(dtype, v as f64, false, &mut bytes);
+                } else {
+                    push_int(dtype, v, &mut bytes);
+                }
+            }
+        }
+        self.constant(out, Tensor::from_bytes(dtype, &[rows, cols], &bytes));
+        Ok(())
     }
 }
