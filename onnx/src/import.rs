@@ -10,8 +10,8 @@
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
-//!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization and
-//!   LpNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
+//!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
+//!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
 //!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu and EyeLike by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
@@ -221,7 +221,12 @@ impl<'a> Importer<'a> {
             "RMSNormalization" if self.opset < 23 => {
                 return Err(at("RMSNormalization exists from opset 23".into()))
             }
-            "RMSNormalization" | "LpNormalization" => return self.lower_norm(&name, n, &attrs),
+            "GroupNormalization" if self.opset < 18 => {
+                return Err(at("GroupNormalization exists from opset 18".into()))
+            }
+            "RMSNormalization" | "LpNormalization" | "GroupNormalization" => {
+                return self.lower_norm(&name, n, &attrs)
+            }
             "Swish" if self.opset < 24 => return Err(at("Swish exists from opset 24".into())),
             "Mean"
             | "GlobalMaxPool"

@@ -7,7 +7,10 @@
 //!   the scale is applied;
 //! - **LpNormalization** `x / norm` with the L1 (`p` 1) or L2 (`p` 2, the default) norm
 //!   along `axis` (default -1), kept as an axis of 1 so that it broadcasts; a zero norm
-//!   leaves the zeros it normalizes at 0 (ONNX's reference divides by 1 there).
+//!   leaves the zeros it normalizes at 0 (ONNX's reference divides by 1 there);
+//! - **GroupNormalization** (opset 18): the mean and variance of each of `num_groups`
+//!   channel groups of a fixed-shape `[N, C, ...]` input, in the input's dtype, then the
+//!   per-channel `scale` and `bias` (opset 21; per group before).
 
 use std::collections::BTreeMap;
 
@@ -35,6 +38,9 @@ impl Importer<'_> {
     ) -> Result<(), OnnxError> {
         let out = self.single_output(name, n)?;
         let x = n.input.first().cloned().unwrap_or_default();
+        if n.op_type == "GroupNormalization" {
+            return self.group_norm(name, n, attrs, x, out);
+        }
         let (dtype, rank) = match (self.dtype_of(&x), self.rank_of(&x)) {
             (Some(d), Some(r))
                 if matches!(d, DType::F32 | DType::F16 | DType::BF16 | DType::F64) =>
@@ -142,6 +148,109 @@ impl Importer<'_> {
             name,
             OpKind::Mul,
             &[normed, scale],
+            &[out],
+            BTreeMap::new(),
+            n,
+        )
+    }
+
+    /// GroupNormalization over `[N, G, C / G * spatial]`, then the per-channel (opset 21)
+    /// or, before opset 21, per-group scale and bias.
+    fn group_norm(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+        x: String,
+        out: String,
+    ) -> Result<(), OnnxError> {
+        let shape = self.static_shape_of(&x).filter(|s| s.len() >= 2);
+        let groups = match attrs.get("num_groups") {
+            Some(Attr::Int(g)) if *g > 0 => *g as usize,
+            _ => return Err(self.node_error(name, n, "num_groups must be positive".into())),
+        };
+        let Some(shape) = shape.filter(|s| s[1] % groups == 0) else {
+            let m =
+                format!("needs an input [N, C, ...] of fixed shape with C a multiple of {groups}");
+            return Err(self.node_error(name, n, m));
+        };
+        let (Some(scale), Some(bias)) = (
+            n.input.get(1).filter(|s| !s.is_empty()).cloned(),
+            n.input.get(2).filter(|s| !s.is_empty()).cloned(),
+        ) else {
+            return Err(self.node_error(name, n, "GroupNormalization needs scale and bias".into()));
+        };
+        let dtype = self.dtype_of(&x).unwrap_or(DType::F32);
+        let epsilon = match attrs.get("epsilon") {
+            Some(Attr::Float(v)) => f64::from(*v),
+            _ => 1e-5,
+        };
+        let dims = |s: &mut Self, tag: &str, d: &[i64]| {
+            s.named_constant(name, tag, Tensor::from_i64(&[d.len()], d))
+        };
+        let grouped = dims(self, "grouped_shape", &[shape[0] as i64, groups as i64, -1]);
+        let xg = self.emit(name, "grouped", OpKind::Reshape, &[x, grouped], &[], n)?;
+        let last = [("axes", Attr::Ints(vec![2])), ("keepdims", Attr::Int(1))];
+        let mean = self.emit(
+            name,
+            "mean",
+            OpKind::ReduceMean,
+            std::slice::from_ref(&xg),
+            &last,
+            n,
+        )?;
+        let centred = self.emit(name, "centred", OpKind::Sub, &[xg, mean], &[], n)?;
+        let sq = self.emit(
+            name,
+            "square",
+            OpKind::Mul,
+            &[centred.clone(), centred.clone()],
+            &[],
+            n,
+        )?;
+        let var = self.emit(name, "variance", OpKind::ReduceMean, &[sq], &last, n)?;
+        let eps = self.typed_constant(name, "epsilon", dtype, epsilon);
+        let var = self.emit(name, "plus_epsilon", OpKind::Add, &[var, eps], &[], n)?;
+        let sd = self.emit(name, "std", OpKind::Sqrt, &[var], &[], n)?;
+        let normed = self.emit(name, "normalized", OpKind::Div, &[centred, sd], &[], n)?;
+        let full: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let full = dims(self, "shape", &full);
+        // Per channel from opset 21, as [C, 1, ...]; per group before, as [G, 1] on the
+        // grouped values.
+        let (normed, affine) = if self.opset >= 21 {
+            let back = self.emit(
+                name,
+                "ungrouped",
+                OpKind::Reshape,
+                &[normed, full.clone()],
+                &[],
+                n,
+            )?;
+            let mut per = vec![1i64; shape.len() - 1];
+            per[0] = shape[1] as i64;
+            (back, per)
+        } else {
+            (normed, vec![groups as i64, 1])
+        };
+        let affine = dims(self, "affine_shape", &affine);
+        let s = self.emit(
+            name,
+            "scale",
+            OpKind::Reshape,
+            &[scale, affine.clone()],
+            &[],
+            n,
+        )?;
+        let b = self.emit(name, "bias", OpKind::Reshape, &[bias, affine], &[], n)?;
+        let scaled = self.emit(name, "scaled", OpKind::Mul, &[normed, s], &[], n)?;
+        if self.opset >= 21 {
+            return self.add(name, OpKind::Add, &[scaled, b], &[out], BTreeMap::new(), n);
+        }
+        let shifted = self.emit(name, "shifted", OpKind::Add, &[scaled, b], &[], n)?;
+        self.add(
+            name,
+            OpKind::Reshape,
+            &[shifted, full],
             &[out],
             BTreeMap::new(),
             n,
