@@ -117,9 +117,15 @@ impl Importer<'_> {
                         return Err(self.node_error(name, n, m));
                     }
                 };
-                let volume: i64 = match attrs.get("kernel_shape") {
-                    Some(Attr::Ints(k)) if k.iter().all(|&d| d > 0) => k.iter().product(),
-                    _ => {
+                let volume = match attrs.get("kernel_shape") {
+                    Some(Attr::Ints(k)) if k.iter().all(|&d| d > 0) => {
+                        k.iter().try_fold(1i64, |a, &d| a.checked_mul(d))
+                    }
+                    _ => None,
+                };
+                let volume = match volume {
+                    Some(v) => v,
+                    None => {
                         let m = "LpPool needs a positive kernel_shape".to_string();
                         return Err(self.node_error(name, n, m));
                     }

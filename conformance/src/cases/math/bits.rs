@@ -10,8 +10,8 @@ use super::super::{Case, CaseBody};
 use super::{Sink, BINARY_SHAPES};
 use crate::error::{Error, Result};
 
-/// The largest magnitude drawn: the generator draws within an i64 span.
-const LIMIT: f64 = (1u64 << 62) as f64;
+/// The largest magnitude drawn: the generator's span `hi - lo` must fit an i64.
+const LIMIT: f64 = (1u64 << 61) as f64;
 
 pub(super) fn bits(s: &mut Sink) -> Result<()> {
     for (desc, shape) in [("33", &[33][..]), ("2x3x4", &[2, 3, 4])] {
@@ -53,7 +53,7 @@ pub(super) fn bits(s: &mut Sink) -> Result<()> {
         let (lo, hi) = dtype
             .int_range()
             .map_or((0.0, 255.0), |(l, h)| (l as f64, h as f64));
-        // The generator draws within i64 spans: 64-bit dtypes keep below 2^62 in size.
+        // 64-bit dtypes keep below [`LIMIT`] in size.
         let full = Fill::Range(lo.max(-LIMIT), hi.min(LIMIT));
         if s.op == OpKind::BitwiseNot {
             s.one(dtype, "full_range_17", &[17], &full)?;
