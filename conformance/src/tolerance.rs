@@ -73,6 +73,11 @@ impl Family {
             | OpKind::And
             | OpKind::Or
             | OpKind::Xor
+            | OpKind::BitwiseAnd
+            | OpKind::BitwiseOr
+            | OpKind::BitwiseXor
+            | OpKind::BitwiseNot
+            | OpKind::BitShift
             | OpKind::TopK
             | OpKind::Hardmax
             | OpKind::Not
@@ -111,7 +116,8 @@ impl Family {
             | OpKind::Asinh
             | OpKind::Acosh
             | OpKind::Atanh
-            | OpKind::Resize => Family::Activation,
+            | OpKind::Resize
+            | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
             | OpKind::LayerNormalization
@@ -143,9 +149,12 @@ impl Family {
             | OpKind::GatherElements
             | OpKind::GatherND
             | OpKind::DepthToSpace
-            | OpKind::SpaceToDepth => Family::DataMovement,
+            | OpKind::SpaceToDepth
+            | OpKind::OneHot => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
-            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum => Family::Reduction,
+            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
+                Family::Reduction
+            }
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

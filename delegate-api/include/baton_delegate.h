@@ -275,9 +275,10 @@ extern "C" {
  * op codes (BATON_OP_POW and after); a 1.0 reader refuses a graph holding one of them. 1.2
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
- * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after. */
+ * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
+ * 1.4 BATON_OP_RANGE and after. */
 #define BATON_WIRE_MAJOR 1u
-#define BATON_WIRE_MINOR 3u
+#define BATON_WIRE_MINOR 4u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
 #define BATON_BTIR_MAX_GRAPH_DEPTH 16u
 
@@ -514,6 +515,15 @@ typedef int32_t BatonStatus;
 #define BATON_OP_XOR 108u
 #define BATON_OP_TOPK 109u
 #define BATON_OP_HARDMAX 110u
+/* Added in wire 1.4. */
+#define BATON_OP_RANGE 111u
+#define BATON_OP_ONEHOT 112u
+#define BATON_OP_BITWISEAND 113u
+#define BATON_OP_BITWISEOR 114u
+#define BATON_OP_BITWISEXOR 115u
+#define BATON_OP_BITWISENOT 116u
+#define BATON_OP_BITSHIFT 117u
+#define BATON_OP_CUMPROD 118u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -6,9 +6,10 @@ mod math;
 mod tensor_ops;
 
 pub use control::is_provisional;
+pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;
-use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage};
+use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage, TensorDecl};
 
 /// Infers the output dtype and shape of `node` from its inputs' declarations in `graph`.
 ///
@@ -103,6 +104,20 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
                     Ok((graph.tensors[t].dtype, shape))
                 })
                 .collect::<Result<_, IrError>>()?;
+            if node.op == OpKind::Range {
+                // Its length comes from constants of any Range dtype, not only i64.
+                let constant = |i: usize| match node.inputs.get(i).map(|&t| &graph.tensors[t]) {
+                    Some(TensorDecl {
+                        data: Some(Storage::Inline(d)),
+                        ..
+                    }) => Some(d.bytes()),
+                    _ => None,
+                };
+                if let (Some(s), Some(l), Some(d)) = (constant(0), constant(1), constant(2)) {
+                    let n = tensor_ops::range_of_constants(&inputs, [s, l, d]).map_err(err)?;
+                    return Ok(vec![(x.dtype, vec![Dim::Fixed(n)])]);
+                }
+            }
             let shape_operand = |i: usize| -> Option<Vec<i64>> {
                 let t = &graph.tensors[*node.inputs.get(i)?];
                 match (&t.data, t.dtype) {

@@ -10,7 +10,9 @@
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
-//!   Mish, Celu, Shrink and ReduceLogSum by `activation`;
+//!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
+//!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
+//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu and EyeLike by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -38,9 +40,12 @@ use super::proto::{type_proto, AttributeProto, GraphProto, ModelProto, NodeProto
 use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 
 mod activation;
+mod compose;
 mod control;
 mod legacy;
+mod loss;
 mod lower;
+mod norm;
 
 /// The oldest and newest default-domain opsets the importer accepts.
 /// Opsets 1 to 6 are read through the rewrites of `legacy`.
@@ -213,6 +218,26 @@ impl<'a> Importer<'a> {
             "Softsign" | "Mish" | "Celu" | "Shrink" | "ReduceLogSum" => {
                 return self.lower_activation(&name, n, &attrs)
             }
+            "RMSNormalization" if self.opset < 23 => {
+                return Err(at("RMSNormalization exists from opset 23".into()))
+            }
+            "GroupNormalization" if self.opset < 18 => {
+                return Err(at("GroupNormalization exists from opset 18".into()))
+            }
+            "RMSNormalization" | "LpNormalization" | "GroupNormalization" => {
+                return self.lower_norm(&name, n, &attrs)
+            }
+            "Swish" if self.opset < 24 => return Err(at("Swish exists from opset 24".into())),
+            "Mean"
+            | "GlobalMaxPool"
+            | "MeanVarianceNormalization"
+            | "Swish"
+            | "ThresholdedRelu"
+            | "LpPool"
+            | "EyeLike" => return self.compose(&name, n, &attrs),
+            "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
+                return self.lower_loss(&name, n, &attrs)
+            }
             "Softmax" | "LogSoftmax" | "Hardmax" if self.opset < 13 => {
                 return self.softmax_2d(&name, n, attrs);
             }
@@ -230,6 +255,9 @@ impl<'a> Importer<'a> {
             return self.recurrent_batch_first(&name, op, n, attrs);
         }
         let mut inputs: Vec<String> = n.input.clone();
+        if op == OpKind::OneHot {
+            self.one_hot_depth(&name, &mut inputs, n)?;
+        }
         if self.opset < 11 {
             self.adapt_legacy(&name, op, &mut inputs, &mut attrs, n)?;
         }
@@ -535,6 +563,24 @@ impl<'a> Importer<'a> {
         Ok(out)
     }
 
+    /// OneHot's `depth` as the IR takes it, one i64 value: ONNX casts a depth of any other
+    /// numeric type to int64 (truncating a float), so a Cast does that here.
+    fn one_hot_depth(
+        &mut self,
+        name: &str,
+        inputs: &mut [String],
+        n: &NodeProto,
+    ) -> Result<(), OnnxError> {
+        let Some(depth) = inputs.get(1).filter(|s| !s.is_empty()).cloned() else {
+            return Ok(()); // the shape rule names the missing input
+        };
+        if self.dtype_of(&depth).is_some_and(|d| d != DType::I64) {
+            let to = [("to", Attr::Int(7))]; // TensorProto.INT64
+            inputs[1] = self.emit(name, "depth_i64", OpKind::Cast, &[depth], &to, n)?;
+        }
+        Ok(())
+    }
+
     /// Adds a constant of a rewrite named `{name}/{tag}`; returns its name.
     fn named_constant(&mut self, name: &str, tag: &str, t: Tensor) -> String {
         let full = format!("{name}/{tag}");
@@ -641,9 +687,12 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
-        OpKind::Round => 11,
+        OpKind::CumProd => 26,
+        OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
+        OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,
         OpKind::Sign
+        | OpKind::OneHot
         | OpKind::IsNaN
         | OpKind::Sinh
         | OpKind::Cosh

@@ -164,7 +164,12 @@ pub fn fold_node(graph: &Graph, node: &Node) -> Option<Vec<Tensor>> {
         let v = views.get(i)?;
         (v.dtype == baton_delegate_api::DType::I64).then(|| bytemuck::pod_collect_to_vec(v.data))
     };
-    let expected = shape::infer_outputs(node, &typed, operand).ok()?;
+    // A Range's length comes from its values, which the shared rule reads only as i64.
+    let expected = if node.op == OpKind::Range {
+        reference::expected_outputs(node, &views).ok()?
+    } else {
+        shape::infer_outputs(node, &typed, operand).ok()?
+    };
     // A result too large to fold (a ConstantOfShape of 2^40 elements) is left to run time,
     // where the session's size limits refuse it by name instead of aborting here.
     let mut outs: Vec<Tensor> = expected

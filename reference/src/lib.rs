@@ -378,6 +378,26 @@ pub(crate) fn expected_outputs(
         inputs.iter().map(|t| (t.dtype, t.shape.to_vec())).collect();
     let shapes: Vec<Vec<usize>> = typed.iter().map(|(_, s)| s.clone()).collect();
     guard_geometry(node, &shapes)?;
+    if node.op == OpKind::Range {
+        // Its length comes from values of any dtype; the shared rule reads only i64 ones.
+        if let Some(t) = inputs.iter().find(|t| t.len() != 1) {
+            let m = format!(
+                "Range operands must be one value each, got shape {:?}",
+                t.shape
+            );
+            return Err(shape_err(node, m));
+        }
+        let n = tensor_ops::range_length(node, inputs)?;
+        if n.checked_mul(inputs[0].dtype.size())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(shape_err(
+                node,
+                format!("a Range of {n} elements is too large"),
+            ));
+        }
+        return Ok(vec![(inputs[0].dtype, vec![n])]);
+    }
     let operand = |i: usize| -> Option<Vec<i64>> {
         let t = inputs.get(i)?;
         (t.dtype == DType::I64).then(|| data::load::<i64>(t))

@@ -63,7 +63,8 @@
 //!   **ReduceSumSquare** of nothing 0; integer Prod, L1 and SumSquare wrap like Sum.
 //!   **ReduceLogSumExp** is `max + ln(sum(exp(x - max)))` (of nothing: -inf; an infinite or
 //!   NaN maximum is the result). **ArgMax** and **ArgMin** count NaN as found before any
-//!   number (numpy's rule) and break ties by `select_last_index`. **Hardmax** marks the
+//!   number (numpy's rule) and break ties by `select_last_index`. **BitShift** by the
+//!   width or more gives 0 (ONNX Runtime's and numpy's result on the usual machines). **Hardmax** marks the
 //!   position ArgMax gives; **TopK** orders by value, NaN counting as the largest,
 //!   equal values by position, and always returns its results sorted.
 //! - **Floor**, **Round** (halves to even) and the trigonometric and hyperbolic functions
@@ -133,6 +134,10 @@ pub(crate) fn run(
         }
         OpKind::Not => logic::not(x, out),
         OpKind::And | OpKind::Or | OpKind::Xor => logic::and(node.op, x, &inputs[1], out),
+        OpKind::BitwiseNot => logic::bitwise_not(x, out),
+        OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitShift => {
+            logic::bitwise(node, x, &inputs[1], out)
+        }
         OpKind::Hardmax => arg::hardmax(node, x, out),
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
@@ -179,6 +184,18 @@ const NUMERIC: &[DType] = &[
     DType::I64,
     DType::U64,
 ];
+/// The integer dtypes the bit ops take.
+const INTEGERS: &[DType] = &[
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
+const UNSIGNED: &[DType] = &[DType::U8, DType::U16, DType::U32, DType::U64];
 const SIGNED: &[DType] = &[
     DType::F32,
     DType::F16,
@@ -291,6 +308,11 @@ fn signature(op: OpKind) -> Option<Signature> {
         }
         OpKind::Not => sig((1, 1), &[BOOL], &[]),
         OpKind::And | OpKind::Or | OpKind::Xor => sig((2, 2), &[BOOL], &[]),
+        OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor => {
+            sig((2, 2), &[INTEGERS], &[(0, 1)])
+        }
+        OpKind::BitwiseNot => sig((1, 1), &[INTEGERS], &[]),
+        OpKind::BitShift => sig((2, 2), &[UNSIGNED], &[(0, 1)]),
         OpKind::Hardmax => sig((1, 1), &[ANY_FLOAT], &[]),
         OpKind::TopK => sig((1, 2), &[ORDERED, I64], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),

@@ -39,9 +39,15 @@
 //! - **GatherElements, ScatterElements, GatherND, ScatterND**: an index outside its axis
 //!   is a [`KernelError::Arithmetic`]; scatters apply updates in index order (a repeated
 //!   index without a reduction keeps the last). **CumSum** sums in f64 (integers exactly,
-//!   wrapping) and rounds each output once. **Trilu** zeroes with all-zero bytes (`+0`).
+//!   wrapping) and rounds each output once; **CumProd** likewise multiplies. **Trilu** zeroes with all-zero bytes (`+0`).
+//! - **Range** computes `start + i * delta` exactly for integers (wrapping to the dtype)
+//!   and in f64 for floats, rounded once; its length comes from the operand values of
+//!   any dtype (the shared shape rule reads only constant i64 ones). A `delta` of 0 is a
+//!   shape error. **OneHot** truncates float indices toward zero (a NaN or infinite one
+//!   matches no position) and copies `values`' elements bit for bit.
 
 mod conv_transpose;
+mod generate;
 mod index;
 mod movement;
 mod quantize;
@@ -52,6 +58,7 @@ use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
 use super::data;
 use super::KernelError;
+pub(crate) use generate::range_length;
 pub(crate) use resize::with_operand_scales;
 
 /// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
@@ -140,13 +147,15 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
             ],
         ),
         OpKind::DequantizeLinear => (2, &[Of(DEQUANTIZABLE), Of(SCALE), Same]),
-        OpKind::CumSum => (2, &[Of(SUMMABLE), Of(INDEX)]),
+        OpKind::CumSum | OpKind::CumProd => (2, &[Of(SUMMABLE), Of(INDEX)]),
         OpKind::Trilu => (1, &[Of(ANY), Of(I64)]),
         OpKind::GatherElements => (2, &[Of(ANY), Of(INDEX)]),
         OpKind::ScatterElements => (3, &[Of(ANY), Of(INDEX), Same]),
         OpKind::GatherND => (2, &[Of(ANY), Of(I64)]),
         OpKind::ScatterND => (3, &[Of(ANY), Of(I64), Same]),
         OpKind::DepthToSpace | OpKind::SpaceToDepth => (1, &[Of(ANY)]),
+        OpKind::Range => (3, &[Of(generate::RANGE), Same, Same]),
+        OpKind::OneHot => (3, &[Of(generate::ONE_HOT_INDICES), Of(I64), Of(ANY)]),
         _ => return None,
     };
     Some(check_signature(op, input_dtypes, min, rules))
@@ -181,13 +190,15 @@ pub(crate) fn run(
         OpKind::LSTM | OpKind::GRU => recurrent::recurrent(node, inputs, outputs),
         OpKind::QuantizeLinear => quantize::quantize(node, inputs, &mut outputs[0]),
         OpKind::DequantizeLinear => quantize::dequantize(node, inputs, &mut outputs[0]),
-        OpKind::CumSum => index::cumsum(node, inputs, &mut outputs[0]),
+        OpKind::CumSum | OpKind::CumProd => index::cumsum(node, inputs, &mut outputs[0]),
         OpKind::Trilu => index::trilu(node, inputs, &mut outputs[0]),
         OpKind::GatherElements => index::gather_elements(node, x, &inputs[1], &mut outputs[0]),
         OpKind::ScatterElements => index::scatter_elements(node, inputs, &mut outputs[0]),
         OpKind::GatherND => index::gather_nd(node, x, &inputs[1], &mut outputs[0]),
         OpKind::ScatterND => index::scatter_nd(node, inputs, &mut outputs[0]),
         OpKind::DepthToSpace | OpKind::SpaceToDepth => index::depth_space(node, x, &mut outputs[0]),
+        OpKind::Range => generate::range(inputs, &mut outputs[0]),
+        OpKind::OneHot => generate::one_hot(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

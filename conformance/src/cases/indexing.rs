@@ -23,7 +23,7 @@ fn id_int(v: i64) -> String {
 /// Appends the cases of `op` if it belongs to this family.
 pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
-        OpKind::CumSum => cumsum(out),
+        OpKind::CumSum | OpKind::CumProd => cumsum(op, out),
         OpKind::Trilu => trilu(out),
         OpKind::GatherElements | OpKind::ScatterElements => elements(op, out),
         OpKind::GatherND | OpKind::ScatterND => nd(op, out).and_then(|()| nd_dtypes(op, out)),
@@ -64,8 +64,13 @@ fn indices(rng: &mut Rng, n: usize, dim: usize) -> Vec<i64> {
         .collect()
 }
 
-fn cumsum(out: &mut Vec<Case>) -> Result<()> {
-    let op = OpKind::CumSum;
+/// CumSum and CumProd cases (products of values in [-2, 2], which stay in range).
+fn cumsum(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
+    let fill = |dtype: DType| match op {
+        OpKind::CumProd if dtype.is_float() => Fill::Range(-2.0, 2.0),
+        OpKind::CumProd => Fill::Range(-3.0, 3.0),
+        _ => values(dtype),
+    };
     for (shape, axis) in [
         (&[10][..], 0i64),
         (&[3, 4, 5][..], 1),
@@ -83,7 +88,7 @@ fn cumsum(out: &mut Vec<Case>) -> Result<()> {
                 ("reverse", Attr::Int(reverse)),
             ];
             push(out, op, F32, &desc, &attrs, |m| {
-                m.input(shape, &values(F32));
+                m.input(shape, &fill(F32));
                 m.operand(Tensor::from_i64(&[], &[axis]), true);
             })?;
         }
@@ -94,7 +99,7 @@ fn cumsum(out: &mut Vec<Case>) -> Result<()> {
     })?;
     for dtype in [F16, I32, I64] {
         push(out, op, dtype, "3x4_axis1", &[], |m| {
-            m.input(&[3, 4], &values(dtype));
+            m.input(&[3, 4], &fill(dtype));
             m.operand(Tensor::from_bytes(I32, &[], &1i32.to_le_bytes()), true);
         })?;
     }

@@ -17,6 +17,7 @@ use super::{Case, CaseBody, KIT_DTYPES};
 use crate::error::{Error, Result};
 
 mod arith;
+mod bits;
 mod cast;
 mod reduce;
 
@@ -58,6 +59,11 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         | OpKind::LessOrEqual => compare(s),
         OpKind::Not | OpKind::And | OpKind::Or | OpKind::Xor => logic(s),
         OpKind::TopK => arith::top_k(s),
+        OpKind::BitwiseAnd
+        | OpKind::BitwiseOr
+        | OpKind::BitwiseXor
+        | OpKind::BitwiseNot
+        | OpKind::BitShift => bits::bits(s),
         OpKind::Hardmax => arith::hardmax(s),
         OpKind::Where => select(s),
         OpKind::Cast => cast::cast(s),

@@ -15,6 +15,7 @@
 mod abi;
 mod elementwise;
 mod gen;
+mod generate;
 mod indexing;
 mod linalg;
 mod math;
@@ -138,6 +139,7 @@ pub fn all() -> Result<Vec<Case>> {
                 math::cases(op, &mut out)?;
                 tensor_ops::cases(op, &mut out)?;
                 indexing::cases(op, &mut out)?;
+                generate::cases(op, &mut out)?;
             }
         }
     }

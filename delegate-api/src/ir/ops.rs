@@ -319,4 +319,32 @@ ops! {
     /// 1 at the first largest element along `axis` (default -1; NaN counts as largest),
     /// 0 elsewhere, in the input's dtype (opset 13 semantics).
     Hardmax = 110,
+    /// `start + i * delta` for `i` in `0..max(ceil((limit - start) / delta), 0)`: a 1-D
+    /// tensor from three scalar inputs `start`, `limit`, `delta` of one dtype (an integer
+    /// or float dtype). The length depends on the values, so its shape is known where the
+    /// three are constants (a shape rule reads i64 operands; the reference any dtype). A
+    /// `delta` of 0 is an error.
+    Range = 111,
+    /// One-hot encoding: `indices` (any numeric dtype, truncated toward zero; negative
+    /// counts from `depth`) with a new axis of extent `depth` inserted at `axis` (default
+    /// -1, the last of the output), holding `values[1]` where the axis position equals the
+    /// index and `values[0]` elsewhere (an index outside `[-depth, depth)` gives a line of
+    /// `values[0]`). `depth` is a one-element i64 input 1 (the importer casts other
+    /// dtypes, as ONNX does); `values` is a two-element input 2 of the output's dtype.
+    OneHot = 112,
+    /// Bitwise and of two integer tensors of one dtype, with numpy broadcasting.
+    BitwiseAnd = 113,
+    /// Bitwise or, like [`OpKind::BitwiseAnd`].
+    BitwiseOr = 114,
+    /// Bitwise exclusive or, like [`OpKind::BitwiseAnd`].
+    BitwiseXor = 115,
+    /// Bitwise complement of an integer tensor.
+    BitwiseNot = 116,
+    /// `X << Y` (`direction` `LEFT`) or `X >> Y` (`RIGHT`, logical) of two unsigned
+    /// integer tensors of one dtype, with numpy broadcasting; a shift by the width or more
+    /// gives 0.
+    BitShift = 117,
+    /// Running products of `x` along the axis given by input 1, with the attributes and
+    /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
+    CumProd = 118,
 }

@@ -58,6 +58,10 @@ pub(crate) fn infer(
             bool_operands(op, inputs, 2).and_then(|()| binary(op, inputs, Some(DType::Bool)))
         }
         OpKind::Hardmax => log_softmax(node, inputs),
+        OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitShift => {
+            int_operands(op, inputs, 2).and_then(|()| binary(op, inputs, None))
+        }
+        OpKind::BitwiseNot => int_operands(op, inputs, 1).and_then(|()| same_as_input(op, inputs)),
         OpKind::TopK => top_k(node, inputs, operand),
         OpKind::Not => bool_operands(op, inputs, 1)
             .and_then(|()| same_as_input(op, inputs))
@@ -128,6 +132,23 @@ fn bool_operands(op: OpKind, inputs: &[(DType, Vec<usize>)], n: usize) -> Result
         let (d, _) = input(op, inputs, i)?;
         if *d != DType::Bool {
             return Err(format!("{op} operand {i} must be bool, got {d}"));
+        }
+    }
+    Ok(())
+}
+
+/// The bit ops' operands: integers (BitShift: unsigned ones).
+fn int_operands(op: OpKind, inputs: &[(DType, Vec<usize>)], n: usize) -> Result<(), String> {
+    for i in 0..n {
+        let (d, _) = input(op, inputs, i)?;
+        let ok = match op {
+            OpKind::BitShift => matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64),
+            _ => d.is_int(),
+        };
+        if !ok {
+            return Err(format!(
+                "{op} operand {i} must be an integer of a bit op's type, got {d}"
+            ));
         }
     }
     Ok(())

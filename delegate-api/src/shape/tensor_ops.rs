@@ -4,8 +4,12 @@
 //! Operands that fix an output shape (axes, pads, repeats, target shapes) must be constant
 //! i64 tensors or, where ONNX once had them as attributes, attributes of the same name.
 
+mod generate;
 mod index;
 mod layers;
+
+pub(crate) use generate::range_of_constants;
+pub use generate::{range_length_f64, range_length_i64};
 
 use super::{broadcast_shapes, normalize_axis, Outputs};
 use crate::abi::MAX_RANK;
@@ -39,13 +43,15 @@ pub(crate) fn infer(
         OpKind::Resize => layers::resize(&ops),
         OpKind::LSTM | OpKind::GRU => layers::recurrent(&ops),
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => layers::quantize(&ops),
-        OpKind::CumSum => index::cumsum(&ops),
+        OpKind::CumSum | OpKind::CumProd => index::cumsum(&ops),
         OpKind::Trilu => index::trilu(&ops),
         OpKind::GatherElements => index::gather_elements(&ops),
         OpKind::ScatterElements => index::scatter_elements(&ops),
         OpKind::GatherND => index::gather_nd(&ops),
         OpKind::ScatterND => index::scatter_nd(&ops),
         OpKind::DepthToSpace | OpKind::SpaceToDepth => index::depth_space(&ops),
+        OpKind::Range => generate::range(&ops),
+        OpKind::OneHot => generate::one_hot(&ops),
         _ => return None,
     };
     Some(r.and_then(check_outputs))

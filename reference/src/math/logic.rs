@@ -1,4 +1,4 @@
-//! Comparisons (Equal, Greater, Less), logic (Not, And) and Where. Bool results are
+//! Comparisons (Equal, Greater, Less), logic (Not, And), the bit ops and Where. Bool results are
 //! stored as bytes 0 and 1; a bool operand byte counts as true when non-zero.
 
 use std::cmp::Ordering;
@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use baton_delegate_api::ir::{Node, OpKind};
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use crate::data::{broadcast_offsets, load, load_f64, load_ints, store};
+use crate::data::{broadcast_offsets, load, load_f64, load_ints, store, store_ints};
 use crate::{unsupported, KernelError};
 
 /// `a == b`, `a > b` or `a < b` with broadcasting, into a bool output. Floats compare as
@@ -37,6 +37,52 @@ pub(crate) fn compare(
         zip_map(&ia, &ib, |i, j| want(x[i].partial_cmp(&y[j])))
     };
     store(out, &r);
+    Ok(())
+}
+
+/// BitwiseAnd, BitwiseOr, BitwiseXor or BitShift of two integer tensors of one dtype, with
+/// broadcasting. Values are handled as their two's-complement bits (exact in i128) and
+/// wrapped back to the dtype.
+pub(crate) fn bitwise(
+    node: &Node,
+    a: &TensorRef<'_>,
+    b: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let shape = out.shape().to_vec();
+    let (ia, ib) = (
+        broadcast_offsets(a.shape, &shape),
+        broadcast_offsets(b.shape, &shape),
+    );
+    let (x, y) = (load_ints(a), load_ints(b));
+    let bits = 8 * a.dtype.size() as i128;
+    let left = match node.attr_str("direction", "") {
+        "LEFT" => true,
+        "RIGHT" => false,
+        other if node.op == OpKind::BitShift => {
+            let m = format!("BitShift direction must be LEFT or RIGHT, got '{other}'");
+            return Err(unsupported(node, m));
+        }
+        _ => false,
+    };
+    let f = |p: i128, q: i128| match node.op {
+        OpKind::BitwiseAnd => p & q,
+        OpKind::BitwiseOr => p | q,
+        OpKind::BitwiseXor => p ^ q,
+        // Unsigned operands: `p` and `q` are not negative.
+        _ if q >= bits => 0,
+        _ if left => p << q,
+        _ => p >> q,
+    };
+    let r: Vec<i128> = ia.iter().zip(&ib).map(|(&i, &j)| f(x[i], y[j])).collect();
+    store_ints(out, &r);
+    Ok(())
+}
+
+/// The bitwise complement of an integer tensor.
+pub(crate) fn bitwise_not(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<(), KernelError> {
+    let r: Vec<i128> = load_ints(x).into_iter().map(|v| !v).collect();
+    store_ints(out, &r);
     Ok(())
 }
 

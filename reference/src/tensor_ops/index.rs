@@ -34,8 +34,8 @@ fn resolve(node: &Node, i: i64, dim: usize) -> Result<usize, KernelError> {
     Ok(r as usize)
 }
 
-/// Running sums along the axis given by input 1; `exclusive` leaves each element out of
-/// its own sum, `reverse` runs from the end.
+/// Running sums (CumProd: products) along the axis given by input 1; `exclusive` leaves
+/// each element out of its own sum, `reverse` runs from the end.
 pub(super) fn cumsum(
     node: &Node,
     inputs: &[TensorRef<'_>],
@@ -48,6 +48,7 @@ pub(super) fn cumsum(
         node.attr_int("exclusive", 0) != 0,
         node.attr_int("reverse", 0) != 0,
     );
+    let product = node.op == OpKind::CumProd;
     let n = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
@@ -66,14 +67,19 @@ pub(super) fn cumsum(
     if x.dtype.is_float() {
         let v = load_f64(x);
         let mut r = vec![0.0; v.len()];
+        let (start, step): (f64, fn(f64, f64) -> f64) = if product {
+            (1.0, |a, b| a * b)
+        } else {
+            (0.0, |a, b| a + b)
+        };
         lines(&mut |at| {
-            let mut acc = 0.0;
+            let mut acc = start;
             for &p in at {
                 if exclusive {
                     r[p] = acc;
-                    acc += v[p];
+                    acc = step(acc, v[p]);
                 } else {
-                    acc += v[p];
+                    acc = step(acc, v[p]);
                     r[p] = acc;
                 }
             }
@@ -82,13 +88,18 @@ pub(super) fn cumsum(
     } else {
         let v = load_ints(x);
         let mut r = vec![0i128; v.len()];
+        let (start, step): (i64, fn(i64, i64) -> i64) = if product {
+            (1, i64::wrapping_mul)
+        } else {
+            (0, i64::wrapping_add)
+        };
         lines(&mut |at| {
-            let mut acc = 0i128;
+            let mut acc = i128::from(start);
             for &p in at {
                 let before = acc;
                 // Wrapping in 64 bits and truncating to the dtype on store is wrapping in
                 // the dtype.
-                acc = i128::from((acc as i64).wrapping_add(v[p] as i64));
+                acc = i128::from(step(acc as i64, v[p] as i64));
                 r[p] = if exclusive { before } else { acc };
             }
         });

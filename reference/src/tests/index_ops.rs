@@ -1,5 +1,5 @@
-//! CumSum, Trilu, GatherElements, ScatterElements, GatherND, ScatterND, DepthToSpace and
-//! SpaceToDepth against hand-computed values.
+//! CumSum, CumProd, Trilu, GatherElements, ScatterElements, GatherND, ScatterND,
+//! DepthToSpace and SpaceToDepth against hand-computed values.
 
 use super::*;
 
@@ -22,6 +22,26 @@ fn cumsum_exclusive_and_reverse() {
     let i = typed(DType::I32, &[3], &[i32::MAX, 1, 1]);
     let r = run(&node(OpKind::CumSum, 2, &[]), &[i, i64t(&[1], &[0])]).unwrap();
     assert_eq!(r.values::<i32>(), &[i32::MAX, i32::MIN, i32::MIN + 1]);
+}
+
+#[test]
+fn cumprod_multiplies_with_the_cumsum_attributes() {
+    let x = f32t(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+    let axis = i64t(&[], &[1]);
+    let run_with = |ex: i64, rev: i64| {
+        let attrs = [("exclusive", Attr::Int(ex)), ("reverse", Attr::Int(rev))];
+        run_f32(
+            &node(OpKind::CumProd, 2, &attrs),
+            &[x.clone(), axis.clone()],
+        )
+        .1
+    };
+    assert_bits(&run_with(0, 0), &[1., 2., 6., 4., 20., 120.]);
+    assert_bits(&run_with(1, 0), &[1., 1., 2., 1., 4., 20.]);
+    assert_bits(&run_with(0, 1), &[6., 6., 3., 120., 30., 6.]);
+    let i = typed(DType::I32, &[3], &[65536i32, 65536, 3]);
+    let r = run(&node(OpKind::CumProd, 2, &[]), &[i, i64t(&[1], &[0])]).unwrap();
+    assert_eq!(r.values::<i32>(), &[65536, 0, 0]);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Comparisons, Not, And, Where and Cast.
+//! Comparisons, Not, And, the bit ops, Where and Cast.
 
 use super::*;
 
@@ -269,4 +269,41 @@ fn cast_to_an_unknown_type_names_the_code() {
     assert!(err.to_string().contains("'to'"), "{err}");
     let (shape, got) = run_f32(&cast_to(1), &[typed(DType::I8, &[0, 2], &[0i8; 0])]);
     assert_eq!((shape, got.len()), (vec![0, 2], 0));
+}
+
+#[test]
+fn bitwise_ops_work_on_the_twos_complement_bits() {
+    let a = typed(DType::I8, &[4], &[-1i8, 0x55, -128, 7]);
+    let b = typed(DType::I8, &[4], &[0x0Fi8, 0x0F, -1, -8]);
+    let run2 = |op| run(&node(op, 2, &[]), &[a.clone(), b.clone()]).unwrap();
+    assert_eq!(
+        run2(OpKind::BitwiseAnd).values::<i8>(),
+        &[0x0F, 0x05, -128, 0]
+    );
+    assert_eq!(run2(OpKind::BitwiseOr).values::<i8>(), &[-1, 0x5F, -1, -1]);
+    assert_eq!(
+        run2(OpKind::BitwiseXor).values::<i8>(),
+        &[-16, 0x5A, 127, -1]
+    );
+    let not = run(&node(OpKind::BitwiseNot, 1, &[]), std::slice::from_ref(&a)).unwrap();
+    assert_eq!(not.values::<i8>(), &[0, -0x56, 127, -8]);
+    let u = typed(DType::U64, &[1], &[u64::MAX]);
+    let not = run(&node(OpKind::BitwiseNot, 1, &[]), &[u]).unwrap();
+    assert_eq!(not.values::<u64>(), &[0]);
+}
+
+#[test]
+fn bit_shifts_past_the_width_give_zero() {
+    let x = typed(DType::U8, &[4], &[0b1011_0001u8, 1, 255, 128]);
+    let by = typed(DType::U8, &[4], &[1u8, 7, 8, 200]);
+    let shift = |dir: &str| {
+        let attrs = [("direction", Attr::Str(dir.into()))];
+        run(&node(OpKind::BitShift, 2, &attrs), &[x.clone(), by.clone()]).unwrap()
+    };
+    assert_eq!(shift("LEFT").values::<u8>(), &[0b0110_0010, 128, 0, 0]);
+    assert_eq!(shift("RIGHT").values::<u8>(), &[0b0101_1000, 0, 0, 0]);
+    let attrs = [("direction", Attr::Str("UP".into()))];
+    assert!(run(&node(OpKind::BitShift, 2, &attrs), &[x.clone(), by.clone()]).is_err());
+    let signed = typed(DType::I32, &[1], &[1i32]);
+    assert!(run(&node(OpKind::BitShift, 2, &[]), &[signed.clone(), signed]).is_err());
 }

@@ -6,6 +6,7 @@ mod control;
 mod conv;
 mod dtypes;
 mod elementwise;
+mod generate;
 mod graph;
 mod index_ops;
 mod linalg;

@@ -15,16 +15,17 @@ fn index_dtype(op: OpKind, what: &str, d: DType) -> Result<(), String> {
     }
 }
 
-/// CumSum: `x`'s shape; the axis (input 1) is one i32 or i64 value.
+/// CumSum and CumProd: `x`'s shape; the axis (input 1) is one i32 or i64 value.
 pub(super) fn cumsum(ops: &Operands<'_>) -> Result<Outputs, String> {
+    let op = ops.node.op;
     let (dtype, x) = ops.x()?;
     let (ad, axis) = ops.input(1)?;
-    index_dtype(OpKind::CumSum, "axis", *ad)?;
+    index_dtype(op, "axis", *ad)?;
     if axis.iter().product::<usize>() != 1 || axis.len() > 1 {
-        return Err(format!("CumSum axis must be one value, got shape {axis:?}"));
+        return Err(format!("{op} axis must be one value, got shape {axis:?}"));
     }
     if x.is_empty() {
-        return Err("CumSum needs an input of rank >= 1, got a scalar".into());
+        return Err(format!("{op} needs an input of rank >= 1, got a scalar"));
     }
     Ok(vec![(*dtype, x.clone())])
 }

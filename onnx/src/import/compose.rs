@@ -1,0 +1,204 @@
+//! Small ops written as compositions of IR ops:
+//!
+//! - **Mean** of its inputs: their broadcast sum (as `Sum` is lowered) divided by their
+//!   count;
+//! - **GlobalMaxPool**: ReduceMax over the spatial axes (2 and after), kept as 1;
+//! - **MeanVarianceNormalization** `(x - mean) / sqrt(mean(x²) - mean² + 1e-9)` over
+//!   `axes` (default `[0, 2, 3]`), ONNX's own function body;
+//! - **LpPool** `(sum over each window of |x|^p)^(1/p)` (`p` default 2), the sum being
+//!   AveragePool's zero-padded mean (`count_include_pad` 1) times the window's volume;
+//! - **Swish** (opset 24) `x * sigmoid(alpha * x)` (`alpha` default 1);
+//! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1);
+//! - **EyeLike** (opset 9): a constant of its 2-D input's fixed shape, 1 on the `k`-th
+//!   diagonal (default 0) and 0 elsewhere, of `dtype` (default the input's).
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::dtype::{push_float, push_int};
+use baton_delegate_api::{Attr, DType, OpKind, Tensor};
+
+use super::super::proto::NodeProto;
+use super::super::OnnxError;
+use super::Importer;
+
+impl Importer<'_> {
+    /// Imports a node whose op is composed here (see the module docs).
+    pub(super) fn compose(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+    ) -> Result<(), OnnxError> {
+        let out = self.single_output(name, n)?;
+        let x = n.input.first().cloned().unwrap_or_default();
+        if n.op_type == "EyeLike" {
+            return self.eye_like(name, n, attrs, &x, &out);
+        }
+        let dtype = match self.dtype_of(&x) {
+            Some(d) if d.is_float() => d,
+            _ => {
+                let m = format!("{} is supported on float inputs", n.op_type);
+                return Err(self.node_error(name, n, m));
+            }
+        };
+        let constant = |s: &mut Self, tag: &str, v: f64| {
+            let mut bytes = Vec::with_capacity(dtype.size());
+            push_float(dtype, v, false, &mut bytes);
+            s.named_constant(name, tag, Tensor::from_bytes(dtype, &[], &bytes))
+        };
+        let alpha = match attrs.get("alpha") {
+            Some(Attr::Float(v)) => f64::from(*v),
+            _ => 1.0,
+        };
+        let none = BTreeMap::new;
+        match n.op_type.as_str() {
+            "Mean" => {
+                let count = n.input.len();
+                if count == 0 {
+                    return Err(self.node_error(name, n, "Mean needs an input".into()));
+                }
+                let mut acc = x;
+                for (k, operand) in n.input[1..].iter().enumerate() {
+                    let tag = format!("sum{k}");
+                    acc = self.emit(name, &tag, OpKind::Add, &[acc, operand.clone()], &[], n)?;
+                }
+                let c = constant(self, "count", count as f64);
+                self.add(name, OpKind::Div, &[acc, c], &[out], none(), n)
+            }
+            "GlobalMaxPool" => {
+                let rank = self.rank_of(&x).filter(|&r| r >= 3).ok_or_else(|| {
+                    let m = "GlobalMaxPool needs an input [N, C, spatial...] of known rank";
+                    self.node_error(name, n, m.into())
+                })?;
+                let axes = BTreeMap::from([
+                    ("axes".to_string(), Attr::Ints((2..rank as i64).collect())),
+                    ("keepdims".to_string(), Attr::Int(1)),
+                ]);
+                self.add(name, OpKind::ReduceMax, &[x], &[out], axes, n)
+            }
+            "MeanVarianceNormalization" => {
+                let axes = match attrs.get("axes") {
+                    Some(Attr::Ints(a)) => a.clone(),
+                    _ => vec![0, 2, 3],
+                };
+                let keep = [("axes", Attr::Ints(axes)), ("keepdims", Attr::Int(1))];
+                let mean = self.emit(
+                    name,
+                    "mean",
+                    OpKind::ReduceMean,
+                    std::slice::from_ref(&x),
+                    &keep,
+                    n,
+                )?;
+                let sq = self.emit(name, "square", OpKind::Mul, &[x.clone(), x.clone()], &[], n)?;
+                let msq = self.emit(name, "mean_square", OpKind::ReduceMean, &[sq], &keep, n)?;
+                let m2 = self.emit(
+                    name,
+                    "mean_sq",
+                    OpKind::Mul,
+                    &[mean.clone(), mean.clone()],
+                    &[],
+                    n,
+                )?;
+                let var = self.emit(name, "variance", OpKind::Sub, &[msq, m2], &[], n)?;
+                let eps = constant(self, "epsilon", 1e-9);
+                let var = self.emit(name, "plus_epsilon", OpKind::Add, &[var, eps], &[], n)?;
+                let sd = self.emit(name, "std", OpKind::Sqrt, &[var], &[], n)?;
+                let centred = self.emit(name, "centred", OpKind::Sub, &[x, mean], &[], n)?;
+                self.add(name, OpKind::Div, &[centred, sd], &[out], none(), n)
+            }
+            "LpPool" => {
+                // The window sum of |x|^p is the zero-padded window mean times its volume.
+                let p = match attrs.get("p") {
+                    Some(Attr::Int(p)) if *p > 0 => *p as f64,
+                    None => 2.0,
+                    Some(other) => {
+                        let m = format!("p must be a positive integer, got {other:?}");
+                        return Err(self.node_error(name, n, m));
+                    }
+                };
+                let volume = match attrs.get("kernel_shape") {
+                    Some(Attr::Ints(k)) if k.iter().all(|&d| d > 0) => {
+                        k.iter().try_fold(1i64, |a, &d| a.checked_mul(d))
+                    }
+                    _ => None,
+                };
+                let volume = match volume {
+                    Some(v) => v,
+                    None => {
+                        let m = "LpPool needs a positive kernel_shape".to_string();
+                        return Err(self.node_error(name, n, m));
+                    }
+                };
+                let mut pool = attrs.clone();
+                pool.remove("p");
+                pool.insert("count_include_pad".into(), Attr::Int(1));
+                let pool: Vec<(&str, Attr)> =
+                    pool.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+                let pc = constant(self, "p", p);
+                let abs = self.emit(name, "abs", OpKind::Abs, std::slice::from_ref(&x), &[], n)?;
+                let pw = self.emit(name, "pow", OpKind::Pow, &[abs, pc], &[], n)?;
+                let mean = self.emit(name, "window_mean", OpKind::AveragePool, &[pw], &pool, n)?;
+                let vol = constant(self, "volume", volume as f64);
+                let sum = self.emit(name, "window_sum", OpKind::Mul, &[mean, vol], &[], n)?;
+                let inv = constant(self, "inverse_p", 1.0 / p);
+                self.add(name, OpKind::Pow, &[sum, inv], &[out], none(), n)
+            }
+            "Swish" => {
+                let a = constant(self, "alpha", alpha);
+                let ax = self.emit(name, "scaled", OpKind::Mul, &[x.clone(), a], &[], n)?;
+                let s = self.emit(name, "sigmoid", OpKind::Sigmoid, &[ax], &[], n)?;
+                self.add(name, OpKind::Mul, &[x, s], &[out], none(), n)
+            }
+            _ => {
+                // ThresholdedRelu
+                let a = constant(self, "alpha", alpha);
+                let zero = constant(self, "zero", 0.0);
+                let above = self.emit(name, "above", OpKind::Greater, &[x.clone(), a], &[], n)?;
+                self.add(name, OpKind::Where, &[above, x, zero], &[out], none(), n)
+            }
+        }
+    }
+
+    /// EyeLike: a constant, since it reads only its input's (fixed) shape.
+    fn eye_like(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+        x: &str,
+        out: &str,
+    ) -> Result<(), OnnxError> {
+        let Some([rows, cols]) = self
+            .static_shape_of(x)
+            .and_then(|s| <[usize; 2]>::try_from(s).ok())
+        else {
+            let m = "EyeLike needs a 2-D input of fixed shape".to_string();
+            return Err(self.node_error(name, n, m));
+        };
+        let dtype = match attrs.get("dtype") {
+            Some(Attr::Int(code)) => DType::from_onnx(*code),
+            _ => self.dtype_of(x),
+        };
+        let Some(dtype) = dtype.filter(|d| d.is_float() || d.is_int() || *d == DType::Bool) else {
+            return Err(self.node_error(name, n, "EyeLike's dtype is not numeric".into()));
+        };
+        let k = match attrs.get("k") {
+            Some(Attr::Int(k)) => *k,
+            _ => 0,
+        };
+        let mut bytes = Vec::with_capacity(rows * cols * dtype.size());
+        for i in 0..rows as i64 {
+            for j in 0..cols as i64 {
+                let v = i128::from(j - i == k);
+                if dtype.is_float() {
+                    push_float(dtype, v as f64, false, &mut bytes);
+                } else {
+                    push_int(dtype, v, &mut bytes);
+                }
+            }
+        }
+        self.constant(out, Tensor::from_bytes(dtype, &[rows, cols], &bytes));
+        Ok(())
+    }
+}
