@@ -96,8 +96,9 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     }
     let threads = config.threads;
     let engine = Engine::new(config)?;
-    let load_ms = model.load_ms(&engine, &bindings, a.load_runs)?;
-    let mut session = model.session(&engine, &bindings)?;
+    let values = baton_runtime_host::inputs::values(&graph, &inputs);
+    let load_ms = model.load_ms(&engine, &bindings, &values, a.load_runs)?;
+    let mut session = model.session(&engine, &bindings, &values)?;
     if !synthesised.is_empty() && !a.json {
         eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
     }

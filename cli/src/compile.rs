@@ -107,6 +107,10 @@ pub fn run(a: CompileArgs) -> Result<()> {
         },
         match &compiled.memory {
             Some(m) => format!("; arena {} B", m.arena_size),
+            None if compiled.bounds.is_empty() => format!(
+                "; value inputs {}: specialised and compiled per value at run time",
+                baton_runtime_host::values::value_input_names(&compiled.graph).join(", ")
+            ),
             None => format!(
                 "; bounded by {}, compiled per size at run time",
                 crate::dims::bound_list(&compiled.bounds)

@@ -91,7 +91,9 @@ fn run(
     scratch: &Path,
 ) -> Result<Vec<Tensor>, String> {
     let bindings = inputs::bindings(graph, inputs);
-    let mut session = Session::new(engine, graph, &bindings).map_err(|e| e.to_string())?;
+    let values = inputs::values(graph, inputs);
+    let mut session =
+        Session::with_values(engine, graph, &bindings, &values).map_err(|e| e.to_string())?;
     let outputs = session.run(inputs).map_err(|e| e.to_string())?;
     outputs
         .iter()
