@@ -250,3 +250,74 @@ fn a_program_keeps_its_value_inputs_for_run_time() {
     assert!(err.contains("input 'axes'"), "{err}");
     assert_eq!(DType::I64, graph.tensors[graph.inputs[1]].dtype);
 }
+
+/// `y = Softmax(Reshape(x [24], shape [3]), axis=1)` at opset 11: the Softmax's input has
+/// a rank known only once `shape`'s values are, and opset 11 flattens it to 2-D at axis 1.
+fn write_softmax_model(dir: &Path) -> std::path::PathBuf {
+    let axis = AttributeProto {
+        name: "axis".into(),
+        r#type: 2, // INT
+        i: 1,
+        ..Default::default()
+    };
+    let node = |op: &str, inputs: &[&str], out: &str, attrs: Vec<AttributeProto>| NodeProto {
+        op_type: op.into(),
+        name: format!("{op}_0"),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.into()],
+        attribute: attrs,
+        ..Default::default()
+    };
+    let graph = GraphProto {
+        name: "softmax_unknown_rank".into(),
+        node: vec![
+            node("Reshape", &["x", "shape"], "r", vec![]),
+            node("Softmax", &["r"], "y", vec![axis]),
+        ],
+        input: vec![
+            value("x", DataType::Float, &[Some(24)]),
+            value("shape", DataType::Int64, &[Some(3)]),
+        ],
+        output: vec![value("y", DataType::Float, &[None, None, None])],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: 6,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 11,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    };
+    let path = dir.join("softmax.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    path
+}
+
+#[test]
+fn a_legacy_softmax_on_an_input_of_unknown_rank_is_specialised_per_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = model::load(&write_softmax_model(dir.path())).unwrap();
+    let engine = common::plugin_engine(false);
+    let mut s = SpecializingSession::new(&engine, &graph);
+    let v: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin()).collect();
+    for shape in [[2i64, 3, 4], [4, 6, 1]] {
+        let out = s.run(&[Tensor::from_f32(&[24], &v), i64s(&shape)]).unwrap();
+        let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        assert_eq!(out[0].shape, dims);
+        // Opset 11: the softmax runs over each row of the [shape[0], 24 / shape[0]] view.
+        let row = 24 / dims[0];
+        let got = out[0].f32s();
+        for r in 0..dims[0] {
+            let xs = &v[r * row..(r + 1) * row];
+            let max = xs.iter().cloned().fold(f32::MIN, f32::max);
+            let sum: f32 = xs.iter().map(|&x| (x - max).exp()).sum();
+            for (k, &x) in xs.iter().enumerate() {
+                let want = (x - max).exp() / sum;
+                assert!((got[r * row + k] - want).abs() < 1e-6, "shape {shape:?}");
+            }
+        }
+    }
+    assert_eq!(s.specializations(), 2);
+}

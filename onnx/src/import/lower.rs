@@ -465,7 +465,10 @@ impl Importer<'_> {
 
     /// Softmax and LogSoftmax before opset 13: over the 2-D view `[prod(dims[..axis]),
     /// prod(dims[axis..])]` (default axis 1). Where `axis` is the last dimension this is
-    /// the opset-13 op; otherwise the input is flattened and the result reshaped back.
+    /// the opset-13 op; otherwise the input is flattened and the result reshaped back. An
+    /// input whose rank is known only once the host binds the inputs (its shape comes from
+    /// a value input, say) is flattened too, and reshaped back to `Shape(x)`, which the
+    /// host folds when it specialises the model.
     pub(super) fn softmax_2d(
         &mut self,
         name: &str,
@@ -479,39 +482,52 @@ impl Importer<'_> {
             Some(Attr::Int(a)) => a,
             _ => 1,
         };
-        let Some(rank) = self.rank_of(&x).map(|r| r as i64) else {
-            return Err(self.node_error(name, n, "the input's rank must be known".into()));
+        // An input whose rank is known only once the inputs are bound (a provisional
+        // shape) keeps `axis` as given: Flatten reads a negative one against the rank the
+        // host binds, and the result is reshaped back to the input's shape, folded then.
+        let rank = self.rank_of(&x).map(|r| r as i64);
+        let axis = match rank {
+            Some(rank) => {
+                let axis = if axis < 0 { axis + rank } else { axis };
+                if !(0..rank.max(1)).contains(&axis) {
+                    return Err(self.node_error(
+                        name,
+                        n,
+                        format!("attribute 'axis' is out of range for rank {rank}"),
+                    ));
+                }
+                axis
+            }
+            None => axis,
         };
-        let axis = if axis < 0 { axis + rank } else { axis };
-        if !(0..rank.max(1)).contains(&axis) {
-            return Err(self.node_error(
-                name,
-                n,
-                format!("attribute 'axis' is out of range for rank {rank}"),
-            ));
-        }
         attrs.insert("axis".into(), Attr::Int(-1));
-        if axis >= rank - 1 {
+        if rank.is_some_and(|rank| axis >= rank - 1) {
             return self.add(name, op, &[x], &[out], attrs, n);
         }
-        let shape = self.static_shape_of(&x).ok_or_else(|| {
-            self.node_error(
-                name,
-                n,
-                format!("axis {axis} flattens to 2-D; the input's shape must be known"),
-            )
-        })?;
+        let shape = self.static_shape_of(&x);
         let flat = self.emit(
             name,
             "flat",
             OpKind::Flatten,
-            &[x],
+            std::slice::from_ref(&x),
             &[("axis", Attr::Int(axis))],
             n,
         )?;
         let attr_list: Vec<(&str, Attr)> =
             attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         let y = self.emit(name, "flat_out", op, &[flat], &attr_list, n)?;
+        let Some(shape) = shape else {
+            // The shape is known at specialisation: a Reshape to `Shape(x)`, which folds.
+            let dims = self.emit(name, "shape", OpKind::Shape, &[x], &[], n)?;
+            return self.add(
+                name,
+                OpKind::Reshape,
+                &[y, dims],
+                &[out],
+                BTreeMap::new(),
+                n,
+            );
+        };
         let dims = shape.iter().map(|&d| d as i64).collect();
         let reshape_attrs = BTreeMap::from([("shape".to_string(), Attr::Ints(dims))]);
         self.add(name, OpKind::Reshape, &[y], &[out], reshape_attrs, n)
