@@ -52,7 +52,10 @@ pub fn run(a: CompileArgs) -> Result<()> {
              a bound; give --bound {name}=MAX instead"
         );
     }
-    for &t in &graph.inputs {
+    // A model with value inputs is specialised per value when run, for the dimensions the
+    // run's inputs bind: it needs no --dim.
+    let per_value = !baton_runtime_host::values::value_inputs(&graph).is_empty();
+    for &t in graph.inputs.iter().filter(|_| !per_value) {
         let decl = &graph.tensors[t];
         for d in &decl.shape {
             if let Dim::Sym(s) = d {
