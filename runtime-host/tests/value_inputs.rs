@@ -321,3 +321,17 @@ fn a_legacy_softmax_on_an_input_of_unknown_rank_is_specialised_per_shape() {
     }
     assert_eq!(s.specializations(), 2);
 }
+
+#[test]
+fn a_bounded_session_refuses_a_model_with_value_inputs_by_name() {
+    let (_dir, graph) = load();
+    let engine = common::plugin_engine(false);
+    let bounds = BTreeMap::from([("axes_len".to_string(), 3)]);
+    let err = baton_runtime_host::BoundedSession::new(&engine, &graph, &bounds)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, HostError::Input { name, problem: InputProblem::ValueInputBounded } if name == "axes"),
+        "{err}"
+    );
+}

@@ -192,6 +192,10 @@ pub enum InputProblem {
     /// A value input larger than a value input may be.
     #[error("its values decide shapes in the model, but it has {elements} elements; a value input holds at most {max}")]
     ValueTooLarge { elements: usize, max: usize },
+    /// A value input in a model loaded with dimension bounds, whose memory is planned at
+    /// the bounds before any value is known.
+    #[error("its values decide shapes in the model, so its memory cannot be planned at the dimension bounds before a run gives them; run it without bounds (a session is specialised per set of values: SpecializingSession)")]
+    ValueInputBounded,
     /// A run gives a value input other values than the session was specialised for.
     #[error("the session was specialised for the values {expected} of this value input, the run gives {got}; a run with other values needs a session built for them (SpecializingSession builds and caches one per set of values)")]
     ValueChanged { expected: String, got: String },
