@@ -251,14 +251,17 @@ fn a_program_keeps_its_value_inputs_for_run_time() {
     assert_eq!(DType::I64, graph.tensors[graph.inputs[1]].dtype);
 }
 
-/// `y = Softmax(Reshape(x [24], shape [3]), axis=1)` at opset 11: the Softmax's input has
-/// a rank known only once `shape`'s values are, and opset 11 flattens it to 2-D at axis 1.
-fn write_softmax_model(dir: &Path) -> std::path::PathBuf {
-    let axis = AttributeProto {
-        name: "axis".into(),
-        r#type: 2, // INT
-        i: 1,
-        ..Default::default()
+/// `y = op(Reshape(x [24], shape [3]))` at opset 11 (Softmax with axis 1): the op's input
+/// has a rank known only once `shape`'s values are.
+fn write_reshape_then(dir: &Path, op: &str) -> std::path::PathBuf {
+    let attrs = match op {
+        "Softmax" => vec![AttributeProto {
+            name: "axis".into(),
+            r#type: 2, // INT
+            i: 1,
+            ..Default::default()
+        }],
+        _ => vec![],
     };
     let node = |op: &str, inputs: &[&str], out: &str, attrs: Vec<AttributeProto>| NodeProto {
         op_type: op.into(),
@@ -272,7 +275,7 @@ fn write_softmax_model(dir: &Path) -> std::path::PathBuf {
         name: "softmax_unknown_rank".into(),
         node: vec![
             node("Reshape", &["x", "shape"], "r", vec![]),
-            node("Softmax", &["r"], "y", vec![axis]),
+            node(op, &["r"], "y", attrs),
         ],
         input: vec![
             value("x", DataType::Float, &[Some(24)]),
@@ -290,7 +293,7 @@ fn write_softmax_model(dir: &Path) -> std::path::PathBuf {
         graph: Some(graph),
         ..Default::default()
     };
-    let path = dir.join("softmax.onnx");
+    let path = dir.join(format!("{op}.onnx"));
     std::fs::write(&path, model.encode_to_vec()).unwrap();
     path
 }
@@ -298,7 +301,8 @@ fn write_softmax_model(dir: &Path) -> std::path::PathBuf {
 #[test]
 fn a_legacy_softmax_on_an_input_of_unknown_rank_is_specialised_per_shape() {
     let dir = tempfile::tempdir().unwrap();
-    let graph = model::load(&write_softmax_model(dir.path())).unwrap();
+    // Opset 11 flattens the Softmax's input to 2-D at axis 1.
+    let graph = model::load(&write_reshape_then(dir.path(), "Softmax")).unwrap();
     let engine = common::plugin_engine(false);
     let mut s = SpecializingSession::new(&engine, &graph);
     let v: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin()).collect();
@@ -334,4 +338,24 @@ fn a_bounded_session_refuses_a_model_with_value_inputs_by_name() {
         matches!(&err, HostError::Input { name, problem: InputProblem::ValueInputBounded } if name == "axes"),
         "{err}"
     );
+}
+
+#[test]
+fn an_elementwise_rewrite_on_an_input_of_unknown_rank_imports_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = model::load(&write_reshape_then(dir.path(), "Elu")).unwrap();
+    let engine = common::plugin_engine(false);
+    let mut s = SpecializingSession::new(&engine, &graph);
+    let v: Vec<f32> = (0..24).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let out = s
+        .run(&[Tensor::from_f32(&[24], &v), i64s(&[2, 3, 4])])
+        .unwrap();
+    assert_eq!(out[0].shape, [2, 3, 4]);
+    for (&got, &x) in out[0].f32s().iter().zip(&v) {
+        let want = if x > 0.0 { x } else { x.exp() - 1.0 };
+        assert!(
+            (got - want).abs() < 1e-6,
+            "elu({x}) = {got}, expected {want}"
+        );
+    }
 }

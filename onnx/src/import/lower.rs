@@ -208,7 +208,8 @@ impl Importer<'_> {
         let per_channel = self
             .static_shape_of(&slope)
             .is_some_and(|s| s.len() == 1 && s[0] > 1);
-        if self.opset < 7 && rank > 2 && per_channel {
+        if self.opset < 7 && per_channel && self.known_rank(name, n, rank)? > 2 {
+            let rank = self.known_rank(name, n, rank)?;
             let axes = (1..rank as i64 - 1).collect();
             slope = self.emit(
                 name,
@@ -316,6 +317,7 @@ impl Importer<'_> {
     ) -> Result<(), OnnxError> {
         let out = self.single_output(name, n)?;
         let (x, rank) = self.f32_operand(name, n)?;
+        let rank = self.known_rank(name, n, rank)?;
         if rank < 3 {
             return Err(self.node_error(
                 name,
@@ -381,22 +383,39 @@ impl Importer<'_> {
         )
     }
 
-    /// Operand 0 and its rank; an error unless it is f32 of known rank (the rewrites'
-    /// constants are f32).
+    /// Operand 0 and its rank (`None` while it is known only once the host binds the
+    /// inputs: the elementwise rewrites do not need it); an error unless it is f32 (the
+    /// rewrites' constants are f32).
     pub(super) fn f32_operand(
         &self,
         name: &str,
         n: &NodeProto,
-    ) -> Result<(String, usize), OnnxError> {
+    ) -> Result<(String, Option<usize>), OnnxError> {
         let x = n.input.first().cloned().unwrap_or_default();
-        match (self.dtype_of(&x), self.rank_of(&x)) {
-            (Some(DType::F32), Some(rank)) => Ok((x, rank)),
-            _ => Err(self.node_error(
+        match self.dtype_of(&x) {
+            Some(DType::F32) => Ok((x.clone(), self.rank_of(&x))),
+            _ => Err(self.node_error(name, n, format!("{} is supported on f32 inputs", n.op_type))),
+        }
+    }
+
+    /// The rank of operand 0 where a rewrite needs it at import; an error naming the op
+    /// otherwise.
+    fn known_rank(
+        &self,
+        name: &str,
+        n: &NodeProto,
+        rank: Option<usize>,
+    ) -> Result<usize, OnnxError> {
+        rank.ok_or_else(|| {
+            self.node_error(
                 name,
                 n,
-                format!("{} is supported on f32 inputs of known rank", n.op_type),
-            )),
-        }
+                format!(
+                    "{} needs the input's rank at import; it is known only at run time",
+                    n.op_type
+                ),
+            )
+        })
     }
 
     /// Dropout at inference: the identity, and an all-true mask when one is asked for.
