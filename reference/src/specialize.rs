@@ -102,9 +102,16 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
     fold::fold_constants(&mut g);
     for t in &g.tensors {
         if t.static_shape().is_none() {
-            return Err(SpecializeError::SymbolicShape {
+            let e = SpecializeError::SymbolicShape {
                 tensor: t.name.clone(),
                 shape: t.shape.clone(),
+            };
+            return Err(match values::value_input_names(graph).into_iter().next() {
+                Some(input) => SpecializeError::MissingValue {
+                    input,
+                    because: e.to_string(),
+                },
+                None => e,
             });
         }
     }
@@ -147,10 +154,21 @@ fn refine(g: &mut Graph) -> Result<()> {
         } else {
             None
         };
-        let inferred = match single {
+        let mut inferred = match single {
             Some(types) => types,
             None => shape::infer_node(g, &node)?,
         };
+        if let Some(trips) = (node.op == OpKind::Loop)
+            .then(|| values::loop_trips(g, &node))
+            .flatten()
+        {
+            // The scan outputs' provisional leading dimension (see `shape::control`).
+            for (_, dims) in &mut inferred {
+                if matches!(dims.first(), Some(Dim::Sym(s)) if s.ends_with("_trips?")) {
+                    dims[0] = Dim::Fixed(trips);
+                }
+            }
+        }
         if node.outputs.is_empty() || node.outputs.len() > inferred.len() {
             return Err(SpecializeError::OutputCount {
                 node: node.name.clone(),

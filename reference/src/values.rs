@@ -21,20 +21,30 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use baton_delegate_api::ir::TensorData;
-use baton_delegate_api::{DType, Dim, Graph, OpKind, Storage, Tensor, TensorId};
+use baton_delegate_api::{DType, Dim, Graph, Node, OpKind, Storage, Tensor, TensorId};
 
 use crate::specialize::SpecializeError;
 
 /// The most elements a value input may hold: axes, pads, shapes and sizes are short lists.
 pub const MAX_VALUE_ELEMENTS: usize = 64;
 
-/// The operands of `op` whose values its shape rule reads (the ONNX inputs that the
-/// importer cannot turn into attributes when they are not constant).
+/// The operands of `node` whose values decide its output shapes (the ONNX inputs that the
+/// importer cannot turn into attributes when they are not constant), and a Loop's trip
+/// count and condition when it has scan outputs (stacked once per iteration).
 ///
 /// Ops are matched by name so that ops added to the IR later (Range, OneHot) are covered
 /// as soon as they exist.
-pub fn shape_operands(op: OpKind) -> &'static [usize] {
-    match op.name() {
+pub fn shape_operands(node: &Node) -> &'static [usize] {
+    if node.op == OpKind::Loop {
+        let captures = usize::try_from(node.attr_int("captures", 0)).unwrap_or(0);
+        let carried = node.inputs.len().saturating_sub(2 + captures);
+        return if node.outputs.len() > carried {
+            &[0, 1]
+        } else {
+            &[]
+        };
+    }
+    match node.op.name() {
         "Reshape" | "Expand" | "Tile" | "Split" | "Squeeze" | "Unsqueeze" | "TopK" | "OneHot" => {
             &[1]
         }
@@ -58,7 +68,7 @@ pub fn value_inputs(graph: &Graph) -> Vec<TensorId> {
         .collect();
     let mut stack: Vec<TensorId> = Vec::new();
     for node in &graph.nodes {
-        for &i in shape_operands(node.op) {
+        for &i in shape_operands(node) {
             if let Some(&t) = node.inputs.get(i) {
                 stack.push(t);
             }
@@ -178,4 +188,37 @@ pub(crate) fn resize_scales_to_attr(g: &mut Graph, node: &mut baton_delegate_api
     });
     node.inputs[2] = g.tensors.len() - 1;
     true
+}
+
+/// The number of iterations of `node`, a Loop, when it is fixed before it runs: a constant
+/// trip count, an initial condition absent or constant true, and a body whose condition
+/// output is constant true or its condition input passed through (Identity). Its scan
+/// outputs then stack exactly that many slices.
+pub(crate) fn loop_trips(g: &Graph, node: &Node) -> Option<usize> {
+    let bytes = |g: &Graph, t: TensorId| match (&g.tensors[t].data, g.tensors[t].dtype) {
+        (Some(Storage::Inline(d)), dtype) => Some((dtype, d.bytes().to_vec())),
+        _ => None,
+    };
+    let is_true =
+        |g: &Graph, t: TensorId| matches!(bytes(g, t), Some((DType::Bool, b)) if b == [1]);
+    let trips = match bytes(g, *node.inputs.first()?)? {
+        (DType::I64, b) if b.len() == 8 => i64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    };
+    if let Some(&c) = node.inputs.get(1) {
+        let absent = matches!(bytes(g, c), Some((_, b)) if b.is_empty());
+        if !absent && !is_true(g, c) {
+            return None;
+        }
+    }
+    let body = node.attr_graph("body")?;
+    let mut t = *body.outputs.first()?;
+    while body.inputs.get(1) != Some(&t) && !is_true(body, t) {
+        let producer = body.nodes.iter().find(|n| n.outputs.contains(&t))?;
+        if producer.op != OpKind::Identity {
+            return None;
+        }
+        t = *producer.inputs.first()?;
+    }
+    usize::try_from(trips).ok()
 }
