@@ -222,3 +222,136 @@ pub(crate) fn loop_trips(g: &Graph, node: &Node) -> Option<usize> {
     }
     usize::try_from(trips).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use baton_delegate_api::{Attr, DType, Dim, Graph, GraphBuilder, OpKind, Tensor};
+
+    use super::{bind_values, value_input_names};
+    use crate::{specialize, SpecializeError};
+
+    /// A Loop of trip count `m` and initial condition `c` (both inputs) whose body passes
+    /// its condition through and stacks `v` [4] as a scan output.
+    fn loop_graph() -> baton_delegate_api::Graph {
+        let mut body = GraphBuilder::new("body");
+        body.input_fixed("i", DType::I64, &[]);
+        let cond = body.input_fixed("cond", DType::Bool, &[]);
+        let v = body.input_fixed("v", DType::F32, &[4]);
+        let same = body.node(OpKind::Identity, &[cond], &[]).unwrap();
+        body.output(same);
+        body.output(v);
+        body.output(v);
+        let body = body.finish().unwrap();
+        let mut b = GraphBuilder::new("g");
+        let m = b.input_fixed("m", DType::I64, &[]);
+        let c = b.input_fixed("c", DType::Bool, &[]);
+        let v0 = b.input_fixed("v0", DType::F32, &[4]);
+        let attrs = [("body", Attr::Graph(Box::new(body)))];
+        let outs = b
+            .named_node_outputs("lp", OpKind::Loop, &[m, c, v0], &attrs, 2)
+            .unwrap();
+        b.output(outs[1]);
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn a_loop_of_a_constant_trip_count_stacks_that_many() {
+        let g = loop_graph();
+        assert_eq!(value_input_names(&g), ["m", "c"]);
+        let values = |m: i64, c: bool| {
+            BTreeMap::from([
+                ("m".to_string(), Tensor::from_i64(&[], &[m])),
+                (
+                    "c".to_string(),
+                    Tensor::from_bytes(DType::Bool, &[], &[c as u8]),
+                ),
+            ])
+        };
+        let s = specialize(
+            &bind_values(&g, &values(3, true)).unwrap(),
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        let out = &s.tensors[s.outputs[0]];
+        assert_eq!(out.shape, [Dim::Fixed(3), Dim::Fixed(4)]);
+        // A loop that may not start runs a number of times known only when it runs.
+        let stopped = specialize(
+            &bind_values(&g, &values(3, false)).unwrap(),
+            &BTreeMap::new(),
+        );
+        assert!(matches!(
+            stopped,
+            Err(SpecializeError::SymbolicShape { .. })
+        ));
+        // Without the values, the error names the first value input.
+        match specialize(&g, &BTreeMap::new()) {
+            Err(SpecializeError::MissingValue { input, .. }) => assert_eq!(input, "m"),
+            other => panic!("expected MissingValue, got {other:?}"),
+        }
+    }
+
+    /// Appends `op(inputs)` to `g` without inferring its shape (the builder would, and
+    /// the shape may need values); returns its output.
+    fn push(g: &mut Graph, op: OpKind, inputs: &[usize]) -> usize {
+        let out = g.tensors.len();
+        g.tensors.push(baton_delegate_api::TensorDecl {
+            name: format!("{op}_out"),
+            dtype: DType::F32,
+            shape: vec![Dim::Sym(format!("{op}_out?"))],
+            quant: None,
+            data: None,
+        });
+        g.nodes.push(baton_delegate_api::Node {
+            name: format!("{op}_node"),
+            op,
+            inputs: inputs.to_vec(),
+            outputs: vec![out],
+            attrs: BTreeMap::new(),
+        });
+        out
+    }
+
+    #[test]
+    fn an_input_whose_shape_only_is_read_is_no_value_input() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 3]);
+        let y = b.input_fixed("y", DType::F32, &[6]);
+        let shape = b.node(OpKind::Shape, &[y], &[]).unwrap();
+        let mut g = b.finish().unwrap();
+        let r = push(&mut g, OpKind::Reshape, &[x, shape]);
+        g.outputs.push(r);
+        // The Reshape's shape is computed from `y`'s shape, not its values.
+        assert!(value_input_names(&g).is_empty());
+        let s = specialize(&g, &BTreeMap::new()).unwrap();
+        assert_eq!(s.tensors[s.outputs[0]].shape, [Dim::Fixed(6)]);
+    }
+
+    #[test]
+    fn a_value_of_another_type_or_too_many_elements_is_refused() {
+        let g = loop_graph();
+        let wrong = BTreeMap::from([("m".to_string(), Tensor::from_i64(&[1], &[3]))]);
+        assert!(matches!(
+            bind_values(&g, &wrong),
+            Err(SpecializeError::ValueType { input, .. }) if input == "m"
+        ));
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 3]);
+        let s = b.input("s", DType::I64, &[Dim::Sym("k".into())]);
+        let mut g = b.finish().unwrap();
+        let out = push(&mut g, OpKind::Reshape, &[x, s]);
+        g.outputs.push(out);
+        let big = BTreeMap::from([("s".to_string(), Tensor::from_i64(&[65], &[1; 65]))]);
+        assert!(matches!(
+            bind_values(&g, &big),
+            Err(SpecializeError::ValueTooLarge { input, elements: 65 }) if input == "s"
+        ));
+        let ok = BTreeMap::from([("s".to_string(), Tensor::from_i64(&[2], &[3, 2]))]);
+        let s = specialize(&bind_values(&g, &ok).unwrap(), &BTreeMap::new()).unwrap();
+        assert_eq!(
+            s.tensors[s.outputs[0]].shape,
+            [Dim::Fixed(3), Dim::Fixed(2)]
+        );
+    }
+}
