@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use baton_delegate_api::abi;
 use baton_delegate_api::{DType, Dim, Tensor};
 use baton_runtime_host::{default_config, Config, Engine};
@@ -58,11 +58,20 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     bindings.extend(baton_runtime_host::inputs::bindings_by_name(&graph, &given));
     let mut inputs = Vec::new();
     let mut synthesised = Vec::new();
+    let value_inputs = baton_runtime_host::values::value_inputs(&graph);
     for (k, &t) in graph.inputs.iter().enumerate() {
         let decl = &graph.tensors[t];
         if let Some(x) = given.remove(&decl.name) {
             inputs.push(x);
             continue;
+        }
+        if value_inputs.contains(&t) {
+            // Made-up axes or pads would make up the model's shapes too.
+            bail!(
+                "input '{}' decides shapes in the model by its values, which cannot be made up: pass --input {}=FILE.npy",
+                decl.name,
+                decl.name
+            );
         }
         let shape: Vec<usize> = decl
             .shape
@@ -96,8 +105,9 @@ pub fn bench(a: BenchArgs) -> Result<()> {
     }
     let threads = config.threads;
     let engine = Engine::new(config)?;
-    let load_ms = model.load_ms(&engine, &bindings, a.load_runs)?;
-    let mut session = model.session(&engine, &bindings)?;
+    let values = baton_runtime_host::inputs::values(&graph, &inputs);
+    let load_ms = model.load_ms(&engine, &bindings, &values, a.load_runs)?;
+    let mut session = model.session(&engine, &bindings, &values)?;
     if !synthesised.is_empty() && !a.json {
         eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
     }

@@ -52,7 +52,10 @@ pub fn run(a: CompileArgs) -> Result<()> {
              a bound; give --bound {name}=MAX instead"
         );
     }
-    for &t in &graph.inputs {
+    // A model with value inputs is specialised per value when run, for the dimensions the
+    // run's inputs bind: it needs no --dim.
+    let per_value = !baton_runtime_host::values::value_inputs(&graph).is_empty();
+    for &t in graph.inputs.iter().filter(|_| !per_value) {
         let decl = &graph.tensors[t];
         for d in &decl.shape {
             if let Dim::Sym(s) = d {
@@ -107,6 +110,10 @@ pub fn run(a: CompileArgs) -> Result<()> {
         },
         match &compiled.memory {
             Some(m) => format!("; arena {} B", m.arena_size),
+            None if compiled.bounds.is_empty() => format!(
+                "; value inputs {}: specialised and compiled per value at run time",
+                baton_runtime_host::values::value_input_names(&compiled.graph).join(", ")
+            ),
             None => format!(
                 "; bounded by {}, compiled per size at run time",
                 crate::dims::bound_list(&compiled.bounds)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use baton_delegate_api::Graph;
+use baton_delegate_api::{Graph, Tensor};
 use baton_runtime_host::program::{self, LoadOptions, Program};
 use baton_runtime_host::{model, Engine, Session};
 use clap::Args;
@@ -73,17 +73,22 @@ impl ModelFile {
     }
 
     /// A session: the program loaded (read again if an earlier session took it), or the
-    /// model compiled for `bindings` and loaded. A bounded program gives a session for
-    /// `bindings`, compiled now.
+    /// model compiled for `bindings` and the values of its value inputs among `values`
+    /// (inputs whose values decide shapes), and loaded. A bounded program, or one whose
+    /// value inputs were kept for run time, gives a session for them, compiled now.
     pub fn session<'e>(
         &mut self,
         engine: &'e Engine,
         bindings: &BTreeMap<String, usize>,
+        values: &BTreeMap<String, Tensor>,
     ) -> Result<Session<'e>> {
         let loading = || format!("loading {}", self.path.display());
         let is_program = self.program.is_some() || program::is_program(&self.path);
-        if !is_program || !self.bounds().is_empty() {
-            return Session::new(engine, &self.graph, bindings).with_context(loading);
+        let deferred = !self.bounds().is_empty()
+            || !baton_runtime_host::values::value_inputs(&self.graph).is_empty();
+        if !is_program || deferred {
+            return Session::with_values(engine, &self.graph, bindings, values)
+                .with_context(loading);
         }
         let p = match self.program.take() {
             Some(p) => p,
@@ -98,13 +103,14 @@ impl ModelFile {
         &self,
         engine: &Engine,
         bindings: &BTreeMap<String, usize>,
+        values: &BTreeMap<String, Tensor>,
         runs: usize,
     ) -> Result<f64> {
         let mut samples = Vec::new();
         for _ in 0..runs.max(1) {
             let start = Instant::now();
             let mut fresh = ModelFile::open_like(self)?;
-            let session = fresh.session(engine, bindings)?;
+            let session = fresh.session(engine, bindings, values)?;
             samples.push(start.elapsed().as_secs_f64() * 1e3);
             drop(session);
         }

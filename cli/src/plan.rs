@@ -22,7 +22,9 @@ pub struct PlanArgs {
     #[arg(long = "dim", value_name = "NAME=VALUE")]
     dims: Vec<String>,
     /// An input as NAME=FILE.npy, as `baton run` takes it: its extents bind the symbolic
-    /// dimensions of that input. Inputs not given need no file.
+    /// dimensions of that input, and an input whose values decide shapes (a value input:
+    /// the axes of a Reduce, the pads of a Pad) specialises the plan for its values.
+    /// Other inputs need no file.
     #[arg(long = "input", short, value_name = "NAME=FILE.npy")]
     inputs: Vec<String>,
 }
@@ -43,7 +45,9 @@ pub fn plan(a: PlanArgs) -> Result<()> {
         }
     }
     let engine = engine(&a.config)?;
-    let session = model.session(&engine, &bindings)?;
+    // Inputs whose values decide shapes specialise the model for the values given.
+    let values = baton_runtime_host::inputs::values_by_name(&model.graph, &given);
+    let session = model.session(&engine, &bindings, &values)?;
     println!(
         "model {} ({} nodes)",
         a.model.display(),

@@ -92,7 +92,8 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
     let (outputs, per_backend) = if bounds.is_empty() {
-        let mut session = model.session(&engine, &bindings)?;
+        let values = baton_runtime_host::inputs::values(&graph, &inputs);
+        let mut session = model.session(&engine, &bindings, &values)?;
         for n in &session.notes {
             eprintln!("baton: note: {n}");
         }

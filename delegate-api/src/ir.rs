@@ -399,8 +399,9 @@ pub struct Graph {
     /// The nodes, producers before consumers. A [`NodeId`] is an index into this list,
     /// and `supports` answers in this order.
     pub nodes: Vec<Node>,
-    /// The run-time inputs (never constants). Their order is the order of the input
-    /// views of `execute`.
+    /// The run-time inputs (never constants, except in a graph the host specialised for
+    /// the values of its value inputs: `baton_reference::values`). Their order is the
+    /// order of the input views of `execute`.
     pub inputs: Vec<TensorId>,
     /// The results. Their order is the order of the output views of `execute`.
     pub outputs: Vec<TensorId>,

@@ -48,6 +48,7 @@
 
 pub mod fold;
 pub mod specialize;
+pub mod values;
 
 mod activation;
 mod control;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use baton_delegate_api::{shape, DType, Dim, Graph, IrError, Node, OpKind};
 
-use crate::fold;
+use crate::{fold, values};
 
 /// Why a graph could not be specialized. The host maps each variant onto its own error
 /// (naming the input, node or tensor); the conformance kit reports it as it is.
@@ -49,6 +49,19 @@ pub enum SpecializeError {
     /// A tensor whose shape still depends on run-time values.
     #[error("tensor '{tensor}': shape {shape:?} is still symbolic after binding the inputs")]
     SymbolicShape { tensor: String, shape: Vec<Dim> },
+    /// A value input (see [`crate::values`]) with no value given.
+    #[error("input '{input}': its values decide shapes in the model, so a session needs them to specialise it; give the input's value ({because})")]
+    MissingValue { input: String, because: String },
+    /// A value input given with another dtype or shape than the model declares.
+    #[error("input '{input}': value input declared {expected:?}, given {got:?}")]
+    ValueType {
+        input: String,
+        expected: (DType, Vec<Dim>),
+        got: (DType, Vec<usize>),
+    },
+    /// A tensor too large to be a value input feeds a shape operand.
+    #[error("input '{input}': its values decide shapes in the model, but it has {elements} elements; a value input holds at most {max}", max = crate::values::MAX_VALUE_ELEMENTS)]
+    ValueTooLarge { input: String, elements: usize },
 }
 
 type Result<T> = std::result::Result<T, SpecializeError>;
@@ -71,16 +84,34 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
             }
         }
     }
-    refine(&mut g)?;
+    if let Err(e) = refine(&mut g) {
+        // A shape rule that found a non-constant shape operand, most likely one computed
+        // from a value input given no value: name the input rather than the node.
+        let unbound = values::value_input_names(graph);
+        return Err(match unbound.into_iter().next() {
+            Some(input) => SpecializeError::MissingValue {
+                input,
+                because: e.to_string(),
+            },
+            None => e,
+        });
+    }
     // Nodes that read only constants folded above; this catches Shape/Size of values
     // whose shapes were fixed after their readers were walked (none in a valid order) and
     // keeps the two passes' results identical.
     fold::fold_constants(&mut g);
     for t in &g.tensors {
         if t.static_shape().is_none() {
-            return Err(SpecializeError::SymbolicShape {
+            let e = SpecializeError::SymbolicShape {
                 tensor: t.name.clone(),
                 shape: t.shape.clone(),
+            };
+            return Err(match values::value_input_names(graph).into_iter().next() {
+                Some(input) => SpecializeError::MissingValue {
+                    input,
+                    because: e.to_string(),
+                },
+                None => e,
             });
         }
     }
@@ -117,15 +148,27 @@ fn refine(g: &mut Graph) -> Result<()> {
             }
             continue;
         }
+        crate::values::resize_scales_to_attr(g, &mut node);
         let single = if node.op.is_control_flow() {
             specialize_subgraphs(g, &mut node)
         } else {
             None
         };
-        let inferred = match single {
+        let mut inferred = match single {
             Some(types) => types,
             None => shape::infer_node(g, &node)?,
         };
+        if let Some(trips) = (node.op == OpKind::Loop)
+            .then(|| values::loop_trips(g, &node))
+            .flatten()
+        {
+            // The scan outputs' provisional leading dimension (see `shape::control`).
+            for (_, dims) in &mut inferred {
+                if matches!(dims.first(), Some(Dim::Sym(s)) if s.ends_with("_trips?")) {
+                    dims[0] = Dim::Fixed(trips);
+                }
+            }
+        }
         if node.outputs.is_empty() || node.outputs.len() > inferred.len() {
             return Err(SpecializeError::OutputCount {
                 node: node.name.clone(),

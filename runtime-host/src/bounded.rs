@@ -73,6 +73,12 @@ impl<'e> BoundedSession<'e> {
         bounds: &BTreeMap<String, usize>,
         capacity: usize,
     ) -> Result<BoundedSession<'e>> {
+        // The arena is planned once, at the bounds, before any run: a model whose shapes
+        // also follow the values of some inputs has no shapes to plan until a run gives
+        // them.
+        if let Some(name) = crate::values::value_input_names(graph).into_iter().next() {
+            return Err(HostError::input(name, InputProblem::ValueInputBounded));
+        }
         let mut used = BTreeMap::new();
         for &t in &graph.inputs {
             let decl = &graph.tensors[t];

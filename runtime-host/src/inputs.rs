@@ -56,6 +56,33 @@ pub fn bindings_by_name(
     bind(graph, |_, name| given.get(name))
 }
 
+/// The value inputs of `graph` (inputs whose values decide shapes, see
+/// [`baton_reference::values`]) among `inputs` (in the graph's input order), by name: what
+/// [`crate::Session::with_values`] specialises the model for.
+pub fn values(graph: &Graph, inputs: &[Tensor]) -> BTreeMap<String, Tensor> {
+    pick_values(graph, |k, _| inputs.get(k))
+}
+
+/// [`values`] from inputs given by name; inputs not given are left out.
+pub fn values_by_name(graph: &Graph, given: &BTreeMap<String, Tensor>) -> BTreeMap<String, Tensor> {
+    pick_values(graph, |_, name| given.get(name))
+}
+
+fn pick_values<'t>(
+    graph: &Graph,
+    input: impl Fn(usize, &str) -> Option<&'t Tensor>,
+) -> BTreeMap<String, Tensor> {
+    let wanted = baton_reference::values::value_inputs(graph);
+    let mut out = BTreeMap::new();
+    for (k, &t) in graph.inputs.iter().enumerate() {
+        let name = &graph.tensors[t].name;
+        if let (true, Some(x)) = (wanted.contains(&t), input(k, name)) {
+            out.insert(name.clone(), x.clone());
+        }
+    }
+    out
+}
+
 fn bind<'t>(
     graph: &Graph,
     input: impl Fn(usize, &str) -> Option<&'t Tensor>,

@@ -24,6 +24,7 @@ pub mod sample;
 pub mod specialize;
 pub mod stream;
 pub mod trace;
+pub mod values;
 
 pub use baton_reference::fold;
 pub use bounded::BoundedSession;
@@ -31,6 +32,7 @@ pub use config::Config;
 pub use engine::Engine;
 pub use error::{HostError, Result};
 pub use exec::Session;
+pub use values::SpecializingSession;
 
 /// The configuration used when none is given: the CPU plugin, loaded dynamically from the
 /// directory of the running executable (where `cargo build` puts it), else the built-in CPU

@@ -5,15 +5,22 @@
 
 use std::collections::BTreeMap;
 
-use baton_delegate_api::Graph;
+use baton_delegate_api::{Graph, Tensor};
 use baton_reference::SpecializeError;
 
-use crate::error::{HostError, InputProblem, NodeProblem, Result};
+use crate::error::{HostError, InputProblem, NodeProblem, Result, TensorType};
 
 /// Binds symbolic dimensions of the inputs and re-infers every node's output shape,
 /// folding constants and inlining Ifs whose condition becomes constant.
 pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<Graph> {
     baton_reference::specialize(graph, bindings).map_err(HostError::from)
+}
+
+/// `graph` with its value inputs (inputs whose values decide shapes, see
+/// [`baton_reference::values`]) made constants holding their entries of `values`, by
+/// input name; entries for other inputs are ignored.
+pub fn bind_values(graph: &Graph, values: &BTreeMap<String, Tensor>) -> Result<Graph> {
+    baton_reference::values::bind_values(graph, values).map_err(HostError::from)
 }
 
 impl From<SpecializeError> for HostError {
@@ -41,6 +48,27 @@ impl From<SpecializeError> for HostError {
             SpecializeError::SymbolicShape { tensor, shape } => {
                 HostError::SymbolicShape { tensor, shape }
             }
+            SpecializeError::MissingValue { input, because } => {
+                HostError::input(input, InputProblem::MissingValue { because })
+            }
+            SpecializeError::ValueType {
+                input,
+                expected,
+                got,
+            } => HostError::input(
+                input,
+                InputProblem::WrongType {
+                    expected: TensorType::declared(expected.0, &expected.1),
+                    got: TensorType::of(got.0, &got.1),
+                },
+            ),
+            SpecializeError::ValueTooLarge { input, elements } => HostError::input(
+                input,
+                InputProblem::ValueTooLarge {
+                    elements,
+                    max: baton_reference::values::MAX_VALUE_ELEMENTS,
+                },
+            ),
         }
     }
 }

@@ -84,7 +84,8 @@ pub fn run(a: &RunArgs, model: &mut ModelFile, mut given: BTreeMap<String, Tenso
     }
 
     let engine = engine(&a.config)?;
-    let mut session = model.session(&engine, &bindings)?;
+    let values = baton_runtime_host::inputs::values_by_name(graph, &given);
+    let mut session = model.session(&engine, &bindings, &values)?;
     for n in &session.notes {
         eprintln!("baton: note: {n}");
     }

@@ -4,7 +4,8 @@
 //! The case's input tensors are written as `.npy` files and read back for the model's
 //! inputs with [`baton_runtime_host::inputs`] (fitted to each input's dtype as the CLI
 //! does), the model is loaded with [`baton_runtime_host::model::load`] and run in a
-//! [`Session`] built for the dimensions the inputs bind, and each output is written as
+//! [`Session`] built for the dimensions the inputs bind and the values of its value
+//! inputs (inputs whose values decide shapes), and each output is written as
 //! a `.npy` file and read back before it is compared: every step between the user's
 //! files and theirs, the host included, is the one `baton run` takes. The
 //! [`Engine`] is the one given (no plugin: the host's reference kernels).
@@ -91,7 +92,9 @@ fn run(
     scratch: &Path,
 ) -> Result<Vec<Tensor>, String> {
     let bindings = inputs::bindings(graph, inputs);
-    let mut session = Session::new(engine, graph, &bindings).map_err(|e| e.to_string())?;
+    let values = inputs::values(graph, inputs);
+    let mut session =
+        Session::with_values(engine, graph, &bindings, &values).map_err(|e| e.to_string())?;
     let outputs = session.run(inputs).map_err(|e| e.to_string())?;
     outputs
         .iter()

@@ -208,7 +208,8 @@ impl Importer<'_> {
         let per_channel = self
             .static_shape_of(&slope)
             .is_some_and(|s| s.len() == 1 && s[0] > 1);
-        if self.opset < 7 && rank > 2 && per_channel {
+        if self.opset < 7 && per_channel && self.known_rank(name, n, rank)? > 2 {
+            let rank = self.known_rank(name, n, rank)?;
             let axes = (1..rank as i64 - 1).collect();
             slope = self.emit(
                 name,
@@ -316,6 +317,7 @@ impl Importer<'_> {
     ) -> Result<(), OnnxError> {
         let out = self.single_output(name, n)?;
         let (x, rank) = self.f32_operand(name, n)?;
+        let rank = self.known_rank(name, n, rank)?;
         if rank < 3 {
             return Err(self.node_error(
                 name,
@@ -381,22 +383,39 @@ impl Importer<'_> {
         )
     }
 
-    /// Operand 0 and its rank; an error unless it is f32 of known rank (the rewrites'
-    /// constants are f32).
+    /// Operand 0 and its rank (`None` while it is known only once the host binds the
+    /// inputs: the elementwise rewrites do not need it); an error unless it is f32 (the
+    /// rewrites' constants are f32).
     pub(super) fn f32_operand(
         &self,
         name: &str,
         n: &NodeProto,
-    ) -> Result<(String, usize), OnnxError> {
+    ) -> Result<(String, Option<usize>), OnnxError> {
         let x = n.input.first().cloned().unwrap_or_default();
-        match (self.dtype_of(&x), self.rank_of(&x)) {
-            (Some(DType::F32), Some(rank)) => Ok((x, rank)),
-            _ => Err(self.node_error(
+        match self.dtype_of(&x) {
+            Some(DType::F32) => Ok((x.clone(), self.rank_of(&x))),
+            _ => Err(self.node_error(name, n, format!("{} is supported on f32 inputs", n.op_type))),
+        }
+    }
+
+    /// The rank of operand 0 where a rewrite needs it at import; an error naming the op
+    /// otherwise.
+    fn known_rank(
+        &self,
+        name: &str,
+        n: &NodeProto,
+        rank: Option<usize>,
+    ) -> Result<usize, OnnxError> {
+        rank.ok_or_else(|| {
+            self.node_error(
                 name,
                 n,
-                format!("{} is supported on f32 inputs of known rank", n.op_type),
-            )),
-        }
+                format!(
+                    "{} needs the input's rank at import; it is known only at run time",
+                    n.op_type
+                ),
+            )
+        })
     }
 
     /// Dropout at inference: the identity, and an all-true mask when one is asked for.
@@ -465,7 +484,10 @@ impl Importer<'_> {
 
     /// Softmax and LogSoftmax before opset 13: over the 2-D view `[prod(dims[..axis]),
     /// prod(dims[axis..])]` (default axis 1). Where `axis` is the last dimension this is
-    /// the opset-13 op; otherwise the input is flattened and the result reshaped back.
+    /// the opset-13 op; otherwise the input is flattened and the result reshaped back. An
+    /// input whose rank is known only once the host binds the inputs (its shape comes from
+    /// a value input, say) is flattened too, and reshaped back to `Shape(x)`, which the
+    /// host folds when it specialises the model.
     pub(super) fn softmax_2d(
         &mut self,
         name: &str,
@@ -479,39 +501,52 @@ impl Importer<'_> {
             Some(Attr::Int(a)) => a,
             _ => 1,
         };
-        let Some(rank) = self.rank_of(&x).map(|r| r as i64) else {
-            return Err(self.node_error(name, n, "the input's rank must be known".into()));
+        // An input whose rank is known only once the inputs are bound (a provisional
+        // shape) keeps `axis` as given: Flatten reads a negative one against the rank the
+        // host binds, and the result is reshaped back to the input's shape, folded then.
+        let rank = self.rank_of(&x).map(|r| r as i64);
+        let axis = match rank {
+            Some(rank) => {
+                let axis = if axis < 0 { axis + rank } else { axis };
+                if !(0..rank.max(1)).contains(&axis) {
+                    return Err(self.node_error(
+                        name,
+                        n,
+                        format!("attribute 'axis' is out of range for rank {rank}"),
+                    ));
+                }
+                axis
+            }
+            None => axis,
         };
-        let axis = if axis < 0 { axis + rank } else { axis };
-        if !(0..rank.max(1)).contains(&axis) {
-            return Err(self.node_error(
-                name,
-                n,
-                format!("attribute 'axis' is out of range for rank {rank}"),
-            ));
-        }
         attrs.insert("axis".into(), Attr::Int(-1));
-        if axis >= rank - 1 {
+        if rank.is_some_and(|rank| axis >= rank - 1) {
             return self.add(name, op, &[x], &[out], attrs, n);
         }
-        let shape = self.static_shape_of(&x).ok_or_else(|| {
-            self.node_error(
-                name,
-                n,
-                format!("axis {axis} flattens to 2-D; the input's shape must be known"),
-            )
-        })?;
+        let shape = self.static_shape_of(&x);
         let flat = self.emit(
             name,
             "flat",
             OpKind::Flatten,
-            &[x],
+            std::slice::from_ref(&x),
             &[("axis", Attr::Int(axis))],
             n,
         )?;
         let attr_list: Vec<(&str, Attr)> =
             attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         let y = self.emit(name, "flat_out", op, &[flat], &attr_list, n)?;
+        let Some(shape) = shape else {
+            // The shape is known at specialisation: a Reshape to `Shape(x)`, which folds.
+            let dims = self.emit(name, "shape", OpKind::Shape, &[x], &[], n)?;
+            return self.add(
+                name,
+                OpKind::Reshape,
+                &[y, dims],
+                &[out],
+                BTreeMap::new(),
+                n,
+            );
+        };
         let dims = shape.iter().map(|&d| d as i64).collect();
         let reshape_attrs = BTreeMap::from([("shape".to_string(), Attr::Ints(dims))]);
         self.add(name, OpKind::Reshape, &[y], &[out], reshape_attrs, n)

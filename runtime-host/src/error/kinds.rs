@@ -186,6 +186,19 @@ pub enum InputProblem {
         input: TensorType,
         output_type: TensorType,
     },
+    /// A value input (its values decide shapes) with no value to specialise the model for.
+    #[error("its values decide shapes in the model, so a session needs them to specialise it; give the input (a Session built with Session::with_values, or --input NAME=FILE.npy) ({because})")]
+    MissingValue { because: String },
+    /// A value input larger than a value input may be.
+    #[error("its values decide shapes in the model, but it has {elements} elements; a value input holds at most {max}")]
+    ValueTooLarge { elements: usize, max: usize },
+    /// A value input in a model loaded with dimension bounds, whose memory is planned at
+    /// the bounds before any value is known.
+    #[error("its values decide shapes in the model, so its memory cannot be planned at the dimension bounds before a run gives them; run it without bounds (a session is specialised per set of values: SpecializingSession)")]
+    ValueInputBounded,
+    /// A run gives a value input other values than the session was specialised for.
+    #[error("the session was specialised for the values {expected} of this value input, the run gives {got}; a run with other values needs a session built for them (SpecializingSession builds and caches one per set of values)")]
+    ValueChanged { expected: String, got: String },
     /// The name is an input of the model, but not a state of this stream.
     #[error("not a state input of this stream")]
     NotState,

@@ -184,6 +184,22 @@ impl<'e> Session<'e> {
         Session::new_reusing(engine, graph, bindings, None)
     }
 
+    /// [`Session::new`] for a model with value inputs (inputs whose values decide shapes,
+    /// see [`baton_reference::values`]): each is made a constant holding its entry of
+    /// `values` (by input name; other entries are ignored, so all of a run's inputs may be
+    /// given) before the model is specialised. The session keeps them as inputs and
+    /// refuses a run that gives other values ([`crate::SpecializingSession`] builds one
+    /// session per set of values instead).
+    pub fn with_values(
+        engine: &'e Engine,
+        graph: &Graph,
+        bindings: &BTreeMap<String, usize>,
+        values: &BTreeMap<String, Tensor>,
+    ) -> Result<Session<'e>> {
+        let bound = crate::specialize::bind_values(graph, values)?;
+        Session::new_reusing(engine, &bound, bindings, None)
+    }
+
     /// [`Session::new`], placing the arena tensors at the offsets of `reuse` inside its
     /// shared buffer when that layout is valid for this binding (every tensor found,
     /// fitting, and no two tensors live at the same step sharing bytes); otherwise the
@@ -194,7 +210,7 @@ impl<'e> Session<'e> {
         bindings: &BTreeMap<String, usize>,
         reuse: Option<ArenaReuse>,
     ) -> Result<Session<'e>> {
-        let program = program::compile(engine, graph, bindings, &BTreeMap::new())?;
+        let program = program::compile_specialised(engine, graph, bindings)?;
         let arena = match reuse {
             Some(r) => ArenaChoice::Lent(r),
             None => ArenaChoice::Planned,
@@ -283,9 +299,25 @@ impl<'e> Session<'e> {
                     },
                 ));
             }
-            if let Slot::Arena(off) = self.slots[t] {
-                let n = given.bytes().len();
-                buf.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
+            match self.slots[t] {
+                Slot::Arena(off) => {
+                    let n = given.bytes().len();
+                    buf.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
+                }
+                // A value input the session was specialised for: the run must give the
+                // same values, or the shapes planned would be wrong.
+                Slot::Const if given.bytes() != const_bytes(&self.graph, t) => {
+                    let bytes = const_bytes(&self.graph, t);
+                    let expected = Tensor::from_bytes(decl.dtype, &self.shapes[t], bytes);
+                    return Err(HostError::input(
+                        &decl.name,
+                        InputProblem::ValueChanged {
+                            expected: value_list(&expected),
+                            got: value_list(given),
+                        },
+                    ));
+                }
+                _ => {}
             }
         }
         if self.profiling {
@@ -412,6 +444,12 @@ impl<'e> Session<'e> {
             Slot::Internal => &[],
         }
     }
+}
+
+/// `[1, -1]`: a value input's values as a user writes them.
+fn value_list(t: &Tensor) -> String {
+    let v: Vec<String> = t.to_f64().iter().map(|x| x.to_string()).collect();
+    format!("[{}]", v.join(", "))
 }
 
 fn byte_len(dtype: baton_delegate_api::DType, shape: &[usize]) -> usize {

@@ -20,29 +20,43 @@ use crate::specialize::specialize;
 
 /// Compiles `graph` for `engine`'s plugins, binding its symbolic input dimensions to
 /// `bindings`. With `bounds`, the program is bounded instead: the graph is kept as given
-/// and compiled per binding at run time.
+/// and compiled per binding at run time. So is a graph with value inputs (inputs whose
+/// values decide shapes, see [`baton_reference::values`]): its shapes are known only
+/// once a run gives those values, so the program keeps them as inputs and is specialised
+/// and compiled per value when run ([`crate::Session::with_values`],
+/// [`crate::SpecializingSession`]).
 pub fn compile(
     engine: &Engine,
     graph: &Graph,
     bindings: &BTreeMap<String, usize>,
     bounds: &BTreeMap<String, usize>,
 ) -> Result<Program> {
-    if !bounds.is_empty() {
-        return Ok(Program {
-            graph: graph.clone(),
-            bindings: bindings.clone(),
-            bounds: bounds.clone(),
-            plan: PartitionPlan {
-                partitions: Vec::new(),
-                nodes: Vec::new(),
-            },
-            partitions: Vec::new(),
-            memory: None,
-            branches: BTreeMap::new(),
-            notes: Vec::new(),
-            pages: None,
-        });
+    if bounds.is_empty() && reference::values::value_inputs(graph).is_empty() {
+        return compile_specialised(engine, graph, bindings);
     }
+    Ok(Program {
+        graph: graph.clone(),
+        bindings: bindings.clone(),
+        bounds: bounds.clone(),
+        plan: PartitionPlan {
+            partitions: Vec::new(),
+            nodes: Vec::new(),
+        },
+        partitions: Vec::new(),
+        memory: None,
+        branches: BTreeMap::new(),
+        notes: Vec::new(),
+        pages: None,
+    })
+}
+
+/// Specialises `graph` for `bindings` and compiles it: [`compile`] without the bounded
+/// or per-value forms. A value input given no value fails here, naming the input.
+pub(crate) fn compile_specialised(
+    engine: &Engine,
+    graph: &Graph,
+    bindings: &BTreeMap<String, usize>,
+) -> Result<Program> {
     let limits = engine.config.limits();
     limits.check_inputs(graph, bindings)?;
     let graph = specialize(graph, bindings)?;
@@ -77,7 +91,7 @@ fn compile_branches(engine: &Engine, graph: &Graph) -> BTreeMap<(usize, usize), 
         for (k, name) in ["then_branch", "else_branch"].iter().enumerate() {
             let compiled = node
                 .attr_graph(name)
-                .map(|g| compile(engine, g, &BTreeMap::new(), &BTreeMap::new()));
+                .map(|g| compile_specialised(engine, g, &BTreeMap::new()));
             if let Some(Ok(p)) = compiled {
                 out.insert((n, k), p);
             }

@@ -319,7 +319,10 @@ fn decode_nested(bytes: Bytes, verify: bool, depth: usize) -> Result<Program, Pr
     }
 
     let p = one(kind::PLAN)?;
-    let plan = read_plan(p, body(p), &graph, &partitions, !bounds.is_empty())?;
+    // A program with value inputs is specialised per value at run time, like a bounded
+    // one per binding: neither stores partition decisions.
+    let deferred = !bounds.is_empty() || !baton_reference::values::value_inputs(&graph).is_empty();
+    let plan = read_plan(p, body(p), &graph, &partitions, deferred)?;
     let m = one(kind::MEMORY)?;
     let memory = read_memory(m, body(m), &graph)?;
     let mut branches = BTreeMap::new();

@@ -131,6 +131,15 @@ pub(crate) fn load_with<'e>(
             message: "a bounded program runs through a bounded session (load_bounded)".into(),
         }));
     }
+    if let Some(input) = baton_reference::values::value_input_names(&program.graph).first() {
+        return Err(HostError::Program(ProgramError::Malformed {
+            section: "graph".into(),
+            offset: 0,
+            message: format!(
+                "input '{input}' decides shapes by its values, so the program is specialised per value when run (Session::with_values or SpecializingSession on its graph)"
+            ),
+        }));
+    }
     let Program {
         graph,
         mut plan,

@@ -56,6 +56,14 @@
 //! A bounded program (compiled with `--bound`) holds the graph unspecialised, the bounds,
 //! and no partitions or layout: its partitions are compiled per binding at run time, as
 //! [`crate::BoundedSession`] does for a model file.
+//!
+//! So does a program whose graph has *value inputs* (inputs whose values decide shapes,
+//! see [`baton_reference::values`]): its plan section holds no decisions, its memory
+//! section no layout, and it is specialised per value when run
+//! ([`crate::Session::with_values`], [`crate::SpecializingSession`]). A reader tells it
+//! from the graph itself (a value input is an input a shape operand is computed from), so
+//! the format is unchanged and files written before value inputs existed read as before:
+//! a specialised graph has none.
 
 mod compile;
 mod format;
@@ -73,7 +81,7 @@ use baton_partitioner::PartitionPlan;
 use thiserror::Error;
 
 pub use compile::compile;
-pub(crate) use compile::{partition_and_compile, usable_backends};
+pub(crate) use compile::{compile_specialised, partition_and_compile, usable_backends};
 pub use format::{decode, encode, reseal, Bytes};
 pub(crate) use load::load_with;
 pub use load::{is_program, load, load_bounded, read, LoadOptions};
