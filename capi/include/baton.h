@@ -171,6 +171,27 @@ typedef struct BatonDeviceRow {
     const char *detail;  /* the probe's verdict, or why it did not come up */
 } BatonDeviceRow;
 
+/* One output of one delegated partition against the reference executor
+ * (baton_session_check; `baton run --check`). */
+typedef struct BatonCheckRow {
+    int64_t partition;      /* the partition's index in the plan */
+    const char *backend;    /* the plugin that ran it */
+    int64_t nodes;          /* its node count */
+    const char *output;     /* the output tensor's name */
+    uint32_t dtype;         /* a BATON_DTYPE_* code */
+    uint32_t passed;        /* 1 when every element is within tolerance */
+    double max_abs;         /* the largest absolute error */
+    double max_rel;         /* the largest relative error (elements with a nonzero reference) */
+    uint64_t max_ulp;       /* the largest distance in units in the last place */
+    uint64_t past;          /* elements past tolerance */
+    uint64_t elements;
+    double tolerance_abs;   /* the conformance kit's [model] rule for the dtype */
+    double tolerance_rel;
+    uint64_t tolerance_ulp;
+    const char *first_node; /* the partition's first node past tolerance, NULL when none */
+    const char *first_op;   /* its op, NULL when none */
+} BatonCheckRow;
+
 /* ------------------------------------------------------------------------------------ */
 /* Functions                                                                            */
 
@@ -248,6 +269,18 @@ BatonResult baton_session_step(BatonSession *session, const BatonTensor *inputs,
 
 /* Puts every state back to zeros. */
 BatonResult baton_session_reset_state(BatonSession *session);
+
+/* Runs the model's delegated partitions also on the reference executor with the same
+ * inputs (as `baton run --check`): each partition runs on its plugin with the reference's
+ * values of its inputs, its outputs are compared with the reference's, and where one is
+ * past tolerance, prefixes of the partition find its first node past tolerance. `*n_rows`
+ * is set to the row count (one per partition and output), read with
+ * baton_session_check_row; the rows stay valid until the next check or the session's free.
+ * A bounded session cannot check (BATON_ERROR_INVALID_ARGUMENT). */
+BatonResult baton_session_check(BatonSession *session, const BatonTensor *inputs,
+                                size_t n_inputs, size_t *n_rows);
+BatonResult baton_session_check_row(const BatonSession *session, size_t index,
+                                    BatonCheckRow *out);
 
 /* Where each node runs and why, one row per node in the model's node order. A bounded
  * session is planned per binding at run time: it has no plan to give here

@@ -30,11 +30,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use baton_runtime_host::HostError;
 
+mod check;
 mod engine;
 mod model;
 mod session;
 mod tensor;
 
+pub use check::*;
 pub use engine::*;
 pub use model::*;
 pub use session::*;

@@ -30,8 +30,10 @@ use crate::{
 #[repr(C)]
 pub struct BatonSession {
     tag: Tag,
-    kind: Kind,
+    pub(crate) kind: Kind,
     stream: Option<Stream>,
+    /// The rows of the last `baton_session_check`.
+    pub(crate) checks: Vec<crate::check::HeldCheck>,
     inputs: Vec<HeldInfo>,
     outputs: Vec<HeldInfo>,
     input_names: Vec<String>,
@@ -45,7 +47,7 @@ impl Tagged for BatonSession {
     const KIND: &'static str = "BatonSession";
 }
 
-enum Kind {
+pub(crate) enum Kind {
     Fixed(Box<Session<'static>>),
     Bounded(Box<BoundedSession<'static>>),
 }
@@ -174,6 +176,7 @@ impl BatonSession {
             tag: Tag::Session,
             kind,
             stream: None,
+            checks: Vec::new(),
             inputs,
             outputs,
             input_names: names(&graph.inputs),

@@ -503,3 +503,87 @@ fn bounded_sessions_take_any_extents_within_their_bounds() {
         baton_engine_free(e);
     }
 }
+
+/// A plugin file of the workspace, next to this test's directory (`cargo build` puts it
+/// there; scripts/test.sh builds the workspace first).
+fn workspace_plugin(stem: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let name = format!(
+        "{}{stem}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace first (`cargo build --workspace`)",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn check_rows_compare_each_partition_with_the_reference() {
+    let tinynet = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tinynet/tinynet.btir");
+    let m = load(&tinynet);
+    let values: Vec<f32> = (0..3 * 32 * 32)
+        .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+        .collect();
+    let input = tensor_in(&[1, 3, 32, 32], &values);
+    // Host only: nothing delegated, no rows.
+    let e = engine();
+    let mut s = ptr::null_mut();
+    ok(unsafe { baton_session_create(e, m, ptr::null(), 0, &mut s) });
+    let mut rows = 99;
+    ok(unsafe { baton_session_check(s, &input, 1, &mut rows) });
+    assert_eq!(rows, 0);
+    unsafe { baton_session_free(s) };
+    // The CPU plugin: every partition's output within the kit's tolerance.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = c(&format!(
+        "cache_dir = {:?}\n[[plugin]]\npath = {:?}\n",
+        dir.path().display().to_string(),
+        workspace_plugin("baton_backend_cpu").display().to_string()
+    ));
+    let mut cpu = ptr::null_mut();
+    ok(unsafe { baton_engine_create_from_string(cfg.as_ptr(), ptr::null(), &mut cpu) });
+    ok(unsafe { baton_session_create(cpu, m, ptr::null(), 0, &mut s) });
+    ok(unsafe { baton_session_check(s, &input, 1, &mut rows) });
+    assert!(rows > 0);
+    for k in 0..rows {
+        let mut r: BatonCheckRow = unsafe { std::mem::zeroed() };
+        ok(unsafe { baton_session_check_row(s, k, &mut r) });
+        assert_eq!(
+            unsafe { CStr::from_ptr(r.backend) }.to_str().unwrap(),
+            "cpu"
+        );
+        assert_eq!(
+            (r.passed, r.past, r.dtype),
+            (1, 0, DType::F32.code()),
+            "{r:?}"
+        );
+        assert!(
+            r.elements > 0 && r.max_abs < 1e-4 && r.tolerance_ulp > 0,
+            "{r:?}"
+        );
+        assert!(r.first_node.is_null());
+    }
+    let mut r: BatonCheckRow = unsafe { std::mem::zeroed() };
+    assert_fails(
+        unsafe { baton_session_check_row(s, rows, &mut r) },
+        BATON_ERROR_INVALID_ARGUMENT,
+        &["check row index"],
+    );
+    assert_fails(
+        unsafe { baton_session_check(s, &input, 1, ptr::null_mut()) },
+        BATON_ERROR_INVALID_ARGUMENT,
+        &["n_rows is NULL"],
+    );
+    unsafe {
+        baton_session_free(s);
+        baton_model_free(m);
+        baton_engine_free(cpu);
+        baton_engine_free(e);
+    }
+}
