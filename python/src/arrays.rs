@@ -94,15 +94,20 @@ impl Held<'_> {
 /// `value` (an array or anything numpy turns into one) as an input for `name`.
 pub fn held<'py>(np: &Numpy, name: &str, value: &Bound<'py, PyAny>) -> PyResult<Held<'py>> {
     let py = value.py();
+    // One attribute lookup on the common path (numpy builds the interface dict on each
+    // access): `strides` is None exactly when the array is C-contiguous.
     let mut array = value.clone();
-    if array.getattr("__array_interface__").is_err() {
-        array = np.asarray.bind(py).call1((value,))?;
-    }
-    let contiguous: bool = array.getattr("flags")?.getattr("c_contiguous")?.extract()?;
-    if !contiguous {
+    let mut interface = match array.getattr("__array_interface__") {
+        Ok(i) => i,
+        Err(_) => {
+            array = np.asarray.bind(py).call1((value,))?;
+            array.getattr("__array_interface__")?
+        }
+    };
+    if !interface.get_item("strides")?.is_none() {
         array = np.ascontiguousarray.bind(py).call1((array,))?;
+        interface = array.getattr("__array_interface__")?;
     }
-    let interface = array.getattr("__array_interface__")?;
     let typestr: String = interface.get_item("typestr")?.extract()?;
     let dtype = from_typestr(&typestr).ok_or_else(|| {
         error(format!(
