@@ -4,8 +4,9 @@ the same process (a bench, not a test; scripts/bench-embed.sh runs it).
 Usage: bench_embed.py MODEL.onnx [RUNS]
 
 Every input is f32, filled with a fixed ramp (symbolic dimensions at 1). Each runtime
-runs the model RUNS times (10 000 by default) after 100 warm-up runs, one thread, and the
-mean microseconds per run are printed as `label<TAB>us`.
+runs the model RUNS times (10 000 by default) after 100 warm-up runs, one thread, in ten
+interleaved rounds; the median of the rounds' mean microseconds per run is printed as
+`label<TAB>us`.
 """
 
 import sys
@@ -17,14 +18,23 @@ import onnxruntime as ort
 import baton
 
 
-def timed(label, f, runs):
-    for _ in range(100):
-        f()
-    start = time.perf_counter()
-    for _ in range(runs):
-        f()
-    us = (time.perf_counter() - start) * 1e6 / runs
-    print(f"{label}\t{us:.3f}")
+def timed(calls, runs, rounds=10):
+    """Mean microseconds per call of each of `calls` ({label: f}), RUNS calls each: run in
+    interleaved rounds (each label RUNS/rounds calls per round, in turn), so that a busy
+    spell of the machine falls on all of them alike; the median of the rounds' means."""
+    for f in calls.values():
+        for _ in range(100):
+            f()
+    per_round = max(1, runs // rounds)
+    means = {label: [] for label in calls}
+    for _ in range(rounds):
+        for label, f in calls.items():
+            start = time.perf_counter()
+            for _ in range(per_round):
+                f()
+            means[label].append((time.perf_counter() - start) * 1e6 / per_round)
+    for label, m in means.items():
+        print(f"{label}\t{sorted(m)[len(m) // 2]:.3f}")
 
 
 def main():
@@ -36,12 +46,17 @@ def main():
         shape = [d if isinstance(d, int) else 1 for d in decl["shape"]]
         n = int(np.prod(shape))
         feeds[decl["name"]] = ((np.arange(n) % 7) * 0.25 - 0.5).astype(np.float32).reshape(shape)
-    timed("python_run", lambda: session.run(feeds), runs)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     peer = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    timed("ort_python_run", lambda: peer.run(None, feeds), runs)
+    timed(
+        {
+            "python_run": lambda: session.run(feeds),
+            "ort_python_run": lambda: peer.run(None, feeds),
+        },
+        runs,
+    )
     # The two agree (the model is tiny; the same kernels' arithmetic).
     ours = session.run(feeds)
     theirs = peer.run(None, feeds)

@@ -55,15 +55,30 @@ pub struct Numpy {
     empty: Py<PyAny>,
     ascontiguousarray: Py<PyAny>,
     asarray: Py<PyAny>,
+    /// `numpy.dtype` objects by Baton dtype code, made once rather than parsed from a name
+    /// on every output of every run.
+    dtypes: Vec<Option<Py<PyAny>>>,
 }
 
 impl Numpy {
     pub fn new(py: Python<'_>) -> PyResult<Numpy> {
         let np = py.import("numpy")?;
+        let dtype = np.getattr("dtype")?;
+        let mut dtypes = Vec::new();
+        for d in DType::ALL {
+            let code = d.code() as usize;
+            if dtypes.len() <= code {
+                dtypes.resize_with(code + 1, || None);
+            }
+            if let Some(name) = numpy_name(d) {
+                dtypes[code] = Some(dtype.call1((name,))?.unbind());
+            }
+        }
         Ok(Numpy {
             empty: np.getattr("empty")?.unbind(),
             ascontiguousarray: np.getattr("ascontiguousarray")?.unbind(),
             asarray: np.getattr("asarray")?.unbind(),
+            dtypes,
         })
     }
 }
@@ -137,14 +152,18 @@ pub fn output<'py>(
     shape: &[usize],
     bytes: &[u8],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let np_name = numpy_name(dtype).ok_or_else(|| {
-        error(format!(
-            "output '{name}': its dtype {} has no numpy equivalent",
-            dtype.name()
-        ))
-    })?;
+    let np_dtype = np
+        .dtypes
+        .get(dtype.code() as usize)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| {
+            error(format!(
+                "output '{name}': its dtype {} has no numpy equivalent",
+                dtype.name()
+            ))
+        })?;
     let dims = PyTuple::new(py, shape)?;
-    let array = np.empty.bind(py).call1((dims, np_name))?;
+    let array = np.empty.bind(py).call1((dims, np_dtype.bind(py)))?;
     let interface = array.getattr("__array_interface__")?;
     let (ptr, _readonly): (usize, bool) = interface.get_item("data")?.extract()?;
     if !bytes.is_empty() {
