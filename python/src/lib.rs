@@ -14,7 +14,7 @@
 //! little-endian is read in place (once, into the session's arena), and each output is a
 //! fresh numpy array written once, from the arena. Only an input that is not contiguous is
 //! first made so (`numpy.ascontiguousarray`). The arrays are reached through numpy's array
-//! interface (`__array_interface__`), which keeps this module on the stable ABI (abi3)
+//! interface (`__array_struct__`, its C form), which keeps this module on the stable ABI (abi3)
 //! without linking numpy's C API.
 
 use pyo3::prelude::*;
