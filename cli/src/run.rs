@@ -12,6 +12,7 @@ use crate::inputs::given_inputs;
 use crate::model_file::{ModelFile, ProgramArgs};
 use crate::outputs::{report_per_backend, write_outputs};
 
+mod check;
 mod stream;
 
 #[derive(Args)]
@@ -56,6 +57,16 @@ pub struct RunArgs {
     /// chrome://tracing).
     #[arg(long, value_name = "FILE.json")]
     trace: Option<PathBuf>,
+    /// Also run each delegated partition on the reference executor with the same inputs
+    /// and print, per partition and output, the max abs/rel error and ULPs against the
+    /// conformance kit's tolerances, and the first node past tolerance (found by running
+    /// prefixes of the partition on its plugin).
+    #[arg(long, conflicts_with = "stream")]
+    check: bool,
+    /// With --check: print the report as JSON, alone on stdout (the outputs are then
+    /// written only with --output-dir).
+    #[arg(long, requires = "check")]
+    json: bool,
 }
 
 /// Runs `a.model` on the inputs given and writes or prints its outputs.
@@ -108,11 +119,17 @@ pub fn run(a: RunArgs) -> Result<()> {
                 .with_context(|| format!("writing the trace {}", path.display()))?;
             eprintln!("baton: trace written to {}", path.display());
         }
+        if a.check {
+            let report = session
+                .check(&inputs)
+                .with_context(|| format!("checking {}", a.model.display()))?;
+            check::print(&report, a.json)?;
+        }
         (outputs, session.nodes_per_backend())
     } else {
-        if a.profile || a.trace.is_some() {
+        if a.profile || a.trace.is_some() || a.check {
             eprintln!(
-                "baton: note: --profile and --trace are not available with --bound yet; ignored"
+                "baton: note: --profile, --trace and --check are not available with --bound yet; ignored"
             );
         }
         let mut session = BoundedSession::new(&engine, &graph, &bounds)
@@ -134,7 +151,9 @@ pub fn run(a: RunArgs) -> Result<()> {
         .map(|&t| graph.tensors[t].name.clone())
         .zip(outputs)
         .collect();
-    write_outputs(a.output_dir.as_deref(), &named)?;
+    if !(a.json && a.output_dir.is_none()) {
+        write_outputs(a.output_dir.as_deref(), &named)?;
+    }
     report_per_backend(&per_backend);
     Ok(())
 }

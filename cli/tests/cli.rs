@@ -571,3 +571,49 @@ fn compile_refuses_a_bounded_program_that_could_not_load() {
     );
     assert!(o.status.success(), "{}", text(&o).1);
 }
+
+#[test]
+fn run_check_compares_each_partition_with_the_reference_as_a_table_and_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, image) = example();
+    let input = format!("image={}", image.display());
+    let args = ["run", model.to_str().unwrap(), "--input", &input, "--check"];
+    let o = baton(&args, dir.path());
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("max_ulp") && stdout.contains("probabilities"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(" ok") && !stdout.contains("PAST"),
+        "{stdout}"
+    );
+
+    let o = baton(&[&args[..], &["--json"]].concat(), dir.path());
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    // The report alone on stdout (the outputs' summary is not printed with --json).
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    let partitions = report.as_array().expect("a list of partitions");
+    assert!(!partitions.is_empty(), "{stdout}");
+    for p in partitions {
+        assert_eq!(p["backend"], "cpu", "{p}");
+        assert!(p["first_node_past"].is_null(), "{p}");
+        for out in p["outputs"].as_array().unwrap() {
+            assert_eq!(out["past"], 0, "{out}");
+            assert!(out["max_abs"].as_f64().unwrap() < 1e-4, "{out}");
+            assert!(out["tolerance"]["ulp"].as_u64().unwrap() > 0, "{out}");
+        }
+    }
+    // --json without --check is refused, naming --check.
+    let o = baton(
+        &["run", model.to_str().unwrap(), "--input", &input, "--json"],
+        dir.path(),
+    );
+    assert!(
+        !o.status.success() && text(&o).1.contains("--check"),
+        "{}",
+        text(&o).1
+    );
+}

@@ -104,6 +104,14 @@ pub enum HostError {
         /// State inputs a stream supplies itself (not counted in `expected`).
         state: usize,
     },
+    /// An output buffer an embedder lent ([`crate::Session::run_views`]'s sink) too small
+    /// for the output.
+    #[error("output '{name}': needs {needed} bytes, its buffer holds {capacity}")]
+    OutputBuffer {
+        name: String,
+        needed: usize,
+        capacity: usize,
+    },
     /// A bound declared for a dimension no input of the model has (most likely a typo).
     #[error("a bound is declared for dimension '{dim}', which no input of the model has (symbolic dimensions: {})", list_or_none(.symbolic))]
     UnusedBound { dim: String, symbolic: Vec<String> },

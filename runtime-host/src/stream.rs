@@ -6,16 +6,27 @@
 //! state is replaced only when a call succeeds: a failed call (bad input, a plugin error
 //! under the `fail` rule) leaves it exactly as it was, so the stream can go on.
 
+use baton_delegate_api::sdk::TensorRef;
 use baton_delegate_api::Tensor;
 
 use crate::error::{HostError, InputProblem, Result, TensorType};
-use crate::exec::Session;
+use crate::exec::{OutputSink, Session};
 
 /// A session driven step by step with carried state.
 pub struct Stream<'s, 'e> {
     session: &'s mut Session<'e>,
+    state: StreamState,
+}
+
+/// The carried state of a stream, apart from the session it belongs to: for embedders (the
+/// C and Python APIs) that keep a session and its stream in one handle, where a borrow of
+/// the session could not be held. It belongs to the session that made it
+/// ([`Session::stream_state`]); [`Stream`] is the same with the session borrowed.
+pub struct StreamState {
     /// For each state: (position among graph inputs, position among graph outputs).
     pairs: Vec<(usize, usize)>,
+    /// The name of each state's input, for [`StreamState::state`] and errors.
+    names: Vec<String>,
     state: Vec<Tensor>,
 }
 
@@ -23,6 +34,15 @@ impl<'e> Session<'e> {
     /// Starts a stream. `pairs` names each state as `(input, output)`: the output of one
     /// step becomes that input of the next. The state starts at zeros.
     pub fn stream<'s>(&'s mut self, pairs: &[(&str, &str)]) -> Result<Stream<'s, 'e>> {
+        let state = self.stream_state(pairs)?;
+        Ok(Stream {
+            session: self,
+            state,
+        })
+    }
+
+    /// The state of a stream over this session (see [`Session::stream`]), held apart.
+    pub fn stream_state(&self, pairs: &[(&str, &str)]) -> Result<StreamState> {
         let position = |list: &[usize], name: &str| {
             list.iter()
                 .position(|&t| self.graph.tensors[t].name == name)
@@ -71,8 +91,8 @@ impl<'e> Session<'e> {
             resolved.push((i, o));
             state.push(Tensor::zeros(din, &shape));
         }
-        Ok(Stream {
-            session: self,
+        Ok(StreamState {
+            names: pairs.iter().map(|(i, _)| i.to_string()).collect(),
             pairs: resolved,
             state,
         })
@@ -80,6 +100,31 @@ impl<'e> Session<'e> {
 }
 
 impl Stream<'_, '_> {
+    /// Replaces the state named by its input (e.g. to start from a saved state).
+    pub fn set_state(&mut self, input: &str, value: Tensor) -> Result<()> {
+        self.state.set_state(input, value)
+    }
+
+    /// The current state named by its input.
+    pub fn state(&self, input: &str) -> Result<&Tensor> {
+        self.state.state(input)
+    }
+
+    /// Runs one step. `inputs` are the model's inputs that are not state, in graph order;
+    /// the result is the outputs that are not state, in graph order.
+    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let views: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
+        let mut rest = Vec::new();
+        self.state
+            .step_views(self.session, &views, &mut |_, dtype, shape, bytes| {
+                rest.push(Tensor::from_bytes(dtype, shape, bytes));
+                Ok(())
+            })?;
+        Ok(rest)
+    }
+}
+
+impl StreamState {
     /// Replaces the state named by its input (e.g. to start from a saved state).
     pub fn set_state(&mut self, input: &str, value: Tensor) -> Result<()> {
         let k = self.state_index(input)?;
@@ -102,50 +147,68 @@ impl Stream<'_, '_> {
         Ok(&self.state[self.state_index(input)?])
     }
 
-    /// Runs one step. `inputs` are the model's inputs that are not state, in graph order;
-    /// the result is the outputs that are not state, in graph order.
-    pub fn step(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        let graph_inputs = self.session.graph.inputs.len();
+    /// Puts every state back to zeros (a new utterance on the same session).
+    pub fn reset(&mut self) {
+        for t in &mut self.state {
+            *t = Tensor::zeros(t.dtype, &t.shape);
+        }
+    }
+
+    /// Runs one step of `session` (the session this state was made by): `inputs` are the
+    /// model's inputs that are not state, in graph order; each output that is not state
+    /// goes to `sink` as [`Session::run_views`] gives it, numbered among those outputs.
+    /// The state changes only once the whole call, `sink` included, has succeeded.
+    pub fn step_views(
+        &mut self,
+        session: &mut Session<'_>,
+        inputs: &[TensorRef<'_>],
+        sink: &mut OutputSink<'_>,
+    ) -> Result<()> {
+        let graph_inputs = session.graph.inputs.len();
         let mut free = inputs.iter();
-        let mut all: Vec<&Tensor> = Vec::with_capacity(graph_inputs);
+        let mut all: Vec<TensorRef<'_>> = Vec::with_capacity(graph_inputs);
         for pos in 0..graph_inputs {
             match self.pairs.iter().position(|&(i, _)| i == pos) {
-                Some(k) => all.push(&self.state[k]),
-                None => all.push(free.next().ok_or_else(|| self.arity_error(inputs.len()))?),
+                Some(k) => all.push(self.state[k].view()),
+                None => all.push(
+                    *free
+                        .next()
+                        .ok_or_else(|| self.arity_error(graph_inputs, inputs.len()))?,
+                ),
             }
         }
         if free.next().is_some() {
-            return Err(self.arity_error(inputs.len()));
+            return Err(self.arity_error(graph_inputs, inputs.len()));
         }
-        // The state changes only once the whole call has succeeded.
-        let outputs = self.session.run_refs(&all)?;
-        let mut rest = Vec::with_capacity(outputs.len());
         let mut next: Vec<Option<Tensor>> = self.state.iter().map(|_| None).collect();
-        for (pos, t) in outputs.into_iter().enumerate() {
+        let mut rest = 0;
+        session.run_views(&all, &mut |pos, dtype, shape, bytes| {
             match self.pairs.iter().position(|&(_, o)| o == pos) {
-                Some(k) => next[k] = Some(t),
-                None => rest.push(t),
+                Some(k) => next[k] = Some(Tensor::from_bytes(dtype, shape, bytes)),
+                None => {
+                    sink(rest, dtype, shape, bytes)?;
+                    rest += 1;
+                }
             }
-        }
+            Ok(())
+        })?;
         for (slot, t) in self.state.iter_mut().zip(next) {
             *slot = t.expect("every state output is produced by a successful run");
         }
-        Ok(rest)
+        Ok(())
     }
 
     fn state_index(&self, input: &str) -> Result<usize> {
-        self.pairs
+        self.names
             .iter()
-            .position(|&(i, _)| {
-                self.session.graph.tensors[self.session.graph.inputs[i]].name == input
-            })
+            .position(|n| n == input)
             .ok_or_else(|| HostError::input(input, InputProblem::NotState))
     }
 
-    fn arity_error(&self, given: usize) -> HostError {
+    fn arity_error(&self, graph_inputs: usize, given: usize) -> HostError {
         HostError::InputCount {
             given,
-            expected: self.session.graph.inputs.len() - self.pairs.len(),
+            expected: graph_inputs - self.pairs.len(),
             state: self.pairs.len(),
         }
     }

@@ -171,6 +171,9 @@ pub enum InputProblem {
     /// A subgraph given another number of inputs than it takes.
     #[error("subgraph takes {expected} inputs, {given} given")]
     SubgraphArity { expected: usize, given: usize },
+    /// A borrowed input buffer (C or Python API) whose length is not its shape's.
+    #[error("its buffer holds {got} bytes; its dtype and shape take {expected}")]
+    BufferSize { expected: usize, got: usize },
     /// The model has no input of that name.
     #[error("the model has no input of that name")]
     NoSuchInput,

@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use baton_delegate_api::abi;
 use baton_delegate_api::ir::AlignedBytes;
-use baton_delegate_api::sdk::ProfileEvent;
-use baton_delegate_api::{Graph, NodeId, OpKind, Storage, Tensor, TensorId};
+use baton_delegate_api::sdk::{ProfileEvent, TensorRef};
+use baton_delegate_api::{DType, Graph, NodeId, OpKind, Storage, Tensor, TensorId};
 use baton_partitioner::{self as partitioner, PartitionPlan, Step};
 
 use crate::engine::Engine;
@@ -32,6 +32,10 @@ use crate::program::{self, MemoryLayout};
 use crate::trace::StepTiming;
 
 mod steps;
+
+/// Where [`Session::run_views`] hands each output: `(position among the outputs, dtype,
+/// shape, bytes in the arena)`.
+pub type OutputSink<'a> = dyn FnMut(usize, DType, &[usize], &[u8]) -> Result<()> + 'a;
 
 /// A loaded model, ready to run.
 pub struct Session<'e> {
@@ -261,6 +265,16 @@ impl<'e> Session<'e> {
         all
     }
 
+    /// The engine this session runs on.
+    pub(crate) fn engine(&self) -> &'e Engine {
+        self.engine
+    }
+
+    /// The bytes of constant `t` of `self.graph`, wherever they are held.
+    pub(crate) fn constant_bytes(&self, t: TensorId) -> &[u8] {
+        const_bytes(&self.graph, t)
+    }
+
     /// Shape of each graph input, in order.
     pub fn input_shapes(&self) -> Vec<&[usize]> {
         self.graph
@@ -278,6 +292,23 @@ impl<'e> Session<'e> {
 
     /// [`Session::run`] over borrowed inputs (streams pass their state without copying it).
     pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let views: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
+        let mut outputs = Vec::with_capacity(self.graph.outputs.len());
+        self.run_views(&views, &mut |_, dtype, shape, bytes| {
+            outputs.push(Tensor::from_bytes(dtype, shape, bytes));
+            Ok(())
+        })?;
+        Ok(outputs)
+    }
+
+    /// Runs the model on borrowed input bytes and hands each output's bytes, in graph
+    /// order, to `sink` as `(position, dtype, shape, bytes)` straight from the arena.
+    ///
+    /// This is the path of the embedding APIs (C, Python): the caller's input buffers are
+    /// read once, into the arena, and each output is copied once, from the arena into
+    /// wherever `sink` puts it (a caller-owned buffer), with no tensor allocated in
+    /// between. An error from `sink` ends the run with that error.
+    pub fn run_views(&mut self, inputs: &[TensorRef<'_>], sink: &mut OutputSink<'_>) -> Result<()> {
         if inputs.len() != self.graph.inputs.len() {
             return Err(HostError::InputCount {
                 given: inputs.len(),
@@ -290,30 +321,45 @@ impl<'e> Session<'e> {
         let mut buf = arena.lock();
         for (&t, given) in self.graph.inputs.iter().zip(inputs) {
             let decl = &self.graph.tensors[t];
+            // A view's bytes are not tied to its shape the way a `Tensor`'s are: a buffer
+            // of another length is refused rather than read past.
+            let len = byte_len(decl.dtype, &self.shapes[t]);
             if given.dtype != decl.dtype || given.shape != self.shapes[t] {
                 return Err(HostError::input(
                     &decl.name,
                     InputProblem::WrongType {
                         expected: TensorType::of(decl.dtype, &self.shapes[t]),
-                        got: TensorType::of(given.dtype, &given.shape),
+                        got: TensorType::of(given.dtype, given.shape),
+                    },
+                ));
+            }
+            if given.data.len() != len {
+                return Err(HostError::input(
+                    &decl.name,
+                    InputProblem::BufferSize {
+                        expected: len,
+                        got: given.data.len(),
                     },
                 ));
             }
             match self.slots[t] {
                 Slot::Arena(off) => {
-                    let n = given.bytes().len();
-                    buf.as_mut_slice()[off..off + n].copy_from_slice(given.bytes());
+                    buf.as_mut_slice()[off..off + len].copy_from_slice(given.data);
                 }
                 // A value input the session was specialised for: the run must give the
                 // same values, or the shapes planned would be wrong.
-                Slot::Const if given.bytes() != const_bytes(&self.graph, t) => {
+                Slot::Const if given.data != const_bytes(&self.graph, t) => {
                     let bytes = const_bytes(&self.graph, t);
                     let expected = Tensor::from_bytes(decl.dtype, &self.shapes[t], bytes);
                     return Err(HostError::input(
                         &decl.name,
                         InputProblem::ValueChanged {
                             expected: value_list(&expected),
-                            got: value_list(given),
+                            got: value_list(&Tensor::from_bytes(
+                                given.dtype,
+                                given.shape,
+                                given.data,
+                            )),
                         },
                     ));
                 }
@@ -327,15 +373,11 @@ impl<'e> Session<'e> {
                 self.run_step(i, &mut buf)?;
             }
         }
-        Ok(self
-            .graph
-            .outputs
-            .iter()
-            .map(|&t| {
-                let decl = &self.graph.tensors[t];
-                Tensor::from_bytes(decl.dtype, &self.shapes[t], self.bytes(t, &buf))
-            })
-            .collect())
+        for (pos, &t) in self.graph.outputs.iter().enumerate() {
+            let dtype = self.graph.tensors[t].dtype;
+            sink(pos, dtype, &self.shapes[t], self.bytes(t, &buf))?;
+        }
+        Ok(())
     }
 
     /// Offset of every arena tensor, by name: the layout other bindings can reuse.
