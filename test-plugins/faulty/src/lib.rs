@@ -10,10 +10,13 @@
 //!
 //! For the isolation tests and the fault matrix, three more options choose any fault at any
 //! entry point: `action` (what goes wrong: `segfault`, `abort`, `hang`, `panic`, `error`,
-//! `nan`), `at` (where: `create`, `devices`, `supports`, `compile`, `init`, `execute`) and
-//! `when` (`always`, or `after-probe`: only on graphs other than the host's probe graphs,
-//! which are named `probe_*`, so the plugin passes its probe and fails on the model). `nan`
-//! acts only at `execute` (NaN outputs); `error` at `devices` reports no device.
+//! `nan`, `drift`), `at` (where: `create`, `devices`, `supports`, `compile`, `init`,
+//! `execute`) and `when` (`always`, or `after-probe`: only on graphs other than the host's
+//! probe graphs, which are named `probe_*`, so the plugin passes its probe and fails on the
+//! model). `nan` acts only at `execute` (NaN outputs); `error` at `devices` reports no
+//! device. `drift` is the quiet failure `baton run --check` exists for: the plugin's Add
+//! keeps only bfloat16's 8 significant bits, as a reduced-precision kernel would, while
+//! its Relu stays exact, so a partition's error starts at its first Add wherever that is.
 
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::{
@@ -25,7 +28,7 @@ use baton_delegate_api::{
 pub const FAULTS: &str = "none|panic-create|panic-supports|panic-compile|panic-init|panic-execute|error-compile|error-init|error-execute|wrong-shape|nan-output|lie-available|hang-execute|crash-execute|error-init-large|error-execute-large";
 
 /// What `action` can do.
-pub const ACTIONS: &str = "none|segfault|abort|hang|panic|error|nan";
+pub const ACTIONS: &str = "none|segfault|abort|hang|panic|error|nan|drift";
 /// Where `at` can strike.
 pub const ENTRY_POINTS: &str = "create|devices|supports|compile|init|execute";
 
@@ -75,6 +78,23 @@ impl Strike {
             && self.at == "execute"
             && !(self.after_probe && graph.starts_with("probe_"))
     }
+
+    /// Whether `execute` on `graph` rounds its Add results to bfloat16.
+    fn drift(&self, graph: &str) -> bool {
+        self.action == "drift"
+            && self.at == "execute"
+            && !(self.after_probe && graph.starts_with("probe_"))
+    }
+}
+
+/// `x` rounded to the nearest bfloat16 (8 significant bits, ties to even), back in f32.
+fn to_bf16_precision(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    let bits = x.to_bits();
+    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) & 0xffff_0000;
+    f32::from_bits(rounded)
 }
 
 /// The delegate.
@@ -266,6 +286,7 @@ impl Executable for FaultyExec {
         }
         self.strike.act("execute", &self.graph.name)?;
         let nan = self.strike.nan(&self.graph.name);
+        let drift = self.strike.drift(&self.graph.name);
         // Evaluate node by node; values keyed by subgraph tensor id.
         let g = &self.graph;
         let mut values: Vec<Option<Vec<f32>>> = vec![None; g.tensors.len()];
@@ -282,7 +303,12 @@ impl Executable for FaultyExec {
                     let b = values[n.inputs[1]]
                         .as_ref()
                         .ok_or_else(|| DelegateError::invalid("missing operand"))?;
-                    a.iter().zip(b).map(|(x, y)| x + y).collect()
+                    let sum = a.iter().zip(b).map(|(x, y)| x + y);
+                    if drift {
+                        sum.map(to_bf16_precision).collect()
+                    } else {
+                        sum.collect()
+                    }
                 }
                 op => return Err(DelegateError::unsupported(format!("{op}"))),
             };
