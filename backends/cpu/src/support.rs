@@ -265,6 +265,14 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GatherND,
     OpKind::ScatterElements,
     OpKind::ScatterND,
+    OpKind::Range,
+    OpKind::OneHot,
+    OpKind::BitwiseAnd,
+    OpKind::BitwiseOr,
+    OpKind::BitwiseXor,
+    OpKind::BitwiseNot,
+    OpKind::BitShift,
+    OpKind::CumProd,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -278,6 +286,11 @@ fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Suppo
     check_arity(node)?;
     let shapes = check_tensors(graph, node)?;
     check_op(graph, node, &shapes, consts)?;
+    if node.op == OpKind::Range {
+        // Its length comes from the constants of any Range dtype (the generic rule reads
+        // i64 operands only).
+        return tail::check_range_length(graph, node, consts);
+    }
     let shape_operand = |i: usize| {
         let t = *node.inputs.get(i)?;
         consts.bytes(t)?;

@@ -18,10 +18,12 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
+use crate::ops::generate::OneHotOp;
 use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
@@ -148,6 +150,11 @@ enum Op {
     LinearResize(LinearResizeOp),
     Deconv(DeconvOp),
     Gru(GruOp),
+    /// BitwiseAnd, BitwiseOr or BitwiseXor.
+    BitBinary(BitBinaryOp),
+    BitNot(BitNotOp),
+    BitShift(BitShiftOp),
+    OneHot(OneHotOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -198,6 +205,8 @@ impl Op {
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) => "LSTM",
+            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
+            Op::OneHot(_) => "INDEX",
         }
     }
 
@@ -248,6 +257,10 @@ impl Op {
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),
             Op::Gru(op) => op.run(sources, out, ctx),
+            Op::BitBinary(op) => op.run(sources, out),
+            Op::BitNot(op) => op.run(sources, out),
+            Op::BitShift(op) => op.run(sources, out),
+            Op::OneHot(op) => op.run(sources, out),
         }
         Ok(())
     }

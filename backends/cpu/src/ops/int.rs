@@ -62,7 +62,7 @@ impl Held {
 
     /// Element `i` of a float tensor (f32 or f16) held in `bytes`, exactly, as f64.
     #[inline(always)]
-    fn float(self, bytes: &[u8], i: usize) -> f64 {
+    pub(crate) fn float(self, bytes: &[u8], i: usize) -> f64 {
         match self {
             Held::F16 => element_f64(DType::F16, bytes, i),
             _ => f32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4])) as f64,

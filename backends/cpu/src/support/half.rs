@@ -66,6 +66,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::ArgMin
             | OpKind::Hardmax
             | OpKind::CumSum
+            | OpKind::CumProd
             | OpKind::LayerNormalization
             | OpKind::BatchNormalization
             | OpKind::Pow

@@ -62,7 +62,7 @@ impl Builder<'_> {
                     k,
                 })
             }
-            OpKind::CumSum => {
+            OpKind::CumSum | OpKind::CumProd => {
                 let t = input(1);
                 let a = match self.graph.tensors[t].dtype {
                     DType::I32 => self
@@ -72,7 +72,7 @@ impl Builder<'_> {
                         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
                     _ => self.const_i64s(t).and_then(|v| v.first().copied()),
                 }
-                .ok_or("CumSum axis is not constant")?;
+                .ok_or("the axis is not constant")?;
                 let axis = normalize_axis(a, x.len())?;
                 let (outer, n, inner) = around(axis);
                 Op::CumSum(CumSumOp {
@@ -83,6 +83,7 @@ impl Builder<'_> {
                     inner,
                     exclusive: node.attr_int("exclusive", 0) != 0,
                     reverse: node.attr_int("reverse", 0) != 0,
+                    product: node.op == OpKind::CumProd,
                 })
             }
             OpKind::Hardmax => {
@@ -208,7 +209,7 @@ impl Builder<'_> {
                 }
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &view, &perm))
             }
-            _ => return Ok(None),
+            _ => return self.lower_bits(node, shapes, out_shape),
         }))
     }
 

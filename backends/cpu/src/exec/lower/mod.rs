@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod bits;
 mod half;
 mod index;
 mod ints;

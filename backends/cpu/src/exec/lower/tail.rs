@@ -6,6 +6,7 @@ use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::elementwise::PowIntOp;
+use crate::ops::generate::range_bytes;
 use crate::ops::gru::{GruOp, GruSpec};
 use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
@@ -327,8 +328,8 @@ impl Builder<'_> {
     }
 
     /// The words (f32 slots; two per i64) of a node whose output is known at init: Shape
-    /// and Size of static shapes, ConstantOfShape of a constant shape. `None` for the
-    /// other ops.
+    /// and Size of static shapes, ConstantOfShape of a constant shape, Range of constant
+    /// operands. `None` for the other ops.
     pub(super) fn constant_node(&self, node: &Node) -> Result<Option<Vec<f32>>, String> {
         let wide = |v: &[i64]| -> Vec<f32> {
             v.iter()
@@ -356,6 +357,17 @@ impl Builder<'_> {
                 let dtype = self.graph.tensors[node.outputs[0]].dtype;
                 let one = constant_element(dtype, node.attrs.get("value"));
                 held_words(dtype, &one.repeat(n))
+            }
+            OpKind::Range => {
+                let n: usize = self.shape(node.outputs[0]).iter().product();
+                let dtype = self.graph.tensors[node.outputs[0]].dtype;
+                let operand = |i: usize| {
+                    self.consts
+                        .bytes(node.inputs[i])
+                        .filter(|b| b.len() >= dtype.size())
+                        .ok_or_else(|| format!("Range operand {i} is not a constant scalar"))
+                };
+                held_words(dtype, &range_bytes(dtype, operand(0)?, operand(2)?, n))
             }
             _ => return Ok(None),
         }))
