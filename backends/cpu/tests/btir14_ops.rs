@@ -206,3 +206,45 @@ fn value_dependent_shapes_need_constants() {
         }
     }
 }
+
+#[test]
+fn wide_unsigned_and_16_bit_integers_are_held_exactly() {
+    let x: Vec<u64> = vec![u64::MAX, 1 << 63, 12_345];
+    let h: Vec<i16> = vec![i16::MIN, -1, 0x1234, 7];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::U64, &[3]);
+        let by = g.constant("by", DType::U64, &[1], TensorData::from_slice(&[63u64]));
+        let right = [("direction", Attr::Str("RIGHT".into()))];
+        let ht = g.input_fixed("h", DType::I16, &[2, 2]);
+        let m = g.constant(
+            "m",
+            DType::I16,
+            &[2],
+            TensorData::from_slice(&[-256i16, 0x0f0f]),
+        );
+        let to_f32 = [("to", Attr::Int(DType::F32.onnx_code()))];
+        let to_u16 = [("to", Attr::Int(DType::U16.onnx_code()))];
+        let xor = g.node(OpKind::BitwiseXor, &[ht, m], &[]).unwrap();
+        vec![
+            g.node(OpKind::BitShift, &[xt, by], &right).unwrap(),
+            g.node(OpKind::Cast, &[xt], &to_f32).unwrap(),
+            xor,
+            g.node(OpKind::Cast, &[xor], &to_u16).unwrap(),
+        ]
+    });
+    let out = both(
+        &g,
+        &[
+            Tensor::from_bytes(DType::U64, &[3], bytemuck::cast_slice(&x)),
+            Tensor::from_bytes(DType::I16, &[2, 2], bytemuck::cast_slice(&h)),
+        ],
+    );
+    assert_eq!(out[0].values::<u64>(), &[1, 1, 0]);
+    let f: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    assert_eq!(out[1].values::<f32>(), &f[..]);
+    let m = [-256i16, 0x0f0f];
+    let xor: Vec<i16> = (0..4).map(|i| h[i] ^ m[i % 2]).collect();
+    assert_eq!(out[2].values::<i16>(), &xor[..]);
+    let wrapped: Vec<u16> = xor.iter().map(|&v| v as u16).collect();
+    assert_eq!(out[3].values::<u16>(), &wrapped[..]);
+}

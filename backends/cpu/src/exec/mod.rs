@@ -306,7 +306,7 @@ impl Executable for CpuExecutable {
                 }
                 DType::Bool => narrow_bools(sources.get(*src), tensor.data),
                 // Held as its 2-byte elements, then slack.
-                DType::F16 => {
+                DType::F16 | DType::I16 | DType::U16 => {
                     let n = tensor.data.len();
                     tensor.data.copy_from_slice(&sources.bytes(*src)[..n]);
                 }
@@ -402,8 +402,8 @@ impl CpuExecutable {
             check_tensor("input", decl, t.dtype, t.shape, t.data.len())?;
             // Held in words (f32, i32, i64) or read as 2-byte units (f16).
             let align = match decl.dtype {
-                DType::F32 | DType::I32 | DType::I64 => 4,
-                DType::F16 => 2,
+                DType::F32 | DType::I32 | DType::I64 | DType::U32 | DType::U64 => 4,
+                DType::F16 | DType::I16 | DType::U16 => 2,
                 _ => 1,
             };
             if !t.data.is_empty() && t.data.as_ptr().align_offset(align) != 0 {

@@ -3,7 +3,8 @@
 //!
 //! And, Or, Xor and Not act on each bit alone, so they run on the held units directly:
 //! 4-byte words for i32 and u32, the two words of an i64 or u64 as two words (a last
-//! held axis of 2 broadcasts like any other), and the stored bytes of i8 and u8 (an i8 is
+//! held axis of 2 broadcasts like any other), the stored 2-byte halves of i16 and u16,
+//! and the stored bytes of i8 and u8 (an i8 is
 //! held biased, `v ^ 0x80`, so its operands are unbiased and the result rebiased; Not
 //! needs neither). The inner loops read both operands at unit stride or one of them
 //! broadcast, which the compiler vectorizes; the rows come from the same strided walk as
@@ -42,6 +43,8 @@ impl BitLogic {
 pub(crate) enum BitUnit {
     /// A 4-byte word (i32, u32, or half of an i64 or u64).
     Word,
+    /// A stored 2-byte element (i16, u16).
+    Half,
     /// A stored byte, biased by `flip` (0x80 for an i8, 0 for a u8).
     Byte { flip: u8 },
 }
@@ -93,6 +96,16 @@ impl BitBinaryOp {
                     });
                 });
             }
+            BitUnit::Half => {
+                let a: &[u16] = bytemuck::cast_slice(sources.bytes(self.a));
+                let b: &[u16] = bytemuck::cast_slice(sources.bytes(self.b));
+                let out: &mut [u16] = bytemuck::cast_slice_mut(out);
+                self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+                    row(&mut out[o..o + len], (a, ia, sa), (b, ib, sb), |x, y| {
+                        op.apply(x, y)
+                    });
+                });
+            }
             BitUnit::Byte { flip } => {
                 let (a, b) = (sources.bytes(self.a), sources.bytes(self.b));
                 let out: &mut [u8] = bytemuck::cast_slice_mut(out);
@@ -125,6 +138,13 @@ impl BitNotOp {
                     *o = !v;
                 }
             }
+            BitUnit::Half => {
+                let x: &[u16] = bytemuck::cast_slice(sources.bytes(self.x));
+                let out: &mut [u16] = bytemuck::cast_slice_mut(out);
+                for (o, &v) in out[..self.len].iter_mut().zip(&x[..self.len]) {
+                    *o = !v;
+                }
+            }
             BitUnit::Byte { .. } => {
                 let x = sources.bytes(self.x);
                 let out: &mut [u8] = bytemuck::cast_slice_mut(out);
@@ -140,6 +160,7 @@ impl BitNotOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ShiftWidth {
     U8,
+    U16,
     U32,
     U64,
 }
@@ -186,6 +207,16 @@ impl BitShiftOp {
                 self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
                     row(&mut out[o..o + len], (a, ia, sa), (b, ib, sb), |x, y| {
                         shift(left, x as u64, y as u64, 8) as u8
+                    });
+                });
+            }
+            ShiftWidth::U16 => {
+                let a: &[u16] = bytemuck::cast_slice(sources.bytes(self.a));
+                let b: &[u16] = bytemuck::cast_slice(sources.bytes(self.b));
+                let out: &mut [u16] = bytemuck::cast_slice_mut(out);
+                self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+                    row(&mut out[o..o + len], (a, ia, sa), (b, ib, sb), |x, y| {
+                        shift(left, x as u64, y as u64, 16) as u16
                     });
                 });
             }

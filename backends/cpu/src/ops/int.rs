@@ -26,6 +26,13 @@ pub(crate) enum Held {
     I64,
     I8,
     U8,
+    /// Its bits in a word, as an i32 (Cast, the bitwise ops and BitShift).
+    U32,
+    /// Its 8 bytes in two words, as an i64 (Cast, the bitwise ops and BitShift).
+    U64,
+    /// Its two stored bytes, as an f16 (Cast, the bitwise ops and BitShift).
+    I16,
+    U16,
 }
 
 impl Held {
@@ -39,19 +46,30 @@ impl Held {
             DType::I64 => Held::I64,
             DType::I8 => Held::I8,
             DType::U8 => Held::U8,
+            DType::U32 => Held::U32,
+            DType::U64 => Held::U64,
+            DType::I16 => Held::I16,
+            DType::U16 => Held::U16,
             _ => return None,
         })
     }
 
-    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1).
+    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1; a u64 as the
+    /// i64 of its bits).
     #[inline(always)]
     pub fn int(self, bytes: &[u8], i: usize) -> i64 {
         let word =
             |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+        let half = |i: usize| u16::from_le_bytes([bytes[i * 2], bytes[i * 2 + 1]]);
         match self {
             Held::Bool => (f32::from_bits(word(i)) != 0.0) as i64,
             Held::I32 => word(i) as i32 as i64,
-            Held::I64 => i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])),
+            Held::U32 => word(i) as i64,
+            Held::I16 => half(i) as i16 as i64,
+            Held::U16 => half(i) as i64,
+            Held::I64 | Held::U64 => {
+                i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+            }
             Held::I8 => (bytes[i] ^ 0x80) as i8 as i64,
             Held::U8 => bytes[i] as i64,
             // Truncated toward zero, saturated, NaN as 0 (Rust's `as`, the reference's
@@ -80,8 +98,13 @@ impl Held {
             Held::Bool => {
                 out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0) as u8 as f32).to_le_bytes())
             }
-            Held::I32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes()),
-            Held::I64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I32 | Held::U32 => {
+                out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes())
+            }
+            Held::I64 | Held::U64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I16 | Held::U16 => {
+                out[i * 2..i * 2 + 2].copy_from_slice(&(v as i16).to_le_bytes())
+            }
             Held::I8 => out[i] = (v as i8 as u8) ^ 0x80,
             Held::U8 => out[i] = v as u8,
         }
@@ -150,6 +173,20 @@ impl CastOp {
                         Held::I8 => to.put_int(out, i, v as i8 as i64),
                         Held::U8 => to.put_int(out, i, v as u8 as i64),
                         Held::I64 => to.put_int(out, i, v as i64),
+                        Held::U32 => to.put_int(out, i, v as u32 as i64),
+                        Held::U64 => to.put_int(out, i, v as u64 as i64),
+                        Held::I16 => to.put_int(out, i, v as i16 as i64),
+                        Held::U16 => to.put_int(out, i, v as u16 as i64),
+                    }
+                }
+            }
+            // A u64 beyond i64's range is no i64: its value is converted directly.
+            (Held::U64, to @ (Held::F32 | Held::F16)) => {
+                for i in 0..self.len {
+                    let v = from_u64(Held::U64.int(x, i) as u64);
+                    match to {
+                        Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&v.0.to_le_bytes()),
+                        _ => to.put_float(out, i, v.1),
                     }
                 }
             }
@@ -160,6 +197,13 @@ impl CastOp {
             }
         }
     }
+}
+
+/// A u64 as the reference converts it: to f32 rounded once, and to f64 (for f16, rounded
+/// again from there, as the reference converts every integer to the narrow floats).
+#[inline(always)]
+fn from_u64(v: u64) -> (f32, f64) {
+    (v as f32, v as f64)
 }
 
 /// The f32 value of the f16 with bits `h`, exactly: a normal number's exponent rebiased

@@ -5,8 +5,10 @@
 //! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
 //! held as stored bytes, which the views and the movers that walk element indices carry
 //! too (nearest Resize included). Integer arithmetic, maps, reductions and Cast
-//! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
-//! and the other dtypes are declined with the dtype as the reason.
+//! between the held dtypes compute on them exactly (`crate::ops::int`). u32 and u64 are
+//! held as i32 and i64 are, i16 and u16 as stored bytes, for Cast, the bitwise ops and
+//! BitShift only (`crate::ops::bits`). f16 arithmetic and the other dtypes are declined
+//! with the dtype as the reason.
 
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
@@ -132,6 +134,10 @@ const CAST: &[DType] = &[
     DType::I64,
     DType::I8,
     DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::U64,
 ];
 
 /// The dtypes of integer arithmetic besides f32 (exact and wrapping, `crate::ops::int`).
@@ -155,13 +161,22 @@ const INDEXED: &[DType] = &[
 const INTS: &[DType] = &[DType::F32, DType::I32, DType::I64, DType::I8, DType::U8];
 
 /// The dtypes of the bitwise ops: every integer held (`crate::ops::bits`).
-const BITS: &[DType] = &[DType::I8, DType::U8, DType::I32, DType::I64];
+const BITS: &[DType] = &[
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
 
-/// The dtypes of BitShift: the unsigned integers held.
-const SHIFTS: &[DType] = &[DType::U8];
+/// The dtypes of BitShift: the unsigned integers.
+const SHIFTS: &[DType] = &[DType::U8, DType::U16, DType::U32, DType::U64];
 
 /// The dtypes of Range: those whose values the executable holds as a constant.
-const RANGE: &[DType] = &[DType::F32, DType::F16, DType::I32, DType::I64];
+const RANGE: &[DType] = &[DType::F32, DType::F16, DType::I16, DType::I32, DType::I64];
 
 /// The dtypes of OneHot's indices: the held numbers (floats are truncated).
 const ONE_HOT_INDICES: &[DType] = &[
@@ -335,7 +350,7 @@ pub(super) fn check_op(
             | OpKind::BitwiseOr
             | OpKind::BitwiseXor
     );
-    if moves && out.dtype == DType::I64 {
+    if moves && matches!(out.dtype, DType::I64 | DType::U64) {
         // Held with an extra axis of its two words.
         let rank = out.static_shape().map_or(0, |s| s.len()).max(x.len());
         if rank >= MAX_RANK {

@@ -21,6 +21,7 @@ impl Builder<'_> {
         let unit = || match dtype {
             DType::I8 => Ok(BitUnit::Byte { flip: 0x80 }),
             DType::U8 => Ok(BitUnit::Byte { flip: 0 }),
+            DType::I16 | DType::U16 => Ok(BitUnit::Half),
             DType::I32 | DType::U32 | DType::I64 | DType::U64 => Ok(BitUnit::Word),
             _ => Err(format!("{} of {dtype}", node.op)),
         };
@@ -48,6 +49,7 @@ impl Builder<'_> {
             OpKind::BitShift => {
                 let width = match dtype {
                     DType::U8 => ShiftWidth::U8,
+                    DType::U16 => ShiftWidth::U16,
                     DType::U32 => ShiftWidth::U32,
                     DType::U64 => ShiftWidth::U64,
                     _ => return Err(format!("BitShift of {dtype}")),

@@ -25,16 +25,16 @@ pub(super) struct BnFold {
 }
 
 impl Builder<'_> {
-    /// The f32 slots one element of `t` takes: two for an i64, else one.
+    /// The f32 slots one element of `t` takes: two for an i64 or u64, else one.
     pub(super) fn words(&self, t: TensorId) -> usize {
-        if self.graph.tensors[t].dtype == DType::I64 {
+        if matches!(self.graph.tensors[t].dtype, DType::I64 | DType::U64) {
             2
         } else {
             1
         }
     }
 
-    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
+    /// `t`'s shape as its slots hold it: an i64 or u64 gains a last axis of its two words.
     pub(super) fn held_shape(&self, t: TensorId) -> Vec<usize> {
         let mut s = self.shape(t);
         if self.words(t) == 2 {
@@ -676,12 +676,12 @@ fn constant_element(dtype: DType, value: Option<&Attr>) -> Vec<u8> {
 }
 
 /// Stored bytes of a `dtype` tensor as the executable holds them: bools widened to
-/// 0.0/1.0, 8-bit and f16 data as bytes (an i8 biased by 128) padded to whole words with
+/// 0.0/1.0, 8- and 16-bit data as bytes (an i8 biased by 128) padded to whole words with
 /// slack, the others as their words.
 fn held_words(dtype: DType, bytes: &[u8]) -> Vec<f32> {
     match dtype {
         DType::Bool => bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
-        DType::I8 | DType::U8 | DType::F16 => {
+        DType::I8 | DType::U8 | DType::F16 | DType::I16 | DType::U16 => {
             let flip = if dtype == DType::I8 { 0x80 } else { 0 };
             let mut words = vec![0.0f32; Builder::byte_words(bytes.len())];
             let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
