@@ -13,7 +13,7 @@ use crate::ops::layout::MAX_RANK;
 mod half;
 mod tail;
 
-pub(crate) use half::half_computed;
+pub(crate) use half::{half_computed, half_computed_node, read_at_init};
 pub(crate) use tail::int_clip_bounds;
 
 /// The largest stride, dilation, pad or axis value accepted.
@@ -57,7 +57,15 @@ pub(crate) fn clip_bounds(
                         ),
                     ));
                 };
-                match bytemuck::pod_collect_to_vec::<u8, f32>(bytes)[..] {
+                // An f16 Clip's bounds are f16 (exact in f32, `half_computed`).
+                let values: Vec<f32> = match decl.dtype {
+                    DType::F16 => bytes
+                        .chunks_exact(2)
+                        .map(|h| crate::ops::int::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+                        .collect(),
+                    _ => bytemuck::pod_collect_to_vec::<u8, f32>(bytes),
+                };
+                match values[..] {
                     [v] => v,
                     _ => {
                         return Err(Support::no(
@@ -573,7 +581,7 @@ fn check_op(
                     ),
                 ));
             }
-            if dtype == DType::F32 {
+            if matches!(dtype, DType::F32 | DType::F16) {
                 clip_bounds(graph, node, consts)?;
             } else {
                 int_clip_bounds(graph, node, consts)?;

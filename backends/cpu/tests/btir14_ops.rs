@@ -1,8 +1,9 @@
 //! The BTIR 1.4 ops through the delegate (bitwise ops, BitShift, CumProd, Range, OneHot),
 //! with SIMD and portable kernels, where the conformance kit's single-node cases do not
 //! reach: chains that read held forms (a biased i8, an i64's two words broadcast), a
-//! Range folded at init feeding run-time ops, and the declines for operands that are
-//! not constant.
+//! Range folded at init feeding run-time ops, the declines for operands that are not
+//! constant, and an f16 ConvTranspose, BatchNormalization and Clip chain (computed in f32
+//! between conversions, its constants widened at init, the normalization not folded).
 
 mod common;
 
@@ -247,4 +248,48 @@ fn wide_unsigned_and_16_bit_integers_are_held_exactly() {
     assert_eq!(out[2].values::<i16>(), &xor[..]);
     let wrapped: Vec<u16> = xor.iter().map(|&v| v as u16).collect();
     assert_eq!(out[3].values::<u16>(), &wrapped[..]);
+}
+
+/// `values` as an f16 tensor (exact for the small whole numbers used here).
+fn f16s(shape: &[usize], values: &[f64]) -> (Vec<u8>, Tensor) {
+    use baton_delegate_api::minifloat::encode16;
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| encode16(DType::F16, v).unwrap().to_le_bytes())
+        .collect();
+    let t = Tensor::from_bytes(DType::F16, shape, &bytes);
+    (bytes, t)
+}
+
+#[test]
+fn f16_transposed_convolution_normalization_and_clip_compute_in_f32() {
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F16, &[1, 1, 2, 2]);
+        let c = |g: &mut GraphBuilder, name: &str, shape: &[usize], v: &[f64]| {
+            let (bytes, _) = f16s(shape, v);
+            g.constant(name, DType::F16, shape, TensorData::from_slice(&bytes))
+        };
+        let w = c(g, "w", &[1, 1, 2, 2], &[1.0, 0.0, 0.0, 1.0]);
+        let y = g.node(OpKind::ConvTranspose, &[x, w], &[]).unwrap();
+        let (s, b, m, v) = (
+            c(g, "s", &[1], &[2.0]),
+            c(g, "b", &[1], &[-1.0]),
+            c(g, "m", &[1], &[0.0]),
+            c(g, "v", &[1], &[1.0]),
+        );
+        let eps = [("epsilon", Attr::Float(0.0))];
+        let n = g
+            .node(OpKind::BatchNormalization, &[y, s, b, m, v], &eps)
+            .unwrap();
+        let (lo, hi) = (c(g, "lo", &[], &[0.0]), c(g, "hi", &[], &[6.0]));
+        vec![g.node(OpKind::Clip, &[n, lo, hi], &[]).unwrap()]
+    });
+    let (_, x) = f16s(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let out = both(&g, &[x]);
+    // x at (0, 0) plus x at (1, 1), then 2y - 1 clipped to [0, 6].
+    assert_eq!(out[0].dtype, DType::F16);
+    assert_eq!(
+        out[0].to_f64(),
+        [1.0, 3.0, 0.0, 5.0, 6.0, 3.0, 0.0, 5.0, 6.0]
+    );
 }

@@ -727,11 +727,15 @@ fn check_resize(
             }
         }
         "linear" => {
+            // f16 is computed in f32 between conversions (`half_computed_node`).
             let dtype = graph.tensors[node.inputs[0]].dtype;
-            if dtype != DType::F32 {
+            if !matches!(dtype, DType::F32 | DType::F16) {
                 return Err(Support::no(
                     DeclineReason::DType,
-                    format!("{}: linear Resize of {dtype}: f32 only", node.label()),
+                    format!(
+                        "{}: linear Resize of {dtype}: f32 and f16 only",
+                        node.label()
+                    ),
                 ));
             }
             if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {

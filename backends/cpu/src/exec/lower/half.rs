@@ -12,18 +12,18 @@
 
 use super::*;
 use crate::ops::int::{CastOp, Held};
-use crate::support::half_computed;
+use crate::support::{half_computed_node, read_at_init};
 
 impl Builder<'_> {
     /// Lowers `node` into `steps` as described above when it is an f16 node of an op
-    /// [`half_computed`] names (one output); `false` (nothing done) otherwise.
+    /// [`half_computed_node`] names (one output); `false` (nothing done) otherwise.
     pub(super) fn half_node(
         &mut self,
         node: &Node,
         steps: &mut Vec<Step>,
     ) -> Result<bool, DelegateError> {
         let half = |t: &TensorId| self.graph.tensors[*t].dtype == DType::F16;
-        let wanted = half_computed(node.op)
+        let wanted = half_computed_node(node)
             && node.outputs.len() == 1
             && (node.inputs.iter().any(half) || node.outputs.iter().any(half));
         if !wanted {
@@ -31,8 +31,9 @@ impl Builder<'_> {
         }
         let err = |e: String| DelegateError::invalid(format!("node {}: {e}", node.label()));
         let mut saved: Vec<(TensorId, Option<Src>)> = Vec::new();
-        for &t in &node.inputs {
-            if !half(&t) || saved.iter().any(|&(s, _)| s == t) {
+        for (i, &t) in node.inputs.iter().enumerate() {
+            let at_init = read_at_init(node.op, i) && self.graph.tensors[t].is_const();
+            if !half(&t) || at_init || saved.iter().any(|&(s, _)| s == t) {
                 continue;
             }
             self.step = steps.len();

@@ -100,7 +100,9 @@ impl Builder<'_> {
         let constant = |t: TensorId| graph.tensors[t].is_const() && self.consts.bytes(t).is_some();
         let mut folds = vec![None; graph.nodes.len()];
         for (id, node) in graph.nodes.iter().enumerate() {
+            // (An f16 one is computed between conversions, `half.rs`, unfolded.)
             if !matches!(node.op, OpKind::Conv | OpKind::ConvTranspose)
+                || graph.tensors[node.inputs[0]].dtype != DType::F32
                 || !free(id, absorbed)
                 || !node.inputs[1..].iter().all(|&t| constant(t))
             {
