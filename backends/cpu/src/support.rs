@@ -154,6 +154,8 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::LogSoftmax | OpKind::Gather => &[("axis", Int)],
         OpKind::Split => &[("axis", Int), ("split", Ints), ("num_outputs", Int)],
         OpKind::Squeeze | OpKind::Unsqueeze => &[("axes", Ints)],
+        // Before opset 10, starts, ends and axes are attributes.
+        OpKind::Slice => &[("starts", Ints), ("ends", Ints), ("axes", Ints)],
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
             &[("axis", Int), ("block_size", Int), ("saturate", Int)]
         }
@@ -361,8 +363,9 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
                 ),
             ));
         }
-        // Window arithmetic (kernel x dilation + pads) must not overflow.
-        if let Attr::Ints(v) = value {
+        // Window arithmetic (kernel x dilation + pads) must not overflow. (Slice clamps
+        // its bounds, which exporters give as the i64 extremes for "to the end".)
+        if let (Attr::Ints(v), false) = (value, node.op == OpKind::Slice) {
             if v.iter().any(|x| x.unsigned_abs() > MAX_EXTENT) {
                 return Err(Support::no(
                     DeclineReason::Attribute,
@@ -385,6 +388,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::ReduceMean | OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => (1, 2),
         OpKind::LayerNormalization => (2, 3),
         OpKind::Gather => (2, 2),
+        OpKind::Slice if node.attrs.contains_key("starts") => (1, 1),
         OpKind::Slice => (3, 5),
         OpKind::LSTM => (3, 8),
         op => tail::arity(op),
@@ -587,7 +591,18 @@ fn check_op(
                 int_clip_bounds(graph, node, consts)?;
             }
         }
-        OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze | OpKind::Slice => {
+        OpKind::Slice => {
+            let by_attr = ["starts", "ends", "axes"].map(|a| node.attrs.contains_key(a));
+            if by_attr[0] != by_attr[1] || by_attr[2] && !by_attr[0] {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    "Slice with some of starts, ends and axes as attributes and the others \
+                     as inputs",
+                ));
+            }
+            require_const_operands(graph, node, consts)?
+        }
+        OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => {
             require_const_operands(graph, node, consts)?
         }
         OpKind::LSTM => check_lstm(graph, node, consts)?,
