@@ -236,7 +236,7 @@ impl Op {
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),
-            Op::IntBinary(op) => return op.run(sources, out),
+            Op::IntBinary(op) => return op.run(sources, out, ctx.kernel.isa()),
             Op::Cast(op) => op.run(sources, out),
             Op::IntUnary(op) => op.run(sources, out),
             Op::IntReduce(op) => return op.run(sources, out),

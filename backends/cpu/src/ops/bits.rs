@@ -270,7 +270,7 @@ fn shift(left: bool, x: u64, y: u64, width: u64) -> u64 {
 /// with the unit-stride and broadcast cases written as plain zipped loops (which
 /// vectorize).
 #[inline(always)]
-fn row<T: Copy>(
+pub(crate) fn row<T: Copy>(
     out: &mut [T],
     (a, ia, sa): (&[T], usize, usize),
     (b, ib, sb): (&[T], usize, usize),
