@@ -278,8 +278,10 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::GatherElements, Some(0) | None) => &[DType::F32, DType::I32, DType::Bool],
         (OpKind::ScatterElements, Some(1)) => &[DType::I32, DType::I64],
         (OpKind::GatherND | OpKind::ScatterND, Some(1)) => &[DType::I64],
+        // GatherND moves held bytes: every dtype held.
+        (OpKind::GatherND, _) => INDEXED,
         // Word-held elements (an i64 as its two words).
-        (OpKind::GatherND | OpKind::ScatterND | OpKind::ScatterElements, _) => {
+        (OpKind::ScatterND | OpKind::ScatterElements, _) => {
             &[DType::F32, DType::I32, DType::Bool, DType::I64]
         }
         // ArgMax and ArgMin compare every held number exactly; positions are i64.

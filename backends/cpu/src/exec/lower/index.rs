@@ -141,10 +141,16 @@ impl Builder<'_> {
                     tuples: ishape[b..ishape.len() - 1].iter().product(),
                     addressed: x[b..b + k].to_vec(),
                 };
+                // Bytes per element as held: a word each (two for an i64), the stored
+                // bytes of the 8- and 16-bit dtypes.
+                let size = match dtype {
+                    DType::I8 | DType::U8 | DType::F16 => dtype.size(),
+                    _ => 4 * self.words(input(0)),
+                };
                 Op::GatherNd(GatherNdOp {
                     x: self.src(input(0))?,
                     tuples,
-                    width: x[b + k..].iter().product::<usize>() * self.words(input(0)),
+                    width: x[b + k..].iter().product::<usize>() * size,
                 })
             }
             OpKind::ScatterElements | OpKind::ScatterND => {
