@@ -13,7 +13,7 @@ use crate::ops::layout::MAX_RANK;
 mod half;
 mod tail;
 
-pub(crate) use half::{half_computed, half_computed_node, read_at_init};
+pub(crate) use half::{half_computed, half_computed_node, half_multi_output, read_at_init};
 pub(crate) use tail::int_clip_bounds;
 
 /// The largest stride, dilation, pad or axis value accepted.
@@ -432,7 +432,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         // f16 where f32 is read, for the ops computed in f32 (`exec/lower/half.rs`).
         let half = decl.dtype == DType::F16
             && half_computed(node.op)
-            && node.outputs.len() == 1
+            && (node.outputs.len() == 1 || half_multi_output(node.op))
             && expected.contains(&DType::F32);
         if !(expected.contains(&decl.dtype) || half || absent && optional) {
             return Err(Support::no(

@@ -67,6 +67,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::ArgMax
             | OpKind::ArgMin
             | OpKind::Hardmax
+            | OpKind::TopK
             | OpKind::CumSum
             | OpKind::CumProd
             | OpKind::LayerNormalization
@@ -91,4 +92,11 @@ pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
 pub(crate) fn half_computed_node(node: &Node) -> bool {
     half_computed(node.op)
         || node.op == OpKind::Resize && node.attr_str("mode", "nearest") == "linear"
+}
+
+/// The multi-output ops computed in f32 for f16 tensors: each f16 output is rounded from
+/// its part of the f32 result (LayerNormalization's Y beside its f32 statistics, TopK's
+/// values beside their i64 positions).
+pub(crate) fn half_multi_output(op: OpKind) -> bool {
+    matches!(op, OpKind::LayerNormalization | OpKind::TopK)
 }
