@@ -1,8 +1,9 @@
 //! Criterion benchmarks: the measured FMA peak of each vector width, the CPU plugin's GEMM on
 //! every micro-kernel this CPU runs next to the `gemm` crate, f32 and int8 (read as GFLOP/s
 //! and GOP/s; the `gemm-report` binary prints the f32 figures as a table with % of peak),
-//! convolutions through the host's normal path onto the CPU plugin, and the example model
-//! end to end on the CPU plugin against the portable reference kernels alone.
+//! convolutions and element-wise ops through the host's normal path onto the CPU plugin,
+//! and the example model end to end on the CPU plugin against the portable reference
+//! kernels alone.
 //!
 //! `cargo bench -p baton-benches --bench kernels` (one thread: the GEMM calls bypass the
 //! pool; the engines use the CPU plugin's default thread count).
@@ -161,6 +162,79 @@ fn bench_end_to_end(c: &mut Criterion) {
     group.finish();
 }
 
+/// Element-wise integer ops (the shape and index arithmetic exporters emit, at a size
+/// where the kernel dominates), a bitwise op and an inverse trigonometric function, each
+/// one node on the CPU plugin through the host.
+fn bench_elementwise(c: &mut Criterion) {
+    let mut group = c.benchmark_group("elementwise");
+    const ROWS: usize = 256;
+    const COLS: usize = 1024;
+    let n = ROWS * COLS;
+    let ints = |dtype: DType, shape: &[usize], nonzero: bool| -> Tensor {
+        let len: usize = shape.iter().product();
+        let v: Vec<i64> = (0..len as i64)
+            .map(|i| {
+                let v = (i * 7919) % 2001 - 1000;
+                if nonzero && v == 0 {
+                    1
+                } else {
+                    v
+                }
+            })
+            .collect();
+        match dtype {
+            DType::I32 => {
+                let w: Vec<u8> = v.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect();
+                Tensor::from_bytes(dtype, shape, &w)
+            }
+            _ => Tensor::from_i64(shape, &v),
+        }
+    };
+    // (name, op, dtype, the second operand's shape, empty for a unary op)
+    let cases: [(&str, OpKind, DType, &[usize]); 7] = [
+        ("add_i32_bcast", OpKind::Add, DType::I32, &[COLS]),
+        ("mul_i64", OpKind::Mul, DType::I64, &[ROWS, COLS]),
+        ("sub_i64_bcast", OpKind::Sub, DType::I64, &[COLS]),
+        ("mod_i32", OpKind::Mod, DType::I32, &[ROWS, COLS]),
+        ("abs_i32", OpKind::Abs, DType::I32, &[]),
+        ("and_i64_bcast", OpKind::BitwiseAnd, DType::I64, &[COLS]),
+        ("asin_f32", OpKind::Asin, DType::F32, &[]),
+    ];
+    for (name, op, dtype, other) in cases {
+        let mut b = GraphBuilder::new(name);
+        let x = b.input_fixed("x", dtype, &[ROWS, COLS]);
+        let mut inputs = vec![match dtype {
+            DType::F32 => Tensor::from_f32(
+                &[ROWS, COLS],
+                &(0..n)
+                    .map(|i| (i % 2001) as f32 / 1000.0 - 1.0)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => ints(dtype, &[ROWS, COLS], false),
+        }];
+        let mut operands = vec![x];
+        if !other.is_empty() {
+            operands.push(b.input_fixed("y", dtype, other));
+            inputs.push(ints(dtype, other, true));
+        }
+        let y = b.node(op, &operands, &[]).expect("valid node");
+        b.output(y);
+        let graph = b.finish().expect("valid graph");
+        group.throughput(Throughput::Elements(n as u64));
+        let engine = cpu_engine();
+        let mut session = Session::new(&engine, &graph, &BTreeMap::new()).expect("session");
+        assert_eq!(
+            session.nodes_per_backend().get("cpu"),
+            Some(&1),
+            "{name} runs on the plugin"
+        );
+        group.bench_function(name, |bench| {
+            bench.iter(|| black_box(session.run(&inputs).expect("run")))
+        });
+    }
+    group.finish();
+}
+
 /// The built-in CPU backend through the normal host path (handshake, probe, partition).
 fn cpu_engine() -> Engine {
     let mut cfg = Config {
@@ -180,6 +254,7 @@ criterion_group!(
     bench_gemm,
     bench_qgemm,
     bench_conv,
+    bench_elementwise,
     bench_end_to_end
 );
 criterion_main!(benches);

@@ -13,7 +13,7 @@ use crate::ops::layout::MAX_RANK;
 mod half;
 mod tail;
 
-pub(crate) use half::half_computed;
+pub(crate) use half::{half_computed, half_computed_node, half_multi_output, read_at_init};
 pub(crate) use tail::int_clip_bounds;
 
 /// The largest stride, dilation, pad or axis value accepted.
@@ -57,7 +57,15 @@ pub(crate) fn clip_bounds(
                         ),
                     ));
                 };
-                match bytemuck::pod_collect_to_vec::<u8, f32>(bytes)[..] {
+                // An f16 Clip's bounds are f16 (exact in f32, `half_computed`).
+                let values: Vec<f32> = match decl.dtype {
+                    DType::F16 => bytes
+                        .chunks_exact(2)
+                        .map(|h| crate::ops::int::f16_to_f32(u16::from_le_bytes([h[0], h[1]])))
+                        .collect(),
+                    _ => bytemuck::pod_collect_to_vec::<u8, f32>(bytes),
+                };
+                match values[..] {
                     [v] => v,
                     _ => {
                         return Err(Support::no(
@@ -146,6 +154,8 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::LogSoftmax | OpKind::Gather => &[("axis", Int)],
         OpKind::Split => &[("axis", Int), ("split", Ints), ("num_outputs", Int)],
         OpKind::Squeeze | OpKind::Unsqueeze => &[("axes", Ints)],
+        // Before opset 10, starts, ends and axes are attributes.
+        OpKind::Slice => &[("starts", Ints), ("ends", Ints), ("axes", Ints)],
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
             &[("axis", Int), ("block_size", Int), ("saturate", Int)]
         }
@@ -265,6 +275,14 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GatherND,
     OpKind::ScatterElements,
     OpKind::ScatterND,
+    OpKind::Range,
+    OpKind::OneHot,
+    OpKind::BitwiseAnd,
+    OpKind::BitwiseOr,
+    OpKind::BitwiseXor,
+    OpKind::BitwiseNot,
+    OpKind::BitShift,
+    OpKind::CumProd,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -278,6 +296,11 @@ fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Suppo
     check_arity(node)?;
     let shapes = check_tensors(graph, node)?;
     check_op(graph, node, &shapes, consts)?;
+    if node.op == OpKind::Range {
+        // Its length comes from the constants of any Range dtype (the generic rule reads
+        // i64 operands only).
+        return tail::check_range_length(graph, node, consts);
+    }
     let shape_operand = |i: usize| {
         let t = *node.inputs.get(i)?;
         consts.bytes(t)?;
@@ -340,8 +363,9 @@ fn check_attributes(node: &Node) -> Result<(), Support> {
                 ),
             ));
         }
-        // Window arithmetic (kernel x dilation + pads) must not overflow.
-        if let Attr::Ints(v) = value {
+        // Window arithmetic (kernel x dilation + pads) must not overflow. (Slice clamps
+        // its bounds, which exporters give as the i64 extremes for "to the end".)
+        if let (Attr::Ints(v), false) = (value, node.op == OpKind::Slice) {
             if v.iter().any(|x| x.unsigned_abs() > MAX_EXTENT) {
                 return Err(Support::no(
                     DeclineReason::Attribute,
@@ -364,6 +388,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::ReduceMean | OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => (1, 2),
         OpKind::LayerNormalization => (2, 3),
         OpKind::Gather => (2, 2),
+        OpKind::Slice if node.attrs.contains_key("starts") => (1, 1),
         OpKind::Slice => (3, 5),
         OpKind::LSTM => (3, 8),
         op => tail::arity(op),
@@ -407,7 +432,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         // f16 where f32 is read, for the ops computed in f32 (`exec/lower/half.rs`).
         let half = decl.dtype == DType::F16
             && half_computed(node.op)
-            && node.outputs.len() == 1
+            && (node.outputs.len() == 1 || half_multi_output(node.op))
             && expected.contains(&DType::F32);
         if !(expected.contains(&decl.dtype) || half || absent && optional) {
             return Err(Support::no(
@@ -560,13 +585,24 @@ fn check_op(
                     ),
                 ));
             }
-            if dtype == DType::F32 {
+            if matches!(dtype, DType::F32 | DType::F16) {
                 clip_bounds(graph, node, consts)?;
             } else {
                 int_clip_bounds(graph, node, consts)?;
             }
         }
-        OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze | OpKind::Slice => {
+        OpKind::Slice => {
+            let by_attr = ["starts", "ends", "axes"].map(|a| node.attrs.contains_key(a));
+            if by_attr[0] != by_attr[1] || by_attr[2] && !by_attr[0] {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    "Slice with some of starts, ends and axes as attributes and the others \
+                     as inputs",
+                ));
+            }
+            require_const_operands(graph, node, consts)?
+        }
+        OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => {
             require_const_operands(graph, node, consts)?
         }
         OpKind::LSTM => check_lstm(graph, node, consts)?,

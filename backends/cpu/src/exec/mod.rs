@@ -18,10 +18,12 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
+use crate::ops::generate::OneHotOp;
 use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
@@ -148,6 +150,11 @@ enum Op {
     LinearResize(LinearResizeOp),
     Deconv(DeconvOp),
     Gru(GruOp),
+    /// BitwiseAnd, BitwiseOr or BitwiseXor.
+    BitBinary(BitBinaryOp),
+    BitNot(BitNotOp),
+    BitShift(BitShiftOp),
+    OneHot(OneHotOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -198,6 +205,8 @@ impl Op {
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) => "LSTM",
+            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
+            Op::OneHot(_) => "INDEX",
         }
     }
 
@@ -227,7 +236,7 @@ impl Op {
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),
-            Op::IntBinary(op) => return op.run(sources, out),
+            Op::IntBinary(op) => return op.run(sources, out, ctx.kernel.isa()),
             Op::Cast(op) => op.run(sources, out),
             Op::IntUnary(op) => op.run(sources, out),
             Op::IntReduce(op) => return op.run(sources, out),
@@ -248,6 +257,10 @@ impl Op {
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),
             Op::Gru(op) => op.run(sources, out, ctx),
+            Op::BitBinary(op) => op.run(sources, out),
+            Op::BitNot(op) => op.run(sources, out),
+            Op::BitShift(op) => op.run(sources, out),
+            Op::OneHot(op) => op.run(sources, out),
         }
         Ok(())
     }
@@ -293,7 +306,7 @@ impl Executable for CpuExecutable {
                 }
                 DType::Bool => narrow_bools(sources.get(*src), tensor.data),
                 // Held as its 2-byte elements, then slack.
-                DType::F16 => {
+                DType::F16 | DType::I16 | DType::U16 => {
                     let n = tensor.data.len();
                     tensor.data.copy_from_slice(&sources.bytes(*src)[..n]);
                 }
@@ -389,8 +402,8 @@ impl CpuExecutable {
             check_tensor("input", decl, t.dtype, t.shape, t.data.len())?;
             // Held in words (f32, i32, i64) or read as 2-byte units (f16).
             let align = match decl.dtype {
-                DType::F32 | DType::I32 | DType::I64 => 4,
-                DType::F16 => 2,
+                DType::F32 | DType::I32 | DType::I64 | DType::U32 | DType::U64 => 4,
+                DType::F16 | DType::I16 | DType::U16 => 2,
                 _ => 1,
             };
             if !t.data.is_empty() && t.data.as_ptr().align_offset(align) != 0 {

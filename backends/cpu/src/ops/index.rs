@@ -48,8 +48,9 @@ impl TriluOp {
     }
 }
 
-/// CumSum along one axis of a tensor seen as `[outer, n, inner]`: f32 running sums in
-/// f64 rounded at each output (vectorized across `inner`), i32/i64 ones wrapping.
+/// CumSum (or CumProd, `product`) along one axis of a tensor seen as `[outer, n, inner]`:
+/// f32 running sums or products in f64 rounded at each output (vectorized across
+/// `inner`), i32/i64 ones wrapping.
 #[derive(Clone, Debug)]
 pub(crate) struct CumSumOp {
     pub x: Src,
@@ -59,6 +60,8 @@ pub(crate) struct CumSumOp {
     pub inner: usize,
     pub exclusive: bool,
     pub reverse: bool,
+    /// Products (CumProd; an empty product is 1) instead of sums.
+    pub product: bool,
 }
 
 impl CumSumOp {
@@ -82,11 +85,21 @@ impl CumSumOp {
             let x = sources.get(self.x);
             let acc = &mut ctx.acc[..inner];
             for o in 0..self.outer {
-                acc.fill(0.0);
+                acc.fill(if self.product { 1.0 } else { 0.0 });
                 for step in 0..n {
                     let start = (o * n + self.at(step)) * inner;
                     let (line, dst) = (&x[start..start + inner], &mut out[start..start + inner]);
-                    if self.exclusive {
+                    if self.product && self.exclusive {
+                        for ((a, d), &v) in acc.iter_mut().zip(dst.iter_mut()).zip(line) {
+                            *d = *a as f32;
+                            *a *= v as f64;
+                        }
+                    } else if self.product {
+                        for ((a, d), &v) in acc.iter_mut().zip(dst.iter_mut()).zip(line) {
+                            *a *= v as f64;
+                            *d = *a as f32;
+                        }
+                    } else if self.exclusive {
                         for ((a, d), &v) in acc.iter_mut().zip(dst.iter_mut()).zip(line) {
                             *d = *a as f32;
                             *a += v as f64;
@@ -105,11 +118,15 @@ impl CumSumOp {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         for o in 0..self.outer {
             for i in 0..inner {
-                let mut acc = 0i64;
+                let mut acc = self.product as i64;
                 for step in 0..n {
                     let p = (o * n + self.at(step)) * inner + i;
                     let before = acc;
-                    acc = acc.wrapping_add(held.int(x, p));
+                    acc = if self.product {
+                        acc.wrapping_mul(held.int(x, p))
+                    } else {
+                        acc.wrapping_add(held.int(x, p))
+                    };
                     held.put_int(out, p, if self.exclusive { before } else { acc });
                 }
             }

@@ -12,8 +12,10 @@ use baton_delegate_api::dtype::element_f64;
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::minifloat::encode16;
 
+use super::bits::row;
 use super::layout::{broadcast_strides, Strided};
 use super::{Sources, Src};
+use crate::gemm::Isa;
 
 /// The dtypes held here, as far as the integer ops read and write them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +28,13 @@ pub(crate) enum Held {
     I64,
     I8,
     U8,
+    /// Its bits in a word, as an i32 (Cast, the bitwise ops and BitShift).
+    U32,
+    /// Its 8 bytes in two words, as an i64 (Cast, the bitwise ops and BitShift).
+    U64,
+    /// Its two stored bytes, as an f16 (Cast, the bitwise ops and BitShift).
+    I16,
+    U16,
 }
 
 impl Held {
@@ -39,19 +48,30 @@ impl Held {
             DType::I64 => Held::I64,
             DType::I8 => Held::I8,
             DType::U8 => Held::U8,
+            DType::U32 => Held::U32,
+            DType::U64 => Held::U64,
+            DType::I16 => Held::I16,
+            DType::U16 => Held::U16,
             _ => return None,
         })
     }
 
-    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1).
+    /// Element `i` of the integer tensor held in `bytes` (a bool as 0 or 1; a u64 as the
+    /// i64 of its bits).
     #[inline(always)]
     pub fn int(self, bytes: &[u8], i: usize) -> i64 {
         let word =
             |i: usize| u32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4]));
+        let half = |i: usize| u16::from_le_bytes([bytes[i * 2], bytes[i * 2 + 1]]);
         match self {
             Held::Bool => (f32::from_bits(word(i)) != 0.0) as i64,
             Held::I32 => word(i) as i32 as i64,
-            Held::I64 => i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])),
+            Held::U32 => word(i) as i64,
+            Held::I16 => half(i) as i16 as i64,
+            Held::U16 => half(i) as i64,
+            Held::I64 | Held::U64 => {
+                i64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+            }
             Held::I8 => (bytes[i] ^ 0x80) as i8 as i64,
             Held::U8 => bytes[i] as i64,
             // Truncated toward zero, saturated, NaN as 0 (Rust's `as`, the reference's
@@ -62,7 +82,7 @@ impl Held {
 
     /// Element `i` of a float tensor (f32 or f16) held in `bytes`, exactly, as f64.
     #[inline(always)]
-    fn float(self, bytes: &[u8], i: usize) -> f64 {
+    pub(crate) fn float(self, bytes: &[u8], i: usize) -> f64 {
         match self {
             Held::F16 => element_f64(DType::F16, bytes, i),
             _ => f32::from_le_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap_or([0; 4])) as f64,
@@ -80,8 +100,13 @@ impl Held {
             Held::Bool => {
                 out[i * 4..i * 4 + 4].copy_from_slice(&((v != 0) as u8 as f32).to_le_bytes())
             }
-            Held::I32 => out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes()),
-            Held::I64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I32 | Held::U32 => {
+                out[i * 4..i * 4 + 4].copy_from_slice(&(v as i32).to_le_bytes())
+            }
+            Held::I64 | Held::U64 => out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes()),
+            Held::I16 | Held::U16 => {
+                out[i * 2..i * 2 + 2].copy_from_slice(&(v as i16).to_le_bytes())
+            }
             Held::I8 => out[i] = (v as i8 as u8) ^ 0x80,
             Held::U8 => out[i] = v as u8,
         }
@@ -150,6 +175,20 @@ impl CastOp {
                         Held::I8 => to.put_int(out, i, v as i8 as i64),
                         Held::U8 => to.put_int(out, i, v as u8 as i64),
                         Held::I64 => to.put_int(out, i, v as i64),
+                        Held::U32 => to.put_int(out, i, v as u32 as i64),
+                        Held::U64 => to.put_int(out, i, v as u64 as i64),
+                        Held::I16 => to.put_int(out, i, v as i16 as i64),
+                        Held::U16 => to.put_int(out, i, v as u16 as i64),
+                    }
+                }
+            }
+            // A u64 beyond i64's range is no i64: its value is converted directly.
+            (Held::U64, to @ (Held::F32 | Held::F16)) => {
+                for i in 0..self.len {
+                    let v = from_u64(Held::U64.int(x, i) as u64);
+                    match to {
+                        Held::F32 => out[i * 4..i * 4 + 4].copy_from_slice(&v.0.to_le_bytes()),
+                        _ => to.put_float(out, i, v.1),
                     }
                 }
             }
@@ -160,6 +199,13 @@ impl CastOp {
             }
         }
     }
+}
+
+/// A u64 as the reference converts it: to f32 rounded once, and to f64 (for f16, rounded
+/// again from there, as the reference converts every integer to the narrow floats).
+#[inline(always)]
+fn from_u64(v: u64) -> (f32, f64) {
+    (v as f32, v as f64)
 }
 
 /// The f32 value of the f16 with bits `h`, exactly: a normal number's exponent rebiased
@@ -259,7 +305,123 @@ impl IntBinaryOp {
 
     /// Fails on a zero divisor of Div or Mod (nothing is defined for it; the reference
     /// refuses it too).
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) -> Result<(), String> {
+        if self.typed(sources, out, isa) {
+            return Ok(());
+        }
+        self.run_held(sources, out)
+    }
+
+    /// i32 and i64 as typed rows (an i64 as its two words, which are 4-byte aligned),
+    /// compiled for the vector width of `isa`; `false` (nothing written) for the other
+    /// dtypes, and where a divisor is zero (the element-wise path names the element).
+    fn typed(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) -> bool {
+        let divides = matches!(self.op, IntArith::Div | IntArith::Mod { .. });
+        let (a, b) = (sources.get(self.a), sources.get(self.b));
+        match self.held {
+            Held::I32 => {
+                let (a, b): (&[i32], &[i32]) = (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
+                if divides && b.contains(&0) {
+                    return false;
+                }
+                let out: &mut [i32] = bytemuck::cast_slice_mut(out);
+                match isa {
+                    // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx512F => unsafe { self.i32_avx512(a, b, out) },
+                    // SAFETY: an Avx2Fma kernel is only selected after AVX2 was detected.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx2Fma => unsafe { self.i32_avx2(a, b, out) },
+                    _ => self.i32_rows(a, b, out),
+                }
+            }
+            Held::I64 => {
+                let (a, b): (&[[u32; 2]], &[[u32; 2]]) =
+                    (bytemuck::cast_slice(a), bytemuck::cast_slice(b));
+                if divides && b.contains(&[0, 0]) {
+                    return false;
+                }
+                let out: &mut [[u32; 2]] = bytemuck::cast_slice_mut(out);
+                match isa {
+                    // SAFETY: as above.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx512F => unsafe { self.i64_avx512(a, b, out) },
+                    // SAFETY: as above.
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx2Fma => unsafe { self.i64_avx2(a, b, out) },
+                    _ => self.i64_rows(a, b, out),
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The i32 loops (no zero divisor), inlined into one function per vector width.
+    #[inline(always)]
+    fn i32_rows(&self, a: &[i32], b: &[i32], out: &mut [i32]) {
+        let w = &self.walk;
+        match self.op {
+            IntArith::Add => rows(w, out, a, b, i32::wrapping_add),
+            IntArith::Sub => rows(w, out, a, b, i32::wrapping_sub),
+            IntArith::Mul => rows(w, out, a, b, i32::wrapping_mul),
+            IntArith::Div => rows(w, out, a, b, i32::wrapping_div),
+            IntArith::Mod { floored } => rows(w, out, a, b, |x: i32, y: i32| {
+                rem(x as i64, y as i64, floored) as i32
+            }),
+        }
+    }
+
+    /// The i64 loops (no zero divisor) over element word pairs.
+    #[inline(always)]
+    fn i64_rows(&self, a: &[[u32; 2]], b: &[[u32; 2]], out: &mut [[u32; 2]]) {
+        type W = [u32; 2];
+        let w = &self.walk;
+        match self.op {
+            IntArith::Add => rows(w, out, a, b, |x: W, y: W| {
+                split(join(x).wrapping_add(join(y)))
+            }),
+            IntArith::Sub => rows(w, out, a, b, |x: W, y: W| {
+                split(join(x).wrapping_sub(join(y)))
+            }),
+            IntArith::Mul => rows(w, out, a, b, |x: W, y: W| {
+                split(join(x).wrapping_mul(join(y)))
+            }),
+            IntArith::Div => rows(w, out, a, b, |x: W, y: W| {
+                split(join(x).wrapping_div(join(y)))
+            }),
+            IntArith::Mod { floored } => rows(w, out, a, b, |x: W, y: W| {
+                split(rem(join(x), join(y), floored))
+            }),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn i32_avx512(&self, a: &[i32], b: &[i32], out: &mut [i32]) {
+        self.i32_rows(a, b, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn i32_avx2(&self, a: &[i32], b: &[i32], out: &mut [i32]) {
+        self.i32_rows(a, b, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn i64_avx512(&self, a: &[[u32; 2]], b: &[[u32; 2]], out: &mut [[u32; 2]]) {
+        self.i64_rows(a, b, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn i64_avx2(&self, a: &[[u32; 2]], b: &[[u32; 2]], out: &mut [[u32; 2]]) {
+        self.i64_rows(a, b, out)
+    }
+
+    /// Element by element through the held forms, for every held integer dtype.
+    fn run_held(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
         let (a, b) = (sources.bytes(self.a), sources.bytes(self.b));
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let held = self.held;
@@ -295,6 +457,46 @@ impl IntBinaryOp {
     }
 }
 
+/// `out[i] = f(x[i])`, a plain zipped loop.
+#[inline(always)]
+fn map<T: Copy>(out: &mut [T], x: &[T], f: impl Fn(T) -> T) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+}
+
+/// `out = f(a, b)` along `walk`'s rows (see [`row`]).
+#[inline(always)]
+fn rows<T: Copy>(walk: &Strided<2>, out: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T + Copy) {
+    walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
+        row(&mut out[o..o + len], (a, ia, sa), (b, ib, sb), f)
+    });
+}
+
+/// The i64 of a held element's two words (little-endian, low word first).
+#[inline(always)]
+fn join(w: [u32; 2]) -> i64 {
+    (w[0] as u64 | (w[1] as u64) << 32) as i64
+}
+
+/// The two words of an i64 as held.
+#[inline(always)]
+fn split(v: i64) -> [u32; 2] {
+    [v as u32, (v as u64 >> 32) as u32]
+}
+
+/// The remainder of `x` by a non-zero `y` (see [`IntArith::Mod`]).
+#[inline(always)]
+fn rem(x: i64, y: i64, floored: bool) -> i64 {
+    // `wrapping_rem` gives 0 for MIN % -1, the exact remainder.
+    let r = x.wrapping_rem(y);
+    if floored && r != 0 && (r < 0) != (y < 0) {
+        r + y
+    } else {
+        r
+    }
+}
+
 /// `x (op) y` wrapping; `None` for a zero divisor.
 #[inline(always)]
 fn arith(op: IntArith, x: i64, y: i64) -> Option<i64> {
@@ -305,15 +507,7 @@ fn arith(op: IntArith, x: i64, y: i64) -> Option<i64> {
         IntArith::Div if y == 0 => return None,
         IntArith::Div => x.wrapping_div(y),
         IntArith::Mod { .. } if y == 0 => return None,
-        IntArith::Mod { floored } => {
-            // `wrapping_rem` gives 0 for MIN % -1, the exact remainder.
-            let r = x.wrapping_rem(y);
-            if floored && r != 0 && (r < 0) != (y < 0) {
-                r + y
-            } else {
-                r
-            }
-        }
+        IntArith::Mod { floored } => rem(x, y, floored),
     })
 }
 
@@ -355,6 +549,44 @@ pub(crate) struct IntUnaryOp {
 
 impl IntUnaryOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+        // i32 and i64 as typed loops (which vectorize), the others through the held forms.
+        let n = self.len;
+        match self.held {
+            Held::I32 => {
+                let x: &[i32] = &bytemuck::cast_slice(sources.get(self.x))[..n];
+                let out: &mut [i32] = &mut bytemuck::cast_slice_mut(out)[..n];
+                let (lo, hi) = match self.f {
+                    IntMap::Clip { lo, hi } => (lo as i32, hi as i32),
+                    _ => (0, 0),
+                };
+                match self.f {
+                    IntMap::Relu => map(out, x, |v: i32| v.max(0)),
+                    IntMap::Neg => map(out, x, i32::wrapping_neg),
+                    IntMap::Abs => map(out, x, i32::wrapping_abs),
+                    IntMap::Sign => map(out, x, i32::signum),
+                    IntMap::Clip { .. } => map(out, x, |v: i32| v.max(lo).min(hi)),
+                }
+            }
+            Held::I64 => {
+                type W = [u32; 2];
+                let x: &[W] = &bytemuck::cast_slice(sources.get(self.x))[..n];
+                let out: &mut [W] = &mut bytemuck::cast_slice_mut(out)[..n];
+                let lift = |f: fn(i64) -> i64| move |v: W| split(f(join(v)));
+                match self.f {
+                    IntMap::Relu => map(out, x, lift(|v| v.max(0))),
+                    IntMap::Neg => map(out, x, lift(i64::wrapping_neg)),
+                    IntMap::Abs => map(out, x, lift(i64::wrapping_abs)),
+                    IntMap::Sign => map(out, x, lift(i64::signum)),
+                    IntMap::Clip { lo, hi } => {
+                        map(out, x, move |v: W| split(join(v).max(lo).min(hi)))
+                    }
+                }
+            }
+            _ => self.run_held(sources, out),
+        }
+    }
+
+    fn run_held(&self, sources: &Sources<'_>, out: &mut [f32]) {
         let x = sources.bytes(self.x);
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         // Widened to i64 and wrapped back on the store: exact for every held width.
@@ -451,6 +683,17 @@ mod tests {
         assert_eq!(arith(m, i64::MIN, -1), Some(0));
         assert_eq!(arith(m, i64::MIN, i64::MAX), Some(i64::MAX - 1));
         assert_eq!(arith(m, 5, 0), None);
+    }
+
+    #[test]
+    fn word_pairs_hold_every_i64() {
+        for v in [i64::MIN, -1, 0, 1, 0x1234_5678_9abc_def0, i64::MAX] {
+            assert_eq!(join(split(v)), v);
+            let mut held = [0u8; 8];
+            Held::I64.put_int(&mut held, 0, v);
+            let words: [u32; 2] = bytemuck::pod_read_unaligned(&held);
+            assert_eq!(words, split(v), "{v:#x}");
+        }
     }
 
     #[test]

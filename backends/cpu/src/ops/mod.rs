@@ -6,11 +6,13 @@
 //! the constants it had to copy), and writes one output buffer.
 
 pub(crate) mod affine;
+pub(crate) mod bits;
 pub(crate) mod bytes;
 pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;
 pub(crate) mod elementwise;
+pub(crate) mod generate;
 pub(crate) mod gru;
 pub(crate) mod index;
 pub(crate) mod int;

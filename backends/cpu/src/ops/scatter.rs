@@ -54,7 +54,8 @@ impl Tuples {
     }
 }
 
-/// GatherND: each tuple's slice of `width` words, in tuple order.
+/// GatherND: each tuple's slice of `width` bytes as held (words, or the stored bytes of
+/// 8- and 16-bit elements), in tuple order.
 #[derive(Clone, Debug)]
 pub(crate) struct GatherNdOp {
     pub x: Src,
@@ -64,7 +65,8 @@ pub(crate) struct GatherNdOp {
 
 impl GatherNdOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
-        let x = sources.get(self.x);
+        let x = sources.bytes(self.x);
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let w = self.width;
         self.tuples
             .for_each(sources.bytes(self.tuples.indices), |n, s| {

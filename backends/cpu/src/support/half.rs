@@ -1,16 +1,18 @@
 //! Which ops the delegate computes in f32 for f16 tensors (`crate::exec`'s lowering
 //! widens their f16 inputs and rounds their result back, see `exec/lower/half.rs`).
 
-use baton_delegate_api::ir::OpKind;
+use baton_delegate_api::ir::{Node, OpKind};
 
 /// The ops whose f16 nodes (one output) are computed by their f32 kernel between
 /// conversions (`exec/lower/half.rs`): those whose lowering reads float operands at run
 /// time, or as constants widened exactly (BatchNormalization's statistics, a constant
-/// Pow exponent); not Clip, whose bounds `supports` reads as f32.
+/// Pow exponent, Clip's bounds, ConvTranspose's weights).
 pub(crate) fn half_computed(op: OpKind) -> bool {
     matches!(
         op,
         OpKind::Add
+            | OpKind::Clip
+            | OpKind::ConvTranspose
             | OpKind::Sub
             | OpKind::Mul
             | OpKind::Div
@@ -65,9 +67,36 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::ArgMax
             | OpKind::ArgMin
             | OpKind::Hardmax
+            | OpKind::TopK
             | OpKind::CumSum
+            | OpKind::CumProd
             | OpKind::LayerNormalization
             | OpKind::BatchNormalization
             | OpKind::Pow
     )
+}
+
+/// Whether input `i` of an `op` node is read as a constant at init, widened exactly
+/// (`Builder::const_f32`), so the f16 compute needs no run-time widening step for it.
+pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
+    match op {
+        OpKind::Clip | OpKind::ConvTranspose | OpKind::BatchNormalization | OpKind::Resize => {
+            i >= 1
+        }
+        _ => false,
+    }
+}
+
+/// Whether an f16 `node` runs as its f32 kernel between conversions: the ops of
+/// [`half_computed`], and linear Resize (a nearest one moves the f16 bytes themselves).
+pub(crate) fn half_computed_node(node: &Node) -> bool {
+    half_computed(node.op)
+        || node.op == OpKind::Resize && node.attr_str("mode", "nearest") == "linear"
+}
+
+/// The multi-output ops computed in f32 for f16 tensors: each f16 output is rounded from
+/// its part of the f32 result (LayerNormalization's Y beside its f32 statistics, TopK's
+/// values beside their i64 positions).
+pub(crate) fn half_multi_output(op: OpKind) -> bool {
+    matches!(op, OpKind::LayerNormalization | OpKind::TopK)
 }

@@ -5,8 +5,10 @@
 //! in two, so the data-movement ops carry them as they carry f32; i8, u8 and f16 are
 //! held as stored bytes, which the views and the movers that walk element indices carry
 //! too (nearest Resize included). Integer arithmetic, maps, reductions and Cast
-//! between the held dtypes compute on them exactly (`crate::ops::int`); f16 arithmetic
-//! and the other dtypes are declined with the dtype as the reason.
+//! between the held dtypes compute on them exactly (`crate::ops::int`). u32 and u64 are
+//! held as i32 and i64 are, i16 and u16 as stored bytes, for Cast, the bitwise ops and
+//! BitShift only (`crate::ops::bits`). f16 arithmetic and the other dtypes are declined
+//! with the dtype as the reason.
 
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
 use baton_delegate_api::{Constants, DeclineReason, Support};
@@ -26,7 +28,9 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
         OpKind::Mod => &[("fmod", Int)],
-        OpKind::CumSum => &[("exclusive", Int), ("reverse", Int)],
+        OpKind::CumSum | OpKind::CumProd => &[("exclusive", Int), ("reverse", Int)],
+        OpKind::BitShift => &[("direction", Str)],
+        OpKind::OneHot => &[("axis", Int)],
         OpKind::Trilu => &[("upper", Int)],
         OpKind::Hardmax | OpKind::GatherElements => &[("axis", Int)],
         OpKind::TopK => &[("axis", Int), ("largest", Int), ("sorted", Int)],
@@ -91,8 +95,14 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::Xor
         | OpKind::Mod
         | OpKind::CumSum
+        | OpKind::CumProd
         | OpKind::TopK
-        | OpKind::GatherElements => (2, 2),
+        | OpKind::GatherElements
+        | OpKind::BitwiseAnd
+        | OpKind::BitwiseOr
+        | OpKind::BitwiseXor
+        | OpKind::BitShift => (2, 2),
+        OpKind::Range | OpKind::OneHot => (3, 3),
         OpKind::Trilu => (1, 2),
         OpKind::GatherND => (2, 2),
         OpKind::ScatterElements | OpKind::ScatterND => (3, 3),
@@ -124,6 +134,10 @@ const CAST: &[DType] = &[
     DType::I64,
     DType::I8,
     DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::U32,
+    DType::U64,
 ];
 
 /// The dtypes of integer arithmetic besides f32 (exact and wrapping, `crate::ops::int`).
@@ -145,6 +159,34 @@ const INDEXED: &[DType] = &[
 
 /// The dtypes of Relu, Clip and Abs: f32 and every integer held (`crate::ops::int`).
 const INTS: &[DType] = &[DType::F32, DType::I32, DType::I64, DType::I8, DType::U8];
+
+/// The dtypes of the bitwise ops: every integer held (`crate::ops::bits`).
+const BITS: &[DType] = &[
+    DType::I8,
+    DType::U8,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
+
+/// The dtypes of BitShift: the unsigned integers.
+const SHIFTS: &[DType] = &[DType::U8, DType::U16, DType::U32, DType::U64];
+
+/// The dtypes of Range: those whose values the executable holds as a constant.
+const RANGE: &[DType] = &[DType::F32, DType::F16, DType::I16, DType::I32, DType::I64];
+
+/// The dtypes of OneHot's indices: the held numbers (floats are truncated).
+const ONE_HOT_INDICES: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::I32,
+    DType::I64,
+    DType::I8,
+    DType::U8,
+];
 
 /// The dtypes the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) carry: every
 /// dtype held, whose bytes a view never reads.
@@ -220,14 +262,26 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         ) => ARITH,
         (OpKind::CumSum, Some(1)) | (OpKind::GatherElements, Some(1)) => &[DType::I32, DType::I64],
         (OpKind::CumSum | OpKind::TopK, Some(0) | None) => ARITH,
+        (OpKind::CumProd, Some(1)) => &[DType::I32, DType::I64],
+        (OpKind::CumProd, Some(0) | None) => ARITH,
+        (OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot, _) => {
+            BITS
+        }
+        (OpKind::BitShift, _) => SHIFTS,
+        (OpKind::Range, _) => RANGE,
+        (OpKind::OneHot, Some(0)) => ONE_HOT_INDICES,
+        (OpKind::OneHot, Some(1)) => &[DType::I64],
+        (OpKind::OneHot, Some(2) | None) => INDEXED,
         (OpKind::TopK | OpKind::Trilu, Some(1)) => &[DType::I64],
         (OpKind::Trilu | OpKind::DepthToSpace | OpKind::SpaceToDepth, Some(0) | None) => INDEXED,
         // One-word elements.
         (OpKind::GatherElements, Some(0) | None) => &[DType::F32, DType::I32, DType::Bool],
         (OpKind::ScatterElements, Some(1)) => &[DType::I32, DType::I64],
         (OpKind::GatherND | OpKind::ScatterND, Some(1)) => &[DType::I64],
+        // GatherND moves held bytes: every dtype held.
+        (OpKind::GatherND, _) => INDEXED,
         // Word-held elements (an i64 as its two words).
-        (OpKind::GatherND | OpKind::ScatterND | OpKind::ScatterElements, _) => {
+        (OpKind::ScatterND | OpKind::ScatterElements, _) => {
             &[DType::F32, DType::I32, DType::Bool, DType::I64]
         }
         // ArgMax and ArgMin compare every held number exactly; positions are i64.
@@ -294,8 +348,11 @@ pub(super) fn check_op(
             | OpKind::Concat
             | OpKind::Where
             | OpKind::Resize
+            | OpKind::BitwiseAnd
+            | OpKind::BitwiseOr
+            | OpKind::BitwiseXor
     );
-    if moves && out.dtype == DType::I64 {
+    if moves && matches!(out.dtype, DType::I64 | DType::U64) {
         // Held with an extra axis of its two words.
         let rank = out.static_shape().map_or(0, |s| s.len()).max(x.len());
         if rank >= MAX_RANK {
@@ -324,6 +381,10 @@ pub(super) fn check_op(
         | OpKind::GreaterOrEqual
         | OpKind::LessOrEqual
         | OpKind::Mod
+        | OpKind::BitwiseAnd
+        | OpKind::BitwiseOr
+        | OpKind::BitwiseXor
+        | OpKind::BitShift
             if x_dtype != graph.tensors[node.inputs[1]].dtype =>
         {
             return Err(Support::no(
@@ -405,8 +466,67 @@ pub(super) fn check_op(
                     .map_err(|e| shape_no(node, e))?;
             }
         }
-        OpKind::Expand | OpKind::Tile | OpKind::CumSum | OpKind::Trilu | OpKind::TopK => {
-            require_const_operands(graph, node, consts)?
+        OpKind::Expand
+        | OpKind::Tile
+        | OpKind::CumSum
+        | OpKind::CumProd
+        | OpKind::Trilu
+        | OpKind::TopK => require_const_operands(graph, node, consts)?,
+        OpKind::BitShift => {
+            let d = node.attr_str("direction", "");
+            if !matches!(d, "LEFT" | "RIGHT") {
+                return attr_no(format!("direction '{d}' is not LEFT or RIGHT"));
+            }
+        }
+        OpKind::Range => {
+            // The length depends on the values: known at init only from constants.
+            if let Some(i) = (0..3).find(|&i| !is_const(i)) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: operand {i} is computed at run time; only constant start, limit \
+                         and delta are supported",
+                        node.label()
+                    ),
+                ));
+            }
+            if let Some(i) = (0..3).find(|&i| shapes[i].iter().product::<usize>() != 1) {
+                return Err(shape_no(
+                    node,
+                    format!("operand {i} of shape {:?} is not a scalar", shapes[i]),
+                ));
+            }
+            if (1..3).any(|i| graph.tensors[node.inputs[i]].dtype != x_dtype) {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!("{}: operands of different dtypes", node.label()),
+                ));
+            }
+        }
+        OpKind::OneHot => {
+            if !is_const(1) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: depth is computed at run time; only a constant depth is \
+                         supported",
+                        node.label()
+                    ),
+                ));
+            }
+            if shapes[2].iter().product::<usize>() != 2 {
+                return Err(shape_no(
+                    node,
+                    format!("values of shape {:?} are not two elements", shapes[2]),
+                ));
+            }
+            let v = graph.tensors[node.inputs[2]].dtype;
+            if v != out.dtype {
+                return Err(Support::no(
+                    DeclineReason::DType,
+                    format!("{}: {v} values for a {} output", node.label(), out.dtype),
+                ));
+            }
         }
         OpKind::ScatterElements | OpKind::ScatterND => {
             let r = node.attr_str("reduction", "none");
@@ -465,6 +585,43 @@ pub(super) fn check_op(
             }
         }
         _ => {}
+    }
+    Ok(())
+}
+
+/// Range's declared output: 1-D, of the operands' dtype, as long as its constant
+/// operands make it (`check_op` made sure they are constant scalars of one dtype).
+pub(super) fn check_range_length(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    use baton_delegate_api::dtype::{element_f64, element_int};
+    use baton_delegate_api::shape::{range_length_f64, range_length_i64};
+    let dtype = graph.tensors[node.inputs[0]].dtype;
+    let bytes = |i: usize| consts.bytes(node.inputs[i]).unwrap_or_default();
+    let ints: Option<Vec<i64>> = (0..3)
+        .map(|i| element_int(dtype, bytes(i), 0).and_then(|v| i64::try_from(v).ok()))
+        .collect();
+    let n = match ints {
+        Some(v) => range_length_i64(v[0], v[1], v[2]),
+        None => {
+            let v: Vec<f64> = (0..3).map(|i| element_f64(dtype, bytes(i), 0)).collect();
+            range_length_f64(v[0], v[1], v[2])
+        }
+    }
+    .map_err(|e| shape_no(node, e))?;
+    let out = &graph.tensors[node.outputs[0]];
+    if out.dtype != dtype || out.static_shape() != Some(vec![n]) {
+        return Err(shape_no(
+            node,
+            format!(
+                "declared output '{}' {} {:?} differs from the {dtype} [{n}] of its operands",
+                out.name,
+                out.dtype,
+                out.static_shape()
+            ),
+        ));
     }
     Ok(())
 }
@@ -572,11 +729,15 @@ fn check_resize(
             }
         }
         "linear" => {
+            // f16 is computed in f32 between conversions (`half_computed_node`).
             let dtype = graph.tensors[node.inputs[0]].dtype;
-            if dtype != DType::F32 {
+            if !matches!(dtype, DType::F32 | DType::F16) {
                 return Err(Support::no(
                     DeclineReason::DType,
-                    format!("{}: linear Resize of {dtype}: f32 only", node.label()),
+                    format!(
+                        "{}: linear Resize of {dtype}: f32 and f16 only",
+                        node.label()
+                    ),
                 ));
             }
             if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {

@@ -10,29 +10,32 @@
 //! more than twice f16's precision, so the double rounding is innocuous), which the kit's
 //! f16 tolerances allow for ("a plugin may compute in f32 and round once").
 
+use super::index::output_parts;
 use super::*;
 use crate::ops::int::{CastOp, Held};
-use crate::support::half_computed;
+use crate::support::{half_computed_node, half_multi_output, read_at_init};
 
 impl Builder<'_> {
     /// Lowers `node` into `steps` as described above when it is an f16 node of an op
-    /// [`half_computed`] names (one output); `false` (nothing done) otherwise.
+    /// [`half_computed_node`] names (one output, or the outputs of a multi-output op);
+    /// `false` (nothing done) otherwise.
     pub(super) fn half_node(
         &mut self,
         node: &Node,
         steps: &mut Vec<Step>,
     ) -> Result<bool, DelegateError> {
         let half = |t: &TensorId| self.graph.tensors[*t].dtype == DType::F16;
-        let wanted = half_computed(node.op)
-            && node.outputs.len() == 1
+        let wanted = half_computed_node(node)
+            && (node.outputs.len() == 1 || half_multi_output(node.op))
             && (node.inputs.iter().any(half) || node.outputs.iter().any(half));
         if !wanted {
             return Ok(false);
         }
         let err = |e: String| DelegateError::invalid(format!("node {}: {e}", node.label()));
         let mut saved: Vec<(TensorId, Option<Src>)> = Vec::new();
-        for &t in &node.inputs {
-            if !half(&t) || saved.iter().any(|&(s, _)| s == t) {
+        for (i, &t) in node.inputs.iter().enumerate() {
+            let at_init = read_at_init(node.op, i) && self.graph.tensors[t].is_const();
+            if !half(&t) || at_init || saved.iter().any(|&(s, _)| s == t) {
                 continue;
             }
             self.step = steps.len();
@@ -59,6 +62,36 @@ impl Builder<'_> {
             self.srcs[t] = src;
         }
         let op = op.map_err(err)?;
+        if let Some(parts) = output_parts(&op) {
+            // One f32 buffer of every output, then each f16 one rounded from its part
+            // (the others, f32 statistics or i64 positions, are read in place).
+            let wide = self.multi_output(&node.outputs, &parts)?;
+            steps.push(Step {
+                op,
+                out: wide,
+                node: node.label(),
+            });
+            for &t in &node.outputs {
+                let Some(part) = self.srcs[t].filter(|_| half(&t)) else {
+                    continue;
+                };
+                self.step = steps.len();
+                self.read(part);
+                let len = self.shape(t).iter().product();
+                let out = self.output(t)?;
+                steps.push(Step {
+                    op: Op::Cast(CastOp {
+                        x: part,
+                        from: Held::F32,
+                        to: Held::F16,
+                        len,
+                    }),
+                    out,
+                    node: node.label(),
+                });
+            }
+            return Ok(true);
+        }
         let t = node.outputs[0];
         if !half(&t) {
             // A bool or i64 result (comparisons, ArgMax) is written as it is held.

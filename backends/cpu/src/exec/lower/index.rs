@@ -62,7 +62,7 @@ impl Builder<'_> {
                     k,
                 })
             }
-            OpKind::CumSum => {
+            OpKind::CumSum | OpKind::CumProd => {
                 let t = input(1);
                 let a = match self.graph.tensors[t].dtype {
                     DType::I32 => self
@@ -72,7 +72,7 @@ impl Builder<'_> {
                         .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
                     _ => self.const_i64s(t).and_then(|v| v.first().copied()),
                 }
-                .ok_or("CumSum axis is not constant")?;
+                .ok_or("the axis is not constant")?;
                 let axis = normalize_axis(a, x.len())?;
                 let (outer, n, inner) = around(axis);
                 Op::CumSum(CumSumOp {
@@ -83,6 +83,7 @@ impl Builder<'_> {
                     inner,
                     exclusive: node.attr_int("exclusive", 0) != 0,
                     reverse: node.attr_int("reverse", 0) != 0,
+                    product: node.op == OpKind::CumProd,
                 })
             }
             OpKind::Hardmax => {
@@ -140,10 +141,16 @@ impl Builder<'_> {
                     tuples: ishape[b..ishape.len() - 1].iter().product(),
                     addressed: x[b..b + k].to_vec(),
                 };
+                // Bytes per element as held: a word each (two for an i64), the stored
+                // bytes of the 8- and 16-bit dtypes.
+                let size = match dtype {
+                    DType::I8 | DType::U8 | DType::F16 => dtype.size(),
+                    _ => 4 * self.words(input(0)),
+                };
                 Op::GatherNd(GatherNdOp {
                     x: self.src(input(0))?,
                     tuples,
-                    width: x[b + k..].iter().product::<usize>() * self.words(input(0)),
+                    width: x[b + k..].iter().product::<usize>() * size,
                 })
             }
             OpKind::ScatterElements | OpKind::ScatterND => {
@@ -208,7 +215,7 @@ impl Builder<'_> {
                 }
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &view, &perm))
             }
-            _ => return Ok(None),
+            _ => return self.lower_bits(node, shapes, out_shape),
         }))
     }
 

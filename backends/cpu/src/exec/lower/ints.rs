@@ -123,7 +123,8 @@ impl Builder<'_> {
             DType::I64 if node.op == OpKind::Pad => 8,
             _ => return Ok(op),
         };
-        if !mover {
+        // A linear Resize of f16 computes in f32 between conversions (`half.rs`).
+        if !mover || matches!(op, Op::LinearResize(_)) {
             return Ok(op);
         }
         // Pad's value as held (the default 0 of an i8 is the byte 0x80).

@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod bits;
 mod half;
 mod index;
 mod ints;
@@ -252,10 +253,14 @@ pub(crate) fn build<'g>(
             DType::I32,
             DType::I64,
             DType::F16,
+            DType::U32,
+            DType::U64,
+            DType::I16,
+            DType::U16,
         ];
         if !held.contains(&decl.dtype) {
             return Err(DelegateError::invalid(format!(
-                "output '{}' is {}, not f32, f16, i8, u8, bool, i32 or i64",
+                "output '{}' is {}, not f32, f16, i8, u8, bool, i16, u16, i32, u32, i64 or u64",
                 decl.name, decl.dtype
             )));
         }
@@ -385,7 +390,7 @@ impl<'g> Builder<'g> {
         let name = &self.graph.tensors[t].name;
         let data = if matches!(
             self.graph.tensors[t].dtype,
-            DType::I8 | DType::U8 | DType::F16
+            DType::I8 | DType::U8 | DType::F16 | DType::I16 | DType::U16
         ) {
             self.byte_const(t).map(Cow::Owned)
         } else {
@@ -426,10 +431,10 @@ impl<'g> Builder<'g> {
 
     /// The arena buffer for the output tensor `t`.
     fn output(&mut self, t: TensorId) -> Result<usize, DelegateError> {
-        // 8-bit and f16 tensors are held as their stored bytes.
+        // 8- and 16-bit tensors are held as their stored bytes.
         let narrow = match self.graph.tensors[t].dtype {
             DType::I8 | DType::U8 => Some(1),
-            DType::F16 => Some(2),
+            DType::F16 | DType::I16 | DType::U16 => Some(2),
             _ => None,
         };
         let len = checked_len(&self.held_shape(t))

@@ -204,7 +204,14 @@ impl Builder<'_> {
         node: &Node,
         x: &[usize],
     ) -> Result<Vec<(usize, i64, i64, usize)>, String> {
-        let ints = |i: usize| node.inputs.get(i).and_then(|&t| self.const_i64s(t));
+        // The operands, or (before opset 10) the attributes of the same names.
+        let ints = |i: usize| match node.inputs.get(i) {
+            Some(&t) => self.const_i64s(t),
+            None => ["", "starts", "ends", "axes"]
+                .get(i)
+                .and_then(|name| node.attr_ints(name))
+                .map(<[i64]>::to_vec),
+        };
         let starts = ints(1).ok_or("Slice starts are not constant")?;
         let ends = ints(2).ok_or("Slice ends are not constant")?;
         let n = starts.len();

@@ -6,6 +6,7 @@ use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::elementwise::PowIntOp;
+use crate::ops::generate::range_bytes;
 use crate::ops::gru::{GruOp, GruSpec};
 use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
@@ -24,16 +25,16 @@ pub(super) struct BnFold {
 }
 
 impl Builder<'_> {
-    /// The f32 slots one element of `t` takes: two for an i64, else one.
+    /// The f32 slots one element of `t` takes: two for an i64 or u64, else one.
     pub(super) fn words(&self, t: TensorId) -> usize {
-        if self.graph.tensors[t].dtype == DType::I64 {
+        if matches!(self.graph.tensors[t].dtype, DType::I64 | DType::U64) {
             2
         } else {
             1
         }
     }
 
-    /// `t`'s shape as its slots hold it: an i64 gains a last axis of its two words.
+    /// `t`'s shape as its slots hold it: an i64 or u64 gains a last axis of its two words.
     pub(super) fn held_shape(&self, t: TensorId) -> Vec<usize> {
         let mut s = self.shape(t);
         if self.words(t) == 2 {
@@ -99,7 +100,9 @@ impl Builder<'_> {
         let constant = |t: TensorId| graph.tensors[t].is_const() && self.consts.bytes(t).is_some();
         let mut folds = vec![None; graph.nodes.len()];
         for (id, node) in graph.nodes.iter().enumerate() {
+            // (An f16 one is computed between conversions, `half.rs`, unfolded.)
             if !matches!(node.op, OpKind::Conv | OpKind::ConvTranspose)
+                || graph.tensors[node.inputs[0]].dtype != DType::F32
                 || !free(id, absorbed)
                 || !node.inputs[1..].iter().all(|&t| constant(t))
             {
@@ -327,8 +330,8 @@ impl Builder<'_> {
     }
 
     /// The words (f32 slots; two per i64) of a node whose output is known at init: Shape
-    /// and Size of static shapes, ConstantOfShape of a constant shape. `None` for the
-    /// other ops.
+    /// and Size of static shapes, ConstantOfShape of a constant shape, Range of constant
+    /// operands. `None` for the other ops.
     pub(super) fn constant_node(&self, node: &Node) -> Result<Option<Vec<f32>>, String> {
         let wide = |v: &[i64]| -> Vec<f32> {
             v.iter()
@@ -356,6 +359,17 @@ impl Builder<'_> {
                 let dtype = self.graph.tensors[node.outputs[0]].dtype;
                 let one = constant_element(dtype, node.attrs.get("value"));
                 held_words(dtype, &one.repeat(n))
+            }
+            OpKind::Range => {
+                let n: usize = self.shape(node.outputs[0]).iter().product();
+                let dtype = self.graph.tensors[node.outputs[0]].dtype;
+                let operand = |i: usize| {
+                    self.consts
+                        .bytes(node.inputs[i])
+                        .filter(|b| b.len() >= dtype.size())
+                        .ok_or_else(|| format!("Range operand {i} is not a constant scalar"))
+                };
+                held_words(dtype, &range_bytes(dtype, operand(0)?, operand(2)?, n))
             }
             _ => return Ok(None),
         }))
@@ -664,12 +678,12 @@ fn constant_element(dtype: DType, value: Option<&Attr>) -> Vec<u8> {
 }
 
 /// Stored bytes of a `dtype` tensor as the executable holds them: bools widened to
-/// 0.0/1.0, 8-bit and f16 data as bytes (an i8 biased by 128) padded to whole words with
+/// 0.0/1.0, 8- and 16-bit data as bytes (an i8 biased by 128) padded to whole words with
 /// slack, the others as their words.
 fn held_words(dtype: DType, bytes: &[u8]) -> Vec<f32> {
     match dtype {
         DType::Bool => bytes.iter().map(|&b| (b != 0) as u8 as f32).collect(),
-        DType::I8 | DType::U8 | DType::F16 => {
+        DType::I8 | DType::U8 | DType::F16 | DType::I16 | DType::U16 => {
             let flip = if dtype == DType::I8 { 0x80 } else { 0 };
             let mut words = vec![0.0f32; Builder::byte_words(bytes.len())];
             let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
