@@ -46,6 +46,7 @@ mod legacy;
 mod loss;
 mod lower;
 mod norm;
+mod qlinear;
 
 /// The oldest and newest default-domain opsets the importer accepts.
 /// Opsets 1 to 6 are read through the rewrites of `legacy`.
@@ -235,6 +236,9 @@ impl<'a> Importer<'a> {
             | "ThresholdedRelu"
             | "LpPool"
             | "EyeLike" => return self.compose(&name, n, &attrs),
+            "QLinearMatMul" | "QLinearConv" | "DynamicQuantizeLinear" => {
+                return self.qlinear(&name, n, &attrs)
+            }
             "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
                 return self.lower_loss(&name, n, &attrs)
             }
