@@ -56,6 +56,7 @@ pub fn plan(a: PlanArgs) -> Result<()> {
     for n in &session.notes {
         println!("note: {n}");
     }
+    print_stages(&session.stages());
     print!("{}", session.plan.render(&session.graph));
     for (label, branch) in session.branches() {
         match branch {
@@ -82,6 +83,42 @@ pub fn plan(a: PlanArgs) -> Result<()> {
     );
     print_memory(&session);
     Ok(())
+}
+
+/// The stages of a model with dynamic regions (nodes whose output extents depend on
+/// values): each static prefix with its plan, the node the host runs, and what is
+/// specialised per shape at run time.
+fn print_stages(stages: &[baton_runtime_host::exec::StageInfo]) {
+    if stages.is_empty() {
+        return;
+    }
+    println!(
+        "dynamic regions: the model runs in {} stages (shapes after each dynamic node are known only at run time)",
+        2 * stages.len() + 1
+    );
+    for (k, s) in stages.iter().enumerate() {
+        println!(
+            "stage {}: static prefix of {} nodes, planned now{}",
+            2 * k + 1,
+            s.prefix_nodes,
+            if s.prefix_plan.is_some() { ":" } else { "" }
+        );
+        for line in s.prefix_plan.iter().flat_map(|p| p.lines()) {
+            println!("  {line}");
+        }
+        println!(
+            "stage {}: node {} runs on the host (dynamic: its output shapes come from its values)",
+            2 * k + 2,
+            s.dynamic_node
+        );
+    }
+    let last = stages.last().expect("not empty");
+    println!(
+        "stage {}: the remaining {} nodes, planned and compiled per shape seen at run time (the {} most recent kept)",
+        2 * stages.len() + 1,
+        last.rest_nodes,
+        baton_runtime_host::exec::DEFAULT_CACHED_STAGES
+    );
 }
 
 /// The whole model's memory: the host's constants and arenas, the blobs it keeps for

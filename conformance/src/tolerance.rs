@@ -150,7 +150,10 @@ impl Family {
             | OpKind::GatherND
             | OpKind::DepthToSpace
             | OpKind::SpaceToDepth
-            | OpKind::OneHot => Family::DataMovement,
+            | OpKind::OneHot
+            | OpKind::NonMaxSuppression
+            | OpKind::Unique
+            | OpKind::Compress => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
                 Family::Reduction

@@ -2,10 +2,12 @@
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
 mod control;
+mod dynamic;
 mod math;
 mod tensor_ops;
 
 pub use control::is_provisional;
+pub use dynamic::has_value_dependent_shape;
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;
@@ -104,6 +106,9 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
                     Ok((graph.tensors[t].dtype, shape))
                 })
                 .collect::<Result<_, IrError>>()?;
+            if let Some(r) = dynamic::infer(node, &inputs) {
+                return r.map_err(err);
+            }
             if node.op == OpKind::Range {
                 // Its length comes from constants of any Range dtype, not only i64.
                 let constant = |i: usize| match node.inputs.get(i).map(|&t| &graph.tensors[t]) {
@@ -155,6 +160,9 @@ pub fn infer_outputs(
             "{}: the outputs of control flow come from its subgraphs (see infer_node)",
             node.op
         ));
+    }
+    if dynamic::has_value_dependent_shape(node.op) {
+        return Err(dynamic::not_static(node.op));
     }
     if let Some(r) = math::infer(node, inputs, &shape_operand) {
         return r;

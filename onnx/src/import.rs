@@ -235,7 +235,8 @@ impl<'a> Importer<'a> {
             | "Swish"
             | "ThresholdedRelu"
             | "LpPool"
-            | "EyeLike" => return self.compose(&name, n, &attrs),
+            | "EyeLike"
+            | "NonZero" => return self.compose(&name, n, &attrs),
             "QLinearMatMul" | "QLinearConv" | "DynamicQuantizeLinear" => {
                 return self.qlinear(&name, n, &attrs)
             }
@@ -371,6 +372,9 @@ impl<'a> Importer<'a> {
                 // recurrent ops are integers).
                 let dtype = if matches!(op, OpKind::LSTM | OpKind::GRU) && i == 4 {
                     DType::I32
+                } else if op == OpKind::NonMaxSuppression {
+                    // max_output_boxes_per_class is i64, the thresholds f32.
+                    [DType::I64, DType::F32][usize::from(i != 2)]
                 } else {
                     first_dtype
                 };
@@ -692,6 +696,9 @@ fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
         OpKind::CumProd => 26,
+        OpKind::Unique => 11,
+        OpKind::NonMaxSuppression => 10,
+        OpKind::Compress => 9,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

@@ -69,7 +69,7 @@ use baton_delegate_api::shape::infer_outputs;
 use baton_delegate_api::{TensorMut, TensorRef};
 
 pub use graph::run_graph;
-pub use specialize::{specialize, SpecializeError};
+pub use specialize::{specialize, split, SpecializeError, Split};
 
 /// Why a reference kernel could not run. Node-level messages name the node with
 /// [`Node::label`].
@@ -186,6 +186,46 @@ pub fn run_control(
     inputs: &[&baton_delegate_api::Tensor],
 ) -> Result<Vec<baton_delegate_api::Tensor>, KernelError> {
     control::run(node, inputs)
+}
+
+/// Runs any node, control flow included, on owned operands in `node.inputs` order and
+/// returns its outputs shaped as the operands' values give: what a host runs for a node
+/// whose output extents depend on values (a dynamic region's first node).
+pub fn run_owned(
+    node: &Node,
+    inputs: &[&baton_delegate_api::Tensor],
+) -> Result<Vec<baton_delegate_api::Tensor>, KernelError> {
+    if node.op.is_control_flow() {
+        return control::run(node, inputs);
+    }
+    let refs: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
+    check_operands(node, &refs)?;
+    let expected = expected_outputs(node, &refs)?;
+    if node.outputs.is_empty() || node.outputs.len() > expected.len() {
+        return Err(unsupported(
+            node,
+            format!(
+                "{} outputs; {} produces 1 to {}",
+                node.outputs.len(),
+                node.op,
+                expected.len()
+            ),
+        ));
+    }
+    let mut outs = Vec::with_capacity(node.outputs.len());
+    for (dtype, shape) in expected.iter().take(node.outputs.len()) {
+        let t = baton_delegate_api::Tensor::try_zeros(*dtype, shape).ok_or_else(|| {
+            shape_err(
+                node,
+                format!("an output of {dtype} {shape:?} is too large to allocate"),
+            )
+        })?;
+        outs.push(t);
+    }
+    let mut views: Vec<TensorMut<'_>> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    run_node(node, &refs, &mut views)?;
+    drop(views);
+    Ok(outs)
 }
 
 /// Whether [`run_node`] implements `op` for these input dtypes (in `node.inputs` order).
@@ -379,6 +419,10 @@ pub(crate) fn expected_outputs(
         inputs.iter().map(|t| (t.dtype, t.shape.to_vec())).collect();
     let shapes: Vec<Vec<usize>> = typed.iter().map(|(_, s)| s.clone()).collect();
     guard_geometry(node, &shapes)?;
+    if let Some(r) = tensor_ops::compute_value_dependent(node, inputs) {
+        // Extents that depend on values: the reference computes the node to know them.
+        return r.map(|outs| outs.into_iter().map(|t| (t.dtype, t.shape)).collect());
+    }
     if node.op == OpKind::Range {
         // Its length comes from values of any dtype; the shared rule reads only i64 ones.
         if let Some(t) = inputs.iter().find(|t| t.len() != 1) {

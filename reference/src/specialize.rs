@@ -69,6 +69,61 @@ type Result<T> = std::result::Result<T, SpecializeError>;
 /// Binds symbolic dimensions of the inputs and re-infers every node's output shape,
 /// folding constants and inlining Ifs whose condition becomes constant.
 pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<Graph> {
+    let mut g = bind_inputs(graph, bindings)?;
+    refine(&mut g, false).map_err(|e| name_missing_value(graph, e))?;
+    // Nodes that read only constants folded above; this catches Shape/Size of values
+    // whose shapes were fixed after their readers were walked (none in a valid order) and
+    // keeps the two passes' results identical.
+    fold::fold_constants(&mut g);
+    for t in &g.tensors {
+        if t.static_shape().is_none() {
+            let e = SpecializeError::SymbolicShape {
+                tensor: t.name.clone(),
+                shape: t.shape.clone(),
+            };
+            return Err(name_missing_value(graph, e));
+        }
+    }
+    Ok(g)
+}
+
+/// A graph specialised as far as shapes allow (see [`split`]).
+#[derive(Debug)]
+pub enum Split {
+    /// Every shape is known: the graph [`specialize`] gives.
+    Static(Graph),
+    /// The walk stopped at `node`, whose output extents depend on values (a
+    /// NonMaxSuppression, a Loop that may stop early, a TopK whose `k` is computed).
+    Dynamic {
+        /// Every tensor, those before `node` specialised; its nodes are those before
+        /// `node`, whose shapes are all static.
+        graph: Graph,
+        /// The value-dependent node, its inputs static.
+        node: Node,
+        /// The nodes after it, in order, declared as imported.
+        rest: Vec<Node>,
+    },
+}
+
+/// [`specialize`], stopping at the first node whose outputs' extents depend on values
+/// rather than failing: the host runs that node itself and specialises the rest for the
+/// shapes it gives (a *dynamic region*). A node counts as value-dependent when its inputs
+/// are static and either its shape rule leaves an output symbolic or the rule cannot read
+/// a shape operand computed at run time.
+pub fn split(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<Split> {
+    let mut g = bind_inputs(graph, bindings)?;
+    match refine(&mut g, true).map_err(|e| name_missing_value(graph, e))? {
+        None => specialize(graph, bindings).map(Split::Static),
+        Some((node, rest)) => Ok(Split::Dynamic {
+            graph: g,
+            node,
+            rest,
+        }),
+    }
+}
+
+/// `graph` with its inputs' symbolic dimensions bound.
+fn bind_inputs(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<Graph> {
     let mut g = graph.clone();
     for &i in &g.inputs.clone() {
         let decl = &mut g.tensors[i];
@@ -84,38 +139,19 @@ pub fn specialize(graph: &Graph, bindings: &BTreeMap<String, usize>) -> Result<G
             }
         }
     }
-    if let Err(e) = refine(&mut g) {
-        // A shape rule that found a non-constant shape operand, most likely one computed
-        // from a value input given no value: name the input rather than the node.
-        let unbound = values::value_input_names(graph);
-        return Err(match unbound.into_iter().next() {
-            Some(input) => SpecializeError::MissingValue {
-                input,
-                because: e.to_string(),
-            },
-            None => e,
-        });
-    }
-    // Nodes that read only constants folded above; this catches Shape/Size of values
-    // whose shapes were fixed after their readers were walked (none in a valid order) and
-    // keeps the two passes' results identical.
-    fold::fold_constants(&mut g);
-    for t in &g.tensors {
-        if t.static_shape().is_none() {
-            let e = SpecializeError::SymbolicShape {
-                tensor: t.name.clone(),
-                shape: t.shape.clone(),
-            };
-            return Err(match values::value_input_names(graph).into_iter().next() {
-                Some(input) => SpecializeError::MissingValue {
-                    input,
-                    because: e.to_string(),
-                },
-                None => e,
-            });
-        }
-    }
     Ok(g)
+}
+
+/// A failure to specialise, most likely from a shape operand computed from a value input
+/// given no value: named by that input rather than by the node.
+fn name_missing_value(graph: &Graph, e: SpecializeError) -> SpecializeError {
+    match values::value_input_names(graph).into_iter().next() {
+        Some(input) => SpecializeError::MissingValue {
+            input,
+            because: e.to_string(),
+        },
+        None => e,
+    }
 }
 
 /// Specializes subgraph `g` for inputs of the given types (in `g.inputs` order).
@@ -132,12 +168,17 @@ fn specialize_subgraph(g: &Graph, inputs: &[(DType, Vec<usize>)]) -> Result<Grap
         g.tensors[t].dtype = *dtype;
         g.tensors[t].shape = dims.iter().map(|&d| Dim::Fixed(d)).collect();
     }
-    refine(&mut g)?;
+    refine(&mut g, false)?;
     Ok(g)
 }
 
-/// The one walk described in the module documentation.
-fn refine(g: &mut Graph) -> Result<()> {
+/// The nodes left when [`refine`] stops: the value-dependent one and those after it.
+type Stopped = Option<(Node, Vec<Node>)>;
+
+/// The one walk described in the module documentation. With `stop`, the walk ends at the
+/// first value-dependent node (see [`split`]), which it returns with the nodes after it;
+/// `g` then holds the nodes before it.
+fn refine(g: &mut Graph, stop: bool) -> Result<Stopped> {
     let mut queue: VecDeque<Node> = std::mem::take(&mut g.nodes).into();
     let mut kept = Vec::with_capacity(queue.len());
     while let Some(mut node) = queue.pop_front() {
@@ -154,9 +195,21 @@ fn refine(g: &mut Graph) -> Result<()> {
         } else {
             None
         };
+        let static_inputs = node
+            .inputs
+            .iter()
+            .all(|&t| g.tensors[t].static_shape().is_some());
         let mut inferred = match single {
             Some(types) => types,
-            None => shape::infer_node(g, &node)?,
+            None => match shape::infer_node(g, &node) {
+                Ok(types) => types,
+                // A shape operand computed at run time: its values decide the shape.
+                Err(_) if stop && static_inputs && !values::shape_operands(&node).is_empty() => {
+                    g.nodes = kept;
+                    return Ok(Some((node, queue.into())));
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
         if let Some(trips) = (node.op == OpKind::Loop)
             .then(|| values::loop_trips(g, &node))
@@ -181,13 +234,21 @@ fn refine(g: &mut Graph) -> Result<()> {
             g.tensors[out].dtype = dtype;
             g.tensors[out].shape = dims;
         }
+        let dynamic = node
+            .outputs
+            .iter()
+            .any(|&t| g.tensors[t].static_shape().is_none());
+        if stop && static_inputs && dynamic {
+            g.nodes = kept;
+            return Ok(Some((node, queue.into())));
+        }
         match fold::fold_node(g, &node) {
             Some(values) => fold::set_constants(g, &node, values),
             None => kept.push(node),
         }
     }
     g.nodes = kept;
-    Ok(())
+    Ok(None)
 }
 
 /// Specializes the subgraphs of control-flow `node` for the values it passes them. A

@@ -45,6 +45,13 @@
 //!   any dtype (the shared shape rule reads only constant i64 ones). A `delta` of 0 is a
 //!   shape error. **OneHot** truncates float indices toward zero (a NaN or infinite one
 //!   matches no position) and copies `values`' elements bit for bit.
+//! - **NonMaxSuppression, Unique, Compress** are computed whole to learn their output
+//!   extents. NonMaxSuppression computes overlaps in f32 (as ONNX Runtime does), keeps a
+//!   box whose overlap with every kept one is at most `iou_threshold`, needs a score
+//!   strictly above `score_threshold`, and breaks score ties by box order. Unique compares
+//!   integers exactly and floats by value (`-0.0` equals `0.0`, NaNs equal one another and
+//!   sort last); a slice (with `axis`) compares element by element. Compress refuses a
+//!   condition longer than its axis.
 
 mod conv_transpose;
 mod generate;
@@ -53,6 +60,7 @@ mod movement;
 mod quantize;
 mod recurrent;
 mod resize;
+mod select;
 
 use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
@@ -60,6 +68,7 @@ use super::data;
 use super::KernelError;
 pub(crate) use generate::range_length;
 pub(crate) use resize::with_operand_scales;
+pub(crate) use select::compute as compute_value_dependent;
 
 /// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
 /// one of this family's ops.
@@ -156,6 +165,18 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
         OpKind::DepthToSpace | OpKind::SpaceToDepth => (1, &[Of(ANY)]),
         OpKind::Range => (3, &[Of(generate::RANGE), Same, Same]),
         OpKind::OneHot => (3, &[Of(generate::ONE_HOT_INDICES), Of(I64), Of(ANY)]),
+        OpKind::NonMaxSuppression => (
+            2,
+            &[
+                Of(&[DType::F32]),
+                Same,
+                Of(I64),
+                Of(&[DType::F32]),
+                Of(&[DType::F32]),
+            ],
+        ),
+        OpKind::Unique => (1, &[Of(ANY)]),
+        OpKind::Compress => (2, &[Of(ANY), Of(&[DType::Bool])]),
         _ => return None,
     };
     Some(check_signature(op, input_dtypes, min, rules))
@@ -199,6 +220,15 @@ pub(crate) fn run(
         OpKind::DepthToSpace | OpKind::SpaceToDepth => index::depth_space(node, x, &mut outputs[0]),
         OpKind::Range => generate::range(inputs, &mut outputs[0]),
         OpKind::OneHot => generate::one_hot(node, inputs, &mut outputs[0]),
+        OpKind::NonMaxSuppression | OpKind::Unique | OpKind::Compress => {
+            select::compute(node, inputs).map(|r| {
+                r.map(|results| {
+                    for (out, t) in outputs.iter_mut().zip(results) {
+                        out.data.copy_from_slice(t.bytes());
+                    }
+                })
+            })?
+        }
         _ => return None,
     };
     Some(r)

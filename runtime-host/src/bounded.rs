@@ -112,6 +112,11 @@ impl<'e> BoundedSession<'e> {
             });
         }
         let at_bound = Session::new(engine, graph, bounds)?;
+        if let Some(stage) = at_bound.stages().first() {
+            return Err(HostError::DynamicUnderBounds {
+                node: stage.dynamic_node.clone(),
+            });
+        }
         let layout = at_bound.arena_layout();
         let arena_plan = at_bound.arena_plan.clone();
         let arena = at_bound.arena().clone();

@@ -118,6 +118,10 @@ pub enum HostError {
     /// A tensor whose shape is still symbolic where a session needs it static.
     #[error("tensor '{tensor}': shape {} is still symbolic after binding the inputs: it depends on values only known at run time (an If whose branches differ, a Loop's trip count), and a session needs static shapes", dims(.shape))]
     SymbolicShape { tensor: String, shape: Vec<Dim> },
+    /// A bounded session of a model with a dynamic region, whose memory past it cannot be
+    /// planned at the bounds.
+    #[error("node {node}: its output shapes depend on values (a dynamic region), so the memory after it cannot be planned at the dimension bounds; run the model without bounds")]
+    DynamicUnderBounds { node: String },
     /// A node that cannot be prepared or run; `node` is its name, `op` its op.
     #[error("node {node} ({op}): {problem}")]
     Node {

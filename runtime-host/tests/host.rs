@@ -537,7 +537,7 @@ fn an_if_runs_its_branch_sessions_with_the_plugins_and_stays_on_the_host() {
 }
 
 #[test]
-fn a_loop_runs_in_a_session_and_a_value_dependent_shape_is_refused_by_name() {
+fn a_loop_runs_in_a_session_and_an_if_of_differing_branch_shapes_runs_in_stages() {
     // v <- v + k, three times.
     let mut body = GraphBuilder::new("body");
     body.input_fixed("i", DType::I64, &[]);
@@ -571,7 +571,8 @@ fn a_loop_runs_in_a_session_and_a_value_dependent_shape_is_refused_by_name() {
     let got = s.run(&[Tensor::from_f32(&[2], &[0.5, 0.0])]).unwrap();
     assert_eq!(got[0].f32s(), &[3.5, 30.0]);
 
-    // An If on an input whose branches give [2] and [3]: the session cannot plan it.
+    // An If on an input whose branches give [2] and [3]: a dynamic region, run on the
+    // host with the shape the branch taken gives.
     let branch = |n: usize| {
         let mut g = GraphBuilder::new("b");
         let x = g.input_fixed("x", DType::F32, &[1]);
@@ -592,14 +593,14 @@ fn a_loop_runs_in_a_session_and_a_value_dependent_shape_is_refused_by_name() {
         )
         .unwrap();
     b.output(y);
-    let err = Session::new(&e, &b.finish().unwrap(), &BTreeMap::new())
-        .err()
-        .expect("a value-dependent shape is refused")
-        .to_string();
-    assert!(
-        err.contains("ragged_out") && err.contains("run time"),
-        "{err}"
-    );
+    let mut s = Session::new(&e, &b.finish().unwrap(), &BTreeMap::new()).unwrap();
+    assert_eq!(s.stages().len(), 1);
+    let x = Tensor::from_f32(&[1], &[1.5]);
+    for (cond, n) in [(true, 2), (false, 3)] {
+        let c = Tensor::from_bytes(DType::Bool, &[], &[u8::from(cond)]);
+        let got = s.run(&[c, x.clone()]).unwrap();
+        assert_eq!(got[0].f32s(), vec![1.5; n]);
+    }
 }
 
 #[test]

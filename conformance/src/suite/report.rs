@@ -444,7 +444,7 @@ fn user_path_group(msg: &str) -> Option<&'static str> {
     if msg.contains("is still symbolic after binding the inputs")
         || msg.contains("has a symbolic shape")
     {
-        return Some("shapes known only at run time (no dynamic regions yet)");
+        return Some("shapes known only at run time");
     }
     let lacks = |d: &&str| {
         msg.contains(&format!("does not feed a {d} input"))

@@ -347,4 +347,26 @@ ops! {
     /// Running products of `x` along the axis given by input 1, with the attributes and
     /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
     CumProd = 118,
+    /// Non-maximum suppression (opset 10/11): `boxes` f32 `[B, N, 4]`, `scores` f32
+    /// `[B, C, N]`, then the optional one-element inputs `max_output_boxes_per_class`
+    /// (i64, default 0: no box is selected), `iou_threshold` and `score_threshold` (f32).
+    /// Per batch and class, boxes with a score above `score_threshold` are taken best score
+    /// first (equal scores: lower box index first), each dropping the later boxes whose
+    /// intersection over union with it exceeds `iou_threshold`, up to the maximum. Boxes
+    /// are corners `[y1, x1, y2, x2]` in either order (`center_point_box` 0, the default)
+    /// or `[x_center, y_center, width, height]` (1). Output `[n, 3]` i64 rows `[batch,
+    /// class, box]`, by batch, then class, then selection order: `n` depends on the values.
+    NonMaxSuppression = 131,
+    /// The distinct elements of `x` (flattened, or the distinct slices along `axis` when
+    /// given), sorted ascending (`sorted` 1, the default; slices compare
+    /// lexicographically) or in order of first occurrence (0). Four outputs: `Y` (the
+    /// distinct values, `[u]` or `x`'s shape with `u` along the axis), `indices` (i64 `[u]`,
+    /// each one's first occurrence), `inverse_indices` (i64, for each input element or
+    /// slice, its position in `Y`) and `counts` (i64 `[u]`). `u` depends on the values.
+    Unique = 132,
+    /// The slices of `x` along `axis` (or its elements, flattened, without one) where the
+    /// bool `condition` (1-D, possibly shorter than the axis: missing entries count as
+    /// false) is true. The output's extent there is the number of trues, which depends on
+    /// the values.
+    Compress = 133,
 }

@@ -10,7 +10,11 @@
 //! - **Swish** (opset 24) `x * sigmoid(alpha * x)` (`alpha` default 1);
 //! - **ThresholdedRelu** `x > alpha ? x : 0` (`alpha` default 1);
 //! - **EyeLike** (opset 9): a constant of its 2-D input's fixed shape, 1 on the `k`-th
-//!   diagonal (default 0) and 0 elsewhere, of `dtype` (default the input's).
+//!   diagonal (default 0) and 0 elsewhere, of `dtype` (default the input's);
+//! - **NonZero** (opset 9) of an input of fixed shape: the flat positions `Range(0, n)`
+//!   compressed by the input cast to bool, each split into its coordinates (divided by
+//!   the axis' stride, modulo its extent) and stacked as `[rank, count]` i64. The count
+//!   depends on the values, so what follows runs in a dynamic region.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +37,9 @@ impl Importer<'_> {
         let x = n.input.first().cloned().unwrap_or_default();
         if n.op_type == "EyeLike" {
             return self.eye_like(name, n, attrs, &x, &out);
+        }
+        if n.op_type == "NonZero" {
+            return self.non_zero(name, n, &x, &out);
         }
         let dtype = match self.dtype_of(&x) {
             Some(d) if d.is_float() => d,
@@ -200,5 +207,97 @@ impl Importer<'_> {
         }
         self.constant(out, Tensor::from_bytes(dtype, &[rows, cols], &bytes));
         Ok(())
+    }
+
+    fn non_zero(&mut self, name: &str, n: &NodeProto, x: &str, out: &str) -> Result<(), OnnxError> {
+        if self.opset < 9 {
+            return Err(self.node_error(name, n, "NonZero exists from opset 9".into()));
+        }
+        let Some(shape) = self.static_shape_of(x).filter(|s| !s.is_empty()) else {
+            let m = "NonZero needs an input of fixed shape and rank >= 1".to_string();
+            return Err(self.node_error(name, n, m));
+        };
+        let rank = shape.len();
+        let count = shape
+            .iter()
+            .try_fold(1i64, |a, &d| a.checked_mul(i64::try_from(d).ok()?));
+        let Some(count) = count else {
+            return Err(self.node_error(name, n, format!("input of shape {shape:?} is too large")));
+        };
+        let scalar = |s: &mut Self, tag: &str, v: i64| {
+            s.named_constant(name, tag, Tensor::from_i64(&[], &[v]))
+        };
+        let flat = if rank == 1 {
+            x.to_string()
+        } else {
+            let target = self.named_constant(name, "flat_shape", Tensor::from_i64(&[1], &[-1]));
+            self.emit(
+                name,
+                "flat",
+                OpKind::Reshape,
+                &[x.to_string(), target],
+                &[],
+                n,
+            )?
+        };
+        let to_bool = [("to", Attr::Int(DType::Bool.onnx_code()))];
+        let mask = self.emit(name, "mask", OpKind::Cast, &[flat], &to_bool, n)?;
+        let range = [
+            scalar(self, "start", 0),
+            scalar(self, "limit", count),
+            scalar(self, "delta", 1),
+        ];
+        let positions = self.emit(name, "positions", OpKind::Range, &range, &[], n)?;
+        let axis0 = [("axis", Attr::Int(0))];
+        let flat_idx = self.emit(
+            name,
+            "selected",
+            OpKind::Compress,
+            &[positions, mask],
+            &axis0,
+            n,
+        )?;
+        let axes = self.named_constant(name, "axes", Tensor::from_i64(&[1], &[0]));
+        let none = BTreeMap::new;
+        if rank == 1 {
+            return self.add(
+                name,
+                OpKind::Unsqueeze,
+                &[flat_idx, axes],
+                &[out.to_string()],
+                none(),
+                n,
+            );
+        }
+        let mut rows = Vec::with_capacity(rank);
+        let mut stride: i64 = shape.iter().skip(1).map(|&d| d as i64).product();
+        for (d, &extent) in shape.iter().enumerate() {
+            let mut v = flat_idx.clone();
+            if stride > 1 {
+                let s = scalar(self, &format!("stride{d}"), stride);
+                v = self.emit(name, &format!("div{d}"), OpKind::Div, &[v, s], &[], n)?;
+            }
+            if d > 0 {
+                let e = scalar(self, &format!("extent{d}"), extent as i64);
+                v = self.emit(name, &format!("mod{d}"), OpKind::Mod, &[v, e], &[], n)?;
+            }
+            rows.push(self.emit(
+                name,
+                &format!("row{d}"),
+                OpKind::Unsqueeze,
+                &[v, axes.clone()],
+                &[],
+                n,
+            )?);
+            stride /= shape.get(d + 1).map_or(1, |&e| (e as i64).max(1));
+        }
+        self.add(
+            name,
+            OpKind::Concat,
+            &rows,
+            &[out.to_string()],
+            BTreeMap::from([("axis".to_string(), Attr::Int(0))]),
+            n,
+        )
     }
 }

@@ -18,6 +18,7 @@ mod math_reduce;
 mod math_unary;
 mod pool;
 mod robustness;
+mod select;
 mod shape_ops;
 mod tensor_ops;
 mod tensor_ops_layers;

@@ -31,7 +31,10 @@ use crate::plugin::{view_of, PluginExecutable};
 use crate::program::{self, MemoryLayout};
 use crate::trace::StepTiming;
 
+mod dynamic;
 mod steps;
+
+pub use dynamic::{StageCounts, StageInfo, DEFAULT_CACHED_STAGES};
 
 /// Where [`Session::run_views`] hands each output: `(position among the outputs, dtype,
 /// shape, bytes in the arena)`.
@@ -66,6 +69,9 @@ pub struct Session<'e> {
     /// Whether `arena` is shared with a [`crate::bounded::BoundedSession`], laid out by its
     /// plan at the bound.
     borrowed_arena: bool,
+    /// For a model with a dynamic region (see `dynamic`), its stages, which then run the
+    /// model: the fields above describe no nodes.
+    staged: Option<Box<dynamic::Staged<'e>>>,
 }
 
 /// An arena planned once (at a dimension bound) for sessions specialised to smaller
@@ -214,12 +220,68 @@ impl<'e> Session<'e> {
         bindings: &BTreeMap<String, usize>,
         reuse: Option<ArenaReuse>,
     ) -> Result<Session<'e>> {
+        if let Some(staged) = Session::staged(engine, graph, bindings)? {
+            return Ok(staged);
+        }
         let program = program::compile_specialised(engine, graph, bindings)?;
         let arena = match reuse {
             Some(r) => ArenaChoice::Lent(r),
             None => ArenaChoice::Planned,
         };
         program::load_with(engine, program, &program::LoadOptions::default(), arena)
+    }
+
+    /// A session run in stages when `graph` has a dynamic region (a node whose output
+    /// extents depend on values, see `dynamic`) once `bindings` are applied; `None` when
+    /// every shape is static. A model with value inputs not yet bound to values is
+    /// specialised per value instead ([`Session::with_values`]), so it is never staged.
+    fn staged(
+        engine: &'e Engine,
+        graph: &Graph,
+        bindings: &BTreeMap<String, usize>,
+    ) -> Result<Option<Session<'e>>> {
+        if !crate::values::value_input_names(graph).is_empty() {
+            return Ok(None);
+        }
+        let (g, node, rest) = match baton_reference::split(graph, bindings) {
+            Ok(baton_reference::Split::Dynamic { graph, node, rest }) => (graph, node, rest),
+            // Static, or an error `compile_specialised` reports in its own words.
+            _ => return Ok(None),
+        };
+        let staged = dynamic::Staged::new(engine, g.clone(), node, rest)?;
+        let n = g.tensors.len();
+        Ok(Some(Session {
+            engine,
+            graph: g,
+            plan: PartitionPlan {
+                partitions: Vec::new(),
+                nodes: Vec::new(),
+            },
+            partition_backends: Vec::new(),
+            arena_plan: ArenaPlan {
+                offsets: Vec::new(),
+                arena_size: 0,
+                naive_size: 0,
+                lower_bound: 0,
+            },
+            notes: Vec::new(),
+            fallbacks: 0,
+            profiling: false,
+            timeline: Vec::new(),
+            steps: Vec::new(),
+            controls: Vec::new(),
+            slots: vec![Slot::Internal; n],
+            shapes: vec![Vec::new(); n],
+            arena: Arena::new(AlignedBytes::try_zeroed(0).expect("an empty buffer")),
+            borrowed_arena: false,
+            staged: Some(Box::new(staged)),
+        }))
+    }
+
+    /// The stages of a model with dynamic regions, outermost first (those nested in the
+    /// rest as of its last run); empty for a static model.
+    pub fn stages(&self) -> Vec<StageInfo> {
+        self.staged.as_ref().map_or_else(Vec::new, |s| s.info())
     }
 
     /// Bytes of the constants (the weights the session holds or maps) and of the arenas,
@@ -315,6 +377,27 @@ impl<'e> Session<'e> {
                 expected: self.graph.inputs.len(),
                 state: 0,
             });
+        }
+        if let Some(staged) = &mut self.staged {
+            for (&t, given) in self.graph.inputs.iter().zip(inputs) {
+                let decl = &self.graph.tensors[t];
+                let shape = decl.static_shape().unwrap_or_default();
+                let len = byte_len(decl.dtype, &shape);
+                if given.dtype != decl.dtype || given.shape != shape || given.data.len() != len {
+                    return Err(HostError::input(
+                        &decl.name,
+                        InputProblem::WrongType {
+                            expected: TensorType::of(decl.dtype, &shape),
+                            got: TensorType::of(given.dtype, given.shape),
+                        },
+                    ));
+                }
+            }
+            let outputs = staged.run(inputs)?;
+            for (k, t) in outputs.iter().enumerate() {
+                sink(k, t.dtype, &t.shape, t.bytes())?;
+            }
+            return Ok(());
         }
         // Held for the whole run: the delegates' views use the bytes too (see `Arena`).
         let arena = self.arena.clone();
@@ -430,6 +513,9 @@ impl<'e> Session<'e> {
     /// every If branch included: as planned, except that a partition whose plugin failed
     /// in the last run and was run on the portable kernels instead counts as "host".
     pub fn nodes_per_backend(&self) -> BTreeMap<String, usize> {
+        if let Some(s) = &self.staged {
+            return s.nodes_per_backend();
+        }
         let fell_back: Vec<usize> = self
             .steps
             .iter()
@@ -722,6 +808,7 @@ pub(crate) fn assemble<'e>(
         shapes,
         arena,
         borrowed_arena,
+        staged: None,
     })
 }
 

@@ -1,0 +1,89 @@
+//! Dynamic regions through the CLI, as a user runs them: `baton run MODEL --input
+//! x=x.npy` on a model whose shapes depend on values (NonZero on 256 elements), with the
+//! CPU plugin, and `baton plan` showing the stages.
+
+mod support;
+
+#[path = "../../runtime-host/tests/common/nonzero_model.rs"]
+mod nonzero_model;
+
+use std::path::Path;
+use std::process::Output;
+
+use baton_delegate_api::Tensor;
+use baton_runtime_host::npy;
+use nonzero_model::SIDE;
+use support::baton;
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn run(model: &Path, dir: &Path, tag: &str, x: &[f32]) -> (Tensor, Tensor) {
+    let input = dir.join(format!("x-{tag}.npy"));
+    npy::write(&input, &Tensor::from_f32(&[SIDE, SIDE], x)).unwrap();
+    let out = dir.join(format!("out-{tag}"));
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("x={}", input.display()),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        &dir.join("cache"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    (
+        npy::read(&out.join("coords.npy")).unwrap(),
+        npy::read(&out.join("y.npy")).unwrap(),
+    )
+}
+
+#[test]
+fn baton_run_gives_each_count_of_non_zeros_its_own_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("nonzero.onnx");
+    nonzero_model::write(&model);
+    for (tag, stride, offset) in [("a", 5, 1), ("b", 3, 0), ("none", 1000, 999)] {
+        let x = nonzero_model::input(stride, offset);
+        let (coords, y) = run(&model, dir.path(), tag, &x);
+        let (want_coords, want_y) = nonzero_model::expected(&x);
+        assert_eq!(coords.shape, [2, want_coords.len() / 2], "{tag}");
+        assert_eq!(coords.values::<i64>(), &want_coords[..], "{tag}");
+        assert_eq!(y.f32s(), &want_y[..], "{tag}");
+        // The reference interpreter on the same model agrees.
+        let graph = baton_runtime_host::model::load(&model).unwrap();
+        let oracle =
+            baton_reference::run_graph(&graph, &[Tensor::from_f32(&[SIDE, SIDE], &x)]).unwrap();
+        assert_eq!(oracle[0].values::<i64>(), coords.values::<i64>(), "{tag}");
+        assert_eq!(oracle[1].f32s(), y.f32s(), "{tag}");
+    }
+}
+
+#[test]
+fn baton_plan_shows_which_part_is_dynamic() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("nonzero.onnx");
+    nonzero_model::write(&model);
+    let o = baton(
+        &["plan", model.to_str().unwrap()],
+        &dir.path().join("cache"),
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("dynamic regions: the model runs in 3 stages"),
+        "{t}"
+    );
+    assert!(t.contains("runs on the host (dynamic"), "{t}");
+    assert!(
+        t.contains("planned and compiled per shape seen at run time"),
+        "{t}"
+    );
+}

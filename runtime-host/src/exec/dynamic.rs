@@ -1,0 +1,314 @@
+//! Dynamic regions: a model whose shapes depend on tensor values (a NonMaxSuppression, a
+//! NonZero, a Loop that may stop early, an If whose branches differ) runs in stages.
+//!
+//! Specialisation walks the graph until the first node whose output extents depend on
+//! values ([`baton_reference::split`]). What comes before it is a static *prefix*, a
+//! session planned and delegated as any other; the node itself runs on the host (its
+//! reference kernel, shapes from its actual operands); what follows is a graph whose
+//! inputs now have concrete shapes, specialised for the shapes (and, where they decide
+//! shapes further on, the values) seen and loaded as a session of its own. That session
+//! may itself be staged, so a chain of dynamic nodes nests. The sessions of the rest are
+//! kept per key, the most recently used [`DEFAULT_CACHED_STAGES`], as a
+//! [`crate::BoundedSession`] keeps its bindings: a repeated shape reuses its session.
+//!
+//! The cost: the prefix's outputs and the dynamic node's are copied out of the arena into
+//! owned tensors once a run, the dynamic node runs on the portable kernels, and every new
+//! shape compiles the rest (partitioning, plugin compile, memory planning).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use baton_delegate_api::{Dim, Graph, Node, Storage, Tensor, TensorId, TensorRef};
+
+use super::Session;
+use crate::engine::Engine;
+use crate::error::{HostError, NodeProblem, Result};
+
+/// Sessions of the rest of a staged model kept per shape (see the module docs).
+pub const DEFAULT_CACHED_STAGES: usize = 8;
+
+/// What a staged session has done so far: how often the rest was compiled for a new key
+/// and how often a run found its session cached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StageCounts {
+    pub compiled: usize,
+    pub reused: usize,
+}
+
+/// One stage of a staged session, for `baton plan` and the like.
+#[derive(Clone, Debug)]
+pub struct StageInfo {
+    /// Nodes of the static prefix (planned and delegated at load).
+    pub prefix_nodes: usize,
+    /// The value-dependent node, run on the host.
+    pub dynamic_node: String,
+    /// Nodes after it, specialised per shape at run time.
+    pub rest_nodes: usize,
+    pub counts: StageCounts,
+    /// The prefix's partition plan, rendered; `None` when no node precedes the dynamic
+    /// one.
+    pub prefix_plan: Option<String>,
+}
+
+/// The stages of a model split at a value-dependent node.
+pub(crate) struct Staged<'e> {
+    engine: &'e Engine,
+    /// The graph as far as it was specialised (tensor ids of every other field).
+    graph: Graph,
+    prefix: Option<Prefix<'e>>,
+    node: Node,
+    rest: Vec<Node>,
+    /// The tensors the rest reads that it does not compute and that are not constants.
+    rest_inputs: Vec<TensorId>,
+    /// The graph outputs the rest computes, in graph output order.
+    rest_outputs: Vec<TensorId>,
+    /// The rest's inputs whose values decide its shapes (their bytes are in the key).
+    rest_value_inputs: Vec<TensorId>,
+    /// Sessions of the rest, least recently used first.
+    cache: Vec<(Key, Session<'e>)>,
+    counts: StageCounts,
+}
+
+/// The static prefix: its session and which tensor each of its outputs is.
+struct Prefix<'e> {
+    session: Box<Session<'e>>,
+    outputs: Vec<TensorId>,
+}
+
+/// The shapes of the rest's inputs and the bytes of those that decide shapes.
+type Key = (Vec<Vec<usize>>, Vec<Vec<u8>>);
+
+impl<'e> Staged<'e> {
+    /// Stages for `graph` (specialised up to `node`, see [`baton_reference::Split`]).
+    pub(crate) fn new(
+        engine: &'e Engine,
+        graph: Graph,
+        node: Node,
+        rest: Vec<Node>,
+    ) -> Result<Staged<'e>> {
+        let produced_by = |nodes: &[Node]| -> HashSet<TensorId> {
+            nodes
+                .iter()
+                .flat_map(|n| n.outputs.iter().copied())
+                .collect()
+        };
+        let rest_made = produced_by(&rest);
+        let is_const = |t: TensorId| graph.tensors[t].data.is_some();
+        let mut rest_inputs = Vec::new();
+        for n in &rest {
+            for &t in &n.inputs {
+                if !rest_made.contains(&t) && !is_const(t) && !rest_inputs.contains(&t) {
+                    rest_inputs.push(t);
+                }
+            }
+        }
+        let rest_outputs: Vec<TensorId> = graph
+            .outputs
+            .iter()
+            .copied()
+            .filter(|t| rest_made.contains(t))
+            .collect();
+        // What the prefix must hand on: what it computes that the node, the rest or the
+        // graph's outputs read.
+        let prefix_made = produced_by(&graph.nodes);
+        let mut wanted: Vec<TensorId> = Vec::new();
+        for &t in node.inputs.iter().chain(&rest_inputs).chain(&graph.outputs) {
+            if prefix_made.contains(&t) && !wanted.contains(&t) {
+                wanted.push(t);
+            }
+        }
+        let prefix = if wanted.is_empty() {
+            None
+        } else {
+            let g = compact(&graph, &graph.nodes, &graph.inputs, &wanted);
+            let session = Session::new(engine, &g, &BTreeMap::new())?;
+            Some(Prefix {
+                session: Box::new(session),
+                outputs: wanted,
+            })
+        };
+        let template = compact(&graph, &rest, &rest_inputs, &rest_outputs);
+        let value_names = baton_reference::values::value_input_names(&template);
+        let rest_value_inputs = rest_inputs
+            .iter()
+            .copied()
+            .filter(|&t| value_names.contains(&graph.tensors[t].name))
+            .collect();
+        Ok(Staged {
+            engine,
+            graph,
+            prefix,
+            node,
+            rest,
+            rest_inputs,
+            rest_outputs,
+            rest_value_inputs,
+            cache: Vec::new(),
+            counts: StageCounts::default(),
+        })
+    }
+
+    /// This stage and those nested in the rest's most recent session.
+    pub(crate) fn info(&self) -> Vec<StageInfo> {
+        let mut all = vec![StageInfo {
+            prefix_nodes: self.graph.nodes.len(),
+            dynamic_node: format!("{} ({})", self.node.name, self.node.op),
+            rest_nodes: self.rest.len(),
+            counts: self.counts,
+            prefix_plan: self
+                .prefix
+                .as_ref()
+                .map(|p| p.session.plan.render(&p.session.graph)),
+        }];
+        if let Some((_, s)) = self.cache.last() {
+            all.extend(s.stages());
+        }
+        all
+    }
+
+    /// Nodes per backend of the last run: the prefix's, the dynamic node on the host, and
+    /// the rest's most recent session.
+    pub(crate) fn nodes_per_backend(&self) -> BTreeMap<String, usize> {
+        let mut all = BTreeMap::new();
+        let mut add = |m: BTreeMap<String, usize>| {
+            for (k, v) in m {
+                *all.entry(k).or_insert(0) += v;
+            }
+        };
+        if let Some(p) = &self.prefix {
+            add(p.session.nodes_per_backend());
+        }
+        add(BTreeMap::from([("host".to_string(), 1)]));
+        if let Some((_, s)) = self.cache.last() {
+            add(s.nodes_per_backend());
+        }
+        all
+    }
+
+    /// Runs the stages on `inputs` (graph input order); returns the graph outputs.
+    pub(crate) fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>> {
+        let mut env: HashMap<TensorId, Tensor> = HashMap::new();
+        for (&t, v) in self.graph.inputs.iter().zip(inputs) {
+            env.insert(t, Tensor::from_bytes(v.dtype, v.shape, v.data));
+        }
+        if let Some(p) = &mut self.prefix {
+            let given: Vec<&Tensor> = self.graph.inputs.iter().map(|t| &env[t]).collect();
+            let outs = p.session.run_refs(&given)?;
+            for (&t, v) in p.outputs.iter().zip(outs) {
+                env.insert(t, v);
+            }
+        }
+        let operands = self.gather(&env, &self.node.inputs)?;
+        let refs: Vec<&Tensor> = operands.iter().collect();
+        let results = baton_reference::run_owned(&self.node, &refs)
+            .map_err(|e| HostError::node(&self.node, NodeProblem::Kernel(e)))?;
+        for (&t, v) in self.node.outputs.iter().zip(results) {
+            env.insert(t, v);
+        }
+        if !self.rest.is_empty() {
+            let given = self.gather(&env, &self.rest_inputs)?;
+            let session = self.rest_session(&given)?;
+            let refs: Vec<&Tensor> = given.iter().collect();
+            let outs = session.run_refs(&refs)?;
+            for (&t, v) in self.rest_outputs.iter().zip(outs) {
+                env.insert(t, v);
+            }
+        }
+        let outputs = self.graph.outputs.clone();
+        self.gather(&env, &outputs)
+    }
+
+    /// The values of `ids`: computed ones from `env`, constants from the graph.
+    fn gather(&self, env: &HashMap<TensorId, Tensor>, ids: &[TensorId]) -> Result<Vec<Tensor>> {
+        ids.iter()
+            .map(|&t| {
+                if let Some(v) = env.get(&t) {
+                    return Ok(v.clone());
+                }
+                let decl = &self.graph.tensors[t];
+                match (&decl.data, decl.static_shape()) {
+                    (Some(Storage::Inline(d)), Some(shape)) => {
+                        Ok(Tensor::from_bytes(decl.dtype, &shape, d.bytes()))
+                    }
+                    _ => Err(HostError::SymbolicShape {
+                        tensor: decl.name.clone(),
+                        shape: decl.shape.clone(),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// The rest's session for these inputs (in `rest_inputs` order), compiled on a miss.
+    fn rest_session(&mut self, given: &[Tensor]) -> Result<&mut Session<'e>> {
+        let shapes: Vec<Vec<usize>> = given.iter().map(|t| t.shape.clone()).collect();
+        let values: Vec<Vec<u8>> = self
+            .rest_inputs
+            .iter()
+            .zip(given)
+            .filter(|(t, _)| self.rest_value_inputs.contains(t))
+            .map(|(_, v)| v.bytes().to_vec())
+            .collect();
+        let key = (shapes, values);
+        if let Some(k) = self.cache.iter().position(|(c, _)| *c == key) {
+            let entry = self.cache.remove(k);
+            self.cache.push(entry);
+            self.counts.reused += 1;
+        } else {
+            let mut g = compact(
+                &self.graph,
+                &self.rest,
+                &self.rest_inputs,
+                &self.rest_outputs,
+            );
+            for (&t, v) in g.inputs.clone().iter().zip(given) {
+                g.tensors[t].dtype = v.dtype;
+                g.tensors[t].shape = v.shape.iter().map(|&d| Dim::Fixed(d)).collect();
+            }
+            let named: BTreeMap<String, Tensor> = self
+                .rest_inputs
+                .iter()
+                .zip(given)
+                .filter(|(t, _)| self.rest_value_inputs.contains(t))
+                .map(|(&t, v)| (self.graph.tensors[t].name.clone(), v.clone()))
+                .collect();
+            let session = Session::with_values(self.engine, &g, &BTreeMap::new(), &named)?;
+            self.counts.compiled += 1;
+            if self.cache.len() == DEFAULT_CACHED_STAGES {
+                self.cache.remove(0);
+            }
+            self.cache.push((key, session));
+        }
+        Ok(&mut self.cache.last_mut().expect("just pushed or moved last").1)
+    }
+}
+
+/// The graph of `nodes` over the tensors of `g` they, `inputs` and `outputs` use, with
+/// tensor ids renumbered (tensors of other stages, whose shapes may still be symbolic,
+/// are left out).
+fn compact(g: &Graph, nodes: &[Node], inputs: &[TensorId], outputs: &[TensorId]) -> Graph {
+    let mut map: HashMap<TensorId, TensorId> = HashMap::new();
+    let mut tensors = Vec::new();
+    let mut id = |t: TensorId| -> TensorId {
+        *map.entry(t).or_insert_with(|| {
+            tensors.push(g.tensors[t].clone());
+            tensors.len() - 1
+        })
+    };
+    let inputs: Vec<TensorId> = inputs.iter().map(|&t| id(t)).collect();
+    let nodes: Vec<Node> = nodes
+        .iter()
+        .map(|n| Node {
+            inputs: n.inputs.iter().map(|&t| id(t)).collect(),
+            outputs: n.outputs.iter().map(|&t| id(t)).collect(),
+            ..n.clone()
+        })
+        .collect();
+    let outputs: Vec<TensorId> = outputs.iter().map(|&t| id(t)).collect();
+    Graph {
+        name: g.name.clone(),
+        tensors,
+        nodes,
+        inputs,
+        outputs,
+    }
+}

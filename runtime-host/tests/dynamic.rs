@@ -1,0 +1,108 @@
+//! Dynamic regions: a model whose shapes depend on tensor values runs in stages (a
+//! static prefix, the value-dependent node on the host, the rest specialised per shape
+//! and cached), through the plain `Session` a user gets.
+
+mod common;
+#[path = "common/nonzero_model.rs"]
+mod nonzero_model;
+
+use std::collections::BTreeMap;
+
+use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor};
+use baton_runtime_host::{model, Session};
+use nonzero_model::SIDE;
+
+#[test]
+fn nonzero_on_a_large_input_runs_in_stages_and_reuses_a_shape_seen_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nonzero.onnx");
+    nonzero_model::write(&path);
+    let graph = model::load(&path).unwrap();
+    let engine = common::plugin_engine(true);
+    let mut s = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    assert!(!s.stages().is_empty(), "the model is staged");
+    let mut compiled = Vec::new();
+    // Two counts, then the first again: the third run's shapes were seen by the first.
+    for (stride, offset) in [(5, 1), (3, 0), (5, 1)] {
+        let x = nonzero_model::input(stride, offset);
+        let got = s.run(&[Tensor::from_f32(&[SIDE, SIDE], &x)]).unwrap();
+        let (coords, y) = nonzero_model::expected(&x);
+        assert_eq!(got[0].shape, [2, coords.len() / 2]);
+        assert_eq!(got[0].values::<i64>(), &coords[..]);
+        assert_eq!(got[1].f32s(), &y[..]);
+        // The reference interpreter agrees.
+        let oracle =
+            baton_reference::run_graph(&graph, &[Tensor::from_f32(&[SIDE, SIDE], &x)]).unwrap();
+        assert_eq!(oracle[1].f32s(), &y[..]);
+        compiled.push(s.stages()[0].counts);
+    }
+    assert_eq!(compiled[0].compiled, 1);
+    assert_eq!(
+        compiled[1].compiled, 2,
+        "a new count compiles the rest again"
+    );
+    assert_eq!(
+        compiled[2].compiled, 2,
+        "a repeated count reuses its session"
+    );
+    assert_eq!(compiled[2].reused, 1);
+    // The nested stage (the second NonZero) is listed after the first.
+    assert_eq!(s.stages().len(), 2, "{:?}", s.stages());
+    // The nodes after the dynamic ones were delegated to the CPU plugin.
+    assert!(
+        s.nodes_per_backend().contains_key("cpu"),
+        "{:?}",
+        s.nodes_per_backend()
+    );
+}
+
+#[test]
+fn compress_mid_graph_splits_a_delegated_prefix_from_a_delegated_rest() {
+    // x [100, 4] -> mask = x[:, 0] > 0 -> Compress rows -> MatMul by w [4, 3] -> Relu.
+    let mut b = GraphBuilder::new("rows");
+    let x = b.input_fixed("x", DType::F32, &[100, 4]);
+    let scaled = {
+        let two = b.constant_f32("two", &[], &[2.0]);
+        b.node(OpKind::Mul, &[x, two], &[]).unwrap()
+    };
+    let col = {
+        let zero = b.constant_i64("col", &[], &[0]);
+        b.node(OpKind::Gather, &[scaled, zero], &[("axis", Attr::Int(1))])
+            .unwrap()
+    };
+    let zero = b.constant_f32("zero", &[], &[0.0]);
+    let mask = b.node(OpKind::Greater, &[col, zero], &[]).unwrap();
+    let rows = b
+        .named_node(
+            "keep",
+            OpKind::Compress,
+            &[scaled, mask],
+            &[("axis", Attr::Int(0))],
+        )
+        .unwrap();
+    let w: Vec<f32> = (0..12).map(|i| i as f32 * 0.25 - 1.0).collect();
+    let w = b.constant_f32("w", &[4, 3], &w);
+    let prod = b.node(OpKind::MatMul, &[rows, w], &[]).unwrap();
+    let y = b.node(OpKind::Relu, &[prod], &[]).unwrap();
+    b.output(y);
+    let graph = b.finish().unwrap();
+    let engine = common::plugin_engine(true);
+    let mut s = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+    let stages = s.stages();
+    assert_eq!(stages.len(), 1);
+    assert_eq!(stages[0].prefix_nodes, 3);
+    assert_eq!(stages[0].rest_nodes, 2);
+    for shift in [0.0f32, 0.3, 0.0] {
+        let x: Vec<f32> = (0..400)
+            .map(|i| ((i * 7) % 13) as f32 / 6.0 - 1.0 + shift)
+            .collect();
+        let input = Tensor::from_f32(&[100, 4], &x);
+        let got = s.run(std::slice::from_ref(&input)).unwrap();
+        let want = baton_reference::run_graph(&graph, &[input]).unwrap();
+        assert_eq!(got[0].shape, want[0].shape);
+        // The plugin's MatMul sums in f32, the reference in f64.
+        assert!(common::max_abs_diff(&got[0], &want[0]) < 1e-5);
+    }
+    let counts = s.stages()[0].counts;
+    assert_eq!((counts.compiled, counts.reused), (2, 1));
+}
