@@ -2,7 +2,9 @@
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
 mod control;
+pub mod einsum;
 mod math;
+mod signal;
 mod tensor_ops;
 
 pub use control::is_provisional;
@@ -160,6 +162,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = tensor_ops::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = signal::infer(node, inputs, &shape_operand) {
         return r;
     }
     let (dtype, _) = inputs

@@ -686,8 +686,9 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 /// opset is not valid ONNX, and guessing what its writer meant would be wrong.
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
-        OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
+        OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd => 26,
+        OpKind::GridSample => 16,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

@@ -23,6 +23,7 @@ mod models;
 mod movement;
 mod pool;
 mod quantized;
+mod signal;
 mod tensor_ops;
 
 use std::str::FromStr;
@@ -140,6 +141,7 @@ pub fn all() -> Result<Vec<Case>> {
                 tensor_ops::cases(op, &mut out)?;
                 indexing::cases(op, &mut out)?;
                 generate::cases(op, &mut out)?;
+                signal::cases(op, &mut out)?;
             }
         }
     }

@@ -347,4 +347,20 @@ ops! {
     /// Running products of `x` along the axis given by input 1, with the attributes and
     /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
     CumProd = 118,
+    /// Samples `X` `[N, C, D1..Dr]` at the positions `grid` `[N, H1..Hr, r]` holds,
+    /// giving `[N, C, H1..Hr]`. Grid entries are normalized to `[-1, 1]` and list the
+    /// innermost axis first (x, then y, ...). Attributes: `mode` (`linear`, the default,
+    /// `nearest` or `cubic`; opset 16's `bilinear` and `bicubic` mean the same),
+    /// `padding_mode` (`zeros`, the default, `border` or `reflection`: what positions
+    /// outside `X` read) and `align_corners` (0: -1 and 1 are the outer edges of the edge
+    /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
+    /// differ; the output has `X`'s.
+    GridSample = 121,
+    /// Einstein summation over any number of operands of one numeric dtype, as numpy's
+    /// `einsum` reads the string attribute `equation` (see [`crate::shape::einsum`]):
+    /// a term per operand, an optional `->` output term (else the labels used once, in
+    /// ASCII order, after any `...` axes), `...` for broadcast leading axes, a label
+    /// repeated within a term for a diagonal, and a sum over every label left out of the
+    /// output. Integer sums wrap.
+    Einsum = 130,
 }

@@ -19,6 +19,7 @@ mod math_unary;
 mod pool;
 mod robustness;
 mod shape_ops;
+mod signal;
 mod tensor_ops;
 mod tensor_ops_layers;
 
