@@ -118,6 +118,9 @@ impl Family {
             | OpKind::Atanh
             | OpKind::Resize
             | OpKind::GridSample
+            | OpKind::HannWindow
+            | OpKind::HammingWindow
+            | OpKind::BlackmanWindow
             | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
@@ -134,7 +137,12 @@ impl Family {
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
             // Einsum's contractions are matrix products.
-            OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU | OpKind::Einsum => Family::Linalg,
+            OpKind::ConvTranspose
+            | OpKind::LSTM
+            | OpKind::GRU
+            | OpKind::Einsum
+            | OpKind::DFT
+            | OpKind::STFT => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -222,6 +222,11 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     /* BTIR 1.5 codes, which leave gaps for codes other minors may fill. */
     switch (op) {
     case BATON_OP_GRIDSAMPLE: return "GridSample";
+    case BATON_OP_DFT: return "DFT";
+    case BATON_OP_STFT: return "STFT";
+    case BATON_OP_HANNWINDOW: return "HannWindow";
+    case BATON_OP_HAMMINGWINDOW: return "HammingWindow";
+    case BATON_OP_BLACKMANWINDOW: return "BlackmanWindow";
     case BATON_OP_EINSUM: return "Einsum";
     default: break;
     }
@@ -664,7 +669,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_CUMPROD) ||
-          n->op == BATON_OP_GRIDSAMPLE || n->op == BATON_OP_EINSUM)) {
+          n->op == BATON_OP_GRIDSAMPLE || (n->op >= BATON_OP_DFT && n->op <= BATON_OP_EINSUM))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

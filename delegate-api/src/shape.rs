@@ -5,6 +5,7 @@ mod control;
 pub mod einsum;
 mod math;
 mod signal;
+pub mod spectral;
 mod tensor_ops;
 
 pub use control::is_provisional;

@@ -1,9 +1,9 @@
-//! Cases of the signal and sampling family: GridSample, and Einsum (the forms models use: batched and
+//! Cases of the signal and sampling family: GridSample, DFT, STFT, the window ops, and Einsum (the forms models use: batched and
 //! broadcast matrix products, transposes, reductions, outer and inner products,
 //! diagonals, implicit outputs and three operands).
 
 use baton_delegate_api::DType::{F16, F32, I32, I64};
-use baton_delegate_api::{Attr, OpKind};
+use baton_delegate_api::{Attr, OpKind, Tensor};
 
 use super::gen::{Fill, Maker};
 use super::Case;
@@ -14,6 +14,9 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::Einsum => einsum(out),
         OpKind::GridSample => grid_sample(out),
+        OpKind::DFT => dft(out),
+        OpKind::STFT => stft(out),
+        OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => window(op, out),
         _ => Ok(()),
     }
 }
@@ -105,4 +108,92 @@ fn grid_attrs(mode: &str, padding: &str, align: i64) -> Vec<(&'static str, Attr)
         ("padding_mode", Attr::Str(padding.into())),
         ("align_corners", Attr::Int(align)),
     ]
+}
+
+/// DFT: real and complex input, forward and inverse, one-sided both ways, a padded and a
+/// cut length, an outer axis and a negative one. Length and axis are constants.
+fn dft(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::DFT;
+    // (desc, input shape, dft_length, axis, inverse, onesided)
+    type Form = (&'static str, &'static [usize], Option<i64>, i64, i64, i64);
+    let forms: &[Form] = &[
+        ("real", &[2, 12, 1], None, 1, 0, 0),
+        ("complex", &[2, 12, 2], None, 1, 0, 0),
+        ("real_onesided", &[3, 10, 1], None, -2, 0, 1),
+        ("odd_onesided", &[2, 9, 1], None, 1, 0, 1),
+        ("padded_16", &[2, 12, 2], Some(16), 1, 0, 0),
+        ("cut_5", &[2, 12, 2], Some(5), 1, 0, 0),
+        ("outer_axis", &[6, 3, 4, 2], None, 0, 0, 0),
+        ("middle_axis", &[2, 7, 3, 2], None, -3, 0, 0),
+        ("inverse", &[2, 12, 2], None, 1, 1, 0),
+        ("inverse_onesided", &[2, 7, 2], None, 1, 1, 1),
+        ("inverse_onesided_odd_9", &[2, 5, 2], Some(9), 1, 1, 1),
+    ];
+    for &(desc, shape, length, axis, inverse, onesided) in forms {
+        let mut m = Maker::new(op, F32, desc);
+        m.input(shape, &Fill::Range(-1.0, 1.0));
+        match length {
+            Some(n) => m.operand(Tensor::from_i64(&[], &[n]), true),
+            None => m.operand(Tensor::from_f32(&[0], &[]), true),
+        };
+        m.operand(Tensor::from_i64(&[], &[axis]), true);
+        let attrs = [
+            ("inverse", Attr::Int(inverse)),
+            ("onesided", Attr::Int(onesided)),
+        ];
+        out.push(m.build(&attrs)?);
+    }
+    Ok(())
+}
+
+/// STFT: with and without a window, two-sided, complex signal, hop longer than a frame.
+fn stft(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::STFT;
+    // (desc, signal shape, step, window length, frame_length, onesided)
+    type Form = (
+        &'static str,
+        &'static [usize],
+        i64,
+        Option<usize>,
+        Option<i64>,
+        i64,
+    );
+    let forms: &[Form] = &[
+        ("frames_16_step_8", &[2, 64, 1], 8, None, Some(16), 1),
+        ("window_16_step_4", &[1, 64, 1], 4, Some(16), None, 1),
+        ("window_and_length", &[1, 40, 1], 5, Some(10), Some(10), 1),
+        ("twosided", &[1, 32, 1], 6, Some(8), None, 0),
+        ("complex_signal", &[2, 30, 2], 7, Some(9), None, 0),
+        ("hop_past_frame", &[1, 50, 1], 12, None, Some(7), 1),
+    ];
+    for &(desc, shape, step, window, frame_length, onesided) in forms {
+        let mut m = Maker::new(op, F32, desc);
+        m.input(shape, &Fill::Range(-1.0, 1.0));
+        m.operand(Tensor::from_i64(&[], &[step]), true);
+        match window {
+            Some(w) => m.input(&[w], &Fill::Range(0.0, 1.0)),
+            None => m.operand(Tensor::from_f32(&[0], &[]), true),
+        };
+        if let Some(f) = frame_length {
+            m.operand(Tensor::from_i64(&[], &[f]), true);
+        }
+        out.push(m.build(&[("onesided", Attr::Int(onesided))])?);
+    }
+    Ok(())
+}
+
+/// The window ops: periodic and symmetric, even and odd sizes, one point, f16 and f64.
+fn window(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
+    for (size, periodic) in [(16, 1), (16, 0), (15, 1), (15, 0), (1, 1), (1, 0)] {
+        let desc = format!("size{size}_periodic{periodic}");
+        let mut m = Maker::new(op, F32, &desc);
+        m.operand(Tensor::from_i64(&[], &[size]), true);
+        out.push(m.build(&[("periodic", Attr::Int(periodic))])?);
+    }
+    for (dtype, code) in [(F16, 10), (baton_delegate_api::DType::F64, 11)] {
+        let mut m = Maker::new(op, dtype, "size10");
+        m.operand(Tensor::from_i64(&[], &[10]), true);
+        out.push(m.build(&[("output_datatype", Attr::Int(code))])?);
+    }
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! Einsum and GridSample against hand-computed values.
+//! Einsum, GridSample, DFT, STFT and the window ops against hand-computed values.
 
 use super::*;
 
@@ -173,4 +173,104 @@ fn grid_sample_volumetric_and_refusals() {
     let grid = f32t(&[1, 1, 1, 1, 3], &[0., 0., 0.]);
     assert!(run(&grid_sample("area", "zeros", 0), &[x.clone(), grid.clone()]).is_err());
     assert!(run(&grid_sample("linear", "wrap", 0), &[x, grid]).is_err());
+}
+
+fn i64t(shape: &[usize], values: &[i64]) -> Tensor {
+    Tensor::from_i64(shape, values)
+}
+
+fn dft(inverse: i64, onesided: i64) -> Node {
+    node(
+        OpKind::DFT,
+        3,
+        &[
+            ("inverse", Attr::Int(inverse)),
+            ("onesided", Attr::Int(onesided)),
+        ],
+    )
+}
+
+#[test]
+fn dft_forward_inverse_and_one_sided() {
+    // The DFT of 1, 2, 3, 4 is 10, -2+2i, -2, -2-2i.
+    let x = f32t(&[1, 4, 1], &[1., 2., 3., 4.]);
+    let none = f32t(&[0], &[]);
+    let axis = i64t(&[], &[-2]);
+    let (shape, y) = run_f32(&dft(0, 0), &[x.clone(), none.clone(), axis.clone()]);
+    assert_eq!(shape, vec![1, 4, 2]);
+    assert_close(&y, &[10., 0., -2., 2., -2., 0., -2., -2.], 1e-6);
+    let (shape, y) = run_f32(&dft(0, 1), &[x.clone(), none.clone(), axis.clone()]);
+    assert_eq!(shape, vec![1, 3, 2]);
+    assert_close(&y, &[10., 0., -2., 2., -2., 0.], 1e-6);
+    // A dft_length of 2 cuts the signal to 1, 2: 3 and -1.
+    let (_, y) = run_f32(&dft(0, 0), &[x, i64t(&[], &[2]), axis.clone()]);
+    assert_close(&y, &[3., 0., -1., 0.], 1e-6);
+    // The inverse of the full spectrum, and of its first half (a real signal of 4).
+    let full = f32t(&[1, 4, 2], &[10., 0., -2., 2., -2., 0., -2., -2.]);
+    let (_, y) = run_f32(&dft(1, 0), &[full, none.clone(), axis.clone()]);
+    assert_close(&y, &[1., 0., 2., 0., 3., 0., 4., 0.], 1e-6);
+    let half = f32t(&[1, 3, 2], &[10., 0., -2., 2., -2., 0.]);
+    let (shape, y) = run_f32(&dft(1, 1), &[half, none, axis]);
+    assert_eq!(shape, vec![1, 4, 1]);
+    assert_close(&y, &[1., 2., 3., 4.], 1e-6);
+}
+
+#[test]
+fn dft_along_an_outer_axis_and_refusals() {
+    // Two length-2 signals down axis 0 of a [2, 2, 1] input: columns (1, 3) and (2, 4).
+    let x = f32t(&[2, 2, 1], &[1., 2., 3., 4.]);
+    let none = f32t(&[0], &[]);
+    let (_, y) = run_f32(&dft(0, 0), &[x.clone(), none.clone(), i64t(&[], &[0])]);
+    assert_close(&y, &[4., 0., 6., 0., -2., 0., -2., 0.], 1e-6);
+    // The last axis holds the parts, so it cannot be transformed.
+    assert!(run(&dft(0, 0), &[x.clone(), none.clone(), i64t(&[], &[2])]).is_err());
+    assert!(run(&dft(0, 0), &[x.clone(), i64t(&[], &[0]), i64t(&[], &[0])]).is_err());
+    assert!(run(&dft(0, 0), &[f32t(&[2, 3], &[0.; 6]), none]).is_err());
+}
+
+#[test]
+fn stft_frames_windows_and_transforms() {
+    let x = f32t(&[1, 4, 1], &[1., 2., 3., 4.]);
+    let step = i64t(&[], &[2]);
+    let stft = node(OpKind::STFT, 4, &[]);
+    // Frames (1, 2) and (3, 4): their two-point transforms 3, -1 and 7, -1.
+    let none = f32t(&[0], &[]);
+    let (shape, y) = run_f32(&stft, &[x.clone(), step.clone(), none, i64t(&[], &[2])]);
+    assert_eq!(shape, vec![1, 2, 2, 2]);
+    assert_close(&y, &[3., 0., -1., 0., 7., 0., -1., 0.], 1e-6);
+    // A window (1, 0.5) makes the frames (1, 1) and (3, 2).
+    let window = f32t(&[2], &[1., 0.5]);
+    let (_, y) = run_f32(
+        &node(OpKind::STFT, 3, &[]),
+        &[x.clone(), step.clone(), window],
+    );
+    assert_close(&y, &[2., 0., 0., 0., 5., 0., 1., 0.], 1e-6);
+    // A frame longer than the signal.
+    let long = f32t(&[0], &[]);
+    assert!(run(&stft, &[x, step, long, i64t(&[], &[5])]).is_err());
+}
+
+#[test]
+fn windows_over_one_period_or_symmetric() {
+    let window = |op: OpKind, size: i64, periodic: i64| {
+        let n = node(op, 1, &[("periodic", Attr::Int(periodic))]);
+        run_f32(&n, &[i64t(&[], &[size])])
+    };
+    let (shape, y) = window(OpKind::HannWindow, 4, 1);
+    assert_eq!(shape, vec![4]);
+    assert_close(&y, &[0., 0.5, 1., 0.5], 1e-7);
+    assert_close(&window(OpKind::HannWindow, 3, 0).1, &[0., 1., 0.], 1e-7);
+    assert_close(
+        &window(OpKind::HammingWindow, 2, 1).1,
+        &[4. / 46., 1.],
+        1e-7,
+    );
+    assert_close(&window(OpKind::BlackmanWindow, 3, 0).1, &[0., 1., 0.], 1e-7);
+    assert_close(&window(OpKind::HannWindow, 1, 0).1, &[1.], 0.);
+    // output_datatype 11 is f64.
+    let n = node(OpKind::HannWindow, 1, &[("output_datatype", Attr::Int(11))]);
+    let r = run(&n, &[i64t(&[], &[2])]).unwrap();
+    assert_eq!(r.dtype, DType::F64);
+    assert_eq!(r.values::<f64>(), &[0., 1.]);
+    assert!(run(&n, &[i64t(&[], &[-1])]).is_err());
 }
