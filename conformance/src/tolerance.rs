@@ -117,6 +117,10 @@ impl Family {
             | OpKind::Acosh
             | OpKind::Atanh
             | OpKind::Resize
+            | OpKind::GridSample
+            | OpKind::HannWindow
+            | OpKind::HammingWindow
+            | OpKind::BlackmanWindow
             | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
@@ -132,7 +136,13 @@ impl Family {
             | OpKind::ReduceSumSquare
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
-            OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU => Family::Linalg,
+            // Einsum's contractions are matrix products.
+            OpKind::ConvTranspose
+            | OpKind::LSTM
+            | OpKind::GRU
+            | OpKind::Einsum
+            | OpKind::DFT
+            | OpKind::STFT => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -276,8 +276,8 @@ extern "C" {
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
- * 1.4 BATON_OP_RANGE and after, 1.5 the op codes from 119 (BATON_OP_NONMAXSUPPRESSION
- * ... BATON_OP_COMPRESS among them). */
+ * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_GRIDSAMPLE, BATON_OP_DFT to
+ * BATON_OP_EINSUM and BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -525,6 +525,14 @@ typedef int32_t BatonStatus;
 #define BATON_OP_BITWISENOT 116u
 #define BATON_OP_BITSHIFT 117u
 #define BATON_OP_CUMPROD 118u
+/* Added in wire 1.5. */
+#define BATON_OP_GRIDSAMPLE 121u
+#define BATON_OP_DFT 125u
+#define BATON_OP_STFT 126u
+#define BATON_OP_HANNWINDOW 127u
+#define BATON_OP_HAMMINGWINDOW 128u
+#define BATON_OP_BLACKMANWINDOW 129u
+#define BATON_OP_EINSUM 130u
 #define BATON_OP_NONMAXSUPPRESSION 131u
 #define BATON_OP_UNIQUE 132u
 #define BATON_OP_COMPRESS 133u

@@ -218,8 +218,21 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
         "ReduceSumSquare", "CumSum", "Trilu", "GatherElements", "ScatterElements", "GatherND",
         "ScatterND", "DepthToSpace", "SpaceToDepth", "Or", "Xor", "TopK", "Hardmax", "Range",
         "OneHot", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
-        "CumProd", "?", "?", "?", "?", "?", "?", "?", "?", "?", "?", "?", "?",
-        "NonMaxSuppression", "Unique", "Compress"};
+        "CumProd"};
+    /* BTIR 1.5 codes, which leave gaps for codes other minors may fill. */
+    switch (op) {
+    case BATON_OP_GRIDSAMPLE: return "GridSample";
+    case BATON_OP_DFT: return "DFT";
+    case BATON_OP_STFT: return "STFT";
+    case BATON_OP_HANNWINDOW: return "HannWindow";
+    case BATON_OP_HAMMINGWINDOW: return "HammingWindow";
+    case BATON_OP_BLACKMANWINDOW: return "BlackmanWindow";
+    case BATON_OP_EINSUM: return "Einsum";
+    case BATON_OP_NONMAXSUPPRESSION: return "NonMaxSuppression";
+    case BATON_OP_UNIQUE: return "Unique";
+    case BATON_OP_COMPRESS: return "Compress";
+    default: break;
+    }
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -659,6 +672,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_CUMPROD) ||
+          n->op == BATON_OP_GRIDSAMPLE || (n->op >= BATON_OP_DFT && n->op <= BATON_OP_EINSUM) ||
           (n->op >= BATON_OP_NONMAXSUPPRESSION && n->op <= BATON_OP_COMPRESS))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);

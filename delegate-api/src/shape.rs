@@ -3,7 +3,10 @@
 
 mod control;
 mod dynamic;
+pub mod einsum;
 mod math;
+mod signal;
+pub mod spectral;
 mod tensor_ops;
 
 pub use control::is_provisional;
@@ -168,6 +171,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = tensor_ops::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = signal::infer(node, inputs, &shape_operand) {
         return r;
     }
     let (dtype, _) = inputs

@@ -263,6 +263,16 @@ impl<'a> Importer<'a> {
         if op == OpKind::OneHot {
             self.one_hot_depth(&name, &mut inputs, n)?;
         }
+        if matches!(
+            op,
+            OpKind::DFT
+                | OpKind::STFT
+                | OpKind::HannWindow
+                | OpKind::HammingWindow
+                | OpKind::BlackmanWindow
+        ) {
+            self.spectral_operands(&name, op, &mut inputs, &mut attrs, n)?;
+        }
         if self.opset < 11 {
             self.adapt_legacy(&name, op, &mut inputs, &mut attrs, n)?;
         }
@@ -589,6 +599,44 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
+    /// The operands of the spectral ops as the IR takes them: the shape-deciding scalars
+    /// (DFT's `dft_length` and `axis`, STFT's `frame_step` and `frame_length`, a window's
+    /// size) as i64, which ONNX also allows as int32 (a Cast does that here), and DFT's
+    /// `axis` as input 2 (before opset 20 it was an attribute, default 1).
+    fn spectral_operands(
+        &mut self,
+        name: &str,
+        op: OpKind,
+        inputs: &mut Vec<String>,
+        attrs: &mut BTreeMap<String, Attr>,
+        n: &NodeProto,
+    ) -> Result<(), OnnxError> {
+        if op == OpKind::DFT && self.opset < 20 {
+            let axis = match attrs.remove("axis") {
+                Some(Attr::Int(a)) => a,
+                _ => 1,
+            };
+            inputs.resize(2, String::new());
+            inputs.push(self.named_constant(name, "axis", Tensor::from_i64(&[], &[axis])));
+        }
+        let scalars: &[usize] = match op {
+            OpKind::DFT => &[1, 2],
+            OpKind::STFT => &[1, 3],
+            _ => &[0],
+        };
+        for &i in scalars {
+            let Some(s) = inputs.get(i).filter(|s| !s.is_empty()).cloned() else {
+                continue;
+            };
+            if self.dtype_of(&s).is_some_and(|d| d != DType::I64) {
+                let to = [("to", Attr::Int(7))]; // TensorProto.INT64
+                inputs[i] =
+                    self.emit(name, &format!("input{i}_i64"), OpKind::Cast, &[s], &to, n)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds a constant of a rewrite named `{name}/{tag}`; returns its name.
     fn named_constant(&mut self, name: &str, tag: &str, t: Tensor) -> String {
         let full = format!("{name}/{tag}");
@@ -694,11 +742,17 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 /// opset is not valid ONNX, and guessing what its writer meant would be wrong.
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
-        OpKind::GreaterOrEqual | OpKind::LessOrEqual => 12,
+        OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd => 26,
         OpKind::Unique => 11,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
+        OpKind::GridSample => 16,
+        OpKind::DFT
+        | OpKind::STFT
+        | OpKind::HannWindow
+        | OpKind::HammingWindow
+        | OpKind::BlackmanWindow => 17,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

@@ -60,6 +60,7 @@ mod linalg;
 mod math;
 mod pool;
 mod shape_ops;
+mod signal;
 mod tensor_ops;
 #[cfg(test)]
 mod tests;
@@ -151,6 +152,9 @@ pub fn run_node(
     if let Some(r) = tensor_ops::run(node, inputs, outputs) {
         return r;
     }
+    if let Some(r) = signal::run(node, inputs, outputs) {
+        return r;
+    }
     if node.op == OpKind::MaxPool {
         return pool::max_pool(node, &inputs[0], outputs);
     }
@@ -238,6 +242,9 @@ pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
         return r;
     }
     if let Some(r) = tensor_ops::supports(op, input_dtypes) {
+        return r;
+    }
+    if let Some(r) = signal::supports(op, input_dtypes) {
         return r;
     }
     let (min, max) = arity(op);

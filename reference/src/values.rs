@@ -53,6 +53,9 @@ pub fn shape_operands(node: &Node) -> &'static [usize] {
         "Slice" => &[1, 2, 3, 4],
         "Resize" => &[2, 3],
         "Range" => &[0, 1, 2],
+        "DFT" => &[1, 2],
+        "STFT" => &[1, 3],
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
         name if name.starts_with("Reduce") => &[1],
         _ => &[],
     }

@@ -24,6 +24,7 @@ mod movement;
 mod pool;
 mod quantized;
 mod select;
+mod signal;
 mod tensor_ops;
 
 use std::str::FromStr;
@@ -142,6 +143,7 @@ pub fn all() -> Result<Vec<Case>> {
                 indexing::cases(op, &mut out)?;
                 generate::cases(op, &mut out)?;
                 select::cases(op, &mut out)?;
+                signal::cases(op, &mut out)?;
             }
         }
     }

@@ -347,6 +347,52 @@ ops! {
     /// Running products of `x` along the axis given by input 1, with the attributes and
     /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
     CumProd = 118,
+    /// Samples `X` `[N, C, D1..Dr]` at the positions `grid` `[N, H1..Hr, r]` holds,
+    /// giving `[N, C, H1..Hr]`. Grid entries are normalized to `[-1, 1]` and list the
+    /// innermost axis first (x, then y, ...). Attributes: `mode` (`linear`, the default,
+    /// `nearest` or `cubic`; opset 16's `bilinear` and `bicubic` mean the same),
+    /// `padding_mode` (`zeros`, the default, `border` or `reflection`: what positions
+    /// outside `X` read) and `align_corners` (0: -1 and 1 are the outer edges of the edge
+    /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
+    /// differ; the output has `X`'s.
+    GridSample = 121,
+    /// The discrete Fourier transform of `input` `[..., signal..., 1 or 2]` (real, or
+    /// complex as real and imaginary parts on the last axis) along one signal axis:
+    /// `y[k] = sum_n x[n] e^(-2 pi i k n / N)`, or with `inverse` `1/N sum_k` of the
+    /// conjugate kernel. Input 1, `dft_length` (one i64 value, optional), sets `N`
+    /// (the signal is zero-padded or cut to it; default its extent); input 2, `axis` (one
+    /// i64 value, optional, default -2; negative counts from the end, the last axis
+    /// excluded), picks the axis (ONNX opset 20's form; the importer makes opset 17's
+    /// attribute this input). With `onesided` a forward transform keeps the bins
+    /// `0..=N/2`; an inverse one reads the input as those bins of a Hermitian spectrum
+    /// (`N` defaults to `2 * (extent - 1)`) and gives the real signal `[..., N, ..., 1]`.
+    /// Both shape-deciding inputs must be constants (value inputs at run time).
+    DFT = 125,
+    /// Short-time Fourier transform of `signal` `[batch, length, 1 or 2]`: frames of
+    /// `frame_length` samples every `frame_step` (input 1, one i64 value), each multiplied
+    /// by the optional `window` (input 2, `[frame_length]`, the signal's dtype) and
+    /// transformed as [`OpKind::DFT`] does, giving `[batch, frames, bins, 2]` with
+    /// `frames = (length - frame_length) / frame_step + 1`. `frame_length` is input 3
+    /// (one i64 value) or else the window's length. `onesided` (default 1) keeps the bins
+    /// `0..=frame_length/2`. The step and length must be constants.
+    STFT = 126,
+    /// The Hann window `0.5 - 0.5 cos(2 pi n / N)` for `n` in `0..size`, `size` one i64
+    /// value (a constant), `N = size` when `periodic` (default 1) else `size - 1` (a
+    /// single symmetric point is 1). The output's dtype is the ONNX type code
+    /// `output_datatype` (default 1, f32); an integer one truncates.
+    HannWindow = 127,
+    /// The Hamming window `25/46 - 21/46 cos(2 pi n / N)`, like [`OpKind::HannWindow`].
+    HammingWindow = 128,
+    /// The Blackman window `0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)`, like
+    /// [`OpKind::HannWindow`].
+    BlackmanWindow = 129,
+    /// Einstein summation over any number of operands of one numeric dtype, as numpy's
+    /// `einsum` reads the string attribute `equation` (see [`crate::shape::einsum`]):
+    /// a term per operand, an optional `->` output term (else the labels used once, in
+    /// ASCII order, after any `...` axes), `...` for broadcast leading axes, a label
+    /// repeated within a term for a diagonal, and a sum over every label left out of the
+    /// output. Integer sums wrap.
+    Einsum = 130,
     /// Non-maximum suppression (opset 10/11): `boxes` f32 `[B, N, 4]`, `scores` f32
     /// `[B, C, N]`, then the optional one-element inputs `max_output_boxes_per_class`
     /// (i64, default 0: no box is selected), `iou_threshold` and `score_threshold` (f32).

@@ -20,6 +20,7 @@ mod pool;
 mod robustness;
 mod select;
 mod shape_ops;
+mod signal;
 mod tensor_ops;
 mod tensor_ops_layers;
 

@@ -1,0 +1,168 @@
+//! Shape rules of the signal and sampling family: Einsum, GridSample, DFT, STFT and the
+//! window ops (whose shape-deciding scalars must be constant i64 values).
+
+use super::Outputs;
+use super::{einsum, spectral};
+use crate::ir::{DType, Node, OpKind};
+
+/// The outputs of `node` if its op belongs to this family, else `None`.
+pub(crate) fn infer(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Option<Result<Outputs, String>> {
+    let r = match node.op {
+        OpKind::Einsum => einsum_rule(node, inputs),
+        OpKind::GridSample => grid_sample(inputs),
+        OpKind::DFT => dft(node, inputs, operand),
+        OpKind::STFT => stft(node, inputs, operand),
+        OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
+            window(node, inputs, operand)
+        }
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// Einsum: operands of one dtype; the output's shape from the equation.
+fn einsum_rule(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let Some((dtype, _)) = inputs.first() else {
+        return Err("Einsum needs at least one input".into());
+    };
+    if let Some((d, _)) = inputs.iter().find(|(d, _)| d != dtype) {
+        return Err(format!(
+            "Einsum operands must share a dtype, got {dtype} and {d}"
+        ));
+    }
+    let equation = node.attr_str("equation", "");
+    if equation.is_empty() {
+        return Err("Einsum needs the string attribute 'equation'".into());
+    }
+    let shapes: Vec<Vec<usize>> = inputs.iter().map(|(_, s)| s.clone()).collect();
+    let e = einsum::parse(equation, &shapes)?;
+    Ok(vec![(*dtype, e.output_shape())])
+}
+
+/// GridSample: `X` `[N, C, D1..Dr]` and `grid` `[N, H1..Hr, r]` give `[N, C, H1..Hr]`.
+fn grid_sample(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let [(dtype, x), (_, grid)] = inputs else {
+        return Err(format!(
+            "GridSample takes 2 inputs (X, grid), got {}",
+            inputs.len()
+        ));
+    };
+    if x.len() < 3 {
+        return Err(format!(
+            "GridSample needs X of rank >= 3 ([N, C, spatial...]), got {x:?}"
+        ));
+    }
+    let r = x.len() - 2;
+    if grid.len() != x.len() || grid[0] != x[0] || grid[grid.len() - 1] != r {
+        return Err(format!(
+            "GridSample grid must be [N, out spatial..., {r}] with N = {} for X {x:?}, got {grid:?}",
+            x[0]
+        ));
+    }
+    if x[2..].contains(&0) {
+        return Err(format!("GridSample cannot sample an empty X {x:?}"));
+    }
+    let mut out = vec![x[0], x[1]];
+    out.extend_from_slice(&grid[1..grid.len() - 1]);
+    Ok(vec![(*dtype, out)])
+}
+
+/// The window ops: `[size]` of the ONNX dtype `output_datatype` (default 1, f32), the
+/// size one i64 value (a constant: the output's extent depends on it).
+fn window(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let op = node.op;
+    match inputs {
+        [(DType::I64, s)] if s.iter().product::<usize>() == 1 => {}
+        _ => {
+            return Err(format!(
+                "{op} takes one input, the size as one i64 value, got {inputs:?}"
+            ))
+        }
+    }
+    let code = node.attr_int("output_datatype", 1);
+    let dtype = DType::from_onnx(code)
+        .filter(|d| d.is_float() || d.is_int())
+        .ok_or_else(|| format!("{op} output_datatype {code} is not a numeric type Baton has"))?;
+    let size = operand(0).ok_or_else(|| format!("{op} size (input 0) must be a constant"))?[0];
+    let size = usize::try_from(size).map_err(|_| format!("{op} size must be >= 0, got {size}"))?;
+    Ok(vec![(dtype, vec![size])])
+}
+
+/// The value of optional scalar input `i`: `None` when absent (or 0 elements), an error
+/// unless it is one constant i64 value.
+fn scalar(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+    i: usize,
+    what: &str,
+) -> Result<Option<i64>, String> {
+    let op = node.op;
+    match inputs.get(i) {
+        None => Ok(None),
+        Some((_, s)) if s.iter().product::<usize>() == 0 => Ok(None),
+        Some((DType::I64, s)) if s.iter().product::<usize>() == 1 => match operand(i) {
+            Some(v) => Ok(Some(v[0])),
+            None => Err(format!("{op} {what} (input {i}) must be a constant")),
+        },
+        Some((d, s)) => Err(format!(
+            "{op} {what} (input {i}) must be one i64 value, got {d} {s:?}"
+        )),
+    }
+}
+
+/// DFT: the input's shape with the transformed axis resized and the last axis 2 (or 1
+/// for a one-sided inverse).
+fn dft(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let Some((dtype, x)) = inputs.first() else {
+        return Err("DFT needs an input".into());
+    };
+    if inputs.len() > 3 {
+        return Err(format!("DFT takes 1 to 3 inputs, got {}", inputs.len()));
+    }
+    let length = scalar(node, inputs, operand, 1, "dft_length")?;
+    let axis = scalar(node, inputs, operand, 2, "axis")?;
+    let plan = spectral::dft_plan(node, x, length, axis)?;
+    Ok(vec![(*dtype, plan.output)])
+}
+
+/// STFT: `[batch, frames, bins, 2]` of the signal's dtype.
+fn stft(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let Some((dtype, x)) = inputs.first() else {
+        return Err("STFT needs a signal".into());
+    };
+    if inputs.len() > 4 {
+        return Err(format!("STFT takes 2 to 4 inputs, got {}", inputs.len()));
+    }
+    let step = scalar(node, inputs, operand, 1, "frame_step")?;
+    let window = inputs
+        .get(2)
+        .filter(|(_, s)| s.iter().product::<usize>() > 0)
+        .map(|(d, s)| {
+            if d == dtype {
+                Ok(s.clone())
+            } else {
+                Err(format!("STFT window is {d}, the signal {dtype}"))
+            }
+        })
+        .transpose()?;
+    let frame_length = scalar(node, inputs, operand, 3, "frame_length")?;
+    let plan = spectral::stft_plan(node, x, step, window, frame_length)?;
+    Ok(vec![(*dtype, plan.output)])
+}
