@@ -132,7 +132,13 @@ impl Family {
             | OpKind::ReduceSumSquare
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
-            OpKind::ConvTranspose | OpKind::LSTM | OpKind::GRU => Family::Linalg,
+            // Attention is two matrix products around a softmax; RotaryEmbedding's
+            // products of two terms are judged likewise.
+            OpKind::ConvTranspose
+            | OpKind::LSTM
+            | OpKind::GRU
+            | OpKind::Attention
+            | OpKind::RotaryEmbedding => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -276,9 +276,9 @@ extern "C" {
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
- * 1.4 BATON_OP_RANGE and after. */
+ * 1.4 BATON_OP_RANGE and after, 1.5 BATON_OP_ATTENTION and BATON_OP_ROTARYEMBEDDING. */
 #define BATON_WIRE_MAJOR 1u
-#define BATON_WIRE_MINOR 4u
+#define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
 #define BATON_BTIR_MAX_GRAPH_DEPTH 16u
 
@@ -524,6 +524,9 @@ typedef int32_t BatonStatus;
 #define BATON_OP_BITWISENOT 116u
 #define BATON_OP_BITSHIFT 117u
 #define BATON_OP_CUMPROD 118u
+/* Added in wire 1.5. */
+#define BATON_OP_ATTENTION 119u
+#define BATON_OP_ROTARYEMBEDDING 120u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

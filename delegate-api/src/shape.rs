@@ -1,10 +1,12 @@
 //! Shape inference and the geometry of windowed ops, shared by the host, its reference
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
+mod attention;
 mod control;
 mod math;
 mod tensor_ops;
 
+pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
@@ -160,6 +162,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = tensor_ops::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = attention::infer(node, inputs) {
         return r;
     }
     let (dtype, _) = inputs

@@ -1,8 +1,8 @@
-//! The serialized form of the IR ("BTIR"), version 1.4 (1.1 added the op codes 20-43 and
+//! The serialized form of the IR ("BTIR"), version 1.5 (1.1 added the op codes 20-43 and
 //! 50-67 of the ONNX milestone; 1.2 added the dtype codes 8-23, the ops Ceil (44) and
 //! CastLike (70), and the control-flow ops If and Loop (68, 69) with the graph attribute
 //! kind 6 that holds their subgraphs; 1.3 added the op codes 71-110, 1.4 the op codes
-//! 111-118; the layout is otherwise that of 1.0).
+//! 111-118, 1.5 the op codes 119-120; the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -66,7 +66,7 @@ use crate::ir::{Attr, DType, Dim, Graph, Node, OpKind, Quant, Storage, TensorDat
 /// Major version of the wire format this build reads and writes.
 pub const WIRE_MAJOR: u16 = 1;
 /// Minor version this build writes.
-pub const WIRE_MINOR: u16 = 4;
+pub const WIRE_MINOR: u16 = 5;
 /// How deeply subgraphs may nest (a Loop inside an If's branch is depth 2). Deeper buffers
 /// are refused, by this reader and the C one alike, so a crafted buffer cannot exhaust the
 /// stack.
@@ -83,6 +83,7 @@ pub fn op_minor(op: OpKind) -> u16 {
         44 | 68..=70 => 2,
         71..=110 => 3,
         111..=118 => 4,
+        119..=120 => 5,
         // A code this table does not list was added by the minor this build writes.
         _ => WIRE_MINOR,
     }
@@ -598,6 +599,8 @@ mod tests {
         assert_eq!(op_minor(OpKind::Hardmax), 3);
         assert_eq!(op_minor(OpKind::Range), 4);
         assert_eq!(op_minor(OpKind::CumProd), 4);
+        assert_eq!(op_minor(OpKind::Attention), 5);
+        assert_eq!(op_minor(OpKind::RotaryEmbedding), 5);
         assert_eq!(dtype_minor(DType::Bool), 0);
         assert_eq!(dtype_minor(DType::F64), 2);
         for &op in OpKind::ALL {

@@ -13,6 +13,7 @@
 //! keeps every n-th case of what the filter left, starting at the i-th.
 
 mod abi;
+mod attention;
 mod elementwise;
 mod gen;
 mod generate;
@@ -140,6 +141,7 @@ pub fn all() -> Result<Vec<Case>> {
                 tensor_ops::cases(op, &mut out)?;
                 indexing::cases(op, &mut out)?;
                 generate::cases(op, &mut out)?;
+                attention::cases(op, &mut out)?;
             }
         }
     }
