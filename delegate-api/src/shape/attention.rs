@@ -18,13 +18,32 @@ pub(crate) fn infer(
     inputs: &[(DType, Vec<usize>)],
 ) -> Option<Result<Outputs, String>> {
     match node.op {
-        OpKind::Attention => Some(AttentionGeometry::new(node, inputs).map(|g| g.outputs())),
+        OpKind::Attention => Some(
+            AttentionGeometry::new(node, inputs)
+                .map(|g| g.outputs())
+                .and_then(addressable),
+        ),
         OpKind::RotaryEmbedding => Some(RotaryGeometry::new(node, inputs).map(|_| {
             let (dtype, shape) = &inputs[0];
             vec![(*dtype, shape.clone())]
         })),
         _ => None,
     }
+}
+
+/// Refuses outputs of more bytes than memory can address (Attention's scores grow with
+/// the square of the sequence), so that no caller sizes a buffer by an overflowed product.
+fn addressable(outs: Outputs) -> Result<Outputs, String> {
+    for (dtype, shape) in &outs {
+        let bytes = shape
+            .iter()
+            .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+            .filter(|&b| b <= isize::MAX as usize);
+        if bytes.is_none() {
+            return Err(format!("an output of {dtype} {shape:?} is too large"));
+        }
+    }
+    Ok(outs)
 }
 
 /// Whether optional input `i` is given: a 0-element operand stands for an omitted one.
@@ -458,6 +477,16 @@ mod tests {
         assert!(with((F32, vec![2, 6])).is_err());
         assert!(with((F32, vec![3, 5])).is_err());
         assert!(with((I64, vec![2, 5])).is_err());
+        // Scores of 2^31 queries by 2^31 keys in 2^31 heads cannot be addressed.
+        let n = 1usize << 31;
+        let huge = [
+            (F32, vec![1, n, n, 1]),
+            (F32, vec![1, 1, n, 1]),
+            (F32, vec![1, 1, n, 1]),
+        ];
+        assert!(run(OpKind::Attention, &huge, &[])
+            .unwrap_err()
+            .contains("too large"));
         // Q and K must share a head size.
         let bad = [
             (F32, vec![1, 2, 2, 4]),

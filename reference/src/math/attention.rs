@@ -71,7 +71,10 @@ pub(crate) fn attention(
         }]
     };
     let mut y = vec![0.0f64; g.batch * hq * s * dv];
-    let mut qk_out = vec![0.0f64; g.batch * hq * s * t];
+    // The scores of every query and key are kept only when the node asks for them: for a
+    // long sequence they dwarf every other buffer.
+    let want_qk = outputs.len() > 3;
+    let mut qk_out = vec![0.0f64; if want_qk { g.batch * hq * s * t } else { 0 }];
     let mut scores = vec![0.0f64; t];
     for b in 0..g.batch {
         // Keys before `offset + i + 1` are visible to query `i` under the causal mask.
@@ -102,14 +105,16 @@ pub(crate) fn attention(
                         bias += f64::NEG_INFINITY;
                     }
                     *score = v + bias;
-                    let at = ((b * hq + h) * s + i) * t + j;
-                    // Mode 1 with a softcap gives the capped scores without the bias, as
-                    // ONNX's reference (and its test data) has it.
-                    let with_bias = mode == 2 || (mode == 1 && softcap <= 0.0);
-                    qk_out[at] = if with_bias { *score } else { raw };
+                    if want_qk {
+                        // Mode 1 with a softcap gives the capped scores without the bias,
+                        // as ONNX's reference (and its test data) has it.
+                        let with_bias = mode == 2 || (mode == 1 && softcap <= 0.0);
+                        qk_out[((b * hq + h) * s + i) * t + j] =
+                            if with_bias { *score } else { raw };
+                    }
                 }
                 softmax(&mut scores);
-                if mode == 3 {
+                if want_qk && mode == 3 {
                     let at = ((b * hq + h) * s + i) * t;
                     qk_out[at..at + t].copy_from_slice(&scores);
                 }
