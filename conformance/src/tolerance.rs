@@ -136,13 +136,17 @@ impl Family {
             | OpKind::ReduceSumSquare
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
-            // Einsum's contractions are matrix products.
+            // Einsum's contractions are matrix products; Attention is two matrix products
+            // around a softmax, and RotaryEmbedding's products of two terms are judged
+            // likewise.
             OpKind::ConvTranspose
             | OpKind::LSTM
             | OpKind::GRU
             | OpKind::Einsum
             | OpKind::DFT
-            | OpKind::STFT => Family::Linalg,
+            | OpKind::STFT
+            | OpKind::Attention
+            | OpKind::RotaryEmbedding => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -218,7 +218,7 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
         "ReduceSumSquare", "CumSum", "Trilu", "GatherElements", "ScatterElements", "GatherND",
         "ScatterND", "DepthToSpace", "SpaceToDepth", "Or", "Xor", "TopK", "Hardmax", "Range",
         "OneHot", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
-        "CumProd"};
+        "CumProd", "Attention", "RotaryEmbedding"};
     /* BTIR 1.5 codes, which leave gaps for codes other minors may fill. */
     switch (op) {
     case BATON_OP_GRIDSAMPLE: return "GridSample";
@@ -671,9 +671,8 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (btir_u32(c, "op", &n->op) != 0) return -1;
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
-          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_CUMPROD) ||
-          n->op == BATON_OP_GRIDSAMPLE || (n->op >= BATON_OP_DFT && n->op <= BATON_OP_EINSUM) ||
-          (n->op >= BATON_OP_NONMAXSUPPRESSION && n->op <= BATON_OP_COMPRESS))) {
+          (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_GRIDSAMPLE) ||
+          (n->op >= BATON_OP_DFT && n->op <= BATON_OP_COMPRESS))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

@@ -1,6 +1,7 @@
 //! Shape inference and the geometry of windowed ops, shared by the host, its reference
 //! kernels and every plugin so that all of them agree on what an op's output looks like.
 
+mod attention;
 mod control;
 mod dynamic;
 pub mod einsum;
@@ -9,6 +10,7 @@ mod signal;
 pub mod spectral;
 mod tensor_ops;
 
+pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
 pub use tensor_ops::{range_length_f64, range_length_i64};
@@ -174,6 +176,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = signal::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = attention::infer(node, inputs) {
         return r;
     }
     let (dtype, _) = inputs

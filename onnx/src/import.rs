@@ -259,6 +259,14 @@ impl<'a> Importer<'a> {
         if matches!(op, OpKind::LSTM | OpKind::GRU) && attrs.get("layout") == Some(&Attr::Int(1)) {
             return self.recurrent_batch_first(&name, op, n, attrs);
         }
+        if op == OpKind::Attention
+            && self.opset < 24
+            && n.input.get(6).is_some_and(|s| !s.is_empty())
+        {
+            return Err(at(
+                "Attention's nonpad_kv_seqlen (input 6) exists from opset 24".into(),
+            ));
+        }
         let mut inputs: Vec<String> = n.input.clone();
         if op == OpKind::OneHot {
             self.one_hot_depth(&name, &mut inputs, n)?;
@@ -753,6 +761,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         | OpKind::HannWindow
         | OpKind::HammingWindow
         | OpKind::BlackmanWindow => 17,
+        OpKind::Attention | OpKind::RotaryEmbedding => 23,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

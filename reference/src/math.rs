@@ -1,5 +1,6 @@
 //! Reference kernels of the math family: element-wise math and activations, Pow,
-//! comparisons and logic, Where, Cast, LogSoftmax, the normalizations and the Reduce ops.
+//! comparisons and logic, Where, Cast, LogSoftmax, the normalizations, the Reduce ops,
+//! Attention and RotaryEmbedding.
 //!
 //! Float ops widen their operands to f64 (exactly: f16, bf16, f32 and f64), evaluate in
 //! f64 and round once to the output dtype (to f16 through [`rounding`], as `half`'s own
@@ -77,9 +78,15 @@
 //!   arithmetic error; a float one is NaN.
 //! - **IsNaN** and **IsInf** read every float width exactly, so a NaN or infinity of any
 //!   format is found.
+//! - **Attention** takes its scores, softmax and products in f64 whatever
+//!   `softmax_precision` says, with ONNX's reference order: softcap, then the bias (mask,
+//!   causal triangle, `nonpad_kv_seqlen` padding), then softmax; a query with every key
+//!   masked gets NaN. **RotaryEmbedding** rotates in f64; a position id outside the caches
+//!   is an arithmetic error.
 
 mod arg;
 mod arith;
+mod attention;
 mod cast;
 mod logic;
 mod norm;
@@ -111,6 +118,10 @@ pub(crate) fn run(
     match node.op {
         OpKind::LayerNormalization => return Some(norm::layer_norm(node, inputs, outputs)),
         OpKind::BatchNormalization => return Some(norm::batch_norm(node, inputs, outputs)),
+        OpKind::Attention => return Some(attention::attention(node, inputs, outputs)),
+        OpKind::RotaryEmbedding => {
+            return Some(attention::rotary_embedding(node, inputs, &mut outputs[0]))
+        }
         _ => {}
     }
     if node.op == OpKind::TopK {
@@ -252,6 +263,8 @@ const MAX_REDUCIBLE: &[DType] = &[
     DType::Bool,
 ];
 const BOOL: &[DType] = &[DType::Bool];
+/// An Attention mask: bool (true attends) or an additive float bias.
+const MASK: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::BF16, DType::Bool];
 const I64: &[DType] = &[DType::I64];
 
 /// What an op accepts: an operand count range, the dtypes of each operand (the last
@@ -321,6 +334,19 @@ fn signature(op: OpKind) -> Option<Signature> {
         // ONNX (opset 15) gives scale/B and mean/var type parameters of their own.
         OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),
         OpKind::LayerNormalization => sig((2, 3), &[FLOATS], &[(0, 1), (0, 2)]),
+        // Q, K, V, attn_mask (bool or Q's dtype), past_key, past_value, nonpad_kv_seqlen.
+        OpKind::Attention => sig(
+            (3, 7),
+            &[
+                ANY_FLOAT, ANY_FLOAT, ANY_FLOAT, MASK, ANY_FLOAT, ANY_FLOAT, I64,
+            ],
+            &[(0, 1), (0, 2), (0, 4), (0, 5)],
+        ),
+        OpKind::RotaryEmbedding => sig(
+            (3, 4),
+            &[ANY_FLOAT, ANY_FLOAT, ANY_FLOAT, I64],
+            &[(0, 1), (0, 2)],
+        ),
         OpKind::ReduceMean | OpKind::ReduceSum => sig((1, 2), &[REDUCIBLE, I64], &[]),
         OpKind::ReduceMax | OpKind::ReduceMin => sig((1, 2), &[MAX_REDUCIBLE, I64], &[]),
         OpKind::ReduceProd | OpKind::ReduceL1 | OpKind::ReduceSumSquare => {

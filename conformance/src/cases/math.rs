@@ -619,7 +619,7 @@ fn layer_norm(s: &mut Sink) -> Result<()> {
 }
 
 /// One node with `outputs` outputs, all of them graph outputs (`out`, `out1`, ...).
-fn multi_output_case(
+pub(super) fn multi_output_case(
     id: &str,
     op: OpKind,
     dtype: DType,

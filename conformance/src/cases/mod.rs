@@ -13,6 +13,7 @@
 //! keeps every n-th case of what the filter left, starting at the i-th.
 
 mod abi;
+mod attention;
 mod elementwise;
 mod gen;
 mod generate;
@@ -144,6 +145,7 @@ pub fn all() -> Result<Vec<Case>> {
                 generate::cases(op, &mut out)?;
                 select::cases(op, &mut out)?;
                 signal::cases(op, &mut out)?;
+                attention::cases(op, &mut out)?;
             }
         }
     }

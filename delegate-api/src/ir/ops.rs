@@ -347,6 +347,45 @@ ops! {
     /// Running products of `x` along the axis given by input 1, with the attributes and
     /// rules of [`OpKind::CumSum`] (an empty product is 1). Integer products wrap.
     CumProd = 118,
+    /// Scaled dot-product attention (ONNX Attention, opset 23 and 24). Inputs: `Q`, `K`,
+    /// `V`, then the optional `attn_mask`, `past_key`, `past_value` and `nonpad_kv_seqlen`
+    /// (a 0-element operand stands for an omitted one). `Q` is `[B, Hq, S, D]` and `K`,
+    /// `V` are `[B, Hkv, L, D]` and `[B, Hkv, L, Dv]`; or all three are 3-D
+    /// `[B, S, Hq*D]`, `[B, L, Hkv*D]`, `[B, L, Hkv*Dv]`, split into heads by the
+    /// attributes `q_num_heads` and `kv_num_heads` (required then). `past_key` and
+    /// `past_value` (`[B, Hkv, P, D]`, `[B, Hkv, P, Dv]`) are concatenated before `K` and
+    /// `V` along the sequence axis, giving `T = P + L` keys. Hq must be a multiple of Hkv
+    /// (grouped-query attention: query head `h` reads key/value head `h / (Hq / Hkv)`).
+    ///
+    /// Per head: `s = (Q Kᵀ) * scale` (`scale` default `1 / sqrt(D)`), then
+    /// `softcap * tanh(s / softcap)` when `softcap` > 0, then the bias is added and a
+    /// softmax taken over the `T` keys, and `Y = softmax · V`. The bias is the sum of:
+    /// `attn_mask` broadcast (numpy rules) to `[B, Hq, S, T]` (a float mask is added, a bool
+    /// one gives 0 where true and -inf where false; a last extent shorter than `T` is padded
+    /// with -inf / false); with `is_causal` non-zero, -inf where key `j > i + offset` for
+    /// query `i` (`offset` = P, or `nonpad_kv_seqlen[b] - S` when that is given without a
+    /// past, else 0); and with `nonpad_kv_seqlen` (i64 `[B]`, opset 24), -inf where
+    /// `j >= nonpad_kv_seqlen[b]`. A line of keys that are all masked gives NaN, as ONNX's
+    /// reference does.
+    ///
+    /// Outputs: `Y` (`[B, Hq, S, Dv]`, or `[B, S, Hq*Dv]` for 3-D inputs), `present_key`
+    /// and `present_value` (the concatenated 4-D keys and values) and `qk_matmul_output`
+    /// `[B, Hq, S, T]`: by `qk_matmul_output_mode` the scaled (and softcapped) scores (0,
+    /// the default), the same plus the bias (1; but with a softcap, the capped scores
+    /// without the bias, as ONNX's reference and test data have it), the softcapped
+    /// scores plus the bias (2; the softcap precedes the bias) or the softmax (3). `softmax_precision` only names the precision
+    /// of the softmax, which Baton's kernels may raise. Every operand and output has Q's
+    /// float dtype except the mask (bool or Q's dtype) and `nonpad_kv_seqlen`.
+    Attention = 119,
+    /// Rotary position embedding (ONNX RotaryEmbedding, opset 23) of `X`,
+    /// `[B, H, S, D]` or `[B, S, H*D]` (3-D needs the attribute `num_heads`). The first
+    /// `rotary_embedding_dim` (default 0: all of `D`) elements of each head are rotated in
+    /// pairs `(x1, x2)` (`interleaved` 1: adjacent elements `2i, 2i+1`; else the two
+    /// halves `i, i + R/2`) by `x1' = x1 cos - x2 sin`, `x2' = x1 sin + x2 cos`, the rest
+    /// copied. `cos_cache` and `sin_cache` are `[max_position, R/2]` indexed by the i64
+    /// `position_ids` `[B, S]` (optional input 3), or without position ids
+    /// `[B, S, R/2]` directly. The output has X's shape and dtype.
+    RotaryEmbedding = 120,
     /// Samples `X` `[N, C, D1..Dr]` at the positions `grid` `[N, H1..Hr, r]` holds,
     /// giving `[N, C, H1..Hr]`. Grid entries are normalized to `[-1, 1]` and list the
     /// innermost axis first (x, then y, ...). Attributes: `mode` (`linear`, the default,

@@ -2,6 +2,7 @@
 //! case, an independent naive formula written differently from the kernel).
 
 mod activation;
+mod attention;
 mod control;
 mod conv;
 mod dtypes;
