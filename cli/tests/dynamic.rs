@@ -87,3 +87,35 @@ fn baton_plan_shows_which_part_is_dynamic() {
         "{t}"
     );
 }
+
+#[test]
+fn baton_run_takes_nonzero_of_an_input_whose_rows_are_symbolic() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("nonzero_rows.onnx");
+    nonzero_model::write_symbolic_rows(&model);
+    let rows = 5;
+    let x: Vec<f32> = (0..rows * SIDE)
+        .map(|i| if i % 7 == 2 { 1.5 } else { -1.0 })
+        .collect();
+    let input = dir.path().join("x.npy");
+    npy::write(&input, &Tensor::from_f32(&[rows, SIDE], &x)).unwrap();
+    let out = dir.path().join("out");
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("x={}", input.display()),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        &dir.path().join("cache"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let coords = npy::read(&out.join("coords.npy")).unwrap();
+    let hits: Vec<usize> = (0..x.len()).filter(|&i| x[i] > 0.0).collect();
+    let mut want: Vec<i64> = hits.iter().map(|&i| (i / SIDE) as i64).collect();
+    want.extend(hits.iter().map(|&i| (i % SIDE) as i64));
+    assert_eq!(coords.shape, [2, hits.len()]);
+    assert_eq!(coords.values::<i64>(), &want[..]);
+}

@@ -97,6 +97,14 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
                 perm.iter().map(|&p| x.shape[p].clone()).collect(),
             )])
         }
+        op if math::elementwise_operands(op).is_some()
+            && node
+                .inputs
+                .iter()
+                .any(|&t| graph.tensors[t].static_shape().is_none()) =>
+        {
+            symbolic_elementwise(graph, node).map_err(err)
+        }
         _ => {
             let inputs: Vec<(DType, Vec<usize>)> = node
                 .inputs
@@ -144,6 +152,44 @@ pub fn infer_node(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, 
                 .collect())
         }
     }
+}
+
+/// An element-wise op over operands with symbolic dims: the dtype rule is the static
+/// one (run with every symbolic extent taken as 1, which broadcasts with anything), the
+/// shape is the operands' broadcast with the symbols kept. An operand of unknown rank
+/// (the importer's provisional `[name?]`) leaves the output unknown too.
+fn symbolic_elementwise(graph: &Graph, node: &Node) -> Result<Vec<(DType, Vec<Dim>)>, String> {
+    let arity = math::elementwise_operands(node.op).unwrap_or(1);
+    let decls: Vec<&TensorDecl> = node.inputs.iter().map(|&t| &graph.tensors[t]).collect();
+    let mut shape: Vec<Dim> = Vec::new();
+    for (i, t) in decls.iter().take(arity).enumerate() {
+        if matches!(&t.shape[..], [Dim::Sym(s)] if s.ends_with('?')) {
+            return Err(format!(
+                "input '{}' has an unknown rank; bind it first",
+                t.name
+            ));
+        }
+        shape = if i == 0 {
+            t.shape.clone()
+        } else {
+            broadcast_dims(&shape, &t.shape)?
+        };
+    }
+    let inputs: Vec<(DType, Vec<usize>)> = decls
+        .iter()
+        .map(|t| {
+            let dims = t.shape.iter().map(|d| match d {
+                Dim::Fixed(n) => *n,
+                Dim::Sym(_) => 1,
+            });
+            (t.dtype, dims.collect())
+        })
+        .collect();
+    let outs = infer_outputs(node, &inputs, |_| None)?;
+    Ok(outs
+        .into_iter()
+        .map(|(dtype, _)| (dtype, shape.clone()))
+        .collect())
 }
 
 /// The dtype and concrete shape of each output of a node.
@@ -707,6 +753,53 @@ mod tests {
         assert_eq!(reshape_shape(&[2, 3], &[3, -1], false), Ok(vec![3, 2]));
         assert_eq!(checked_product(&[]), Some(1));
         assert_eq!(checked_product(&[usize::MAX, 2]), None);
+    }
+
+    #[test]
+    fn element_wise_ops_carry_symbolic_dims() {
+        use crate::builder::GraphBuilder;
+        use crate::ir::{Attr, TensorId};
+        use std::collections::BTreeMap;
+        let n = Dim::Sym("N".into());
+        let mut b = GraphBuilder::new("sym");
+        let x = b.input("x", DType::F32, &[n.clone(), Dim::Fixed(4)]);
+        let row = b.input("row", DType::F32, &[Dim::Fixed(1), Dim::Fixed(4)]);
+        let i = b.input("i", DType::I32, &[n.clone(), Dim::Fixed(1)]);
+        let zero = b.constant_f32("zero", &[], &[0.0]);
+        let mask = b.node(OpKind::Greater, &[x, zero], &[]).unwrap();
+        let picked = b.node(OpKind::Where, &[mask, x, row], &[]).unwrap();
+        let to_i64 = [("to", Attr::Int(DType::I64.onnx_code()))];
+        let cast = b.node(OpKind::Cast, &[picked], &to_i64).unwrap();
+        b.output(cast);
+        let g = &b.finish().unwrap();
+        let decl = |t: TensorId| (g.tensors[t].dtype, g.tensors[t].shape.clone());
+        let n4 = vec![n.clone(), Dim::Fixed(4)];
+        assert_eq!(decl(mask), (DType::Bool, n4.clone()));
+        assert_eq!(decl(picked), (DType::F32, n4.clone()));
+        assert_eq!(decl(cast), (DType::I64, n4));
+        // The static dtype rule still applies: an f32 and an i32 do not compare.
+        let bad = Node {
+            name: "bad".into(),
+            op: OpKind::Less,
+            inputs: vec![x, i],
+            outputs: Vec::new(),
+            attrs: BTreeMap::new(),
+        };
+        let e = infer_node(g, &bad).unwrap_err().to_string();
+        assert!(e.contains("dtypes differ"), "{e}");
+        // An operand of unknown rank (the importer's provisional shape) stays unknown.
+        let mut b = GraphBuilder::new("unknown");
+        let u = b.input("u", DType::F32, &[Dim::Sym("u?".into())]);
+        b.output(u);
+        let g = &b.finish().unwrap();
+        let neg = Node {
+            name: "neg".into(),
+            op: OpKind::Neg,
+            inputs: vec![u],
+            outputs: Vec::new(),
+            attrs: BTreeMap::new(),
+        };
+        assert!(infer_node(g, &neg).is_err());
     }
 
     #[test]

@@ -57,6 +57,33 @@ fn nonzero_on_a_large_input_runs_in_stages_and_reuses_a_shape_seen_before() {
 }
 
 #[test]
+fn nonzero_of_an_input_with_symbolic_rows_imports_and_runs_for_each_row_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nonzero_rows.onnx");
+    nonzero_model::write_symbolic_rows(&path);
+    let graph = model::load(&path).unwrap();
+    let engine = common::plugin_engine(true);
+    for rows in [3usize, 7] {
+        // Positive at every fifth element from 1, negative at every fifth from 3.
+        let x: Vec<f32> = (0..rows * SIDE)
+            .map(|i| match i % 5 {
+                1 => i as f32,
+                3 => -(i as f32),
+                _ => 0.0,
+            })
+            .collect();
+        let dims = BTreeMap::from([("x_n0".to_string(), rows)]);
+        let mut s = Session::new(&engine, &graph, &dims).unwrap();
+        let got = s.run(&[Tensor::from_f32(&[rows, SIDE], &x)]).unwrap();
+        let hits: Vec<usize> = (0..x.len()).filter(|&i| x[i] > 0.0).collect();
+        let mut want: Vec<i64> = hits.iter().map(|&i| (i / SIDE) as i64).collect();
+        want.extend(hits.iter().map(|&i| (i % SIDE) as i64));
+        assert_eq!(got[0].shape, [2, hits.len()], "rows {rows}");
+        assert_eq!(got[0].values::<i64>(), &want[..], "rows {rows}");
+    }
+}
+
+#[test]
 fn compress_mid_graph_splits_a_delegated_prefix_from_a_delegated_rest() {
     // x [100, 4] -> mask = x[:, 0] > 0 -> Compress rows -> MatMul by w [4, 3] -> Relu.
     let mut b = GraphBuilder::new("rows");

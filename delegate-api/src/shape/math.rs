@@ -90,6 +90,66 @@ pub(crate) fn infer(
 }
 
 /// Operand `i`, or an error naming the op.
+/// How many leading operands of `op` broadcast into its one output when the op is
+/// element-wise (1: the output is shaped like operand 0), else `None`. Shape inference
+/// uses it to carry symbolic dims through these ops before the inputs are bound, so an
+/// importer rule that needs a rank (NonZero, Softmax of opset < 13) still sees one after a
+/// comparison or a Cast on a model with a symbolic batch.
+pub(crate) fn elementwise_operands(op: OpKind) -> Option<usize> {
+    Some(match op {
+        OpKind::Sqrt
+        | OpKind::Exp
+        | OpKind::Log
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::Erf
+        | OpKind::Ceil
+        | OpKind::Floor
+        | OpKind::Round
+        | OpKind::Sign
+        | OpKind::Reciprocal
+        | OpKind::Sin
+        | OpKind::Cos
+        | OpKind::Tan
+        | OpKind::Asin
+        | OpKind::Acos
+        | OpKind::Atan
+        | OpKind::Sinh
+        | OpKind::Cosh
+        | OpKind::Asinh
+        | OpKind::Acosh
+        | OpKind::Atanh
+        | OpKind::LeakyRelu
+        | OpKind::HardSigmoid
+        | OpKind::HardSwish
+        | OpKind::Gelu
+        | OpKind::LogSoftmax
+        | OpKind::Hardmax
+        | OpKind::IsNaN
+        | OpKind::IsInf
+        | OpKind::Not
+        | OpKind::BitwiseNot
+        | OpKind::Cast
+        | OpKind::CastLike => 1,
+        OpKind::Pow
+        | OpKind::Mod
+        | OpKind::Equal
+        | OpKind::Greater
+        | OpKind::Less
+        | OpKind::GreaterOrEqual
+        | OpKind::LessOrEqual
+        | OpKind::And
+        | OpKind::Or
+        | OpKind::Xor
+        | OpKind::BitwiseAnd
+        | OpKind::BitwiseOr
+        | OpKind::BitwiseXor
+        | OpKind::BitShift => 2,
+        OpKind::Where => 3,
+        _ => return None,
+    })
+}
+
 fn input(
     op: OpKind,
     inputs: &[(DType, Vec<usize>)],

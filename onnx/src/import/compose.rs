@@ -213,19 +213,74 @@ impl Importer<'_> {
         if self.opset < 9 {
             return Err(self.node_error(name, n, "NonZero exists from opset 9".into()));
         }
-        let Some(shape) = self.static_shape_of(x).filter(|s| !s.is_empty()) else {
-            let m = "NonZero needs an input of fixed shape and rank >= 1".to_string();
+        let Some(rank) = self.rank_of(x).filter(|&r| r >= 1) else {
+            let m = "NonZero needs an input of known rank >= 1".to_string();
             return Err(self.node_error(name, n, m));
-        };
-        let rank = shape.len();
-        let count = shape
-            .iter()
-            .try_fold(1i64, |a, &d| a.checked_mul(i64::try_from(d).ok()?));
-        let Some(count) = count else {
-            return Err(self.node_error(name, n, format!("input of shape {shape:?} is too large")));
         };
         let scalar = |s: &mut Self, tag: &str, v: i64| {
             s.named_constant(name, tag, Tensor::from_i64(&[], &[v]))
+        };
+        // Each axis' extent and stride as scalar i64 tensors: constants when the input's
+        // shape is fixed, else read from `Shape(x)` at run time (a session that binds the
+        // dims folds them back to constants), so a model with a symbolic batch imports too.
+        let (extents, strides, count) = match self.static_shape_of(x) {
+            Some(shape) => {
+                let count = shape
+                    .iter()
+                    .try_fold(1i64, |a, &d| a.checked_mul(i64::try_from(d).ok()?));
+                let Some(count) = count else {
+                    let m = format!("input of shape {shape:?} is too large");
+                    return Err(self.node_error(name, n, m));
+                };
+                let mut strides = vec![1i64; rank];
+                for d in (0..rank.saturating_sub(1)).rev() {
+                    strides[d] = strides[d + 1].saturating_mul(shape[d + 1] as i64);
+                }
+                let extents = (0..rank)
+                    .map(|d| Some(scalar(self, &format!("extent{d}"), shape[d] as i64)))
+                    .collect::<Vec<_>>();
+                let strides = (0..rank)
+                    .map(|d| {
+                        (strides[d] != 1).then(|| scalar(self, &format!("stride{d}"), strides[d]))
+                    })
+                    .collect::<Vec<_>>();
+                (extents, strides, scalar(self, "limit", count))
+            }
+            None => {
+                let shape = self.emit(name, "shape", OpKind::Shape, &[x.to_string()], &[], n)?;
+                let axis0 = [("axis", Attr::Int(0))];
+                let mut extents = Vec::with_capacity(rank);
+                for d in 0..rank {
+                    let i = scalar(self, &format!("axis{d}"), d as i64);
+                    let e = self.emit(
+                        name,
+                        &format!("extent{d}"),
+                        OpKind::Gather,
+                        &[shape.clone(), i],
+                        &axis0,
+                        n,
+                    )?;
+                    extents.push(Some(e));
+                }
+                // stride[d] = extent[d + 1] * ... * extent[rank - 1]; the last is 1 (none).
+                let mut strides: Vec<Option<String>> = vec![None; rank];
+                for d in (0..rank - 1).rev() {
+                    let next = extents[d + 1].clone().unwrap_or_default();
+                    strides[d] = Some(match strides[d + 1].clone() {
+                        None => next,
+                        Some(s) => {
+                            let tag = format!("stride{d}");
+                            self.emit(name, &tag, OpKind::Mul, &[s, next], &[], n)?
+                        }
+                    });
+                }
+                let e0 = extents[0].clone().unwrap_or_default();
+                let count = match strides[0].clone() {
+                    None => e0,
+                    Some(s) => self.emit(name, "limit", OpKind::Mul, &[s, e0], &[], n)?,
+                };
+                (extents, strides, count)
+            }
         };
         let flat = if rank == 1 {
             x.to_string()
@@ -242,11 +297,7 @@ impl Importer<'_> {
         };
         let to_bool = [("to", Attr::Int(DType::Bool.onnx_code()))];
         let mask = self.emit(name, "mask", OpKind::Cast, &[flat], &to_bool, n)?;
-        let range = [
-            scalar(self, "start", 0),
-            scalar(self, "limit", count),
-            scalar(self, "delta", 1),
-        ];
+        let range = [scalar(self, "start", 0), count, scalar(self, "delta", 1)];
         let positions = self.emit(name, "positions", OpKind::Range, &range, &[], n)?;
         let axis0 = [("axis", Attr::Int(0))];
         let flat_idx = self.emit(
@@ -270,15 +321,13 @@ impl Importer<'_> {
             );
         }
         let mut rows = Vec::with_capacity(rank);
-        let mut stride: i64 = shape.iter().skip(1).map(|&d| d as i64).product();
-        for (d, &extent) in shape.iter().enumerate() {
+        for d in 0..rank {
             let mut v = flat_idx.clone();
-            if stride > 1 {
-                let s = scalar(self, &format!("stride{d}"), stride);
+            if let Some(s) = strides[d].clone() {
                 v = self.emit(name, &format!("div{d}"), OpKind::Div, &[v, s], &[], n)?;
             }
             if d > 0 {
-                let e = scalar(self, &format!("extent{d}"), extent as i64);
+                let e = extents[d].clone().unwrap_or_default();
                 v = self.emit(name, &format!("mod{d}"), OpKind::Mod, &[v, e], &[], n)?;
             }
             rows.push(self.emit(
@@ -289,7 +338,6 @@ impl Importer<'_> {
                 &[],
                 n,
             )?);
-            stride /= shape.get(d + 1).map_or(1, |&e| (e as i64).max(1));
         }
         self.add(
             name,

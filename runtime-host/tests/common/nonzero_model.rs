@@ -115,6 +115,38 @@ pub fn write(path: &Path) {
     std::fs::write(path, model.encode_to_vec()).expect("write the model");
 }
 
+/// Writes `coords = NonZero(x > 0)` for `x` `[x_n0, SIDE]`, its rows a symbolic dim (opset
+/// 13): the importer composes NonZero from the input's run-time shape.
+pub fn write_symbolic_rows(path: &Path) {
+    let zero = TensorProto {
+        name: "zero".into(),
+        data_type: DataType::Float as i32,
+        float_data: vec![0.0],
+        ..Default::default()
+    };
+    let g = GraphProto {
+        name: "nonzero_rows".into(),
+        node: vec![
+            node("Greater", &["x", "zero"], &["positive"], vec![]),
+            node("NonZero", &["positive"], &["coords"], vec![]),
+        ],
+        initializer: vec![zero],
+        input: vec![value("x", DataType::Float, &[None, Some(SIDE as i64)])],
+        output: vec![value("coords", DataType::Int64, &[Some(2), None])],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 13,
+        }],
+        graph: Some(g),
+        ..Default::default()
+    };
+    std::fs::write(path, model.encode_to_vec()).expect("write the model");
+}
+
 /// `x` with a non-zero at every `stride`-th position (from `offset`), the value its
 /// position plus 0.5 (negative every third one), zero elsewhere.
 pub fn input(stride: usize, offset: usize) -> Vec<f32> {
