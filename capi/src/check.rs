@@ -72,7 +72,7 @@ pub unsafe extern "C" fn baton_session_check(
             return Err(CapiError::Null { arg: "n_rows" });
         }
         let s = handle_mut(session, "session")?;
-        let Kind::Fixed(fixed) = &s.kind else {
+        let Kind::Fixed(fixed) = &mut s.kind else {
             return Err(CapiError::Argument(
                 "a bounded session cannot check: make a session with its dims bound".into(),
             ));

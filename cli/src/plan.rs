@@ -56,8 +56,11 @@ pub fn plan(a: PlanArgs) -> Result<()> {
     for n in &session.notes {
         println!("note: {n}");
     }
-    print_stages(&session.stages());
-    print!("{}", session.plan.render(&session.graph));
+    let stages = session.stages();
+    print_stages(&stages);
+    if stages.is_empty() {
+        print!("{}", session.plan.render(&session.graph));
+    }
     for (label, branch) in session.branches() {
         match branch {
             Ok(b) => {
@@ -76,10 +79,22 @@ pub fn plan(a: PlanArgs) -> Result<()> {
         .collect();
     println!("nodes per target: {}", per.join(", "));
     println!("{}", host_summary(&session));
-    let p = &session.arena_plan;
+    // A staged model's arenas are its stages' (the rest's only once a run compiled it).
+    let mut plans = vec![&session.arena_plan];
+    plans.extend(session.stage_sessions().iter().map(|(_, s)| &s.arena_plan));
+    let sum = |f: fn(&baton_runtime_host::memory::ArenaPlan) -> usize| -> usize {
+        plans.iter().map(|p| f(p)).sum()
+    };
     println!(
-        "memory: arena {} bytes; naive (one buffer per tensor) {} bytes; lower bound (peak live) {} bytes",
-        p.arena_size, p.naive_size, p.lower_bound
+        "memory: arena {} bytes; naive (one buffer per tensor) {} bytes; lower bound (peak live) {} bytes{}",
+        sum(|p| p.arena_size),
+        sum(|p| p.naive_size),
+        sum(|p| p.lower_bound),
+        if stages.is_empty() {
+            ""
+        } else {
+            " (the static prefix; what follows a dynamic node is planned per shape at run time)"
+        }
     );
     print_memory(&session);
     Ok(())

@@ -119,3 +119,49 @@ fn baton_run_takes_nonzero_of_an_input_whose_rows_are_symbolic() {
     assert_eq!(coords.shape, [2, hits.len()]);
     assert_eq!(coords.values::<i64>(), &want[..]);
 }
+
+#[test]
+fn profile_trace_and_check_cover_every_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("nonzero.onnx");
+    nonzero_model::write(&model);
+    let input = dir.path().join("x.npy");
+    let x = nonzero_model::input(5, 1);
+    npy::write(&input, &Tensor::from_f32(&[SIDE, SIDE], &x)).unwrap();
+    let trace = dir.path().join("trace.json");
+    let o = baton(
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            &format!("x={}", input.display()),
+            "--profile",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--check",
+        ],
+        &dir.path().join("cache"),
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("host (dynamic)"), "{t}");
+    assert!(t.contains("compile the rest after"), "{t}");
+    assert!(!t.contains("no delegated partitions"), "{t}");
+    assert!(t.contains("compiled for this run's shapes"), "{t}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let names: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.ends_with("/selected (Compress)"))
+            .count()
+            == 2,
+        "both dynamic nodes (each NonZero's Compress) are in the trace: {names:?}"
+    );
+}

@@ -124,7 +124,17 @@ impl PartitionCheck {
 impl Session<'_> {
     /// Runs every delegated partition of this session also on the reference with the same
     /// inputs (see the module's text); `inputs` are the model's, in graph order.
-    pub fn check(&self, inputs: &[Tensor]) -> Result<Vec<PartitionCheck>> {
+    ///
+    /// A staged model (see [`Session::stages`]) is checked stage by stage: the rest's
+    /// partitions as compiled for these inputs' shapes, numbered after the prefix's.
+    pub fn check(&mut self, inputs: &[Tensor]) -> Result<Vec<PartitionCheck>> {
+        if let Some(s) = self.staged_mut() {
+            return s.check(inputs);
+        }
+        self.check_static(inputs)
+    }
+
+    fn check_static(&self, inputs: &[Tensor]) -> Result<Vec<PartitionCheck>> {
         let graph = inline_constants(self);
         let values = reference_values(&graph, inputs)?;
         let mut report = Vec::new();

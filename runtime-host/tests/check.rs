@@ -22,7 +22,7 @@ fn the_cpu_plugin_is_within_the_kit_tolerance_on_every_partition() {
     let (_d, e) = engine(&body);
     let graph = sample::tinynet();
     let inputs = vec![sample::tinynet_input()];
-    let s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
     let report = s.check(&inputs).unwrap();
     assert_eq!(report.len(), s.plan.partitions.len());
     assert!(!report.is_empty());
@@ -65,7 +65,7 @@ fn nan_outputs_are_past_tolerance_and_the_first_node_is_named() {
         q(&plugin("baton_faulty_plugin"))
     );
     let (_d, e) = engine(&body);
-    let s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
     assert_eq!(s.plan.partitions.len(), 1, "{}", s.plan.render(&s.graph));
     let report = s.check(&inputs).unwrap();
     let p = &report[0];
@@ -110,7 +110,7 @@ fn a_quiet_precision_loss_inside_a_partition_is_narrowed_to_its_node() {
         q(&plugin("baton_faulty_plugin"))
     );
     let (_d, e) = engine(&body);
-    let s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
     assert_eq!(s.plan.partitions.len(), 1, "{}", s.plan.render(&s.graph));
     let report = s.check(&inputs).unwrap();
     let p = &report[0];

@@ -132,4 +132,57 @@ fn compress_mid_graph_splits_a_delegated_prefix_from_a_delegated_rest() {
     }
     let counts = s.stages()[0].counts;
     assert_eq!((counts.compiled, counts.reused), (2, 1));
+
+    // What a user sees of the stages: memory, a timed run, and --check, stage by stage.
+    let sessions = s.stage_sessions();
+    assert_eq!(sessions.len(), 2, "the prefix and the last rest");
+    let (_, arena) = s.held_bytes();
+    let stage_arenas: usize = sessions.iter().map(|(_, t)| t.arena_plan.arena_size).sum();
+    assert!(stage_arenas > 0);
+    assert_eq!(arena, stage_arenas);
+    assert_eq!(
+        s.delegate_memory().len(),
+        sessions
+            .iter()
+            .map(|(_, t)| t.plan.partitions.len())
+            .sum::<usize>()
+    );
+    // Every third row kept (34): a count no earlier run had, so the rest compiles again
+    // inside the timed run.
+    let x: Vec<f32> = (0..400)
+        .map(|i| if i % 12 == 0 { 1.0 } else { -0.5 })
+        .collect();
+    let input = Tensor::from_f32(&[100, 4], &x);
+    s.set_profiling(true);
+    s.run(std::slice::from_ref(&input)).unwrap();
+    let steps = s.timeline();
+    let names: Vec<&str> = steps.iter().map(|t| t.name.as_str()).collect();
+    let at = |n: &str| names.iter().position(|m| m.contains(n));
+    let (first, node, last) = (at("partition 0"), at("keep"), at("partition 1"));
+    assert!(
+        first.is_some() && node.is_some() && last.is_some(),
+        "{names:?}"
+    );
+    let compile = at("compile the rest");
+    assert!(
+        first < node && node < compile && compile < last,
+        "{names:?}"
+    );
+    assert_eq!(steps[node.unwrap()].target, "host (dynamic)");
+    for w in steps.windows(2) {
+        assert!(w[0].start_ns <= w[1].start_ns, "one clock: {steps:?}");
+    }
+    let profiled: Vec<usize> = s.profile().iter().map(|p| p.partition).collect();
+    assert_eq!(profiled, [0, 1]);
+    let report = s.check(std::slice::from_ref(&input)).unwrap();
+    let parts: Vec<usize> = report.iter().map(|c| c.partition).collect();
+    assert_eq!(parts, [0, 1], "{report:?}");
+    assert!(report.iter().all(|c| c.passed()), "{report:?}");
+    assert!(report[1]
+        .notes
+        .iter()
+        .any(|n| n.contains("after the dynamic node keep")));
+    // The rest's check ran on this run's rows: its output has one row per positive x[:, 0].
+    let kept = (0..100).filter(|&r| x[4 * r] > 0.0).count();
+    assert_eq!(report[1].outputs[0].elements, kept * 3);
 }

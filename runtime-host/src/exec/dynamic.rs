@@ -16,12 +16,15 @@
 //! shape compiles the rest (partitioning, plugin compile, memory planning).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
 
 use baton_delegate_api::{Dim, Graph, Node, Storage, Tensor, TensorId, TensorRef};
 
-use super::Session;
+use super::{PartitionProfile, Session};
+use crate::check::PartitionCheck;
 use crate::engine::Engine;
 use crate::error::{HostError, NodeProblem, Result};
+use crate::trace::StepTiming;
 
 /// Sessions of the rest of a staged model kept per shape (see the module docs).
 pub const DEFAULT_CACHED_STAGES: usize = 8;
@@ -66,6 +69,10 @@ pub(crate) struct Staged<'e> {
     /// Sessions of the rest, least recently used first.
     cache: Vec<(Key, Session<'e>)>,
     counts: StageCounts,
+    /// Whether the stages' sessions time their steps (`--profile`, `--trace`).
+    profiling: bool,
+    /// The last run's steps, every stage's on one clock, when profiling.
+    timeline: Vec<StepTiming>,
 }
 
 /// The static prefix: its session and which tensor each of its outputs is.
@@ -144,7 +151,117 @@ impl<'e> Staged<'e> {
             rest_value_inputs,
             cache: Vec::new(),
             counts: StageCounts::default(),
+            profiling: false,
+            timeline: Vec::new(),
         })
+    }
+
+    /// The sessions this stage holds: the static prefix's and the rest's as compiled for
+    /// the last run's shapes, each with a label (what `baton plan` and the memory and
+    /// FLOP counts add up).
+    pub(crate) fn sessions(&self) -> Vec<(String, &Session<'e>)> {
+        let mut all = Vec::new();
+        if let Some(p) = &self.prefix {
+            all.push(("static prefix".to_string(), &*p.session));
+        }
+        if let Some((_, s)) = self.cache.last() {
+            let label = format!(
+                "the rest after {} ({}), as compiled for the last run's shapes",
+                self.node.name, self.node.op
+            );
+            all.push((label, s));
+        }
+        all
+    }
+
+    /// The dynamic node's estimated FLOPs, which the host runs.
+    pub(crate) fn node_flops(&self) -> u64 {
+        crate::flops::node_flops(&self.graph, &self.node)
+    }
+
+    /// Turns step timing on or off in every stage's session, those compiled later too.
+    pub(crate) fn set_profiling(&mut self, on: bool) {
+        self.profiling = on;
+        if let Some(p) = &mut self.prefix {
+            p.session.set_profiling(on);
+        }
+        for (_, s) in &mut self.cache {
+            s.set_profiling(on);
+        }
+    }
+
+    /// The last run's timeline (see [`Session::timeline`]): the prefix's steps, the
+    /// dynamic node's, then the rest's, with each partition named by its stage.
+    pub(crate) fn timeline(&self) -> &[StepTiming] {
+        &self.timeline
+    }
+
+    /// The plugins' events of the last run, the prefix's partitions first, then the
+    /// rest's, numbered after the prefix's.
+    pub(crate) fn profile(&self) -> Vec<PartitionProfile> {
+        let mut all = Vec::new();
+        let mut offset = 0;
+        for (_, s) in self.sessions() {
+            for mut p in s.profile() {
+                p.partition += offset;
+                all.push(p);
+            }
+            offset += s.plan.partitions.len();
+        }
+        all
+    }
+
+    /// `--check` over the stages (see [`Session::check`]): the prefix's partitions on the
+    /// model's inputs, then the rest's on the values this run hands it (the prefix's
+    /// outputs and the dynamic node's as the reference computes them), numbered after the
+    /// prefix's.
+    pub(crate) fn check(&mut self, inputs: &[Tensor]) -> Result<Vec<PartitionCheck>> {
+        let mut report = Vec::new();
+        let mut env: HashMap<TensorId, Tensor> = HashMap::new();
+        for (&t, v) in self.graph.inputs.iter().zip(inputs) {
+            env.insert(t, v.clone());
+        }
+        let mut offset = 0;
+        if let Some(p) = &mut self.prefix {
+            report.extend(p.session.check(inputs)?);
+            offset = p.session.plan.partitions.len();
+            let g = compact(
+                &self.graph,
+                &self.graph.nodes,
+                &self.graph.inputs,
+                &p.outputs,
+            );
+            let outs =
+                baton_reference::run_graph(&g, inputs).map_err(|e| HostError::PluginCall {
+                    plugin: "reference".into(),
+                    call: "check",
+                    status: 0,
+                    message: format!("the reference could not run the static prefix: {e}"),
+                })?;
+            for (&t, v) in p.outputs.iter().zip(outs) {
+                env.insert(t, v);
+            }
+        }
+        let operands = self.gather(&env, &self.node.inputs)?;
+        let refs: Vec<&Tensor> = operands.iter().collect();
+        let results = baton_reference::run_owned(&self.node, &refs)
+            .map_err(|e| HostError::node(&self.node, NodeProblem::Kernel(e)))?;
+        for (&t, v) in self.node.outputs.iter().zip(results) {
+            env.insert(t, v);
+        }
+        if !self.rest.is_empty() {
+            let given = self.gather(&env, &self.rest_inputs)?;
+            let (node, op) = (self.node.name.clone(), self.node.op);
+            let session = self.rest_session(&given)?;
+            for mut c in session.check(&given)? {
+                c.partition += offset;
+                c.notes.push(format!(
+                    "in the rest of the model after the dynamic node {node} ({op}), compiled for this run's shapes"
+                ));
+                report.push(c);
+            }
+        }
+        Ok(report)
     }
 
     /// This stage and those nested in the rest's most recent session.
@@ -186,33 +303,79 @@ impl<'e> Staged<'e> {
 
     /// Runs the stages on `inputs` (graph input order); returns the graph outputs.
     pub(crate) fn run(&mut self, inputs: &[TensorRef<'_>]) -> Result<Vec<Tensor>> {
+        let t0 = Instant::now();
+        let mut timeline = Vec::new();
         let mut env: HashMap<TensorId, Tensor> = HashMap::new();
         for (&t, v) in self.graph.inputs.iter().zip(inputs) {
             env.insert(t, Tensor::from_bytes(v.dtype, v.shape, v.data));
         }
+        let mut prefix_partitions = 0;
         if let Some(p) = &mut self.prefix {
             let given: Vec<&Tensor> = self.graph.inputs.iter().map(|t| &env[t]).collect();
+            let start = t0.elapsed().as_nanos() as u64;
             let outs = p.session.run_refs(&given)?;
             for (&t, v) in p.outputs.iter().zip(outs) {
                 env.insert(t, v);
             }
+            if self.profiling {
+                shift_into(&mut timeline, p.session.timeline(), start, 0);
+            }
+            prefix_partitions = p.session.plan.partitions.len();
         }
         let operands = self.gather(&env, &self.node.inputs)?;
         let refs: Vec<&Tensor> = operands.iter().collect();
+        let start = t0.elapsed();
         let results = baton_reference::run_owned(&self.node, &refs)
             .map_err(|e| HostError::node(&self.node, NodeProblem::Kernel(e)))?;
+        if self.profiling {
+            timeline.push(StepTiming {
+                name: self.node.label(),
+                kind: self.node.op.name().to_string(),
+                target: "host (dynamic)".into(),
+                start_ns: start.as_nanos() as u64,
+                dur_ns: (t0.elapsed() - start).as_nanos() as u64,
+                events: Vec::new(),
+            });
+        }
         for (&t, v) in self.node.outputs.iter().zip(results) {
             env.insert(t, v);
         }
         if !self.rest.is_empty() {
             let given = self.gather(&env, &self.rest_inputs)?;
+            // Compiling the rest for a new shape is part of this run's time: its own step.
+            let start = t0.elapsed();
+            let compiled = self.counts.compiled;
+            let profiling = self.profiling;
             let session = self.rest_session(&given)?;
+            session.set_profiling(profiling);
+            let compile = t0.elapsed() - start;
             let refs: Vec<&Tensor> = given.iter().collect();
+            let run_start = t0.elapsed().as_nanos() as u64;
             let outs = session.run_refs(&refs)?;
+            if profiling {
+                if self.counts.compiled > compiled {
+                    timeline.push(StepTiming {
+                        name: format!("compile the rest after {}", self.node.name),
+                        kind: "compile".into(),
+                        target: "host".into(),
+                        start_ns: start.as_nanos() as u64,
+                        dur_ns: compile.as_nanos() as u64,
+                        events: Vec::new(),
+                    });
+                }
+                let session = &self.cache.last().expect("the rest's session").1;
+                shift_into(
+                    &mut timeline,
+                    session.timeline(),
+                    run_start,
+                    prefix_partitions,
+                );
+            }
             for (&t, v) in self.rest_outputs.iter().zip(outs) {
                 env.insert(t, v);
             }
         }
+        self.timeline = timeline;
         let outputs = self.graph.outputs.clone();
         self.gather(&env, &outputs)
     }
@@ -279,6 +442,25 @@ impl<'e> Staged<'e> {
             self.cache.push((key, session));
         }
         Ok(&mut self.cache.last_mut().expect("just pushed or moved last").1)
+    }
+}
+
+/// Appends `steps` (timed from their own run's start) to `into`, shifted to start at
+/// `start_ns` on the staged run's clock, with their partitions numbered from `offset`.
+fn shift_into(into: &mut Vec<StepTiming>, steps: &[StepTiming], start_ns: u64, offset: usize) {
+    for s in steps {
+        let mut s = s.clone();
+        s.start_ns += start_ns;
+        if s.kind == "partition" {
+            if let Some(k) = s
+                .name
+                .strip_prefix("partition ")
+                .and_then(|k| k.parse::<usize>().ok())
+            {
+                s.name = format!("partition {}", k + offset);
+            }
+        }
+        into.push(s);
     }
 }
 

@@ -154,13 +154,19 @@ impl<'e> Session<'e> {
     /// Turns collecting the plugins' profile events on or off for the following runs.
     pub fn set_profiling(&mut self, on: bool) {
         self.profiling = on;
+        if let Some(s) = &mut self.staged {
+            s.set_profiling(on);
+        }
     }
 
     /// Every step of the last run (host nodes, delegated partitions with their plugins'
     /// events, control flow) with its start and wall time, as the host measured them; empty
     /// unless [`Session::set_profiling`] is on.
     pub fn timeline(&self) -> &[StepTiming] {
-        &self.timeline
+        match &self.staged {
+            Some(s) => s.timeline(),
+            None => &self.timeline,
+        }
     }
 
     /// The profile of the last run, one entry per delegated partition in execution order
@@ -168,6 +174,9 @@ impl<'e> Session<'e> {
     pub fn profile(&self) -> Vec<PartitionProfile> {
         if !self.profiling {
             return Vec::new();
+        }
+        if let Some(s) = &self.staged {
+            return s.profile();
         }
         self.steps
             .iter()
@@ -284,6 +293,25 @@ impl<'e> Session<'e> {
         self.staged.as_ref().map_or_else(Vec::new, |s| s.info())
     }
 
+    /// For a staged model, the sessions its stages hold, each with a label: the static
+    /// prefix's and the rest's as compiled for the last run's shapes (nested stages are
+    /// those sessions' own); empty for a static model.
+    pub fn stage_sessions(&self) -> Vec<(String, &Session<'e>)> {
+        self.staged.as_ref().map_or_else(Vec::new, |s| s.sessions())
+    }
+
+    /// The stages of a staged model, to run or check them.
+    pub(crate) fn staged_mut(&mut self) -> Option<&mut dynamic::Staged<'e>> {
+        self.staged.as_deref_mut()
+    }
+
+    /// The sessions this one holds: its If branches' and its stages'.
+    fn sub_sessions(&self) -> Vec<&Session<'e>> {
+        let branches = self.branches().into_iter().filter_map(|(_, b)| b.ok());
+        let stages = self.stage_sessions().into_iter().map(|(_, s)| s);
+        branches.chain(stages).collect()
+    }
+
     /// Bytes of the constants (the weights the session holds or maps) and of the arenas,
     /// the If branches' sessions included: what a load must hold before any plugin's own.
     pub fn held_bytes(&self) -> (usize, usize) {
@@ -292,12 +320,10 @@ impl<'e> Session<'e> {
             .map(|t| const_bytes(&self.graph, t).len())
             .sum();
         let mut arena = self.arena_plan.arena_size;
-        for (_, branch) in self.branches() {
-            if let Ok(b) = branch {
-                let (w, a) = b.held_bytes();
-                weights += w;
-                arena += a;
-            }
+        for b in self.sub_sessions() {
+            let (w, a) = b.held_bytes();
+            weights += w;
+            arena += a;
         }
         (weights, arena)
     }
@@ -319,10 +345,8 @@ impl<'e> Session<'e> {
                 _ => None,
             })
             .collect();
-        for (_, branch) in self.branches() {
-            if let Ok(b) = branch {
-                all.extend(b.delegate_memory());
-            }
+        for b in self.sub_sessions() {
+            all.extend(b.delegate_memory());
         }
         all
     }
@@ -498,13 +522,13 @@ impl<'e> Session<'e> {
             let flops = crate::flops::node_flops(&self.graph, &self.graph.nodes[e.node]);
             *m.entry(k).or_insert(0) += flops;
         }
-        for (_, branch) in self.branches() {
-            let Ok(branch) = branch else {
-                continue;
-            };
-            for (k, v) in branch.flops_per_backend() {
+        for b in self.sub_sessions() {
+            for (k, v) in b.flops_per_backend() {
                 *m.entry(k).or_insert(0) += v;
             }
+        }
+        if let Some(s) = &self.staged {
+            *m.entry("host".to_string()).or_insert(0) += s.node_flops();
         }
         m
     }
