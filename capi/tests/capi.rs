@@ -587,3 +587,64 @@ fn check_rows_compare_each_partition_with_the_reference() {
         baton_engine_free(e);
     }
 }
+
+#[test]
+fn a_model_with_a_dynamic_region_runs_into_a_buffer_of_its_capacity_and_checks_each_stage() {
+    // y = Relu(Compress(2x, x[:, 0] > 0) · w): how many rows y has depends on x's values.
+    let rows = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/dynamic/rows.btir");
+    let graph = model::load(&rows).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = c(&format!(
+        "cache_dir = {:?}\n[[plugin]]\npath = {:?}\n",
+        dir.path().display().to_string(),
+        workspace_plugin("baton_backend_cpu").display().to_string()
+    ));
+    let mut e = ptr::null_mut();
+    ok(unsafe { baton_engine_create_from_string(cfg.as_ptr(), ptr::null(), &mut e) });
+    let m = load(&rows);
+    let mut s = ptr::null_mut();
+    ok(unsafe { baton_session_create(e, m, ptr::null(), 0, &mut s) });
+    let rust_engine = Engine::new(Config::default()).unwrap();
+    for positive_every in [3usize, 4] {
+        let values: Vec<f32> = (0..400)
+            .map(|i| {
+                if (i / 4) % positive_every == 0 {
+                    0.5
+                } else {
+                    -0.25
+                }
+            })
+            .collect();
+        let input = tensor_in(&[100, 4], &values);
+        // The caller lends the most y can be (every row kept); the run says what it wrote.
+        let mut buf = vec![f32::NAN; 100 * 3];
+        let mut out = [tensor_out(&mut buf)];
+        ok(unsafe { baton_session_run(s, &input, 1, out.as_mut_ptr(), 1) });
+        let kept = 100usize.div_ceil(positive_every);
+        assert_eq!(out[0].rank, 2);
+        assert_eq!(&out[0].shape[..2], &[kept as i64, 3]);
+        assert_eq!(out[0].size, kept * 3 * 4);
+        let mut rust = Session::new(&rust_engine, &graph, &BTreeMap::new()).unwrap();
+        let want = rust.run(&[Tensor::from_f32(&[100, 4], &values)]).unwrap();
+        let got = &buf[..kept * 3];
+        for (g, w) in got.iter().zip(want[0].f32s()) {
+            assert!((g - w).abs() <= 1e-5, "{g} vs {w}");
+        }
+        let mut n_rows = 0;
+        ok(unsafe { baton_session_check(s, &input, 1, &mut n_rows) });
+        let mut partitions = Vec::new();
+        for k in 0..n_rows {
+            let mut r: BatonCheckRow = unsafe { std::mem::zeroed() };
+            ok(unsafe { baton_session_check_row(s, k, &mut r) });
+            assert_eq!(r.passed, 1, "{r:?}");
+            partitions.push(r.partition);
+        }
+        partitions.dedup();
+        assert_eq!(partitions, [0, 1], "the prefix's partition and the rest's");
+    }
+    unsafe {
+        baton_session_free(s);
+        baton_model_free(m);
+        baton_engine_free(e);
+    }
+}

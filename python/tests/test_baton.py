@@ -17,6 +17,8 @@ import baton
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINYNET = ROOT / "examples" / "tinynet" / "tinynet.btir"
+# A dynamic region: how many rows reach its MatMul depends on x's values.
+ROWS = ROOT / "examples" / "dynamic" / "rows.btir"
 SILERO = ROOT / ".cache" / "silero"
 # conformance/tolerances/f32.toml, [model]: whole-model outputs.
 ABS, REL, ULP = 1e-5, 1e-4, 256
@@ -137,6 +139,28 @@ def test_check_compares_each_partition_with_the_reference():
         assert r["elements"] > 0 and r["max_abs"] < 1e-4
     # Host only: nothing delegated, nothing to compare.
     assert baton.Engine().load(TINYNET).check({name: x}) == []
+
+
+def rows_expected(x):
+    w = (((np.arange(12) * 5) % 12) * 0.2 - 0.6).astype(np.float32).reshape(4, 3)
+    s = 2 * x
+    return np.maximum(s[s[:, 0] > 0] @ w, 0)
+
+
+def test_a_model_with_a_dynamic_region_runs_in_stages_and_checks_each():
+    engine = cpu_engine()
+    session = engine.load(ROWS)
+    x = np.load(ROOT / "examples" / "dynamic" / "x.npy")
+    for flip in (1.0, -1.0, 1.0):
+        xi = (x * flip).astype(np.float32)
+        got = session.run({"x": xi})["y"]
+        want = rows_expected(xi)
+        assert got.shape == want.shape
+        assert within_model_tolerance(got, want).all()
+    rows = session.check({"x": x})
+    # One partition before the dynamic node (Compress), one after it.
+    assert sorted({r["partition"] for r in rows}) == [0, 1], rows
+    assert all(r["backend"] == "cpu" and r["passed"] for r in rows), rows
 
 
 def silero_data():
