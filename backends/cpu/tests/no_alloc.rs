@@ -7,7 +7,7 @@ mod common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind};
 use baton_delegate_api::testing::{views, Hosted, Rng};
 use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
 use common::delegate;
@@ -95,4 +95,60 @@ fn execute_allocates_nothing() {
     ARMED.with(|a| a.set(false));
     result.unwrap();
     assert_eq!(COUNT.with(Cell::get), 0, "execute allocated");
+
+    // Attention (its per-thread scratch and run-time packings sized at init) with a mask, a past and every output; two threads, so that the
+    // pool's workers take their own scratch.
+    let attn = attention_graph();
+    let d = common::delegate_threads(2);
+    let h = Hosted::new(&attn);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let q = Tensor::from_f32(&[1, 4, 3, 8], &rng.vec(96));
+    let k = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
+    let val = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| {
+            let decl = &h.graph.tensors[t];
+            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
+        })
+        .collect();
+    let inputs = [q.view(), k.view(), val.view()];
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(COUNT.with(Cell::get), 0, "Attention's execute allocated");
+}
+
+/// Grouped-query Attention with a float mask, a constant past and all four outputs.
+fn attention_graph() -> Graph {
+    let mut rng = Rng::new(3);
+    let mut g = GraphBuilder::new("attention");
+    let q = g.input_fixed("q", DType::F32, &[1, 4, 3, 8]);
+    let k = g.input_fixed("k", DType::F32, &[1, 2, 5, 8]);
+    let v = g.input_fixed("v", DType::F32, &[1, 2, 5, 8]);
+    let mask = g.constant_f32("mask", &[3, 7], &rng.vec(21));
+    let pk = g.constant_f32("pk", &[1, 2, 2, 8], &rng.vec(32));
+    let pv = g.constant_f32("pv", &[1, 2, 2, 8], &rng.vec(32));
+    let outs = g
+        .named_node_outputs(
+            "attn",
+            OpKind::Attention,
+            &[q, k, v, mask, pk, pv],
+            &[("is_causal", Attr::Int(1)), ("softcap", Attr::Float(3.0))],
+            4,
+        )
+        .unwrap();
+    for t in outs {
+        g.output(t);
+    }
+    g.finish().unwrap()
 }

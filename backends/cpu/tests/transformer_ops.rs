@@ -362,3 +362,54 @@ fn erf_gelu_fused_matches_its_nodes_bit_for_bit() {
         assert_close_labelled("GELU", fused[0].f32s(), &want, 2e-6, 1e-5);
     }
 }
+
+/// Attention's `nonpad_kv_seqlen` masks each batch's keys from its length on: batch 0
+/// sees keys 0 and 1 of 3, batch 1 none (its weights, and so its output, are NaN, as in
+/// ONNX's reference). Scores `q·k` with `scale` 1: `[0, 1]`, so `Y = (10 + 20e) / (1 + e)`.
+#[test]
+fn attention_nonpad_kv_seqlen() {
+    let g = graph(|g| {
+        let q = g.input_fixed("q", DType::F32, &[2, 1, 1, 1]);
+        let k = g.input_fixed("k", DType::F32, &[2, 1, 3, 1]);
+        let v = g.input_fixed("v", DType::F32, &[2, 1, 3, 1]);
+        let none = g.constant_f32("none", &[0], &[]);
+        let lens = g.input_fixed("lens", DType::I64, &[2]);
+        let scale = ("scale", Attr::Float(1.0));
+        vec![g
+            .node(
+                OpKind::Attention,
+                &[q, k, v, none, none, none, lens],
+                &[scale],
+            )
+            .unwrap()]
+    });
+    let inputs = [
+        Tensor::from_f32(&[2, 1, 1, 1], &[1.0, 1.0]),
+        Tensor::from_f32(&[2, 1, 3, 1], &[0.0, 1.0, 2.0, 0.0, 1.0, 2.0]),
+        Tensor::from_f32(&[2, 1, 3, 1], &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0]),
+        Tensor::from_i64(&[2], &[2, 0]),
+    ];
+    let out = run_both_nan(&g, &inputs);
+    let e = std::f64::consts::E;
+    let y = out[0].f32s();
+    assert!(
+        (y[0] as f64 - (10.0 + 20.0 * e) / (1.0 + e)).abs() < 1e-5,
+        "{y:?}"
+    );
+    assert!(y[1].is_nan(), "{y:?}");
+}
+
+/// Runs `g` with both kernel sets, which must agree bit for bit (NaN included).
+fn run_both_nan(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
+    let simd = run(&delegate(true), g, inputs).expect("simd run");
+    let portable = run(&delegate(false), g, inputs).expect("portable run");
+    for (a, b) in simd.iter().zip(&portable) {
+        let close = a
+            .f32s()
+            .iter()
+            .zip(b.f32s())
+            .all(|(x, y)| x.is_nan() && y.is_nan() || (x - y).abs() <= 1e-6 * x.abs().max(1.0));
+        assert!(close, "simd {:?} vs portable {:?}", a.f32s(), b.f32s());
+    }
+    simd
+}

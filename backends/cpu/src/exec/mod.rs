@@ -18,6 +18,7 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::attention::AttentionOp;
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
@@ -155,6 +156,8 @@ enum Op {
     BitNot(BitNotOp),
     BitShift(BitShiftOp),
     OneHot(OneHotOp),
+    /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
+    Attention(AttentionOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -207,6 +210,7 @@ impl Op {
             Op::Gru(_) => "LSTM",
             Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
+            Op::Attention(_) => "ATTENTION",
         }
     }
 
@@ -261,6 +265,7 @@ impl Op {
             Op::BitNot(op) => op.run(sources, out),
             Op::BitShift(op) => op.run(sources, out),
             Op::OneHot(op) => op.run(sources, out),
+            Op::Attention(op) => return op.run(sources, out, ctx),
         }
         Ok(())
     }

@@ -27,6 +27,15 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
+        OpKind::Attention => &[
+            ("is_causal", Int),
+            ("kv_num_heads", Int),
+            ("q_num_heads", Int),
+            ("qk_matmul_output_mode", Int),
+            ("scale", Float),
+            ("softcap", Float),
+            ("softmax_precision", Int),
+        ],
         OpKind::Mod => &[("fmod", Int)],
         OpKind::CumSum | OpKind::CumProd => &[("exclusive", Int), ("reverse", Int)],
         OpKind::BitShift => &[("direction", Str)],
@@ -120,6 +129,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::Expand | OpKind::Tile => (2, 2),
         OpKind::GRU => (3, 6),
         OpKind::ConvTranspose => (2, 3),
+        OpKind::Attention => (3, 7),
         _ => (1, 1),
     }
 }
@@ -307,6 +317,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::F16,
         ],
         (OpKind::Concat, _) => INDEXED,
+        // A bool or float mask; i64 lengths.
+        (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
+        (OpKind::Attention, Some(6)) => &[DType::I64],
         _ => &[DType::F32],
     }
 }
@@ -551,6 +564,12 @@ pub(super) fn check_op(
         }
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
+        OpKind::Attention => {
+            let mode = node.attr_int("qk_matmul_output_mode", 0);
+            if !(0..=3).contains(&mode) {
+                return attr_no(format!("qk_matmul_output_mode {mode} is not one of 0 to 3"));
+            }
+        }
         OpKind::Gelu => {
             let a = node.attr_str("approximate", "none");
             if !matches!(a, "none" | "tanh") {

@@ -7,6 +7,7 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod attention;
 mod bits;
 mod half;
 mod index;
@@ -284,6 +285,7 @@ pub(crate) fn build<'g>(
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
             Op::Gru(op) => op.reserve(&mut ctx),
+            Op::Attention(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -772,6 +774,7 @@ impl<'g> Builder<'g> {
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
+            OpKind::Attention => self.attention(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {
