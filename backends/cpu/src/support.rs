@@ -284,6 +284,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::BitShift,
     OpKind::CumProd,
     OpKind::Attention,
+    OpKind::RotaryEmbedding,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

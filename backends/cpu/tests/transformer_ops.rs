@@ -413,3 +413,32 @@ fn run_both_nan(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
     }
     simd
 }
+
+/// RotaryEmbedding by hand: one head of 4 (halves `[x0, x1]`, `[x2, x3]`) at positions 1
+/// and 0 of a 2-row cache; position 0 is the identity rotation, position 1 a quarter turn
+/// for the first pair (`(x0, x2) -> (-x2, x0)`) and a half turn for the second.
+#[test]
+fn rotary_embedding_by_position() {
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 4]);
+        let cos = g.constant_f32("cos", &[2, 2], &[1.0, 1.0, 0.0, -1.0]);
+        let sin = g.constant_f32("sin", &[2, 2], &[0.0, 0.0, 1.0, 0.0]);
+        let pos = g.input_fixed("pos", DType::I64, &[1, 2]);
+        vec![g
+            .node(OpKind::RotaryEmbedding, &[x, cos, sin, pos], &[])
+            .unwrap()]
+    });
+    let inputs = [
+        Tensor::from_f32(&[1, 1, 2, 4], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
+        Tensor::from_i64(&[1, 2], &[1, 0]),
+    ];
+    let out = run_both(&g, &inputs, 0.0);
+    assert_eq!(
+        out[0].f32s(),
+        &[-3.0, -2.0, 1.0, -4.0, 5.0, 6.0, 7.0, 8.0][..]
+    );
+    // A position past the caches is an error naming it, not a panic.
+    let bad = [inputs[0].clone(), Tensor::from_i64(&[1, 2], &[2, 0])];
+    let err = run(&delegate(true), &g, &bad).unwrap_err();
+    assert!(format!("{err}").contains("position id 2"), "{err}");
+}

@@ -18,7 +18,7 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
-use crate::ops::attention::AttentionOp;
+use crate::ops::attention::{AttentionOp, RotaryOp};
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
@@ -158,6 +158,7 @@ enum Op {
     OneHot(OneHotOp),
     /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
     Attention(AttentionOp),
+    Rotary(RotaryOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -211,6 +212,7 @@ impl Op {
             Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
             Op::Attention(_) => "ATTENTION",
+            Op::Rotary(_) => "ELEMENTWISE",
         }
     }
 
@@ -266,6 +268,7 @@ impl Op {
             Op::BitShift(op) => op.run(sources, out),
             Op::OneHot(op) => op.run(sources, out),
             Op::Attention(op) => return op.run(sources, out, ctx),
+            Op::Rotary(op) => return op.run(sources, out),
         }
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Attention (ONNX opset 23).
+//! Attention (ONNX opset 23) and RotaryEmbedding.
 //!
 //! Attention runs one task per (batch, query head) on the pool: the head's scores
 //! `scale · Q·Kᵀ` and its output `P·V` are two products of the delegate's GEMM, whose
@@ -379,3 +379,86 @@ fn grow(v: &mut Vec<f32>, len: usize) {
 
 /// The run context's attention scratch: one per pool thread.
 pub(crate) type AttnWorkers = Vec<Mutex<AttnScratch>>;
+
+/// A prepared RotaryEmbedding node: `X` with the first `2 · half` values of each head
+/// rotated by the angle of its position (the caches hold its cosine and sine).
+#[derive(Clone, Debug)]
+pub(crate) struct RotaryOp {
+    pub x: Src,
+    pub cos: Src,
+    pub sin: Src,
+    /// `position_ids` (i64 `[B, S]`), indexing the caches' rows.
+    pub positions: Option<Src>,
+    pub packed: bool,
+    pub batch: usize,
+    pub heads: usize,
+    pub seq: usize,
+    pub head: usize,
+    /// Half the rotated prefix of each head.
+    pub half: usize,
+    pub interleaved: bool,
+    /// The caches' rows when positions index them.
+    pub max_position: usize,
+}
+
+impl RotaryOp {
+    /// Rotates pairs `(x[k], x[k + half])` (or `(x[2k], x[2k + 1])` interleaved) of each
+    /// head: `(x1 cos - x2 sin, x1 sin + x2 cos)`; the rest of the head is copied. A
+    /// position id outside the caches is an error naming it.
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        let x = sources.get(self.x);
+        let (cos, sin) = (sources.get(self.cos), sources.get(self.sin));
+        let positions = self.positions.map(|p| sources.bytes(p));
+        out.copy_from_slice(&x[..out.len()]);
+        let (hn, s, dn, half) = (self.heads, self.seq, self.head, self.half);
+        if half == 0 {
+            return Ok(());
+        }
+        for b in 0..self.batch {
+            for i in 0..s {
+                let row = match positions {
+                    Some(ids) => {
+                        let at = (b * s + i) * 8;
+                        let mut w = [0u8; 8];
+                        w.copy_from_slice(ids.get(at..at + 8).ok_or("too few position ids")?);
+                        let pos = i64::from_le_bytes(w);
+                        if pos < 0 || pos as u64 >= self.max_position as u64 {
+                            return Err(format!(
+                                "RotaryEmbedding position id {pos} is outside the caches' {} \
+                                 positions",
+                                self.max_position
+                            ));
+                        }
+                        pos as usize * half
+                    }
+                    None => (b * s + i) * half,
+                };
+                let (c, sn) = (&cos[row..row + half], &sin[row..row + half]);
+                for h in 0..hn {
+                    let base = if self.packed {
+                        ((b * s + i) * hn + h) * dn
+                    } else {
+                        ((b * hn + h) * s + i) * dn
+                    };
+                    let src = &x[base..base + 2 * half];
+                    let dst = &mut out[base..base + 2 * half];
+                    if self.interleaved {
+                        let pairs = dst.chunks_exact_mut(2).zip(src.chunks_exact(2));
+                        for ((o, v), (&co, &si)) in pairs.zip(c.iter().zip(sn)) {
+                            o[0] = v[0] * co - v[1] * si;
+                            o[1] = v[0] * si + v[1] * co;
+                        }
+                    } else {
+                        let (x1, x2) = src.split_at(half);
+                        let (o1, o2) = dst.split_at_mut(half);
+                        for k in 0..half {
+                            o1[k] = x1[k] * c[k] - x2[k] * sn[k];
+                            o2[k] = x1[k] * sn[k] + x2[k] * c[k];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

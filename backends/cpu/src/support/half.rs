@@ -74,6 +74,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::BatchNormalization
             | OpKind::Pow
             | OpKind::Attention
+            | OpKind::RotaryEmbedding
     )
 }
 

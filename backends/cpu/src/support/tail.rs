@@ -36,6 +36,11 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("softcap", Float),
             ("softmax_precision", Int),
         ],
+        OpKind::RotaryEmbedding => &[
+            ("interleaved", Int),
+            ("num_heads", Int),
+            ("rotary_embedding_dim", Int),
+        ],
         OpKind::Mod => &[("fmod", Int)],
         OpKind::CumSum | OpKind::CumProd => &[("exclusive", Int), ("reverse", Int)],
         OpKind::BitShift => &[("direction", Str)],
@@ -130,6 +135,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::GRU => (3, 6),
         OpKind::ConvTranspose => (2, 3),
         OpKind::Attention => (3, 7),
+        OpKind::RotaryEmbedding => (3, 4),
         _ => (1, 1),
     }
 }
@@ -317,9 +323,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::F16,
         ],
         (OpKind::Concat, _) => INDEXED,
-        // A bool or float mask; i64 lengths.
+        // A bool or float mask; i64 lengths and positions.
         (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
-        (OpKind::Attention, Some(6)) => &[DType::I64],
+        (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         _ => &[DType::F32],
     }
 }

@@ -1,10 +1,10 @@
-//! Lowering of the transformer ops: Attention (`crate::ops::attention`).
+//! Lowering of the transformer ops: Attention and RotaryEmbedding (`crate::ops::attention`).
 
 use baton_delegate_api::ir::Attr;
-use baton_delegate_api::shape::AttentionGeometry;
+use baton_delegate_api::shape::{AttentionGeometry, RotaryGeometry};
 
 use super::*;
-use crate::ops::attention::{AttentionOp, AttnDims, MaskSpec, QkOut};
+use crate::ops::attention::{AttentionOp, AttnDims, MaskSpec, QkOut, RotaryOp};
 
 impl Builder<'_> {
     /// The operands' dtypes and shapes, for the geometry rules shared with the reference.
@@ -77,6 +77,29 @@ impl Builder<'_> {
             softcap,
             causal: node.attr_int("is_causal", 0) != 0,
             qk: (node.outputs.len() > 3).then(|| QkOut::of(mode, softcap)),
+        }))
+    }
+
+    pub(super) fn rotary(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let g = RotaryGeometry::new(node, &self.typed(node, shapes))?;
+        let positions = if g.position_ids {
+            self.given(node, shapes, 3)?
+        } else {
+            None
+        };
+        Ok(Op::Rotary(RotaryOp {
+            x: self.src(node.inputs[0])?,
+            cos: self.src(node.inputs[1])?,
+            sin: self.src(node.inputs[2])?,
+            positions,
+            packed: g.packed,
+            batch: g.batch,
+            heads: g.heads,
+            seq: g.seq_len,
+            head: g.head_size,
+            half: g.rotary_dim / 2,
+            interleaved: node.attr_int("interleaved", 0) != 0,
+            max_position: g.max_position,
         }))
     }
 }

@@ -775,6 +775,7 @@ impl<'g> Builder<'g> {
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
             OpKind::Attention => self.attention(node, &shapes)?,
+            OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {
