@@ -285,6 +285,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::CumProd,
     OpKind::Attention,
     OpKind::RotaryEmbedding,
+    OpKind::Einsum,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

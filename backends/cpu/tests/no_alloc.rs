@@ -131,7 +131,7 @@ fn execute_allocates_nothing() {
 }
 
 /// RotaryEmbedding of Q by position ids, then grouped-query Attention with a float
-/// mask, a constant past and all four outputs.
+/// mask, a constant past and all four outputs; an Einsum of its result.
 fn attention_graph() -> Graph {
     let mut rng = Rng::new(3);
     let mut g = GraphBuilder::new("attention");
@@ -156,8 +156,12 @@ fn attention_graph() -> Graph {
             4,
         )
         .unwrap();
+    // Einsum of Y with itself: per (batch, head, query) a dot product, then permuted.
+    let eq = ("equation", Attr::Str("bhsd,bhsd->bsh".into()));
+    let dots = g.node(OpKind::Einsum, &[outs[0], outs[0]], &[eq]).unwrap();
     for t in outs {
         g.output(t);
     }
+    g.output(dots);
     g.finish().unwrap()
 }

@@ -442,3 +442,68 @@ fn rotary_embedding_by_position() {
     let err = run(&delegate(true), &g, &bad).unwrap_err();
     assert!(format!("{err}").contains("position id 2"), "{err}");
 }
+
+/// Einsum against naive sums: a batched product with its output permuted
+/// (`bij,bjk->kbi`), a summed label found in one operand only (`ij,jk->k`), a transpose
+/// with a sum (`ijk->ki`), and a broadcast batch (`...ij,...jk->...ik`).
+#[test]
+fn einsum_matches_naive_sums() {
+    let mut rng = Rng::new(31);
+    let (b, i, j, k) = (2, 3, 4, 5);
+    let x = rng.vec(b * i * j);
+    let y = rng.vec(b * j * k);
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[b, i, j]);
+        let yt = g.input_fixed("y", DType::F32, &[b, j, k]);
+        let x2 = g.input_fixed("x2", DType::F32, &[i, j]);
+        let y2 = g.input_fixed("y2", DType::F32, &[j, k]);
+        let y3 = g.input_fixed("y3", DType::F32, &[1, j, k]);
+        vec![
+            g.node(OpKind::Einsum, &[xt, yt], &[eq("bij,bjk->kbi")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[x2, y2], &[eq("ij,jk->k")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[xt], &[eq("bij->jb")]).unwrap(),
+            g.node(OpKind::Einsum, &[xt, y3], &[eq("...ij,...jk->...ik")])
+                .unwrap(),
+        ]
+    });
+    let inputs = [
+        Tensor::from_f32(&[b, i, j], &x),
+        Tensor::from_f32(&[b, j, k], &y),
+        Tensor::from_f32(&[i, j], &x[..i * j]),
+        Tensor::from_f32(&[j, k], &y[..j * k]),
+        Tensor::from_f32(&[1, j, k], &y[..j * k]),
+    ];
+    let out = run_both(&g, &inputs, 1e-5);
+    let xs = |bb: usize, ii: usize, jj: usize| x[(bb * i + ii) * j + jj] as f64;
+    let ys = |bb: usize, jj: usize, kk: usize| y[(bb * j + jj) * k + kk] as f64;
+    let mut want = [vec![], vec![0.0; k], vec![], vec![]];
+    for kk in 0..k {
+        for bb in 0..b {
+            for ii in 0..i {
+                want[0].push((0..j).map(|jj| xs(bb, ii, jj) * ys(bb, jj, kk)).sum());
+            }
+        }
+        want[1][kk] = (0..i)
+            .flat_map(|ii| (0..j).map(move |jj| (ii, jj)))
+            .map(|(ii, jj)| xs(0, ii, jj) * ys(0, jj, kk))
+            .sum();
+    }
+    for jj in 0..j {
+        for bb in 0..b {
+            want[2].push((0..i).map(|ii| xs(bb, ii, jj)).sum());
+        }
+    }
+    for bb in 0..b {
+        for ii in 0..i {
+            for kk in 0..k {
+                want[3].push((0..j).map(|jj| xs(bb, ii, jj) * ys(0, jj, kk)).sum());
+            }
+        }
+    }
+    for (got, want) in out.iter().zip(&want) {
+        assert_close_labelled("einsum", got.f32s(), want, 1e-5, 1e-5);
+    }
+}

@@ -23,6 +23,7 @@ use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::generate::OneHotOp;
 use crate::ops::gru::GruOp;
@@ -159,6 +160,7 @@ enum Op {
     /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
     Attention(AttentionOp),
     Rotary(RotaryOp),
+    Einsum(EinsumOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -213,6 +215,7 @@ impl Op {
             Op::OneHot(_) => "INDEX",
             Op::Attention(_) => "ATTENTION",
             Op::Rotary(_) => "ELEMENTWISE",
+            Op::Einsum(_) => "GEMM",
         }
     }
 
@@ -269,6 +272,7 @@ impl Op {
             Op::OneHot(op) => op.run(sources, out),
             Op::Attention(op) => return op.run(sources, out, ctx),
             Op::Rotary(op) => return op.run(sources, out),
+            Op::Einsum(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

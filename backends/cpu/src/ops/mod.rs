@@ -12,6 +12,7 @@ pub(crate) mod bytes;
 pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;
+pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod generate;
 pub(crate) mod gru;

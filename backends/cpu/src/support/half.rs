@@ -75,6 +75,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::Pow
             | OpKind::Attention
             | OpKind::RotaryEmbedding
+            | OpKind::Einsum
     )
 }
 

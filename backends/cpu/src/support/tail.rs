@@ -36,6 +36,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("softcap", Float),
             ("softmax_precision", Int),
         ],
+        OpKind::Einsum => &[("equation", Str)],
         OpKind::RotaryEmbedding => &[
             ("interleaved", Int),
             ("num_heads", Int),
@@ -136,6 +137,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::ConvTranspose => (2, 3),
         OpKind::Attention => (3, 7),
         OpKind::RotaryEmbedding => (3, 4),
+        OpKind::Einsum => (1, usize::MAX),
         _ => (1, 1),
     }
 }
@@ -328,6 +330,41 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         _ => &[DType::F32],
     }
+}
+
+/// Einsum as implemented (`crate::ops::einsum`): one or two operands, each label once
+/// per operand, at most `MAX_LABELS` labels.
+fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
+    let e = baton_delegate_api::shape::einsum::parse(node.attr_str("equation", ""), shapes)
+        .map_err(|m| shape_no(node, m))?;
+    let other = |m: String| {
+        Err(Support::no(
+            DeclineReason::Other,
+            format!("{}: {m}", node.label()),
+        ))
+    };
+    if !(1..=2).contains(&e.inputs.len()) {
+        return other(format!(
+            "Einsum of {} operands is not implemented (one or two: a transpose with sums, \
+             or a batched matrix product)",
+            e.inputs.len()
+        ));
+    }
+    for (i, labels) in e.inputs.iter().enumerate() {
+        if (1..labels.len()).any(|j| labels[..j].contains(&labels[j])) {
+            return other(format!(
+                "Einsum operand {i} repeats a label (a diagonal), which is not implemented"
+            ));
+        }
+    }
+    let max = crate::ops::einsum::MAX_LABELS;
+    if e.extents.len() > max {
+        return other(format!(
+            "Einsum with {} labels is not implemented (at most {max})",
+            e.extents.len()
+        ));
+    }
+    Ok(())
 }
 
 /// The op-specific checks of the tail ops.
@@ -570,6 +607,7 @@ pub(super) fn check_op(
         }
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
+        OpKind::Einsum => check_einsum(node, shapes)?,
         OpKind::Attention => {
             let mode = node.attr_int("qk_matmul_output_mode", 0);
             if !(0..=3).contains(&mode) {

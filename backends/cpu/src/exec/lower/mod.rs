@@ -17,6 +17,7 @@ use index::output_parts;
 mod math;
 mod ops;
 mod quant;
+mod signal;
 mod tail;
 
 use super::arena::{self, Lifetime};
@@ -286,6 +287,7 @@ pub(crate) fn build<'g>(
             Op::Deconv(op) => op.reserve(&mut ctx),
             Op::Gru(op) => op.reserve(&mut ctx),
             Op::Attention(op) => op.reserve(&mut ctx),
+            Op::Einsum(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -776,6 +778,7 @@ impl<'g> Builder<'g> {
             }
             OpKind::Attention => self.attention(node, &shapes)?,
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
+            OpKind::Einsum => self.einsum(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {
