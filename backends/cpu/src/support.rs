@@ -286,6 +286,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Attention,
     OpKind::RotaryEmbedding,
     OpKind::Einsum,
+    OpKind::GridSample,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

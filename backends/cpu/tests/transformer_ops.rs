@@ -507,3 +507,64 @@ fn einsum_matches_naive_sums() {
         assert_close_labelled("einsum", got.f32s(), want, 1e-5, 1e-5);
     }
 }
+
+/// GridSample by hand on the 2 x 2 image `[[1, 2], [3, 4]]` with `align_corners`: the
+/// centre is the mean 2.5, the corners their pixels, x = 1 and y = -1 the top right 2; a
+/// point past the corner reads 0 with zero padding and the corner 4 with border padding;
+/// a NaN coordinate gives NaN; nearest rounds the centre (0.5, 0.5) half to even, to
+/// pixel (0, 0), and (0.1, 0.1), at 0.55, to pixel (1, 1).
+#[test]
+fn grid_sample_by_hand() {
+    let attrs = |mode: &str, padding: &str| {
+        vec![
+            ("mode", Attr::Str(mode.into())),
+            ("padding_mode", Attr::Str(padding.into())),
+            ("align_corners", Attr::Int(1)),
+        ]
+    };
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
+        let grid = g.input_fixed("grid", DType::F32, &[1, 1, 6, 2]);
+        vec![
+            g.node(OpKind::GridSample, &[x, grid], &attrs("linear", "zeros"))
+                .unwrap(),
+            g.node(OpKind::GridSample, &[x, grid], &attrs("linear", "border"))
+                .unwrap(),
+            g.node(OpKind::GridSample, &[x, grid], &attrs("nearest", "zeros"))
+                .unwrap(),
+        ]
+    });
+    let points = [
+        0.0,
+        0.0,
+        -1.0,
+        -1.0,
+        1.0,
+        -1.0,
+        3.0,
+        3.0,
+        f32::NAN,
+        0.0,
+        0.1,
+        0.1,
+    ];
+    let inputs = [
+        Tensor::from_f32(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]),
+        Tensor::from_f32(&[1, 1, 6, 2], &points),
+    ];
+    let out = run_both_nan(&g, &inputs);
+    let want = [
+        [2.5, 1.0, 2.0, 0.0, f32::NAN, 1.0 + 0.55 + 2.0 * 0.55],
+        [2.5, 1.0, 2.0, 4.0, f32::NAN, 1.0 + 0.55 + 2.0 * 0.55],
+        [1.0, 1.0, 2.0, 0.0, f32::NAN, 4.0],
+    ];
+    for (got, want) in out.iter().zip(&want) {
+        for (&a, &b) in got.f32s().iter().zip(want) {
+            assert!(
+                a.is_nan() && b.is_nan() || (a - b).abs() < 1e-5,
+                "{:?} vs {want:?}",
+                got.f32s()
+            );
+        }
+    }
+}

@@ -10,7 +10,7 @@ mod layout;
 mod lower;
 
 pub(crate) use crate::ops::tensor::{reduced_axes, reduced_run};
-pub(crate) use lower::build;
+pub(crate) use lower::{build, grid_sample_modes};
 
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::{
@@ -26,6 +26,7 @@ use crate::ops::deconv::DeconvOp;
 use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::generate::OneHotOp;
+use crate::ops::grid_sample::GridSampleOp;
 use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
@@ -161,6 +162,7 @@ enum Op {
     Attention(AttentionOp),
     Rotary(RotaryOp),
     Einsum(EinsumOp),
+    GridSample(GridSampleOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -216,6 +218,7 @@ impl Op {
             Op::Attention(_) => "ATTENTION",
             Op::Rotary(_) => "ELEMENTWISE",
             Op::Einsum(_) => "GEMM",
+            Op::GridSample(_) => "RESIZE",
         }
     }
 
@@ -273,6 +276,7 @@ impl Op {
             Op::Attention(op) => return op.run(sources, out, ctx),
             Op::Rotary(op) => return op.run(sources, out),
             Op::Einsum(op) => op.run(sources, out, ctx),
+            Op::GridSample(op) => op.run(sources, out),
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ pub(crate) mod depthwise;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod generate;
+pub(crate) mod grid_sample;
 pub(crate) mod gru;
 pub(crate) mod index;
 pub(crate) mod int;

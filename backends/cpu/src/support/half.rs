@@ -76,6 +76,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::Attention
             | OpKind::RotaryEmbedding
             | OpKind::Einsum
+            | OpKind::GridSample
     )
 }
 

@@ -37,6 +37,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("softmax_precision", Int),
         ],
         OpKind::Einsum => &[("equation", Str)],
+        OpKind::GridSample => &[("mode", Str), ("padding_mode", Str), ("align_corners", Int)],
         OpKind::RotaryEmbedding => &[
             ("interleaved", Int),
             ("num_heads", Int),
@@ -138,6 +139,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::Attention => (3, 7),
         OpKind::RotaryEmbedding => (3, 4),
         OpKind::Einsum => (1, usize::MAX),
+        OpKind::GridSample => (2, 2),
         _ => (1, 1),
     }
 }
@@ -330,6 +332,11 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         _ => &[DType::F32],
     }
+}
+
+/// An attribute decline with `message`.
+fn attr_no_support(message: String) -> Support {
+    Support::no(DeclineReason::Attribute, message)
 }
 
 /// Einsum as implemented (`crate::ops::einsum`): one or two operands, each label once
@@ -608,6 +615,23 @@ pub(super) fn check_op(
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::GridSample => {
+            if x.len() != 4 {
+                return Err(shape_no(
+                    node,
+                    format!(
+                        "input {x:?}: only 4-D GridSample is implemented (a 5-D volume is not)"
+                    ),
+                ));
+            }
+            if x[2..].contains(&0) {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: sampling an empty image"),
+                ));
+            }
+            crate::exec::grid_sample_modes(node).map_err(attr_no_support)?;
+        }
         OpKind::Attention => {
             let mode = node.attr_int("qk_matmul_output_mode", 0);
             if !(0..=3).contains(&mode) {

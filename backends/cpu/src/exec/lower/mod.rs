@@ -14,6 +14,7 @@ mod index;
 mod ints;
 
 use index::output_parts;
+pub(crate) use signal::grid_sample_modes;
 mod math;
 mod ops;
 mod quant;
@@ -779,6 +780,7 @@ impl<'g> Builder<'g> {
             OpKind::Attention => self.attention(node, &shapes)?,
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
+            OpKind::GridSample => self.grid_sample(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {
