@@ -1,5 +1,6 @@
-//! GridSample of a 4-D image: each output pixel interpolates `X` at the position its grid
-//! entry gives (nearest, bilinear or bicubic; zeros, border or reflection padding).
+//! GridSample of a 4-D image or a 5-D volume: each output pixel interpolates `X` at the
+//! position its grid entry gives (nearest, linear or cubic; zeros, border or reflection
+//! padding).
 //!
 //! The taps of a grid entry (at most four per axis, each an offset in the plane or a
 //! padding zero, with its weight) are worked out once per output pixel and then applied to
@@ -26,16 +27,19 @@ pub(crate) enum SamplePadding {
     Reflection,
 }
 
-/// A prepared GridSample node (`X` `[N, C, H, W]`, grid `[N, Ho, Wo, 2]`).
+/// A prepared GridSample node (`X` `[N, C, H, W]` and grid `[N, Ho, Wo, 2]`, or `X`
+/// `[N, C, D, H, W]` and grid `[N, Do, Ho, Wo, 3]`).
 #[derive(Clone, Debug)]
 pub(crate) struct GridSampleOp {
     pub x: Src,
     pub grid: Src,
     pub batch: usize,
     pub channels: usize,
-    pub height: usize,
-    pub width: usize,
-    /// Output pixels per image, `Ho * Wo`.
+    /// The spatial extents `[D, H, W]`, `D` = 1 for an image.
+    pub spatial: [usize; 3],
+    /// Spatial axes: 2 (an image) or 3 (a volume).
+    pub rank: usize,
+    /// Output pixels per image, `Ho * Wo` (or `Do * Ho * Wo`).
     pub points: usize,
     pub mode: SampleMode,
     pub padding: SamplePadding,
@@ -43,6 +47,7 @@ pub(crate) struct GridSampleOp {
 }
 
 /// The taps of one axis: up to four (offset or a padding zero, weight).
+#[derive(Clone)]
 struct Taps {
     n: usize,
     at: [Option<usize>; 4],
@@ -53,31 +58,54 @@ impl GridSampleOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
         let x = sources.get(self.x);
         let grid = sources.get(self.grid);
-        let (c_n, plane, points) = (self.channels, self.height * self.width, self.points);
+        let [depth, height, width] = self.spatial;
+        let (c_n, plane, points, r) = (
+            self.channels,
+            depth * height * width,
+            self.points,
+            self.rank,
+        );
+        // An image is a volume of one slice: its depth axis has one tap.
+        let single = Taps {
+            n: 1,
+            at: [Some(0), None, None, None],
+            w: [1.0, 0.0, 0.0, 0.0],
+        };
         for b in 0..self.batch {
             for p in 0..points {
-                let g = &grid[(b * points + p) * 2..][..2];
-                // The grid lists x (the width axis) first.
-                let taps = self
-                    .taps(f64::from(g[1]), self.height)
-                    .zip(self.taps(f64::from(g[0]), self.width));
+                let g = &grid[(b * points + p) * r..][..r];
+                // The grid lists the innermost axis first (x, then y, then z).
+                let tz = if r == 3 {
+                    self.taps(f64::from(g[2]), depth)
+                } else {
+                    Some(single.clone())
+                };
+                let taps = tz
+                    .zip(self.taps(f64::from(g[1]), height))
+                    .zip(self.taps(f64::from(g[0]), width));
                 for ch in 0..c_n {
                     let o = (b * c_n + ch) * points + p;
-                    let Some((ty, tx)) = &taps else {
+                    let Some(((tz, ty), tx)) = &taps else {
                         out[o] = f32::NAN;
                         continue;
                     };
                     let img = &x[(b * c_n + ch) * plane..][..plane];
                     let mut acc = 0.0f64;
-                    for i in 0..ty.n {
-                        let Some(row) = ty.at[i] else { continue };
-                        let mut line = 0.0f64;
-                        for j in 0..tx.n {
-                            if let Some(col) = tx.at[j] {
-                                line += tx.w[j] * f64::from(img[row * self.width + col]);
+                    for z in 0..tz.n {
+                        let Some(slice) = tz.at[z] else { continue };
+                        let mut area = 0.0f64;
+                        for i in 0..ty.n {
+                            let Some(row) = ty.at[i] else { continue };
+                            let at = (slice * height + row) * width;
+                            let mut line = 0.0f64;
+                            for j in 0..tx.n {
+                                if let Some(col) = tx.at[j] {
+                                    line += tx.w[j] * f64::from(img[at + col]);
+                                }
                             }
+                            area += ty.w[i] * line;
                         }
-                        acc += ty.w[i] * line;
+                        acc += tz.w[z] * area;
                     }
                     out[o] = acc as f32;
                 }

@@ -616,12 +616,10 @@ pub(super) fn check_op(
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
         OpKind::GridSample => {
-            if x.len() != 4 {
+            if !(4..=5).contains(&x.len()) {
                 return Err(shape_no(
                     node,
-                    format!(
-                        "input {x:?}: only 4-D GridSample is implemented (a 5-D volume is not)"
-                    ),
+                    format!("input {x:?}: GridSample of an image (4-D) or a volume (5-D)"),
                 ));
             }
             if x[2..].contains(&0) {

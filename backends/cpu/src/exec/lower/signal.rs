@@ -21,11 +21,10 @@ impl Builder<'_> {
 
     pub(super) fn grid_sample(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
         let (x, grid) = (&shapes[0], &shapes[1]);
-        let [batch, channels, height, width] = x[..] else {
-            return Err(format!(
-                "GridSample of a {}-D input (4-D implemented)",
-                x.len()
-            ));
+        let (batch, channels, spatial) = match x[..] {
+            [n, c, h, w] => (n, c, [1, h, w]),
+            [n, c, d, h, w] => (n, c, [d, h, w]),
+            _ => return Err(format!("GridSample of a {}-D input (4-D or 5-D)", x.len())),
         };
         let (mode, padding) = grid_sample_modes(node)?;
         Ok(Op::GridSample(GridSampleOp {
@@ -33,8 +32,8 @@ impl Builder<'_> {
             grid: self.src(node.inputs[1])?,
             batch,
             channels,
-            height,
-            width,
+            spatial,
+            rank: x.len() - 2,
             points: grid[1..grid.len() - 1].iter().product(),
             mode,
             padding,
