@@ -283,6 +283,10 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::BitwiseNot,
     OpKind::BitShift,
     OpKind::CumProd,
+    OpKind::Attention,
+    OpKind::RotaryEmbedding,
+    OpKind::Einsum,
+    OpKind::GridSample,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -396,6 +400,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
     let max_outputs = match node.op {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
+        OpKind::Attention => 4,
         OpKind::GRU | OpKind::TopK => 2,
         _ => 1,
     };

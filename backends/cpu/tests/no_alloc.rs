@@ -7,7 +7,7 @@ mod common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind};
 use baton_delegate_api::testing::{views, Hosted, Rng};
 use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
 use common::delegate;
@@ -95,4 +95,73 @@ fn execute_allocates_nothing() {
     ARMED.with(|a| a.set(false));
     result.unwrap();
     assert_eq!(COUNT.with(Cell::get), 0, "execute allocated");
+
+    // RotaryEmbedding, and Attention (its per-thread scratch and run-time packings sized
+    // at init) on the rotated queries with a mask, a past and every output; two threads, so that the
+    // pool's workers take their own scratch.
+    let attn = attention_graph();
+    let d = common::delegate_threads(2);
+    let h = Hosted::new(&attn);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let q = Tensor::from_f32(&[1, 4, 3, 8], &rng.vec(96));
+    let k = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
+    let val = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
+    let pos = Tensor::from_i64(&[1, 3], &[2, 0, 5]);
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| {
+            let decl = &h.graph.tensors[t];
+            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
+        })
+        .collect();
+    let inputs = [q.view(), k.view(), val.view(), pos.view()];
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(COUNT.with(Cell::get), 0, "Attention's execute allocated");
+}
+
+/// RotaryEmbedding of Q by position ids, then grouped-query Attention with a float
+/// mask, a constant past and all four outputs; an Einsum of its result.
+fn attention_graph() -> Graph {
+    let mut rng = Rng::new(3);
+    let mut g = GraphBuilder::new("attention");
+    let q = g.input_fixed("q", DType::F32, &[1, 4, 3, 8]);
+    let k = g.input_fixed("k", DType::F32, &[1, 2, 5, 8]);
+    let v = g.input_fixed("v", DType::F32, &[1, 2, 5, 8]);
+    let pos = g.input_fixed("pos", DType::I64, &[1, 3]);
+    let cos = g.constant_f32("cos", &[6, 4], &rng.vec(24));
+    let sin = g.constant_f32("sin", &[6, 4], &rng.vec(24));
+    let rq = g
+        .node(OpKind::RotaryEmbedding, &[q, cos, sin, pos], &[])
+        .unwrap();
+    let mask = g.constant_f32("mask", &[3, 7], &rng.vec(21));
+    let pk = g.constant_f32("pk", &[1, 2, 2, 8], &rng.vec(32));
+    let pv = g.constant_f32("pv", &[1, 2, 2, 8], &rng.vec(32));
+    let outs = g
+        .named_node_outputs(
+            "attn",
+            OpKind::Attention,
+            &[rq, k, v, mask, pk, pv],
+            &[("is_causal", Attr::Int(1)), ("softcap", Attr::Float(3.0))],
+            4,
+        )
+        .unwrap();
+    // Einsum of Y with itself: per (batch, head, query) a dot product, then permuted.
+    let eq = ("equation", Attr::Str("bhsd,bhsd->bsh".into()));
+    let dots = g.node(OpKind::Einsum, &[outs[0], outs[0]], &[eq]).unwrap();
+    for t in outs {
+        g.output(t);
+    }
+    g.output(dots);
+    g.finish().unwrap()
 }

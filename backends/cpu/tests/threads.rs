@@ -113,3 +113,51 @@ fn row_split_ops_agree_bit_for_bit() {
         }
     }
 }
+
+/// Attention runs one task per (batch, head), each on its worker's scratch: 2 and 3
+/// threads (uneven shares of 2 x 6 heads) agree bit for bit with one, on every output.
+#[test]
+fn attention_heads_agree_bit_for_bit() {
+    let mut rng = Rng::new(23);
+    let (b, s, l, p, hq, hkv, d) = (2, 5, 7, 3, 6, 2, 16);
+    let mut g = GraphBuilder::new("attention");
+    let q = g.input_fixed("q", DType::F32, &[b, s, hq * d]);
+    let k = g.input_fixed("k", DType::F32, &[b, l, hkv * d]);
+    let v = g.input_fixed("v", DType::F32, &[b, l, hkv * d]);
+    let mask = g.constant_f32("mask", &[s, p + l], &rng.vec(s * (p + l)));
+    let pk = g.input_fixed("pk", DType::F32, &[b, hkv, p, d]);
+    let pv = g.input_fixed("pv", DType::F32, &[b, hkv, p, d]);
+    let heads = [
+        ("q_num_heads", Attr::Int(hq as i64)),
+        ("kv_num_heads", Attr::Int(hkv as i64)),
+        ("is_causal", Attr::Int(1)),
+    ];
+    let outs = g
+        .named_node_outputs(
+            "attn",
+            OpKind::Attention,
+            &[q, k, v, mask, pk, pv],
+            &heads,
+            4,
+        )
+        .unwrap();
+    for t in outs {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let inputs = [
+        Tensor::from_f32(&[b, s, hq * d], &rng.vec(b * s * hq * d)),
+        Tensor::from_f32(&[b, l, hkv * d], &rng.vec(b * l * hkv * d)),
+        Tensor::from_f32(&[b, l, hkv * d], &rng.vec(b * l * hkv * d)),
+        Tensor::from_f32(&[b, hkv, p, d], &rng.vec(b * hkv * p * d)),
+        Tensor::from_f32(&[b, hkv, p, d], &rng.vec(b * hkv * p * d)),
+    ];
+    let one = run(&delegate(1), &graph, &inputs).expect("1 thread");
+    for threads in [2, 3] {
+        let many = run(&delegate(threads), &graph, &inputs).expect("run");
+        for (a, b) in one.iter().zip(&many) {
+            let bits = |t: &Tensor| t.f32s().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a), bits(b), "{threads} threads differ from 1");
+        }
+    }
+}

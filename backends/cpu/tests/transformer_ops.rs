@@ -362,3 +362,209 @@ fn erf_gelu_fused_matches_its_nodes_bit_for_bit() {
         assert_close_labelled("GELU", fused[0].f32s(), &want, 2e-6, 1e-5);
     }
 }
+
+/// Attention's `nonpad_kv_seqlen` masks each batch's keys from its length on: batch 0
+/// sees keys 0 and 1 of 3, batch 1 none (its weights, and so its output, are NaN, as in
+/// ONNX's reference). Scores `q·k` with `scale` 1: `[0, 1]`, so `Y = (10 + 20e) / (1 + e)`.
+#[test]
+fn attention_nonpad_kv_seqlen() {
+    let g = graph(|g| {
+        let q = g.input_fixed("q", DType::F32, &[2, 1, 1, 1]);
+        let k = g.input_fixed("k", DType::F32, &[2, 1, 3, 1]);
+        let v = g.input_fixed("v", DType::F32, &[2, 1, 3, 1]);
+        let none = g.constant_f32("none", &[0], &[]);
+        let lens = g.input_fixed("lens", DType::I64, &[2]);
+        let scale = ("scale", Attr::Float(1.0));
+        vec![g
+            .node(
+                OpKind::Attention,
+                &[q, k, v, none, none, none, lens],
+                &[scale],
+            )
+            .unwrap()]
+    });
+    let inputs = [
+        Tensor::from_f32(&[2, 1, 1, 1], &[1.0, 1.0]),
+        Tensor::from_f32(&[2, 1, 3, 1], &[0.0, 1.0, 2.0, 0.0, 1.0, 2.0]),
+        Tensor::from_f32(&[2, 1, 3, 1], &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0]),
+        Tensor::from_i64(&[2], &[2, 0]),
+    ];
+    let out = run_both_nan(&g, &inputs);
+    let e = std::f64::consts::E;
+    let y = out[0].f32s();
+    assert!(
+        (y[0] as f64 - (10.0 + 20.0 * e) / (1.0 + e)).abs() < 1e-5,
+        "{y:?}"
+    );
+    assert!(y[1].is_nan(), "{y:?}");
+}
+
+/// Runs `g` with both kernel sets, which must agree bit for bit (NaN included).
+fn run_both_nan(g: &Graph, inputs: &[Tensor]) -> Vec<Tensor> {
+    let simd = run(&delegate(true), g, inputs).expect("simd run");
+    let portable = run(&delegate(false), g, inputs).expect("portable run");
+    for (a, b) in simd.iter().zip(&portable) {
+        let close = a
+            .f32s()
+            .iter()
+            .zip(b.f32s())
+            .all(|(x, y)| x.is_nan() && y.is_nan() || (x - y).abs() <= 1e-6 * x.abs().max(1.0));
+        assert!(close, "simd {:?} vs portable {:?}", a.f32s(), b.f32s());
+    }
+    simd
+}
+
+/// RotaryEmbedding by hand: one head of 4 (halves `[x0, x1]`, `[x2, x3]`) at positions 1
+/// and 0 of a 2-row cache; position 0 is the identity rotation, position 1 a quarter turn
+/// for the first pair (`(x0, x2) -> (-x2, x0)`) and a half turn for the second.
+#[test]
+fn rotary_embedding_by_position() {
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 4]);
+        let cos = g.constant_f32("cos", &[2, 2], &[1.0, 1.0, 0.0, -1.0]);
+        let sin = g.constant_f32("sin", &[2, 2], &[0.0, 0.0, 1.0, 0.0]);
+        let pos = g.input_fixed("pos", DType::I64, &[1, 2]);
+        vec![g
+            .node(OpKind::RotaryEmbedding, &[x, cos, sin, pos], &[])
+            .unwrap()]
+    });
+    let inputs = [
+        Tensor::from_f32(&[1, 1, 2, 4], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
+        Tensor::from_i64(&[1, 2], &[1, 0]),
+    ];
+    let out = run_both(&g, &inputs, 0.0);
+    assert_eq!(
+        out[0].f32s(),
+        &[-3.0, -2.0, 1.0, -4.0, 5.0, 6.0, 7.0, 8.0][..]
+    );
+    // A position past the caches is an error naming it, not a panic.
+    let bad = [inputs[0].clone(), Tensor::from_i64(&[1, 2], &[2, 0])];
+    let err = run(&delegate(true), &g, &bad).unwrap_err();
+    assert!(format!("{err}").contains("position id 2"), "{err}");
+}
+
+/// Einsum against naive sums: a batched product with its output permuted
+/// (`bij,bjk->kbi`), a summed label found in one operand only (`ij,jk->k`), a transpose
+/// with a sum (`ijk->ki`), and a broadcast batch (`...ij,...jk->...ik`).
+#[test]
+fn einsum_matches_naive_sums() {
+    let mut rng = Rng::new(31);
+    let (b, i, j, k) = (2, 3, 4, 5);
+    let x = rng.vec(b * i * j);
+    let y = rng.vec(b * j * k);
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[b, i, j]);
+        let yt = g.input_fixed("y", DType::F32, &[b, j, k]);
+        let x2 = g.input_fixed("x2", DType::F32, &[i, j]);
+        let y2 = g.input_fixed("y2", DType::F32, &[j, k]);
+        let y3 = g.input_fixed("y3", DType::F32, &[1, j, k]);
+        vec![
+            g.node(OpKind::Einsum, &[xt, yt], &[eq("bij,bjk->kbi")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[x2, y2], &[eq("ij,jk->k")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[xt], &[eq("bij->jb")]).unwrap(),
+            g.node(OpKind::Einsum, &[xt, y3], &[eq("...ij,...jk->...ik")])
+                .unwrap(),
+        ]
+    });
+    let inputs = [
+        Tensor::from_f32(&[b, i, j], &x),
+        Tensor::from_f32(&[b, j, k], &y),
+        Tensor::from_f32(&[i, j], &x[..i * j]),
+        Tensor::from_f32(&[j, k], &y[..j * k]),
+        Tensor::from_f32(&[1, j, k], &y[..j * k]),
+    ];
+    let out = run_both(&g, &inputs, 1e-5);
+    let xs = |bb: usize, ii: usize, jj: usize| x[(bb * i + ii) * j + jj] as f64;
+    let ys = |bb: usize, jj: usize, kk: usize| y[(bb * j + jj) * k + kk] as f64;
+    let mut want = [vec![], vec![0.0; k], vec![], vec![]];
+    for kk in 0..k {
+        for bb in 0..b {
+            for ii in 0..i {
+                want[0].push((0..j).map(|jj| xs(bb, ii, jj) * ys(bb, jj, kk)).sum());
+            }
+        }
+        want[1][kk] = (0..i)
+            .flat_map(|ii| (0..j).map(move |jj| (ii, jj)))
+            .map(|(ii, jj)| xs(0, ii, jj) * ys(0, jj, kk))
+            .sum();
+    }
+    for jj in 0..j {
+        for bb in 0..b {
+            want[2].push((0..i).map(|ii| xs(bb, ii, jj)).sum());
+        }
+    }
+    for bb in 0..b {
+        for ii in 0..i {
+            for kk in 0..k {
+                want[3].push((0..j).map(|jj| xs(bb, ii, jj) * ys(0, jj, kk)).sum());
+            }
+        }
+    }
+    for (got, want) in out.iter().zip(&want) {
+        assert_close_labelled("einsum", got.f32s(), want, 1e-5, 1e-5);
+    }
+}
+
+/// GridSample by hand on the 2 x 2 image `[[1, 2], [3, 4]]` with `align_corners`: the
+/// centre is the mean 2.5, the corners their pixels, x = 1 and y = -1 the top right 2; a
+/// point past the corner reads 0 with zero padding and the corner 4 with border padding;
+/// a NaN coordinate gives NaN; nearest rounds the centre (0.5, 0.5) half to even, to
+/// pixel (0, 0), and (0.1, 0.1), at 0.55, to pixel (1, 1).
+#[test]
+fn grid_sample_by_hand() {
+    let attrs = |mode: &str, padding: &str| {
+        vec![
+            ("mode", Attr::Str(mode.into())),
+            ("padding_mode", Attr::Str(padding.into())),
+            ("align_corners", Attr::Int(1)),
+        ]
+    };
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
+        let grid = g.input_fixed("grid", DType::F32, &[1, 1, 6, 2]);
+        vec![
+            g.node(OpKind::GridSample, &[x, grid], &attrs("linear", "zeros"))
+                .unwrap(),
+            g.node(OpKind::GridSample, &[x, grid], &attrs("linear", "border"))
+                .unwrap(),
+            g.node(OpKind::GridSample, &[x, grid], &attrs("nearest", "zeros"))
+                .unwrap(),
+        ]
+    });
+    let points = [
+        0.0,
+        0.0,
+        -1.0,
+        -1.0,
+        1.0,
+        -1.0,
+        3.0,
+        3.0,
+        f32::NAN,
+        0.0,
+        0.1,
+        0.1,
+    ];
+    let inputs = [
+        Tensor::from_f32(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]),
+        Tensor::from_f32(&[1, 1, 6, 2], &points),
+    ];
+    let out = run_both_nan(&g, &inputs);
+    let want = [
+        [2.5, 1.0, 2.0, 0.0, f32::NAN, 1.0 + 0.55 + 2.0 * 0.55],
+        [2.5, 1.0, 2.0, 4.0, f32::NAN, 1.0 + 0.55 + 2.0 * 0.55],
+        [1.0, 1.0, 2.0, 0.0, f32::NAN, 4.0],
+    ];
+    for (got, want) in out.iter().zip(&want) {
+        for (&a, &b) in got.f32s().iter().zip(want) {
+            assert!(
+                a.is_nan() && b.is_nan() || (a - b).abs() < 1e-5,
+                "{:?} vs {want:?}",
+                got.f32s()
+            );
+        }
+    }
+}

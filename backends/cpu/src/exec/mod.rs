@@ -10,7 +10,7 @@ mod layout;
 mod lower;
 
 pub(crate) use crate::ops::tensor::{reduced_axes, reduced_run};
-pub(crate) use lower::build;
+pub(crate) use lower::{build, grid_sample_modes};
 
 use baton_delegate_api::ir::DType;
 use baton_delegate_api::{
@@ -18,12 +18,15 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::attention::{AttentionOp, RotaryOp};
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::generate::OneHotOp;
+use crate::ops::grid_sample::GridSampleOp;
 use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
@@ -155,6 +158,11 @@ enum Op {
     BitNot(BitNotOp),
     BitShift(BitShiftOp),
     OneHot(OneHotOp),
+    /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
+    Attention(AttentionOp),
+    Rotary(RotaryOp),
+    Einsum(EinsumOp),
+    GridSample(GridSampleOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -207,6 +215,10 @@ impl Op {
             Op::Gru(_) => "LSTM",
             Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
+            Op::Attention(_) => "ATTENTION",
+            Op::Rotary(_) => "ELEMENTWISE",
+            Op::Einsum(_) => "GEMM",
+            Op::GridSample(_) => "RESIZE",
         }
     }
 
@@ -261,6 +273,10 @@ impl Op {
             Op::BitNot(op) => op.run(sources, out),
             Op::BitShift(op) => op.run(sources, out),
             Op::OneHot(op) => op.run(sources, out),
+            Op::Attention(op) => return op.run(sources, out, ctx),
+            Op::Rotary(op) => return op.run(sources, out),
+            Op::Einsum(op) => op.run(sources, out, ctx),
+            Op::GridSample(op) => op.run(sources, out),
         }
         Ok(())
     }

@@ -588,7 +588,7 @@ impl SoftmaxOp {
 /// Softmax of one contiguous row: `exp` by the polynomial of `math.rs` (vectorizes), the
 /// sum in f64 as in the general path.
 #[inline(always)]
-fn softmax_row(x: &[f32], out: &mut [f32]) {
+pub(crate) fn softmax_row(x: &[f32], out: &mut [f32]) {
     // Sixteen running maxima: one chain of dependent compare-and-selects over the row was
     // a third of a transformer's Softmax time.
     let mut lanes = [f32::NEG_INFINITY; 16];

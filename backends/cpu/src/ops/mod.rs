@@ -6,13 +6,16 @@
 //! the constants it had to copy), and writes one output buffer.
 
 pub(crate) mod affine;
+pub(crate) mod attention;
 pub(crate) mod bits;
 pub(crate) mod bytes;
 pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;
+pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod generate;
+pub(crate) mod grid_sample;
 pub(crate) mod gru;
 pub(crate) mod index;
 pub(crate) mod int;
@@ -201,6 +204,8 @@ pub(crate) struct RunCtx {
     /// to NCHW, at the int8 region's layout edges; sized at init.
     pub qin: Vec<u8>,
     pub qout: Vec<u8>,
+    /// Attention's scratch, one per pool thread (see `attention.rs`); sized at init.
+    pub attn: attention::AttnWorkers,
 }
 
 impl RunCtx {
@@ -218,6 +223,7 @@ impl RunCtx {
             work: Vec::new(),
             qin: Vec::new(),
             qout: Vec::new(),
+            attn: Vec::new(),
         }
     }
 
@@ -230,6 +236,11 @@ impl RunCtx {
             + self.work.capacity() * f
             + self.qin.capacity()
             + self.qout.capacity()
+            + self
+                .attn
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| s.bytes()))
+                .sum::<usize>()
     }
 
     /// Grows the f64 accumulators to at least `len`.

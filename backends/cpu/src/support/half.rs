@@ -73,6 +73,10 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::LayerNormalization
             | OpKind::BatchNormalization
             | OpKind::Pow
+            | OpKind::Attention
+            | OpKind::RotaryEmbedding
+            | OpKind::Einsum
+            | OpKind::GridSample
     )
 }
 
@@ -96,7 +100,10 @@ pub(crate) fn half_computed_node(node: &Node) -> bool {
 
 /// The multi-output ops computed in f32 for f16 tensors: each f16 output is rounded from
 /// its part of the f32 result (LayerNormalization's Y beside its f32 statistics, TopK's
-/// values beside their i64 positions).
+/// values beside their i64 positions, Attention's Y, present keys, values and scores).
 pub(crate) fn half_multi_output(op: OpKind) -> bool {
-    matches!(op, OpKind::LayerNormalization | OpKind::TopK)
+    matches!(
+        op,
+        OpKind::LayerNormalization | OpKind::TopK | OpKind::Attention
+    )
 }

@@ -27,6 +27,22 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
         OpKind::Gelu => &[("approximate", Str)],
+        OpKind::Attention => &[
+            ("is_causal", Int),
+            ("kv_num_heads", Int),
+            ("q_num_heads", Int),
+            ("qk_matmul_output_mode", Int),
+            ("scale", Float),
+            ("softcap", Float),
+            ("softmax_precision", Int),
+        ],
+        OpKind::Einsum => &[("equation", Str)],
+        OpKind::GridSample => &[("mode", Str), ("padding_mode", Str), ("align_corners", Int)],
+        OpKind::RotaryEmbedding => &[
+            ("interleaved", Int),
+            ("num_heads", Int),
+            ("rotary_embedding_dim", Int),
+        ],
         OpKind::Mod => &[("fmod", Int)],
         OpKind::CumSum | OpKind::CumProd => &[("exclusive", Int), ("reverse", Int)],
         OpKind::BitShift => &[("direction", Str)],
@@ -120,6 +136,10 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::Expand | OpKind::Tile => (2, 2),
         OpKind::GRU => (3, 6),
         OpKind::ConvTranspose => (2, 3),
+        OpKind::Attention => (3, 7),
+        OpKind::RotaryEmbedding => (3, 4),
+        OpKind::Einsum => (1, usize::MAX),
+        OpKind::GridSample => (2, 2),
         _ => (1, 1),
     }
 }
@@ -307,8 +327,51 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::F16,
         ],
         (OpKind::Concat, _) => INDEXED,
+        // A bool or float mask; i64 lengths and positions.
+        (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
+        (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         _ => &[DType::F32],
     }
+}
+
+/// An attribute decline with `message`.
+fn attr_no_support(message: String) -> Support {
+    Support::no(DeclineReason::Attribute, message)
+}
+
+/// Einsum as implemented (`crate::ops::einsum`): one or two operands, each label once
+/// per operand, at most `MAX_LABELS` labels.
+fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
+    let e = baton_delegate_api::shape::einsum::parse(node.attr_str("equation", ""), shapes)
+        .map_err(|m| shape_no(node, m))?;
+    let other = |m: String| {
+        Err(Support::no(
+            DeclineReason::Other,
+            format!("{}: {m}", node.label()),
+        ))
+    };
+    if !(1..=2).contains(&e.inputs.len()) {
+        return other(format!(
+            "Einsum of {} operands is not implemented (one or two: a transpose with sums, \
+             or a batched matrix product)",
+            e.inputs.len()
+        ));
+    }
+    for (i, labels) in e.inputs.iter().enumerate() {
+        if (1..labels.len()).any(|j| labels[..j].contains(&labels[j])) {
+            return other(format!(
+                "Einsum operand {i} repeats a label (a diagonal), which is not implemented"
+            ));
+        }
+    }
+    let max = crate::ops::einsum::MAX_LABELS;
+    if e.extents.len() > max {
+        return other(format!(
+            "Einsum with {} labels is not implemented (at most {max})",
+            e.extents.len()
+        ));
+    }
+    Ok(())
 }
 
 /// The op-specific checks of the tail ops.
@@ -551,6 +614,28 @@ pub(super) fn check_op(
         }
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
+        OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::GridSample => {
+            if !(4..=5).contains(&x.len()) {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: GridSample of an image (4-D) or a volume (5-D)"),
+                ));
+            }
+            if x[2..].contains(&0) {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: sampling an empty image"),
+                ));
+            }
+            crate::exec::grid_sample_modes(node).map_err(attr_no_support)?;
+        }
+        OpKind::Attention => {
+            let mode = node.attr_int("qk_matmul_output_mode", 0);
+            if !(0..=3).contains(&mode) {
+                return attr_no(format!("qk_matmul_output_mode {mode} is not one of 0 to 3"));
+            }
+        }
         OpKind::Gelu => {
             let a = node.attr_str("approximate", "none");
             if !matches!(a, "none" | "tanh") {

@@ -21,6 +21,16 @@ pub fn delegate(simd: bool) -> CpuDelegate {
     CpuDelegate::create(&opts).expect("create")
 }
 
+/// A delegate of the widest kernels running on `threads` threads.
+pub fn delegate_threads(threads: usize) -> CpuDelegate {
+    let opts = Options::validate(
+        &CpuDelegate::options(),
+        &[("threads".to_string(), threads.to_string())],
+    )
+    .expect("valid options");
+    CpuDelegate::create(&opts).expect("create")
+}
+
 /// f32 values widened.
 pub fn wide(v: &[f32]) -> Vec<f64> {
     v.iter().map(|&x| x as f64).collect()

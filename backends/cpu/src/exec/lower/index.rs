@@ -267,6 +267,7 @@ pub(super) fn output_parts(op: &Op) -> Option<Vec<usize>> {
             let (values, positions) = t.out_len();
             Some(vec![values, positions])
         }
+        Op::Attention(a) => Some(a.out_len().to_vec()),
         _ => None,
     }
 }

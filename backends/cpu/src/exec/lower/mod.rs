@@ -7,15 +7,18 @@ use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
+mod attention;
 mod bits;
 mod half;
 mod index;
 mod ints;
 
 use index::output_parts;
+pub(crate) use signal::grid_sample_modes;
 mod math;
 mod ops;
 mod quant;
+mod signal;
 mod tail;
 
 use super::arena::{self, Lifetime};
@@ -284,6 +287,8 @@ pub(crate) fn build<'g>(
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
             Op::Gru(op) => op.reserve(&mut ctx),
+            Op::Attention(op) => op.reserve(&mut ctx),
+            Op::Einsum(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -772,6 +777,10 @@ impl<'g> Builder<'g> {
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
+            OpKind::Attention => self.attention(node, &shapes)?,
+            OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
+            OpKind::Einsum => self.einsum(node, &shapes)?,
+            OpKind::GridSample => self.grid_sample(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {
