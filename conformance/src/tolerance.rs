@@ -146,7 +146,8 @@ impl Family {
             | OpKind::DFT
             | OpKind::STFT
             | OpKind::Attention
-            | OpKind::RotaryEmbedding => Family::Linalg,
+            | OpKind::RotaryEmbedding
+            | OpKind::CausalConvWithState => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -7,6 +7,7 @@ mod dynamic;
 pub mod einsum;
 mod math;
 mod signal;
+mod spatial;
 pub mod spectral;
 mod tensor_ops;
 
@@ -176,6 +177,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = signal::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = spatial::infer(node, inputs, &shape_operand) {
         return r;
     }
     if let Some(r) = attention::infer(node, inputs) {

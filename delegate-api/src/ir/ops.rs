@@ -454,4 +454,13 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// Stateful causal depthwise 1-D convolution (ONNX CausalConvWithState, opset 27):
+    /// `input` `[B, C, L]` and `weight` `[C, 1, K]`, then the optional `bias` `[C]` and
+    /// `past_state` `[B, C, K-1]` (a 0-element operand stands for an omitted one; an
+    /// omitted past state is zeros). With `P` the past state followed by the input along
+    /// the last axis, `output[b, c, t] = bias[c] + sum_k P[b, c, t + k] * weight[c, 0, k]`
+    /// (`[B, C, L]`), then `x * sigmoid(x)` when `activation` is `silu` or `swish` (the
+    /// default `none` leaves it); the second output, `present_state` `[B, C, K-1]`, is
+    /// the last `K - 1` positions of `P`, the state of the next call. Float dtypes.
+    CausalConvWithState = 136,
 }

@@ -1,0 +1,72 @@
+//! Reference kernels of the convolution relatives: CausalConvWithState.
+//!
+//! # Conventions
+//!
+//! - **CausalConvWithState** sums each output's taps in f64 in kernel order, adds the
+//!   bias last, and rounds once to the dtype; with a fused SiLU the sum is first rounded
+//!   to the dtype (ONNX's definition applies the activation to the convolution's output
+//!   in the tensor's type), then `x * sigmoid(x)` is taken in f64 and rounded again.
+
+mod causal_conv;
+
+use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
+
+use super::KernelError;
+
+/// The float dtypes these kernels compute in f64.
+const FLOATS: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::BF16];
+
+/// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
+/// one of this family's ops.
+pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), String>> {
+    let r = match op {
+        OpKind::CausalConvWithState => match input_dtypes {
+            [d, rest @ ..] if (1..=3).contains(&rest.len()) && FLOATS.contains(d) => {
+                match rest.iter().find(|x| *x != d) {
+                    Some(x) => Err(format!(
+                        "CausalConvWithState operands must share a dtype, got {d} and {x}"
+                    )),
+                    None => Ok(()),
+                }
+            }
+            [d, ..] if !FLOATS.contains(d) => Err(format!(
+                "CausalConvWithState on {d} is not implemented (reference kernels: {})",
+                names(FLOATS)
+            )),
+            _ => Err(format!(
+                "CausalConvWithState takes 2 to 4 inputs, got {}",
+                input_dtypes.len()
+            )),
+        },
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// Runs `node` if its op belongs to this family (operands already checked by
+/// [`supports`], output views already checked against the shape rules), else `None`.
+pub(crate) fn run(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    outputs: &mut [TensorMut<'_>],
+) -> Option<Result<(), KernelError>> {
+    let r = match node.op {
+        OpKind::CausalConvWithState => causal_conv::causal_conv(node, inputs, outputs),
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// Whether optional operand `i` is given (present, and not the 1-D 0-element stand-in
+/// for an omitted one).
+fn given(inputs: &[TensorRef<'_>], i: usize) -> bool {
+    inputs.get(i).is_some_and(|t| t.shape != [0])
+}
+
+fn names(dtypes: &[DType]) -> String {
+    dtypes
+        .iter()
+        .map(|d| d.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
