@@ -170,9 +170,11 @@ impl Family {
             | OpKind::Unique
             | OpKind::Compress => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
-            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
-                Family::Reduction
-            }
+            OpKind::ScatterElements
+            | OpKind::ScatterND
+            | OpKind::CumSum
+            | OpKind::CumProd
+            | OpKind::Col2Im => Family::Reduction,
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

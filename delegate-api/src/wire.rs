@@ -2,7 +2,7 @@
 //! 50-67 of the ONNX milestone; 1.2 added the dtype codes 8-23, the ops Ceil (44) and
 //! CastLike (70), and the control-flow ops If and Loop (68, 69) with the graph attribute
 //! kind 6 that holds their subgraphs; 1.3 added the op codes 71-110, 1.4 the op codes
-//! 111-118, 1.5 the op codes 119-120 (Attention, RotaryEmbedding), 121 (GridSample),
+//! 111-118, 1.5 the op codes 119-120 (Attention, RotaryEmbedding), 121 (GridSample), 123 (Col2Im),
 //! 125-129 (DFT, STFT, the window ops), 130 (Einsum), 131-133 (NonMaxSuppression,
 //! Unique, Compress) and 136 (CausalConvWithState); the layout is otherwise that of 1.0).
 //!
@@ -609,6 +609,7 @@ mod tests {
         assert_eq!(op_minor(OpKind::Compress), 5);
         assert_eq!(op_minor(OpKind::Attention), 5);
         assert_eq!(op_minor(OpKind::RotaryEmbedding), 5);
+        assert_eq!(op_minor(OpKind::Col2Im), 5);
         assert_eq!(op_minor(OpKind::CausalConvWithState), 5);
         assert_eq!(dtype_minor(DType::Bool), 0);
         assert_eq!(dtype_minor(DType::F64), 2);

@@ -1,4 +1,4 @@
-//! Reference kernels of the convolution relatives: CausalConvWithState.
+//! Reference kernels of the convolution relatives: CausalConvWithState and Col2Im.
 //!
 //! # Conventions
 //!
@@ -6,8 +6,11 @@
 //!   bias last, and rounds once to the dtype; with a fused SiLU the sum is first rounded
 //!   to the dtype (ONNX's definition applies the activation to the convolution's output
 //!   in the tensor's type), then `x * sigmoid(x)` is taken in f64 and rounded again.
+//! - **Col2Im** adds each image element's contributions in f64 (floats) or wrapping
+//!   integers, block element by block element, and rounds once.
 
 mod causal_conv;
+mod col2im;
 
 use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
@@ -15,6 +18,18 @@ use super::KernelError;
 
 /// The float dtypes these kernels compute in f64.
 const FLOATS: &[DType] = &[DType::F32, DType::F16, DType::F64, DType::BF16];
+
+/// The integer dtypes Col2Im sums in wrapping arithmetic.
+const INTS: &[DType] = &[
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+];
 
 /// Whether this family implements `op` for these operand dtypes; `None` if `op` is not
 /// one of this family's ops.
@@ -38,6 +53,17 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 input_dtypes.len()
             )),
         },
+        OpKind::Col2Im => match input_dtypes {
+            [d, DType::I64, DType::I64] if FLOATS.contains(d) || INTS.contains(d) => Ok(()),
+            [d, _, _] if !FLOATS.contains(d) && !INTS.contains(d) => Err(format!(
+                "Col2Im on {d} is not implemented (reference kernels: {}, {})",
+                names(FLOATS),
+                names(INTS)
+            )),
+            _ => Err(format!(
+                "Col2Im takes input, then image_shape and block_shape as i64, got {input_dtypes:?}"
+            )),
+        },
         _ => return None,
     };
     Some(r)
@@ -52,6 +78,7 @@ pub(crate) fn run(
 ) -> Option<Result<(), KernelError>> {
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv::causal_conv(node, inputs, outputs),
+        OpKind::Col2Im => col2im::col2im(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

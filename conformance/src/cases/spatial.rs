@@ -1,10 +1,10 @@
 //! Cases of the convolution relatives: CausalConvWithState (prefill with and without a
-//! past state and bias, a decode step, a kernel of one, the fused SiLU, f16).
+//! past state and bias, a decode step, a kernel of one, the fused SiLU, f16) and Col2Im.
 
-use baton_delegate_api::DType::{F16, F32};
+use baton_delegate_api::DType::{F16, F32, I32, I64};
 use baton_delegate_api::{Attr, DType, OpKind, Tensor};
 
-use super::gen::{Draw, Fill, Rng};
+use super::gen::{ints, tensor, Draw, Fill, Maker, Rng};
 use super::math::multi_output_case;
 use super::Case;
 use crate::error::Result;
@@ -13,6 +13,7 @@ use crate::error::Result;
 pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::CausalConvWithState => causal_conv(out),
+        OpKind::Col2Im => col2im(out),
         _ => Ok(()),
     }
 }
@@ -69,6 +70,125 @@ fn causal_conv(out: &mut Vec<Case>) -> Result<()> {
         }
         let attrs = [("activation", Attr::Str(activation.into()))];
         out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 2)?);
+    }
+    Ok(())
+}
+
+/// Col2Im: 2-D with overlaps, strides, dilations and pads, 3-D, several channels, f16
+/// and i32; image and block shapes as constants.
+fn col2im(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::Col2Im;
+    // (desc, dtype, [N, C], image, block, strides, dilations, pads)
+    type Form = (
+        &'static str,
+        DType,
+        [usize; 2],
+        &'static [usize],
+        &'static [usize],
+        &'static [i64],
+        &'static [i64],
+        &'static [i64],
+    );
+    let forms: &[Form] = &[
+        (
+            "overlap",
+            F32,
+            [1, 1],
+            &[5, 5],
+            &[3, 3],
+            &[1, 1],
+            &[1, 1],
+            &[0, 0, 0, 0],
+        ),
+        (
+            "strides",
+            F32,
+            [2, 3],
+            &[6, 5],
+            &[2, 2],
+            &[2, 1],
+            &[1, 1],
+            &[0, 0, 0, 0],
+        ),
+        (
+            "dilations",
+            F32,
+            [1, 2],
+            &[5, 7],
+            &[2, 3],
+            &[1, 1],
+            &[2, 3],
+            &[0, 0, 0, 0],
+        ),
+        (
+            "pads",
+            F32,
+            [1, 1],
+            &[4, 5],
+            &[3, 3],
+            &[1, 2],
+            &[1, 1],
+            &[1, 0, 2, 1],
+        ),
+        (
+            "volume",
+            F32,
+            [1, 2],
+            &[3, 4, 3],
+            &[2, 2, 2],
+            &[1, 2, 1],
+            &[1, 1, 1],
+            &[0, 0, 1, 0, 1, 0],
+        ),
+        ("line", F32, [2, 2], &[9], &[3], &[2], &[2], &[1, 2]),
+        (
+            "overlap",
+            F16,
+            [1, 2],
+            &[4, 4],
+            &[2, 2],
+            &[1, 1],
+            &[1, 1],
+            &[0, 0, 0, 0],
+        ),
+        (
+            "overlap",
+            I32,
+            [1, 2],
+            &[4, 4],
+            &[2, 2],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1, 1, 1],
+        ),
+    ];
+    for &(desc, dtype, [n, c], image, block, strides, dilations, pads) in forms {
+        let r = image.len();
+        let positions: usize = (0..r)
+            .map(|i| {
+                let span = (block[i] - 1) * dilations[i] as usize + 1;
+                let padded = image[i] + (pads[i] + pads[r + i]) as usize;
+                (padded - span) / strides[i] as usize + 1
+            })
+            .product();
+        let rows = c * block.iter().product::<usize>();
+        let fill = if dtype.is_float() {
+            Fill::Range(-1.0, 1.0)
+        } else {
+            Fill::Range(-50.0, 50.0)
+        };
+        let mut m = Maker::new(op, dtype, desc);
+        m.input(&[n, rows, positions], &fill);
+        let dims = |v: &[usize]| {
+            let v: Vec<f64> = v.iter().map(|&d| d as f64).collect();
+            tensor(I64, &[v.len()], &v)
+        };
+        m.operand(dims(image), true).operand(dims(block), true);
+        out.push(m.build(&[
+            ("strides", ints(strides)),
+            ("dilations", ints(dilations)),
+            ("pads", ints(pads)),
+        ])?);
     }
     Ok(())
 }

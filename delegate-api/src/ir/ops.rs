@@ -395,6 +395,15 @@ ops! {
     /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
     /// differ; the output has `X`'s.
     GridSample = 121,
+    /// Rearranges column blocks into an image (ONNX Col2Im, opset 18; PyTorch's `fold`):
+    /// `input` `[N, C * prod(block), L]`, `image_shape` and `block_shape` (1-D i64, one
+    /// value per spatial axis; constants, or values known at run time, as the output's
+    /// shape depends on them) give `[N, C, image...]`. The `L` columns are the positions
+    /// of the block (dilated by `dilations`) sliding by `strides` over the image padded by
+    /// `pads` (all begins, then all ends), row-major; row `c * prod(block) + e` of a column
+    /// is added to the image element that block element `e` covers there. Overlaps add,
+    /// elements in the padding are dropped.
+    Col2Im = 123,
     /// The discrete Fourier transform of `input` `[..., signal..., 1 or 2]` (real, or
     /// complex as real and imaginary parts on the last axis) along one signal axis:
     /// `y[k] = sum_n x[n] e^(-2 pi i k n / N)`, or with `inverse` `1/N sum_k` of the

@@ -1,4 +1,4 @@
-//! Shape rules of the convolution relatives: CausalConvWithState.
+//! Shape rules of the convolution relatives: CausalConvWithState and Col2Im.
 
 use super::Outputs;
 use crate::ir::{DType, Node, OpKind};
@@ -7,10 +7,11 @@ use crate::ir::{DType, Node, OpKind};
 pub(crate) fn infer(
     node: &Node,
     inputs: &[(DType, Vec<usize>)],
-    _operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
 ) -> Option<Result<Outputs, String>> {
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv(node, inputs),
+        OpKind::Col2Im => col2im(node, inputs, operand),
         _ => return None,
     };
     Some(r)
@@ -77,4 +78,133 @@ fn causal_conv(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, S
         }
     }
     Ok(vec![(*dtype, vec![b, c, l]), (*dtype, vec![b, c, k - 1])])
+}
+
+/// Where Col2Im's blocks lie: per spatial axis, the number of block positions, and the
+/// strides, dilations and leading padding of the block grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Col2ImGeometry {
+    /// Block positions along each spatial axis; their product is the input's last extent.
+    pub positions: Vec<usize>,
+    /// Step between block positions per axis (attribute `strides`, default 1).
+    pub strides: Vec<usize>,
+    /// Step between block elements per axis (attribute `dilations`, default 1).
+    pub dilations: Vec<usize>,
+    /// Padding before each axis (the first half of `pads`).
+    pub pad_begin: Vec<usize>,
+}
+
+/// The block grid of a Col2Im node whose input is `x` `[N, C * prod(block), L]`, image
+/// `image` and block `block`; an error unless `L` is the number of positions the
+/// attributes give and the input's channels are a multiple of the block's size.
+pub fn col2im_geometry(
+    node: &Node,
+    x: &[usize],
+    image: &[usize],
+    block: &[usize],
+) -> Result<Col2ImGeometry, String> {
+    let r = image.len();
+    if r == 0 || block.len() != r {
+        return Err(format!(
+            "Col2Im image_shape {image:?} and block_shape {block:?} must list the same number (>= 1) of spatial axes"
+        ));
+    }
+    if block.contains(&0) {
+        return Err(format!("Col2Im block_shape {block:?} has an empty axis"));
+    }
+    let [_, cb, l] = x[..] else {
+        return Err(format!(
+            "Col2Im input must be [N, C * prod(block), L], got {x:?}"
+        ));
+    };
+    let list = |name: &str, len: usize, default: usize| -> Result<Vec<usize>, String> {
+        match node.attr_ints(name) {
+            Some(v) if v.len() == len && v.iter().all(|&x| x >= i64::from(default == 1)) => {
+                Ok(v.iter().map(|&x| x as usize).collect())
+            }
+            Some(v) => Err(format!("Col2Im {name} {v:?} must be {len} values")),
+            None => Ok(vec![default; len]),
+        }
+    };
+    let strides = list("strides", r, 1)?;
+    let dilations = list("dilations", r, 1)?;
+    let pads = list("pads", 2 * r, 0)?;
+    let mut positions = Vec::with_capacity(r);
+    for i in 0..r {
+        let span = (block[i] - 1)
+            .checked_mul(dilations[i])
+            .and_then(|s| s.checked_add(1))
+            .ok_or("Col2Im dilated block overflows")?;
+        let padded = image[i]
+            .checked_add(pads[i])
+            .and_then(|p| p.checked_add(pads[r + i]))
+            .ok_or("Col2Im padded image overflows")?;
+        if padded < span {
+            return Err(format!(
+                "Col2Im block {} (dilated {span}) does not fit the padded image extent {padded} on axis {i}",
+                block[i]
+            ));
+        }
+        positions.push((padded - span) / strides[i] + 1);
+    }
+    let block_len = block
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or("Col2Im block_shape overflows")?;
+    if cb % block_len != 0 {
+        return Err(format!(
+            "Col2Im input channels {cb} are not a multiple of the block's {block_len} elements"
+        ));
+    }
+    let count = positions
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or("Col2Im block positions overflow")?;
+    if count != l {
+        return Err(format!(
+            "Col2Im input has {l} columns; the image, block and attributes give {positions:?} = {count} block positions"
+        ));
+    }
+    Ok(Col2ImGeometry {
+        positions,
+        strides,
+        dilations,
+        pad_begin: pads[..r].to_vec(),
+    })
+}
+
+/// Col2Im: `[N, C, image...]` of the input's dtype; image and block shapes are constant
+/// i64 vectors (inputs 1 and 2).
+fn col2im(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let [(dtype, x), (d1, s1), (d2, s2)] = inputs else {
+        return Err(format!(
+            "Col2Im takes 3 inputs (input, image_shape, block_shape), got {}",
+            inputs.len()
+        ));
+    };
+    if *d1 != DType::I64 || *d2 != DType::I64 || s1.len() != 1 || s2.len() != 1 {
+        return Err(format!(
+            "Col2Im image_shape and block_shape must be 1-D i64, got {d1} {s1:?} and {d2} {s2:?}"
+        ));
+    }
+    let dims = |i: usize, what: &str| -> Result<Vec<usize>, String> {
+        let v =
+            operand(i).ok_or_else(|| format!("Col2Im {what} (input {i}) must be a constant"))?;
+        v.iter()
+            .map(|&d| {
+                usize::try_from(d).map_err(|_| format!("Col2Im {what} {v:?} has a negative value"))
+            })
+            .collect()
+    };
+    let image = dims(1, "image_shape")?;
+    let block = dims(2, "block_shape")?;
+    col2im_geometry(node, x, &image, &block)?;
+    let block_len: usize = block.iter().product();
+    let mut out = vec![x[0], x[1] / block_len];
+    out.extend_from_slice(&image);
+    Ok(vec![(*dtype, out)])
 }

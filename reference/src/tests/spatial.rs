@@ -1,4 +1,4 @@
-//! CausalConvWithState against hand-computed values.
+//! CausalConvWithState and Col2Im against hand-computed values.
 
 use super::*;
 
@@ -103,4 +103,58 @@ fn causal_conv_f16() {
     assert_eq!(outs[0].dtype, DType::F16);
     assert_close(&f16_values(&outs[0]), &[0.199_951_17, 0.699_707_03], 1e-7);
     assert_close(&f16_values(&outs[1]), &[3.0], 0.0);
+}
+
+fn i64t(values: &[i64]) -> Tensor {
+    typed(DType::I64, &[values.len()], values)
+}
+
+#[test]
+fn col2im_sums_overlapping_blocks() {
+    // A 2x2 block over a 3x3 image: 4 positions; row e, column p holds 10 e + p.
+    let x: Vec<f32> = (0..4)
+        .flat_map(|e| (0..4).map(move |p| (10 * e + p) as f32))
+        .collect();
+    let n = node(OpKind::Col2Im, 3, &[]);
+    let outs = run_all(&n, &[f32t(&[1, 4, 4], &x), i64t(&[3, 3]), i64t(&[2, 2])], 1).unwrap();
+    assert_eq!(outs[0].shape, vec![1, 1, 3, 3]);
+    // The centre gets one element of every block: 3 + 12 + 21 + 30.
+    assert_bits(
+        &f32s(&outs[0]),
+        &[0., 11., 11., 22., 66., 44., 22., 55., 33.],
+    );
+}
+
+#[test]
+fn col2im_strides_dilations_pads_and_channels() {
+    // 1-D image of 5, a block of 2 dilated by 2, stride 2, one pad each side: the padded
+    // 7 hold 3 positions starting at -1, 1 and 3, covering (-1, 1), (1, 3) and (3, 5).
+    let x = f32t(
+        &[1, 4, 3],
+        &[1., 2., 3., 4., 5., 6., 10., 20., 30., 40., 50., 60.],
+    );
+    let n = node(
+        OpKind::Col2Im,
+        3,
+        &[
+            ("strides", ints(&[2])),
+            ("dilations", ints(&[2])),
+            ("pads", ints(&[1, 1])),
+        ],
+    );
+    let outs = run_all(&n, &[x.clone(), i64t(&[5]), i64t(&[2])], 1).unwrap();
+    assert_eq!(outs[0].shape, vec![1, 2, 5]);
+    // Element 1: 4 + 2; element 3: 5 + 3; -1 and 5 fall in the padding.
+    assert_bits(&f32s(&outs[0]), &[0., 6., 0., 8., 0., 0., 60., 0., 80., 0.]);
+    // Integers sum exactly.
+    let xi = typed(
+        DType::I32,
+        &[1, 4, 3],
+        &[1i32, 2, 3, 4, 5, 6, 10, 20, 30, 40, 50, 60],
+    );
+    let outs = run_all(&n, &[xi, i64t(&[5]), i64t(&[2])], 1).unwrap();
+    assert_eq!(outs[0].values::<i32>(), &[0, 6, 0, 8, 0, 0, 60, 0, 80, 0]);
+    // Columns that do not match the positions the attributes give are refused.
+    // An image of 7 would need 4 columns.
+    assert!(run_all(&n, &[x, i64t(&[7]), i64t(&[2])], 1).is_err());
 }
