@@ -168,7 +168,8 @@ impl Family {
             | OpKind::OneHot
             | OpKind::NonMaxSuppression
             | OpKind::Unique
-            | OpKind::Compress => Family::DataMovement,
+            | OpKind::Compress
+            | OpKind::MaxUnpool => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements
             | OpKind::ScatterND

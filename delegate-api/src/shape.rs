@@ -8,7 +8,7 @@ pub mod einsum;
 mod math;
 mod signal;
 mod spatial;
-pub use spatial::{col2im_geometry, Col2ImGeometry};
+pub use spatial::{col2im_geometry, max_unpool_shape, Col2ImGeometry};
 pub mod spectral;
 mod tensor_ops;
 

@@ -1,4 +1,5 @@
-//! Reference kernels of the convolution relatives: CausalConvWithState and Col2Im.
+//! Reference kernels of the convolution relatives: CausalConvWithState, Col2Im and
+//! MaxUnpool (which only moves values).
 //!
 //! # Conventions
 //!
@@ -11,6 +12,7 @@
 
 mod causal_conv;
 mod col2im;
+mod max_unpool;
 
 use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
@@ -64,6 +66,13 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 "Col2Im takes input, then image_shape and block_shape as i64, got {input_dtypes:?}"
             )),
         },
+        OpKind::MaxUnpool => match input_dtypes {
+            [d, DType::I64] | [d, DType::I64, DType::I64] if FLOATS.contains(d) => Ok(()),
+            _ => Err(format!(
+                "MaxUnpool takes X of {}, i64 indices and an optional i64 output_shape, got {input_dtypes:?}",
+                names(FLOATS)
+            )),
+        },
         _ => return None,
     };
     Some(r)
@@ -79,6 +88,7 @@ pub(crate) fn run(
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv::causal_conv(node, inputs, outputs),
         OpKind::Col2Im => col2im::col2im(node, inputs, &mut outputs[0]),
+        OpKind::MaxUnpool => max_unpool::max_unpool(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

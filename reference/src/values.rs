@@ -56,6 +56,7 @@ pub fn shape_operands(node: &Node) -> &'static [usize] {
         "DFT" => &[1, 2],
         "STFT" => &[1, 3],
         "Col2Im" => &[1, 2],
+        "MaxUnpool" => &[2],
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
         name if name.starts_with("Reduce") => &[1],
         _ => &[],

@@ -1,5 +1,6 @@
 //! Cases of the convolution relatives: CausalConvWithState (prefill with and without a
-//! past state and bias, a decode step, a kernel of one, the fused SiLU, f16) and Col2Im.
+//! past state and bias, a decode step, a kernel of one, the fused SiLU, f16), Col2Im and
+//! MaxUnpool.
 
 use baton_delegate_api::DType::{F16, F32, I32, I64};
 use baton_delegate_api::{Attr, DType, OpKind, Tensor};
@@ -14,6 +15,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::CausalConvWithState => causal_conv(out),
         OpKind::Col2Im => col2im(out),
+        OpKind::MaxUnpool => max_unpool(out),
         _ => Ok(()),
     }
 }
@@ -189,6 +191,105 @@ fn col2im(out: &mut Vec<Case>) -> Result<()> {
             ("dilations", ints(dilations)),
             ("pads", ints(pads)),
         ])?);
+    }
+    Ok(())
+}
+
+/// MaxUnpool: the indices of a real MaxPool (each window's maximum, as the reference's
+/// MaxPool gives them) in 2-D with and without an enlarging output_shape, 1-D with pads,
+/// and f16; the indices as a graph input.
+fn max_unpool(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::MaxUnpool;
+    // (desc, dtype, X shape, kernel, strides, pads, output_shape)
+    type Form = (
+        &'static str,
+        DType,
+        &'static [usize],
+        &'static [i64],
+        &'static [i64],
+        &'static [i64],
+        Option<&'static [i64]>,
+    );
+    let forms: &[Form] = &[
+        (
+            "k2s2",
+            F32,
+            &[2, 3, 3, 4],
+            &[2, 2],
+            &[2, 2],
+            &[0, 0, 0, 0],
+            None,
+        ),
+        (
+            "k2s2_output_shape",
+            F32,
+            &[1, 2, 2, 3],
+            &[2, 2],
+            &[2, 2],
+            &[0, 0, 0, 0],
+            Some(&[1, 2, 5, 7]),
+        ),
+        ("k3s2_pads_1d", F32, &[2, 2, 4], &[3], &[2], &[1, 1], None),
+        (
+            "k3s1_overlap",
+            F32,
+            &[1, 1, 3, 3],
+            &[3, 3],
+            &[1, 1],
+            &[0, 0, 0, 0],
+            None,
+        ),
+        (
+            "k2s2",
+            F16,
+            &[1, 2, 2, 2],
+            &[2, 2],
+            &[2, 2],
+            &[0, 0, 0, 0],
+            None,
+        ),
+    ];
+    for &(desc, dtype, shape, kernel, strides, pads, output_shape) in forms {
+        let id = format!("{}/{}/{desc}", op.name(), dtype.name());
+        let mut rng = Rng::for_id(&id);
+        let x = rng.tensor(dtype, shape, &Fill::Range(-2.0, 2.0));
+        // Each value goes to a position inside its own window: window start plus a drawn
+        // offset, clamped into the unpooled extent.
+        let r = shape.len() - 2;
+        let unpooled: Vec<usize> = (0..r)
+            .map(|d| {
+                ((shape[2 + d] as i64 - 1) * strides[d] - pads[d] - pads[r + d] + kernel[d])
+                    as usize
+            })
+            .collect();
+        let plane: usize = unpooled.iter().product();
+        let count: usize = shape.iter().product();
+        let spatial: usize = shape[2..].iter().product();
+        let mut idx = Vec::with_capacity(count);
+        for flat in 0..count {
+            let (line, mut rest) = (flat / spatial, flat % spatial);
+            let mut pos = vec![0usize; r];
+            for d in (0..r).rev() {
+                let p = rest % shape[2 + d];
+                rest /= shape[2 + d];
+                let off = rng.int(0, kernel[d] - 1);
+                let at = p as i64 * strides[d] - pads[d] + off;
+                pos[d] = at.clamp(0, unpooled[d] as i64 - 1) as usize;
+            }
+            let within = pos.iter().zip(&unpooled).fold(0, |a, (&p, &u)| a * u + p);
+            idx.push((line * plane + within) as f64);
+        }
+        let mut operands = vec![(x, false), (tensor(I64, shape, &idx), false)];
+        if let Some(s) = output_shape {
+            let v: Vec<f64> = s.iter().map(|&d| d as f64).collect();
+            operands.push((tensor(I64, &[s.len()], &v), true));
+        }
+        let attrs = [
+            ("kernel_shape", ints(kernel)),
+            ("strides", ints(strides)),
+            ("pads", ints(pads)),
+        ];
+        out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 1)?);
     }
     Ok(())
 }

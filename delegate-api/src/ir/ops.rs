@@ -472,4 +472,15 @@ ops! {
     /// default `none` leaves it); the second output, `present_state` `[B, C, K-1]`, is
     /// the last `K - 1` positions of `P`, the state of the next call. Float dtypes.
     CausalConvWithState = 136,
+    /// The partial inverse of MaxPool (ONNX MaxUnpool, opset 9/11/22): `X`
+    /// `[N, C, spatial...]` (float) and the i64 `I` of X's shape, as MaxPool's `Indices`
+    /// output gives them, place each value of `X` at the position its index names in the
+    /// row-major order of the whole unpooled tensor `[N, C, (in - 1) * stride - pad_begin
+    /// - pad_end + kernel ...]` (attributes `kernel_shape`, required, `strides` and
+    /// `pads`); every other element is 0. The optional input 2, `output_shape` (i64, one
+    /// value per axis; a constant or a value known at run time), may enlarge the spatial
+    /// axes: the unpooled tensor then sits at the start of each axis and the rest is 0,
+    /// as ONNX's reference and test data have it. An index outside the unpooled tensor is
+    /// an error.
+    MaxUnpool = 138,
 }

@@ -1,4 +1,4 @@
-//! Shape rules of the convolution relatives: CausalConvWithState and Col2Im.
+//! Shape rules of the convolution relatives: CausalConvWithState, Col2Im and MaxUnpool.
 
 use super::Outputs;
 use crate::ir::{DType, Node, OpKind};
@@ -12,6 +12,7 @@ pub(crate) fn infer(
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv(node, inputs),
         OpKind::Col2Im => col2im(node, inputs, operand),
+        OpKind::MaxUnpool => max_unpool(node, inputs, operand),
         _ => return None,
     };
     Some(r)
@@ -207,4 +208,99 @@ fn col2im(
     let mut out = vec![x[0], x[1] / block_len];
     out.extend_from_slice(&image);
     Ok(vec![(*dtype, out)])
+}
+
+/// The shape MaxUnpool's attributes give for `x` `[N, C, spatial...]`: per spatial axis
+/// `(in - 1) * stride - pad_begin - pad_end + kernel`.
+pub fn max_unpool_shape(node: &Node, x: &[usize]) -> Result<Vec<usize>, String> {
+    if x.len() < 3 {
+        return Err(format!("MaxUnpool needs X [N, C, spatial...], got {x:?}"));
+    }
+    let r = x.len() - 2;
+    let kernel = node
+        .attr_ints("kernel_shape")
+        .ok_or("MaxUnpool needs the attribute kernel_shape")?;
+    let list = |name: &str, len: usize, min: i64, default: i64| -> Result<Vec<i64>, String> {
+        match node.attr_ints(name) {
+            Some(v) if v.len() == len && v.iter().all(|&x| x >= min) => Ok(v.to_vec()),
+            Some(v) => Err(format!(
+                "MaxUnpool {name} {v:?} must be {len} values >= {min}"
+            )),
+            None => Ok(vec![default; len]),
+        }
+    };
+    if kernel.len() != r || kernel.iter().any(|&k| k < 1) {
+        return Err(format!(
+            "MaxUnpool kernel_shape {kernel:?} must be {r} positive values for X {x:?}"
+        ));
+    }
+    let strides = list("strides", r, 1, 1)?;
+    let pads = list("pads", 2 * r, 0, 0)?;
+    let mut out = x[..2].to_vec();
+    for i in 0..r {
+        let len = (x[2 + i] as i64 - 1)
+            .checked_mul(strides[i])
+            .and_then(|v| v.checked_add(kernel[i]))
+            .and_then(|v| v.checked_sub(pads[i] + pads[r + i]))
+            .ok_or("MaxUnpool output extent overflows")?;
+        if x[2 + i] == 0 || len < 1 {
+            return Err(format!(
+                "MaxUnpool gives no output on spatial axis {i} for X {x:?}"
+            ));
+        }
+        out.push(len as usize);
+    }
+    Ok(out)
+}
+
+/// MaxUnpool: the shape the attributes give, or the constant `output_shape` (input 2),
+/// which may only enlarge the spatial axes (the unpooled values keep their places at the
+/// start of each axis, as ONNX's reference and test data have it).
+fn max_unpool(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    if inputs.len() < 2 || inputs.len() > 3 {
+        return Err(format!(
+            "MaxUnpool takes 2 or 3 inputs (X, I, output_shape), got {}",
+            inputs.len()
+        ));
+    }
+    let (dtype, x) = &inputs[0];
+    if !dtype.is_float() {
+        return Err(format!("MaxUnpool X must be a float, got {dtype}"));
+    }
+    let (di, i) = &inputs[1];
+    if *di != DType::I64 || i != x {
+        return Err(format!(
+            "MaxUnpool indices must be i64 shaped like X {x:?}, got {di} {i:?}"
+        ));
+    }
+    let inferred = max_unpool_shape(node, x)?;
+    if !given(inputs, 2) {
+        return Ok(vec![(*dtype, inferred)]);
+    }
+    let (d2, s2) = &inputs[2];
+    if *d2 != DType::I64 || s2[..] != [x.len()] {
+        return Err(format!(
+            "MaxUnpool output_shape must be {} i64 values, got {d2} {s2:?}",
+            x.len()
+        ));
+    }
+    let want = operand(2).ok_or("MaxUnpool output_shape (input 2) must be a constant")?;
+    let fits = want[..2]
+        .iter()
+        .zip(&inferred)
+        .all(|(&w, &i)| w == i as i64)
+        && want[2..]
+            .iter()
+            .zip(&inferred[2..])
+            .all(|(&w, &i)| w >= i as i64);
+    if !fits {
+        return Err(format!(
+            "MaxUnpool output_shape {want:?} must keep N and C and not shrink the unpooled {inferred:?}"
+        ));
+    }
+    Ok(vec![(*dtype, want.iter().map(|&d| d as usize).collect())])
 }

@@ -1,4 +1,4 @@
-//! CausalConvWithState and Col2Im against hand-computed values.
+//! CausalConvWithState, Col2Im and MaxUnpool against hand-computed values.
 
 use super::*;
 
@@ -157,4 +157,49 @@ fn col2im_strides_dilations_pads_and_channels() {
     // Columns that do not match the positions the attributes give are refused.
     // An image of 7 would need 4 columns.
     assert!(run_all(&n, &[x, i64t(&[7]), i64t(&[2])], 1).is_err());
+}
+
+#[test]
+fn max_unpool_places_values_at_their_indices() {
+    let x = f32t(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+    let i = typed(DType::I64, &[1, 1, 2, 2], &[5i64, 7, 13, 15]);
+    let attrs = [("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))];
+    let n = node(OpKind::MaxUnpool, 2, &attrs);
+    let outs = run_all(&n, &[x.clone(), i.clone()], 1).unwrap();
+    // (2 - 1) * 2 + 2 = 4 per axis; indices 5, 7, 13, 15 are (1, 1), (1, 3), (3, 1), (3, 3).
+    assert_eq!(outs[0].shape, vec![1, 1, 4, 4]);
+    let mut want = [0f32; 16];
+    (want[5], want[7], want[13], want[15]) = (1., 2., 3., 4.);
+    assert_bits(&f32s(&outs[0]), &want);
+    // A 5x5 output_shape keeps the 4x4 result at the start of each axis.
+    let n = node(OpKind::MaxUnpool, 3, &attrs);
+    let outs = run_all(&n, &[x.clone(), i, i64t(&[1, 1, 5, 5])], 1).unwrap();
+    assert_eq!(outs[0].shape, vec![1, 1, 5, 5]);
+    let mut want = [0f32; 25];
+    (want[6], want[8], want[16], want[18]) = (1., 2., 3., 4.);
+    assert_bits(&f32s(&outs[0]), &want);
+    // An output_shape that would cut the unpooled tensor is refused.
+    let i = typed(DType::I64, &[1, 1, 2, 2], &[5i64, 7, 13, 15]);
+    assert!(run_all(&n, &[x, i, i64t(&[1, 1, 3, 4])], 1).is_err());
+}
+
+#[test]
+fn max_unpool_pads_batches_and_bad_indices() {
+    // One spatial axis: kernel 3, stride 2, one pad each side: (2 - 1) * 2 - 2 + 3 = 3.
+    // Indices count through the whole tensor: batch 1 starts at 3.
+    let attrs = [
+        ("kernel_shape", ints(&[3])),
+        ("strides", ints(&[2])),
+        ("pads", ints(&[1, 1])),
+    ];
+    let n = node(OpKind::MaxUnpool, 2, &attrs);
+    let x = f32t(&[2, 1, 2], &[1., 2., 3., 4.]);
+    let i = typed(DType::I64, &[2, 1, 2], &[0i64, 2, 3, 5]);
+    let outs = run_all(&n, &[x.clone(), i], 1).unwrap();
+    assert_eq!(outs[0].shape, vec![2, 1, 3]);
+    assert_bits(&f32s(&outs[0]), &[1., 0., 2., 3., 0., 4.]);
+    let bad = typed(DType::I64, &[2, 1, 2], &[0i64, 2, 3, 6]);
+    assert!(run_all(&n, &[x.clone(), bad], 1).is_err());
+    let negative = typed(DType::I64, &[2, 1, 2], &[-1i64, 2, 3, 5]);
+    assert!(run_all(&n, &[x, negative], 1).is_err());
 }
