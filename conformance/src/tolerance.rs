@@ -62,6 +62,8 @@ impl Family {
                 Family::Reduction
             }
             OpKind::MatMul | OpKind::Gemm | OpKind::Conv => Family::Linalg,
+            // Exact integer sums: judged like the other exact integer ops.
+            OpKind::ConvInteger | OpKind::MatMulInteger => Family::Elementwise,
             OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten => {
                 Family::DataMovement
             }

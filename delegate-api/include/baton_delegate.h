@@ -278,7 +278,7 @@ extern "C" {
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_GRIDSAMPLE, BATON_OP_COL2IM,
  * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS,
- * BATON_OP_CAUSALCONVWITHSTATE and BATON_OP_MAXUNPOOL. */
+ * BATON_OP_CAUSALCONVWITHSTATE and BATON_OP_MAXUNPOOL to BATON_OP_MATMULINTEGER. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -542,6 +542,8 @@ typedef int32_t BatonStatus;
 #define BATON_OP_COMPRESS 133u
 #define BATON_OP_CAUSALCONVWITHSTATE 136u
 #define BATON_OP_MAXUNPOOL 138u
+#define BATON_OP_CONVINTEGER 139u
+#define BATON_OP_MATMULINTEGER 140u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

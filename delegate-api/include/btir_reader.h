@@ -234,6 +234,8 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_CAUSALCONVWITHSTATE: return "CausalConvWithState";
     case BATON_OP_COL2IM: return "Col2Im";
     case BATON_OP_MAXUNPOOL: return "MaxUnpool";
+    case BATON_OP_CONVINTEGER: return "ConvInteger";
+    case BATON_OP_MATMULINTEGER: return "MatMulInteger";
     default: break;
     }
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
@@ -676,6 +678,8 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_GRIDSAMPLE) ||
           (n->op >= BATON_OP_DFT && n->op <= BATON_OP_COMPRESS) ||
+          n->op == BATON_OP_MATMULINTEGER ||
+          n->op == BATON_OP_CONVINTEGER ||
           n->op == BATON_OP_MAXUNPOOL ||
           n->op == BATON_OP_COL2IM ||
           n->op == BATON_OP_CAUSALCONVWITHSTATE)) {

@@ -1,5 +1,5 @@
 //! Reference kernels of the convolution relatives: CausalConvWithState, Col2Im and
-//! MaxUnpool (which only moves values).
+//! MaxUnpool (which only moves values), ConvInteger and MatMulInteger.
 //!
 //! # Conventions
 //!
@@ -9,9 +9,12 @@
 //!   in the tensor's type), then `x * sigmoid(x)` is taken in f64 and rounded again.
 //! - **Col2Im** adds each image element's contributions in f64 (floats) or wrapping
 //!   integers, block element by block element, and rounds once.
+//! - **ConvInteger** and **MatMulInteger** take the zero points away in i64, sum the
+//!   products exactly and wrap the sum to i32.
 
 mod causal_conv;
 mod col2im;
+mod integer;
 mod max_unpool;
 
 use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
@@ -73,6 +76,15 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 names(FLOATS)
             )),
         },
+        OpKind::ConvInteger | OpKind::MatMulInteger => {
+            let eight = |d: &DType| matches!(d, DType::U8 | DType::I8);
+            match input_dtypes {
+                [a, b, ..] if input_dtypes.len() <= 4 && eight(a) && eight(b) => Ok(()),
+                _ => Err(format!(
+                    "{op} takes two u8 or i8 operands and their optional zero points, got {input_dtypes:?}"
+                )),
+            }
+        }
         _ => return None,
     };
     Some(r)
@@ -89,6 +101,8 @@ pub(crate) fn run(
         OpKind::CausalConvWithState => causal_conv::causal_conv(node, inputs, outputs),
         OpKind::Col2Im => col2im::col2im(node, inputs, &mut outputs[0]),
         OpKind::MaxUnpool => max_unpool::max_unpool(node, inputs, &mut outputs[0]),
+        OpKind::ConvInteger => integer::conv_integer(node, inputs, &mut outputs[0]),
+        OpKind::MatMulInteger => integer::matmul_integer(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

@@ -1,14 +1,14 @@
 //! Cases of the convolution relatives: CausalConvWithState (prefill with and without a
 //! past state and bias, a decode step, a kernel of one, the fused SiLU, f16), Col2Im and
-//! MaxUnpool.
+//! MaxUnpool, ConvInteger and MatMulInteger.
 
-use baton_delegate_api::DType::{F16, F32, I32, I64};
-use baton_delegate_api::{Attr, DType, OpKind, Tensor};
+use baton_delegate_api::DType::{F16, F32, I32, I64, I8, U8};
+use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
 
-use super::gen::{ints, tensor, Draw, Fill, Maker, Rng};
+use super::gen::{case_id, ints, tensor, Draw, Fill, Maker, Rng};
 use super::math::multi_output_case;
-use super::Case;
-use crate::error::Result;
+use super::{Case, CaseBody};
+use crate::error::{Error, Result};
 
 /// Appends the cases of `op` if it belongs to this family.
 pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
@@ -16,6 +16,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::CausalConvWithState => causal_conv(out),
         OpKind::Col2Im => col2im(out),
         OpKind::MaxUnpool => max_unpool(out),
+        OpKind::ConvInteger | OpKind::MatMulInteger => integer_products(op, out),
         _ => Ok(()),
     }
 }
@@ -292,4 +293,200 @@ fn max_unpool(out: &mut Vec<Case>) -> Result<()> {
         out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 1)?);
     }
     Ok(())
+}
+
+/// An 8-bit tensor of `dtype` drawn over its whole range.
+fn eight_bit(rng: &mut Rng, dtype: DType, shape: &[usize]) -> Tensor {
+    let (lo, hi) = if dtype == U8 {
+        (0.0, 255.0)
+    } else {
+        (-128.0, 127.0)
+    };
+    let n = shape.iter().product();
+    let v = rng.values(n, &Fill::Range(lo, hi), true);
+    tensor(dtype, shape, &v)
+}
+
+/// ConvInteger and MatMulInteger: u8 and i8 operands in each combination, scalar and
+/// per-line zero points, none, padding, strides and groups, batched products.
+fn integer_products(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
+    // (desc, a dtype, b dtype, a shape, b shape, a zero point, b zero point, attrs)
+    type Form = (
+        &'static str,
+        DType,
+        DType,
+        &'static [usize],
+        &'static [usize],
+        Option<usize>,
+        Option<usize>,
+        &'static [(&'static str, &'static [i64])],
+    );
+    let conv: &[Form] = &[
+        (
+            "u8_u8_scalar_zp",
+            U8,
+            U8,
+            &[1, 2, 5, 5],
+            &[3, 2, 3, 3],
+            Some(1),
+            Some(1),
+            &[],
+        ),
+        (
+            "i8_u8_per_channel_pads",
+            I8,
+            U8,
+            &[2, 3, 6, 5],
+            &[4, 3, 2, 3],
+            Some(1),
+            Some(4),
+            &[("pads", &[1, 0, 1, 2])],
+        ),
+        (
+            "u8_i8_strides_groups",
+            U8,
+            I8,
+            &[1, 4, 7, 7],
+            &[6, 2, 3, 3],
+            Some(1),
+            Some(6),
+            &[("strides", &[2, 2]), ("group", &[2])],
+        ),
+        (
+            "u8_u8_no_zp_1d",
+            U8,
+            U8,
+            &[2, 3, 9],
+            &[2, 3, 4],
+            None,
+            None,
+            &[("dilations", &[2])],
+        ),
+    ];
+    let matmul: &[Form] = &[
+        (
+            "u8_u8_scalar_zp",
+            U8,
+            U8,
+            &[4, 6],
+            &[6, 5],
+            Some(1),
+            Some(1),
+            &[],
+        ),
+        (
+            "u8_i8_per_row_column",
+            U8,
+            I8,
+            &[3, 7],
+            &[7, 4],
+            Some(3),
+            Some(4),
+            &[],
+        ),
+        (
+            "i8_i8_batched",
+            I8,
+            I8,
+            &[2, 3, 8],
+            &[8, 2],
+            Some(1),
+            None,
+            &[],
+        ),
+        (
+            "u8_u8_no_zp_vector",
+            U8,
+            U8,
+            &[9],
+            &[2, 9, 3],
+            None,
+            None,
+            &[],
+        ),
+    ];
+    let forms = if op == OpKind::ConvInteger {
+        conv
+    } else {
+        matmul
+    };
+    for &(desc, da, db, a, b, az, bz, attrs) in forms {
+        let id = format!("{}/{}/{desc}", op.name(), da.name());
+        let mut rng = Rng::for_id(&id);
+        let mut operands = vec![
+            (eight_bit(&mut rng, da, a), false),
+            (eight_bit(&mut rng, db, b), true),
+        ];
+        match az {
+            Some(n) => operands.push((eight_bit(&mut rng, da, &[n]), true)),
+            None if bz.is_some() => operands.push((Tensor::from_bytes(da, &[0], &[]), true)),
+            None => {}
+        }
+        if let Some(n) = bz {
+            operands.push((eight_bit(&mut rng, db, &[n]), true));
+        }
+        // `group` is one int; the rest are lists.
+        let attrs: Vec<(&str, Attr)> = attrs
+            .iter()
+            .map(|&(k, v)| {
+                (
+                    k,
+                    if k == "group" {
+                        Attr::Int(v[0])
+                    } else {
+                        ints(v)
+                    },
+                )
+            })
+            .collect();
+        out.push(multi_output_case(&id, op, da, &operands, &attrs, 1)?);
+    }
+    out.push(integer_f32_case(op)?);
+    Ok(())
+}
+
+/// The f32 case of ConvInteger or MatMulInteger: `Cast(op(Cast(x) to u8, w, zero points))
+/// to f32`, `x` whole numbers in u8's range. A `Model` case carrying the op's name, as op
+/// cases hold one node.
+fn integer_f32_case(op: OpKind) -> Result<Case> {
+    let id = case_id(op, F32, "via_cast_u8");
+    let err = |e: IrError| Error::Case {
+        id: id.clone(),
+        message: e.to_string(),
+    };
+    let mut rng = Rng::for_id(&id);
+    let (x_shape, w_shape, w_zp): (&[usize], &[usize], usize) = if op == OpKind::ConvInteger {
+        (&[1, 2, 5, 6], &[3, 2, 2, 2], 3)
+    } else {
+        (&[3, 5], &[5, 4], 4)
+    };
+    let x = rng.values(x_shape.iter().product(), &Fill::Range(0.0, 255.0), true);
+    let x = tensor(F32, x_shape, &x);
+    let mut b = GraphBuilder::new(&id);
+    let constant = |b: &mut GraphBuilder, name: &str, t: Tensor| {
+        b.constant(name, t.dtype, &t.shape, TensorData::from_bytes(t.bytes()))
+    };
+    let xi = b.input_fixed("x", F32, x_shape);
+    let to = |d: DType| [("to", Attr::Int(d.onnx_code()))];
+    let xc = b.node(OpKind::Cast, &[xi], &to(U8)).map_err(err)?;
+    let w = eight_bit(&mut rng, U8, w_shape);
+    let wi = constant(&mut b, "w", w);
+    let xz = eight_bit(&mut rng, U8, &[1]);
+    let xzi = constant(&mut b, "x_zero_point", xz);
+    let wz = eight_bit(&mut rng, U8, &[w_zp]);
+    let wzi = constant(&mut b, "w_zero_point", wz);
+    let y = b.node(op, &[xc, wi, xzi, wzi], &[]).map_err(err)?;
+    let y = b.node(OpKind::Cast, &[y], &to(F32)).map_err(err)?;
+    b.rename(y, "out");
+    b.output(y);
+    let graph = b.finish().map_err(err)?;
+    Ok(Case {
+        id: id.clone(),
+        op: op.name().to_string(),
+        dtype: Some(F32),
+        body: CaseBody::Model {
+            graph,
+            inputs: vec![x],
+        },
+    })
 }

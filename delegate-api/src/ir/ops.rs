@@ -483,4 +483,15 @@ ops! {
     /// as ONNX's reference and test data have it. An index outside the unpooled tensor is
     /// an error.
     MaxUnpool = 138,
+    /// Integer convolution (ONNX ConvInteger, opset 10): `x` and `w` (u8 or i8, either
+    /// may differ) minus their optional zero points (input 2, x's dtype, one value; input
+    /// 3, w's dtype, one value or one per output channel), convolved as
+    /// [`OpKind::Conv`] is with its attributes (no bias), giving i32. Padding contributes
+    /// 0 after the zero point is taken away. Sums wrap at 32 bits.
+    ConvInteger = 139,
+    /// Integer matrix product (ONNX MatMulInteger, opset 10): `A` and `B` (u8 or i8) minus
+    /// their optional zero points (input 2, A's dtype, one value or one per row of `A`;
+    /// input 3, B's dtype, one value or one per column of `B`), multiplied as
+    /// [`OpKind::MatMul`] does, giving i32. Sums wrap at 32 bits.
+    MatMulInteger = 140,
 }

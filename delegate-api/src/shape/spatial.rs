@@ -1,4 +1,5 @@
-//! Shape rules of the convolution relatives: CausalConvWithState, Col2Im and MaxUnpool.
+//! Shape rules of the convolution relatives: CausalConvWithState, Col2Im, MaxUnpool,
+//! ConvInteger and MatMulInteger.
 
 use super::Outputs;
 use crate::ir::{DType, Node, OpKind};
@@ -13,6 +14,7 @@ pub(crate) fn infer(
         OpKind::CausalConvWithState => causal_conv(node, inputs),
         OpKind::Col2Im => col2im(node, inputs, operand),
         OpKind::MaxUnpool => max_unpool(node, inputs, operand),
+        OpKind::ConvInteger | OpKind::MatMulInteger => integer_product(node, inputs),
         _ => return None,
     };
     Some(r)
@@ -303,4 +305,54 @@ fn max_unpool(
         ));
     }
     Ok(vec![(*dtype, want.iter().map(|&d| d as usize).collect())])
+}
+
+/// ConvInteger and MatMulInteger: 8-bit operands and their optional zero points give i32.
+/// A zero point is one value, or one per output channel (ConvInteger's `w`), per row
+/// (MatMulInteger's `A`, `M` values) or per column (its `B`, `N` values).
+fn integer_product(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let op = node.op;
+    if inputs.len() < 2 || inputs.len() > 4 {
+        return Err(format!(
+            "{op} takes 2 to 4 inputs (two operands, then their zero points), got {}",
+            inputs.len()
+        ));
+    }
+    let eight_bit = |d: DType| matches!(d, DType::U8 | DType::I8);
+    let ((da, a), (db, b)) = (&inputs[0], &inputs[1]);
+    if !eight_bit(*da) || !eight_bit(*db) {
+        return Err(format!("{op} operands must be u8 or i8, got {da} and {db}"));
+    }
+    let shape = if op == OpKind::ConvInteger {
+        let g = super::ConvGeometry::new(node, a, b)?;
+        let mut out = vec![g.batch, g.out_channels];
+        out.extend(&g.out_spatial);
+        out
+    } else {
+        super::matmul_shape(a, b)?
+    };
+    // The extents a per-line zero point may have: M output channels for ConvInteger's
+    // w; A's rows and B's columns for MatMulInteger.
+    let rows = if a.len() >= 2 { a[a.len() - 2] } else { 1 };
+    let lines = [
+        if op == OpKind::ConvInteger { 1 } else { rows },
+        if op == OpKind::ConvInteger {
+            b[0]
+        } else {
+            b[b.len() - 1]
+        },
+    ];
+    for (k, operand_dtype, per_line) in [(2, *da, lines[0]), (3, *db, lines[1])] {
+        if !given(inputs, k) {
+            continue;
+        }
+        let (d, s) = &inputs[k];
+        let n: usize = s.iter().product();
+        if *d != operand_dtype || s.len() > 1 || !(n == 1 || n == per_line) {
+            return Err(format!(
+                "{op} zero point {k} must be {operand_dtype} with one value or {per_line}, got {d} {s:?}"
+            ));
+        }
+    }
+    Ok(vec![(DType::I32, shape)])
 }

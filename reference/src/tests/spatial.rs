@@ -1,4 +1,5 @@
-//! CausalConvWithState, Col2Im and MaxUnpool against hand-computed values.
+//! CausalConvWithState, Col2Im, MaxUnpool, ConvInteger and MatMulInteger against
+//! hand-computed values.
 
 use super::*;
 
@@ -202,4 +203,52 @@ fn max_unpool_pads_batches_and_bad_indices() {
     assert!(run_all(&n, &[x.clone(), bad], 1).is_err());
     let negative = typed(DType::I64, &[2, 1, 2], &[-1i64, 2, 3, 5]);
     assert!(run_all(&n, &[x, negative], 1).is_err());
+}
+
+#[test]
+fn conv_integer_takes_zero_points_away() {
+    // x - 1 is 0..=8 in a 3x3 image; w less its per-channel zero points [1, 5] is
+    // [[0, 1], [2, 3]] for channel 0 and all 0 for channel 1.
+    let x = typed(DType::U8, &[1, 1, 3, 3], &[1u8, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let w = typed(DType::U8, &[2, 1, 2, 2], &[1u8, 2, 3, 4, 5, 5, 5, 5]);
+    let xz = typed(DType::U8, &[], &[1u8]);
+    let wz = typed(DType::U8, &[2], &[1u8, 5]);
+    let n = node(OpKind::ConvInteger, 4, &[]);
+    let outs = run_all(&n, &[x.clone(), w.clone(), xz.clone(), wz.clone()], 1).unwrap();
+    assert_eq!(outs[0].dtype, DType::I32);
+    assert_eq!(outs[0].shape, vec![1, 2, 2, 2]);
+    // (0, 0): 1 + 3 * 2 + 4 * 3 = 19.
+    assert_eq!(outs[0].values::<i32>(), &[19, 25, 37, 43, 0, 0, 0, 0]);
+    // Padding reads 0 once the zero point is away.
+    let n = node(OpKind::ConvInteger, 4, &[("pads", ints(&[1, 1, 1, 1]))]);
+    let outs = run_all(&n, &[x, w, xz, wz], 1).unwrap();
+    assert_eq!(
+        &outs[0].values::<i32>()[..16],
+        &[0, 3, 8, 4, 9, 19, 25, 10, 21, 37, 43, 16, 6, 7, 8, 0]
+    );
+}
+
+#[test]
+fn matmul_integer_per_row_and_per_column_zero_points() {
+    let a = typed(DType::U8, &[2, 3], &[11u8, 7, 3, 10, 6, 2]);
+    let b = typed(DType::I8, &[3, 2], &[1i8, -4, 2, -5, 3, -6]);
+    let bz = typed(DType::I8, &[2], &[1i8, -4]);
+    let n = node(OpKind::MatMulInteger, 4, &[]);
+    // A - 12 = [[-1, -5, -9], [-2, -6, -10]], B less [1, -4] = [[0, 0], [1, -1], [2, -2]].
+    let az = typed(DType::U8, &[1], &[12u8]);
+    let outs = run_all(&n, &[a.clone(), b.clone(), az, bz.clone()], 1).unwrap();
+    assert_eq!(outs[0].values::<i32>(), &[-23, 23, -26, 26]);
+    // One zero point per row of A: 12 and 10.
+    let az = typed(DType::U8, &[2], &[12u8, 10]);
+    let outs = run_all(&n, &[a.clone(), b.clone(), az, bz], 1).unwrap();
+    assert_eq!(outs[0].values::<i32>(), &[-23, 23, -20, 20]);
+    // Without zero points: [[11*1 + 7*2 + 3*3, ...]].
+    let n = node(OpKind::MatMulInteger, 2, &[]);
+    let outs = run_all(&n, &[a, b.clone()], 1).unwrap();
+    assert_eq!(outs[0].values::<i32>(), &[34, -97, 28, -82]);
+    // A zero point of the wrong dtype is refused.
+    let n = node(OpKind::MatMulInteger, 4, &[]);
+    let x = typed(DType::U8, &[2, 3], &[1u8; 6]);
+    let bad = typed(DType::I8, &[1], &[0i8]);
+    assert!(run_all(&n, &[x, b.clone(), bad.clone(), bad], 1).is_err());
 }
