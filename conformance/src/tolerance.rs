@@ -149,7 +149,8 @@ impl Family {
             | OpKind::STFT
             | OpKind::Attention
             | OpKind::RotaryEmbedding
-            | OpKind::CausalConvWithState => Family::Linalg,
+            | OpKind::CausalConvWithState
+            | OpKind::DeformConv => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split

@@ -4,8 +4,8 @@
 //! kind 6 that holds their subgraphs; 1.3 added the op codes 71-110, 1.4 the op codes
 //! 111-118, 1.5 the op codes 119-120 (Attention, RotaryEmbedding), 121 (GridSample), 123 (Col2Im),
 //! 125-129 (DFT, STFT, the window ops), 130 (Einsum), 131-133 (NonMaxSuppression,
-//! Unique, Compress), 136 (CausalConvWithState), 138 (MaxUnpool), 139 (ConvInteger) and 140
-//! (MatMulInteger); the layout is otherwise that of 1.0).
+//! Unique, Compress), 136-140 (CausalConvWithState, DeformConv, MaxUnpool, ConvInteger,
+//! MatMulInteger); the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -610,6 +610,7 @@ mod tests {
         assert_eq!(op_minor(OpKind::Compress), 5);
         assert_eq!(op_minor(OpKind::Attention), 5);
         assert_eq!(op_minor(OpKind::RotaryEmbedding), 5);
+        assert_eq!(op_minor(OpKind::DeformConv), 5);
         assert_eq!(op_minor(OpKind::MatMulInteger), 5);
         assert_eq!(op_minor(OpKind::ConvInteger), 5);
         assert_eq!(op_minor(OpKind::MaxUnpool), 5);

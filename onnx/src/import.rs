@@ -765,6 +765,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         OpKind::CausalConvWithState => 27,
         OpKind::Col2Im => 18,
         OpKind::MaxUnpool => 9,
+        OpKind::DeformConv => 19,
         OpKind::ConvInteger | OpKind::MatMulInteger => 10,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,

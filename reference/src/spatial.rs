@@ -1,5 +1,5 @@
 //! Reference kernels of the convolution relatives: CausalConvWithState, Col2Im and
-//! MaxUnpool (which only moves values), ConvInteger and MatMulInteger.
+//! DeformConv, MaxUnpool (which only moves values), ConvInteger and MatMulInteger.
 //!
 //! # Conventions
 //!
@@ -9,11 +9,14 @@
 //!   in the tensor's type), then `x * sigmoid(x)` is taken in f64 and rounded again.
 //! - **Col2Im** adds each image element's contributions in f64 (floats) or wrapping
 //!   integers, block element by block element, and rounds once.
+//! - **DeformConv** interpolates each tap's sample in f64 (the corners inside `X`, in
+//!   row-major order) and sums taps by offset group, tap, then channel; the bias last.
 //! - **ConvInteger** and **MatMulInteger** take the zero points away in i64, sum the
 //!   products exactly and wrap the sum to i32.
 
 mod causal_conv;
 mod col2im;
+mod deform_conv;
 mod integer;
 mod max_unpool;
 
@@ -69,6 +72,20 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 "Col2Im takes input, then image_shape and block_shape as i64, got {input_dtypes:?}"
             )),
         },
+        OpKind::DeformConv => match input_dtypes {
+            [d, rest @ ..] if (2..=4).contains(&rest.len()) && FLOATS.contains(d) => {
+                match rest.iter().find(|x| *x != d) {
+                    Some(x) => Err(format!(
+                        "DeformConv operands must share a dtype, got {d} and {x}"
+                    )),
+                    None => Ok(()),
+                }
+            }
+            _ => Err(format!(
+                "DeformConv takes 3 to 5 operands of one of {}, got {input_dtypes:?}",
+                names(FLOATS)
+            )),
+        },
         OpKind::MaxUnpool => match input_dtypes {
             [d, DType::I64] | [d, DType::I64, DType::I64] if FLOATS.contains(d) => Ok(()),
             _ => Err(format!(
@@ -100,6 +117,7 @@ pub(crate) fn run(
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv::causal_conv(node, inputs, outputs),
         OpKind::Col2Im => col2im::col2im(node, inputs, &mut outputs[0]),
+        OpKind::DeformConv => deform_conv::deform_conv(node, inputs, &mut outputs[0]),
         OpKind::MaxUnpool => max_unpool::max_unpool(node, inputs, &mut outputs[0]),
         OpKind::ConvInteger => integer::conv_integer(node, inputs, &mut outputs[0]),
         OpKind::MatMulInteger => integer::matmul_integer(node, inputs, &mut outputs[0]),

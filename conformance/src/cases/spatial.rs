@@ -1,6 +1,6 @@
 //! Cases of the convolution relatives: CausalConvWithState (prefill with and without a
 //! past state and bias, a decode step, a kernel of one, the fused SiLU, f16), Col2Im and
-//! MaxUnpool, ConvInteger and MatMulInteger.
+//! DeformConv, MaxUnpool, ConvInteger and MatMulInteger.
 
 use baton_delegate_api::DType::{F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
@@ -15,6 +15,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::CausalConvWithState => causal_conv(out),
         OpKind::Col2Im => col2im(out),
+        OpKind::DeformConv => deform_conv(out),
         OpKind::MaxUnpool => max_unpool(out),
         OpKind::ConvInteger | OpKind::MatMulInteger => integer_products(op, out),
         _ => Ok(()),
@@ -489,4 +490,147 @@ fn integer_f32_case(op: OpKind) -> Result<Case> {
             inputs: vec![x],
         },
     })
+}
+
+/// DeformConv: offsets within a few pixels (some taps leave the image), with and without
+/// mask and bias, padding, strides, dilations, groups, offset groups, 1-D, and f16.
+fn deform_conv(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::DeformConv;
+    // (desc, dtype, X, W, out spatial, bias, mask, offset_group, attrs)
+    type Form = (
+        &'static str,
+        DType,
+        &'static [usize],
+        &'static [usize],
+        &'static [usize],
+        bool,
+        bool,
+        usize,
+        &'static [(&'static str, &'static [i64])],
+    );
+    let forms: &[Form] = &[
+        (
+            "basic",
+            F32,
+            &[1, 2, 5, 5],
+            &[3, 2, 3, 3],
+            &[3, 3],
+            false,
+            false,
+            1,
+            &[],
+        ),
+        (
+            "mask_bias",
+            F32,
+            &[2, 2, 4, 5],
+            &[2, 2, 2, 2],
+            &[3, 4],
+            true,
+            true,
+            1,
+            &[],
+        ),
+        (
+            "pads_strides",
+            F32,
+            &[1, 3, 6, 6],
+            &[2, 3, 3, 3],
+            &[3, 3],
+            true,
+            false,
+            1,
+            &[("pads", &[1, 1, 1, 1]), ("strides", &[2, 2])],
+        ),
+        (
+            "dilations",
+            F32,
+            &[1, 1, 6, 7],
+            &[2, 1, 2, 2],
+            &[4, 5],
+            false,
+            true,
+            1,
+            &[("dilations", &[2, 2])],
+        ),
+        (
+            "groups_offset_groups",
+            F32,
+            &[1, 4, 5, 5],
+            &[4, 2, 2, 2],
+            &[4, 4],
+            true,
+            true,
+            2,
+            &[("group", &[2])],
+        ),
+        (
+            "line",
+            F32,
+            &[2, 2, 9],
+            &[3, 2, 3],
+            &[7],
+            true,
+            true,
+            2,
+            &[],
+        ),
+        (
+            "mask_bias",
+            F16,
+            &[1, 2, 4, 4],
+            &[2, 2, 2, 2],
+            &[3, 3],
+            true,
+            true,
+            1,
+            &[],
+        ),
+    ];
+    for &(desc, dtype, x, w, spatial, bias, mask, groups, attrs) in forms {
+        let id = format!("{}/{}/{desc}", op.name(), dtype.name());
+        let mut rng = Rng::for_id(&id);
+        let taps: usize = w[2..].iter().product();
+        let r = spatial.len();
+        let with = |c: usize| {
+            let mut s = vec![x[0], c];
+            s.extend_from_slice(spatial);
+            s
+        };
+        let mut operands = vec![
+            (rng.tensor(dtype, x, &Fill::Range(-1.0, 1.0)), false),
+            (rng.tensor(dtype, w, &Fill::Range(-1.0, 1.0)), true),
+            (
+                rng.tensor(dtype, &with(groups * taps * r), &Fill::Range(-2.5, 2.5)),
+                false,
+            ),
+        ];
+        if bias {
+            operands.push((rng.tensor(dtype, &[w[0]], &Fill::Range(-1.0, 1.0)), true));
+        } else if mask {
+            operands.push((Tensor::from_bytes(dtype, &[0], &[]), true));
+        }
+        if mask {
+            operands.push((
+                rng.tensor(dtype, &with(groups * taps), &Fill::Range(0.0, 1.0)),
+                false,
+            ));
+        }
+        let mut attrs: Vec<(&str, Attr)> = attrs
+            .iter()
+            .map(|&(k, v)| {
+                (
+                    k,
+                    if k == "group" {
+                        Attr::Int(v[0])
+                    } else {
+                        ints(v)
+                    },
+                )
+            })
+            .collect();
+        attrs.push(("offset_group", Attr::Int(groups as i64)));
+        out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 1)?);
+    }
+    Ok(())
 }

@@ -472,6 +472,17 @@ ops! {
     /// default `none` leaves it); the second output, `present_state` `[B, C, K-1]`, is
     /// the last `K - 1` positions of `P`, the state of the next call. Float dtypes.
     CausalConvWithState = 136,
+    /// Deformable convolution (ONNX DeformConv, opset 19/22): a [`OpKind::Conv`] over `X`
+    /// with weights `W` (attributes `group`, `kernel_shape`, `strides`, `dilations`,
+    /// `pads`; no `auto_pad`) whose every tap reads `X` at its regular position plus a
+    /// fractional displacement from `offset` `[N, offset_group * prod(kernel) * r, out...]`
+    /// (per offset group, then tap, then spatial axis, outermost first), interpolated
+    /// linearly along each axis, with positions outside `X` reading 0; each tap's product
+    /// is scaled by the optional `mask` `[N, offset_group * prod(kernel), out...]`, and the
+    /// optional bias `B` `[oC]` is added (input 3; a 0-element operand stands for an
+    /// omitted one). Input channel `c` uses offset group `c / (C / offset_group)`
+    /// (attribute `offset_group`, default 1). Float dtypes.
+    DeformConv = 137,
     /// The partial inverse of MaxPool (ONNX MaxUnpool, opset 9/11/22): `X`
     /// `[N, C, spatial...]` (float) and the i64 `I` of X's shape, as MaxPool's `Indices`
     /// output gives them, place each value of `X` at the position its index names in the

@@ -1,5 +1,5 @@
-//! Shape rules of the convolution relatives: CausalConvWithState, Col2Im, MaxUnpool,
-//! ConvInteger and MatMulInteger.
+//! Shape rules of the convolution relatives: CausalConvWithState, Col2Im, DeformConv,
+//! MaxUnpool, ConvInteger and MatMulInteger.
 
 use super::Outputs;
 use crate::ir::{DType, Node, OpKind};
@@ -13,6 +13,7 @@ pub(crate) fn infer(
     let r = match node.op {
         OpKind::CausalConvWithState => causal_conv(node, inputs),
         OpKind::Col2Im => col2im(node, inputs, operand),
+        OpKind::DeformConv => deform_conv(node, inputs),
         OpKind::MaxUnpool => max_unpool(node, inputs, operand),
         OpKind::ConvInteger | OpKind::MatMulInteger => integer_product(node, inputs),
         _ => return None,
@@ -355,4 +356,62 @@ fn integer_product(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Output
         }
     }
     Ok(vec![(DType::I32, shape)])
+}
+
+/// DeformConv: `[N, oC, out...]` as [`super::ConvGeometry`] gives it, with `offset`
+/// `[N, offset_group * prod(kernel) * r, out...]`, the optional `B` `[oC]` and `mask`
+/// `[N, offset_group * prod(kernel), out...]` checked against it.
+fn deform_conv(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    if inputs.len() < 3 || inputs.len() > 5 {
+        return Err(format!(
+            "DeformConv takes 3 to 5 inputs (X, W, offset, B, mask), got {}",
+            inputs.len()
+        ));
+    }
+    let (dtype, x) = &inputs[0];
+    if !dtype.is_float() {
+        return Err(format!("DeformConv X must be a float, got {dtype}"));
+    }
+    if let Some((d, _)) = inputs.iter().find(|(d, _)| d != dtype) {
+        return Err(format!(
+            "DeformConv operands must share X's dtype {dtype}, got {d}"
+        ));
+    }
+    let g = super::ConvGeometry::new(node, x, &inputs[1].1)?;
+    let r = g.in_spatial.len();
+    let groups = node.attr_int("offset_group", 1);
+    let groups = usize::try_from(groups)
+        .ok()
+        .filter(|&o| o >= 1 && g.in_channels % o == 0)
+        .ok_or_else(|| {
+            format!(
+                "DeformConv offset_group {groups} must be >= 1 and divide the {} input channels",
+                g.in_channels
+            )
+        })?;
+    let taps: usize = g.window.kernel.iter().product();
+    let mut out = vec![g.batch, g.out_channels];
+    out.extend(&g.out_spatial);
+    let mut want = vec![g.batch, groups * taps * r];
+    want.extend(&g.out_spatial);
+    if inputs[2].1 != want {
+        return Err(format!(
+            "DeformConv offset must be {want:?}, got {:?}",
+            inputs[2].1
+        ));
+    }
+    if given(inputs, 3) && inputs[3].1 != [g.out_channels] {
+        return Err(format!(
+            "DeformConv B must be [{}], got {:?}",
+            g.out_channels, inputs[3].1
+        ));
+    }
+    want[1] = groups * taps;
+    if given(inputs, 4) && inputs[4].1 != want {
+        return Err(format!(
+            "DeformConv mask must be {want:?}, got {:?}",
+            inputs[4].1
+        ));
+    }
+    Ok(vec![(*dtype, out)])
 }

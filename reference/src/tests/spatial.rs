@@ -1,4 +1,4 @@
-//! CausalConvWithState, Col2Im, MaxUnpool, ConvInteger and MatMulInteger against
+//! CausalConvWithState, Col2Im, DeformConv, MaxUnpool, ConvInteger and MatMulInteger against
 //! hand-computed values.
 
 use super::*;
@@ -251,4 +251,86 @@ fn matmul_integer_per_row_and_per_column_zero_points() {
     let x = typed(DType::U8, &[2, 3], &[1u8; 6]);
     let bad = typed(DType::I8, &[1], &[0i8]);
     assert!(run_all(&n, &[x, b.clone(), bad.clone(), bad], 1).is_err());
+}
+
+#[test]
+fn deform_conv_samples_at_offsets() {
+    // X holds 0..=8 in a 3x3 image; a 2x2 kernel of ones sums each window: 8, 12, 20, 24.
+    let x = f32t(
+        &[1, 1, 3, 3],
+        &iota(9).iter().map(|v| v - 1.).collect::<Vec<_>>(),
+    );
+    let w = f32t(&[1, 1, 2, 2], &[1.; 4]);
+    let n = node(OpKind::DeformConv, 3, &[]);
+    let zero = vec![0f32; 32];
+    let outs = run_all(&n, &[x.clone(), w.clone(), f32t(&[1, 8, 2, 2], &zero)], 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[8., 12., 20., 24.]);
+    // Offset channel (tap * 2 + axis) * 4 + output. Every tap of output (0, 0) moved down
+    // half a row reads 1.5, 2.5, 4.5, 5.5; also right by half: 2, 3, 5, 6.
+    let mut o = zero.clone();
+    for tap in 0..4 {
+        o[tap * 2 * 4] = 0.5;
+    }
+    let outs = run_all(&n, &[x.clone(), w.clone(), f32t(&[1, 8, 2, 2], &o)], 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[14., 12., 20., 24.]);
+    for tap in 0..4 {
+        o[(tap * 2 + 1) * 4] = 0.5;
+    }
+    let outs = run_all(&n, &[x.clone(), w.clone(), f32t(&[1, 8, 2, 2], &o)], 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[16., 12., 20., 24.]);
+    // Tap (1, 1) up a row reads 1 for 4; tap (0, 1) up a row leaves the image: 0 for 1.
+    let mut o = zero.clone();
+    o[6 * 4] = -1.;
+    o[2 * 4] = -1.;
+    let outs = run_all(&n, &[x.clone(), w.clone(), f32t(&[1, 8, 2, 2], &o)], 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[4., 12., 20., 24.]);
+    // A mask of 0.5 halves every tap; the bias comes after.
+    let n5 = node(OpKind::DeformConv, 5, &[]);
+    let ins = [
+        x.clone(),
+        w.clone(),
+        f32t(&[1, 8, 2, 2], &zero),
+        f32t(&[1], &[1.]),
+        f32t(&[1, 4, 2, 2], &[0.5; 16]),
+    ];
+    let outs = run_all(&n5, &ins, 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[5., 7., 11., 13.]);
+}
+
+#[test]
+fn deform_conv_padding_and_offset_groups() {
+    let x = f32t(
+        &[1, 1, 3, 3],
+        &iota(9).iter().map(|v| v - 1.).collect::<Vec<_>>(),
+    );
+    let w = f32t(&[1, 1, 2, 2], &[1.; 4]);
+    let n = node(OpKind::DeformConv, 3, &[("pads", ints(&[1, 1, 1, 1]))]);
+    let outs = run_all(&n, &[x.clone(), w, f32t(&[1, 8, 4, 4], &[0.; 128])], 1).unwrap();
+    assert_eq!(outs[0].shape, vec![1, 1, 4, 4]);
+    assert_bits(
+        &f32s(&outs[0]),
+        &[
+            0., 1., 3., 2., 3., 8., 12., 7., 9., 20., 24., 13., 6., 13., 15., 8.,
+        ],
+    );
+    // Two channels, two offset groups: the second channel's taps move right by one, so
+    // its windows sum 12, 7 (half outside), 24 and 13, added to the first's 8, 12, 20, 24.
+    let x2 = f32t(
+        &[1, 2, 3, 3],
+        &[iota(9), iota(9)]
+            .concat()
+            .iter()
+            .map(|v| v - 1.)
+            .collect::<Vec<_>>(),
+    );
+    let mut o = vec![0f32; 64];
+    for tap in 0..4 {
+        for out in 0..4 {
+            o[((4 + tap) * 2 + 1) * 4 + out] = 1.;
+        }
+    }
+    let n = node(OpKind::DeformConv, 3, &[("offset_group", Attr::Int(2))]);
+    let w2 = f32t(&[1, 2, 2, 2], &[1.; 8]);
+    let outs = run_all(&n, &[x2, w2, f32t(&[1, 16, 2, 2], &o)], 1).unwrap();
+    assert_bits(&f32s(&outs[0]), &[20., 19., 44., 37.]);
 }
