@@ -62,6 +62,8 @@ impl Family {
                 Family::Reduction
             }
             OpKind::MatMul | OpKind::Gemm | OpKind::Conv => Family::Linalg,
+            // Exact integer sums: judged like the other exact integer ops.
+            OpKind::ConvInteger | OpKind::MatMulInteger => Family::Elementwise,
             OpKind::Reshape | OpKind::Transpose | OpKind::Concat | OpKind::Flatten => {
                 Family::DataMovement
             }
@@ -146,7 +148,9 @@ impl Family {
             | OpKind::DFT
             | OpKind::STFT
             | OpKind::Attention
-            | OpKind::RotaryEmbedding => Family::Linalg,
+            | OpKind::RotaryEmbedding
+            | OpKind::CausalConvWithState
+            | OpKind::DeformConv => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze
             | OpKind::Split
@@ -167,11 +171,14 @@ impl Family {
             | OpKind::OneHot
             | OpKind::NonMaxSuppression
             | OpKind::Unique
-            | OpKind::Compress => Family::DataMovement,
+            | OpKind::Compress
+            | OpKind::MaxUnpool => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
-            OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
-                Family::Reduction
-            }
+            OpKind::ScatterElements
+            | OpKind::ScatterND
+            | OpKind::CumSum
+            | OpKind::CumProd
+            | OpKind::Col2Im => Family::Reduction,
             // Control flow computes whatever its subgraphs do: judged as a model.
             OpKind::If | OpKind::Loop => Family::Model,
         }

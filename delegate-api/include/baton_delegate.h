@@ -276,8 +276,9 @@ extern "C" {
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
- * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_GRIDSAMPLE,
- * BATON_OP_DFT to BATON_OP_EINSUM and BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS. */
+ * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_GRIDSAMPLE, BATON_OP_COL2IM,
+ * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS,
+ * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MATMULINTEGER. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -529,6 +530,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_ATTENTION 119u
 #define BATON_OP_ROTARYEMBEDDING 120u
 #define BATON_OP_GRIDSAMPLE 121u
+#define BATON_OP_COL2IM 123u
 #define BATON_OP_DFT 125u
 #define BATON_OP_STFT 126u
 #define BATON_OP_HANNWINDOW 127u
@@ -538,6 +540,11 @@ typedef int32_t BatonStatus;
 #define BATON_OP_NONMAXSUPPRESSION 131u
 #define BATON_OP_UNIQUE 132u
 #define BATON_OP_COMPRESS 133u
+#define BATON_OP_CAUSALCONVWITHSTATE 136u
+#define BATON_OP_DEFORMCONV 137u
+#define BATON_OP_MAXUNPOOL 138u
+#define BATON_OP_CONVINTEGER 139u
+#define BATON_OP_MATMULINTEGER 140u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

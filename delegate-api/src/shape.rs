@@ -7,6 +7,8 @@ mod dynamic;
 pub mod einsum;
 mod math;
 mod signal;
+mod spatial;
+pub use spatial::{col2im_geometry, max_unpool_shape, Col2ImGeometry};
 pub mod spectral;
 mod tensor_ops;
 
@@ -222,6 +224,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = signal::infer(node, inputs, &shape_operand) {
+        return r;
+    }
+    if let Some(r) = spatial::infer(node, inputs, &shape_operand) {
         return r;
     }
     if let Some(r) = attention::infer(node, inputs) {

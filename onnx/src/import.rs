@@ -762,6 +762,11 @@ fn first_opset(op: OpKind) -> Option<i64> {
         | OpKind::HammingWindow
         | OpKind::BlackmanWindow => 17,
         OpKind::Attention | OpKind::RotaryEmbedding => 23,
+        OpKind::CausalConvWithState => 27,
+        OpKind::Col2Im => 18,
+        OpKind::MaxUnpool => 9,
+        OpKind::DeformConv => 19,
+        OpKind::ConvInteger | OpKind::MatMulInteger => 10,
         OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot => 18,
         OpKind::Round | OpKind::Range | OpKind::BitShift => 11,
         OpKind::Mod | OpKind::IsInf => 10,

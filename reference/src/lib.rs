@@ -61,6 +61,7 @@ mod math;
 mod pool;
 mod shape_ops;
 mod signal;
+mod spatial;
 mod tensor_ops;
 #[cfg(test)]
 mod tests;
@@ -155,6 +156,9 @@ pub fn run_node(
     if let Some(r) = signal::run(node, inputs, outputs) {
         return r;
     }
+    if let Some(r) = spatial::run(node, inputs, outputs) {
+        return r;
+    }
     if node.op == OpKind::MaxPool {
         return pool::max_pool(node, &inputs[0], outputs);
     }
@@ -245,6 +249,9 @@ pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
         return r;
     }
     if let Some(r) = signal::supports(op, input_dtypes) {
+        return r;
+    }
+    if let Some(r) = spatial::supports(op, input_dtypes) {
         return r;
     }
     let (min, max) = arity(op);

@@ -55,6 +55,8 @@ pub fn shape_operands(node: &Node) -> &'static [usize] {
         "Range" => &[0, 1, 2],
         "DFT" => &[1, 2],
         "STFT" => &[1, 3],
+        "Col2Im" => &[1, 2],
+        "MaxUnpool" => &[2],
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
         name if name.starts_with("Reduce") => &[1],
         _ => &[],

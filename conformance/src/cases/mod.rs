@@ -26,6 +26,7 @@ mod pool;
 mod quantized;
 mod select;
 mod signal;
+mod spatial;
 mod tensor_ops;
 
 use std::str::FromStr;
@@ -145,6 +146,7 @@ pub fn all() -> Result<Vec<Case>> {
                 generate::cases(op, &mut out)?;
                 select::cases(op, &mut out)?;
                 signal::cases(op, &mut out)?;
+                spatial::cases(op, &mut out)?;
                 attention::cases(op, &mut out)?;
             }
         }

@@ -395,6 +395,15 @@ ops! {
     /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
     /// differ; the output has `X`'s.
     GridSample = 121,
+    /// Rearranges column blocks into an image (ONNX Col2Im, opset 18; PyTorch's `fold`):
+    /// `input` `[N, C * prod(block), L]`, `image_shape` and `block_shape` (1-D i64, one
+    /// value per spatial axis; constants, or values known at run time, as the output's
+    /// shape depends on them) give `[N, C, image...]`. The `L` columns are the positions
+    /// of the block (dilated by `dilations`) sliding by `strides` over the image padded by
+    /// `pads` (all begins, then all ends), row-major; row `c * prod(block) + e` of a column
+    /// is added to the image element that block element `e` covers there. Overlaps add,
+    /// elements in the padding are dropped.
+    Col2Im = 123,
     /// The discrete Fourier transform of `input` `[..., signal..., 1 or 2]` (real, or
     /// complex as real and imaginary parts on the last axis) along one signal axis:
     /// `y[k] = sum_n x[n] e^(-2 pi i k n / N)`, or with `inverse` `1/N sum_k` of the
@@ -454,4 +463,46 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// Stateful causal depthwise 1-D convolution (ONNX CausalConvWithState, opset 27):
+    /// `input` `[B, C, L]` and `weight` `[C, 1, K]`, then the optional `bias` `[C]` and
+    /// `past_state` `[B, C, K-1]` (a 0-element operand stands for an omitted one; an
+    /// omitted past state is zeros). With `P` the past state followed by the input along
+    /// the last axis, `output[b, c, t] = bias[c] + sum_k P[b, c, t + k] * weight[c, 0, k]`
+    /// (`[B, C, L]`), then `x * sigmoid(x)` when `activation` is `silu` or `swish` (the
+    /// default `none` leaves it); the second output, `present_state` `[B, C, K-1]`, is
+    /// the last `K - 1` positions of `P`, the state of the next call. Float dtypes.
+    CausalConvWithState = 136,
+    /// Deformable convolution (ONNX DeformConv, opset 19/22): a [`OpKind::Conv`] over `X`
+    /// with weights `W` (attributes `group`, `kernel_shape`, `strides`, `dilations`,
+    /// `pads`; no `auto_pad`) whose every tap reads `X` at its regular position plus a
+    /// fractional displacement from `offset` `[N, offset_group * prod(kernel) * r, out...]`
+    /// (per offset group, then tap, then spatial axis, outermost first), interpolated
+    /// linearly along each axis, with positions outside `X` reading 0; each tap's product
+    /// is scaled by the optional `mask` `[N, offset_group * prod(kernel), out...]`, and the
+    /// optional bias `B` `[oC]` is added (input 3; a 0-element operand stands for an
+    /// omitted one). Input channel `c` uses offset group `c / (C / offset_group)`
+    /// (attribute `offset_group`, default 1). Float dtypes.
+    DeformConv = 137,
+    /// The partial inverse of MaxPool (ONNX MaxUnpool, opset 9/11/22): `X`
+    /// `[N, C, spatial...]` (float) and the i64 `I` of X's shape, as MaxPool's `Indices`
+    /// output gives them, place each value of `X` at the position its index names in the
+    /// row-major order of the whole unpooled tensor `[N, C, (in - 1) * stride - pad_begin
+    /// - pad_end + kernel ...]` (attributes `kernel_shape`, required, `strides` and
+    /// `pads`); every other element is 0. The optional input 2, `output_shape` (i64, one
+    /// value per axis; a constant or a value known at run time), may enlarge the spatial
+    /// axes: the unpooled tensor then sits at the start of each axis and the rest is 0,
+    /// as ONNX's reference and test data have it. An index outside the unpooled tensor is
+    /// an error.
+    MaxUnpool = 138,
+    /// Integer convolution (ONNX ConvInteger, opset 10): `x` and `w` (u8 or i8, either
+    /// may differ) minus their optional zero points (input 2, x's dtype, one value; input
+    /// 3, w's dtype, one value or one per output channel), convolved as
+    /// [`OpKind::Conv`] is with its attributes (no bias), giving i32. Padding contributes
+    /// 0 after the zero point is taken away. Sums wrap at 32 bits.
+    ConvInteger = 139,
+    /// Integer matrix product (ONNX MatMulInteger, opset 10): `A` and `B` (u8 or i8) minus
+    /// their optional zero points (input 2, A's dtype, one value or one per row of `A`;
+    /// input 3, B's dtype, one value or one per column of `B`), multiplied as
+    /// [`OpKind::MatMul`] does, giving i32. Sums wrap at 32 bits.
+    MatMulInteger = 140,
 }

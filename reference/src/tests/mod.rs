@@ -22,6 +22,7 @@ mod robustness;
 mod select;
 mod shape_ops;
 mod signal;
+mod spatial;
 mod tensor_ops;
 mod tensor_ops_layers;
 
