@@ -6,7 +6,8 @@
 //!   graph inputs that are also initializers are constants (old IR versions list them);
 //! - **opset differences**: operands that later opsets moved from attributes to inputs
 //!   (Clip's bounds, Resize's scales and sizes) are turned into attributes when they are
-//!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
+//!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`; Scatter (opsets
+//!   9 and 10) is read as ScatterElements, its later name;
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
@@ -248,7 +249,18 @@ impl<'a> Importer<'a> {
             }
             _ => {}
         }
-        let op = OpKind::from_name(&n.op_type)
+        // Scatter (opsets 9 and 10) is ScatterElements under its first name: opset 11
+        // renamed it and deprecated the old name, with the same inputs and `axis`.
+        let op_name = match n.op_type.as_str() {
+            "Scatter" if self.opset >= 11 => {
+                return Err(at(
+                    "Scatter was replaced by ScatterElements in opset 11".into()
+                ))
+            }
+            "Scatter" => "ScatterElements",
+            other => other,
+        };
+        let op = OpKind::from_name(op_name)
             .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
         if let Some(since) = first_opset(op).filter(|&v| self.opset < v) {
             return Err(at(format!(
