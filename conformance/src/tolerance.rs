@@ -167,7 +167,8 @@ impl Family {
             | OpKind::OneHot
             | OpKind::NonMaxSuppression
             | OpKind::Unique
-            | OpKind::Compress => Family::DataMovement,
+            | OpKind::Compress
+            | OpKind::BitCast => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {
                 Family::Reduction

@@ -763,7 +763,7 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
-        OpKind::CumProd => 26,
+        OpKind::CumProd | OpKind::BitCast => 26,
         OpKind::Unique => 11,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,

@@ -41,6 +41,9 @@
 //!   the target's range, and NaN becomes 0 (Rust's `as`, also the behaviour of ARM's
 //!   conversion instructions); into the 4- and 2-bit types the truncated value **wraps**
 //!   instead, as ONNX's test data has it (`-9.0` to int4 is 7).
+//! - **BitCast** keeps each element's bits (wider types byte for byte; the sub-byte ones
+//!   their low bits, re-extended as the target stores values) and refuses a result byte
+//!   that is no bool, rather than read it as true.
 //! - **LogSoftmax** is `x - max - ln(sum(exp(x - max)))` with Softmax's non-finite rules:
 //!   a line of all -inf, or one holding +inf or NaN, is all NaN; other -inf entries
 //!   stay -inf.
@@ -152,6 +155,7 @@ pub(crate) fn run(
         OpKind::Hardmax => arg::hardmax(node, x, out),
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
+        OpKind::BitCast => cast::bit_cast(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
         OpKind::ReduceMean
         | OpKind::ReduceSum
@@ -329,7 +333,7 @@ fn signature(op: OpKind) -> Option<Signature> {
         OpKind::Hardmax => sig((1, 1), &[ANY_FLOAT], &[]),
         OpKind::TopK => sig((1, 2), &[ORDERED, I64], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
-        OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
+        OpKind::Cast | OpKind::BitCast => sig((1, 1), &[&DType::ALL], &[]),
         OpKind::CastLike => sig((2, 2), &[&DType::ALL], &[]),
         // ONNX (opset 15) gives scale/B and mean/var type parameters of their own.
         OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),

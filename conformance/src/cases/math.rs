@@ -1,5 +1,5 @@
 //! Cases of the math family: element-wise math and activations, Neg/Abs, Pow,
-//! comparisons, Not/And, Where, Cast and CastLike, LogSoftmax, the normalizations and the Reduce ops.
+//! comparisons, Not/And, Where, Cast, CastLike and BitCast, LogSoftmax, the normalizations and the Reduce ops.
 //!
 //! The dtype in an id is that of the op's data operand (operand 0; for Where, `X`): the
 //! comparisons and Not/And produce bool whatever it is, and Cast cases are named
@@ -68,6 +68,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::Where => select(s),
         OpKind::Cast => cast::cast(s),
         OpKind::CastLike => cast::cast_like(s),
+        OpKind::BitCast => cast::bit_cast(s),
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),

@@ -454,4 +454,11 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// Reinterprets the bits of each element as the dtype named by the attribute `to` (an ONNX
+    /// type code): the output has the input's shape, and each element the same bit pattern
+    /// (little-endian), which Cast would instead convert by value. The two dtypes must have the
+    /// same bit width, a bool counting as 8 bits (ONNX stores it in a byte); among the sub-byte
+    /// types (stored one to a byte, see [`crate::dtype`]) the low bits are kept and extended as
+    /// the target's signedness asks. A bool must come out 0 or 1: other bytes are an error.
+    BitCast = 145,
 }
