@@ -13,7 +13,8 @@
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
 //!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
-//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu and EyeLike by `compose`;
+//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu, EyeLike, NonZero and
+//!   CenterCropPad by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -237,7 +238,8 @@ impl<'a> Importer<'a> {
             | "ThresholdedRelu"
             | "LpPool"
             | "EyeLike"
-            | "NonZero" => return self.compose(&name, n, &attrs),
+            | "NonZero"
+            | "CenterCropPad" => return self.compose(&name, n, &attrs),
             "QLinearMatMul" | "QLinearConv" | "DynamicQuantizeLinear" => {
                 return self.qlinear(&name, n, &attrs)
             }
