@@ -118,6 +118,7 @@ impl Family {
             | OpKind::Atanh
             | OpKind::Resize
             | OpKind::GridSample
+            | OpKind::AffineGrid
             | OpKind::HannWindow
             | OpKind::HammingWindow
             | OpKind::BlackmanWindow

@@ -13,8 +13,7 @@
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
 //!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
-//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu, EyeLike, NonZero and
-//!   CenterCropPad by `compose`;
+//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu, EyeLike, NonZero and CenterCropPad by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -770,6 +769,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
         OpKind::GridSample => 16,
+        OpKind::AffineGrid => 20,
         OpKind::DFT
         | OpKind::STFT
         | OpKind::HannWindow

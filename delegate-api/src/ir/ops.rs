@@ -395,6 +395,14 @@ ops! {
     /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
     /// differ; the output has `X`'s.
     GridSample = 121,
+    /// The sampling grid of an affine transform (opset 20), for GridSample: `theta`
+    /// `[N, 2, 3]` (2-D) or `[N, 3, 4]` (3-D), float, and `size` `[N, C, H, W]` or
+    /// `[N, C, D, H, W]` (i64, a constant: it decides the output's shape) give `[N, H, W, 2]` or
+    /// `[N, D, H, W, 3]` of theta's dtype. Each output point is `theta[n]` times the point's
+    /// normalized coordinates `(x, y[, z], 1)`, `x` running along W: with `align_corners` 1
+    /// `-1 + 2i / (n - 1)` (the corner pixels' centres at ±1; a lone pixel is at -1), else
+    /// `(2i + 1) / n - 1` (the pixels' centres with their outer edges at ±1).
+    AffineGrid = 122,
     /// The discrete Fourier transform of `input` `[..., signal..., 1 or 2]` (real, or
     /// complex as real and imaginary parts on the last axis) along one signal axis:
     /// `y[k] = sum_n x[n] e^(-2 pi i k n / N)`, or with `inverse` `1/N sum_k` of the
