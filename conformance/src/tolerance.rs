@@ -169,6 +169,7 @@ impl Family {
             | OpKind::NonMaxSuppression
             | OpKind::Unique
             | OpKind::Compress
+            | OpKind::ReverseSequence
             | OpKind::BitCast => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements | OpKind::ScatterND | OpKind::CumSum | OpKind::CumProd => {

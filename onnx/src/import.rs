@@ -766,6 +766,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd | OpKind::BitCast => 26,
         OpKind::Unique => 11,
+        OpKind::ReverseSequence => 10,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
         OpKind::GridSample => 16,

@@ -462,6 +462,11 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// Reverses the first `sequence_lens[b]` entries along `time_axis` (default 0) of each
+    /// batch entry `b` along `batch_axis` (default 1), leaving the rest in place; the two axes
+    /// are 0 and 1 in either order and the input has rank >= 2. `sequence_lens` is i64
+    /// `[batch]`, each in `0..=time` (0 and 1 leave the entry as it is).
+    ReverseSequence = 143,
     /// Reinterprets the bits of each element as the dtype named by the attribute `to` (an ONNX
     /// type code): the output has the input's shape, and each element the same bit pattern
     /// (little-endian), which Cast would instead convert by value. The two dtypes must have the
