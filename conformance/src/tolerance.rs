@@ -144,6 +144,7 @@ impl Family {
             | OpKind::LSTM
             | OpKind::GRU
             | OpKind::Einsum
+            | OpKind::Det
             | OpKind::DFT
             | OpKind::STFT
             | OpKind::Attention

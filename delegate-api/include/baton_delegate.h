@@ -278,7 +278,7 @@ extern "C" {
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_AFFINEGRID,
  * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS,
- * BATON_OP_REVERSESEQUENCE and BATON_OP_BITCAST. */
+ * BATON_OP_DET, BATON_OP_REVERSESEQUENCE and BATON_OP_BITCAST. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -540,6 +540,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_NONMAXSUPPRESSION 131u
 #define BATON_OP_UNIQUE 132u
 #define BATON_OP_COMPRESS 133u
+#define BATON_OP_DET 142u
 #define BATON_OP_REVERSESEQUENCE 143u
 #define BATON_OP_BITCAST 145u
 

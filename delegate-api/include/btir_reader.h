@@ -234,6 +234,7 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_BITCAST: return "BitCast";
     case BATON_OP_AFFINEGRID: return "AffineGrid";
     case BATON_OP_REVERSESEQUENCE: return "ReverseSequence";
+    case BATON_OP_DET: return "Det";
     default: break;
     }
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
@@ -676,6 +677,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_AFFINEGRID) ||
           (n->op >= BATON_OP_DFT && n->op <= BATON_OP_COMPRESS) ||
+          n->op == BATON_OP_DET ||
           n->op == BATON_OP_REVERSESEQUENCE ||
           n->op == BATON_OP_BITCAST)) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,

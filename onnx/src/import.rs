@@ -765,7 +765,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd | OpKind::BitCast => 26,
-        OpKind::Unique => 11,
+        OpKind::Unique | OpKind::Det => 11,
         OpKind::ReverseSequence => 10,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,

@@ -462,6 +462,10 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// The determinant of each square matrix in the last two dimensions of a float `X`
+    /// `[..., M, M]`, giving `[...]` (a 0 x 0 matrix has determinant 1). Kernels may factor
+    /// the matrix (LU with partial pivoting) rather than expand it.
+    Det = 142,
     /// Reverses the first `sequence_lens[b]` entries along `time_axis` (default 0) of each
     /// batch entry `b` along `batch_axis` (default 1), leaving the rest in place; the two axes
     /// are 0 and 1 in either order and the input has rank >= 2. `sequence_lens` is i64

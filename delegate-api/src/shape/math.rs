@@ -73,6 +73,7 @@ pub(crate) fn infer(
         OpKind::Cast => cast(node, inputs),
         OpKind::CastLike => cast_like(inputs),
         OpKind::BitCast => bit_cast(node, inputs),
+        OpKind::Det => det(inputs),
         OpKind::BatchNormalization => batch_norm(node, inputs),
         OpKind::LayerNormalization => layer_norm(node, inputs),
         OpKind::ReduceMean
@@ -214,6 +215,22 @@ pub fn bit_cast_width(dtype: DType) -> u32 {
         8
     } else {
         dtype.bits()
+    }
+}
+
+/// Det: a float `[..., M, M]` gives `[...]`.
+fn det(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let [(dtype, x)] = inputs else {
+        return Err(format!("Det takes 1 input, got {}", inputs.len()));
+    };
+    if !dtype.is_float() {
+        return Err(format!("Det needs a float input, got {dtype}"));
+    }
+    match x[..] {
+        [.., m, n] if m == n => Ok(vec![(*dtype, x[..x.len() - 2].to_vec())]),
+        _ => Err(format!(
+            "Det needs square matrices in the last two dimensions, got {x:?}"
+        )),
     }
 }
 

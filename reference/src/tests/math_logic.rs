@@ -380,3 +380,31 @@ fn bit_cast_refuses_different_widths() {
             .is_err()
     );
 }
+
+#[test]
+fn det_of_batches_pivots_and_singular_matrices() {
+    let det = node(OpKind::Det, 1, &[]);
+    // 6(-14 - 40) - 1(28 - 10) + 1(32 + 4) = -306, as numpy.linalg.det gives.
+    let x = f32t(&[3, 3], &[6., 1., 1., 4., -2., 5., 2., 8., 7.]);
+    let (shape, y) = run_f32(&det, &[x]);
+    assert_eq!(shape, Vec::<usize>::new());
+    assert_close(&y, &[-306.], 1e-4);
+    // A zero first pivot needs a row swap (det -1); a singular matrix gives 0.
+    let x = f32t(&[2, 2, 2], &[0., 1., 1., 0., 1., 2., 2., 4.]);
+    let (shape, y) = run_f32(&det, &[x]);
+    assert_eq!(shape, vec![2]);
+    assert_eq!(y, [-1., 0.]);
+    // f16 in, f16 out; a batch of 0 x 0 matrices has determinant 1.
+    let out = run(&det, &[f16t(&[2, 2], &[1., 2., 3., 4.])]).unwrap();
+    assert_eq!(f16_values(&out), [-2.]);
+    let (shape, y) = run_f32(&det, &[f32t(&[3, 0, 0], &[])]);
+    assert_eq!((shape, y), (vec![3], vec![1., 1., 1.]));
+}
+
+#[test]
+fn det_refuses_non_square_and_integer_inputs() {
+    let det = node(OpKind::Det, 1, &[]);
+    assert!(run(&det, &[f32t(&[2, 3], &[0.; 6])]).is_err());
+    assert!(run(&det, &[f32t(&[3], &[0.; 3])]).is_err());
+    assert!(run(&det, &[typed(DType::I32, &[2, 2], &[1i32, 2, 3, 4])]).is_err());
+}
