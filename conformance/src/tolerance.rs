@@ -120,6 +120,7 @@ impl Family {
             | OpKind::Atanh
             | OpKind::Resize
             | OpKind::GridSample
+            | OpKind::AffineGrid
             | OpKind::HannWindow
             | OpKind::HammingWindow
             | OpKind::BlackmanWindow
@@ -145,6 +146,7 @@ impl Family {
             | OpKind::LSTM
             | OpKind::GRU
             | OpKind::Einsum
+            | OpKind::Det
             | OpKind::DFT
             | OpKind::STFT
             | OpKind::Attention
@@ -172,7 +174,9 @@ impl Family {
             | OpKind::NonMaxSuppression
             | OpKind::Unique
             | OpKind::Compress
-            | OpKind::MaxUnpool => Family::DataMovement,
+            | OpKind::MaxUnpool
+            | OpKind::ReverseSequence
+            | OpKind::BitCast => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements
             | OpKind::ScatterND

@@ -276,9 +276,10 @@ extern "C" {
  * added the dtype codes BATON_DTYPE_F64 and after, BATON_OP_CEIL, BATON_OP_CASTLIKE, and
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
- * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_GRIDSAMPLE, BATON_OP_COL2IM,
+ * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_COL2IM,
  * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS,
- * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MATMULINTEGER. */
+ * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MATMULINTEGER, BATON_OP_DET,
+ * BATON_OP_REVERSESEQUENCE and BATON_OP_BITCAST. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -530,6 +531,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_ATTENTION 119u
 #define BATON_OP_ROTARYEMBEDDING 120u
 #define BATON_OP_GRIDSAMPLE 121u
+#define BATON_OP_AFFINEGRID 122u
 #define BATON_OP_COL2IM 123u
 #define BATON_OP_DFT 125u
 #define BATON_OP_STFT 126u
@@ -545,6 +547,9 @@ typedef int32_t BatonStatus;
 #define BATON_OP_MAXUNPOOL 138u
 #define BATON_OP_CONVINTEGER 139u
 #define BATON_OP_MATMULINTEGER 140u
+#define BATON_OP_DET 142u
+#define BATON_OP_REVERSESEQUENCE 143u
+#define BATON_OP_BITCAST 145u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -6,13 +6,14 @@
 //!   graph inputs that are also initializers are constants (old IR versions list them);
 //! - **opset differences**: operands that later opsets moved from attributes to inputs
 //!   (Clip's bounds, Resize's scales and sizes) are turned into attributes when they are
-//!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`;
+//!   constant; opsets 1 to 10 are rewritten into later forms by `legacy`; Scatter (opsets
+//!   9 and 10) is read as ScatterElements, its later name;
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
 //!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
 //!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
-//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu and EyeLike by `compose`;
+//!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu, EyeLike, NonZero and CenterCropPad by `compose`;
 //! - **omitted optional operands**: an empty name in the middle of a node's inputs becomes
 //!   a 0-element constant (the kernels read a 0-element optional operand as absent);
 //!   trailing empty names are dropped, and unused optional outputs get placeholder tensors;
@@ -236,7 +237,8 @@ impl<'a> Importer<'a> {
             | "ThresholdedRelu"
             | "LpPool"
             | "EyeLike"
-            | "NonZero" => return self.compose(&name, n, &attrs),
+            | "NonZero"
+            | "CenterCropPad" => return self.compose(&name, n, &attrs),
             "QLinearMatMul" | "QLinearConv" | "DynamicQuantizeLinear" => {
                 return self.qlinear(&name, n, &attrs)
             }
@@ -248,7 +250,18 @@ impl<'a> Importer<'a> {
             }
             _ => {}
         }
-        let op = OpKind::from_name(&n.op_type)
+        // Scatter (opsets 9 and 10) is ScatterElements under its first name: opset 11
+        // renamed it and deprecated the old name, with the same inputs and `axis`.
+        let op_name = match n.op_type.as_str() {
+            "Scatter" if self.opset >= 11 => {
+                return Err(at(
+                    "Scatter was replaced by ScatterElements in opset 11".into()
+                ))
+            }
+            "Scatter" => "ScatterElements",
+            other => other,
+        };
+        let op = OpKind::from_name(op_name)
             .ok_or_else(|| at(format!("op {} is not in the Baton IR", n.op_type)))?;
         if let Some(since) = first_opset(op).filter(|&v| self.opset < v) {
             return Err(at(format!(
@@ -751,11 +764,13 @@ fn value_type(v: &ValueInfoProto) -> Result<(DType, Vec<Dim>), OnnxError> {
 fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
-        OpKind::CumProd => 26,
-        OpKind::Unique => 11,
+        OpKind::CumProd | OpKind::BitCast => 26,
+        OpKind::Unique | OpKind::Det => 11,
+        OpKind::ReverseSequence => 10,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
         OpKind::GridSample => 16,
+        OpKind::AffineGrid => 20,
         OpKind::DFT
         | OpKind::STFT
         | OpKind::HannWindow

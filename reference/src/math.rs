@@ -41,6 +41,12 @@
 //!   the target's range, and NaN becomes 0 (Rust's `as`, also the behaviour of ARM's
 //!   conversion instructions); into the 4- and 2-bit types the truncated value **wraps**
 //!   instead, as ONNX's test data has it (`-9.0` to int4 is 7).
+//! - **BitCast** keeps each element's bits (wider types byte for byte; the sub-byte ones
+//!   their low bits, re-extended as the target stores values) and refuses a result byte
+//!   that is no bool, rather than read it as true.
+//! - **Det** factors each matrix in f64 (LU with partial pivoting: the largest remaining
+//!   magnitude in the column, the first on ties) and multiplies the pivots, negated once
+//!   per row swap; a zero column gives 0.
 //! - **LogSoftmax** is `x - max - ln(sum(exp(x - max)))` with Softmax's non-finite rules:
 //!   a line of all -inf, or one holding +inf or NaN, is all NaN; other -inf entries
 //!   stay -inf.
@@ -88,6 +94,7 @@ mod arg;
 mod arith;
 mod attention;
 mod cast;
+mod det;
 mod logic;
 mod norm;
 mod reduce;
@@ -152,6 +159,8 @@ pub(crate) fn run(
         OpKind::Hardmax => arg::hardmax(node, x, out),
         OpKind::Where => logic::select(inputs, out),
         OpKind::Cast | OpKind::CastLike => cast::cast(node, x, out),
+        OpKind::BitCast => cast::bit_cast(node, x, out),
+        OpKind::Det => det::det(node, x, out),
         OpKind::LogSoftmax => norm::log_softmax(node, x, out),
         OpKind::ReduceMean
         | OpKind::ReduceSum
@@ -329,7 +338,8 @@ fn signature(op: OpKind) -> Option<Signature> {
         OpKind::Hardmax => sig((1, 1), &[ANY_FLOAT], &[]),
         OpKind::TopK => sig((1, 2), &[ORDERED, I64], &[]),
         OpKind::Where => sig((3, 3), &[BOOL, &DType::ALL], &[(1, 2)]),
-        OpKind::Cast => sig((1, 1), &[&DType::ALL], &[]),
+        OpKind::Cast | OpKind::BitCast => sig((1, 1), &[&DType::ALL], &[]),
+        OpKind::Det => sig((1, 1), &[ANY_FLOAT], &[]),
         OpKind::CastLike => sig((2, 2), &[&DType::ALL], &[]),
         // ONNX (opset 15) gives scale/B and mean/var type parameters of their own.
         OpKind::BatchNormalization => sig((5, 5), &[FLOATS], &[]),

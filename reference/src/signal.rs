@@ -1,5 +1,5 @@
-//! Reference kernels of the signal and sampling family: Einsum, GridSample, DFT, STFT
-//! and the window ops.
+//! Reference kernels of the signal and sampling family: Einsum, GridSample, AffineGrid,
+//! DFT, STFT and the window ops.
 //!
 //! # Conventions
 //!
@@ -14,12 +14,15 @@
 //!   then reads 0 (`zeros`), the clamped edge (`border`) or its mirror (`reflection`).
 //!   `cubic` uses the a = -0.75 kernel on the 4 taps around a coordinate. A NaN
 //!   coordinate gives NaN; so does an infinite one except with `zeros` padding (0).
+//! - **AffineGrid** computes each point's normalized coordinates and its product with
+//!   theta in f64 and rounds once.
 //! - **DFT** and **STFT** sum directly in f64 (no fast transform), twiddles reduced
 //!   modulo the length, and round each output once. A one-sided inverse DFT follows
 //!   numpy's `irfft`: bins past the input are 0 and the imaginary parts of bin 0 and of
 //!   bin `N/2` (even `N`) do not count.
 //! - **The window ops** compute in f64 and round once (integer outputs truncate).
 
+mod affine_grid;
 mod einsum;
 mod grid_sample;
 mod spectral;
@@ -71,6 +74,13 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
             _ => Err(format!(
                 "GridSample takes 2 inputs, got {}",
                 input_dtypes.len()
+            )),
+        },
+        OpKind::AffineGrid => match input_dtypes {
+            [t, DType::I64] if SAMPLED.contains(t) => Ok(()),
+            _ => Err(format!(
+                "AffineGrid takes theta of {} and an i64 size, got {input_dtypes:?}",
+                names(SAMPLED)
             )),
         },
         OpKind::DFT => spectral_signature(op, input_dtypes, 1, &[1, 2]),
@@ -133,6 +143,7 @@ pub(crate) fn run(
     let r = match node.op {
         OpKind::Einsum => einsum::einsum(node, inputs, &mut outputs[0]),
         OpKind::GridSample => grid_sample::grid_sample(node, inputs, &mut outputs[0]),
+        OpKind::AffineGrid => affine_grid::affine_grid(node, inputs, &mut outputs[0]),
         OpKind::DFT => spectral::dft(node, inputs, &mut outputs[0]),
         OpKind::STFT => spectral::stft(node, inputs, &mut outputs[0]),
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {

@@ -53,6 +53,7 @@ pub fn shape_operands(node: &Node) -> &'static [usize] {
         "Slice" => &[1, 2, 3, 4],
         "Resize" => &[2, 3],
         "Range" => &[0, 1, 2],
+        "AffineGrid" => &[1],
         "DFT" => &[1, 2],
         "STFT" => &[1, 3],
         "Col2Im" => &[1, 2],

@@ -1,5 +1,5 @@
 //! Cases of the indexing ops (GatherElements, ScatterElements, GatherND, ScatterND), the
-//! running and masking ops (CumSum, Trilu) and the block rearrangements (DepthToSpace,
+//! running and masking ops (CumSum, Trilu, ReverseSequence) and the block rearrangements (DepthToSpace,
 //! SpaceToDepth). Indices are constants drawn inside their axes, negative ones included;
 //! scatter indices with a reduction repeat on purpose. CumSum's axis and Trilu's `k` are
 //! constants too (a plugin may read them at compile time).
@@ -25,6 +25,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::CumSum | OpKind::CumProd => cumsum(op, out),
         OpKind::Trilu => trilu(out),
+        OpKind::ReverseSequence => reverse_sequence(out),
         OpKind::GatherElements | OpKind::ScatterElements => elements(op, out),
         OpKind::GatherND | OpKind::ScatterND => nd(op, out).and_then(|()| nd_dtypes(op, out)),
         OpKind::DepthToSpace | OpKind::SpaceToDepth => depth_space(op, out),
@@ -102,6 +103,33 @@ fn cumsum(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
             m.input(&[3, 4], &fill(dtype));
             m.operand(Tensor::from_bytes(I32, &[], &1i32.to_le_bytes()), true);
         })?;
+    }
+    Ok(())
+}
+
+/// ReverseSequence: time-major and batch-major, lengths from 0 to the whole sequence,
+/// other dtypes, and a trailing extent of 0.
+fn reverse_sequence(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::ReverseSequence;
+    type Form = (&'static str, &'static [usize], i64, &'static [i64]);
+    let forms: &[Form] = &[
+        ("time_major", &[4, 4], 1, &[4, 3, 2, 1]),
+        ("batch_major", &[4, 4], 0, &[1, 2, 3, 4]),
+        ("features", &[5, 3, 2, 3], 1, &[0, 5, 3]),
+        ("batch_major_3d", &[2, 6, 3], 0, &[6, 2]),
+        ("empty_features", &[3, 2, 0], 1, &[3, 1]),
+    ];
+    for &(desc, shape, batch_axis, lens) in forms {
+        let attrs = [
+            ("batch_axis", Attr::Int(batch_axis)),
+            ("time_axis", Attr::Int(1 - batch_axis)),
+        ];
+        for dtype in [F32, F16, I64, Bool] {
+            push(out, op, dtype, desc, &attrs, |m| {
+                m.input(shape, &values(dtype));
+                m.operand(Tensor::from_i64(&[lens.len()], lens), false);
+            })?;
+        }
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Cases of the math family: element-wise math and activations, Neg/Abs, Pow,
-//! comparisons, Not/And, Where, Cast and CastLike, LogSoftmax, the normalizations and the Reduce ops.
+//! comparisons, Not/And, Where, Cast, CastLike and BitCast, Det, LogSoftmax, the normalizations and the Reduce ops.
 //!
 //! The dtype in an id is that of the op's data operand (operand 0; for Where, `X`): the
 //! comparisons and Not/And produce bool whatever it is, and Cast cases are named
@@ -68,6 +68,8 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::Where => select(s),
         OpKind::Cast => cast::cast(s),
         OpKind::CastLike => cast::cast_like(s),
+        OpKind::BitCast => cast::bit_cast(s),
+        OpKind::Det => det(s),
         OpKind::LogSoftmax => log_softmax(s),
         OpKind::BatchNormalization => batch_norm(s),
         OpKind::LayerNormalization => layer_norm(s),
@@ -662,4 +664,21 @@ pub(super) fn multi_output_case(
         dtype: Some(dtype),
         body: CaseBody::Op { graph, inputs },
     })
+}
+
+/// Det: single and batched matrices of several sizes (a 1 x 1 one is its element), f16,
+/// and 0 x 0 matrices (determinant 1).
+fn det(s: &mut Sink) -> Result<()> {
+    let shapes: [&[usize]; 6] = [
+        &[3, 3],
+        &[2, 4, 4],
+        &[6, 6],
+        &[2, 3, 1, 1],
+        &[0, 0],
+        &[2, 0, 0],
+    ];
+    for shape in shapes {
+        s.one(F32, &dims(shape), shape, &Fill::Range(-2.0, 2.0))?;
+    }
+    s.one(F16, "2x3x3", &[2, 3, 3], &Fill::Range(-2.0, 2.0))
 }

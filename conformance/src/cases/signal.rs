@@ -1,9 +1,9 @@
-//! Cases of the signal and sampling family: GridSample, DFT, STFT, the window ops, and Einsum (the forms models use: batched and
+//! Cases of the signal and sampling family: GridSample, AffineGrid, DFT, STFT, the window ops, and Einsum (the forms models use: batched and
 //! broadcast matrix products, transposes, reductions, outer and inner products,
 //! diagonals, implicit outputs and three operands).
 
 use baton_delegate_api::DType::{F16, F32, I32, I64};
-use baton_delegate_api::{Attr, OpKind, Tensor};
+use baton_delegate_api::{Attr, DType, OpKind, Tensor};
 
 use super::gen::{Fill, Maker};
 use super::Case;
@@ -14,6 +14,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     match op {
         OpKind::Einsum => einsum(out),
         OpKind::GridSample => grid_sample(out),
+        OpKind::AffineGrid => affine_grid(out),
         OpKind::DFT => dft(out),
         OpKind::STFT => stft(out),
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => window(op, out),
@@ -99,6 +100,30 @@ fn grid_sample(out: &mut Vec<Case>) -> Result<()> {
     m.input(&[1, 2, 4, 4], &Fill::Range(-1.0, 1.0))
         .input(&[1, 3, 5, 2], &beyond);
     out.push(m.build(&grid_attrs("linear", "border", 0))?);
+    Ok(())
+}
+
+/// AffineGrid: 2-D and 3-D, both corner alignments, a one-pixel axis (its coordinate is
+/// a special case with corners aligned), f16 theta, and an empty grid. The size is a
+/// constant, as it decides the output's shape.
+fn affine_grid(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::AffineGrid;
+    type Form = (&'static str, DType, &'static [usize], &'static [i64]);
+    let forms: &[Form] = &[
+        ("2d", F32, &[2, 2, 3], &[2, 3, 5, 6]),
+        ("3d", F32, &[2, 3, 4], &[2, 1, 3, 4, 5]),
+        ("one_pixel_axis", F32, &[1, 2, 3], &[1, 1, 1, 4]),
+        ("f16", F16, &[3, 2, 3], &[3, 2, 4, 4]),
+        ("empty", F32, &[1, 2, 3], &[1, 1, 0, 3]),
+    ];
+    for &(desc, dtype, theta, size) in forms {
+        for align in [0, 1] {
+            let mut m = Maker::new(op, dtype, &format!("{desc}_align{align}"));
+            m.input(theta, &Fill::Range(-2.0, 2.0))
+                .operand(Tensor::from_i64(&[size.len()], size), true);
+            out.push(m.build(&[("align_corners", Attr::Int(align))])?);
+        }
+    }
     Ok(())
 }
 

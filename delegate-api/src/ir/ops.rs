@@ -395,6 +395,14 @@ ops! {
     /// pixels; 1: their centres). `X` and `grid` are float tensors whose dtypes may
     /// differ; the output has `X`'s.
     GridSample = 121,
+    /// The sampling grid of an affine transform (opset 20), for GridSample: `theta`
+    /// `[N, 2, 3]` (2-D) or `[N, 3, 4]` (3-D), float, and `size` `[N, C, H, W]` or
+    /// `[N, C, D, H, W]` (i64, a constant: it decides the output's shape) give `[N, H, W, 2]` or
+    /// `[N, D, H, W, 3]` of theta's dtype. Each output point is `theta[n]` times the point's
+    /// normalized coordinates `(x, y[, z], 1)`, `x` running along W: with `align_corners` 1
+    /// `-1 + 2i / (n - 1)` (the corner pixels' centres at ±1; a lone pixel is at -1), else
+    /// `(2i + 1) / n - 1` (the pixels' centres with their outer edges at ±1).
+    AffineGrid = 122,
     /// Rearranges column blocks into an image (ONNX Col2Im, opset 18; PyTorch's `fold`):
     /// `input` `[N, C * prod(block), L]`, `image_shape` and `block_shape` (1-D i64, one
     /// value per spatial axis; constants, or values known at run time, as the output's
@@ -505,4 +513,20 @@ ops! {
     /// input 3, B's dtype, one value or one per column of `B`), multiplied as
     /// [`OpKind::MatMul`] does, giving i32. Sums wrap at 32 bits.
     MatMulInteger = 140,
+    /// The determinant of each square matrix in the last two dimensions of a float `X`
+    /// `[..., M, M]`, giving `[...]` (a 0 x 0 matrix has determinant 1). Kernels may factor
+    /// the matrix (LU with partial pivoting) rather than expand it.
+    Det = 142,
+    /// Reverses the first `sequence_lens[b]` entries along `time_axis` (default 0) of each
+    /// batch entry `b` along `batch_axis` (default 1), leaving the rest in place; the two axes
+    /// are 0 and 1 in either order and the input has rank >= 2. `sequence_lens` is i64
+    /// `[batch]`, each in `0..=time` (0 and 1 leave the entry as it is).
+    ReverseSequence = 143,
+    /// Reinterprets the bits of each element as the dtype named by the attribute `to` (an ONNX
+    /// type code): the output has the input's shape, and each element the same bit pattern
+    /// (little-endian), which Cast would instead convert by value. The two dtypes must have the
+    /// same bit width, a bool counting as 8 bits (ONNX stores it in a byte); among the sub-byte
+    /// types (stored one to a byte, see [`crate::dtype`]) the low bits are kept and extended as
+    /// the target's signedness asks. A bool must come out 0 or 1: other bytes are an error.
+    BitCast = 145,
 }

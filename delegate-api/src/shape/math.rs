@@ -72,6 +72,8 @@ pub(crate) fn infer(
         OpKind::Where => where_outputs(inputs),
         OpKind::Cast => cast(node, inputs),
         OpKind::CastLike => cast_like(inputs),
+        OpKind::BitCast => bit_cast(node, inputs),
+        OpKind::Det => det(inputs),
         OpKind::BatchNormalization => batch_norm(node, inputs),
         OpKind::LayerNormalization => layer_norm(node, inputs),
         OpKind::ReduceMean
@@ -241,6 +243,55 @@ fn cast(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> 
         format!("Cast to ONNX data type {to} is not supported (the IR has no such dtype)")
     })?;
     Ok(vec![(dtype, shape.clone())])
+}
+
+/// BitCast: input 0's shape in the dtype `to` names, which must have the input's bit
+/// width (a bool counts as its byte, as ONNX stores it).
+fn bit_cast(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let (from, shape) = input(node.op, inputs, 0)?;
+    if inputs.len() != 1 {
+        return Err(format!("BitCast takes 1 input, got {}", inputs.len()));
+    }
+    let to = match node.attrs.get("to") {
+        Some(Attr::Int(code)) => *code,
+        Some(other) => return Err(format!("BitCast's 'to' must be an int, got {other:?}")),
+        None => return Err("BitCast needs the attribute 'to'".into()),
+    };
+    let dtype = DType::from_onnx(to).ok_or_else(|| {
+        format!("BitCast to ONNX data type {to} is not supported (the IR has no such dtype)")
+    })?;
+    let (a, b) = (bit_cast_width(*from), bit_cast_width(dtype));
+    if a != b {
+        return Err(format!(
+            "BitCast from {from} ({a} bits) to {dtype} ({b} bits): the widths must be equal"
+        ));
+    }
+    Ok(vec![(dtype, shape.clone())])
+}
+
+/// The width BitCast compares: the value bits, except a bool's, which is a byte.
+pub fn bit_cast_width(dtype: DType) -> u32 {
+    if dtype == DType::Bool {
+        8
+    } else {
+        dtype.bits()
+    }
+}
+
+/// Det: a float `[..., M, M]` gives `[...]`.
+fn det(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let [(dtype, x)] = inputs else {
+        return Err(format!("Det takes 1 input, got {}", inputs.len()));
+    };
+    if !dtype.is_float() {
+        return Err(format!("Det needs a float input, got {dtype}"));
+    }
+    match x[..] {
+        [.., m, n] if m == n => Ok(vec![(*dtype, x[..x.len() - 2].to_vec())]),
+        _ => Err(format!(
+            "Det needs square matrices in the last two dimensions, got {x:?}"
+        )),
+    }
 }
 
 /// CastLike: input 0's shape in input 1's dtype.

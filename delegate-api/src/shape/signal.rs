@@ -1,4 +1,4 @@
-//! Shape rules of the signal and sampling family: Einsum, GridSample, DFT, STFT and the
+//! Shape rules of the signal and sampling family: Einsum, GridSample, AffineGrid, DFT, STFT and the
 //! window ops (whose shape-deciding scalars must be constant i64 values).
 
 use super::Outputs;
@@ -14,6 +14,7 @@ pub(crate) fn infer(
     let r = match node.op {
         OpKind::Einsum => einsum_rule(node, inputs),
         OpKind::GridSample => grid_sample(inputs),
+        OpKind::AffineGrid => affine_grid(inputs, operand),
         OpKind::DFT => dft(node, inputs, operand),
         OpKind::STFT => stft(node, inputs, operand),
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
@@ -68,6 +69,58 @@ fn grid_sample(inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
     }
     let mut out = vec![x[0], x[1]];
     out.extend_from_slice(&grid[1..grid.len() - 1]);
+    Ok(vec![(*dtype, out)])
+}
+
+/// AffineGrid: `theta` `[N, r, r + 1]` (r 2 or 3) and the constant i64 `size`
+/// `[N, C, spatial...]` (r spatial extents) give `[N, spatial..., r]` of theta's dtype.
+fn affine_grid(
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let [(dtype, theta), (sd, ss)] = inputs else {
+        return Err(format!(
+            "AffineGrid takes 2 inputs (theta, size), got {}",
+            inputs.len()
+        ));
+    };
+    if !dtype.is_float() {
+        return Err(format!(
+            "AffineGrid theta must be a float tensor, got {dtype}"
+        ));
+    }
+    let r = match theta[..] {
+        [_, 2, 3] => 2,
+        [_, 3, 4] => 3,
+        _ => {
+            return Err(format!(
+                "AffineGrid theta must be [N, 2, 3] or [N, 3, 4], got {theta:?}"
+            ))
+        }
+    };
+    if *sd != DType::I64 || ss[..] != [r + 2] {
+        return Err(format!(
+            "AffineGrid size must be i64 [{}] for theta {theta:?}, got {sd} {ss:?}",
+            r + 2
+        ));
+    }
+    let size = operand(1).ok_or("AffineGrid size (input 1) must be a constant")?;
+    let mut extents = Vec::with_capacity(r + 2);
+    for &v in &size {
+        extents.push(
+            usize::try_from(v)
+                .map_err(|_| format!("AffineGrid size {size:?} has a negative extent"))?,
+        );
+    }
+    if extents[0] != theta[0] {
+        return Err(format!(
+            "AffineGrid size {size:?} names batch {} but theta has {}",
+            extents[0], theta[0]
+        ));
+    }
+    let mut out = vec![theta[0]];
+    out.extend_from_slice(&extents[2..]);
+    out.push(r);
     Ok(vec![(*dtype, out)])
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn infer(
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => layers::quantize(&ops),
         OpKind::CumSum | OpKind::CumProd => index::cumsum(&ops),
         OpKind::Trilu => index::trilu(&ops),
+        OpKind::ReverseSequence => index::reverse_sequence(&ops),
         OpKind::GatherElements => index::gather_elements(&ops),
         OpKind::ScatterElements => index::scatter_elements(&ops),
         OpKind::GatherND => index::gather_nd(&ops),

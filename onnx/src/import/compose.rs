@@ -15,6 +15,11 @@
 //!   compressed by the input cast to bool, each split into its coordinates (divided by
 //!   the axis' stride, modulo its extent) and stacked as `[rank, count]` i64. The count
 //!   depends on the values, so what follows runs in a dynamic region.
+//! - **CenterCropPad** (opset 18) of `x` to the i64 `shape` along `axes` (default all):
+//!   ONNX's function body, with its Max as a Where: the extents `s` of `x` there, padded
+//!   by `max(shape - s, 0)` (half before, rounded down, the rest after), then sliced from
+//!   `(padded - shape) / 2` for `shape` elements. `shape` may be a run-time value: Pad's
+//!   and Slice's operands are then value inputs, and the session specialises on them.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +45,9 @@ impl Importer<'_> {
         }
         if n.op_type == "NonZero" {
             return self.non_zero(name, n, &x, &out);
+        }
+        if n.op_type == "CenterCropPad" {
+            return self.center_crop_pad(name, n, attrs, &x, &out);
         }
         let dtype = match self.dtype_of(&x) {
             Some(d) if d.is_float() => d,
@@ -345,6 +353,114 @@ impl Importer<'_> {
             &rows,
             &[out.to_string()],
             BTreeMap::from([("axis".to_string(), Attr::Int(0))]),
+            n,
+        )
+    }
+
+    fn center_crop_pad(
+        &mut self,
+        name: &str,
+        n: &NodeProto,
+        attrs: &BTreeMap<String, Attr>,
+        x: &str,
+        out: &str,
+    ) -> Result<(), OnnxError> {
+        if self.opset < 18 {
+            return Err(self.node_error(name, n, "CenterCropPad exists from opset 18".into()));
+        }
+        let Some(shape) = n.input.get(1).filter(|s| !s.is_empty()).cloned() else {
+            let m = "CenterCropPad needs the input 'shape'".to_string();
+            return Err(self.node_error(name, n, m));
+        };
+        let Some(rank) = self.rank_of(x) else {
+            let m = "CenterCropPad needs an input of known rank".to_string();
+            return Err(self.node_error(name, n, m));
+        };
+        let axes: Vec<i64> = match attrs.get("axes") {
+            Some(Attr::Ints(a)) => a.clone(),
+            _ => (0..rank as i64).collect(),
+        };
+        let mut normal = Vec::with_capacity(axes.len());
+        for &a in &axes {
+            let r = rank as i64;
+            let v = if a < 0 { a + r } else { a };
+            if !(0..r).contains(&v) || normal.contains(&v) {
+                let m = format!("axes {axes:?} do not name distinct axes of a rank-{rank} input");
+                return Err(self.node_error(name, n, m));
+            }
+            normal.push(v);
+        }
+        let axes_t = Tensor::from_i64(&[normal.len()], &normal);
+        let axes_c = self.named_constant(name, "axes", axes_t);
+        let two = self.named_constant(name, "two", Tensor::from_i64(&[1], &[2]));
+        let all = self.emit(name, "x_shape", OpKind::Shape, &[x.to_string()], &[], n)?;
+        let sizes = self.emit(
+            name,
+            "x_extents",
+            OpKind::Gather,
+            &[all, axes_c.clone()],
+            &[],
+            n,
+        )?;
+        let grows = self.emit(
+            name,
+            "grows",
+            OpKind::Greater,
+            &[shape.clone(), sizes.clone()],
+            &[],
+            n,
+        )?;
+        let padded = self.emit(
+            name,
+            "padded_extents",
+            OpKind::Where,
+            &[grows, shape.clone(), sizes.clone()],
+            &[],
+            n,
+        )?;
+        let pad = self.emit(name, "pad", OpKind::Sub, &[padded.clone(), sizes], &[], n)?;
+        let before = self.emit(
+            name,
+            "pad_before",
+            OpKind::Div,
+            &[pad.clone(), two.clone()],
+            &[],
+            n,
+        )?;
+        let after = self.emit(
+            name,
+            "pad_after",
+            OpKind::Sub,
+            &[pad, before.clone()],
+            &[],
+            n,
+        )?;
+        let axis0 = [("axis", Attr::Int(0))];
+        let pads = self.emit(name, "pads", OpKind::Concat, &[before, after], &axis0, n)?;
+        let padded_x = self.emit(
+            name,
+            "padded",
+            OpKind::Pad,
+            &[x.to_string(), pads, String::new(), axes_c.clone()],
+            &[],
+            n,
+        )?;
+        let excess = self.emit(
+            name,
+            "excess",
+            OpKind::Sub,
+            &[padded, shape.clone()],
+            &[],
+            n,
+        )?;
+        let starts = self.emit(name, "starts", OpKind::Div, &[excess, two], &[], n)?;
+        let ends = self.emit(name, "ends", OpKind::Add, &[starts.clone(), shape], &[], n)?;
+        self.add(
+            name,
+            OpKind::Slice,
+            &[padded_x, starts, ends, axes_c],
+            &[out.to_string()],
+            BTreeMap::new(),
             n,
         )
     }

@@ -63,3 +63,54 @@ pub(crate) fn cast(
     out.data.copy_from_slice(&bytes);
     Ok(())
 }
+
+/// BitCast: each element's bit pattern under `out`'s dtype (same width, checked by the
+/// shape rule). Byte-wide and wider types keep their bytes; the sub-byte types keep the
+/// low bits of their byte and re-extend them as the target stores its values (signed
+/// ints sign-extended, the others zero-extended). A bool must come out 0 or 1.
+pub(crate) fn bit_cast(
+    node: &Node,
+    x: &TensorRef<'_>,
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let width = baton_delegate_api::shape::bit_cast_width(x.dtype);
+    if width != baton_delegate_api::shape::bit_cast_width(out.dtype)
+        || x.data.len() != out.data.len()
+    {
+        return Err(KernelError::Shape {
+            node: node.label(),
+            message: format!(
+                "BitCast from {} to {}: the widths differ",
+                x.dtype, out.dtype
+            ),
+        });
+    }
+    if width >= 8 {
+        out.data.copy_from_slice(x.data);
+    } else {
+        let mask = (1u8 << width) - 1;
+        let mut bytes = Vec::with_capacity(x.data.len());
+        for &b in x.data {
+            let bits = b & mask;
+            match out.dtype {
+                DType::I4 | DType::U4 | DType::I2 | DType::U2 => {
+                    push_int(out.dtype, i128::from(bits), &mut bytes)
+                }
+                _ => bytes.push(bits), // f4e2m1: the pattern in the low bits
+            }
+        }
+        out.data.copy_from_slice(&bytes);
+    }
+    if out.dtype == DType::Bool {
+        if let Some(b) = out.data.iter().find(|&&b| b > 1) {
+            return Err(KernelError::Arithmetic {
+                node: node.label(),
+                message: format!(
+                    "BitCast from {} gives the byte {b}, which is no bool (only 0 and 1 are)",
+                    x.dtype
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,4 +1,4 @@
-//! CumSum, Trilu, GatherElements, ScatterElements, GatherND, ScatterND, DepthToSpace and
+//! CumSum, Trilu, ReverseSequence, GatherElements, ScatterElements, GatherND, ScatterND, DepthToSpace and
 //! SpaceToDepth.
 //!
 //! Indices may be negative (counted from the end of their axis); one outside the axis is
@@ -136,6 +136,46 @@ pub(super) fn trilu(
         };
         if !keep {
             chunk.fill(0);
+        }
+    }
+    Ok(())
+}
+
+/// ReverseSequence: along the time axis, entry `t < len` of batch entry `b` comes from
+/// `len - 1 - t`, the rest from `t` (`len = sequence_lens[b]`, which must lie in
+/// `0..=time`).
+pub(super) fn reverse_sequence(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let x = &inputs[0];
+    let lens = load::<i64>(&inputs[1]);
+    let batch_axis = usize::from(node.attr_int("batch_axis", 1) != 0);
+    let time_axis = 1 - batch_axis;
+    let time = x.shape[time_axis];
+    if let Some(&bad) = lens.iter().find(|&&l| l < 0 || l as usize > time) {
+        return Err(KernelError::Arithmetic {
+            node: node.label(),
+            message: format!("sequence length {bad} is outside 0..={time}"),
+        });
+    }
+    let size = x.dtype.size();
+    let inner: usize = x.shape[2..].iter().product::<usize>() * size;
+    let (d0, d1) = (x.shape[0], x.shape[1]);
+    for i in 0..d0 {
+        for j in 0..d1 {
+            let (b, t) = if batch_axis == 0 { (i, j) } else { (j, i) };
+            let len = lens[b] as usize;
+            let src_t = if t < len { len - 1 - t } else { t };
+            let (si, sj) = if batch_axis == 0 {
+                (i, src_t)
+            } else {
+                (src_t, j)
+            };
+            let dst = (i * d1 + j) * inner;
+            let src = (si * d1 + sj) * inner;
+            out.data[dst..dst + inner].copy_from_slice(&x.data[src..src + inner]);
         }
     }
     Ok(())

@@ -307,3 +307,104 @@ fn bit_shifts_past_the_width_give_zero() {
     let signed = typed(DType::I32, &[1], &[1i32]);
     assert!(run(&node(OpKind::BitShift, 2, &[]), &[signed.clone(), signed]).is_err());
 }
+
+fn bit_cast_to(code: i64) -> Node {
+    node(OpKind::BitCast, 1, &[("to", Attr::Int(code))])
+}
+
+#[test]
+fn bit_cast_keeps_the_bits_of_wide_types() {
+    // Values from numpy's `view`: 1.0f32 is 0x3F800000, -2.5 is 0xC0200000.
+    let x = f32t(&[3], &[1.0, -2.5, 3.75]);
+    let out = run(&bit_cast_to(6), &[x]).unwrap();
+    assert_eq!((out.dtype, out.shape.clone()), (DType::I32, vec![3]));
+    assert_eq!(out.values::<i32>(), [1065353216, -1071644672, 1081081856]);
+    let x = typed(DType::F64, &[2], &[1.0f64, -2.5]);
+    let out = run(&bit_cast_to(7), &[x]).unwrap();
+    assert_eq!(
+        out.values::<i64>(),
+        [4607182418800017408, -4610560118520545280]
+    );
+    let x = typed(DType::U16, &[2], &[32768u16, 65535]);
+    assert_eq!(
+        run(&bit_cast_to(5), &[x]).unwrap().values::<i16>(),
+        [-32768, -1]
+    );
+    // 0x3C00 is 1.0 in f16; a NaN payload survives (Cast would not promise that).
+    let x = typed(DType::U16, &[2], &[0x3C00u16, 0x7E01]);
+    let out = run(&bit_cast_to(10), &[x]).unwrap();
+    assert_eq!(out.dtype, DType::F16);
+    assert_eq!(out.values::<u16>(), [0x3C00, 0x7E01]);
+    let x = typed(DType::I8, &[], &[-128i8]);
+    let out = run(&bit_cast_to(2), &[x]).unwrap();
+    assert_eq!((out.shape.len(), out.values::<u8>()), (0, &[128u8][..]));
+}
+
+#[test]
+fn bit_cast_of_bools_and_sub_byte_types() {
+    let x = typed(DType::Bool, &[3], &[1u8, 0, 1]);
+    assert_eq!(
+        run(&bit_cast_to(2), &[x]).unwrap().values::<u8>(),
+        [1, 0, 1]
+    );
+    let x = typed(DType::U8, &[2], &[0u8, 1]);
+    assert_eq!(bools(&run(&bit_cast_to(9), &[x]).unwrap()), [0, 1]);
+    // A byte of 2 has no bool meaning.
+    let x = typed(DType::U8, &[2], &[1u8, 2]);
+    let err = run(&bit_cast_to(9), &[x]).unwrap_err().to_string();
+    assert!(err.contains("byte 2"), "{err}");
+    // i4 -1 is the nibble 1111: u4 15; u4 8 (1000) is i4 -8, stored sign-extended.
+    let x = typed(DType::I4, &[2], &[-1i8, 7]);
+    assert_eq!(run(&bit_cast_to(21), &[x]).unwrap().values::<u8>(), [15, 7]);
+    let x = typed(DType::U4, &[2], &[8u8, 3]);
+    assert_eq!(run(&bit_cast_to(22), &[x]).unwrap().values::<i8>(), [-8, 3]);
+    // u2 3 is i2 -1; u4 9 is the float4 pattern 1001 (-0.5), kept in the low bits.
+    let x = typed(DType::U2, &[1], &[3u8]);
+    assert_eq!(run(&bit_cast_to(26), &[x]).unwrap().values::<i8>(), [-1]);
+    let x = typed(DType::U4, &[1], &[9u8]);
+    assert_eq!(run(&bit_cast_to(23), &[x]).unwrap().values::<u8>(), [9]);
+}
+
+#[test]
+fn bit_cast_refuses_different_widths() {
+    let n = bit_cast_to(7);
+    let err = baton_delegate_api::shape::infer_outputs(&n, &[(DType::F32, vec![2])], |_| None)
+        .unwrap_err();
+    assert!(err.contains("f32 (32 bits) to i64 (64 bits)"), "{err}");
+    let err = baton_delegate_api::shape::infer_outputs(&n, &[(DType::Bool, vec![2])], |_| None)
+        .unwrap_err();
+    assert!(err.contains("8 bits"), "{err}");
+    let missing = node(OpKind::BitCast, 1, &[]);
+    assert!(
+        baton_delegate_api::shape::infer_outputs(&missing, &[(DType::U8, vec![1])], |_| None)
+            .is_err()
+    );
+}
+
+#[test]
+fn det_of_batches_pivots_and_singular_matrices() {
+    let det = node(OpKind::Det, 1, &[]);
+    // 6(-14 - 40) - 1(28 - 10) + 1(32 + 4) = -306, as numpy.linalg.det gives.
+    let x = f32t(&[3, 3], &[6., 1., 1., 4., -2., 5., 2., 8., 7.]);
+    let (shape, y) = run_f32(&det, &[x]);
+    assert_eq!(shape, Vec::<usize>::new());
+    assert_close(&y, &[-306.], 1e-4);
+    // A zero first pivot needs a row swap (det -1); a singular matrix gives 0.
+    let x = f32t(&[2, 2, 2], &[0., 1., 1., 0., 1., 2., 2., 4.]);
+    let (shape, y) = run_f32(&det, &[x]);
+    assert_eq!(shape, vec![2]);
+    assert_eq!(y, [-1., 0.]);
+    // f16 in, f16 out; a batch of 0 x 0 matrices has determinant 1.
+    let out = run(&det, &[f16t(&[2, 2], &[1., 2., 3., 4.])]).unwrap();
+    assert_eq!(f16_values(&out), [-2.]);
+    let (shape, y) = run_f32(&det, &[f32t(&[3, 0, 0], &[])]);
+    assert_eq!((shape, y), (vec![3], vec![1., 1., 1.]));
+}
+
+#[test]
+fn det_refuses_non_square_and_integer_inputs() {
+    let det = node(OpKind::Det, 1, &[]);
+    assert!(run(&det, &[f32t(&[2, 3], &[0.; 6])]).is_err());
+    assert!(run(&det, &[f32t(&[3], &[0.; 3])]).is_err());
+    assert!(run(&det, &[typed(DType::I32, &[2, 2], &[1i32, 2, 3, 4])]).is_err());
+}

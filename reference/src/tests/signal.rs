@@ -274,3 +274,88 @@ fn windows_over_one_period_or_symmetric() {
     assert_eq!(r.values::<f64>(), &[0., 1.]);
     assert!(run(&n, &[i64t(&[], &[-1])]).is_err());
 }
+
+fn affine_grid(theta: Tensor, size: &[i64], align: i64) -> Result<Tensor, KernelError> {
+    let n = node(
+        OpKind::AffineGrid,
+        2,
+        &[("align_corners", Attr::Int(align))],
+    );
+    let size_t = typed(DType::I64, &[size.len()], size);
+    // The shape rule needs the size as a constant: give it the value the way a graph would.
+    let shape = baton_delegate_api::shape::infer_outputs(
+        &n,
+        &[
+            (theta.dtype, theta.shape.clone()),
+            (DType::I64, vec![size.len()]),
+        ],
+        |i| (i == 1).then(|| size.to_vec()),
+    )
+    .map_err(|m| KernelError::Shape {
+        node: "affine_grid".into(),
+        message: m,
+    })?;
+    let mut out = Tensor::zeros(shape[0].0, &shape[0].1);
+    run_node(&n, &[theta.view(), size_t.view()], &mut [out.view_mut()])?;
+    Ok(out)
+}
+
+#[test]
+fn affine_grid_2d_in_both_corner_alignments() {
+    // Values from numpy: meshgrid of the normalized x (along W) and y coordinates, times
+    // theta. Unaligned, W = 3 gives x = -2/3, 0, 2/3 and H = 2 gives y = -1/2, 1/2.
+    let theta = f32t(&[1, 2, 3], &[2., 0., 1., 0., -1., 0.5]);
+    let out = affine_grid(theta.clone(), &[1, 5, 2, 3], 0).unwrap();
+    assert_eq!(out.shape, vec![1, 2, 3, 2]);
+    let want = [
+        -1. / 3.,
+        1.,
+        1.,
+        1.,
+        7. / 3.,
+        1.,
+        -1. / 3.,
+        0.,
+        1.,
+        0.,
+        7. / 3.,
+        0.,
+    ];
+    assert_close(out.f32s(), &want, 1e-6);
+    let out = affine_grid(theta, &[1, 5, 2, 3], 1).unwrap();
+    let want = [-1., 1.5, 1., 1.5, 3., 1.5, -1., -0.5, 1., -0.5, 3., -0.5];
+    assert_close(out.f32s(), &want, 1e-6);
+}
+
+#[test]
+fn affine_grid_3d_lists_x_first_and_puts_a_lone_aligned_pixel_at_minus_one() {
+    // theta = arange(12) / 4 - 1; D = 2, H = 1, W = 2 with corners aligned: x, z in
+    // {-1, 1}, y = -1 (one pixel).
+    let t: Vec<f32> = (0..12).map(|i| i as f32 / 4. - 1.).collect();
+    let out = affine_grid(f32t(&[1, 3, 4], &t), &[1, 1, 2, 1, 2], 1).unwrap();
+    assert_eq!(out.shape, vec![1, 2, 1, 2, 3]);
+    let want = [2., 0., -2., 0., 0., 0., 1., 1., 1., -1., 1., 3.];
+    assert_close(out.f32s(), &want, 1e-6);
+}
+
+#[test]
+fn affine_grid_refuses_mismatched_operands() {
+    let theta = f32t(&[2, 2, 3], &[0.; 12]);
+    let err = affine_grid(theta.clone(), &[1, 1, 2, 2], 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("batch 1"), "{err}");
+    let err = affine_grid(theta.clone(), &[2, 1, 2, 2, 2], 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("size must be i64 [4]"), "{err}");
+    let err = affine_grid(f32t(&[2, 2, 2], &[0.; 8]), &[2, 1, 2, 2], 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[N, 2, 3] or [N, 3, 4]"), "{err}");
+    // A kernel handed an output that does not fit refuses it rather than panicking.
+    let n = node(OpKind::AffineGrid, 2, &[]);
+    let size = typed(DType::I64, &[4], &[2i64, 1, 2, 2]);
+    let mut out = Tensor::zeros(DType::F32, &[0]);
+    assert!(run_node(&n, &[theta.view(), size.view()], &mut [out.view_mut()]).is_err());
+}

@@ -466,3 +466,50 @@ fn hostile_parameters_are_errors_not_panics() {
         assert_eq!(r.is_ok(), ok, "{}: {r:?}", n.op);
     }
 }
+
+#[test]
+fn reverse_sequence_time_and_batch_major() {
+    // ONNX's own example, checked with numpy: time-major [T, B] with lengths 4, 3, 2, 1.
+    let x: Vec<f32> = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let n = node(
+        OpKind::ReverseSequence,
+        2,
+        &[("batch_axis", Attr::Int(1)), ("time_axis", Attr::Int(0))],
+    );
+    let (shape, y) = run_f32(&n, &[f32t(&[4, 4], &x), i64t(&[4], &[4, 3, 2, 1])]);
+    assert_eq!(shape, vec![4, 4]);
+    let want = [3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15];
+    assert_eq!(y, want.map(|v| v as f32));
+    // Batch-major [B, T, F] of i64: length 3 reverses whole rows of features, 0 keeps them.
+    let n = node(
+        OpKind::ReverseSequence,
+        2,
+        &[("batch_axis", Attr::Int(0)), ("time_axis", Attr::Int(1))],
+    );
+    let x = i64t(&[2, 3, 2], &(0..12).collect::<Vec<_>>());
+    let out = run(&n, &[x, i64t(&[2], &[3, 0])]).unwrap();
+    assert_eq!(out.values::<i64>(), [4, 5, 2, 3, 0, 1, 6, 7, 8, 9, 10, 11]);
+}
+
+#[test]
+fn reverse_sequence_refuses_bad_lengths_and_axes() {
+    let n = node(OpKind::ReverseSequence, 2, &[]);
+    let x = f32t(&[3, 2], &[0.; 6]);
+    let err = run(&n, &[x.clone(), i64t(&[2], &[4, 1])])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sequence length 4 is outside 0..=3"), "{err}");
+    let err = run(&n, &[x.clone(), i64t(&[3], &[1, 1, 1])])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sequence_lens must be i64 [2]"), "{err}");
+    let same = node(
+        OpKind::ReverseSequence,
+        2,
+        &[("batch_axis", Attr::Int(0)), ("time_axis", Attr::Int(0))],
+    );
+    assert!(run(&same, &[x, i64t(&[3], &[1, 1, 1])]).is_err());
+}

@@ -106,3 +106,46 @@ pub(super) fn cast_like(s: &mut Sink) -> Result<()> {
     }
     Ok(())
 }
+
+/// BitCast between dtypes of one width: floats to integers on specials (their bit
+/// patterns include NaN and infinities), integers to floats on values whose patterns are
+/// finite (a NaN's payload is the one thing a float comparison cannot check), bool to
+/// and from bytes, the sub-byte types, and a scalar and an empty tensor.
+pub(super) fn bit_cast(s: &mut Sink) -> Result<()> {
+    use DType::{F64, I16, I2, I4, U16, U2, U32, U4};
+    let pairs: [(DType, DType, Fill); 14] = [
+        (F32, I32, specials()),
+        (F32, U32, Fill::Range(-1e30, 1e30)),
+        // 0 to 2e9 stays below 0x7F800000, the first non-finite f32 pattern.
+        (I32, F32, Fill::Range(0.0, 2e9)),
+        (F16, I16, Fill::Cycle(SPECIALS_F16.to_vec())),
+        (U16, F16, Fill::Range(0.0, 31743.0)),
+        (F64, I64, Fill::Range(-1e300, 1e300)),
+        (I64, F64, Fill::Range(-4e18, 4e18)),
+        (I8, U8, Fill::Range(-128.0, 127.0)),
+        (U8, I8, Fill::Range(0.0, 255.0)),
+        (Bool, U8, Fill::Range(0.0, 1.0)),
+        (U8, Bool, Fill::Range(0.0, 1.0)),
+        (I4, U4, Fill::Range(-8.0, 7.0)),
+        (U4, I4, Fill::Range(0.0, 15.0)),
+        (U2, I2, Fill::Range(0.0, 3.0)),
+    ];
+    for (from, target, fill) in pairs {
+        s.with(from, &format!("to_{}", target.name()), &to(target), |m| {
+            let x = match from {
+                Bool => bools(&mut m.rng, &[33]),
+                U8 if target == Bool => {
+                    let b = bools(&mut m.rng, &[33]);
+                    Tensor::from_bytes(U8, &[33], b.bytes())
+                }
+                _ => m.rng.tensor(from, &[33], &fill),
+            };
+            m.operand(x, false);
+        })?;
+    }
+    for &shape in &[&[][..], &[0], &[2, 3, 4]] {
+        let desc = format!("to_i32_{}", dims(shape));
+        s.one_with(F32, &desc, (shape, &Fill::Range(-10.0, 10.0)), &to(I32))?;
+    }
+    Ok(())
+}

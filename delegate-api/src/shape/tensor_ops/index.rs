@@ -44,6 +44,38 @@ pub(super) fn trilu(ops: &Operands<'_>) -> Result<Outputs, String> {
     Ok(vec![(*dtype, x.clone())])
 }
 
+/// ReverseSequence: the input's shape; rank >= 2, `batch_axis` and `time_axis` 0 and 1 in
+/// either order, and `sequence_lens` i64 `[batch]`.
+pub(super) fn reverse_sequence(ops: &Operands<'_>) -> Result<Outputs, String> {
+    let (dtype, x) = ops.x()?;
+    if ops.inputs.len() != 2 {
+        return Err(format!(
+            "ReverseSequence takes 2 inputs (input, sequence_lens), got {}",
+            ops.inputs.len()
+        ));
+    }
+    if x.len() < 2 {
+        return Err(format!(
+            "ReverseSequence needs an input of rank >= 2, got {x:?}"
+        ));
+    }
+    let batch_axis = ops.node.attr_int("batch_axis", 1);
+    let time_axis = ops.node.attr_int("time_axis", 0);
+    if !matches!((batch_axis, time_axis), (0, 1) | (1, 0)) {
+        return Err(format!(
+            "ReverseSequence batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 in either order"
+        ));
+    }
+    let (ld, l) = ops.input(1)?;
+    let batch = x[batch_axis as usize];
+    if *ld != DType::I64 || l[..] != [batch] {
+        return Err(format!(
+            "ReverseSequence sequence_lens must be i64 [{batch}], got {ld} {l:?}"
+        ));
+    }
+    Ok(vec![(*dtype, x.clone())])
+}
+
 /// GatherElements: the indices' shape, of the data's rank.
 pub(super) fn gather_elements(ops: &Operands<'_>) -> Result<Outputs, String> {
     let op = ops.node.op;
