@@ -22,7 +22,7 @@
 //!
 //! - **control flow**: If and Loop become IR nodes whose subgraphs are imported by child
 //!   importers (see `control`); every outer value a subgraph reads becomes an explicit
-//!   input of the node and of the subgraph.
+//!   input of the node and of the subgraph. Scan becomes a Loop (see `scan`).
 //!
 //! Anything the IR cannot represent is an error naming the node, its op, the opset and the
 //! attribute at fault.
@@ -47,6 +47,7 @@ mod loss;
 mod lower;
 mod norm;
 mod qlinear;
+mod scan;
 
 /// The oldest and newest default-domain opsets the importer accepts.
 /// Opsets 1 to 6 are read through the rewrites of `legacy`.
@@ -193,6 +194,9 @@ impl<'a> Importer<'a> {
         }
         if matches!(n.op_type.as_str(), "If" | "Loop") {
             return self.control_node(&name, n);
+        }
+        if n.op_type == "Scan" {
+            return self.scan_node(&name, n);
         }
         let mut attrs = BTreeMap::new();
         for a in &n.attribute {
@@ -438,7 +442,7 @@ impl<'a> Importer<'a> {
         for (k, out) in outputs[..n_out].iter().enumerate() {
             let (dtype, dims) = match &inferred {
                 Some(inf) => inf[k].clone(),
-                None => self.provisional(out, first_dtype),
+                None => self.provisional(out, provisional_dtype(&self.g, &node, first_dtype)),
             };
             let tname = if out.is_empty() {
                 format!("{name}_unused{k}")
@@ -523,7 +527,7 @@ impl<'a> Importer<'a> {
             }
             AttributeType::Graph | AttributeType::Graphs => {
                 return Err(format!(
-                    "attribute '{}' is a subgraph; only If and Loop take subgraphs",
+                    "attribute '{}' is a subgraph; only If, Loop and Scan take subgraphs",
                     a.name
                 ))
             }
@@ -693,6 +697,31 @@ impl<'a> Importer<'a> {
         let t = &self.g.tensors[*self.names.get(name)?];
         let provisional = matches!(&t.shape[..], [Dim::Sym(s)] if s.ends_with('?'));
         (!provisional).then_some(t.shape.len())
+    }
+}
+
+/// The dtype of an output whose shape cannot be inferred yet (it depends on values, or on
+/// an input's symbolic shape), for the ops whose output dtype is not their first input's:
+/// a later node (a Loop body's carried value) is typed from it before the host re-infers.
+fn provisional_dtype(g: &Graph, node: &Node, first: DType) -> DType {
+    let code = |key: &str| match node.attrs.get(key) {
+        Some(Attr::Int(c)) => i32::try_from(*c).ok().and_then(baton_dtype),
+        _ => None,
+    };
+    match node.op {
+        // ONNX's default fill is a float 0.
+        OpKind::ConstantOfShape => code("value_dtype").unwrap_or(DType::F32),
+        OpKind::Cast => code("to").unwrap_or(first),
+        OpKind::CastLike => node.inputs.get(1).map_or(first, |&t| g.tensors[t].dtype),
+        OpKind::Shape | OpKind::Size | OpKind::ArgMax | OpKind::ArgMin => DType::I64,
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual
+        | OpKind::IsNaN
+        | OpKind::IsInf => DType::Bool,
+        _ => first,
     }
 }
 
