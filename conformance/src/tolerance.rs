@@ -137,8 +137,8 @@ impl Family {
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
             // Einsum's contractions are matrix products; Attention is two matrix products
-            // around a softmax, and RotaryEmbedding's products of two terms are judged
-            // likewise.
+            // around a softmax, LinearAttention a recurrence of outer and inner products,
+            // and RotaryEmbedding's products of two terms are judged likewise.
             OpKind::ConvTranspose
             | OpKind::LSTM
             | OpKind::GRU
@@ -146,6 +146,7 @@ impl Family {
             | OpKind::DFT
             | OpKind::STFT
             | OpKind::Attention
+            | OpKind::LinearAttention
             | OpKind::RotaryEmbedding => Family::Linalg,
             OpKind::Squeeze
             | OpKind::Unsqueeze

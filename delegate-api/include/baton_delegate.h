@@ -277,7 +277,8 @@ extern "C" {
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_GRIDSAMPLE,
- * BATON_OP_DFT to BATON_OP_EINSUM and BATON_OP_NONMAXSUPPRESSION to BATON_OP_COMPRESS. */
+ * BATON_OP_DFT to BATON_OP_EINSUM and BATON_OP_NONMAXSUPPRESSION to
+ * BATON_OP_LINEARATTENTION. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -538,6 +539,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_NONMAXSUPPRESSION 131u
 #define BATON_OP_UNIQUE 132u
 #define BATON_OP_COMPRESS 133u
+#define BATON_OP_LINEARATTENTION 134u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

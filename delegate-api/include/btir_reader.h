@@ -231,6 +231,7 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_NONMAXSUPPRESSION: return "NonMaxSuppression";
     case BATON_OP_UNIQUE: return "Unique";
     case BATON_OP_COMPRESS: return "Compress";
+    case BATON_OP_LINEARATTENTION: return "LinearAttention";
     default: break;
     }
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
@@ -672,7 +673,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_GRIDSAMPLE) ||
-          (n->op >= BATON_OP_DFT && n->op <= BATON_OP_COMPRESS))) {
+          (n->op >= BATON_OP_DFT && n->op <= BATON_OP_LINEARATTENTION))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

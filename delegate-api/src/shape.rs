@@ -5,6 +5,7 @@ mod attention;
 mod control;
 mod dynamic;
 pub mod einsum;
+mod linear_attention;
 mod math;
 mod signal;
 pub mod spectral;
@@ -13,6 +14,7 @@ mod tensor_ops;
 pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
+pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;
@@ -179,6 +181,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = attention::infer(node, inputs) {
+        return r;
+    }
+    if let Some(r) = linear_attention::infer(node, inputs) {
         return r;
     }
     let (dtype, _) = inputs

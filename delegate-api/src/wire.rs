@@ -3,8 +3,8 @@
 //! CastLike (70), and the control-flow ops If and Loop (68, 69) with the graph attribute
 //! kind 6 that holds their subgraphs; 1.3 added the op codes 71-110, 1.4 the op codes
 //! 111-118, 1.5 the op codes 119-120 (Attention, RotaryEmbedding), 121 (GridSample),
-//! 125-129 (DFT, STFT, the window ops), 130 (Einsum) and 131-133 (NonMaxSuppression,
-//! Unique, Compress); the layout is otherwise that of 1.0).
+//! 125-129 (DFT, STFT, the window ops), 130 (Einsum), 131-133 (NonMaxSuppression,
+//! Unique, Compress) and 134 (LinearAttention); the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -85,7 +85,7 @@ pub fn op_minor(op: OpKind) -> u16 {
         44 | 68..=70 => 2,
         71..=110 => 3,
         111..=118 => 4,
-        119..=121 | 125..=133 => 5,
+        119..=121 | 125..=134 => 5,
         // A code this table does not list was added by the minor this build writes.
         _ => WIRE_MINOR,
     }
@@ -607,6 +607,7 @@ mod tests {
         assert_eq!(op_minor(OpKind::BlackmanWindow), 5);
         assert_eq!(op_minor(OpKind::NonMaxSuppression), 5);
         assert_eq!(op_minor(OpKind::Compress), 5);
+        assert_eq!(op_minor(OpKind::LinearAttention), 5);
         assert_eq!(op_minor(OpKind::Attention), 5);
         assert_eq!(op_minor(OpKind::RotaryEmbedding), 5);
         assert_eq!(dtype_minor(DType::Bool), 0);

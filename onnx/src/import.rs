@@ -781,6 +781,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd => 26,
+        OpKind::LinearAttention => 27,
         OpKind::Unique => 11,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,

@@ -19,6 +19,7 @@ mod gen;
 mod generate;
 mod indexing;
 mod linalg;
+mod linear_attention;
 mod math;
 mod models;
 mod movement;
@@ -146,6 +147,7 @@ pub fn all() -> Result<Vec<Case>> {
                 select::cases(op, &mut out)?;
                 signal::cases(op, &mut out)?;
                 attention::cases(op, &mut out)?;
+                linear_attention::cases(op, &mut out)?;
             }
         }
     }
