@@ -22,7 +22,9 @@
 //!
 //! - **control flow**: If and Loop become IR nodes whose subgraphs are imported by child
 //!   importers (see `control`); every outer value a subgraph reads becomes an explicit
-//!   input of the node and of the subgraph. Scan becomes a Loop (see `scan`).
+//!   input of the node and of the subgraph. Scan becomes a Loop (see `scan`);
+//!   FlexAttention (domain `ai.onnx.preview`) is composed of IR ops, its modifier
+//!   subgraphs run through constant-true Ifs (see `flex`).
 //!
 //! Anything the IR cannot represent is an error naming the node, its op, the opset and the
 //! attribute at fault.
@@ -42,6 +44,7 @@ use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 mod activation;
 mod compose;
 mod control;
+mod flex;
 mod legacy;
 mod loss;
 mod lower;
@@ -189,6 +192,9 @@ impl<'a> Importer<'a> {
                 n.op_type
             ))
         };
+        if n.domain == "ai.onnx.preview" && n.op_type == "FlexAttention" {
+            return self.flex_attention(&name, n);
+        }
         if !(n.domain.is_empty() || n.domain == "ai.onnx") {
             return Err(at(format!("domain '{}' is not supported", n.domain)));
         }
