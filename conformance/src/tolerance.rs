@@ -140,8 +140,8 @@ impl Family {
             | OpKind::ArgMax
             | OpKind::ArgMin => Family::Reduction,
             // Einsum's contractions are matrix products; Attention is two matrix products
-            // around a softmax, and RotaryEmbedding's products of two terms are judged
-            // likewise.
+            // around a softmax, LinearAttention a recurrence of outer and inner products,
+            // and RotaryEmbedding's products of two terms are judged likewise.
             OpKind::ConvTranspose
             | OpKind::LSTM
             | OpKind::GRU
@@ -151,6 +151,7 @@ impl Family {
             | OpKind::STFT
             | OpKind::Attention
             | OpKind::RotaryEmbedding
+            | OpKind::LinearAttention
             | OpKind::CausalConvWithState
             | OpKind::DeformConv => Family::Linalg,
             OpKind::Squeeze

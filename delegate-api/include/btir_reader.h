@@ -231,6 +231,7 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_NONMAXSUPPRESSION: return "NonMaxSuppression";
     case BATON_OP_UNIQUE: return "Unique";
     case BATON_OP_COMPRESS: return "Compress";
+    case BATON_OP_LINEARATTENTION: return "LinearAttention";
     case BATON_OP_COL2IM: return "Col2Im";
     case BATON_OP_CAUSALCONVWITHSTATE: return "CausalConvWithState";
     case BATON_OP_DEFORMCONV: return "DeformConv";
@@ -682,7 +683,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
     if (!((n->op >= BATON_OP_MATMUL && n->op <= BATON_OP_FLATTEN) ||
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_COL2IM) ||
-          (n->op >= BATON_OP_DFT && n->op <= BATON_OP_COMPRESS) ||
+          (n->op >= BATON_OP_DFT && n->op <= BATON_OP_LINEARATTENTION) ||
           (n->op >= BATON_OP_CAUSALCONVWITHSTATE && n->op <= BATON_OP_MATMULINTEGER) ||
           n->op == BATON_OP_DET ||
           n->op == BATON_OP_REVERSESEQUENCE ||

@@ -5,6 +5,7 @@ mod attention;
 mod control;
 mod dynamic;
 pub mod einsum;
+mod linear_attention;
 mod math;
 mod signal;
 mod spatial;
@@ -16,6 +17,7 @@ pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
 pub use math::bit_cast_width;
+pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;
@@ -231,6 +233,9 @@ pub fn infer_outputs(
         return r;
     }
     if let Some(r) = attention::infer(node, inputs) {
+        return r;
+    }
+    if let Some(r) = linear_attention::infer(node, inputs) {
         return r;
     }
     let (dtype, _) = inputs

@@ -23,7 +23,9 @@
 //!
 //! - **control flow**: If and Loop become IR nodes whose subgraphs are imported by child
 //!   importers (see `control`); every outer value a subgraph reads becomes an explicit
-//!   input of the node and of the subgraph.
+//!   input of the node and of the subgraph. Scan becomes a Loop (see `scan`);
+//!   FlexAttention (domain `ai.onnx.preview`) is composed of IR ops, its modifier
+//!   subgraphs run through constant-true Ifs (see `flex`).
 //!
 //! Anything the IR cannot represent is an error naming the node, its op, the opset and the
 //! attribute at fault.
@@ -43,11 +45,13 @@ use super::{baton_dtype, onnx_type_name, tensor_from_proto, OnnxError};
 mod activation;
 mod compose;
 mod control;
+mod flex;
 mod legacy;
 mod loss;
 mod lower;
 mod norm;
 mod qlinear;
+mod scan;
 
 /// The oldest and newest default-domain opsets the importer accepts.
 /// Opsets 1 to 6 are read through the rewrites of `legacy`.
@@ -189,11 +193,17 @@ impl<'a> Importer<'a> {
                 n.op_type
             ))
         };
+        if n.domain == "ai.onnx.preview" && n.op_type == "FlexAttention" {
+            return self.flex_attention(&name, n);
+        }
         if !(n.domain.is_empty() || n.domain == "ai.onnx") {
             return Err(at(format!("domain '{}' is not supported", n.domain)));
         }
         if matches!(n.op_type.as_str(), "If" | "Loop") {
             return self.control_node(&name, n);
+        }
+        if n.op_type == "Scan" {
+            return self.scan_node(&name, n);
         }
         let mut attrs = BTreeMap::new();
         for a in &n.attribute {
@@ -451,7 +461,7 @@ impl<'a> Importer<'a> {
         for (k, out) in outputs[..n_out].iter().enumerate() {
             let (dtype, dims) = match &inferred {
                 Some(inf) => inf[k].clone(),
-                None => self.provisional(out, first_dtype),
+                None => self.provisional(out, provisional_dtype(&self.g, &node, first_dtype)),
             };
             let tname = if out.is_empty() {
                 format!("{name}_unused{k}")
@@ -536,7 +546,7 @@ impl<'a> Importer<'a> {
             }
             AttributeType::Graph | AttributeType::Graphs => {
                 return Err(format!(
-                    "attribute '{}' is a subgraph; only If and Loop take subgraphs",
+                    "attribute '{}' is a subgraph; only If, Loop and Scan take subgraphs",
                     a.name
                 ))
             }
@@ -709,6 +719,31 @@ impl<'a> Importer<'a> {
     }
 }
 
+/// The dtype of an output whose shape cannot be inferred yet (it depends on values, or on
+/// an input's symbolic shape), for the ops whose output dtype is not their first input's:
+/// a later node (a Loop body's carried value) is typed from it before the host re-infers.
+fn provisional_dtype(g: &Graph, node: &Node, first: DType) -> DType {
+    let code = |key: &str| match node.attrs.get(key) {
+        Some(Attr::Int(c)) => i32::try_from(*c).ok().and_then(baton_dtype),
+        _ => None,
+    };
+    match node.op {
+        // ONNX's default fill is a float 0.
+        OpKind::ConstantOfShape => code("value_dtype").unwrap_or(DType::F32),
+        OpKind::Cast => code("to").unwrap_or(first),
+        OpKind::CastLike => node.inputs.get(1).map_or(first, |&t| g.tensors[t].dtype),
+        OpKind::Shape | OpKind::Size | OpKind::ArgMax | OpKind::ArgMin => DType::I64,
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual
+        | OpKind::IsNaN
+        | OpKind::IsInf => DType::Bool,
+        _ => first,
+    }
+}
+
 /// Whether `v` declares a type at all.
 fn has_type(v: &ValueInfoProto) -> bool {
     v.r#type.as_ref().is_some_and(|t| t.value.is_some())
@@ -765,6 +800,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
     Some(match op {
         OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::Einsum => 12,
         OpKind::CumProd | OpKind::BitCast => 26,
+        OpKind::LinearAttention => 27,
         OpKind::Unique | OpKind::Det => 11,
         OpKind::ReverseSequence => 10,
         OpKind::NonMaxSuppression => 10,

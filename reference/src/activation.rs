@@ -4,7 +4,7 @@ use baton_delegate_api::ir::Node;
 use baton_delegate_api::shape::normalize_axis;
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use super::data::{load_f32, store_f64, sum_f64};
+use super::data::{load_f32, load_f64, store_f64, sum_f64};
 use super::{shape_err, KernelError};
 
 /// `1 / (1 + exp(-x))`, in the form that cannot overflow for either sign. NaN stays NaN.
@@ -61,17 +61,18 @@ pub(crate) fn softmax_lines(
     let outer: usize = shape[..axis].iter().product();
     let n = shape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
-    let v = load_f32(x);
+    // f64 holds every f16, f32 and f64 operand exactly.
+    let v = load_f64(x);
     let mut r = vec![0.0f64; v.len()];
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| (o * n + k) * inner + i;
             let max = (0..n)
-                .map(|k| v[at(k)] as f64)
+                .map(|k| v[at(k)])
                 .fold(f64::NEG_INFINITY, |m, e| if e > m { e } else { m });
-            let sum = sum_f64((0..n).map(|k| (v[at(k)] as f64 - max).exp()));
+            let sum = sum_f64((0..n).map(|k| (v[at(k)] - max).exp()));
             for k in 0..n {
-                r[at(k)] = f(v[at(k)] as f64 - max, sum);
+                r[at(k)] = f(v[at(k)] - max, sum);
             }
         }
     }

@@ -78,6 +78,7 @@ pub(crate) fn store_f64(out: &mut TensorMut<'_>, values: &[f64]) {
             let bits: Vec<u16> = values.iter().map(|&v| f16::from_f64(v).to_bits()).collect();
             store(out, &bits);
         }
+        DType::F64 => store(out, values),
         _ => {
             let v: Vec<f32> = values.iter().map(|&v| v as f32).collect();
             store(out, &v);

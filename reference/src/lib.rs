@@ -290,6 +290,8 @@ pub fn supports(op: OpKind, input_dtypes: &[DType]) -> Result<(), String> {
 }
 
 const FLOATS: &[DType] = &[DType::F32, DType::F16];
+/// MatMul and Softmax compute in f64 throughout, so they take f64 operands too.
+const FLOATS_WITH_F64: &[DType] = &[DType::F32, DType::F16, DType::F64];
 /// MaxPool compares without arithmetic, so it takes every standard integer too.
 const MAX_POOLABLE: &[DType] = &[
     DType::F32,
@@ -339,10 +341,9 @@ fn dtypes_of(op: OpKind) -> &'static [DType] {
         OpKind::Clip => CLIPPABLE,
         OpKind::MaxPool => MAX_POOLABLE,
         OpKind::Relu => SIGNED,
+        OpKind::Softmax | OpKind::MatMul => FLOATS_WITH_F64,
         OpKind::Sigmoid
         | OpKind::Tanh
-        | OpKind::Softmax
-        | OpKind::MatMul
         | OpKind::Gemm
         | OpKind::Conv
         | OpKind::AveragePool

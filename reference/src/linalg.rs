@@ -4,7 +4,7 @@ use baton_delegate_api::ir::Node;
 use baton_delegate_api::shape::broadcast_shapes;
 use baton_delegate_api::{TensorMut, TensorRef};
 
-use super::data::{broadcast_offsets, load_f32, store_f64, sum_f64};
+use super::data::{broadcast_offsets, load_f32, load_f64, store_f64, sum_f64};
 use super::{shape_err, KernelError};
 
 /// numpy `matmul`: a 1-D `a` is a row `[1, K]` and a 1-D `b` a column `[K, 1]` (the
@@ -30,15 +30,15 @@ pub(crate) fn matmul(
     let batch = broadcast_shapes(a_batch, b_batch).map_err(|e| shape_err(node, e))?;
     let a_of = broadcast_offsets(a_batch, &batch);
     let b_of = broadcast_offsets(b_batch, &batch);
-    let (x, y) = (load_f32(a), load_f32(b));
+    // f64 holds every f16, f32 and f64 operand exactly.
+    let (x, y) = (load_f64(a), load_f64(b));
     let mut r = Vec::with_capacity(a_of.len() * m * n);
     for (&ab, &bb) in a_of.iter().zip(&b_of) {
         let a_mat = &x[ab * m * k..(ab + 1) * m * k];
         let b_mat = &y[bb * k * n..(bb + 1) * k * n];
         for i in 0..m {
             for j in 0..n {
-                let dot =
-                    sum_f64((0..k).map(|p| a_mat[i * k + p] as f64 * b_mat[p * n + j] as f64));
+                let dot = sum_f64((0..k).map(|p| a_mat[i * k + p] * b_mat[p * n + j]));
                 r.push(dot);
             }
         }

@@ -1,6 +1,6 @@
 //! Reference kernels of the math family: element-wise math and activations, Pow,
 //! comparisons and logic, Where, Cast, LogSoftmax, the normalizations, the Reduce ops,
-//! Attention and RotaryEmbedding.
+//! Attention, LinearAttention and RotaryEmbedding.
 //!
 //! Float ops widen their operands to f64 (exactly: f16, bf16, f32 and f64), evaluate in
 //! f64 and round once to the output dtype (to f16 through [`rounding`], as `half`'s own
@@ -89,12 +89,15 @@
 //!   causal triangle, `nonpad_kv_seqlen` padding), then softmax; a query with every key
 //!   masked gets NaN. **RotaryEmbedding** rotates in f64; a position id outside the caches
 //!   is an arithmetic error.
+//! - **LinearAttention** runs its recurrence token by token with the state in f64 (ONNX's
+//!   reference keeps it in f32), rounding only `output` and `present_state`.
 
 mod arg;
 mod arith;
 mod attention;
 mod cast;
 mod det;
+mod linear_attention;
 mod logic;
 mod norm;
 mod reduce;
@@ -126,6 +129,9 @@ pub(crate) fn run(
         OpKind::LayerNormalization => return Some(norm::layer_norm(node, inputs, outputs)),
         OpKind::BatchNormalization => return Some(norm::batch_norm(node, inputs, outputs)),
         OpKind::Attention => return Some(attention::attention(node, inputs, outputs)),
+        OpKind::LinearAttention => {
+            return Some(linear_attention::linear_attention(node, inputs, outputs))
+        }
         OpKind::RotaryEmbedding => {
             return Some(attention::rotary_embedding(node, inputs, &mut outputs[0]))
         }
@@ -352,6 +358,8 @@ fn signature(op: OpKind) -> Option<Signature> {
             ],
             &[(0, 1), (0, 2), (0, 4), (0, 5)],
         ),
+        // query, key, value, past_state (a float of its own), decay, beta.
+        OpKind::LinearAttention => sig((3, 6), &[ANY_FLOAT], &[(0, 1), (0, 2), (0, 4), (0, 5)]),
         OpKind::RotaryEmbedding => sig(
             (3, 4),
             &[ANY_FLOAT, ANY_FLOAT, ANY_FLOAT, I64],

@@ -19,6 +19,7 @@ mod gen;
 mod generate;
 mod indexing;
 mod linalg;
+mod linear_attention;
 mod math;
 mod models;
 mod movement;
@@ -148,6 +149,7 @@ pub fn all() -> Result<Vec<Case>> {
                 signal::cases(op, &mut out)?;
                 spatial::cases(op, &mut out)?;
                 attention::cases(op, &mut out)?;
+                linear_attention::cases(op, &mut out)?;
             }
         }
     }

@@ -471,6 +471,26 @@ ops! {
     /// false) is true. The output's extent there is the number of trues, which depends on
     /// the values.
     Compress = 133,
+    /// Linear attention (ONNX LinearAttention, opset 27): per batch and key/value head a
+    /// recurrent state `S` `[d_k, d_v]`, updated once per token. Inputs: `query`
+    /// `[B, T, Hq*d_k]`, `key` `[B, T, Hkv*d_k]`, `value` `[B, T, Hkv*d_v]`, then the
+    /// optional `past_state` `[B, Hkv, d_k, d_v]` (the initial `S`, default zeros),
+    /// `decay` (the gate `g` in log space: `[B, T, Hkv*d_k]`, one per key dimension, or
+    /// `[B, T, Hkv]`, one per head) and `beta` (`[B, T, Hkv]` or `[B, T, 1]`, shared by
+    /// the heads); a 0-element operand stands for an omitted one. Attributes:
+    /// `q_num_heads` and `kv_num_heads` (required; `Hq` a multiple of `Hkv`: query head
+    /// `h` reads the state of head `h / (Hq / Hkv)`), `update_rule` and `scale` (default
+    /// 0: `1 / sqrt(d_k)`); `chunk_size` is a tuning hint that changes no result.
+    ///
+    /// Per token, with `k`, `v`, `q` the head's vectors, `⊗` the outer product and
+    /// `exp(g)` scaling the rows (the `d_k` index) of `S`: `linear` `S += k ⊗ v`;
+    /// `gated` `S = exp(g) S + k ⊗ v`; `delta` `S += k ⊗ β (v - Sᵀ k)`; `gated_delta`
+    /// (the default) `S' = exp(g) S`, `S = S' + k ⊗ β (v - S'ᵀ k)`. Then
+    /// `o = scale · qᵀ S`. `decay` is given exactly for the gated rules and `beta` exactly
+    /// for the delta rules. Outputs: `output` `[B, T, Hq*d_v]` of query's dtype and
+    /// `present_state` (the final `S`) of past_state's dtype, or query's without one. The
+    /// float operands share query's dtype, except `past_state`, which may differ.
+    LinearAttention = 134,
     /// Stateful causal depthwise 1-D convolution (ONNX CausalConvWithState, opset 27):
     /// `input` `[B, C, L]` and `weight` `[C, 1, K]`, then the optional `bias` `[C]` and
     /// `past_state` `[B, C, K-1]` (a 0-element operand stands for an omitted one; an

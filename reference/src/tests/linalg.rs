@@ -83,6 +83,25 @@ fn matmul_accumulates_in_f64() {
 }
 
 #[test]
+fn matmul_and_softmax_of_f64_keep_f64() {
+    // 1 + 2^-40 is not an f32; the product [1 + 2^-40, 1] · [1, 1] is 2 + 2^-40 exactly.
+    let tiny = 2f64.powi(-40);
+    let a = typed(DType::F64, &[1, 2], &[1.0 + tiny, 1.0]);
+    let b = typed(DType::F64, &[2, 1], &[1.0f64, 1.0]);
+    let out = run(&node(OpKind::MatMul, 2, &[]), &[a, b]).unwrap();
+    assert_eq!(out.dtype, DType::F64);
+    assert_eq!(out.values::<f64>(), [2.0 + tiny]);
+    // Softmax of [0, ln 3] is [1/4, 3/4], within f64 rounding.
+    let x = typed(DType::F64, &[2], &[0.0f64, 3f64.ln()]);
+    let out = run(&node(OpKind::Softmax, 1, &[]), &[x]).unwrap();
+    let got = out.values::<f64>();
+    assert!(
+        (got[0] - 0.25).abs() < 1e-15 && (got[1] - 0.75).abs() < 1e-15,
+        "{got:?}"
+    );
+}
+
+#[test]
 fn matmul_f16() {
     let a = f16t(&[1, 2], &[1.5, 2.]);
     let b = f16t(&[2, 1], &[2., 0.25]);

@@ -11,6 +11,7 @@ mod generate;
 mod graph;
 mod index_ops;
 mod linalg;
+mod linear_attention;
 mod math_extra;
 mod math_graph;
 mod math_logic;
