@@ -16,8 +16,8 @@ mod tensor_ops;
 pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
-pub use math::bit_cast_width;
 pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
+pub use math::bit_cast_width;
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;
