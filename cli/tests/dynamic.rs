@@ -7,7 +7,7 @@ mod support;
 #[path = "../../runtime-host/tests/common/nonzero_model.rs"]
 mod nonzero_model;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use baton_delegate_api::Tensor;
@@ -23,9 +23,10 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn run(model: &Path, dir: &Path, tag: &str, x: &[f32]) -> (Tensor, Tensor) {
+/// `baton run MODEL --input x=x-TAG.npy` with `x` `[rows, SIDE]`; returns its output dir.
+fn run_to(model: &Path, dir: &Path, tag: &str, rows: usize, x: &[f32]) -> PathBuf {
     let input = dir.join(format!("x-{tag}.npy"));
-    npy::write(&input, &Tensor::from_f32(&[SIDE, SIDE], x)).unwrap();
+    npy::write(&input, &Tensor::from_f32(&[rows, SIDE], x)).unwrap();
     let out = dir.join(format!("out-{tag}"));
     let o = baton(
         &[
@@ -39,6 +40,11 @@ fn run(model: &Path, dir: &Path, tag: &str, x: &[f32]) -> (Tensor, Tensor) {
         &dir.join("cache"),
     );
     assert!(o.status.success(), "{}", text(&o));
+    out
+}
+
+fn run(model: &Path, dir: &Path, tag: &str, x: &[f32]) -> (Tensor, Tensor) {
+    let out = run_to(model, dir, tag, SIDE, x);
     (
         npy::read(&out.join("coords.npy")).unwrap(),
         npy::read(&out.join("y.npy")).unwrap(),
@@ -97,26 +103,10 @@ fn baton_run_takes_nonzero_of_an_input_whose_rows_are_symbolic() {
     let x: Vec<f32> = (0..rows * SIDE)
         .map(|i| if i % 7 == 2 { 1.5 } else { -1.0 })
         .collect();
-    let input = dir.path().join("x.npy");
-    npy::write(&input, &Tensor::from_f32(&[rows, SIDE], &x)).unwrap();
-    let out = dir.path().join("out");
-    let o = baton(
-        &[
-            "run",
-            model.to_str().unwrap(),
-            "--input",
-            &format!("x={}", input.display()),
-            "--output-dir",
-            out.to_str().unwrap(),
-        ],
-        &dir.path().join("cache"),
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let out = run_to(&model, dir.path(), "rows", rows, &x);
     let coords = npy::read(&out.join("coords.npy")).unwrap();
-    let hits: Vec<usize> = (0..x.len()).filter(|&i| x[i] > 0.0).collect();
-    let mut want: Vec<i64> = hits.iter().map(|&i| (i / SIDE) as i64).collect();
-    want.extend(hits.iter().map(|&i| (i % SIDE) as i64));
-    assert_eq!(coords.shape, [2, hits.len()]);
+    let want = nonzero_model::positive_coords(&x);
+    assert_eq!(coords.shape, [2, want.len() / 2]);
     assert_eq!(coords.values::<i64>(), &want[..]);
 }
 

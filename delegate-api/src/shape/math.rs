@@ -9,6 +9,36 @@
 use super::{broadcast_shapes, normalize_axis, Outputs};
 use crate::ir::{Attr, DType, Node, OpKind};
 
+/// The element-wise math and activations whose one output has operand 0's dtype and shape.
+const SAME_SHAPE: &[OpKind] = &[
+    OpKind::Sqrt,
+    OpKind::Exp,
+    OpKind::Log,
+    OpKind::Neg,
+    OpKind::Abs,
+    OpKind::Erf,
+    OpKind::Ceil,
+    OpKind::Floor,
+    OpKind::Round,
+    OpKind::Sign,
+    OpKind::Reciprocal,
+    OpKind::Sin,
+    OpKind::Cos,
+    OpKind::Tan,
+    OpKind::Asin,
+    OpKind::Acos,
+    OpKind::Atan,
+    OpKind::Sinh,
+    OpKind::Cosh,
+    OpKind::Asinh,
+    OpKind::Acosh,
+    OpKind::Atanh,
+    OpKind::LeakyRelu,
+    OpKind::HardSigmoid,
+    OpKind::HardSwish,
+    OpKind::Gelu,
+];
+
 /// The outputs of `node` if its op belongs to this family, else `None`.
 pub(crate) fn infer(
     node: &Node,
@@ -17,32 +47,7 @@ pub(crate) fn infer(
 ) -> Option<Result<Outputs, String>> {
     let op = node.op;
     let r = match op {
-        OpKind::Sqrt
-        | OpKind::Exp
-        | OpKind::Log
-        | OpKind::Neg
-        | OpKind::Abs
-        | OpKind::Erf
-        | OpKind::Ceil
-        | OpKind::Floor
-        | OpKind::Round
-        | OpKind::Sign
-        | OpKind::Reciprocal
-        | OpKind::Sin
-        | OpKind::Cos
-        | OpKind::Tan
-        | OpKind::Asin
-        | OpKind::Acos
-        | OpKind::Atan
-        | OpKind::Sinh
-        | OpKind::Cosh
-        | OpKind::Asinh
-        | OpKind::Acosh
-        | OpKind::Atanh
-        | OpKind::LeakyRelu
-        | OpKind::HardSigmoid
-        | OpKind::HardSwish
-        | OpKind::Gelu => same_as_input(op, inputs),
+        op if SAME_SHAPE.contains(&op) => same_as_input(op, inputs),
         OpKind::LogSoftmax => log_softmax(node, inputs),
         OpKind::Pow | OpKind::Mod => binary(op, inputs, None),
         OpKind::Equal
@@ -91,7 +96,6 @@ pub(crate) fn infer(
     Some(r)
 }
 
-/// Operand `i`, or an error naming the op.
 /// How many leading operands of `op` broadcast into its one output when the op is
 /// element-wise (1: the output is shaped like operand 0), else `None`. Shape inference
 /// uses it to carry symbolic dims through these ops before the inputs are bound, so an
@@ -99,33 +103,8 @@ pub(crate) fn infer(
 /// comparison or a Cast on a model with a symbolic batch.
 pub(crate) fn elementwise_operands(op: OpKind) -> Option<usize> {
     Some(match op {
-        OpKind::Sqrt
-        | OpKind::Exp
-        | OpKind::Log
-        | OpKind::Neg
-        | OpKind::Abs
-        | OpKind::Erf
-        | OpKind::Ceil
-        | OpKind::Floor
-        | OpKind::Round
-        | OpKind::Sign
-        | OpKind::Reciprocal
-        | OpKind::Sin
-        | OpKind::Cos
-        | OpKind::Tan
-        | OpKind::Asin
-        | OpKind::Acos
-        | OpKind::Atan
-        | OpKind::Sinh
-        | OpKind::Cosh
-        | OpKind::Asinh
-        | OpKind::Acosh
-        | OpKind::Atanh
-        | OpKind::LeakyRelu
-        | OpKind::HardSigmoid
-        | OpKind::HardSwish
-        | OpKind::Gelu
-        | OpKind::LogSoftmax
+        op if SAME_SHAPE.contains(&op) => 1,
+        OpKind::LogSoftmax
         | OpKind::Hardmax
         | OpKind::IsNaN
         | OpKind::IsInf
@@ -152,6 +131,7 @@ pub(crate) fn elementwise_operands(op: OpKind) -> Option<usize> {
     })
 }
 
+/// Operand `i`, or an error naming the op.
 fn input(
     op: OpKind,
     inputs: &[(DType, Vec<usize>)],

@@ -103,16 +103,7 @@ pub fn write(path: &Path) {
         ],
         ..Default::default()
     };
-    let model = ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 13,
-        }],
-        graph: Some(g),
-        ..Default::default()
-    };
-    std::fs::write(path, model.encode_to_vec()).expect("write the model");
+    save(path, g);
 }
 
 /// Writes `coords = NonZero(x > 0)` for `x` `[x_n0, SIDE]`, its rows a symbolic dim (opset
@@ -135,6 +126,11 @@ pub fn write_symbolic_rows(path: &Path) {
         output: vec![value("coords", DataType::Int64, &[Some(2), None])],
         ..Default::default()
     };
+    save(path, g);
+}
+
+/// Writes `g` as an opset-13 model.
+fn save(path: &Path, g: GraphProto) {
     let model = ModelProto {
         ir_version: 8,
         opset_import: vec![OperatorSetIdProto {
@@ -164,6 +160,15 @@ pub fn input(stride: usize, offset: usize) -> Vec<f32> {
             }
         })
         .collect()
+}
+
+/// What the model of [`write_symbolic_rows`] gives for `x` (`[rows, SIDE]`): the
+/// coordinates `[2, n]` of its positive elements.
+pub fn positive_coords(x: &[f32]) -> Vec<i64> {
+    let hits: Vec<usize> = (0..x.len()).filter(|&i| x[i] > 0.0).collect();
+    let mut coords: Vec<i64> = hits.iter().map(|&i| (i / SIDE) as i64).collect();
+    coords.extend(hits.iter().map(|&i| (i % SIDE) as i64));
+    coords
 }
 
 /// What the model gives for `x`, computed here: the coordinates `[2, n]` and the doubled
