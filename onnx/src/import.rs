@@ -217,6 +217,7 @@ impl<'a> Importer<'a> {
         match n.op_type.as_str() {
             "Constant" => return self.constant_node(n, &attrs).map_err(&at),
             "Dropout" => return self.dropout(&name, n),
+            "OptionalHasElement" | "OptionalGetElement" => return self.optional(&name, n),
             "Sum"
             | "LRN"
             | "Upsample"

@@ -1,7 +1,8 @@
 //! ONNX import of old opsets (1 to 10) and of the ops rewritten into IR ops (Sum, LRN,
 //! Upsample, PRelu, Elu, Selu, Softplus, Max, Min, InstanceNormalization, Dropout's
-//! mask, Softmax flattened to 2-D): each model is built from the protobuf messages,
-//! imported and run on the reference, against answers worked out here.
+//! mask, Softmax flattened to 2-D, OptionalHasElement and OptionalGetElement): each model
+//! is built from the protobuf messages, imported and run on the reference, against
+//! answers worked out here.
 
 use baton_delegate_api::{DType, Tensor};
 use baton_onnx::import;
@@ -447,4 +448,54 @@ fn opsets_outside_1_to_27_are_refused() {
     let m = one_node(0, "Relu", &[("x", F, &[1])], &[("y", F, &[1])], vec![]);
     let e = import(&m, None).unwrap_err().to_string();
     assert!(e.contains("opset 0") && e.contains("1 to 27"), "{e}");
+}
+
+#[test]
+fn optional_ops_on_a_tensor_or_an_absent_operand() {
+    // OptionalGetElement of a tensor is the tensor.
+    let m = one_node(
+        18,
+        "OptionalGetElement",
+        &[("x", F, &[3])],
+        &[("y", F, &[3])],
+        vec![],
+    );
+    let y = run(&m, &[Tensor::from_f32(&[3], &[1.0, -2.0, 3.5])]);
+    assert_eq!(y[0].f32s(), &[1.0, -2.0, 3.5]);
+    // OptionalHasElement: true for a tensor, false for an operand left out.
+    let m = one_node(
+        18,
+        "OptionalHasElement",
+        &[("x", F, &[2])],
+        &[("y", DataType::Bool, &[])],
+        vec![],
+    );
+    let y = run(&m, &[Tensor::from_f32(&[2], &[0.0, 0.0])]);
+    assert_eq!((y[0].dtype, y[0].bytes()), (DType::Bool, &[1u8][..]));
+    let mut m = one_node(
+        18,
+        "OptionalHasElement",
+        &[],
+        &[("y", DataType::Bool, &[])],
+        vec![],
+    );
+    m.graph.as_mut().unwrap().node[0].input = vec![String::new()];
+    let y = run(&m, &[]);
+    assert_eq!((y[0].dtype, y[0].bytes()), (DType::Bool, &[0u8][..]));
+    // Getting the element of nothing is refused, naming the node; so is opset 14.
+    let m = one_node(18, "OptionalGetElement", &[], &[("y", F, &[1])], vec![]);
+    let e = import(&m, None).unwrap_err().to_string();
+    assert!(
+        e.contains("OptionalGetElement_node") && e.contains("empty optional"),
+        "{e}"
+    );
+    let m = one_node(
+        14,
+        "OptionalHasElement",
+        &[],
+        &[("y", DataType::Bool, &[])],
+        vec![],
+    );
+    let e = import(&m, None).unwrap_err().to_string();
+    assert!(e.contains("opset 15"), "{e}");
 }

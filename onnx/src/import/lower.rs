@@ -420,6 +420,36 @@ impl Importer<'_> {
 
     /// Dropout at inference: the identity, and an all-true mask when one is asked for.
     /// Training mode (random dropping) is refused unless its ratio is a constant 0.
+    /// OptionalHasElement and OptionalGetElement where the operand is a tensor or absent.
+    /// The IR has no optional type: every value is a tensor, and an optional with nothing
+    /// in it can only be an operand left out (no input, or the empty name). So whether
+    /// it has an element is known at import, a constant; getting the element of a tensor
+    /// is the tensor itself. Optional-typed graph inputs and the Optional op are refused
+    /// where they are read, with the value named.
+    pub(super) fn optional(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
+        if self.opset < 15 {
+            let message = format!("{} exists from opset 15", n.op_type);
+            return Err(self.node_error(name, n, message));
+        }
+        let x = n.input.first().filter(|s| !s.is_empty()).cloned();
+        let Some(y) = n.output.first().filter(|s| !s.is_empty()).cloned() else {
+            return Err(self.node_error(name, n, "the node has no output".into()));
+        };
+        if n.op_type == "OptionalHasElement" {
+            let present = u8::from(x.is_some());
+            self.constant(&y, Tensor::from_bytes(DType::Bool, &[], &[present]));
+            return Ok(());
+        }
+        let Some(x) = x else {
+            return Err(self.node_error(
+                name,
+                n,
+                "the operand is absent: an empty optional has no element to get".into(),
+            ));
+        };
+        self.add(name, OpKind::Identity, &[x], &[y], BTreeMap::new(), n)
+    }
+
     pub(super) fn dropout(&mut self, name: &str, n: &NodeProto) -> Result<(), OnnxError> {
         let training = match self.opset {
             // Before opset 7, `is_test` (default 0: training) chose the mode.
