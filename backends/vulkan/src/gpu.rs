@@ -26,6 +26,7 @@ use vulkano::VulkanLibrary;
 
 use crate::error::{CallContext, VulkanError};
 use crate::kernels;
+use crate::spirv::{self, FloatControls};
 
 /// The bindings every kernel's pipeline layout has: 0-2 read-only operands, 3 the output,
 /// 4 the parameters, 5-6 further outputs (see backends/gpu-kernels/README.md). One layout serves every kernel,
@@ -60,6 +61,11 @@ pub(crate) struct Adapter {
     queue_family: u32,
     pub limits: Limits,
     pub report: DeviceReport,
+    /// The float-controls execution modes the device honours, asked of every kernel
+    /// (see `spirv.rs`): without them a driver may flush subnormals and fold NaN away.
+    /// Not part of [`Limits`], which a compiled blob records: a plan does not depend on
+    /// them, only the pipelines built on this device do.
+    float_controls: FloatControls,
 }
 
 /// The loaded Vulkan instance and the usable devices, opened lazily.
@@ -156,6 +162,16 @@ fn adapter(physical: Arc<PhysicalDevice>) -> Option<Adapter> {
             && f.storage_buffer16_bit_access
             && f.uniform_and_storage_buffer16_bit_access,
     };
+    let float_controls = if physical.api_version() >= vulkano::Version::V1_2
+        || physical.supported_extensions().khr_shader_float_controls
+    {
+        FloatControls {
+            denorm_preserve: p.shader_denorm_preserve_float32 == Some(true),
+            nan_preserve: p.shader_signed_zero_inf_nan_preserve_float32 == Some(true),
+        }
+    } else {
+        FloatControls::default()
+    };
     let kind = match p.device_type {
         PhysicalDeviceType::Cpu => 0,
         PhysicalDeviceType::DiscreteGpu
@@ -190,6 +206,7 @@ fn adapter(physical: Arc<PhysicalDevice>) -> Option<Adapter> {
         queue_family,
         limits,
         report,
+        float_controls,
     })
 }
 
@@ -205,6 +222,8 @@ pub(crate) struct Gpu {
     /// The driver's pipeline cache: a second executable (or a re-init) with the same
     /// kernels skips the driver's shader compilation.
     cache: Arc<PipelineCache>,
+    /// What `spirv::with_float_controls` adds to every kernel on this device.
+    float_controls: FloatControls,
     /// Pipelines already built, by (kernel, override value).
     pipelines: Mutex<HashMap<(String, u32), Arc<ComputePipeline>>>,
 }
@@ -234,6 +253,12 @@ impl Gpu {
             )
         } else {
             (DeviceFeatures::empty(), DeviceExtensions::empty())
+        };
+        // Float controls are core from Vulkan 1.2; before it the extension carries them.
+        let enabled_extensions = DeviceExtensions {
+            khr_shader_float_controls: adapter.float_controls.any()
+                && adapter.physical.api_version() < vulkano::Version::V1_2,
+            ..enabled_extensions
         };
         let (device, mut queues) = Device::new(
             adapter.physical.clone(),
@@ -298,6 +323,7 @@ impl Gpu {
             set_layout,
             layout,
             cache,
+            float_controls: adapter.float_controls,
             pipelines: Mutex::new(HashMap::new()),
         })
     }
@@ -318,6 +344,7 @@ impl Gpu {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        let words = spirv::with_float_controls(&words, self.float_controls);
         // SAFETY: the words are naga's SPIR-V output for a validated WGSL module.
         let module =
             unsafe { ShaderModule::new(self.device.clone(), ShaderModuleCreateInfo::new(&words)) }

@@ -43,6 +43,7 @@ mod gpu;
 mod kernels;
 mod lower;
 mod plan;
+mod spirv;
 
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::Graph;
