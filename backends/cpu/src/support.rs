@@ -118,7 +118,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("transA", Int),
             ("transB", Int),
         ],
-        OpKind::Conv => &[
+        OpKind::Conv | OpKind::ConvInteger => &[
             ("auto_pad", Str),
             ("dilations", Ints),
             ("group", Int),
@@ -287,6 +287,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::RotaryEmbedding,
     OpKind::Einsum,
     OpKind::GridSample,
+    OpKind::MatMulInteger,
+    OpKind::ConvInteger,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -570,6 +572,9 @@ fn check_op(
             }
         }
         OpKind::MaxPool | OpKind::AveragePool => check_pool(node, x)?,
+        OpKind::MatMulInteger | OpKind::ConvInteger => {
+            check_int_product(graph, node, shapes, consts)?
+        }
         OpKind::GlobalAveragePool if x.len() >= 3 && x[2..].contains(&0) => {
             return Err(shape_no(
                 node,
@@ -675,6 +680,105 @@ fn check_op(
             }
         }
         _ => tail::check_op(graph, node, shapes, consts)?,
+    }
+    Ok(())
+}
+
+/// MatMulInteger and ConvInteger: constant weights (packed at init) and zero points of
+/// the operand's dtype, one value or one per row of A / column of B / output channel;
+/// 1-D and 2-D convolutions.
+fn check_int_product(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let w = &graph.tensors[node.inputs[1]];
+    if !(w.is_const() && consts.bytes(node.inputs[1]).is_some()) {
+        return Err(Support::no(
+            DeclineReason::NotConstant,
+            format!(
+                "{}: weights '{}' are computed at run time; only constant weights are \
+                 packed for the int8 kernels",
+                node.label(),
+                w.name
+            ),
+        ));
+    }
+    let (x, ws) = (&shapes[0], &shapes[1]);
+    let conv = node.op == OpKind::ConvInteger;
+    if x.is_empty() || ws.is_empty() {
+        return Err(shape_no(node, "a rank-0 operand".into()));
+    }
+    // The lines a zero point may be given per: rows of A, columns of B, output channels.
+    let lines = |i: usize| -> usize {
+        match (conv, i) {
+            (true, 2) => 1,
+            (true, _) => ws[0],
+            (false, 2) if x.len() >= 2 => x[x.len() - 2],
+            (false, 2) => 1,
+            (false, _) if ws.len() >= 2 => ws[ws.len() - 1],
+            (false, _) => 1,
+        }
+    };
+    for (i, (&t, shape)) in node.inputs.iter().zip(shapes).enumerate().skip(2) {
+        let decl = &graph.tensors[t];
+        let operand = graph.tensors[node.inputs[i - 2]].dtype;
+        if !(decl.is_const() && consts.bytes(t).is_some()) {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "{}: zero point '{}' is computed at run time; only constant zero points \
+                     are supported",
+                    node.label(),
+                    decl.name
+                ),
+            ));
+        }
+        let n: usize = shape.iter().product();
+        if n > 0 && decl.dtype != operand {
+            return Err(Support::no(
+                DeclineReason::DType,
+                format!(
+                    "{}: zero point '{}' is {}, its operand {operand}",
+                    node.label(),
+                    decl.name,
+                    decl.dtype
+                ),
+            ));
+        }
+        if shape.len() > 1 || !(n <= 1 || n == lines(i)) {
+            return Err(shape_no(
+                node,
+                format!(
+                    "zero point '{}' of shape {:?}: one value or {} expected",
+                    decl.name,
+                    shape,
+                    lines(i)
+                ),
+            ));
+        }
+    }
+    if conv {
+        if x.len() > 4 {
+            return Err(shape_no(
+                node,
+                format!("input {x:?}: only 1-D and 2-D convolutions are implemented"),
+            ));
+        }
+        if ws.len() < 3 || ws[2..].contains(&0) {
+            return Err(shape_no(
+                node,
+                format!("weight shape {ws:?} has an empty kernel"),
+            ));
+        }
+        let same = node.attr_str("auto_pad", "NOTSET").starts_with("SAME");
+        if same && x.len() > 2 && x[2..].contains(&0) {
+            return Err(shape_no(
+                node,
+                format!("auto_pad SAME on empty input {x:?}"),
+            ));
+        }
     }
     Ok(())
 }

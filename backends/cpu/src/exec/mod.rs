@@ -36,6 +36,7 @@ use crate::ops::matmul::MatMulOp;
 use crate::ops::norm::LayerNormOp;
 use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
+use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
@@ -117,6 +118,8 @@ enum Op {
     QLinear(QLinearOp),
     /// A QDQ Add or Mul of two int8 tensors.
     QBinary(QBinaryOp),
+    /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
+    IntProduct(IntProductOp),
     Where(WhereOp),
     IntCompare(IntCompareOp),
     /// Integer Add, Sub, Mul or Div (i32 or i64).
@@ -175,6 +178,7 @@ impl Op {
         match self {
             Op::Conv(op) => op.owned_bytes(),
             Op::QLinear(op) => op.owned_bytes(),
+            Op::IntProduct(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Deconv(op) => op.owned_bytes(),
@@ -202,7 +206,7 @@ impl Op {
             Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
             Op::Lstm(_) => "LSTM",
             Op::Quantize(_) | Op::Dequantize(_) | Op::ByteInput(_) => "QUANT",
-            Op::QLinear(_) => "QGEMM",
+            Op::QLinear(_) | Op::IntProduct(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
@@ -244,6 +248,7 @@ impl Op {
             Op::Dequantize(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::ByteInput(op) => op.run(sources, bytemuck::cast_slice_mut(out)),
             Op::QLinear(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
+            Op::IntProduct(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
             Op::QBinary(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),

@@ -140,6 +140,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::RotaryEmbedding => (3, 4),
         OpKind::Einsum => (1, usize::MAX),
         OpKind::GridSample => (2, 2),
+        OpKind::MatMulInteger | OpKind::ConvInteger => (2, 4),
         _ => (1, 1),
     }
 }
@@ -216,6 +217,8 @@ const VIEWED: &[DType] = INDEXED;
 /// movement that carries bools; f32 elsewhere.
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
+        (OpKind::MatMulInteger | OpKind::ConvInteger, None) => &[DType::I32],
+        (OpKind::MatMulInteger | OpKind::ConvInteger, Some(_)) => &[DType::I8, DType::U8],
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
         (OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::IsNaN | OpKind::IsInf, None) => {
             &[DType::Bool]

@@ -11,6 +11,7 @@ mod attention;
 mod bits;
 mod half;
 mod index;
+mod integer;
 mod ints;
 
 use index::output_parts;
@@ -289,6 +290,7 @@ pub(crate) fn build<'g>(
             Op::Gru(op) => op.reserve(&mut ctx),
             Op::Attention(op) => op.reserve(&mut ctx),
             Op::Einsum(op) => op.reserve(&mut ctx),
+            Op::IntProduct(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -781,6 +783,7 @@ impl<'g> Builder<'g> {
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
+            OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {

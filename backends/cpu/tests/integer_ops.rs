@@ -1,0 +1,210 @@
+//! MatMulInteger and ConvInteger against naive implementations written here (i64 sums
+//! wrapped to i32, as ONNX defines them), with the
+//! SIMD and portable kernels and several threads, at sizes the conformance kit's small
+//! cases do not reach: many weight panels, more taps than one kernel call takes, and
+//! sums past i32.
+
+mod common;
+
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorData, TensorId};
+use baton_delegate_api::testing::run;
+use baton_delegate_api::Tensor;
+use common::{delegate, delegate_threads};
+
+fn graph(build: impl FnOnce(&mut GraphBuilder) -> Vec<TensorId>) -> Graph {
+    let mut g = GraphBuilder::new("t");
+    for out in build(&mut g) {
+        g.output(out);
+    }
+    g.finish().unwrap()
+}
+
+/// `n` deterministic bytes, every `step`-th value of a walk through 0..=255, with the
+/// range ends often.
+fn bytes(n: usize, step: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| match i % 11 {
+            0 => 0,
+            5 => 255,
+            _ => (i * step % 256) as u8,
+        })
+        .collect()
+}
+
+/// The value of a stored 8-bit element of `dtype`.
+fn value(dtype: DType, b: u8) -> i64 {
+    if dtype == DType::I8 {
+        b as i8 as i64
+    } else {
+        b as i64
+    }
+}
+
+fn i32s(t: &Tensor) -> Vec<i32> {
+    t.bytes()
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Runs `g` on the widest kernels (one and three threads) and the portable ones; all
+/// must agree exactly. Returns the first output as i32.
+fn run_all(g: &Graph, inputs: &[Tensor]) -> Vec<i32> {
+    let simd = i32s(&run(&delegate(true), g, inputs).expect("simd run")[0]);
+    let portable = i32s(&run(&delegate(false), g, inputs).expect("portable run")[0]);
+    let threaded = i32s(&run(&delegate_threads(3), g, inputs).expect("threaded run")[0]);
+    assert_eq!(simd, portable, "simd vs portable");
+    assert_eq!(simd, threaded, "one thread vs three");
+    simd
+}
+
+#[test]
+fn matmul_integer_matches_naive_sums() {
+    // (a dtype, b dtype, batch, m, k, n): k = 70_000 takes u8 x u8 sums past i32.
+    let forms = [
+        (DType::U8, DType::I8, 2, 37, 300, 45),
+        (DType::I8, DType::U8, 1, 5, 70_000, 3),
+        (DType::U8, DType::U8, 3, 1, 17, 33),
+    ];
+    for (i, &(da, db, batch, m, k, n)) in forms.iter().enumerate() {
+        let a = bytes(batch * m * k, 37 + i);
+        let b = bytes(k * n, 53 + i);
+        let az = bytes(m, 91);
+        let bz = bytes(n, 29);
+        let g = graph(|g| {
+            let at = g.input_fixed("a", da, &[batch, m, k]);
+            let bt = g.constant("b", db, &[k, n], TensorData::from_bytes(&b));
+            let azt = g.constant("az", da, &[m], TensorData::from_bytes(&az));
+            let bzt = g.constant("bz", db, &[n], TensorData::from_bytes(&bz));
+            vec![g
+                .node(OpKind::MatMulInteger, &[at, bt, azt, bzt], &[])
+                .unwrap()]
+        });
+        let got = run_all(&g, &[Tensor::from_bytes(da, &[batch, m, k], &a)]);
+        let mut want = Vec::with_capacity(batch * m * n);
+        for bi in 0..batch {
+            for r in 0..m {
+                for j in 0..n {
+                    let sum: i64 = (0..k)
+                        .map(|p| {
+                            (value(da, a[(bi * m + r) * k + p]) - value(da, az[r]))
+                                * (value(db, b[p * n + j]) - value(db, bz[j]))
+                        })
+                        .sum();
+                    want.push(sum as i32);
+                }
+            }
+        }
+        assert_eq!(got, want, "MatMulInteger form {i}");
+    }
+}
+
+#[test]
+fn matmul_integer_batched_weights_broadcast_a() {
+    // A [3, 8] against B [2, 8, 5]: the one A matrix against each weight matrix.
+    let (m, k, n) = (3, 8, 5);
+    let a = bytes(m * k, 41);
+    let b = bytes(2 * k * n, 23);
+    let g = graph(|g| {
+        let at = g.input_fixed("a", DType::U8, &[m, k]);
+        let bt = g.constant("b", DType::I8, &[2, k, n], TensorData::from_bytes(&b));
+        vec![g.node(OpKind::MatMulInteger, &[at, bt], &[]).unwrap()]
+    });
+    let got = run_all(&g, &[Tensor::from_bytes(DType::U8, &[m, k], &a)]);
+    let mut want = Vec::new();
+    for bi in 0..2 {
+        for r in 0..m {
+            for j in 0..n {
+                let sum: i64 = (0..k)
+                    .map(|p| a[r * k + p] as i64 * b[(bi * k + p) * n + j] as i8 as i64)
+                    .sum();
+                want.push(sum as i32);
+            }
+        }
+    }
+    assert_eq!(got, want);
+}
+
+/// ConvInteger of `x` `[n, c, h, w]` by `w` `[m, c / group, kh, kw]`, padding with
+/// the zero point (0 after it is taken away), as ONNX defines it.
+#[allow(clippy::too_many_arguments)]
+fn naive_conv(
+    (dx, dw): (DType, DType),
+    x: &[u8],
+    [n, c, h, wd]: [usize; 4],
+    w: &[u8],
+    [m, kh, kw]: [usize; 3],
+    (xz, wz): (u8, &[u8]),
+    [stride, pad, dil, group]: [usize; 4],
+) -> Vec<i32> {
+    let (cg, mg) = (c / group, m / group);
+    let oh = (h + 2 * pad - dil * (kh - 1) - 1) / stride + 1;
+    let ow = (wd + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+    let mut y = Vec::with_capacity(n * m * oh * ow);
+    for b in 0..n {
+        for oc in 0..m {
+            let grp = oc / mg;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut sum = 0i64;
+                    for ic in 0..cg {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (oy * stride + ky * dil) as i64 - pad as i64;
+                                let ix = (ox * stride + kx * dil) as i64 - pad as i64;
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                                    continue;
+                                }
+                                let ch = grp * cg + ic;
+                                let xv = x[((b * c + ch) * h + iy as usize) * wd + ix as usize];
+                                let wv = w[((oc * cg + ic) * kh + ky) * kw + kx];
+                                sum += (value(dx, xv) - value(dx, xz))
+                                    * (value(dw, wv) - value(dw, wz[oc % wz.len()]));
+                            }
+                        }
+                    }
+                    y.push(sum as i32);
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn conv_integer_matches_naive_sums() {
+    // (x dtype, w dtype, x shape, m, kernel, [stride, pad, dilation, group]): a 7x7 kernel
+    // has more taps than one kernel call takes; a pointwise one is a plain GEMM.
+    let forms = [
+        (DType::U8, DType::I8, [2, 5, 9, 8], 20, 7, [2, 3, 1, 1]),
+        (DType::I8, DType::U8, [1, 6, 7, 7], 18, 3, [1, 2, 2, 3]),
+        (DType::U8, DType::U8, [2, 24, 5, 4], 40, 1, [1, 0, 1, 1]),
+    ];
+    for (i, &(dx, dw, xs, m, kk, conv)) in forms.iter().enumerate() {
+        let [n, c, h, wd] = xs;
+        let [stride, pad, dil, group] = conv;
+        let x = bytes(n * c * h * wd, 67 + i);
+        let w = bytes(m * (c / group) * kk * kk, 43 + i);
+        let xz = 131u8;
+        let wz = bytes(m, 17);
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", dx, &xs);
+            let wt = g.constant("w", dw, &[m, c / group, kk, kk], TensorData::from_bytes(&w));
+            let xzt = g.constant("xz", dx, &[1], TensorData::from_bytes(&[xz]));
+            let wzt = g.constant("wz", dw, &[m], TensorData::from_bytes(&wz));
+            let p = pad as i64;
+            let attrs = [
+                ("strides", Attr::Ints(vec![stride as i64; 2])),
+                ("pads", Attr::Ints(vec![p; 4])),
+                ("dilations", Attr::Ints(vec![dil as i64; 2])),
+                ("group", Attr::Int(group as i64)),
+            ];
+            vec![g
+                .node(OpKind::ConvInteger, &[xt, wt, xzt, wzt], &attrs)
+                .unwrap()]
+        });
+        let got = run_all(&g, &[Tensor::from_bytes(dx, &xs, &x)]);
+        let want = naive_conv((dx, dw), &x, xs, &w, [m, kk, kk], (xz, &wz), conv);
+        assert_eq!(got, want, "ConvInteger form {i}");
+    }
+}
