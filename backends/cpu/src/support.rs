@@ -289,6 +289,11 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GridSample,
     OpKind::MatMulInteger,
     OpKind::ConvInteger,
+    OpKind::ReverseSequence,
+    OpKind::CausalConvWithState,
+    OpKind::AffineGrid,
+    OpKind::Det,
+    OpKind::MaxUnpool,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -403,7 +408,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
         OpKind::Attention => 4,
-        OpKind::GRU | OpKind::TopK => 2,
+        OpKind::GRU | OpKind::TopK | OpKind::CausalConvWithState => 2,
         _ => 1,
     };
     let n = node.inputs.len();
@@ -574,6 +579,109 @@ fn check_op(
         OpKind::MaxPool | OpKind::AveragePool => check_pool(node, x)?,
         OpKind::MatMulInteger | OpKind::ConvInteger => {
             check_int_product(graph, node, shapes, consts)?
+        }
+        OpKind::MaxUnpool => {
+            let unpooled = baton_delegate_api::shape::max_unpool_shape(node, x)
+                .map_err(|e| shape_no(node, e))?;
+            let out = graph.tensors[node.outputs[0]].static_shape();
+            let fits = out.as_ref().is_some_and(|o| {
+                o.len() == unpooled.len() && o.iter().zip(&unpooled).all(|(a, b)| a >= b)
+            });
+            if !fits || shapes[1] != *x {
+                return Err(shape_no(
+                    node,
+                    format!(
+                        "indices {:?} for X {x:?}, or output {out:?} smaller than the \
+                         unpooled {unpooled:?}",
+                        shapes[1]
+                    ),
+                ));
+            }
+        }
+        OpKind::Det => {
+            let r = x.len();
+            if r < 2 || x[r - 1] != x[r - 2] {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?} is not square matrices"),
+                ));
+            }
+        }
+        OpKind::AffineGrid => {
+            let r = x.get(1).copied().unwrap_or(0);
+            if !(x.len() == 3 && (r == 2 || r == 3) && x[2] == r + 1) {
+                return Err(shape_no(
+                    node,
+                    format!("theta {x:?} is not [N, 2, 3] or [N, 3, 4]"),
+                ));
+            }
+            let size = node.inputs[1];
+            if !(graph.tensors[size].is_const() && consts.bytes(size).is_some()) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: size '{}' is computed at run time; it decides the output's shape",
+                        node.label(),
+                        graph.tensors[size].name
+                    ),
+                ));
+            }
+        }
+        OpKind::CausalConvWithState => {
+            let act = node.attr_str("activation", "none");
+            if !matches!(act, "none" | "silu" | "swish") {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    format!(
+                        "{}: activation '{act}' is not none, silu or swish",
+                        node.label()
+                    ),
+                ));
+            }
+            let w = &shapes[1];
+            if x.len() != 3 || w.len() != 3 || w[2] == 0 || w[1] != 1 || w[0] != x[1] {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?} and weight {w:?} are not [B, C, L] and [C, 1, K >= 1]"),
+                ));
+            }
+            let want = [vec![x[1]], vec![x[0], x[1], w[2] - 1]];
+            for (i, want) in (2..shapes.len()).zip(want) {
+                let s = &shapes[i];
+                if s.iter().product::<usize>() > 0 && *s != want {
+                    return Err(shape_no(
+                        node,
+                        format!("operand {i} {s:?} is not {want:?} (or 0 elements)"),
+                    ));
+                }
+            }
+        }
+        OpKind::ReverseSequence => {
+            let axes = (
+                node.attr_int("batch_axis", 1),
+                node.attr_int("time_axis", 0),
+            );
+            if !matches!(axes, (0, 1) | (1, 0)) {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    format!(
+                        "{}: batch_axis {} and time_axis {} are not 0 and 1",
+                        node.label(),
+                        axes.0,
+                        axes.1
+                    ),
+                ));
+            }
+            if x.len() < 2 {
+                return Err(shape_no(node, format!("input {x:?} has rank below 2")));
+            }
+            let batch = x[usize::from(axes.0 == 1)];
+            if shapes[1] != [batch] {
+                return Err(shape_no(
+                    node,
+                    format!("sequence_lens {:?} is not [{batch}]", shapes[1]),
+                ));
+            }
         }
         OpKind::GlobalAveragePool if x.len() >= 3 && x[2..].contains(&0) => {
             return Err(shape_no(

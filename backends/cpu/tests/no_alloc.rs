@@ -130,7 +130,7 @@ fn execute_allocates_nothing() {
     assert_eq!(COUNT.with(Cell::get), 0, "Attention's execute allocated");
 
     // MatMulInteger and ConvInteger on the int8 kernels (the convolution's NHWC scratch
-    // sized at init); two threads.
+    // sized at init), and ReverseSequence with run-time lengths; two threads.
     let ints = integer_graph();
     let d = common::delegate_threads(2);
     let h = Hosted::new(&ints);
@@ -143,6 +143,8 @@ fn execute_allocates_nothing() {
     let bytes = |n: usize| -> Vec<u8> { (0..n).map(|i| (i * 37 % 256) as u8).collect() };
     let a = Tensor::from_bytes(DType::U8, &[3, 16], &bytes(48));
     let x = Tensor::from_bytes(DType::I8, &[1, 4, 6, 6], &bytes(144));
+    let seq = Tensor::from_f32(&[4, 3, 2], &rng.vec(24));
+    let lens = Tensor::from_i64(&[3], &[4, 0, 2]);
     let mut outs: Vec<Tensor> = h
         .graph
         .outputs
@@ -152,7 +154,7 @@ fn execute_allocates_nothing() {
             Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
         })
         .collect();
-    let inputs = [a.view(), x.view()];
+    let inputs = [a.view(), x.view(), seq.view(), lens.view()];
     let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
     ARMED.with(|a| a.set(true));
     let result = exec.execute(&inputs, &mut outputs);
@@ -161,17 +163,19 @@ fn execute_allocates_nothing() {
     assert_eq!(
         COUNT.with(Cell::get),
         0,
-        "the integer products' execute allocated"
+        "the integer products' or ReverseSequence's execute allocated"
     );
 }
 
 /// MatMulInteger of a u8 input by constant i8 weights with per-row and per-column zero
 /// points; ConvInteger of an i8 input with padding, two groups and per-channel u8 weight
-/// zero points.
+/// zero points; ReverseSequence of an f32 input by i64 lengths given at run time.
 fn integer_graph() -> Graph {
     let mut g = GraphBuilder::new("integer");
     let a = g.input_fixed("a", DType::U8, &[3, 16]);
     let x = g.input_fixed("x", DType::I8, &[1, 4, 6, 6]);
+    let seq = g.input_fixed("seq", DType::F32, &[4, 3, 2]);
+    let lens = g.input_fixed("lens", DType::I64, &[3]);
     let bytes =
         |n: usize, step: usize| -> Vec<u8> { (0..n).map(|i| (i * step % 256) as u8).collect() };
     let constant = |g: &mut GraphBuilder, name: &str, dtype: DType, shape: &[usize], v: Vec<u8>| {
@@ -192,8 +196,10 @@ fn integer_graph() -> Graph {
             &[pads, ("group", Attr::Int(2))],
         )
         .unwrap();
+    let rev = g.node(OpKind::ReverseSequence, &[seq, lens], &[]).unwrap();
     g.output(mm);
     g.output(conv);
+    g.output(rev);
     g.finish().unwrap()
 }
 

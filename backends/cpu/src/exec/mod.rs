@@ -18,11 +18,14 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::attention::{AttentionOp, RotaryOp};
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
+use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::det::DetOp;
 use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::generate::OneHotOp;
@@ -33,6 +36,7 @@ use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
+use crate::ops::max_unpool::MaxUnpoolOp;
 use crate::ops::norm::LayerNormOp;
 use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
@@ -43,6 +47,7 @@ use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
+use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -166,6 +171,12 @@ enum Op {
     Rotary(RotaryOp),
     Einsum(EinsumOp),
     GridSample(GridSampleOp),
+    ReverseSequence(ReverseSequenceOp),
+    /// CausalConvWithState's output and present state, in one buffer.
+    CausalConv(CausalConvOp),
+    AffineGrid(AffineGridOp),
+    Det(DetOp),
+    MaxUnpool(MaxUnpoolOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -179,6 +190,7 @@ impl Op {
             Op::Conv(op) => op.owned_bytes(),
             Op::QLinear(op) => op.owned_bytes(),
             Op::IntProduct(op) => op.owned_bytes(),
+            Op::AffineGrid(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Deconv(op) => op.owned_bytes(),
@@ -223,6 +235,11 @@ impl Op {
             Op::Rotary(_) => "ELEMENTWISE",
             Op::Einsum(_) => "GEMM",
             Op::GridSample(_) => "RESIZE",
+            Op::ReverseSequence(_) => "LAYOUT",
+            Op::CausalConv(_) => "CONV",
+            Op::AffineGrid(_) => "RESIZE",
+            Op::Det(_) => "GEMM",
+            Op::MaxUnpool(_) => "INDEX",
         }
     }
 
@@ -282,6 +299,11 @@ impl Op {
             Op::Rotary(op) => return op.run(sources, out),
             Op::Einsum(op) => op.run(sources, out, ctx),
             Op::GridSample(op) => op.run(sources, out),
+            Op::ReverseSequence(op) => return op.run(sources, out),
+            Op::CausalConv(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::AffineGrid(op) => op.run(sources, out),
+            Op::Det(op) => op.run(sources, out, ctx),
+            Op::MaxUnpool(op) => return op.run(sources, out),
         }
         Ok(())
     }
