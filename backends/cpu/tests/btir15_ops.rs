@@ -1,8 +1,9 @@
-//! MatMulInteger, ConvInteger and ReverseSequence against naive implementations written
-//! here (i64 sums wrapped to i32, as ONNX defines them) and ONNX's own example, with the
-//! SIMD and portable kernels and several threads, at sizes the conformance kit's small
-//! cases do not reach: many weight panels, more taps than one kernel call takes, and
-//! sums past i32.
+//! The BTIR 1.5 ops the CPU delegate runs. MatMulInteger, ConvInteger and ReverseSequence
+//! against naive implementations written here (i64 sums wrapped to i32, as ONNX defines
+//! them) and ONNX's own example, with the SIMD and portable kernels and several threads,
+//! at sizes the conformance kit's small cases do not reach: many weight panels, more taps
+//! than one kernel call takes, and sums past i32. AffineGrid, Det and MaxUnpool against
+//! values worked out by hand.
 
 mod common;
 
@@ -261,4 +262,88 @@ fn reverse_sequence_moves_i8_rows_batch_major() {
         .map(|&v| v as u8)
         .collect();
     assert_eq!(out[0].bytes(), &want[..]);
+}
+
+#[test]
+fn affine_grid_by_hand() {
+    // Size [1, 1, 2, 2]: x and y are -0.5 and 0.5 without corner alignment, -1 and 1
+    // with it. theta [[2, 0, 1], [0, 1, -1]] maps (x, y) to (2x + 1, y - 1).
+    for (align, c) in [(0, 0.5f32), (1, 1.0)] {
+        let g = graph(|g| {
+            let theta = g.input_fixed("theta", DType::F32, &[1, 2, 3]);
+            let size = g.constant_i64("size", &[4], &[1, 1, 2, 2]);
+            let attrs = [("align_corners", Attr::Int(align))];
+            vec![g.node(OpKind::AffineGrid, &[theta, size], &attrs).unwrap()]
+        });
+        let theta = Tensor::from_f32(&[1, 2, 3], &[2., 0., 1., 0., 1., -1.]);
+        let out = run(&delegate(true), &g, &[theta]).unwrap();
+        // Points in order (y, x) = (-c, -c), (-c, c), (c, -c), (c, c).
+        let want = [
+            -2. * c + 1.,
+            -c - 1.,
+            2. * c + 1.,
+            -c - 1.,
+            -2. * c + 1.,
+            c - 1.,
+            2. * c + 1.,
+            c - 1.,
+        ];
+        assert_eq!(out[0].f32s(), want, "align_corners {align}");
+    }
+}
+
+#[test]
+fn det_by_hand() {
+    // det [[2, 1], [4, 3]] = 2; det [[0, 1], [1, 0]] = -1; det [[1, 2], [2, 4]] = 0.
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::F32, &[3, 2, 2]);
+        vec![g.node(OpKind::Det, &[x], &[]).unwrap()]
+    });
+    let x = [2., 1., 4., 3., 0., 1., 1., 0., 1., 2., 2., 4.];
+    let out = run(&delegate(true), &g, &[Tensor::from_f32(&[3, 2, 2], &x)]).unwrap();
+    assert_eq!(out[0].f32s(), [2., -1., 0.]);
+}
+
+#[test]
+fn max_unpool_by_hand() {
+    // X [1, 1, 2, 2] = 1..4 with MaxPool indices 5, 7, 13, 15 (kernel 2, stride 2): a 4x4
+    // result holding them at (1, 1), (1, 3), (3, 1), (3, 3); an output_shape of 5x5 keeps
+    // that 4x4 at the start of each axis, so the values move to 6, 8, 16 and 18.
+    for enlarged in [false, true] {
+        let g = graph(|g| {
+            let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
+            let i = g.input_fixed("i", DType::I64, &[1, 1, 2, 2]);
+            let mut ins = vec![x, i];
+            if enlarged {
+                ins.push(g.constant_i64("shape", &[4], &[1, 1, 5, 5]));
+            }
+            let attrs = [
+                ("kernel_shape", Attr::Ints(vec![2, 2])),
+                ("strides", Attr::Ints(vec![2, 2])),
+            ];
+            vec![g.node(OpKind::MaxUnpool, &ins, &attrs).unwrap()]
+        });
+        let inputs = [
+            Tensor::from_f32(&[1, 1, 2, 2], &[1., 2., 3., 4.]),
+            Tensor::from_i64(&[1, 1, 2, 2], &[5, 7, 13, 15]),
+        ];
+        let out = run(&delegate(true), &g, &inputs).unwrap();
+        let (n, at) = if enlarged {
+            (25, [6, 8, 16, 18])
+        } else {
+            (16, [5, 7, 13, 15])
+        };
+        let mut want = vec![0f32; n];
+        for (k, &a) in at.iter().enumerate() {
+            want[a] = (k + 1) as f32;
+        }
+        assert_eq!(out[0].f32s(), &want[..], "output_shape given: {enlarged}");
+        // An index outside the unpooled tensor is a run-time error naming it.
+        let bad = [
+            Tensor::from_f32(&[1, 1, 2, 2], &[1., 2., 3., 4.]),
+            Tensor::from_i64(&[1, 1, 2, 2], &[5, 7, 16, 15]),
+        ];
+        let err = run(&delegate(true), &g, &bad).unwrap_err().to_string();
+        assert!(err.contains("index 16"), "{err}");
+    }
 }
