@@ -15,7 +15,7 @@
 //! BatchNormalization (folded at init into the convolution before it, else a per-channel
 //! affine pass), Shape/Size/ConstantOfShape as constants, and the BTIR 1.5 ops of
 //! streaming and vision models (CausalConvWithState, ReverseSequence, AffineGrid, Det,
-//! MaxUnpool); bools held as 0.0/1.0, i32 as
+//! MaxUnpool, Col2Im); bools held as 0.0/1.0, i32 as
 //! its bits and i64 as two slots, carried by the data-movement ops and views. Exporters'
 //! multi-node spellings (LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, the Erf and
 //! tanh GELUs) are found at init and run as one pass (`patterns.rs`).

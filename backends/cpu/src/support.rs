@@ -294,6 +294,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::AffineGrid,
     OpKind::Det,
     OpKind::MaxUnpool,
+    OpKind::Col2Im,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -579,6 +580,21 @@ fn check_op(
         OpKind::MaxPool | OpKind::AveragePool => check_pool(node, x)?,
         OpKind::MatMulInteger | OpKind::ConvInteger => {
             check_int_product(graph, node, shapes, consts)?
+        }
+        OpKind::Col2Im => {
+            require_const_operands(graph, node, consts)?;
+            let image = consts.i64s(node.inputs[1]).unwrap_or_default();
+            let block = consts.i64s(node.inputs[2]).unwrap_or_default();
+            if image.iter().chain(&block).any(|&v| v < 0) {
+                return Err(shape_no(
+                    node,
+                    format!("image_shape {image:?} or block_shape {block:?} is negative"),
+                ));
+            }
+            let image: Vec<usize> = image.iter().map(|&v| v as usize).collect();
+            let block: Vec<usize> = block.iter().map(|&v| v as usize).collect();
+            baton_delegate_api::shape::col2im_geometry(node, x, &image, &block)
+                .map_err(|e| shape_no(node, e))?;
         }
         OpKind::MaxUnpool => {
             let unpooled = baton_delegate_api::shape::max_unpool_shape(node, x)

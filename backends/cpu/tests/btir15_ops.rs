@@ -2,7 +2,7 @@
 //! against naive implementations written here (i64 sums wrapped to i32, as ONNX defines
 //! them) and ONNX's own example, with the SIMD and portable kernels and several threads,
 //! at sizes the conformance kit's small cases do not reach: many weight panels, more taps
-//! than one kernel call takes, and sums past i32. AffineGrid, Det and MaxUnpool against
+//! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool and Col2Im against
 //! values worked out by hand.
 
 mod common;
@@ -345,5 +345,38 @@ fn max_unpool_by_hand() {
         ];
         let err = run(&delegate(true), &g, &bad).unwrap_err().to_string();
         assert!(err.contains("index 16"), "{err}");
+    }
+}
+
+#[test]
+fn col2im_by_hand() {
+    // A 2x2 block over a 3x3 image: 4 positions; column p of block element e holds
+    // 10 e + p, as an f32 and as an i32. Pixel (y, x) sums every (e, p) whose position
+    // plus offset lands on it: the centre gets 3 + 12 + 21 + 30 = 66.
+    let values: Vec<i32> = (0..4)
+        .flat_map(|e| (0..4).map(move |p| 10 * e + p))
+        .collect();
+    let want = [0, 11, 11, 22, 66, 44, 22, 55, 33];
+    for dtype in [DType::F32, DType::I32] {
+        let g = graph(|g| {
+            let x = g.input_fixed("x", dtype, &[1, 4, 4]);
+            let image = g.constant_i64("image", &[2], &[3, 3]);
+            let block = g.constant_i64("block", &[2], &[2, 2]);
+            vec![g.node(OpKind::Col2Im, &[x, image, block], &[]).unwrap()]
+        });
+        let x = if dtype == DType::F32 {
+            let v: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+            Tensor::from_f32(&[1, 4, 4], &v)
+        } else {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            Tensor::from_bytes(DType::I32, &[1, 4, 4], &bytes)
+        };
+        let out = run(&delegate(true), &g, &[x]).unwrap();
+        let got: Vec<i32> = if dtype == DType::F32 {
+            out[0].f32s().iter().map(|&v| v as i32).collect()
+        } else {
+            i32s(&out[0])
+        };
+        assert_eq!(got, want, "{dtype}");
     }
 }

@@ -23,6 +23,7 @@ use crate::ops::attention::{AttentionOp, RotaryOp};
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::causal_conv::CausalConvOp;
+use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
 use crate::ops::det::DetOp;
@@ -177,6 +178,7 @@ enum Op {
     AffineGrid(AffineGridOp),
     Det(DetOp),
     MaxUnpool(MaxUnpoolOp),
+    Col2Im(Col2ImOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -191,6 +193,7 @@ impl Op {
             Op::QLinear(op) => op.owned_bytes(),
             Op::IntProduct(op) => op.owned_bytes(),
             Op::AffineGrid(op) => op.owned_bytes(),
+            Op::Col2Im(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Deconv(op) => op.owned_bytes(),
@@ -240,6 +243,7 @@ impl Op {
             Op::AffineGrid(_) => "RESIZE",
             Op::Det(_) => "GEMM",
             Op::MaxUnpool(_) => "INDEX",
+            Op::Col2Im(_) => "CONV",
         }
     }
 
@@ -304,6 +308,7 @@ impl Op {
             Op::AffineGrid(op) => op.run(sources, out),
             Op::Det(op) => op.run(sources, out, ctx),
             Op::MaxUnpool(op) => return op.run(sources, out),
+            Op::Col2Im(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

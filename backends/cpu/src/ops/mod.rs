@@ -11,6 +11,7 @@ pub(crate) mod attention;
 pub(crate) mod bits;
 pub(crate) mod bytes;
 pub(crate) mod causal_conv;
+pub(crate) mod col2im;
 pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;

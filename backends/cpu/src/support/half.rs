@@ -81,6 +81,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::AffineGrid
             | OpKind::Det
             | OpKind::MaxUnpool
+            | OpKind::Col2Im
     )
 }
 

@@ -42,6 +42,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::CausalConvWithState => &[("activation", Str)],
         OpKind::AffineGrid => &[("align_corners", Int)],
         OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
+        OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
             ("interleaved", Int),
             ("num_heads", Int),
@@ -149,6 +150,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::CausalConvWithState => (2, 4),
         OpKind::AffineGrid => (2, 2),
         OpKind::MaxUnpool => (2, 3),
+        OpKind::Col2Im => (3, 3),
         _ => (1, 1),
     }
 }
@@ -226,7 +228,8 @@ const VIEWED: &[DType] = INDEXED;
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::ReverseSequence | OpKind::AffineGrid, Some(1)) => &[DType::I64],
-        (OpKind::MaxUnpool, Some(1 | 2)) => &[DType::I64],
+        (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
+        (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
         (OpKind::ReverseSequence, _) => CAST,
         (OpKind::MatMulInteger | OpKind::ConvInteger, None) => &[DType::I32],
         (OpKind::MatMulInteger | OpKind::ConvInteger, Some(_)) => &[DType::I8, DType::U8],

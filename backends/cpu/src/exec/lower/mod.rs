@@ -29,6 +29,7 @@ use crate::gemm::MicroKernel;
 use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::causal_conv::CausalConvOp;
+use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::{ConvOp, ConvSpec};
 use crate::ops::det::DetOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
@@ -297,6 +298,7 @@ pub(crate) fn build<'g>(
             Op::Einsum(op) => op.reserve(&mut ctx),
             Op::IntProduct(op) => op.reserve(&mut ctx),
             Op::Det(op) => op.reserve(&mut ctx),
+            Op::Col2Im(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -790,6 +792,26 @@ impl<'g> Builder<'g> {
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
             OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
+            OpKind::Col2Im => {
+                let image = &out_shape[2..];
+                let block: Vec<usize> = self
+                    .const_i64s(input(2))
+                    .ok_or("Col2Im block_shape is not a constant")?
+                    .iter()
+                    .map(|&b| b as usize)
+                    .collect();
+                let g =
+                    baton_delegate_api::shape::col2im_geometry(node, &shapes[0], image, &block)?;
+                let ints = self.graph.tensors[input(0)].dtype == DType::I32;
+                Op::Col2Im(Col2ImOp::new(
+                    self.src(input(0))?,
+                    out_shape[0] * out_shape[1],
+                    image,
+                    &block,
+                    &g,
+                    ints,
+                )?)
+            }
             OpKind::MaxUnpool => {
                 let unpooled = baton_delegate_api::shape::max_unpool_shape(node, &shapes[0])?;
                 let out_strides = (unpooled != out_shape).then(|| {
