@@ -95,6 +95,7 @@ fn bench_qgemm(c: &mut Criterion) {
                 w: &packed,
                 out: &out,
                 ldo: n,
+                ints: None,
             };
             group.bench_function(id, |bench| {
                 bench.iter(|| {

@@ -5,13 +5,17 @@
 //! Gather/Slice/Split and layout kernels, and LSTM on the GEMM path; and int8: QDQ groups
 //! (`DequantizeLinear → Conv/MatMul/Gemm → [Relu/Clip] → QuantizeLinear`) on an integer
 //! GEMM (AVX-512 VNNI, AVX2, NEON `sdot` or `smull`, portable) with requantization in the
-//! kernel, standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`).
+//! kernel, standalone QuantizeLinear/DequantizeLinear otherwise (see `quant.rs`); the
+//! dynamic-quantization products MatMulInteger and ConvInteger on the same kernels with an
+//! exact i32 epilogue (`ops/quant/integer.rs`).
 //!
 //! It also runs the tail every real model carries (see `support/tail.rs` and
 //! `exec/lower/tail.rs`): comparisons, logic and Where, Pow, Cast, Gelu, ReduceSum and
 //! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU,
 //! BatchNormalization (folded at init into the convolution before it, else a per-channel
-//! affine pass), Shape/Size/ConstantOfShape as constants; bools held as 0.0/1.0, i32 as
+//! affine pass), Shape/Size/ConstantOfShape as constants, and the BTIR 1.5 ops of
+//! streaming and vision models (CausalConvWithState, ReverseSequence, AffineGrid, Det,
+//! MaxUnpool, Col2Im); bools held as 0.0/1.0, i32 as
 //! its bits and i64 as two slots, carried by the data-movement ops and views. Exporters'
 //! multi-node spellings (LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, the Erf and
 //! tanh GELUs) are found at init and run as one pass (`patterns.rs`).

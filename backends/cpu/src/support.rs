@@ -118,7 +118,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("transA", Int),
             ("transB", Int),
         ],
-        OpKind::Conv => &[
+        OpKind::Conv | OpKind::ConvInteger => &[
             ("auto_pad", Str),
             ("dilations", Ints),
             ("group", Int),
@@ -287,6 +287,14 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::RotaryEmbedding,
     OpKind::Einsum,
     OpKind::GridSample,
+    OpKind::MatMulInteger,
+    OpKind::ConvInteger,
+    OpKind::ReverseSequence,
+    OpKind::CausalConvWithState,
+    OpKind::AffineGrid,
+    OpKind::Det,
+    OpKind::MaxUnpool,
+    OpKind::Col2Im,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -401,7 +409,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
         OpKind::Attention => 4,
-        OpKind::GRU | OpKind::TopK => 2,
+        OpKind::GRU | OpKind::TopK | OpKind::CausalConvWithState => 2,
         _ => 1,
     };
     let n = node.inputs.len();
@@ -570,6 +578,127 @@ fn check_op(
             }
         }
         OpKind::MaxPool | OpKind::AveragePool => check_pool(node, x)?,
+        OpKind::MatMulInteger | OpKind::ConvInteger => {
+            check_int_product(graph, node, shapes, consts)?
+        }
+        OpKind::Col2Im => {
+            require_const_operands(graph, node, consts)?;
+            let image = consts.i64s(node.inputs[1]).unwrap_or_default();
+            let block = consts.i64s(node.inputs[2]).unwrap_or_default();
+            if image.iter().chain(&block).any(|&v| v < 0) {
+                return Err(shape_no(
+                    node,
+                    format!("image_shape {image:?} or block_shape {block:?} is negative"),
+                ));
+            }
+            let image: Vec<usize> = image.iter().map(|&v| v as usize).collect();
+            let block: Vec<usize> = block.iter().map(|&v| v as usize).collect();
+            baton_delegate_api::shape::col2im_geometry(node, x, &image, &block)
+                .map_err(|e| shape_no(node, e))?;
+        }
+        OpKind::MaxUnpool => {
+            let unpooled = baton_delegate_api::shape::max_unpool_shape(node, x)
+                .map_err(|e| shape_no(node, e))?;
+            let out = graph.tensors[node.outputs[0]].static_shape();
+            let fits = out.as_ref().is_some_and(|o| {
+                o.len() == unpooled.len() && o.iter().zip(&unpooled).all(|(a, b)| a >= b)
+            });
+            if !fits || shapes[1] != *x {
+                return Err(shape_no(
+                    node,
+                    format!(
+                        "indices {:?} for X {x:?}, or output {out:?} smaller than the \
+                         unpooled {unpooled:?}",
+                        shapes[1]
+                    ),
+                ));
+            }
+        }
+        OpKind::Det => {
+            let r = x.len();
+            if r < 2 || x[r - 1] != x[r - 2] {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?} is not square matrices"),
+                ));
+            }
+        }
+        OpKind::AffineGrid => {
+            let r = x.get(1).copied().unwrap_or(0);
+            if !(x.len() == 3 && (r == 2 || r == 3) && x[2] == r + 1) {
+                return Err(shape_no(
+                    node,
+                    format!("theta {x:?} is not [N, 2, 3] or [N, 3, 4]"),
+                ));
+            }
+            let size = node.inputs[1];
+            if !(graph.tensors[size].is_const() && consts.bytes(size).is_some()) {
+                return Err(Support::no(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: size '{}' is computed at run time; it decides the output's shape",
+                        node.label(),
+                        graph.tensors[size].name
+                    ),
+                ));
+            }
+        }
+        OpKind::CausalConvWithState => {
+            let act = node.attr_str("activation", "none");
+            if !matches!(act, "none" | "silu" | "swish") {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    format!(
+                        "{}: activation '{act}' is not none, silu or swish",
+                        node.label()
+                    ),
+                ));
+            }
+            let w = &shapes[1];
+            if x.len() != 3 || w.len() != 3 || w[2] == 0 || w[1] != 1 || w[0] != x[1] {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?} and weight {w:?} are not [B, C, L] and [C, 1, K >= 1]"),
+                ));
+            }
+            let want = [vec![x[1]], vec![x[0], x[1], w[2] - 1]];
+            for (i, want) in (2..shapes.len()).zip(want) {
+                let s = &shapes[i];
+                if s.iter().product::<usize>() > 0 && *s != want {
+                    return Err(shape_no(
+                        node,
+                        format!("operand {i} {s:?} is not {want:?} (or 0 elements)"),
+                    ));
+                }
+            }
+        }
+        OpKind::ReverseSequence => {
+            let axes = (
+                node.attr_int("batch_axis", 1),
+                node.attr_int("time_axis", 0),
+            );
+            if !matches!(axes, (0, 1) | (1, 0)) {
+                return Err(Support::no(
+                    DeclineReason::Attribute,
+                    format!(
+                        "{}: batch_axis {} and time_axis {} are not 0 and 1",
+                        node.label(),
+                        axes.0,
+                        axes.1
+                    ),
+                ));
+            }
+            if x.len() < 2 {
+                return Err(shape_no(node, format!("input {x:?} has rank below 2")));
+            }
+            let batch = x[usize::from(axes.0 == 1)];
+            if shapes[1] != [batch] {
+                return Err(shape_no(
+                    node,
+                    format!("sequence_lens {:?} is not [{batch}]", shapes[1]),
+                ));
+            }
+        }
         OpKind::GlobalAveragePool if x.len() >= 3 && x[2..].contains(&0) => {
             return Err(shape_no(
                 node,
@@ -675,6 +804,105 @@ fn check_op(
             }
         }
         _ => tail::check_op(graph, node, shapes, consts)?,
+    }
+    Ok(())
+}
+
+/// MatMulInteger and ConvInteger: constant weights (packed at init) and zero points of
+/// the operand's dtype, one value or one per row of A / column of B / output channel;
+/// 1-D and 2-D convolutions.
+fn check_int_product(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let w = &graph.tensors[node.inputs[1]];
+    if !(w.is_const() && consts.bytes(node.inputs[1]).is_some()) {
+        return Err(Support::no(
+            DeclineReason::NotConstant,
+            format!(
+                "{}: weights '{}' are computed at run time; only constant weights are \
+                 packed for the int8 kernels",
+                node.label(),
+                w.name
+            ),
+        ));
+    }
+    let (x, ws) = (&shapes[0], &shapes[1]);
+    let conv = node.op == OpKind::ConvInteger;
+    if x.is_empty() || ws.is_empty() {
+        return Err(shape_no(node, "a rank-0 operand".into()));
+    }
+    // The lines a zero point may be given per: rows of A, columns of B, output channels.
+    let lines = |i: usize| -> usize {
+        match (conv, i) {
+            (true, 2) => 1,
+            (true, _) => ws[0],
+            (false, 2) if x.len() >= 2 => x[x.len() - 2],
+            (false, 2) => 1,
+            (false, _) if ws.len() >= 2 => ws[ws.len() - 1],
+            (false, _) => 1,
+        }
+    };
+    for (i, (&t, shape)) in node.inputs.iter().zip(shapes).enumerate().skip(2) {
+        let decl = &graph.tensors[t];
+        let operand = graph.tensors[node.inputs[i - 2]].dtype;
+        if !(decl.is_const() && consts.bytes(t).is_some()) {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "{}: zero point '{}' is computed at run time; only constant zero points \
+                     are supported",
+                    node.label(),
+                    decl.name
+                ),
+            ));
+        }
+        let n: usize = shape.iter().product();
+        if n > 0 && decl.dtype != operand {
+            return Err(Support::no(
+                DeclineReason::DType,
+                format!(
+                    "{}: zero point '{}' is {}, its operand {operand}",
+                    node.label(),
+                    decl.name,
+                    decl.dtype
+                ),
+            ));
+        }
+        if shape.len() > 1 || !(n <= 1 || n == lines(i)) {
+            return Err(shape_no(
+                node,
+                format!(
+                    "zero point '{}' of shape {:?}: one value or {} expected",
+                    decl.name,
+                    shape,
+                    lines(i)
+                ),
+            ));
+        }
+    }
+    if conv {
+        if x.len() > 4 {
+            return Err(shape_no(
+                node,
+                format!("input {x:?}: only 1-D and 2-D convolutions are implemented"),
+            ));
+        }
+        if ws.len() < 3 || ws[2..].contains(&0) {
+            return Err(shape_no(
+                node,
+                format!("weight shape {ws:?} has an empty kernel"),
+            ));
+        }
+        let same = node.attr_str("auto_pad", "NOTSET").starts_with("SAME");
+        if same && x.len() > 2 && x[2..].contains(&0) {
+            return Err(shape_no(
+                node,
+                format!("auto_pad SAME on empty input {x:?}"),
+            ));
+        }
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::cell::Cell;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind};
 use baton_delegate_api::testing::{views, Hosted, Rng};
-use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
+use baton_delegate_api::{Constants, Delegate, Executable, Tensor, TensorData};
 use common::delegate;
 
 struct Counting;
@@ -128,6 +128,79 @@ fn execute_allocates_nothing() {
     ARMED.with(|a| a.set(false));
     result.unwrap();
     assert_eq!(COUNT.with(Cell::get), 0, "Attention's execute allocated");
+
+    // MatMulInteger and ConvInteger on the int8 kernels (the convolution's NHWC scratch
+    // sized at init), and ReverseSequence with run-time lengths; two threads.
+    let ints = integer_graph();
+    let d = common::delegate_threads(2);
+    let h = Hosted::new(&ints);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let bytes = |n: usize| -> Vec<u8> { (0..n).map(|i| (i * 37 % 256) as u8).collect() };
+    let a = Tensor::from_bytes(DType::U8, &[3, 16], &bytes(48));
+    let x = Tensor::from_bytes(DType::I8, &[1, 4, 6, 6], &bytes(144));
+    let seq = Tensor::from_f32(&[4, 3, 2], &rng.vec(24));
+    let lens = Tensor::from_i64(&[3], &[4, 0, 2]);
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| {
+            let decl = &h.graph.tensors[t];
+            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
+        })
+        .collect();
+    let inputs = [a.view(), x.view(), seq.view(), lens.view()];
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(
+        COUNT.with(Cell::get),
+        0,
+        "the integer products' or ReverseSequence's execute allocated"
+    );
+}
+
+/// MatMulInteger of a u8 input by constant i8 weights with per-row and per-column zero
+/// points; ConvInteger of an i8 input with padding, two groups and per-channel u8 weight
+/// zero points; ReverseSequence of an f32 input by i64 lengths given at run time.
+fn integer_graph() -> Graph {
+    let mut g = GraphBuilder::new("integer");
+    let a = g.input_fixed("a", DType::U8, &[3, 16]);
+    let x = g.input_fixed("x", DType::I8, &[1, 4, 6, 6]);
+    let seq = g.input_fixed("seq", DType::F32, &[4, 3, 2]);
+    let lens = g.input_fixed("lens", DType::I64, &[3]);
+    let bytes =
+        |n: usize, step: usize| -> Vec<u8> { (0..n).map(|i| (i * step % 256) as u8).collect() };
+    let constant = |g: &mut GraphBuilder, name: &str, dtype: DType, shape: &[usize], v: Vec<u8>| {
+        g.constant(name, dtype, shape, TensorData::from_bytes(&v))
+    };
+    let b = constant(&mut g, "b", DType::I8, &[16, 20], bytes(320, 53));
+    let az = constant(&mut g, "az", DType::U8, &[3], vec![3, 200, 128]);
+    let bz = constant(&mut g, "bz", DType::I8, &[20], bytes(20, 91));
+    let mm = g.node(OpKind::MatMulInteger, &[a, b, az, bz], &[]).unwrap();
+    let w = constant(&mut g, "w", DType::U8, &[6, 2, 3, 3], bytes(108, 71));
+    let xz = constant(&mut g, "xz", DType::I8, &[1], vec![250]);
+    let wz = constant(&mut g, "wz", DType::U8, &[6], vec![0, 128, 255, 7, 64, 3]);
+    let pads = ("pads", Attr::Ints(vec![1, 1, 1, 1]));
+    let conv = g
+        .node(
+            OpKind::ConvInteger,
+            &[x, w, xz, wz],
+            &[pads, ("group", Attr::Int(2))],
+        )
+        .unwrap();
+    let rev = g.node(OpKind::ReverseSequence, &[seq, lens], &[]).unwrap();
+    g.output(mm);
+    g.output(conv);
+    g.output(rev);
+    g.finish().unwrap()
 }
 
 /// RotaryEmbedding of Q by position ids, then grouped-query Attention with a float

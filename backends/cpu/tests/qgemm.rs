@@ -4,8 +4,8 @@
 
 use baton_backend_cpu::gemm::Isa;
 use baton_backend_cpu::qgemm::{
-    qgemm_reference, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, Stage2,
-    PAD, SLACK,
+    qgemm_reference, ARows, Indirection, IntLayout, IntOut, PackedWeights, QGemm, QKernel,
+    QKernelId, QOut, Stage2, PAD, SLACK,
 };
 use baton_delegate_api::testing::Rng;
 
@@ -81,6 +81,7 @@ fn check(kernel: &QKernel, m: usize, taps: usize, c: usize, n: usize, seed: u64,
         w: &packed,
         out: &out,
         ldo: n,
+        ints: None,
     };
     g.run_on_caller(kernel, &mut got);
     let want = qgemm_reference(m, &packed, w_at, a_at, za, &out);
@@ -289,6 +290,7 @@ fn every_kernel_stores_the_portable_kernels_bytes_on_random_shapes() {
                 w: &packed,
                 out: &out,
                 ldo,
+                ints: None,
             };
             let mut want = vec![0xa5u8; case.m * ldo];
             g.run_on_caller(portable, &mut want);
@@ -306,6 +308,116 @@ fn every_kernel_stores_the_portable_kernels_bytes_on_random_shapes() {
                     out.stage2.is_some(),
                 );
             }
+        }
+    }
+}
+
+/// The exact i32 product (MatMulInteger, ConvInteger) of `m` rows through an indirection
+/// with padding, per-row activation and per-column weight zero points, written NCHW-like
+/// (column stride `m`), against `sum (a - za) * (w - zw)` in i64 wrapped to i32. With
+/// `c` large the sum leaves i32: the kernels must wrap, never saturate.
+fn check_ints(kernel: &QKernel, m: usize, taps: usize, c: usize, n: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let w = rng.i8s(taps * c * n);
+    let w_at = |t: usize, ch: usize, j: usize| {
+        if (t + ch + j).is_multiple_of(7) {
+            -128
+        } else {
+            w[(t * c + ch) * n + j]
+        }
+    };
+    let packed = PackedWeights::pack(taps, c, n, w_at);
+    let za: Vec<i32> = (0..m).map(|r| (r as i32 * 41) % 256).collect();
+    let zw: Vec<i32> = (0..n).map(|j| (j as i32 * 29) % 256 - 128).collect();
+    let k = (taps * c) as i32;
+    let ccol: Vec<i32> = (0..n)
+        .map(|j| packed.col_sums()[j].wrapping_sub(k.wrapping_mul(zw[j])))
+        .collect();
+    let pixels = m + taps + 1;
+    let data: Vec<u8> = rng
+        .i8s(pixels * c + SLACK)
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if i % 3 == 0 { 255 } else { v as u8 })
+        .collect();
+    // One zero row serves every row here, so one activation zero point for the padded
+    // rows: rows with padding use row 0's.
+    let zero = vec![za[0] as u8; c + SLACK];
+    let table: Vec<u32> = (0..m * taps)
+        .map(|i| {
+            if i % 5 == 4 && i / taps == 0 {
+                PAD
+            } else {
+                (((i / taps) * 3 + i % taps) % pixels * c) as u32
+            }
+        })
+        .collect();
+    let table = Indirection::new(table);
+    let a_at = |r: usize, t: usize, ch: usize| match table.offsets()[r * taps + t] {
+        PAD => za[0] as u8,
+        o => data[o as usize + ch],
+    };
+    let io = IntOut {
+        za: &za,
+        ccol: &ccol,
+        zw: &zw,
+        row_sums: true,
+        layout: IntLayout {
+            block: m,
+            block_stride: m * n,
+            row_stride: 1,
+            col_stride: m,
+        },
+    };
+    let unused = requant(n, 0, &packed, false);
+    let g = QGemm {
+        m,
+        a: ARows::Indirect {
+            data: &data,
+            table: &table,
+            zero: &zero,
+        },
+        w: &packed,
+        out: &unused,
+        ldo: 0,
+        ints: Some(&io),
+    };
+    let mut got = vec![0xa5u8; m * n * 4];
+    g.run_on_caller(kernel, &mut got);
+    for (r, &zr) in za.iter().enumerate() {
+        for (j, &zj) in zw.iter().enumerate() {
+            let mut sum = 0i64;
+            for t in 0..taps {
+                for ch in 0..c {
+                    sum +=
+                        (a_at(r, t, ch) as i64 - zr as i64) * (w_at(t, ch, j) as i64 - zj as i64);
+                }
+            }
+            let at = (j * m + r) * 4;
+            let v = i32::from_ne_bytes(got[at..at + 4].try_into().unwrap());
+            assert_eq!(
+                v,
+                sum as i32,
+                "{} i32 at ({r}, {j}) of {m}x{taps}x{c}x{n}",
+                kernel.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_available_kernel_computes_exact_wrapping_i32_products() {
+    for kernel in QKernel::available() {
+        for (i, &(m, taps, c, n)) in [
+            (1, 1, 1, 1),
+            (5, 3, 7, 19),
+            (9, 9, 5, 33),
+            (3, 1, 70_001, 2),
+        ]
+        .iter()
+        .enumerate()
+        {
+            check_ints(kernel, m, taps, c, n, 900 + i as u64);
         }
     }
 }

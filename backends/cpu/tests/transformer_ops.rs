@@ -568,3 +568,101 @@ fn grid_sample_by_hand() {
         }
     }
 }
+
+#[test]
+fn causal_conv_with_state_by_hand() {
+    // x [1, 2, 3] and w [2, 1, 3]: channel 0 reads P = [0, 0, 1, 2, 3] (no past) against
+    // [0.5, 1, 2], giving 2, 5, 8.5; channel 1 reads [0, 0, 4, 5, 6] against [1, -1, 1],
+    // giving 4, 1, 5. The next state is P's last two positions. With a past state
+    // [[10, 20], [1, 1]] and a bias [1, -1]: 28, 16, 9.5 and 3, 1, 4.
+    let x = [1.0f32, 2., 3., 4., 5., 6.];
+    let w = [0.5f32, 1., 2., 1., -1., 1.];
+    let g = graph(|g| {
+        let xt = g.input_fixed("x", DType::F32, &[1, 2, 3]);
+        let wt = g.constant_f32("w", &[2, 1, 3], &w);
+        let plain = g
+            .named_node_outputs("plain", OpKind::CausalConvWithState, &[xt, wt], &[], 2)
+            .unwrap();
+        let b = g.constant_f32("b", &[2], &[1., -1.]);
+        let past = g.input_fixed("past", DType::F32, &[1, 2, 2]);
+        let stateful = g
+            .named_node_outputs(
+                "stateful",
+                OpKind::CausalConvWithState,
+                &[xt, wt, b, past],
+                &[],
+                2,
+            )
+            .unwrap();
+        let silu = g
+            .node(
+                OpKind::CausalConvWithState,
+                &[xt, wt],
+                &[("activation", Attr::Str("silu".into()))],
+            )
+            .unwrap();
+        vec![plain[0], plain[1], stateful[0], stateful[1], silu]
+    });
+    let inputs = [
+        Tensor::from_f32(&[1, 2, 3], &x),
+        Tensor::from_f32(&[1, 2, 2], &[10., 20., 1., 1.]),
+    ];
+    let out = run_both(&g, &inputs, 1e-6);
+    assert_eq!(out[0].f32s(), [2., 5., 8.5, 4., 1., 5.]);
+    assert_eq!(out[1].f32s(), [2., 3., 5., 6.]);
+    assert_eq!(out[2].f32s(), [28., 16., 9.5, 3., 1., 4.]);
+    assert_eq!(out[3].f32s(), [2., 3., 5., 6.]);
+    // v / (1 + e^-v) of 2, 5, 8.5, 4, 1, 5.
+    let want = [2.0f64, 5., 8.5, 4., 1., 5.].map(|v| v / (1.0 + (-v).exp()));
+    assert_close_labelled("silu", out[4].f32s(), &want, 1e-6, 1e-6);
+}
+
+#[test]
+fn causal_conv_with_state_matches_naive_sums_on_threads() {
+    // Enough lines to split over threads; a decode step (L = 1) with a long kernel whose
+    // taps read mostly the past state.
+    let mut rng = Rng::new(77);
+    for (b, c, l, k) in [(2, 64, 200, 4), (3, 5, 1, 6)] {
+        let x = rng.vec(b * c * l);
+        let w = rng.vec(c * k);
+        let bias = rng.vec(c);
+        let past = rng.vec(b * c * (k - 1));
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[b, c, l]);
+            let wt = g.constant_f32("w", &[c, 1, k], &w);
+            let bt = g.constant_f32("b", &[c], &bias);
+            let pt = g.input_fixed("past", DType::F32, &[b, c, k - 1]);
+            let act = [("activation", Attr::Str("swish".into()))];
+            g.named_node_outputs(
+                "cc",
+                OpKind::CausalConvWithState,
+                &[xt, wt, bt, pt],
+                &act,
+                2,
+            )
+            .unwrap()
+        });
+        let inputs = [
+            Tensor::from_f32(&[b, c, l], &x),
+            Tensor::from_f32(&[b, c, k - 1], &past),
+        ];
+        let out = run(&common::delegate_threads(3), &g, &inputs).unwrap();
+        let (mut want_y, mut want_s) = (Vec::new(), Vec::new());
+        for line in 0..b * c {
+            let ch = line % c;
+            let p: Vec<f64> = past[line * (k - 1)..(line + 1) * (k - 1)]
+                .iter()
+                .chain(&x[line * l..(line + 1) * l])
+                .map(|&v| v as f64)
+                .collect();
+            for t in 0..l {
+                let v =
+                    bias[ch] as f64 + (0..k).map(|j| p[t + j] * w[ch * k + j] as f64).sum::<f64>();
+                want_y.push(v / (1.0 + (-v).exp()));
+            }
+            want_s.extend_from_slice(&p[l..]);
+        }
+        assert_close_labelled("causal conv y", out[0].f32s(), &want_y, 1e-5, 1e-5);
+        assert_close_labelled("causal conv state", out[1].f32s(), &want_s, 0.0, 0.0);
+    }
+}

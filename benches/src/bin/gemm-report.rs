@@ -116,6 +116,7 @@ fn int8_table(f32_kernels: &[&'static MicroKernel]) {
             w: &w,
             out: &out,
             ldo: n,
+            ints: None,
         };
         print!("| {m}x{n}x{k} |");
         let mut best_q: f64 = 0.0;

@@ -18,11 +18,15 @@ use baton_delegate_api::{
 };
 
 use crate::ops::affine::AffineOp;
+use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::attention::{AttentionOp, RotaryOp};
 use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
+use crate::ops::causal_conv::CausalConvOp;
+use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::det::DetOp;
 use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
 use crate::ops::generate::OneHotOp;
@@ -33,15 +37,18 @@ use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
+use crate::ops::max_unpool::MaxUnpoolOp;
 use crate::ops::norm::LayerNormOp;
 use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
+use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
+use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -117,6 +124,8 @@ enum Op {
     QLinear(QLinearOp),
     /// A QDQ Add or Mul of two int8 tensors.
     QBinary(QBinaryOp),
+    /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
+    IntProduct(IntProductOp),
     Where(WhereOp),
     IntCompare(IntCompareOp),
     /// Integer Add, Sub, Mul or Div (i32 or i64).
@@ -163,6 +172,13 @@ enum Op {
     Rotary(RotaryOp),
     Einsum(EinsumOp),
     GridSample(GridSampleOp),
+    ReverseSequence(ReverseSequenceOp),
+    /// CausalConvWithState's output and present state, in one buffer.
+    CausalConv(CausalConvOp),
+    AffineGrid(AffineGridOp),
+    Det(DetOp),
+    MaxUnpool(MaxUnpoolOp),
+    Col2Im(Col2ImOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -175,6 +191,9 @@ impl Op {
         match self {
             Op::Conv(op) => op.owned_bytes(),
             Op::QLinear(op) => op.owned_bytes(),
+            Op::IntProduct(op) => op.owned_bytes(),
+            Op::AffineGrid(op) => op.owned_bytes(),
+            Op::Col2Im(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Deconv(op) => op.owned_bytes(),
@@ -202,7 +221,7 @@ impl Op {
             Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
             Op::Lstm(_) => "LSTM",
             Op::Quantize(_) | Op::Dequantize(_) | Op::ByteInput(_) => "QUANT",
-            Op::QLinear(_) => "QGEMM",
+            Op::QLinear(_) | Op::IntProduct(_) => "QGEMM",
             Op::QBinary(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
@@ -219,6 +238,12 @@ impl Op {
             Op::Rotary(_) => "ELEMENTWISE",
             Op::Einsum(_) => "GEMM",
             Op::GridSample(_) => "RESIZE",
+            Op::ReverseSequence(_) => "LAYOUT",
+            Op::CausalConv(_) => "CONV",
+            Op::AffineGrid(_) => "RESIZE",
+            Op::Det(_) => "GEMM",
+            Op::MaxUnpool(_) => "INDEX",
+            Op::Col2Im(_) => "CONV",
         }
     }
 
@@ -244,6 +269,7 @@ impl Op {
             Op::Dequantize(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::ByteInput(op) => op.run(sources, bytemuck::cast_slice_mut(out)),
             Op::QLinear(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
+            Op::IntProduct(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx),
             Op::QBinary(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
@@ -277,6 +303,12 @@ impl Op {
             Op::Rotary(op) => return op.run(sources, out),
             Op::Einsum(op) => op.run(sources, out, ctx),
             Op::GridSample(op) => op.run(sources, out),
+            Op::ReverseSequence(op) => return op.run(sources, out),
+            Op::CausalConv(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::AffineGrid(op) => op.run(sources, out),
+            Op::Det(op) => op.run(sources, out, ctx),
+            Op::MaxUnpool(op) => return op.run(sources, out),
+            Op::Col2Im(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

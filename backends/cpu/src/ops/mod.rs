@@ -6,12 +6,16 @@
 //! the constants it had to copy), and writes one output buffer.
 
 pub(crate) mod affine;
+pub(crate) mod affine_grid;
 pub(crate) mod attention;
 pub(crate) mod bits;
 pub(crate) mod bytes;
+pub(crate) mod causal_conv;
+pub(crate) mod col2im;
 pub(crate) mod conv;
 pub(crate) mod deconv;
 pub(crate) mod depthwise;
+pub(crate) mod det;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod generate;
@@ -23,6 +27,7 @@ pub(crate) mod layout;
 pub(crate) mod lstm;
 pub(crate) mod math;
 pub(crate) mod matmul;
+pub(crate) mod max_unpool;
 pub(crate) mod norm;
 pub(crate) mod pad;
 pub(crate) mod pool;
@@ -31,6 +36,7 @@ pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod scatter;
 pub(crate) mod select;
+pub(crate) mod sequence;
 pub(crate) mod tensor;
 
 use std::borrow::Cow;

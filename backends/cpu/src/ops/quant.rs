@@ -6,6 +6,7 @@
 //! Every 8-bit tensor is stored as `u8` bytes, an `i8` one biased by 128 (see
 //! `crate::qgemm`); [`stored_bias`] gives the bias of a dtype.
 
+pub(crate) mod integer;
 pub(crate) mod linear;
 
 use baton_delegate_api::ir::DType;

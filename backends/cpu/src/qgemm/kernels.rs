@@ -22,8 +22,8 @@
 use std::ops::Range;
 
 use super::{
-    clamp, padded_c, requant, round_even_small, to_byte, ARows, OutPtr, QGemm, MR_MAX, NR, PAD,
-    TAPS_PER_CALL,
+    clamp, padded_c, requant, round_even_small, to_byte, ARows, IntOut, OutPtr, QGemm, MR_MAX, NR,
+    PAD, TAPS_PER_CALL,
 };
 
 /// The tile driver of one kernel: row tiles `rows` by panels `panels` of `g`, written
@@ -269,6 +269,84 @@ unsafe fn store_tile(
     }
 }
 
+/// The sums of the bytes of rows `r0..r0 + rows` over every tap (`c` bytes each; a
+/// padding tap reads the zero-point row), for [`IntOut`]'s zero-point correction. Each
+/// tap's sum fits in u32 (`c * 255`) and is vectorized as such; taps add wrapping, as the
+/// correction does.
+#[inline(always)]
+fn row_sums(g: &QGemm<'_>, r0: usize, rows: usize) -> [i32; MR_MAX] {
+    let (c, taps) = (g.w.c, g.w.taps);
+    let sum = |s: &[u8]| s.iter().map(|&b| b as u32).sum::<u32>() as i32;
+    let mut sums = [0i32; MR_MAX];
+    for (r, out) in sums.iter_mut().enumerate().take(rows) {
+        let row = r0 + r;
+        *out = match g.a {
+            ARows::Strided { data, stride } => sum(&data[row * stride..][..c]),
+            ARows::Indirect { data, table, zero } => {
+                let offsets = &table.offsets()[row * taps..(row + 1) * taps];
+                offsets.iter().fold(0i32, |acc, &o| {
+                    let s = if o == PAD {
+                        sum(&zero[..c])
+                    } else {
+                        sum(&data[o as usize..][..c])
+                    };
+                    acc.wrapping_add(s)
+                })
+            }
+        };
+    }
+    sums
+}
+
+/// Stores rows `r0..r0 + rows`, columns `j0..j0 + cols` of a finished tile as exact i32
+/// (see [`IntOut`]).
+///
+/// # Safety
+/// Every element written is inside the buffer behind `out` (bounds check).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn store_ints(
+    io: &IntOut<'_>,
+    acc: &[i32; MR_MAX * NR],
+    sums: &[i32; MR_MAX],
+    r0: usize,
+    rows: usize,
+    j0: usize,
+    cols: usize,
+    out: OutPtr,
+) {
+    let (mut ccol, mut zw) = ([0i32; NR], [0i32; NR]);
+    // Element by element, as in `store_tile`: a variable-length copy is a call.
+    for (c, (cc, z)) in ccol.iter_mut().zip(&mut zw).take(cols).enumerate() {
+        *cc = io.ccol[j0 + c];
+        *z = io.zw[j0 + c];
+    }
+    let dst = out.0 as *mut i32;
+    let mut y = [0i32; NR];
+    for r in 0..rows {
+        let row = r0 + r;
+        let za = io.za[row % io.za.len()];
+        let a = &acc[r * NR..(r + 1) * NR];
+        for c in 0..NR {
+            y[c] = a[c]
+                .wrapping_sub(za.wrapping_mul(ccol[c]))
+                .wrapping_sub(zw[c].wrapping_mul(sums[r]));
+        }
+        if io.layout.col_stride == 1 {
+            let at = io.layout.at(row, j0);
+            // SAFETY: inside the checked output; the arena's words may be read unaligned.
+            unsafe {
+                std::ptr::copy_nonoverlapping(y.as_ptr(), dst.add(at), cols);
+            }
+        } else {
+            for (c, &v) in y.iter().enumerate().take(cols) {
+                // SAFETY: as above.
+                unsafe { dst.add(io.layout.at(row, j0 + c)).write_unaligned(v) };
+            }
+        }
+    }
+}
+
 /// Where a tile's last call may store its finished rows itself (requantized in
 /// registers): rows `r0..r0 + rows`, columns `j0..j0 + cols`.
 #[derive(Clone, Copy)]
@@ -314,6 +392,10 @@ unsafe fn drive<const MR: usize>(
     for rt in rows {
         let r0 = rt * MR;
         let live = MR.min(g.m - r0);
+        let sums = match g.ints {
+            Some(io) if io.row_sums => row_sums(g, r0, live),
+            _ => [0; MR_MAX],
+        };
         if once {
             // SAFETY: forwarded.
             unsafe { fill_ptrs::<MR>(g, rt, 0, taps, &mut ptrs) };
@@ -330,7 +412,8 @@ unsafe fn drive<const MR: usize>(
                 }
                 // SAFETY: the panel holds `taps * c4` blocks of `NR * 4` bytes.
                 let wp = unsafe { panel.add(t0 * c4 * NR * 4) };
-                let fin = (t0 + tn == taps).then_some(Fin {
+                // An i32 product is stored by the driver (the kernels store bytes).
+                let fin = (t0 + tn == taps && g.ints.is_none()).then_some(Fin {
                     r0,
                     rows: live,
                     j0,
@@ -340,8 +423,14 @@ unsafe fn drive<const MR: usize>(
                 t0 += tn;
             }
             if !stored {
+                let cols = NR.min(n - j0);
                 // SAFETY: forwarded.
-                unsafe { store_tile(g, &acc, r0, live, j0, NR.min(n - j0), out) };
+                unsafe {
+                    match g.ints {
+                        Some(io) => store_ints(io, &acc, &sums, r0, live, j0, cols, out),
+                        None => store_tile(g, &acc, r0, live, j0, cols, out),
+                    }
+                }
             }
         }
     }
@@ -367,7 +456,7 @@ unsafe fn portable_tiles(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>
                             for i in 0..4 {
                                 s += x[i] as i32 * wb[c * 4 + i] as i32;
                             }
-                            a[r * NR + c] += s;
+                            a[r * NR + c] = a[r * NR + c].wrapping_add(s);
                         }
                     }
                 }

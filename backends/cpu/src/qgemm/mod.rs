@@ -314,13 +314,60 @@ impl Indirection {
 /// An indirection entry that reads the zero row (padding).
 pub const PAD: u32 = u32::MAX;
 
-/// One integer GEMM: `m` rows of `a` against `w`, written as bytes at `out[r * ldo + j]`.
+/// One integer GEMM: `m` rows of `a` against `w`, written as bytes at `out[r * ldo + j]`,
+/// or, with `ints`, as exact i32 values where [`IntOut`] places them (then `out` and `ldo`
+/// are not read).
 pub struct QGemm<'a> {
     pub m: usize,
     pub a: ARows<'a>,
     pub w: &'a PackedWeights,
     pub out: &'a QOut,
     pub ldo: usize,
+    pub ints: Option<&'a IntOut<'a>>,
+}
+
+/// The exact i32 result of an integer product with its zero points taken away
+/// (MatMulInteger, ConvInteger), instead of a requantized byte.
+///
+/// With stored operands `a` (bytes) and `w` (i8) and stored zero points `za` (per row)
+/// and `zw` (per column), `sum_k (a - za) * (w - zw)` expands to `acc - za * ccol[j] -
+/// zw[j] * rowsum[r]` where `acc` is the kernels' raw dot product, `rowsum` the sum of the
+/// row's bytes over every tap (padding taps read the zero-point row, which the expansion
+/// cancels) and `ccol[j] = colsum[j] - K * zw[j]`, fixed at init. Every step wraps at 32
+/// bits, and the kernels never saturate (see `kernels.rs`), so the result is the exact
+/// sum wrapped to i32, as the reference computes it.
+#[derive(Clone, Copy, Debug)]
+pub struct IntOut<'a> {
+    /// Per row `r`, the stored zero point `za[r % za.len()]` (one value, or one per row
+    /// of a matrix that the GEMM's rows repeat).
+    pub za: &'a [i32],
+    /// Per column: `colsum - K * zw`.
+    pub ccol: &'a [i32],
+    /// Per column: the stored weight zero point; when all are 0 no row sums are formed.
+    pub zw: &'a [i32],
+    pub row_sums: bool,
+    pub layout: IntLayout,
+}
+
+/// Where element `(r, j)` of an i32 product goes, in i32 units: `(r / block) *
+/// block_stride + (r % block) * row_stride + j * col_stride`. A matrix product is
+/// row-major (`block` covers every row); a convolution's rows are NHWC pixels written to
+/// an NCHW output (`block` the output plane, `col_stride` the plane too).
+#[derive(Clone, Copy, Debug)]
+pub struct IntLayout {
+    pub block: usize,
+    pub block_stride: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl IntLayout {
+    #[inline(always)]
+    pub fn at(&self, r: usize, j: usize) -> usize {
+        (r / self.block) * self.block_stride
+            + (r % self.block) * self.row_stride
+            + j * self.col_stride
+    }
 }
 
 /// The output pointer, shared by tasks that write disjoint tiles.
@@ -339,10 +386,24 @@ impl QGemm<'_> {
         if self.m == 0 || n == 0 {
             return;
         }
-        assert!(
-            (self.m - 1) * self.ldo + n <= out_len,
-            "qgemm output too short"
-        );
+        match self.ints {
+            // The placement grows with both `r` and `j`: the last element is the furthest.
+            Some(io) => {
+                assert!(io.layout.block > 0, "an i32 layout has rows");
+                assert!(
+                    (io.layout.at(self.m - 1, n - 1) + 1) * 4 <= out_len,
+                    "qgemm i32 output too short"
+                );
+                assert!(
+                    !io.za.is_empty() && io.ccol.len() >= n && io.zw.len() >= n,
+                    "qgemm zero-point tables too short"
+                );
+            }
+            None => assert!(
+                (self.m - 1) * self.ldo + n <= out_len,
+                "qgemm output too short"
+            ),
+        }
         match self.a {
             ARows::Strided { data, stride } => {
                 assert_eq!(taps, 1, "a strided GEMM has one tap");

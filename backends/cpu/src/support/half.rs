@@ -77,6 +77,11 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::RotaryEmbedding
             | OpKind::Einsum
             | OpKind::GridSample
+            | OpKind::CausalConvWithState
+            | OpKind::AffineGrid
+            | OpKind::Det
+            | OpKind::MaxUnpool
+            | OpKind::Col2Im
     )
 }
 
@@ -104,6 +109,6 @@ pub(crate) fn half_computed_node(node: &Node) -> bool {
 pub(crate) fn half_multi_output(op: OpKind) -> bool {
     matches!(
         op,
-        OpKind::LayerNormalization | OpKind::TopK | OpKind::Attention
+        OpKind::LayerNormalization | OpKind::TopK | OpKind::Attention | OpKind::CausalConvWithState
     )
 }

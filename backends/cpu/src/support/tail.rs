@@ -38,6 +38,11 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         ],
         OpKind::Einsum => &[("equation", Str)],
         OpKind::GridSample => &[("mode", Str), ("padding_mode", Str), ("align_corners", Int)],
+        OpKind::ReverseSequence => &[("batch_axis", Int), ("time_axis", Int)],
+        OpKind::CausalConvWithState => &[("activation", Str)],
+        OpKind::AffineGrid => &[("align_corners", Int)],
+        OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
+        OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
             ("interleaved", Int),
             ("num_heads", Int),
@@ -140,6 +145,12 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::RotaryEmbedding => (3, 4),
         OpKind::Einsum => (1, usize::MAX),
         OpKind::GridSample => (2, 2),
+        OpKind::MatMulInteger | OpKind::ConvInteger => (2, 4),
+        OpKind::ReverseSequence => (2, 2),
+        OpKind::CausalConvWithState => (2, 4),
+        OpKind::AffineGrid => (2, 2),
+        OpKind::MaxUnpool => (2, 3),
+        OpKind::Col2Im => (3, 3),
         _ => (1, 1),
     }
 }
@@ -216,6 +227,12 @@ const VIEWED: &[DType] = INDEXED;
 /// movement that carries bools; f32 elsewhere.
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
+        (OpKind::ReverseSequence | OpKind::AffineGrid, Some(1)) => &[DType::I64],
+        (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
+        (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
+        (OpKind::ReverseSequence, _) => CAST,
+        (OpKind::MatMulInteger | OpKind::ConvInteger, None) => &[DType::I32],
+        (OpKind::MatMulInteger | OpKind::ConvInteger, Some(_)) => &[DType::I8, DType::U8],
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
         (OpKind::GreaterOrEqual | OpKind::LessOrEqual | OpKind::IsNaN | OpKind::IsInf, None) => {
             &[DType::Bool]

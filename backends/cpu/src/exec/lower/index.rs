@@ -268,6 +268,10 @@ pub(super) fn output_parts(op: &Op) -> Option<Vec<usize>> {
             Some(vec![values, positions])
         }
         Op::Attention(a) => Some(a.out_len().to_vec()),
+        Op::CausalConv(c) => {
+            let (y, state) = c.out_len();
+            Some(vec![y, state])
+        }
         _ => None,
     }
 }

@@ -11,6 +11,7 @@ mod attention;
 mod bits;
 mod half;
 mod index;
+mod integer;
 mod ints;
 
 use index::output_parts;
@@ -25,17 +26,23 @@ use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
 use crate::gemm::MicroKernel;
+use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::bytes::{ByteMoveOp, Moved};
+use crate::ops::causal_conv::CausalConvOp;
+use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::{ConvOp, ConvSpec};
+use crate::ops::det::DetOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::int::f16_to_f32;
 use crate::ops::layout::{ConcatOp, TransposeOp};
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
+use crate::ops::max_unpool::MaxUnpoolOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::ByteInputOp;
 use crate::ops::select::BoolInputOp;
+use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::tensor::{
     reduced_axes, reduced_run, GatherOp, Indices, Reduce, ReduceMeanOp, SliceOp, SplitOp,
 };
@@ -289,6 +296,9 @@ pub(crate) fn build<'g>(
             Op::Gru(op) => op.reserve(&mut ctx),
             Op::Attention(op) => op.reserve(&mut ctx),
             Op::Einsum(op) => op.reserve(&mut ctx),
+            Op::IntProduct(op) => op.reserve(&mut ctx),
+            Op::Det(op) => op.reserve(&mut ctx),
+            Op::Col2Im(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -781,6 +791,100 @@ impl<'g> Builder<'g> {
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
+            OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
+            OpKind::Col2Im => {
+                let image = &out_shape[2..];
+                let block: Vec<usize> = self
+                    .const_i64s(input(2))
+                    .ok_or("Col2Im block_shape is not a constant")?
+                    .iter()
+                    .map(|&b| b as usize)
+                    .collect();
+                let g =
+                    baton_delegate_api::shape::col2im_geometry(node, &shapes[0], image, &block)?;
+                let ints = self.graph.tensors[input(0)].dtype == DType::I32;
+                Op::Col2Im(Col2ImOp::new(
+                    self.src(input(0))?,
+                    out_shape[0] * out_shape[1],
+                    image,
+                    &block,
+                    &g,
+                    ints,
+                )?)
+            }
+            OpKind::MaxUnpool => {
+                let unpooled = baton_delegate_api::shape::max_unpool_shape(node, &shapes[0])?;
+                let out_strides = (unpooled != out_shape).then(|| {
+                    let mut s = vec![1; out_shape.len()];
+                    for d in (0..out_shape.len().saturating_sub(1)).rev() {
+                        s[d] = s[d + 1] * out_shape[d + 1];
+                    }
+                    s
+                });
+                Op::MaxUnpool(MaxUnpoolOp {
+                    x: self.src(input(0))?,
+                    indices: self.src(input(1))?,
+                    len: shapes[0].iter().product(),
+                    unpooled,
+                    out_strides,
+                    out_len: out_shape.iter().product(),
+                })
+            }
+            OpKind::Det => {
+                let x = &shapes[0];
+                let n = x[x.len() - 1];
+                Op::Det(DetOp {
+                    x: self.src(input(0))?,
+                    count: x[..x.len() - 2].iter().product(),
+                    n,
+                })
+            }
+            OpKind::AffineGrid => {
+                // The output [N, spatial..., r]: its shape carries the constant size.
+                let r = shapes[0][1];
+                let spatial = out_shape[1..=r].to_vec();
+                Op::AffineGrid(AffineGridOp::new(
+                    self.src(input(0))?,
+                    shapes[0][0],
+                    spatial,
+                    node.attr_int("align_corners", 0) != 0,
+                ))
+            }
+            OpKind::CausalConvWithState => {
+                let (x, w) = (&shapes[0], &shapes[1]);
+                // A 0-element operand stands for an omitted one.
+                let given = |i: usize| {
+                    shapes
+                        .get(i)
+                        .filter(|s| s.iter().product::<usize>() > 0)
+                        .map(|_| node.inputs[i])
+                };
+                let (bias, past) = (given(2), given(3));
+                Op::CausalConv(CausalConvOp {
+                    x: self.src(input(0))?,
+                    w: self.src(input(1))?,
+                    bias: bias.map(|t| self.src(t)).transpose()?,
+                    past: past.map(|t| self.src(t)).transpose()?,
+                    lines: x[0] * x[1],
+                    channels: x[1],
+                    len: x[2],
+                    k: w[2],
+                    silu: node.attr_str("activation", "none") != "none",
+                })
+            }
+            OpKind::ReverseSequence => {
+                let x = &shapes[0];
+                let (xt, lt) = (node.inputs[0], node.inputs[1]);
+                let size = tail::held_size(self.graph.tensors[xt].dtype);
+                Op::ReverseSequence(ReverseSequenceOp {
+                    x: self.src(xt)?,
+                    lens: self.src(lt)?,
+                    d0: x[0],
+                    d1: x[1],
+                    batch_major: node.attr_int("batch_axis", 1) == 0,
+                    run: x[2..].iter().product::<usize>() * size,
+                })
+            }
             _ => match self.lower_tail(node, &shapes, &out_shape)? {
                 Some(op) => op,
                 None => {

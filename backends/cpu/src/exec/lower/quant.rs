@@ -399,7 +399,7 @@ impl<'g> Builder<'g> {
 
     /// Int8 weights packed for the kernels, through the blob's packings (see
     /// `prepack.rs`): the bytes travel as f32 words.
-    fn pack_q(
+    pub(super) fn pack_q(
         &mut self,
         taps: usize,
         c: usize,

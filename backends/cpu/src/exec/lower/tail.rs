@@ -24,6 +24,18 @@ pub(super) struct BnFold {
     pub last: NodeId,
 }
 
+/// The bytes one element of `dtype` takes as held: its stored byte (8-bit), its 2 bytes
+/// (f16, i16, u16), an i64's or u64's two words, else one word (f32, i32, u32, and bool
+/// as 0.0/1.0).
+pub(super) fn held_size(dtype: DType) -> usize {
+    match dtype {
+        DType::I8 | DType::U8 => 1,
+        DType::F16 | DType::I16 | DType::U16 => 2,
+        DType::I64 | DType::U64 => 8,
+        _ => 4,
+    }
+}
+
 impl Builder<'_> {
     /// The f32 slots one element of `t` takes: two for an i64 or u64, else one.
     pub(super) fn words(&self, t: TensorId) -> usize {

@@ -96,6 +96,7 @@ impl QLinearOp {
                 w,
                 out: &self.outs[0],
                 ldo: w.n(),
+                ints: None,
             };
             gemm.run(self.kernel, &ctx.pool, out);
             return;
@@ -149,6 +150,7 @@ impl QLinearOp {
                         w: &self.weights[grp],
                         out: &self.outs[grp],
                         ldo: g.m,
+                        ints: None,
                     };
                     gemm.run(self.kernel, pool, &mut out[grp * mg..]);
                 }
@@ -180,7 +182,7 @@ pub(crate) fn stored_zero(zp: i32, dtype: baton_delegate_api::ir::DType) -> i32 
 }
 
 /// NCHW bytes to NHWC.
-fn to_nhwc(x: &[u8], s: Nhwc, out: &mut [u8]) {
+pub(super) fn to_nhwc(x: &[u8], s: Nhwc, out: &mut [u8]) {
     for b in 0..s.batch {
         let src = &x[b * s.c * s.plane..(b + 1) * s.c * s.plane];
         let dst = &mut out[b * s.c * s.plane..(b + 1) * s.c * s.plane];
