@@ -27,16 +27,18 @@ fn owned_bytes_and_kinds(g: &Graph, input: &Tensor) -> (u64, Vec<String>) {
     (memory.owned_bytes, kinds)
 }
 
-/// A 3x3 convolution padded by 1 on `[1, C, side, side]`, with `group` groups.
-fn f32_conv(side: usize, group: usize) -> (Graph, Tensor) {
+/// A 3x3 convolution padded by `dilation` on `[1, C, side, side]`, with `group` groups and
+/// the window's taps `dilation` pixels apart.
+fn f32_conv(side: usize, group: usize, dilation: usize) -> (Graph, Tensor) {
     let mut rng = Rng::new(5);
     let mut g = GraphBuilder::new("conv");
     let shape = [1, C, side, side];
     let x = g.input_fixed("x", DType::F32, &shape);
     let w = g.constant_f32("w", &[C, C / group, 3, 3], &rng.vec(C * C / group * 9));
     let attrs = [
-        ("pads", Attr::Ints(vec![1; 4])),
+        ("pads", Attr::Ints(vec![dilation as i64; 4])),
         ("group", Attr::Int(group as i64)),
+        ("dilations", Attr::Ints(vec![dilation as i64; 2])),
     ];
     let y = g.node(OpKind::Conv, &[x, w], &attrs).unwrap();
     g.output(y);
@@ -81,6 +83,17 @@ fn qdq_conv(side: usize) -> (Graph, Tensor) {
 /// The growth of the owned bytes from an 8x8 to a 16x16 plane, which must cover the
 /// growth of one 9-tap table (the weights are the same size in both).
 fn check_growth(build: impl Fn(usize) -> (Graph, Tensor), kind: &str, what: &str) {
+    check_growth_by(build, kind, what, (16 * 16 - 8 * 8) * 9 * ENTRY);
+}
+
+/// The growth of the owned bytes from an 8x8 to a 16x16 plane, which must be at least
+/// `table_growth`.
+fn check_growth_by(
+    build: impl Fn(usize) -> (Graph, Tensor),
+    kind: &str,
+    what: &str,
+    table_growth: u64,
+) {
     let [(small, kinds), (large, _)] = [8, 16].map(|side| {
         let (g, x) = build(side);
         owned_bytes_and_kinds(&g, &x)
@@ -89,7 +102,6 @@ fn check_growth(build: impl Fn(usize) -> (Graph, Tensor), kind: &str, what: &str
         kinds.iter().any(|k| k == kind),
         "{what}: no {kind} step in {kinds:?}"
     );
-    let table_growth = (16 * 16 - 8 * 8) * 9 * ENTRY;
     assert!(
         large >= small + table_growth,
         "{what}: owned {small} B at 8x8, {large} B at 16x16; the table alone grows by \
@@ -99,8 +111,21 @@ fn check_growth(build: impl Fn(usize) -> (Graph, Tensor), kind: &str, what: &str
 
 #[test]
 fn f32_convolution_tables_are_reported_as_owned() {
-    check_growth(|side| f32_conv(side, 1), "CONV", "indirect f32 conv");
-    check_growth(|side| f32_conv(side, C), "CONV", "depthwise f32 conv");
+    check_growth(|side| f32_conv(side, 1, 1), "CONV", "indirect f32 conv");
+    // A dilated window takes the depthwise kernel with an offset table.
+    check_growth(
+        |side| f32_conv(side, C, 2),
+        "CONV",
+        "indirect depthwise f32 conv",
+    );
+    // A plain 3x3 takes the direct kernel: no table, but a row of zeros for the padding
+    // rows, one input row (`side x C` floats) long.
+    check_growth_by(
+        |side| f32_conv(side, C, 1),
+        "CONV",
+        "direct depthwise f32 conv",
+        (16 - 8) * C as u64 * 4,
+    );
 }
 
 #[test]

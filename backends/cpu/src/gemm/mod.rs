@@ -33,7 +33,7 @@ mod pack;
 pub use kernels::{simd_description, Isa, MicroKernel, ZERO_ROW};
 pub use pack::{Indirection, IndirectionBuilder, PackedB};
 
-use kernels::{RawAdd, TileArgs};
+use kernels::{GemvArgs, RawAdd, TileArgs};
 
 use crate::pool::Pool;
 
@@ -301,6 +301,11 @@ impl<'a> Job<'a> {
     /// (see the module docs): row blocks, then depth blocks, then panels, then the row
     /// tiles of the block.
     fn run(&self, rows: std::ops::Range<usize>, panels: std::ops::Range<usize>) {
+        if let Rows::Dense { data, .. } = self.a {
+            if self.m == 1 && self.b.taps() == 1 && self.kernel.has_gemv() {
+                return self.run_gemv(data, panels);
+            }
+        }
         let depth = self.b.depth();
         let blocks = DepthBlocks::new(self.b.taps(), self.b.kc(), self.kernel.nr());
         if blocks.count <= 1 {
@@ -317,6 +322,39 @@ impl<'a> Job<'a> {
             }
             r0 = r1;
         }
+    }
+
+    /// One row of `A` against the column panels `panels`, through the kernel's
+    /// matrix-vector form: the weights are streamed once, with no depth blocking (nothing
+    /// is reused from cache) and without computing `MR` copies of the row. Each column is
+    /// summed in the tile kernel's order, so the bits are those of the tiled product.
+    fn run_gemv(&self, a: &[f32], panels: std::ops::Range<usize>) {
+        if panels.is_empty() {
+            return;
+        }
+        let j0 = panels.start * self.kernel.nr();
+        let cols = (panels.end * self.kernel.nr()).min(self.b.n()) - j0;
+        let mut adds = self.adds;
+        for add in &mut adds[..self.nadds] {
+            add.ptr = add.ptr.wrapping_add(j0 * add.cs);
+        }
+        let g = GemvArgs {
+            k: self.b.kc(),
+            a: a.as_ptr(),
+            w: self.b.panels_from(panels.start).as_ptr(),
+            panels: panels.len(),
+            cols,
+            c: self.c.0.wrapping_add(j0),
+            adds,
+            nadds: self.nadds,
+            lo: self.lo,
+            hi: self.hi,
+        };
+        // SAFETY: `Job::new` checked that the row holds `kc` floats, that the panels are
+        // this kernel's (`panels_from` holds the panels from `panels.start` on), and that
+        // `C` and every add cover the row's `n` columns; `run` checked that the kernel has
+        // a matrix-vector form.
+        unsafe { self.kernel.gemv(&g) };
     }
 
     /// Computes depth block `blk` of the tiles of row tiles `rows` and panels `panels`.
@@ -604,6 +642,77 @@ mod tests {
                 .zip(&by_row)
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{}: rows one per call differ", kernel.name());
+        }
+    }
+
+    /// One row through the matrix-vector form against the same row computed by the tile
+    /// kernel (a two-row product whose rows are the same data): the same bits, on every
+    /// kernel, for column counts that leave a partial last panel and a partial group of
+    /// panels, depths past one cache block, per-column and per-row adds, and a clamp.
+    #[test]
+    fn one_row_through_gemv_matches_the_tiled_product() {
+        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
+        for kernel in MicroKernel::available() {
+            for &(n, k) in &[(1, 1), (7, 3), (33, 17), (100, 300), (259, 1100), (64, 0)] {
+                let a: Vec<f32> = (0..k).map(value).collect();
+                let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
+                let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
+                let column: Vec<f32> = (0..n).map(|i| value(i + 3)).collect();
+                let scalar = [0.75f32];
+                let mut ep = Epilogue::new();
+                ep.add(Add {
+                    data: &column,
+                    rs: 0,
+                    cs: 1,
+                    scale: 0.5,
+                });
+                ep.add(Add {
+                    data: &scalar,
+                    rs: 0,
+                    cs: 0,
+                    scale: -1.0,
+                });
+                ep.clamp(-2.0, 2.5);
+                let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+                let product = |m: usize| {
+                    let mut c = vec![f32::NAN; m * n];
+                    let rows = Rows::Dense { data: &a, lda: 0 };
+                    gemm(
+                        kernel,
+                        m,
+                        rows,
+                        &pb,
+                        MatMut {
+                            data: &mut c,
+                            rs: n,
+                        },
+                        &ep,
+                    );
+                    c.truncate(n);
+                    c
+                };
+                let (one, two) = (product(1), product(2));
+                for (j, (x, y)) in one.iter().zip(&two).enumerate() {
+                    assert_eq!(
+                        x.to_bits(),
+                        y.to_bits(),
+                        "{} {n}x{k}: column {j}: {x} vs {y}",
+                        kernel.name()
+                    );
+                }
+                // And the value, from the definition.
+                for j in 0..n {
+                    let dot: f64 = (0..k).map(|p| a[p] as f64 * b[p * n + j] as f64).sum();
+                    let want =
+                        (bias[j] as f64 + dot + 0.5 * column[j] as f64 - 0.75).clamp(-2.0, 2.5);
+                    assert!(
+                        (one[j] as f64 - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                        "{} {n}x{k}: column {j}: {} vs {want}",
+                        kernel.name(),
+                        one[j]
+                    );
+                }
+            }
         }
     }
 }

@@ -190,6 +190,12 @@ impl PackedB {
         self.nr == kernel.nr() || self.n == 0
     }
 
+    /// Panels `p..`, contiguous.
+    pub(super) fn panels_from(&self, p: usize) -> &[f32] {
+        let len = self.nr * (1 + self.depth());
+        &self.data[p * len..]
+    }
+
     /// Panel `p`.
     pub(super) fn panel(&self, p: usize) -> &[f32] {
         let len = self.nr * (1 + self.depth());

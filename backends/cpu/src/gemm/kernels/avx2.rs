@@ -5,9 +5,10 @@
 use std::arch::x86_64::{
     __m256, __m256i, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256,
     _mm256_maskload_ps, _mm256_maskstore_ps, _mm256_max_ps, _mm256_min_ps, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm_prefetch, _MM_HINT_T0,
 };
 
-use super::TileArgs;
+use super::{GemvArgs, TileArgs};
 
 pub(super) const MR: usize = 6;
 pub(super) const NR: usize = 16;
@@ -84,6 +85,94 @@ unsafe fn tile(t: &TileArgs) {
             }
             // max(lo, v) then min(hi, v): with `v` second, a NaN in `v` is what comes out.
             let c = t.c.wrapping_add(i * t.ldc);
+            _mm256_maskstore_ps(c, m0, _mm256_min_ps(hi, _mm256_max_ps(lo, v[0])));
+            _mm256_maskstore_ps(
+                c.wrapping_add(8),
+                m1,
+                _mm256_min_ps(hi, _mm256_max_ps(lo, v[1])),
+            );
+        }
+    }
+}
+
+/// Panels one matrix-vector step reads side by side: eight accumulator chains (two per
+/// panel) cover the FMA latency on both ports, and leave registers for the loads.
+const GEMV_GROUP: usize = 4;
+
+/// How far ahead of the loads the weights are prefetched, in floats (16 cache lines of
+/// one panel's stream).
+const GEMV_PREFETCH: usize = 16 * 16;
+
+/// # Safety
+/// The contract of [`super::MicroKernel::gemv`], and the CPU must support AVX2 and FMA.
+pub(super) unsafe fn gemv(g: &GemvArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe { gemv_all(g) }
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gemv_all(g: &GemvArgs) {
+    let mut p = 0;
+    // SAFETY: panels below `g.panels`, within the caller's contract.
+    unsafe {
+        while p + GEMV_GROUP <= g.panels {
+            gemv_panels::<GEMV_GROUP>(g, p);
+            p += GEMV_GROUP;
+        }
+        while p < g.panels {
+            gemv_panels::<1>(g, p);
+            p += 1;
+        }
+    }
+}
+
+/// Panels `p0..p0 + G`: each column's sum is the bias plus the products in depth order,
+/// one fused multiply-add each, as the tile kernel computes it, so the bits are the same.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gemv_panels<const G: usize>(g: &GemvArgs, p0: usize) {
+    // SAFETY (whole body): as in the AVX-512 kernel: whole panels of weights, `k` floats
+    // of `a`, and the first `g.cols - p * NR` columns of `C` and of each add per panel
+    // (masked lanes are not accessed).
+    unsafe {
+        let stride = NR * (1 + g.k);
+        let mut w = [g.w; G];
+        let mut acc = [[_mm256_setzero_ps(); 2]; G];
+        for q in 0..G {
+            w[q] = g.w.add((p0 + q) * stride);
+            acc[q] = [_mm256_loadu_ps(w[q]), _mm256_loadu_ps(w[q].add(8))];
+            w[q] = w[q].add(NR);
+        }
+        for k in 0..g.k {
+            let a = _mm256_broadcast_ss(&*g.a.add(k));
+            for q in 0..G {
+                let r = w[q].add(k * NR);
+                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(GEMV_PREFETCH).cast());
+                acc[q][0] = _mm256_fmadd_ps(a, _mm256_loadu_ps(r), acc[q][0]);
+                acc[q][1] = _mm256_fmadd_ps(a, _mm256_loadu_ps(r.add(8)), acc[q][1]);
+            }
+        }
+        let (lo, hi) = (_mm256_set1_ps(g.lo), _mm256_set1_ps(g.hi));
+        for (q, acc) in acc.iter().enumerate() {
+            let j0 = (p0 + q) * NR;
+            let cols = g.cols - j0;
+            let (m0, m1) = (mask(cols), mask(cols.saturating_sub(8)));
+            let mut v = *acc;
+            for add in &g.adds[..g.nadds] {
+                let p = add.ptr.wrapping_add(j0 * add.cs);
+                let s = _mm256_set1_ps(add.scale);
+                let x = if add.cs == 0 {
+                    let x = _mm256_set1_ps(*p);
+                    [x, x]
+                } else {
+                    [
+                        _mm256_maskload_ps(p, m0),
+                        _mm256_maskload_ps(p.wrapping_add(8), m1),
+                    ]
+                };
+                v[0] = _mm256_fmadd_ps(s, x[0], v[0]);
+                v[1] = _mm256_fmadd_ps(s, x[1], v[1]);
+            }
+            let c = g.c.wrapping_add(j0);
             _mm256_maskstore_ps(c, m0, _mm256_min_ps(hi, _mm256_max_ps(lo, v[0])));
             _mm256_maskstore_ps(
                 c.wrapping_add(8),

@@ -7,10 +7,11 @@
 
 use std::arch::x86_64::{
     __m512, __mmask16, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps,
-    _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_min_ps, _mm512_set1_ps,
+    _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_min_ps, _mm512_set1_ps, _mm512_setzero_ps,
+    _mm_prefetch, _MM_HINT_T0,
 };
 
-use super::TileArgs;
+use super::{GemvArgs, TileArgs};
 
 pub(super) const MR: usize = 6;
 pub(super) const NR: usize = 32;
@@ -86,6 +87,98 @@ unsafe fn tile(t: &TileArgs) {
             }
             // max(lo, v) then min(hi, v): with `v` second, a NaN in `v` is what comes out.
             let c = t.c.wrapping_add(i * t.ldc);
+            _mm512_mask_storeu_ps(c, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, v[0])));
+            _mm512_mask_storeu_ps(
+                c.wrapping_add(16),
+                m1,
+                _mm512_min_ps(hi, _mm512_max_ps(lo, v[1])),
+            );
+        }
+    }
+}
+
+/// Panels one matrix-vector step reads side by side: eight accumulator chains (two per
+/// panel) keep both FMA ports busy over their 4-cycle latency, and four streams are what
+/// the hardware prefetchers follow well.
+const GEMV_GROUP: usize = 4;
+
+/// How far ahead of the loads the weights are prefetched, in floats (16 cache lines of
+/// one panel's stream).
+const GEMV_PREFETCH: usize = 16 * 16;
+
+/// # Safety
+/// The contract of [`super::MicroKernel::gemv`], and the CPU must support AVX-512F.
+pub(super) unsafe fn gemv(g: &GemvArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe { gemv_all(g) }
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn gemv_all(g: &GemvArgs) {
+    let mut p = 0;
+    // SAFETY: panels below `g.panels`, within the caller's contract.
+    unsafe {
+        while p + GEMV_GROUP <= g.panels {
+            gemv_panels::<GEMV_GROUP>(g, p);
+            p += GEMV_GROUP;
+        }
+        while p < g.panels {
+            gemv_panels::<1>(g, p);
+            p += 1;
+        }
+    }
+}
+
+/// Panels `p0..p0 + G`: each column's sum is the bias plus the products in depth order,
+/// one fused multiply-add each, as the tile kernel computes it, so the bits are the same.
+#[target_feature(enable = "avx512f")]
+unsafe fn gemv_panels<const G: usize>(g: &GemvArgs, p0: usize) {
+    // SAFETY (whole body): panel `p` is `NR * (1 + k)` floats from `g.w`; `a` holds `k`
+    // floats; of `C` and each add only the first `g.cols - p * NR` columns of the panel are
+    // touched (masked lanes are not accessed; prefetches do not fault and their addresses
+    // are formed with `wrapping_add`).
+    unsafe {
+        let stride = NR * (1 + g.k);
+        let mut w = [g.w; G];
+        let mut acc = [[_mm512_setzero_ps(); 2]; G];
+        for q in 0..G {
+            w[q] = g.w.add((p0 + q) * stride);
+            acc[q] = [_mm512_loadu_ps(w[q]), _mm512_loadu_ps(w[q].add(16))];
+            w[q] = w[q].add(NR);
+        }
+        for k in 0..g.k {
+            let a = _mm512_set1_ps(*g.a.add(k));
+            for q in 0..G {
+                let r = w[q].add(k * NR);
+                let ahead = r.wrapping_add(GEMV_PREFETCH);
+                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16).cast());
+                acc[q][0] = _mm512_fmadd_ps(a, _mm512_loadu_ps(r), acc[q][0]);
+                acc[q][1] = _mm512_fmadd_ps(a, _mm512_loadu_ps(r.add(16)), acc[q][1]);
+            }
+        }
+        let (lo, hi) = (_mm512_set1_ps(g.lo), _mm512_set1_ps(g.hi));
+        for (q, acc) in acc.iter().enumerate() {
+            let j0 = (p0 + q) * NR;
+            let cols = g.cols - j0;
+            let (m0, m1) = (mask(cols), mask(cols.saturating_sub(16)));
+            let mut v = *acc;
+            for add in &g.adds[..g.nadds] {
+                let p = add.ptr.wrapping_add(j0 * add.cs);
+                let s = _mm512_set1_ps(add.scale);
+                let x = if add.cs == 0 {
+                    let x = _mm512_set1_ps(*p);
+                    [x, x]
+                } else {
+                    [
+                        _mm512_maskz_loadu_ps(m0, p),
+                        _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)),
+                    ]
+                };
+                v[0] = _mm512_fmadd_ps(s, x[0], v[0]);
+                v[1] = _mm512_fmadd_ps(s, x[1], v[1]);
+            }
+            let c = g.c.wrapping_add(j0);
             _mm512_mask_storeu_ps(c, m0, _mm512_min_ps(hi, _mm512_max_ps(lo, v[0])));
             _mm512_mask_storeu_ps(
                 c.wrapping_add(16),

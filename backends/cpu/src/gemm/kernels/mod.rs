@@ -89,6 +89,35 @@ impl TileArgs {
     }
 }
 
+/// Everything one matrix-vector call needs: one row of `A` against `panels` consecutive
+/// packed panels, `C[j] = epilogue(bias[j] + sum over k of a[k] * B[k, j])`. The weights
+/// are read once, so the call streams them; the driver uses it for `M = 1` (a classifier,
+/// a decoder step), where a tile kernel would compute `MR` copies of the one row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GemvArgs {
+    /// The depth, and the row of `A` (`k` floats).
+    pub k: usize,
+    pub a: *const f32,
+    /// The first panel (`NR` bias values, then `k` groups of `NR` weights), and how many
+    /// consecutive panels to compute.
+    pub w: *const f32,
+    pub panels: usize,
+    /// Columns of `C` from the first panel's first column: `NR` per panel, the last panel
+    /// possibly fewer.
+    pub cols: usize,
+    /// The first column's element of `C`, and the adds positioned there.
+    pub c: *mut f32,
+    pub adds: [RawAdd; 2],
+    pub nadds: usize,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// The unsafe entry of a matrix-vector kernel. Contract: every pointer of the arguments is
+/// valid for what [`GemvArgs`] says is read or written, and the CPU has the kernel's
+/// features.
+type GemvFn = unsafe fn(g: &GemvArgs);
+
 /// The unsafe entry of a kernel. Contract: every pointer of `t` is valid for what the
 /// module docs say is read or written, and the CPU has the kernel's features.
 type KernelFn = unsafe fn(t: &TileArgs);
@@ -103,6 +132,8 @@ pub struct MicroKernel {
     mr: usize,
     nr: usize,
     entry: KernelFn,
+    /// The matrix-vector kernel over the same panels, where there is one.
+    gemv: Option<GemvFn>,
     isa: Isa,
 }
 
@@ -125,6 +156,7 @@ static PORTABLE: MicroKernel = MicroKernel {
     mr: portable::MR,
     nr: portable::NR,
     entry: portable::kernel,
+    gemv: None,
     isa: Isa::Portable,
 };
 
@@ -134,6 +166,7 @@ static AVX2_FMA: MicroKernel = MicroKernel {
     mr: avx2::MR,
     nr: avx2::NR,
     entry: avx2::kernel,
+    gemv: Some(avx2::gemv),
     isa: Isa::Avx2Fma,
 };
 
@@ -143,6 +176,7 @@ static AVX512F: MicroKernel = MicroKernel {
     mr: avx512::MR,
     nr: avx512::NR,
     entry: avx512::kernel,
+    gemv: Some(avx512::gemv),
     isa: Isa::Avx512F,
 };
 
@@ -152,6 +186,7 @@ static NEON: MicroKernel = MicroKernel {
     mr: neon::MR,
     nr: neon::NR,
     entry: neon::kernel,
+    gemv: Some(neon::gemv),
     isa: Isa::Neon,
 };
 
@@ -235,6 +270,29 @@ impl MicroKernel {
         // SAFETY: forwarded from the caller; the CPU features were checked when `self`
         // was handed out.
         unsafe { (self.entry)(t) }
+    }
+}
+
+impl MicroKernel {
+    /// Whether this kernel has a matrix-vector form.
+    pub(crate) fn has_gemv(&self) -> bool {
+        self.gemv.is_some()
+    }
+
+    /// Runs the matrix-vector form on a row of panels.
+    ///
+    /// # Safety
+    /// [`MicroKernel::has_gemv`], and the pointers of `g` are valid for what [`GemvArgs`]
+    /// says is read or written: `k` floats of `a`, `panels` whole panels of this kernel's
+    /// width from `w`, and the first `cols` elements of `C` and of each add (`cs = 1`; one
+    /// element with `cs = 0`).
+    pub(crate) unsafe fn gemv(&self, g: &GemvArgs) {
+        debug_assert!(g.cols > (g.panels.max(1) - 1) * self.nr && g.cols <= g.panels * self.nr);
+        if let Some(f) = self.gemv {
+            // SAFETY: forwarded from the caller; the CPU features were checked when `self`
+            // was handed out.
+            unsafe { f(g) }
+        }
     }
 }
 

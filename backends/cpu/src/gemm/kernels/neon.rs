@@ -6,7 +6,7 @@ use std::arch::aarch64::{
     float32x4_t, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmaxq_f32, vminq_f32, vst1q_f32,
 };
 
-use super::TileArgs;
+use super::{GemvArgs, TileArgs};
 
 pub(super) const MR: usize = 8;
 pub(super) const NR: usize = 8;
@@ -88,6 +88,91 @@ unsafe fn tile(t: &TileArgs) {
                 vst1q_f32(buf.as_mut_ptr().add(4), v[1]);
                 std::ptr::copy_nonoverlapping(buf.as_ptr(), c, t.cols);
             }
+        }
+    }
+}
+
+/// Panels one matrix-vector step reads side by side: eight accumulator chains (two per
+/// panel) cover the FMA latency on two pipes.
+const GEMV_GROUP: usize = 4;
+
+/// # Safety
+/// The contract of [`super::MicroKernel::gemv`], and the CPU must support NEON.
+pub(super) unsafe fn gemv(g: &GemvArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe { gemv_all(g) }
+}
+
+#[target_feature(enable = "neon")]
+unsafe fn gemv_all(g: &GemvArgs) {
+    let mut p = 0;
+    // SAFETY: panels below `g.panels`, within the caller's contract.
+    unsafe {
+        while p + GEMV_GROUP <= g.panels {
+            gemv_panels::<GEMV_GROUP>(g, p);
+            p += GEMV_GROUP;
+        }
+        while p < g.panels {
+            gemv_panels::<1>(g, p);
+            p += 1;
+        }
+    }
+}
+
+/// Panels `p0..p0 + G`: each column's sum is the bias plus the products in depth order,
+/// one fused multiply-add each, as the tile kernel computes it, so the bits are the same.
+#[target_feature(enable = "neon")]
+unsafe fn gemv_panels<const G: usize>(g: &GemvArgs, p0: usize) {
+    // SAFETY (whole body): whole panels of weights, `k` floats of `a`, and the first
+    // `g.cols - p * NR` columns of `C` and of each add per panel (partial panels go through
+    // a stack buffer, never past those columns).
+    unsafe {
+        let stride = NR * (1 + g.k);
+        let mut w = [g.w; G];
+        let mut acc = [[vdupq_n_f32(0.0); 2]; G];
+        for q in 0..G {
+            w[q] = g.w.add((p0 + q) * stride);
+            acc[q] = [vld1q_f32(w[q]), vld1q_f32(w[q].add(4))];
+            w[q] = w[q].add(NR);
+        }
+        for k in 0..g.k {
+            let a = vdupq_n_f32(*g.a.add(k));
+            for q in 0..G {
+                let r = w[q].add(k * NR);
+                acc[q][0] = vfmaq_f32(acc[q][0], vld1q_f32(r), a);
+                acc[q][1] = vfmaq_f32(acc[q][1], vld1q_f32(r.add(4)), a);
+            }
+        }
+        let (lo, hi) = (vdupq_n_f32(g.lo), vdupq_n_f32(g.hi));
+        for (q, acc) in acc.iter().enumerate() {
+            let j0 = (p0 + q) * NR;
+            let cols = (g.cols - j0).min(NR);
+            let load = |p: *const f32| -> [float32x4_t; 2] {
+                let mut buf = [0f32; NR];
+                std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), cols);
+                [vld1q_f32(buf.as_ptr()), vld1q_f32(buf.as_ptr().add(4))]
+            };
+            let mut v = *acc;
+            for add in &g.adds[..g.nadds] {
+                let p = add.ptr.wrapping_add(j0 * add.cs);
+                let s = vdupq_n_f32(add.scale);
+                let x = if add.cs == 0 {
+                    let x = vdupq_n_f32(*p);
+                    [x, x]
+                } else {
+                    load(p)
+                };
+                v[0] = vfmaq_f32(v[0], s, x[0]);
+                v[1] = vfmaq_f32(v[1], s, x[1]);
+            }
+            let v = [
+                vminq_f32(hi, vmaxq_f32(lo, v[0])),
+                vminq_f32(hi, vmaxq_f32(lo, v[1])),
+            ];
+            let mut buf = [0f32; NR];
+            vst1q_f32(buf.as_mut_ptr(), v[0]);
+            vst1q_f32(buf.as_mut_ptr().add(4), v[1]);
+            std::ptr::copy_nonoverlapping(buf.as_ptr(), g.c.wrapping_add(j0), cols);
         }
     }
 }

@@ -1,0 +1,227 @@
+//! Prints the speed of two CPU-plugin paths that a GEMM-shaped measurement misses, as
+//! Markdown tables for the issue notes:
+//!
+//! - **M = 1 products** (a classifier's Gemm, a decoder step's MatMul): one activation row
+//!   against packed constant weights, which is bound by reading the weights once, so the
+//!   figure is GB/s of weight bytes. First each GEMM kernel of this build called directly,
+//!   then a `Gemm` node (`transB = 1`, with bias) run through the host onto the plugin.
+//! - **Depthwise convolutions** of MobileNet-like shapes, in GMAC/s: a chain of four
+//!   stride-1 layers (so the layout changes at the partition's edges are a small part) or
+//!   one stride-2 layer, each followed by Relu, run through the host onto the plugin.
+//!
+//! The host-path rows load the CPU plugin built into the benches, or with `--plugin PATH`
+//! a plugin library (for instance one built from an earlier commit, to measure a change
+//! with the same harness); `--isa NAME` passes the plugin's `isa` option. One thread.
+//!
+//! `cargo run --release -p baton-benches --bin cpu-ops-report [-- --cpu-time] [--plugin
+//! PATH] [--isa avx512f|avx2|portable]`
+//!
+//! `--cpu-time` times by the thread's CPU time instead of the wall clock, for a machine
+//! shared with other work (the plugin runs on the calling thread at one thread).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use baton_backend_cpu::gemm::MicroKernel;
+use baton_benches::{gemm_rate, values, GemmProblem};
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor};
+use baton_runtime_host::config::PluginConfig;
+use baton_runtime_host::{Config, Engine, Session};
+
+/// `(n, k)`: output columns and depth of the M = 1 products (MobileNet's and a larger
+/// classifier, a transformer's projection).
+const GEMV_SHAPES: &[(usize, usize)] = &[(1000, 640), (1000, 1280), (1024, 1024), (4096, 1024)];
+
+/// `(channels, spatial size, kernel, stride)` of the depthwise layers.
+const DW_SHAPES: &[(usize, usize, usize, usize)] = &[
+    (32, 112, 3, 1),
+    (96, 112, 3, 2),
+    (144, 56, 3, 1),
+    (144, 56, 3, 2),
+    (192, 28, 3, 1),
+    (72, 28, 5, 1),
+    (240, 28, 5, 2),
+    (576, 14, 3, 1),
+    (960, 7, 3, 1),
+];
+
+/// Stride-1 layers chained in one graph.
+const CHAIN: usize = 4;
+
+struct Args {
+    cpu_time: bool,
+    plugin: Option<PathBuf>,
+    isa: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        cpu_time: false,
+        plugin: None,
+        isa: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--cpu-time" => args.cpu_time = true,
+            "--plugin" => args.plugin = it.next().map(PathBuf::from),
+            "--isa" => args.isa = it.next(),
+            other => {
+                eprintln!(
+                    "cpu-ops-report: unknown argument {other:?} (takes --cpu-time, --plugin \
+                     PATH, --isa NAME)"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    args
+}
+
+fn main() {
+    let args = parse_args();
+    if args.cpu_time && !baton_benches::use_thread_cpu_time() {
+        eprintln!("cpu-ops-report: this system does not give a thread's CPU time");
+        std::process::exit(2);
+    }
+    println!("CPU: {}", baton_backend_cpu::gemm::simd_description());
+    if args.cpu_time {
+        println!("clock: the thread's CPU time");
+    }
+    match &args.plugin {
+        Some(p) => println!("host-path rows: plugin {}", p.display()),
+        None => println!("host-path rows: the built-in CPU plugin"),
+    }
+
+    println!("\nM = 1 products, GB/s of weights (GFLOP/s), kernels called directly:\n");
+    let kernels = MicroKernel::available();
+    print!("| 1 x n x k |");
+    for k in &kernels {
+        print!(" {} |", k.name());
+    }
+    println!();
+    println!("|---|{}", "---|".repeat(kernels.len()));
+    for &(n, k) in GEMV_SHAPES {
+        let mut p = GemmProblem::new(1, n, k);
+        let flops = p.flops();
+        print!("| 1x{n}x{k} |");
+        for kernel in &kernels {
+            let gflops = gemm_rate(flops, p.baton(kernel));
+            print!(" {:.1} ({gflops:.1}) |", gflops * 2.0);
+        }
+        println!();
+    }
+
+    let engine = engine(&args);
+    println!("\nM = 1 Gemm nodes (transB, bias) through the host, GB/s of weights:\n");
+    println!("| 1 x n x k | GB/s | us per run |");
+    println!("|---|---|---|");
+    for &(n, k) in GEMV_SHAPES {
+        let graph = gemv_graph(n, k);
+        let input = vec![Tensor::from_f32(&[1, k], &values(k))];
+        let secs = seconds_per_run(&engine, &graph, &input);
+        let bytes = (4 * n * k) as f64;
+        println!(
+            "| 1x{n}x{k} | {:.1} | {:.1} |",
+            bytes / secs / 1e9,
+            secs * 1e6
+        );
+    }
+
+    println!(
+        "\nDepthwise Conv + Relu through the host, GMAC/s (stride 1: {CHAIN} layers chained):\n"
+    );
+    println!("| channels x size, kernel, stride | GMAC/s | us per layer |");
+    println!("|---|---|---|");
+    for &(c, hw, kk, s) in DW_SHAPES {
+        let layers = if s == 1 { CHAIN } else { 1 };
+        let (graph, macs) = dw_graph(c, hw, kk, s, layers);
+        let input = vec![Tensor::from_f32(&[1, c, hw, hw], &values(c * hw * hw))];
+        let secs = seconds_per_run(&engine, &graph, &input);
+        println!(
+            "| {c} x {hw}x{hw}, {kk}x{kk}, {s} | {:.1} | {:.1} |",
+            macs as f64 / secs / 1e9,
+            secs * 1e6 / layers as f64
+        );
+    }
+}
+
+/// The CPU plugin (built in, or the library given), one thread.
+fn engine(args: &Args) -> Engine {
+    let mut cfg = Config {
+        cache_dir: Some(std::env::temp_dir().join("baton-bench-cache")),
+        ..Config::default()
+    };
+    let mut options = BTreeMap::new();
+    options.insert("threads".to_string(), toml::Value::Integer(1));
+    if let Some(isa) = &args.isa {
+        options.insert("isa".to_string(), toml::Value::String(isa.clone()));
+    }
+    cfg.plugins.push(PluginConfig {
+        builtin: args.plugin.is_none().then(|| "cpu".into()),
+        path: args.plugin.clone(),
+        options,
+        required: true,
+        ..Default::default()
+    });
+    Engine::new(cfg).expect("engine")
+}
+
+/// `y = x · Wᵀ + b` with `x: [1, k]`, `W: [n, k]`.
+fn gemv_graph(n: usize, k: usize) -> Graph {
+    let mut b = GraphBuilder::new("gemv");
+    let x = b.input_fixed("x", DType::F32, &[1, k]);
+    let w = b.constant_f32("w", &[n, k], &values(n * k));
+    let bias = b.constant_f32("b", &[n], &values(n));
+    let y = b
+        .node(OpKind::Gemm, &[x, w, bias], &[("transB", Attr::Int(1))])
+        .expect("valid gemm");
+    b.output(y);
+    b.finish().expect("valid graph")
+}
+
+/// `layers` depthwise convolutions (`c` channels, `kk x kk`, stride `s`, same padding)
+/// each followed by Relu, and their multiply-adds.
+fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize) -> (Graph, usize) {
+    let mut b = GraphBuilder::new("depthwise");
+    let mut x = b.input_fixed("x", DType::F32, &[1, c, hw, hw]);
+    let pad = (kk / 2) as i64;
+    let mut macs = 0;
+    let mut size = hw;
+    for layer in 0..layers {
+        let w = b.constant_f32(&format!("w{layer}"), &[c, 1, kk, kk], &values(c * kk * kk));
+        let bias = b.constant_f32(&format!("b{layer}"), &[c], &values(c));
+        let y = b
+            .node(
+                OpKind::Conv,
+                &[x, w, bias],
+                &[
+                    ("pads", Attr::Ints(vec![pad; 4])),
+                    ("strides", Attr::Ints(vec![s as i64; 2])),
+                    ("group", Attr::Int(c as i64)),
+                ],
+            )
+            .expect("valid conv");
+        size = (size + 2 * pad as usize - kk) / s + 1;
+        macs += c * size * size * kk * kk;
+        x = b.node(OpKind::Relu, &[y], &[]).expect("valid relu");
+    }
+    b.output(x);
+    (b.finish().expect("valid graph"), macs)
+}
+
+/// Seconds per run of `graph` on `engine`, every node on the plugin: the median of the
+/// rates [`gemm_rate`] measures (a run counted as one operation).
+fn seconds_per_run(engine: &Engine, graph: &Graph, input: &[Tensor]) -> f64 {
+    let mut session = Session::new(engine, graph, &BTreeMap::new()).expect("session");
+    let nodes = graph.nodes.len();
+    assert_eq!(
+        session.nodes_per_backend().get("cpu"),
+        Some(&nodes),
+        "every node runs on the plugin"
+    );
+    let runs_per_sec = gemm_rate(1_000_000_000, || {
+        std::hint::black_box(session.run(input).expect("run"));
+    });
+    1.0 / runs_per_sec
+}
