@@ -9,7 +9,7 @@
 //!
 //! It also runs the tail every real model carries (see `support/tail.rs` and
 //! `exec/lower/tail.rs`): comparisons, logic and Where, Pow, Cast, Gelu, ReduceSum and
-//! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU,
+//! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU, RNN,
 //! BatchNormalization (folded at init into the convolution before it, else a per-channel
 //! affine pass), Shape/Size/ConstantOfShape as constants; bools held as 0.0/1.0, i32 as
 //! its bits and i64 as two slots, carried by the data-movement ops and views. Exporters'
