@@ -145,6 +145,7 @@ impl Family {
             OpKind::ConvTranspose
             | OpKind::LSTM
             | OpKind::GRU
+            | OpKind::RNN
             | OpKind::Einsum
             | OpKind::Det
             | OpKind::DFT

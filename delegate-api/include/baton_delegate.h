@@ -279,7 +279,7 @@ extern "C" {
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_COL2IM,
  * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_LINEARATTENTION,
  * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MATMULINTEGER, BATON_OP_DET,
- * BATON_OP_REVERSESEQUENCE and BATON_OP_BITCAST. */
+ * BATON_OP_REVERSESEQUENCE, BATON_OP_BITCAST and BATON_OP_RNN. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -551,6 +551,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_DET 142u
 #define BATON_OP_REVERSESEQUENCE 143u
 #define BATON_OP_BITCAST 145u
+#define BATON_OP_RNN 146u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -239,6 +239,7 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_CONVINTEGER: return "ConvInteger";
     case BATON_OP_MATMULINTEGER: return "MatMulInteger";
     case BATON_OP_BITCAST: return "BitCast";
+    case BATON_OP_RNN: return "RNN";
     case BATON_OP_AFFINEGRID: return "AffineGrid";
     case BATON_OP_REVERSESEQUENCE: return "ReverseSequence";
     case BATON_OP_DET: return "Det";
@@ -687,7 +688,8 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
           (n->op >= BATON_OP_CAUSALCONVWITHSTATE && n->op <= BATON_OP_MATMULINTEGER) ||
           n->op == BATON_OP_DET ||
           n->op == BATON_OP_REVERSESEQUENCE ||
-          n->op == BATON_OP_BITCAST)) {
+          n->op == BATON_OP_BITCAST ||
+          n->op == BATON_OP_RNN)) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

@@ -7,6 +7,7 @@ mod dynamic;
 pub mod einsum;
 mod linear_attention;
 mod math;
+mod recurrent_activation;
 mod signal;
 mod spatial;
 pub use spatial::{col2im_geometry, max_unpool_shape, Col2ImGeometry};
@@ -18,6 +19,7 @@ pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
 pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use math::bit_cast_width;
+pub use recurrent_activation::{rnn_activations, RecurrentActivation};
 pub use tensor_ops::{range_length_f64, range_length_i64};
 
 use crate::error::IrError;

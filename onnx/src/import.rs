@@ -10,7 +10,7 @@
 //!   9 and 10) is read as ScatterElements, its later name;
 //! - **ops and forms without an IR op** (Sum, LRN, Upsample, PRelu, Elu, Selu, Softplus,
 //!   Max, Min, InstanceNormalization, Dropout's mask, Softmax flattened to 2-D before
-//!   opset 13, batch-first LSTM/GRU) are rewritten into IR ops by `lower`, and Softsign,
+//!   opset 13, batch-first LSTM/GRU/RNN) are rewritten into IR ops by `lower`, and Softsign,
 //!   Mish, Celu, Shrink and ReduceLogSum by `activation`, RMSNormalization,
 //!   LpNormalization and GroupNormalization by `norm`, the two losses by `loss`, Mean, GlobalMaxPool,
 //!   MeanVarianceNormalization, LpPool, Swish, ThresholdedRelu, EyeLike, NonZero and CenterCropPad by `compose`;
@@ -280,7 +280,9 @@ impl<'a> Importer<'a> {
                 self.opset
             )));
         }
-        if matches!(op, OpKind::LSTM | OpKind::GRU) && attrs.get("layout") == Some(&Attr::Int(1)) {
+        if matches!(op, OpKind::LSTM | OpKind::GRU | OpKind::RNN)
+            && attrs.get("layout") == Some(&Attr::Int(1))
+        {
             return self.recurrent_batch_first(&name, op, n, attrs);
         }
         if op == OpKind::Attention
@@ -412,7 +414,7 @@ impl<'a> Importer<'a> {
             if s.is_empty() {
                 // An omitted optional operand: a 0-element constant (sequence lengths of
                 // recurrent ops are integers).
-                let dtype = if matches!(op, OpKind::LSTM | OpKind::GRU) && i == 4 {
+                let dtype = if matches!(op, OpKind::LSTM | OpKind::GRU | OpKind::RNN) && i == 4 {
                     DType::I32
                 } else if op == OpKind::NonMaxSuppression {
                     // max_output_boxes_per_class is i64, the thresholds f32.
@@ -527,6 +529,17 @@ impl<'a> Importer<'a> {
                 String::from_utf8(a.s.clone())
                     .map_err(|_| format!("attribute '{}' is not UTF-8", a.name))?,
             ),
+            // The IR has no string lists: the recurrent ops' `activations` travel as one
+            // comma-separated string (function names contain no commas).
+            AttributeType::Strings if a.name == "activations" => {
+                let names = a
+                    .strings
+                    .iter()
+                    .map(|s| String::from_utf8(s.clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| format!("attribute '{}' is not UTF-8", a.name))?;
+                Attr::Str(names.join(","))
+            }
             AttributeType::Tensor => {
                 // Only one-element tensors (ConstantOfShape's `value`; Constant reads its
                 // own): stored as the value and its ONNX type code.

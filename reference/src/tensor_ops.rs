@@ -26,7 +26,7 @@
 //!   alone), taps past the input reading the edge element, taps of weight exactly 0
 //!   skipped (a NaN next to a sampled point does not leak in). Scales are the `scales`
 //!   attribute or a run-time float operand 2; sizes likewise the attribute or operand 3.
-//! - **LSTM/GRU** run in f64 throughout (state included) and round each output once.
+//! - **LSTM/GRU/RNN** run in f64 throughout (state included) and round each output once.
 //!   Default activations only. `sequence_lens` may vary per batch entry (1 to `seq`):
 //!   steps past an entry's length leave `Y` at 0, and the reverse direction starts at the
 //!   entry's last valid step.
@@ -146,7 +146,7 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 Same,
             ],
         ),
-        OpKind::GRU => (3, &[Of(FLOAT), Same, Same, Same, Of(&[DType::I32]), Same]),
+        OpKind::GRU | OpKind::RNN => (3, &[Of(FLOAT), Same, Same, Same, Of(&[DType::I32]), Same]),
         OpKind::QuantizeLinear => (
             2,
             &[
@@ -209,7 +209,7 @@ pub(crate) fn run(
         OpKind::ConstantOfShape => movement::constant_of_shape(node, &mut outputs[0]),
         OpKind::ConvTranspose => conv_transpose::conv_transpose(node, inputs, &mut outputs[0]),
         OpKind::Resize => resize::resize(node, inputs, &mut outputs[0]),
-        OpKind::LSTM | OpKind::GRU => recurrent::recurrent(node, inputs, outputs),
+        OpKind::LSTM | OpKind::GRU | OpKind::RNN => recurrent::recurrent(node, inputs, outputs),
         OpKind::QuantizeLinear => quantize::quantize(node, inputs, &mut outputs[0]),
         OpKind::DequantizeLinear => quantize::dequantize(node, inputs, &mut outputs[0]),
         OpKind::CumSum | OpKind::CumProd => index::cumsum(node, inputs, &mut outputs[0]),

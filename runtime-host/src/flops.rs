@@ -2,7 +2,7 @@
 //! share of a model the host would run on its portable kernels.
 //!
 //! Multiply-adds count two: MatMul and Gemm `2 M N K`, Conv `2 x outputs x C/group x
-//! kernel`, ConvTranspose `2 x inputs x M/group x kernel`, LSTM and GRU the products of
+//! kernel`, ConvTranspose `2 x inputs x M/group x kernel`, LSTM, GRU and RNN the products of
 //! their gates with the input and the hidden state at every step. Every other op counts
 //! one per output element (element-wise, data movement, normalisation: all small next to
 //! the products). Nodes with a symbolic shape count 0; If and Loop count 0 (their
@@ -43,7 +43,7 @@ pub fn node_flops(graph: &Graph, node: &Node) -> u64 {
                 let (x, w) = (shape(0)?, shape(1)?);
                 2 * count(&x) * count(w.get(1..)?)
             }
-            OpKind::LSTM | OpKind::GRU => {
+            OpKind::LSTM | OpKind::GRU | OpKind::RNN => {
                 let (x, w, r) = (shape(0)?, shape(1)?, shape(2)?);
                 let (steps, batch) = (*x.first()?, *x.get(1)?);
                 2 * steps * batch * (count(&w) + count(&r))

@@ -11,7 +11,7 @@
 //!
 //! It also runs the tail every real model carries (see `support/tail.rs` and
 //! `exec/lower/tail.rs`): comparisons, logic and Where, Pow, Cast, Gelu, ReduceSum and
-//! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU,
+//! ReduceMax, Pad, Resize, Expand, Tile, ConvTranspose (a GEMM and a col2im), GRU, RNN,
 //! BatchNormalization (folded at init into the convolution before it, else a per-channel
 //! affine pass), Shape/Size/ConstantOfShape as constants, and the BTIR 1.5 ops of
 //! streaming and vision models (CausalConvWithState, ReverseSequence, AffineGrid, Det,

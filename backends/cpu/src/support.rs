@@ -232,6 +232,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Expand,
     OpKind::Tile,
     OpKind::GRU,
+    OpKind::RNN,
     OpKind::Shape,
     OpKind::Size,
     OpKind::ConstantOfShape,
@@ -409,7 +410,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::Split => usize::MAX,
         OpKind::LayerNormalization | OpKind::LSTM => 3,
         OpKind::Attention => 4,
-        OpKind::GRU | OpKind::TopK | OpKind::CausalConvWithState => 2,
+        OpKind::GRU | OpKind::RNN | OpKind::TopK | OpKind::CausalConvWithState => 2,
         _ => 1,
     };
     let n = node.inputs.len();
@@ -440,7 +441,7 @@ fn check_tensors(graph: &Graph, node: &Node) -> Result<Vec<Vec<usize>>, Support>
         let decl = &graph.tensors[t];
         let expected = expected_dtypes(node.op, pos);
         let absent = pos.is_some() && decl.static_shape().is_some_and(|s| s.contains(&0));
-        let recurrent = matches!(node.op, OpKind::LSTM | OpKind::GRU);
+        let recurrent = matches!(node.op, OpKind::LSTM | OpKind::GRU | OpKind::RNN);
         let optional = recurrent && pos.is_some_and(|p| p >= 3);
         // f16 where f32 is read, for the ops computed in f32 (`exec/lower/half.rs`).
         let half = decl.dtype == DType::F16

@@ -595,3 +595,51 @@ fn channels_last_chains_match_naive() {
     let (sidev, _) = conv_naive(&sumv, s1, &w3v, None, (4, 1, 1), (1, 0));
     c.check(&[mean, side], &[meanv, sidev], 1e-5, "channels-last chain");
 }
+
+/// RNN with `sequence_lens` as a run-time input: an entry's steps past its length are
+/// zero in `Y`, `Y_h` is its last step, and a length outside `1..=seq` is an error naming
+/// the node, not a panic. Worked by hand: W 0.5, R 1, no bias, Relu, X = 1, 2; with length
+/// 1 only `H1 = relu(0.5) = 0.5` runs.
+#[test]
+fn rnn_run_time_sequence_lengths() {
+    use baton_delegate_api::testing::{views, Hosted};
+    use baton_delegate_api::{Constants, DType, Delegate, Executable, GraphBuilder, Tensor};
+    let mut g = GraphBuilder::new("rnn_lens");
+    let x = g.input_fixed("x", DType::F32, &[2, 1, 1]);
+    let lens = g.input_fixed("lens", DType::I32, &[1]);
+    let w = g.constant_f32("w", &[1, 1, 1], &[0.5]);
+    let r = g.constant_f32("r", &[1, 1, 1], &[1.0]);
+    let b = g.constant_f32("b", &[0], &[]);
+    let relu = ("activations", Attr::Str("Relu".into()));
+    let outs = g
+        .named_node_outputs("rnn", OpKind::RNN, &[x, w, r, b, lens], &[relu], 2)
+        .unwrap();
+    for &t in &outs {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let d = common::delegate(true);
+    let h = Hosted::new(&graph);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let xv = Tensor::from_f32(&[2, 1, 1], &[1.0, 2.0]);
+    let mut run = |len: i32| {
+        let lv = Tensor::from_bytes(DType::I32, &[1], &len.to_le_bytes());
+        let mut y = Tensor::zeros(DType::F32, &[2, 1, 1, 1]);
+        let mut y_h = Tensor::zeros(DType::F32, &[1, 1, 1]);
+        let r = exec.execute(&[xv.view(), lv.view()], &mut [y.view_mut(), y_h.view_mut()]);
+        r.map(|_| (y.values::<f32>().to_vec(), y_h.values::<f32>().to_vec()))
+    };
+    // Full length: H2 = relu(1.0 + 0.5) = 1.5.
+    assert_eq!(run(2).unwrap(), (vec![0.5, 1.5], vec![1.5]));
+    assert_eq!(run(1).unwrap(), (vec![0.5, 0.0], vec![0.5]));
+    let err = run(3).unwrap_err().to_string();
+    assert!(
+        err.contains("rnn") && err.contains("sequence_lens"),
+        "{err}"
+    );
+}

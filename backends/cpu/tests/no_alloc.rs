@@ -165,6 +165,66 @@ fn execute_allocates_nothing() {
         0,
         "the integer products' or ReverseSequence's execute allocated"
     );
+
+    // A bidirectional RNN with constant sequence lengths, an initial state and an
+    // activation computed through the shared f64 definition; two threads.
+    let rnn = rnn_graph(&mut rng);
+    let h = Hosted::new(&rnn);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let x = Tensor::from_f32(&[4, 3, 5], &rng.vec(60));
+    let h0 = Tensor::from_f32(&[2, 3, 6], &rng.vec(36));
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| Tensor::zeros(DType::F32, &h.graph.tensors[t].static_shape().unwrap()))
+        .collect();
+    let inputs = [x.view(), h0.view()];
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(COUNT.with(Cell::get), 0, "RNN's execute allocated");
+}
+
+/// RNN over `x` `[4, 3, 5]` (hidden 6, both directions, Softplus then Tanh, clip 2) with
+/// lengths 4, 2 and 3 and the initial state `h0` as inputs; `Y` and `Y_h` are outputs.
+fn rnn_graph(rng: &mut Rng) -> Graph {
+    let mut g = GraphBuilder::new("rnn");
+    let x = g.input_fixed("x", DType::F32, &[4, 3, 5]);
+    let h0 = g.input_fixed("h0", DType::F32, &[2, 3, 6]);
+    let w = g.constant_f32("w", &[2, 6, 5], &rng.vec(60));
+    let r = g.constant_f32("r", &[2, 6, 6], &rng.vec(72));
+    let b = g.constant_f32("b", &[2, 12], &rng.vec(24));
+    let lens = g.constant(
+        "lens",
+        DType::I32,
+        &[3],
+        TensorData::from_slice(&[4i32, 2, 3]),
+    );
+    let outs = g
+        .named_node_outputs(
+            "rnn",
+            OpKind::RNN,
+            &[x, w, r, b, lens, h0],
+            &[
+                ("direction", Attr::Str("bidirectional".into())),
+                ("activations", Attr::Str("Softplus,Tanh".into())),
+                ("clip", Attr::Float(2.0)),
+            ],
+            2,
+        )
+        .unwrap();
+    for t in outs {
+        g.output(t);
+    }
+    g.finish().unwrap()
 }
 
 /// MatMulInteger of a u8 input by constant i8 weights with per-row and per-column zero

@@ -1,8 +1,8 @@
 //! Cases for the ONNX-milestone ops of this family (tensor_ops): data movement in every
 //! dtype (floats mixing in NaN, infinities and -0.0, which must survive bit for bit),
-//! ConvTranspose, Resize, LSTM, GRU and Q/DQ. Operands that fix an output shape (axes,
+//! ConvTranspose, Resize, LSTM, GRU, RNN and Q/DQ. Operands that fix an output shape (axes,
 //! pads, repeats, target shapes, split sizes, Resize sizes) are constants of the graph.
-//! Split, LSTM and GRU nodes use several outputs, each a graph output.
+//! Split, LSTM, GRU and RNN nodes use several outputs, each a graph output.
 
 use baton_delegate_api::{Attr, DType, GraphBuilder, OpKind, Tensor, TensorData};
 
@@ -23,7 +23,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::ConstantOfShape => constant_of_shape(out),
         OpKind::ConvTranspose => conv_transpose(out),
         OpKind::Resize => resize(out),
-        OpKind::LSTM | OpKind::GRU => recurrent(op, out),
+        OpKind::LSTM | OpKind::GRU | OpKind::RNN => recurrent(op, out),
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => quantize(op, out),
         _ => Ok(()),
     }
@@ -524,7 +524,7 @@ enum Target {
 }
 use Target::{Scales, Sizes};
 
-/// One LSTM or GRU configuration.
+/// One LSTM, GRU or RNN configuration.
 struct Rnn {
     desc: &'static str,
     seq: usize,
@@ -551,9 +551,12 @@ impl Rnn {
     }
 }
 
-/// LSTM and GRU: forward, reverse and bidirectional, with and without bias and initial
-/// states (the batch-1 streaming case), peepholes, clip, input_forget, per-entry sequence
-/// lengths, GRU's `linear_before_reset`. Weights are scaled by 1/sqrt(hidden).
+/// LSTM, GRU and RNN: forward, reverse and bidirectional, with and without bias and
+/// initial states (the batch-1 streaming case), peepholes, clip, input_forget, per-entry
+/// sequence lengths, GRU's `linear_before_reset`, and every activation RNN takes (with
+/// and without `activation_alpha`/`activation_beta`, one per direction). Weights are
+/// scaled by 1/sqrt(hidden). Batch-first models (`layout` 1) are not IR nodes: the
+/// importer transposes around a layout-0 node, so the kit has no layout-1 case.
 fn recurrent(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     let lstm = op == OpKind::LSTM;
     let base = Rnn::new;
@@ -568,18 +571,42 @@ fn recurrent(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         Rnn { seq: 1, hidden: 1, input: 1, ..base("seq1_hidden1", "forward") },
         Rnn { attrs: vec![("clip", Attr::Float(0.5))], ..base("clip0.5", "forward") },
     ];
+    let acts = |names: &str, alpha: &[f32], beta: &[f32]| {
+        let mut a = vec![("activations", s(names))];
+        if !alpha.is_empty() {
+            a.push(("activation_alpha", Attr::Floats(alpha.to_vec())));
+        }
+        if !beta.is_empty() {
+            a.push(("activation_beta", Attr::Floats(beta.to_vec())));
+        }
+        a
+    };
     #[rustfmt::skip]
-    rows.extend(match lstm {
-        true => vec![
+    rows.extend(match op {
+        OpKind::LSTM => vec![
             Rnn { peephole: true, initial: true, ..base("peepholes", "forward") },
             Rnn { attrs: vec![("input_forget", Attr::Int(1))], ..base("input_forget", "bidirectional") },
         ],
-        false => vec![
+        OpKind::RNN => vec![
+            Rnn { attrs: acts("Relu", &[], &[]), ..base("relu", "forward") },
+            Rnn { attrs: acts("Sigmoid,Affine", &[0.7], &[0.2]), ..base("sigmoid_affine", "bidirectional") },
+            Rnn { attrs: acts("LeakyRelu,ThresholdedRelu", &[0.1, 0.2], &[]), ..base("leakyrelu_thresholdedrelu", "bidirectional") },
+            Rnn { attrs: acts("ScaledTanh,HardSigmoid", &[1.2, 0.3], &[0.8, 0.4]), ..base("scaledtanh_hardsigmoid", "bidirectional") },
+            Rnn { attrs: acts("Elu,Softsign", &[0.9], &[]), initial: true, ..base("elu_softsign", "bidirectional") },
+            Rnn { attrs: acts("Softplus", &[], &[]), batch: 3, lens: Some(&[2, 3, 1]), ..base("softplus_lens", "reverse") },
+            Rnn { attrs: acts("HardSigmoid", &[], &[]), ..base("hardsigmoid_defaults", "forward") },
+            Rnn { attrs: vec![("clip", Attr::Float(0.5)), ("activations", s("Relu,Tanh"))], bias: false, ..base("clip_relu_no_bias", "bidirectional") },
+        ],
+        _ => vec![
             Rnn { initial: true, attrs: lbr(), ..base("linear_before_reset", "forward") },
             Rnn { attrs: lbr(), ..base("linear_before_reset_bidirectional", "bidirectional") },
         ],
     });
-    let gates = if lstm { 4 } else { 3 };
+    let gates = match op {
+        OpKind::LSTM => 4,
+        OpKind::GRU => 3,
+        _ => 1,
+    };
     for r in rows {
         let mut rng = Rng::for_id(&case_id(op, DType::F32, r.desc));
         let mut t =

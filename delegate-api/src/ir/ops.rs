@@ -549,4 +549,22 @@ ops! {
     /// types (stored one to a byte, see [`crate::dtype`]) the low bits are kept and extended as
     /// the target's signedness asks. A bool must come out 0 or 1: other bytes are an error.
     BitCast = 145,
+    /// A simple (Elman) recurrent layer (ONNX RNN, opset 7/14/22): per step
+    /// `H' = f(clip(Xt.W^T + H.R^T + Wb + Rb))`. Inputs `X` `[seq, batch, input]`, `W`
+    /// `[dirs, H, input]`, `R` `[dirs, H, H]`, then optional `B` `[dirs, 2*H]` (`Wb` then
+    /// `Rb`), `sequence_lens` (i32 `[batch]`, each in `1..=seq`; steps past an entry's
+    /// length leave `Y` zero and `Y_h` at its last step) and `initial_h` `[dirs, batch, H]`;
+    /// a 0-element operand stands for an omitted one. Attributes as LSTM and GRU keep
+    /// them: `hidden_size`, `direction` (`forward`, `reverse`, `bidirectional`), `clip`
+    /// (bounds the activation's input to `[-clip, clip]` when present), layout 0 only (the
+    /// importer transposes batch-first models around the node), and `activations` as one
+    /// comma-separated string (the IR has no string lists), one name per direction, default
+    /// `Tanh`: `Relu`, `Tanh`, `Sigmoid`, `Affine`, `LeakyRelu`, `ThresholdedRelu`,
+    /// `ScaledTanh`, `HardSigmoid`, `Elu`, `Softsign` or `Softplus` (any letter case).
+    /// `activation_alpha` and `activation_beta` (floats) are taken in order by the
+    /// activations that read them, as ONNX Runtime does (alpha: Affine, LeakyRelu,
+    /// ThresholdedRelu, ScaledTanh, HardSigmoid, Elu; beta: Affine, ScaledTanh,
+    /// HardSigmoid); a missing one is the ONNX operator's default. Outputs `Y`
+    /// `[seq, dirs, batch, H]` and `Y_h` `[dirs, batch, H]`. Float dtypes.
+    RNN = 146,
 }

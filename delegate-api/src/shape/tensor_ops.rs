@@ -1,5 +1,5 @@
 //! Shape rules of the ONNX-milestone ops in this family (tensor_ops): the data-movement and
-//! shape ops here, the layer ops (ConvTranspose, Resize, LSTM, GRU, Q/DQ) in `layers`.
+//! shape ops here, the layer ops (ConvTranspose, Resize, LSTM, GRU, RNN, Q/DQ) in `layers`.
 //!
 //! Operands that fix an output shape (axes, pads, repeats, target shapes) must be constant
 //! i64 tensors or, where ONNX once had them as attributes, attributes of the same name.
@@ -41,7 +41,7 @@ pub(crate) fn infer(
         OpKind::ConstantOfShape => constant_of_shape(&ops),
         OpKind::ConvTranspose => layers::conv_transpose(&ops),
         OpKind::Resize => layers::resize(&ops),
-        OpKind::LSTM | OpKind::GRU => layers::recurrent(&ops),
+        OpKind::LSTM | OpKind::GRU | OpKind::RNN => layers::recurrent(&ops),
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => layers::quantize(&ops),
         OpKind::CumSum | OpKind::CumProd => index::cumsum(&ops),
         OpKind::Trilu => index::trilu(&ops),

@@ -19,7 +19,7 @@
 //!   (bool from opset 10, before that of the input's type).
 //! - **Softmax/LogSoftmax before opset 13** flatten the input to 2-D at `axis`: the
 //!   rewrite flattens, takes the op over the last axis and reshapes back.
-//! - **LSTM/GRU with `layout` 1** (batch first): `X`, `initial_h` and `initial_c` are
+//! - **LSTM/GRU/RNN with `layout` 1** (batch first): `X`, `initial_h` and `initial_c` are
 //!   transposed to the sequence-first layout 0, and `Y` (`[seq, dirs, batch, H]` to
 //!   `[batch, seq, dirs, H]`), `Y_h` and `Y_c` back.
 
@@ -582,7 +582,7 @@ impl Importer<'_> {
         self.add(name, OpKind::Reshape, &[y], &[out], reshape_attrs, n)
     }
 
-    /// LSTM or GRU with `layout` 1, run in layout 0 between transposes.
+    /// LSTM, GRU or RNN with `layout` 1, run in layout 0 between transposes.
     pub(super) fn recurrent_batch_first(
         &mut self,
         name: &str,

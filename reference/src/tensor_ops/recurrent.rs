@@ -1,14 +1,16 @@
-//! LSTM and GRU (layout 0, default activations), in f64 throughout.
+//! LSTM and GRU (layout 0, default activations) and RNN (layout 0, any of its
+//! activations), in f64 throughout.
 
 use baton_delegate_api::ir::Attr;
+use baton_delegate_api::shape::{rnn_activations, RecurrentActivation};
 use baton_delegate_api::{Node, OpKind, TensorMut, TensorRef};
 
 use super::super::data::{load, load_f32, store_f64, sum_f64};
 use super::super::{shape_err, unsupported, KernelError};
 use super::present;
 
-/// Runs an LSTM or GRU node into its outputs (`Y`, `Y_h`, and `Y_c` for LSTM; a prefix
-/// may be asked for).
+/// Runs an LSTM, GRU or RNN node into its outputs (`Y`, `Y_h`, and `Y_c` for LSTM; a
+/// prefix may be asked for).
 ///
 /// Per direction `d` (forward, reverse, or both: direction 0 forward, 1 reverse) and
 /// batch entry `b`, the steps run over `t` in `0..len` (reversed for the reverse
@@ -25,13 +27,19 @@ use super::present;
 /// GRU (gate order z, r, h): `z = σ(Xt.Wz + H.Rz + Wbz + Rbz)`, `r` likewise,
 /// `h~ = tanh(Xt.Wh + (r*H).Rh + Rbh + Wbh)`, or with `linear_before_reset`
 /// `tanh(Xt.Wh + r*(H.Rh + Rbh) + Wbh)`; `H' = (1 - z)*h~ + z*H`.
+///
+/// RNN (one gate): `H' = f(Xt.W + H.R + Wb + Rb)`, `f` the direction's activation (see
+/// [`rnn_activations`]), clipped before it like the gates above.
 pub(super) fn recurrent(
     node: &Node,
     inputs: &[TensorRef<'_>],
     outputs: &mut [TensorMut<'_>],
 ) -> Result<(), KernelError> {
     let lstm = node.op == OpKind::LSTM;
-    check_activations(node, lstm)?;
+    let rnn = node.op == OpKind::RNN;
+    if !rnn {
+        check_activations(node, lstm)?;
+    }
     let (x, w, r) = (&inputs[0], &inputs[1], &inputs[2]);
     let (seq, batch, input) = (x.shape[0], x.shape[1], x.shape[2]);
     let (dirs, gh, hidden) = (w.shape[0], w.shape[1], r.shape[2]);
@@ -61,6 +69,10 @@ pub(super) fn recurrent(
         hidden,
     };
     let reverse_only = node.attr_str("direction", "forward") == "reverse";
+    let acts = match rnn {
+        true => rnn_activations(node, dirs).map_err(|e| unsupported(node, e))?,
+        false => vec![],
+    };
 
     let mut y = vec![0.0f64; seq * dirs * batch * hidden];
     let mut y_h = vec![0.0f64; dirs * batch * hidden];
@@ -95,6 +107,8 @@ pub(super) fn recurrent(
                 };
                 if lstm {
                     (h, c) = cell.lstm_step(&pre, &h, &c, pd);
+                } else if rnn {
+                    h = cell.rnn_step(&pre, &h, acts[d]);
                 } else {
                     h = cell.gru_step(&pre, &h);
                 }
@@ -200,6 +214,17 @@ impl Cell {
             h2[j] = o * c2[j].tanh();
         }
         (h2, c2)
+    }
+
+    /// One RNN step, with `pre` as for [`Cell::lstm_step`] and `f` the direction's
+    /// activation.
+    fn rnn_step(&self, pre: &GatePre<'_>, h: &[f64], f: RecurrentActivation) -> Vec<f64> {
+        (0..self.hidden)
+            .map(|j| {
+                let (xw, hr, rb) = pre(0, j, h);
+                f.apply(self.clip(xw + hr + rb))
+            })
+            .collect()
     }
 
     /// One GRU step, with `pre` as for [`Cell::lstm_step`].

@@ -1,5 +1,6 @@
 //! ConvTranspose against a naive scatter loop, Resize against ONNX's documented examples,
-//! LSTM and GRU against step-by-step scalar implementations written here, and Q/DQ
+//! LSTM and GRU against step-by-step scalar implementations written here, RNN against
+//! values worked out by hand and with numpy, and Q/DQ
 //! against hand-computed values.
 
 use super::tensor_ops::run_outputs;
@@ -632,6 +633,123 @@ fn gru_by_hand_and_against_a_scalar_implementation() {
         assert_close(outs[0].f32s(), &f32s(&y), 1e-6);
         assert_close(outs[1].f32s(), &f32s(&yh), 1e-6);
     }
+}
+
+#[test]
+fn rnn_by_hand() {
+    // X [2, 1, 1] = 1, 2; W 0.5, R 1, Wb 0.1, Rb 0.2, Relu:
+    // H1 = relu(0.5 + 0 + 0.3) = 0.8, H2 = relu(1.0 + 0.8 + 0.3) = 2.1.
+    let inputs = [
+        f32t(&[2, 1, 1], &[1., 2.]),
+        f32t(&[1, 1, 1], &[0.5]),
+        f32t(&[1, 1, 1], &[1.]),
+        f32t(&[1, 2], &[0.1, 0.2]),
+    ];
+    let n = node(OpKind::RNN, 4, &[("activations", s("Relu"))]);
+    let outs = run_outputs(&n, &inputs, 2).unwrap();
+    assert_close(outs[0].f32s(), &[0.8, 2.1], 1e-6);
+    assert_close(outs[1].f32s(), &[2.1], 1e-6);
+    // Reverse: H(t=1) = relu(1.0 + 0.3) = 1.3, H(t=0) = relu(0.5 + 1.3 + 0.3) = 2.1.
+    let n = node(
+        OpKind::RNN,
+        4,
+        &[("activations", s("relu")), ("direction", s("reverse"))],
+    );
+    let outs = run_outputs(&n, &inputs, 2).unwrap();
+    assert_close(outs[0].f32s(), &[2.1, 1.3], 1e-6);
+    assert_close(outs[1].f32s(), &[2.1], 1e-6);
+    // Default Tanh, clip 0.25: every pre-activation above is clipped, H = tanh(0.25).
+    let n = node(OpKind::RNN, 4, &[("clip", Attr::Float(0.25))]);
+    let outs = run_outputs(&n, &inputs, 2).unwrap();
+    let t = 0.25f64.tanh() as f32;
+    assert_close(outs[0].f32s(), &[t, t], 1e-7);
+}
+
+#[test]
+fn rnn_bidirectional_against_numpy() {
+    // Sequence 3, batch 2 (lengths 3 and 2), input 2, hidden 2, both directions, initial
+    // state and bias; the expected values come from a numpy implementation of the ONNX
+    // definition run on the same inputs.
+    let (seq, batch, n_in, hs) = (3, 2, 2, 2);
+    let inputs = [
+        f32t(&[seq, batch, n_in], &wave(seq * batch * n_in, 3)),
+        f32t(&[2, hs, n_in], &wave(2 * hs * n_in, 1)),
+        f32t(&[2, hs, hs], &wave(2 * hs * hs, 2)),
+        f32t(&[2, 2 * hs], &wave(4 * hs, 4)),
+        typed(DType::I32, &[2], &[3i32, 2]),
+        f32t(&[2, batch, hs], &wave(2 * batch * hs, 8)),
+    ];
+    // Forward Tanh, reverse ScaledTanh(alpha 1.5, beta 0.5).
+    let n = node(
+        OpKind::RNN,
+        6,
+        &[
+            ("direction", s("bidirectional")),
+            ("activations", s("Tanh,ScaledTanh")),
+            ("activation_alpha", Attr::Floats(vec![1.5])),
+            ("activation_beta", Attr::Floats(vec![0.5])),
+        ],
+    );
+    let outs = run_outputs(&n, &inputs, 2).unwrap();
+    #[rustfmt::skip]
+    let y = [
+        -0.99078083, -0.7615942, 0.7340715, -0.8649066,
+        1.3306125, -0.6856902, -0.89801025, 1.1750354,
+        -0.98246676, -0.54818356, -0.8598587, 0.62555,
+        -0.19448, -0.17122711, 1.439003, -0.92420167,
+        -0.8846969, -0.87580425, 0.0, 0.0,
+        1.1616138, -0.79888093, 0.0, 0.0,
+    ];
+    #[rustfmt::skip]
+    let y_h = [
+        -0.8846969, -0.87580425, -0.8598587, 0.62555,
+        1.3306125, -0.6856902, -0.89801025, 1.1750354,
+    ];
+    assert_close(outs[0].f32s(), &y, 1e-6);
+    assert_close(outs[1].f32s(), &y_h, 1e-6);
+    // Forward HardSigmoid(0.3, 0.4), reverse LeakyRelu(0.05), clip 0.5.
+    let n = node(
+        OpKind::RNN,
+        6,
+        &[
+            ("direction", s("bidirectional")),
+            ("activations", s("HardSigmoid,LeakyRelu")),
+            ("activation_alpha", Attr::Floats(vec![0.3, 0.05])),
+            ("activation_beta", Attr::Floats(vec![0.4])),
+            ("clip", Attr::Float(0.5)),
+        ],
+    );
+    let outs = run_outputs(&n, &inputs, 2).unwrap();
+    #[rustfmt::skip]
+    let y = [
+        0.25, 0.25, 0.55, 0.25, 0.5, -0.025, 0.23125, 0.5,
+        0.25, 0.55, 0.25, 0.55, 0.5, -0.025, 0.5, -0.025,
+        0.25, 0.3625, 0.0, 0.0, 0.5, -0.025, 0.0, 0.0,
+    ];
+    let y_h = [0.25, 0.3625, 0.25, 0.55, 0.5, -0.025, 0.23125, 0.5];
+    assert_close(outs[0].f32s(), &y, 1e-6);
+    assert_close(outs[1].f32s(), &y_h, 1e-6);
+    // Only Y asked for.
+    let outs = run_outputs(&n, &inputs, 1).unwrap();
+    assert_eq!(outs.len(), 1);
+    assert_close(outs[0].f32s(), &y, 1e-6);
+}
+
+#[test]
+fn rnn_refuses_bad_activations_and_lengths() {
+    let inputs = [
+        f32t(&[2, 1, 1], &[1., 2.]),
+        f32t(&[1, 1, 1], &[0.5]),
+        f32t(&[1, 1, 1], &[1.]),
+    ];
+    let n = node(OpKind::RNN, 3, &[("activations", s("Gelu"))]);
+    assert!(run_outputs(&n, &inputs, 2).is_err());
+    let n = node(OpKind::RNN, 3, &[("activations", s("Tanh,Tanh"))]);
+    assert!(run_outputs(&n, &inputs, 2).is_err());
+    let mut with_lens = inputs.to_vec();
+    with_lens.push(f32t(&[0], &[]));
+    with_lens.push(typed(DType::I32, &[1], &[3i32]));
+    assert!(run_outputs(&node(OpKind::RNN, 5, &[]), &with_lens, 2).is_err());
 }
 
 #[test]

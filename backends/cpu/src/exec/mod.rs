@@ -46,6 +46,7 @@ use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
+use crate::ops::rnn::RnnOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::sequence::ReverseSequenceOp;
@@ -162,6 +163,7 @@ enum Op {
     LinearResize(LinearResizeOp),
     Deconv(DeconvOp),
     Gru(GruOp),
+    Rnn(RnnOp),
     /// BitwiseAnd, BitwiseOr or BitwiseXor.
     BitBinary(BitBinaryOp),
     BitNot(BitNotOp),
@@ -196,6 +198,7 @@ impl Op {
             Op::Col2Im(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
+            Op::Rnn(op) => op.owned_bytes(),
             Op::Deconv(op) => op.owned_bytes(),
             Op::Affine(op) => op.owned_bytes(),
             Op::Pad(op) => op.owned_bytes(),
@@ -231,7 +234,7 @@ impl Op {
             Op::Pad(_) | Op::ByteMove(_) => "LAYOUT",
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
-            Op::Gru(_) => "LSTM",
+            Op::Gru(_) | Op::Rnn(_) => "LSTM",
             Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
             Op::Attention(_) => "ATTENTION",
@@ -295,6 +298,7 @@ impl Op {
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),
             Op::Gru(op) => op.run(sources, out, ctx),
+            Op::Rnn(op) => return op.run(sources, out, ctx),
             Op::BitBinary(op) => op.run(sources, out),
             Op::BitNot(op) => op.run(sources, out),
             Op::BitShift(op) => op.run(sources, out),

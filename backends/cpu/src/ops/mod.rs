@@ -34,6 +34,7 @@ pub(crate) mod pool;
 pub(crate) mod quant;
 pub(crate) mod reduce;
 pub(crate) mod resize;
+pub(crate) mod rnn;
 pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod sequence;

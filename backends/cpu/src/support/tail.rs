@@ -80,6 +80,15 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("keep_aspect_ratio_policy", Str),
             ("extrapolation_value", Float),
         ],
+        OpKind::RNN => &[
+            ("activations", Str),
+            ("activation_alpha", Floats),
+            ("activation_beta", Floats),
+            ("clip", Float),
+            ("direction", Str),
+            ("hidden_size", Int),
+            ("layout", Int),
+        ],
         OpKind::GRU => &[
             ("activations", Str),
             ("direction", Str),
@@ -139,7 +148,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         | OpKind::ReduceSumSquare => (1, 2),
         OpKind::Pad | OpKind::Resize => (1, 4),
         OpKind::Expand | OpKind::Tile => (2, 2),
-        OpKind::GRU => (3, 6),
+        OpKind::GRU | OpKind::RNN => (3, 6),
         OpKind::ConvTranspose => (2, 3),
         OpKind::Attention => (3, 7),
         OpKind::RotaryEmbedding => (3, 4),
@@ -347,6 +356,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         // A bool or float mask; i64 lengths and positions.
         (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
+        // RNN's sequence lengths.
+        (OpKind::RNN, Some(4)) => &[DType::I32],
         _ => &[DType::F32],
     }
 }
@@ -630,6 +641,7 @@ pub(super) fn check_op(
             ));
         }
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
+        OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
         OpKind::GridSample => {
@@ -767,6 +779,42 @@ fn check_gru(
                 DeclineReason::NotConstant,
                 format!(
                     "GRU weight '{}' is computed at run time; only constant W, R and B are \
+                     supported",
+                    graph.tensors[node.inputs[i]].name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// RNN as implemented (`crate::ops::rnn`): layout 0, any of its activations, clip,
+/// `sequence_lens` (constant or not), and constant weights (packed at init).
+fn check_rnn(
+    graph: &Graph,
+    node: &Node,
+    shapes: &[Vec<usize>],
+    consts: &Constants<'_>,
+) -> Result<(), Support> {
+    let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("RNN {m}")));
+    if node.attr_int("layout", 0) != 0 {
+        return attr_no("layout 1 (batch first) is not supported".into());
+    }
+    let dirs = match node.attr_str("direction", "forward") {
+        "forward" | "reverse" => 1,
+        "bidirectional" => 2,
+        other => return attr_no(format!("direction '{other}' is not supported")),
+    };
+    if let Err(e) = baton_delegate_api::shape::rnn_activations(node, dirs) {
+        return attr_no(e);
+    }
+    let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+    for (i, what) in [(1, "W"), (2, "R"), (3, "B")] {
+        if present(i) && consts.bytes(node.inputs[i]).is_none() {
+            return Err(Support::no(
+                DeclineReason::NotConstant,
+                format!(
+                    "RNN {what} '{}' is computed at run time; only constant W, R and B are \
                      supported",
                     graph.tensors[node.inputs[i]].name
                 ),

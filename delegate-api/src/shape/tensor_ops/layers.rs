@@ -1,4 +1,4 @@
-//! Shape rules of ConvTranspose, Resize, LSTM, GRU, QuantizeLinear and DequantizeLinear.
+//! Shape rules of ConvTranspose, Resize, LSTM, GRU, RNN, QuantizeLinear and DequantizeLinear.
 
 use super::{unique_axes, Operands, Outputs};
 use crate::ir::{Attr, DType, OpKind};
@@ -187,14 +187,19 @@ pub(super) fn keep_aspect_scale(
     })
 }
 
-/// LSTM and GRU (layout 0): `X [seq, batch, input]`, `W [dirs, G*H, input]`,
+/// LSTM, GRU and RNN (layout 0): `X [seq, batch, input]`, `W [dirs, G*H, input]`,
 /// `R [dirs, G*H, H]`, then optional `B [dirs, 2*G*H]`, `sequence_lens [batch]`,
 /// `initial_h [dirs, batch, H]` and, for LSTM, `initial_c` and `P [dirs, 3*H]`; `G` is
-/// 4 gates for LSTM and 3 for GRU. Outputs `Y [seq, dirs, batch, H]`, `Y_h [dirs,
+/// 4 gates for LSTM, 3 for GRU and 1 for RNN, whose activations are checked here too so
+/// that a bad list fails at import rather than at run time. Outputs `Y [seq, dirs, batch, H]`, `Y_h [dirs,
 /// batch, H]` and, for LSTM, `Y_c` of the same shape.
 pub(super) fn recurrent(ops: &Operands<'_>) -> Result<Outputs, String> {
     let op = ops.node.op;
-    let gates = if op == OpKind::LSTM { 4 } else { 3 };
+    let gates = match op {
+        OpKind::LSTM => 4,
+        OpKind::GRU => 3,
+        _ => 1,
+    };
     let (dtype, x) = ops.x()?;
     let (_, w) = ops.input(1)?;
     let (_, r) = ops.input(2)?;
@@ -206,6 +211,9 @@ pub(super) fn recurrent(ops: &Operands<'_>) -> Result<Outputs, String> {
         "bidirectional" => 2,
         other => return Err(format!("unknown {op} direction '{other}'")),
     };
+    if op == OpKind::RNN {
+        crate::shape::rnn_activations(ops.node, dirs).map_err(|e| format!("{op} {e}"))?;
+    }
     if x.len() != 3 || w.len() != 3 || r.len() != 3 {
         return Err(format!(
             "{op} needs 3-D X, W and R, got {x:?}, {w:?}, {r:?}"

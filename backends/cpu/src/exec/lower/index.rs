@@ -263,6 +263,10 @@ pub(super) fn output_parts(op: &Op) -> Option<Vec<usize>> {
             let (y, state) = g.out_len();
             Some(vec![y, state])
         }
+        Op::Rnn(g) => {
+            let (y, state) = g.out_len();
+            Some(vec![y, state])
+        }
         Op::TopK(t) => {
             let (values, positions) = t.out_len();
             Some(vec![values, positions])

@@ -294,6 +294,7 @@ pub(crate) fn build<'g>(
             Op::QLinear(op) => op.reserve(&mut ctx),
             Op::Deconv(op) => op.reserve(&mut ctx),
             Op::Gru(op) => op.reserve(&mut ctx),
+            Op::Rnn(op) => op.reserve(&mut ctx),
             Op::Attention(op) => op.reserve(&mut ctx),
             Op::Einsum(op) => op.reserve(&mut ctx),
             Op::IntProduct(op) => op.reserve(&mut ctx),

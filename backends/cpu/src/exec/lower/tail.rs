@@ -11,9 +11,11 @@ use crate::ops::gru::{GruOp, GruSpec};
 use crate::ops::int::{CastOp, Held};
 use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
+use crate::ops::rnn::{RnnOp, RnnSpec, SeqLens};
 use crate::ops::select::{IntCompareOp, WhereOp};
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
+use baton_delegate_api::shape::rnn_activations;
 
 /// A convolution's absorbed inference BatchNormalization, and the Relu or Clip after it.
 #[derive(Clone, Debug)]
@@ -303,6 +305,7 @@ impl Builder<'_> {
             OpKind::Resize => self.resize(node, &shapes[0], out_shape)?,
             OpKind::ConvTranspose => self.conv_transpose(node, shapes, out_shape, None)?,
             OpKind::GRU => self.gru(node, shapes)?,
+            OpKind::RNN => self.rnn(node, shapes)?,
             _ => return self.lower_math(node, shapes, out_shape),
         }))
     }
@@ -330,6 +333,62 @@ impl Builder<'_> {
             linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
         };
         Ok(Op::Gru(GruOp::new(
+            &mut self.packs,
+            self.kernel,
+            x,
+            initial_h,
+            &w,
+            &r,
+            b.as_deref(),
+            spec,
+        )))
+    }
+
+    fn rnn(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
+        let r = self.const_f32(node.inputs[2]).ok_or("R is not constant")?;
+        let b = if present(3) {
+            Some(self.const_f32(node.inputs[3]).ok_or("B is not constant")?)
+        } else {
+            None
+        };
+        let seq = shapes[0][0];
+        let lens_id = node.inputs.get(4).copied();
+        let lens = match lens_id {
+            Some(t) if present(4) && self.graph.tensors[t].is_const() => {
+                let bytes = self.consts.bytes(t).ok_or("sequence_lens has no data")?;
+                SeqLens::Const(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .map(|l| usize::try_from(l).ok().filter(|l| (1..=seq).contains(l)))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| format!("sequence_lens must lie in 1..={seq}"))?,
+                )
+            }
+            Some(t) if present(4) => SeqLens::Run(self.src(t)?),
+            _ => SeqLens::Full,
+        };
+        let initial_h = if present(5) {
+            Some(self.src(node.inputs[5])?)
+        } else {
+            None
+        };
+        let x = self.src(node.inputs[0])?;
+        let dirs = shapes[1][0];
+        let spec = RnnSpec {
+            x_shape: &shapes[0],
+            hidden: shapes[2][2],
+            direction: node.attr_str("direction", "forward"),
+            activations: rnn_activations(node, dirs)?,
+            clip: node
+                .attrs
+                .contains_key("clip")
+                .then(|| node.attr_float("clip", 0.0)),
+            lens,
+        };
+        Ok(Op::Rnn(RnnOp::new(
             &mut self.packs,
             self.kernel,
             x,
