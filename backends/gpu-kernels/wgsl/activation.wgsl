@@ -31,7 +31,7 @@ fn activate(x: f32, code: u32, a: f32, b: f32) -> f32 {
         }
         case 10u: { return exp(x); }
         case 11u: { return log_subnormal_safe(x); }
-        case 12u: { return sqrt(x); }
+        case 12u: { return sqrt_subnormal_safe(x); }
         case 13u: { return -x; }
         case 14u: { return abs(x); }
         case 15u: { return erf_approx(x); }
@@ -65,13 +65,30 @@ fn erf_approx(x: f32) -> f32 {
     return select(r, -r, x < 0.0);
 }
 
-// log(x), correct for subnormal x too: lavapipe's log reads a subnormal's exponent as the
-// smallest normal one (log(1e-40) came out as -88.02, not -92.10), so such inputs are
-// scaled by 2^24 first and 24 ln 2 taken off again.
+// log(x) and sqrt(x) of a subnormal x read it from its bits, never as a float: a driver
+// that flushes subnormals (NVIDIA's, even asked for DenormPreserve) reads 1e-40 as 0 (log
+// gave -inf, not -92.10) and -1e-40 as -0 (log gave -inf and sqrt -0, not NaN); lavapipe's
+// log read a subnormal's exponent as the smallest normal one (-88.02). A positive
+// subnormal is m * 2^-149 with m its bits as an integer, which converts to f32 exactly.
+// The NaN is made from the input's bits, as WGSL has no NaN constant.
 fn log_subnormal_safe(x: f32) -> f32 {
     let bits = bitcast<u32>(x);
     if (bits != 0u && bits < 0x00800000u) {
-        return log(x * 16777216.0) - 16.635532333438686;
+        return log(f32(bits)) - 103.27892990343185;                   // 149 ln 2
+    }
+    if (bits > 0x80000000u && bits < 0x80800000u) {
+        return bitcast<f32>(bits | 0x7fc00000u);                       // NaN
     }
     return log(x);
+}
+
+fn sqrt_subnormal_safe(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if (bits != 0u && bits < 0x00800000u) {
+        return sqrt(f32(bits) * 2.0) * 2.6469779601696886e-23;        // sqrt(2m) * 2^-75
+    }
+    if (bits > 0x80000000u && bits < 0x80800000u) {
+        return bitcast<f32>(bits | 0x7fc00000u);                       // NaN
+    }
+    return sqrt(x);
 }
