@@ -9,7 +9,9 @@ mod linear_attention;
 mod math;
 mod signal;
 mod spatial;
-pub use spatial::{col2im_geometry, max_unpool_shape, Col2ImGeometry};
+pub use spatial::{
+    col2im_geometry, max_unpool_shape, roi_align_params, Col2ImGeometry, RoiAlignParams,
+};
 pub mod spectral;
 mod tensor_ops;
 

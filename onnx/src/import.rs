@@ -319,6 +319,14 @@ impl<'a> Importer<'a> {
         attrs: &mut BTreeMap<String, Attr>,
     ) -> Result<(), String> {
         match op {
+            // Opset 10's RoiAlign had no coordinate_transformation_mode: it behaved as
+            // opset 16's `output_half_pixel`, while the IR's default is opset 16's.
+            OpKind::RoiAlign if self.opset < 16 => {
+                attrs.insert(
+                    "coordinate_transformation_mode".into(),
+                    Attr::Str("output_half_pixel".into()),
+                );
+            }
             OpKind::Clip if inputs.len() > 1 => {
                 // Opset 11+: bounds as inputs. Constant bounds become attributes.
                 let bounds: Vec<Option<Option<f32>>> = inputs[1..]
@@ -802,7 +810,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         OpKind::CumProd | OpKind::BitCast => 26,
         OpKind::LinearAttention => 27,
         OpKind::Unique | OpKind::Det => 11,
-        OpKind::ReverseSequence => 10,
+        OpKind::ReverseSequence | OpKind::RoiAlign => 10,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
         OpKind::GridSample => 16,

@@ -533,6 +533,19 @@ ops! {
     /// input 3, B's dtype, one value or one per column of `B`), multiplied as
     /// [`OpKind::MatMul`] does, giving i32. Sums wrap at 32 bits.
     MatMulInteger = 140,
+    /// Region-of-interest pooling by bilinear sampling (ONNX RoiAlign, opsets 10 and 16):
+    /// `X` `[N, C, H, W]` (float), `rois` `[R, 4]` (`x1, y1, x2, y2` in input coordinates
+    /// before `spatial_scale`, X's dtype) and `batch_indices` `[R]` (i64, each in `0..N`)
+    /// give `[R, C, output_height, output_width]` (attributes, default 1). Each output bin
+    /// averages (`mode` `avg`, the default) or takes the largest of (`max`) a grid of
+    /// `sampling_ratio` x `sampling_ratio` samples (0, the default: `ceil(roi / bins)` per
+    /// axis). `coordinate_transformation_mode` `half_pixel` (the default, opset 16)
+    /// shifts the scaled box by -0.5; `output_half_pixel` (opset 10's only behaviour, which
+    /// the importer writes for it) does not and makes a box at least 1 x 1. `max` follows
+    /// ONNX's reference and test data: each sample contributes the largest of its four
+    /// weighted corner terms, not its interpolated value. A sample more than one pixel
+    /// outside `X` contributes 0.
+    RoiAlign = 141,
     /// The determinant of each square matrix in the last two dimensions of a float `X`
     /// `[..., M, M]`, giving `[...]` (a 0 x 0 matrix has determinant 1). Kernels may factor
     /// the matrix (LU with partial pivoting) rather than expand it.
