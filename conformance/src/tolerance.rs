@@ -180,6 +180,7 @@ impl Family {
             | OpKind::Compress
             | OpKind::MaxUnpool
             | OpKind::ReverseSequence
+            | OpKind::TensorScatter
             | OpKind::BitCast => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements

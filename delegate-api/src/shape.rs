@@ -20,7 +20,7 @@ pub use control::is_provisional;
 pub use dynamic::has_value_dependent_shape;
 pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use math::bit_cast_width;
-pub use tensor_ops::{range_length_f64, range_length_i64};
+pub use tensor_ops::{range_length_f64, range_length_i64, tensor_scatter_axis};
 
 use crate::error::IrError;
 use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage, TensorDecl};

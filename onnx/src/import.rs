@@ -821,6 +821,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         | OpKind::HammingWindow
         | OpKind::BlackmanWindow => 17,
         OpKind::Attention | OpKind::RotaryEmbedding => 23,
+        OpKind::TensorScatter => 24,
         OpKind::CausalConvWithState => 27,
         OpKind::Col2Im => 18,
         OpKind::MaxUnpool => 9,

@@ -555,6 +555,15 @@ ops! {
     /// are 0 and 1 in either order and the input has rank >= 2. `sequence_lens` is i64
     /// `[batch]`, each in `0..=time` (0 and 1 leave the entry as it is).
     ReverseSequence = 143,
+    /// Writes `update` into `past_cache` along the sequence axis `axis` (default -2; not
+    /// 0, the batch axis), giving the new cache (ONNX TensorScatter, opset 24, a KV cache's
+    /// in-place update): the two have one dtype and rank and equal extents except along
+    /// `axis`, where `update`'s is at most the cache's. Every position before `axis` of
+    /// batch entry `b` gets `update`'s steps at `write_indices[b] + step` (input 2, i64
+    /// `[batch]`, optional: all 0 when omitted); `mode` `linear` (the default) needs
+    /// those inside the cache and `circular` wraps them modulo its length. The rest of
+    /// the cache is copied. Write indices must be >= 0.
+    TensorScatter = 144,
     /// Reinterprets the bits of each element as the dtype named by the attribute `to` (an ONNX
     /// type code): the output has the input's shape, and each element the same bit pattern
     /// (little-endian), which Cast would instead convert by value. The two dtypes must have the

@@ -456,9 +456,12 @@ pub fn roi_align_params(node: &Node) -> Result<RoiAlignParams, String> {
     let half_pixel = match node.attr_str("coordinate_transformation_mode", "half_pixel") {
         "half_pixel" => true,
         "output_half_pixel" => false,
-        m => return Err(format!(
-            "RoiAlign coordinate_transformation_mode '{m}' is not half_pixel or output_half_pixel"
-        )),
+        m => {
+            let modes = "half_pixel or output_half_pixel";
+            return Err(format!(
+                "RoiAlign coordinate_transformation_mode '{m}' is not {modes}"
+            ));
+        }
     };
     let max = match node.attr_str("mode", "avg") {
         "avg" => false,
