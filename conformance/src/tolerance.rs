@@ -127,6 +127,7 @@ impl Family {
             | OpKind::HannWindow
             | OpKind::HammingWindow
             | OpKind::BlackmanWindow
+            | OpKind::MelWeightMatrix
             | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization

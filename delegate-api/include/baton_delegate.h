@@ -278,7 +278,7 @@ extern "C" {
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_COL2IM,
  * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_LINEARATTENTION,
- * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_BITCAST. */
+ * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_BITCAST and BATON_OP_MELWEIGHTMATRIX. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -552,6 +552,7 @@ typedef int32_t BatonStatus;
 #define BATON_OP_REVERSESEQUENCE 143u
 #define BATON_OP_TENSORSCATTER 144u
 #define BATON_OP_BITCAST 145u
+#define BATON_OP_MELWEIGHTMATRIX 147u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -6,7 +6,8 @@
 //! AffineGrid, Col2Im), 125-129 (DFT, STFT, the window ops), 130 (Einsum), 131-133
 //! (NonMaxSuppression, Unique, Compress), 134 (LinearAttention), 136-140
 //! (CausalConvWithState, DeformConv, MaxUnpool, ConvInteger, MatMulInteger), 141 (RoiAlign),
-//! 142 (Det), 143 (ReverseSequence), 144 (TensorScatter) and 145 (BitCast); the layout is otherwise that of 1.0).
+//! 142 (Det), 143 (ReverseSequence), 144 (TensorScatter), 145 (BitCast) and 147
+//! (MelWeightMatrix); the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -87,7 +88,7 @@ pub fn op_minor(op: OpKind) -> u16 {
         44 | 68..=70 => 2,
         71..=110 => 3,
         111..=118 => 4,
-        119..=123 | 125..=134 | 136..=145 => 5,
+        119..=123 | 125..=134 | 136..=145 | 147 => 5,
         // A code this table does not list was added by the minor this build writes.
         _ => WIRE_MINOR,
     }
@@ -612,6 +613,7 @@ mod tests {
         assert_eq!(op_minor(OpKind::Det), 5);
         assert_eq!(op_minor(OpKind::RoiAlign), 5);
         assert_eq!(op_minor(OpKind::TensorScatter), 5);
+        assert_eq!(op_minor(OpKind::MelWeightMatrix), 5);
         assert_eq!(op_minor(OpKind::ReverseSequence), 5);
         assert_eq!(op_minor(OpKind::AffineGrid), 5);
         assert_eq!(op_minor(OpKind::BitCast), 5);

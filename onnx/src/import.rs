@@ -301,6 +301,7 @@ impl<'a> Importer<'a> {
                 | OpKind::HannWindow
                 | OpKind::HammingWindow
                 | OpKind::BlackmanWindow
+                | OpKind::MelWeightMatrix
         ) {
             self.spectral_operands(&name, op, &mut inputs, &mut attrs, n)?;
         }
@@ -661,6 +662,7 @@ impl<'a> Importer<'a> {
         let scalars: &[usize] = match op {
             OpKind::DFT => &[1, 2],
             OpKind::STFT => &[1, 3],
+            OpKind::MelWeightMatrix => &[0, 1, 2],
             _ => &[0],
         };
         for &i in scalars {
@@ -819,7 +821,8 @@ fn first_opset(op: OpKind) -> Option<i64> {
         | OpKind::STFT
         | OpKind::HannWindow
         | OpKind::HammingWindow
-        | OpKind::BlackmanWindow => 17,
+        | OpKind::BlackmanWindow
+        | OpKind::MelWeightMatrix => 17,
         OpKind::Attention | OpKind::RotaryEmbedding => 23,
         OpKind::TensorScatter => 24,
         OpKind::CausalConvWithState => 27,

@@ -571,4 +571,16 @@ ops! {
     /// types (stored one to a byte, see [`crate::dtype`]) the low bits are kept and extended as
     /// the target's signedness asks. A bool must come out 0 or 1: other bytes are an error.
     BitCast = 145,
+    /// The matrix that maps a linear-frequency magnitude spectrum to mel bands (ONNX
+    /// MelWeightMatrix, opset 17): inputs `num_mel_bins`, `dft_length` and `sample_rate`
+    /// (i64 scalars; the first two are constants or values known at run time, since they
+    /// give the output's shape) and `lower_edge_hertz`, `upper_edge_hertz` (float
+    /// scalars) give `[dft_length / 2 + 1, num_mel_bins]` of the ONNX dtype
+    /// `output_datatype` (default 1, f32). Column `i` is a triangle over the FFT bins
+    /// between the mel points `i` and `i + 2` of `num_mel_bins + 2` points spaced evenly
+    /// in mel from the lower edge (the upper edge divided into `num_mel_bins + 2` steps,
+    /// as ONNX's reference has it), each point mapped to the bin
+    /// `floor((dft_length + 1) * hertz / sample_rate)`. A point outside the spectrum is
+    /// an error.
+    MelWeightMatrix = 147,
 }
