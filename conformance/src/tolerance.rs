@@ -58,9 +58,12 @@ impl Family {
         match op {
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => Family::Elementwise,
             OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh => Family::Activation,
-            OpKind::Softmax | OpKind::MaxPool | OpKind::AveragePool | OpKind::GlobalAveragePool => {
-                Family::Reduction
-            }
+            // RoiAlign averages (or takes the largest of) bilinear samples, as a pool does.
+            OpKind::Softmax
+            | OpKind::MaxPool
+            | OpKind::AveragePool
+            | OpKind::GlobalAveragePool
+            | OpKind::RoiAlign => Family::Reduction,
             OpKind::MatMul | OpKind::Gemm | OpKind::Conv => Family::Linalg,
             // Exact integer sums: judged like the other exact integer ops.
             OpKind::ConvInteger | OpKind::MatMulInteger => Family::Elementwise,
@@ -124,6 +127,7 @@ impl Family {
             | OpKind::HannWindow
             | OpKind::HammingWindow
             | OpKind::BlackmanWindow
+            | OpKind::MelWeightMatrix
             | OpKind::Range => Family::Activation,
             OpKind::LogSoftmax
             | OpKind::BatchNormalization
@@ -178,6 +182,7 @@ impl Family {
             | OpKind::Compress
             | OpKind::MaxUnpool
             | OpKind::ReverseSequence
+            | OpKind::TensorScatter
             | OpKind::BitCast => Family::DataMovement,
             // Reductions (add, mul) of repeated indices, running sums.
             OpKind::ScatterElements

@@ -277,9 +277,8 @@ extern "C" {
  * control flow (BATON_OP_IF, BATON_OP_LOOP, BATON_BTIR_ATTR_GRAPH); a host never sends
  * control flow to a plugin (see section 7). 1.3 added BATON_OP_GREATEROREQUAL and after,
  * 1.4 BATON_OP_RANGE to BATON_OP_CUMPROD, 1.5 BATON_OP_ATTENTION to BATON_OP_COL2IM,
- * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_LINEARATTENTION,
- * BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MATMULINTEGER, BATON_OP_DET,
- * BATON_OP_REVERSESEQUENCE, BATON_OP_BITCAST and BATON_OP_RNN. */
+ * BATON_OP_DFT to BATON_OP_EINSUM, BATON_OP_NONMAXSUPPRESSION to BATON_OP_LINEARATTENTION
+ * and BATON_OP_CAUSALCONVWITHSTATE to BATON_OP_MELWEIGHTMATRIX. */
 #define BATON_WIRE_MAJOR 1u
 #define BATON_WIRE_MINOR 5u
 /* How deeply BTIR subgraphs may nest; readers refuse deeper buffers. */
@@ -548,10 +547,13 @@ typedef int32_t BatonStatus;
 #define BATON_OP_MAXUNPOOL 138u
 #define BATON_OP_CONVINTEGER 139u
 #define BATON_OP_MATMULINTEGER 140u
+#define BATON_OP_ROIALIGN 141u
 #define BATON_OP_DET 142u
 #define BATON_OP_REVERSESEQUENCE 143u
+#define BATON_OP_TENSORSCATTER 144u
 #define BATON_OP_BITCAST 145u
 #define BATON_OP_RNN 146u
+#define BATON_OP_MELWEIGHTMATRIX 147u
 
 /* ------------------------------------------------------------------------------------ */
 /* BTIR record kinds (section 7)                                                        */

@@ -240,9 +240,12 @@ BTIR_FN const char* btir_op_name(uint32_t op) {
     case BATON_OP_MATMULINTEGER: return "MatMulInteger";
     case BATON_OP_BITCAST: return "BitCast";
     case BATON_OP_RNN: return "RNN";
+    case BATON_OP_MELWEIGHTMATRIX: return "MelWeightMatrix";
     case BATON_OP_AFFINEGRID: return "AffineGrid";
     case BATON_OP_REVERSESEQUENCE: return "ReverseSequence";
+    case BATON_OP_TENSORSCATTER: return "TensorScatter";
     case BATON_OP_DET: return "Det";
+    case BATON_OP_ROIALIGN: return "RoiAlign";
     default: break;
     }
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
@@ -685,11 +688,7 @@ BTIR_FN int btir_node_read(btir_cursor* c, uint32_t n_tensors, uint64_t data_off
           (n->op >= BATON_OP_POW && n->op <= BATON_OP_CEIL) ||
           (n->op >= BATON_OP_SQUEEZE && n->op <= BATON_OP_COL2IM) ||
           (n->op >= BATON_OP_DFT && n->op <= BATON_OP_LINEARATTENTION) ||
-          (n->op >= BATON_OP_CAUSALCONVWITHSTATE && n->op <= BATON_OP_MATMULINTEGER) ||
-          n->op == BATON_OP_DET ||
-          n->op == BATON_OP_REVERSESEQUENCE ||
-          n->op == BATON_OP_BITCAST ||
-          n->op == BATON_OP_RNN)) {
+          (n->op >= BATON_OP_CAUSALCONVWITHSTATE && n->op <= BATON_OP_MELWEIGHTMATRIX))) {
         return btir_fail(c, "node '%.*s': unknown op code %lu", (int)n->name.len, n->name.ptr,
                          (unsigned long)n->op);
     }

@@ -10,7 +10,9 @@ mod math;
 mod recurrent_activation;
 mod signal;
 mod spatial;
-pub use spatial::{col2im_geometry, max_unpool_shape, Col2ImGeometry};
+pub use spatial::{
+    col2im_geometry, max_unpool_shape, roi_align_params, Col2ImGeometry, RoiAlignParams,
+};
 pub mod spectral;
 mod tensor_ops;
 
@@ -20,7 +22,7 @@ pub use dynamic::has_value_dependent_shape;
 pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use math::bit_cast_width;
 pub use recurrent_activation::{rnn_activations, RecurrentActivation};
-pub use tensor_ops::{range_length_f64, range_length_i64};
+pub use tensor_ops::{range_length_f64, range_length_i64, tensor_scatter_axis};
 
 use crate::error::IrError;
 use crate::ir::{DType, Dim, Graph, Node, OpKind, Storage, TensorDecl};

@@ -5,9 +5,9 @@
 //! 111-118, 1.5 the op codes 119-120 (Attention, RotaryEmbedding), 121-123 (GridSample,
 //! AffineGrid, Col2Im), 125-129 (DFT, STFT, the window ops), 130 (Einsum), 131-133
 //! (NonMaxSuppression, Unique, Compress), 134 (LinearAttention), 136-140
-//! (CausalConvWithState, DeformConv, MaxUnpool, ConvInteger, MatMulInteger), 142 (Det),
-//! 143 (ReverseSequence), 145 (BitCast) and 146 (RNN); the layout is otherwise that of
-//! 1.0).
+//! (CausalConvWithState, DeformConv, MaxUnpool, ConvInteger, MatMulInteger), 141 (RoiAlign),
+//! 142 (Det), 143 (ReverseSequence), 144 (TensorScatter), 145 (BitCast), 146 (RNN) and 147
+//! (MelWeightMatrix); the layout is otherwise that of 1.0).
 //!
 //! The same bytes are what `supports`/`compile` receive across the C ABI and what the
 //! program file (`.baton`) stores, so they must be readable from C with no generator and
@@ -88,7 +88,7 @@ pub fn op_minor(op: OpKind) -> u16 {
         44 | 68..=70 => 2,
         71..=110 => 3,
         111..=118 => 4,
-        119..=123 | 125..=134 | 136..=140 | 142 | 143 | 145 | 146 => 5,
+        119..=123 | 125..=134 | 136..=147 => 5,
         // A code this table does not list was added by the minor this build writes.
         _ => WIRE_MINOR,
     }
@@ -611,6 +611,9 @@ mod tests {
         assert_eq!(op_minor(OpKind::NonMaxSuppression), 5);
         assert_eq!(op_minor(OpKind::Compress), 5);
         assert_eq!(op_minor(OpKind::Det), 5);
+        assert_eq!(op_minor(OpKind::RoiAlign), 5);
+        assert_eq!(op_minor(OpKind::TensorScatter), 5);
+        assert_eq!(op_minor(OpKind::MelWeightMatrix), 5);
         assert_eq!(op_minor(OpKind::ReverseSequence), 5);
         assert_eq!(op_minor(OpKind::AffineGrid), 5);
         assert_eq!(op_minor(OpKind::BitCast), 5);

@@ -304,6 +304,7 @@ impl<'a> Importer<'a> {
                 | OpKind::HannWindow
                 | OpKind::HammingWindow
                 | OpKind::BlackmanWindow
+                | OpKind::MelWeightMatrix
         ) {
             self.spectral_operands(&name, op, &mut inputs, &mut attrs, n)?;
         }
@@ -322,6 +323,14 @@ impl<'a> Importer<'a> {
         attrs: &mut BTreeMap<String, Attr>,
     ) -> Result<(), String> {
         match op {
+            // Opset 10's RoiAlign had no coordinate_transformation_mode: it behaved as
+            // opset 16's `output_half_pixel`, while the IR's default is opset 16's.
+            OpKind::RoiAlign if self.opset < 16 => {
+                attrs.insert(
+                    "coordinate_transformation_mode".into(),
+                    Attr::Str("output_half_pixel".into()),
+                );
+            }
             OpKind::Clip if inputs.len() > 1 => {
                 // Opset 11+: bounds as inputs. Constant bounds become attributes.
                 let bounds: Vec<Option<Option<f32>>> = inputs[1..]
@@ -667,6 +676,7 @@ impl<'a> Importer<'a> {
         let scalars: &[usize] = match op {
             OpKind::DFT => &[1, 2],
             OpKind::STFT => &[1, 3],
+            OpKind::MelWeightMatrix => &[0, 1, 2],
             _ => &[0],
         };
         for &i in scalars {
@@ -816,7 +826,7 @@ fn first_opset(op: OpKind) -> Option<i64> {
         OpKind::CumProd | OpKind::BitCast => 26,
         OpKind::LinearAttention => 27,
         OpKind::Unique | OpKind::Det => 11,
-        OpKind::ReverseSequence => 10,
+        OpKind::ReverseSequence | OpKind::RoiAlign => 10,
         OpKind::NonMaxSuppression => 10,
         OpKind::Compress => 9,
         OpKind::GridSample => 16,
@@ -825,8 +835,10 @@ fn first_opset(op: OpKind) -> Option<i64> {
         | OpKind::STFT
         | OpKind::HannWindow
         | OpKind::HammingWindow
-        | OpKind::BlackmanWindow => 17,
+        | OpKind::BlackmanWindow
+        | OpKind::MelWeightMatrix => 17,
         OpKind::Attention | OpKind::RotaryEmbedding => 23,
+        OpKind::TensorScatter => 24,
         OpKind::CausalConvWithState => 27,
         OpKind::Col2Im => 18,
         OpKind::MaxUnpool => 9,

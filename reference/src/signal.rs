@@ -1,5 +1,5 @@
 //! Reference kernels of the signal and sampling family: Einsum, GridSample, AffineGrid,
-//! DFT, STFT and the window ops.
+//! DFT, STFT, the window ops and MelWeightMatrix.
 //!
 //! # Conventions
 //!
@@ -21,10 +21,14 @@
 //!   numpy's `irfft`: bins past the input are 0 and the imaginary parts of bin 0 and of
 //!   bin `N/2` (even `N`) do not count.
 //! - **The window ops** compute in f64 and round once (integer outputs truncate).
+//! - **MelWeightMatrix** follows ONNX's reference implementation: the mel points and their
+//!   FFT bins in f64 (the bins by floor), then each column's rising and falling edges as
+//!   exact ratios of bin distances, rounded once (integer outputs truncate).
 
 mod affine_grid;
 mod einsum;
 mod grid_sample;
+mod mel;
 mod spectral;
 mod window;
 
@@ -91,6 +95,17 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 "{op} takes one i64 input (the size), got {input_dtypes:?}"
             )),
         },
+        OpKind::MelWeightMatrix => match input_dtypes {
+            [DType::I64, DType::I64, DType::I64, l, u]
+                if SAMPLED.contains(l) && SAMPLED.contains(u) =>
+            {
+                Ok(())
+            }
+            _ => Err(format!(
+                "MelWeightMatrix takes three i64 scalars and two edges of {}, got {input_dtypes:?}",
+                names(SAMPLED)
+            )),
+        },
         _ => return None,
     };
     Some(r)
@@ -149,6 +164,7 @@ pub(crate) fn run(
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
             window::window(node, &mut outputs[0])
         }
+        OpKind::MelWeightMatrix => mel::mel_weight_matrix(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

@@ -1,5 +1,6 @@
 //! Reference kernels of the convolution relatives: CausalConvWithState, Col2Im and
-//! DeformConv, MaxUnpool (which only moves values), ConvInteger and MatMulInteger.
+//! DeformConv, MaxUnpool (which only moves values), ConvInteger, MatMulInteger and
+//! RoiAlign.
 //!
 //! # Conventions
 //!
@@ -13,12 +14,18 @@
 //!   row-major order) and sums taps by offset group, tap, then channel; the bias last.
 //! - **ConvInteger** and **MatMulInteger** take the zero points away in i64, sum the
 //!   products exactly and wrap the sum to i32.
+//! - **RoiAlign** follows ONNX's reference implementation, whose results are the backend
+//!   test data: box, bin and sample coordinates in f64 (the ROI's values widened
+//!   exactly), each sample's four corner terms `weight * pixel`, summed per sample and
+//!   over a bin's samples in row-major order then divided by the count (`avg`), or the
+//!   largest term of any sample (`max`); rounded once.
 
 mod causal_conv;
 mod col2im;
 mod deform_conv;
 mod integer;
 mod max_unpool;
+mod roi_align;
 
 use baton_delegate_api::{DType, Node, OpKind, TensorMut, TensorRef};
 
@@ -93,6 +100,13 @@ pub(crate) fn supports(op: OpKind, input_dtypes: &[DType]) -> Option<Result<(), 
                 names(FLOATS)
             )),
         },
+        OpKind::RoiAlign => match input_dtypes {
+            [x, r, DType::I64] if FLOATS.contains(x) && r == x => Ok(()),
+            _ => Err(format!(
+                "RoiAlign takes X and rois of one of {} and i64 batch_indices, got {input_dtypes:?}",
+                names(FLOATS)
+            )),
+        },
         OpKind::ConvInteger | OpKind::MatMulInteger => {
             let eight = |d: &DType| matches!(d, DType::U8 | DType::I8);
             match input_dtypes {
@@ -121,6 +135,7 @@ pub(crate) fn run(
         OpKind::MaxUnpool => max_unpool::max_unpool(node, inputs, &mut outputs[0]),
         OpKind::ConvInteger => integer::conv_integer(node, inputs, &mut outputs[0]),
         OpKind::MatMulInteger => integer::matmul_integer(node, inputs, &mut outputs[0]),
+        OpKind::RoiAlign => roi_align::roi_align(node, inputs, &mut outputs[0]),
         _ => return None,
     };
     Some(r)

@@ -59,6 +59,8 @@ pub fn shape_operands(node: &Node) -> &'static [usize] {
         "Col2Im" => &[1, 2],
         "MaxUnpool" => &[2],
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => &[0],
+        // num_mel_bins and dft_length; sample_rate and the edges only scale values.
+        "MelWeightMatrix" => &[0, 1],
         name if name.starts_with("Reduce") => &[1],
         _ => &[],
     }

@@ -1,5 +1,5 @@
 //! Cases of the indexing ops (GatherElements, ScatterElements, GatherND, ScatterND), the
-//! running and masking ops (CumSum, Trilu, ReverseSequence) and the block rearrangements (DepthToSpace,
+//! running and masking ops (CumSum, Trilu, ReverseSequence), TensorScatter and the block rearrangements (DepthToSpace,
 //! SpaceToDepth). Indices are constants drawn inside their axes, negative ones included;
 //! scatter indices with a reduction repeat on purpose. CumSum's axis and Trilu's `k` are
 //! constants too (a plugin may read them at compile time).
@@ -26,6 +26,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::CumSum | OpKind::CumProd => cumsum(op, out),
         OpKind::Trilu => trilu(out),
         OpKind::ReverseSequence => reverse_sequence(out),
+        OpKind::TensorScatter => tensor_scatter(out),
         OpKind::GatherElements | OpKind::ScatterElements => elements(op, out),
         OpKind::GatherND | OpKind::ScatterND => nd(op, out).and_then(|()| nd_dtypes(op, out)),
         OpKind::DepthToSpace | OpKind::SpaceToDepth => depth_space(op, out),
@@ -128,6 +129,100 @@ fn reverse_sequence(out: &mut Vec<Case>) -> Result<()> {
             push(out, op, dtype, desc, &attrs, |m| {
                 m.input(shape, &values(dtype));
                 m.operand(Tensor::from_i64(&[lens.len()], lens), false);
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// TensorScatter: the default axis (-2) of a 4-D KV cache, a 3-D cache, an explicit
+/// positive axis with a trailing extent, omitted write indices, writes that fill the cache
+/// from 0 and that end on its last step, circular writes that wrap, and other dtypes.
+fn tensor_scatter(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::TensorScatter;
+    // (desc, cache shape, update steps, axis, mode, write indices)
+    type Form = (
+        &'static str,
+        &'static [usize],
+        usize,
+        Option<i64>,
+        &'static str,
+        Option<&'static [i64]>,
+    );
+    let forms: &[Form] = &[
+        ("kv_linear", &[2, 3, 6, 4], 2, None, "linear", Some(&[0, 4])),
+        (
+            "kv_one_step",
+            &[3, 2, 5, 2],
+            1,
+            None,
+            "linear",
+            Some(&[4, 0, 2]),
+        ),
+        (
+            "kv_whole_cache",
+            &[2, 1, 4, 3],
+            4,
+            None,
+            "linear",
+            Some(&[0, 0]),
+        ),
+        ("kv_no_indices", &[2, 2, 5, 3], 3, None, "linear", None),
+        (
+            "kv_circular_wrap",
+            &[2, 2, 5, 3],
+            3,
+            None,
+            "circular",
+            Some(&[4, 3]),
+        ),
+        (
+            "kv_circular_past_end",
+            &[2, 1, 4, 2],
+            2,
+            None,
+            "circular",
+            Some(&[7, 1]),
+        ),
+        ("seq_3d", &[3, 6, 4], 2, None, "linear", Some(&[1, 4, 0])),
+        (
+            "axis1_trailing",
+            &[2, 5, 3, 2],
+            2,
+            Some(1),
+            "linear",
+            Some(&[3, 0]),
+        ),
+        (
+            "axis_last",
+            &[2, 3, 6],
+            4,
+            Some(-1),
+            "circular",
+            Some(&[5, 2]),
+        ),
+    ];
+    for &(desc, shape, steps, axis, mode, starts) in forms {
+        let rank = shape.len() as i64;
+        let ax = axis.map_or(rank - 2, |a| if a < 0 { a + rank } else { a }) as usize;
+        let mut update = shape.to_vec();
+        update[ax] = steps;
+        let mut attrs = vec![("mode", Attr::Str(mode.into()))];
+        if let Some(a) = axis {
+            attrs.push(("axis", Attr::Int(a)));
+        }
+        let dtypes: &[DType] = if desc == "kv_linear" || desc == "kv_circular_wrap" {
+            &[F32, F16, I64, Bool, U8]
+        } else {
+            &[F32]
+        };
+        for &dtype in dtypes {
+            push(out, op, dtype, desc, &attrs, |m| {
+                m.input(shape, &values(dtype));
+                m.input(&update, &values(dtype));
+                if let Some(w) = starts {
+                    m.operand(Tensor::from_i64(&[w.len()], w), false);
+                }
             })?;
         }
     }

@@ -1,4 +1,5 @@
-//! Cases of the signal and sampling family: GridSample, AffineGrid, DFT, STFT, the window ops, and Einsum (the forms models use: batched and
+//! Cases of the signal and sampling family: GridSample, AffineGrid, DFT, STFT, the window ops,
+//! MelWeightMatrix, and Einsum (the forms models use: batched and
 //! broadcast matrix products, transposes, reductions, outer and inner products,
 //! diagonals, implicit outputs and three operands).
 
@@ -18,6 +19,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::DFT => dft(out),
         OpKind::STFT => stft(out),
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => window(op, out),
+        OpKind::MelWeightMatrix => mel_weight_matrix(out),
         _ => Ok(()),
     }
 }
@@ -218,6 +220,58 @@ fn window(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
     for (dtype, code) in [(F16, 10), (baton_delegate_api::DType::F64, 11)] {
         let mut m = Maker::new(op, dtype, "size10");
         m.operand(Tensor::from_i64(&[], &[10]), true);
+        out.push(m.build(&[("output_datatype", Attr::Int(code))])?);
+    }
+    Ok(())
+}
+
+/// MelWeightMatrix: the backend test's speech-like sizes, wide filters of fractional
+/// weights, a lower edge above 0, one mel bin, an odd DFT length, edges of f16 and f64,
+/// and f16, f64 and i32 outputs. The three integer scalars are constants (two of them
+/// give the output's shape); the edges are graph inputs.
+fn mel_weight_matrix(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::MelWeightMatrix;
+    // (desc, out dtype, ONNX output_datatype, bins, dft, rate, edge dtype, low, high)
+    type Form = (&'static str, DType, i64, i64, i64, i64, DType, f64, f64);
+    let forms: &[Form] = &[
+        ("bins8_dft16", F32, 1, 8, 16, 8192, F32, 0.0, 4096.0),
+        ("bins3_dft64_wide", F32, 1, 3, 64, 16000, F32, 300.0, 8000.0),
+        ("bins10_dft256", F32, 1, 10, 256, 16000, F32, 20.0, 7600.0),
+        ("bins1_dft33_odd", F32, 1, 1, 33, 8000, F32, 100.0, 3000.0),
+        ("bins4_f16_edges", F32, 1, 4, 64, 16000, F16, 125.0, 6000.0),
+        (
+            "bins4_f64_edges",
+            F32,
+            1,
+            4,
+            64,
+            16000,
+            DType::F64,
+            125.0,
+            6000.0,
+        ),
+        ("bins5_dft128", F16, 10, 5, 128, 22050, F32, 0.0, 11025.0),
+        (
+            "bins5_dft128",
+            DType::F64,
+            11,
+            5,
+            128,
+            22050,
+            F32,
+            0.0,
+            11025.0,
+        ),
+        ("bins5_dft128", I32, 6, 5, 128, 22050, F32, 0.0, 11025.0),
+    ];
+    for &(desc, dtype, code, bins, dft, rate, edges, low, high) in forms {
+        let mut m = Maker::new(op, dtype, desc);
+        for v in [bins, dft, rate] {
+            m.operand(Tensor::from_i64(&[], &[v]), true);
+        }
+        for v in [low, high] {
+            m.operand(super::gen::tensor(edges, &[], &[v]), false);
+        }
         out.push(m.build(&[("output_datatype", Attr::Int(code))])?);
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! Cases of the convolution relatives: CausalConvWithState (prefill with and without a
 //! past state and bias, a decode step, a kernel of one, the fused SiLU, f16), Col2Im and
-//! DeformConv, MaxUnpool, ConvInteger and MatMulInteger.
+//! DeformConv, MaxUnpool, ConvInteger, MatMulInteger and RoiAlign.
 
 use baton_delegate_api::DType::{F16, F32, I32, I64, I8, U8};
 use baton_delegate_api::{Attr, DType, GraphBuilder, IrError, OpKind, Tensor, TensorData};
@@ -18,6 +18,7 @@ pub fn cases(op: OpKind, out: &mut Vec<Case>) -> Result<()> {
         OpKind::DeformConv => deform_conv(out),
         OpKind::MaxUnpool => max_unpool(out),
         OpKind::ConvInteger | OpKind::MatMulInteger => integer_products(op, out),
+        OpKind::RoiAlign => roi_align(out),
         _ => Ok(()),
     }
 }
@@ -630,6 +631,194 @@ fn deform_conv(out: &mut Vec<Case>) -> Result<()> {
             })
             .collect();
         attrs.push(("offset_group", Attr::Int(groups as i64)));
+        out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 1)?);
+    }
+    Ok(())
+}
+
+/// RoiAlign: both coordinate modes, avg and max, fixed and adaptive sampling grids, a
+/// spatial scale, several images and channels, and boxes that reach past the image,
+/// lie wholly outside it, are thinner than a pixel or inverted (x2 < x1); f32 and f16.
+fn roi_align(out: &mut Vec<Case>) -> Result<()> {
+    let op = OpKind::RoiAlign;
+    // (desc, dtype, X [N, C, H, W], rois, batch indices, attributes)
+    type Form = (
+        &'static str,
+        DType,
+        [usize; 4],
+        &'static [f64],
+        &'static [i64],
+        &'static [(&'static str, RoiAttr)],
+    );
+    #[derive(Clone, Copy)]
+    enum RoiAttr {
+        Int(i64),
+        Float(f32),
+        Str(&'static str),
+    }
+    use RoiAttr::{Float as F, Int as I, Str as S};
+    const INSIDE: &[f64] = &[0., 0., 5., 4., 1.5, 0.5, 4.25, 3.75];
+    const EDGES: &[f64] = &[
+        -2., -1.5, 3., 2., // reaches past the top-left corner
+        4., 3., 9., 8., // past the bottom-right corner
+        -6., -6., -3., -2.5, // wholly outside
+        2., 2., 2.25, 2.1, // thinner than a pixel
+        4., 3., 1., 1., // inverted
+    ];
+    let forms: &[Form] = &[
+        (
+            "half_pixel_avg_sr2",
+            F32,
+            [1, 3, 6, 7],
+            INSIDE,
+            &[0, 0],
+            &[
+                ("output_height", I(3)),
+                ("output_width", I(2)),
+                ("sampling_ratio", I(2)),
+            ],
+        ),
+        (
+            "output_half_pixel_avg_sr2",
+            F32,
+            [1, 3, 6, 7],
+            INSIDE,
+            &[0, 0],
+            &[
+                ("coordinate_transformation_mode", S("output_half_pixel")),
+                ("output_height", I(3)),
+                ("output_width", I(2)),
+                ("sampling_ratio", I(2)),
+            ],
+        ),
+        (
+            "half_pixel_avg_adaptive_scale",
+            F32,
+            [2, 2, 5, 6],
+            &[0., 0., 11., 9., 2., 3., 10., 7., 5., 1., 8., 9.5],
+            &[1, 0, 1],
+            &[
+                ("output_height", I(2)),
+                ("output_width", I(3)),
+                ("spatial_scale", F(0.5)),
+            ],
+        ),
+        (
+            "half_pixel_max_sr3",
+            F32,
+            [1, 2, 6, 6],
+            INSIDE,
+            &[0, 0],
+            &[
+                ("mode", S("max")),
+                ("output_height", I(2)),
+                ("output_width", I(2)),
+                ("sampling_ratio", I(3)),
+            ],
+        ),
+        (
+            "output_half_pixel_max_adaptive",
+            F32,
+            [2, 2, 6, 5],
+            INSIDE,
+            &[1, 0],
+            &[
+                ("coordinate_transformation_mode", S("output_half_pixel")),
+                ("mode", S("max")),
+                ("output_height", I(2)),
+                ("output_width", I(2)),
+            ],
+        ),
+        (
+            "edges_half_pixel_avg",
+            F32,
+            [1, 2, 5, 5],
+            EDGES,
+            &[0, 0, 0, 0, 0],
+            &[("output_height", I(2)), ("output_width", I(2))],
+        ),
+        (
+            "edges_output_half_pixel_avg_sr2",
+            F32,
+            [1, 2, 5, 5],
+            EDGES,
+            &[0, 0, 0, 0, 0],
+            &[
+                ("coordinate_transformation_mode", S("output_half_pixel")),
+                ("output_height", I(2)),
+                ("output_width", I(2)),
+                ("sampling_ratio", I(2)),
+            ],
+        ),
+        (
+            "edges_output_half_pixel_max",
+            F32,
+            [1, 2, 5, 5],
+            EDGES,
+            &[0, 0, 0, 0, 0],
+            &[
+                ("coordinate_transformation_mode", S("output_half_pixel")),
+                ("mode", S("max")),
+                ("output_height", I(3)),
+                ("output_width", I(3)),
+            ],
+        ),
+        (
+            "one_pixel_image_1x1_bins",
+            F32,
+            [1, 2, 1, 1],
+            INSIDE,
+            &[0, 0],
+            &[],
+        ),
+        (
+            "half_pixel_avg_sr2",
+            F16,
+            [1, 3, 6, 7],
+            INSIDE,
+            &[0, 0],
+            &[
+                ("output_height", I(3)),
+                ("output_width", I(2)),
+                ("sampling_ratio", I(2)),
+            ],
+        ),
+        (
+            "output_half_pixel_max_adaptive",
+            F16,
+            [2, 2, 6, 5],
+            INSIDE,
+            &[1, 0],
+            &[
+                ("coordinate_transformation_mode", S("output_half_pixel")),
+                ("mode", S("max")),
+                ("output_height", I(2)),
+                ("output_width", I(2)),
+            ],
+        ),
+    ];
+    for &(desc, dtype, x_shape, rois, batch, attrs) in forms {
+        let id = case_id(op, dtype, desc);
+        let mut rng = Rng::for_id(&id);
+        let x = rng.tensor(dtype, &x_shape, &Fill::Range(-2.0, 2.0));
+        let r = batch.len();
+        let idx: Vec<f64> = batch.iter().map(|&b| b as f64).collect();
+        let operands = [
+            (x, false),
+            (tensor(dtype, &[r, 4], rois), false),
+            (tensor(I64, &[r], &idx), false),
+        ];
+        let attrs: Vec<(&str, Attr)> = attrs
+            .iter()
+            .map(|&(k, v)| {
+                let v = match v {
+                    RoiAttr::Int(i) => Attr::Int(i),
+                    RoiAttr::Float(f) => Attr::Float(f),
+                    RoiAttr::Str(s) => Attr::Str(s.into()),
+                };
+                (k, v)
+            })
+            .collect();
         out.push(multi_output_case(&id, op, dtype, &operands, &attrs, 1)?);
     }
     Ok(())

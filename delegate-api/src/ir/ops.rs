@@ -533,6 +533,19 @@ ops! {
     /// input 3, B's dtype, one value or one per column of `B`), multiplied as
     /// [`OpKind::MatMul`] does, giving i32. Sums wrap at 32 bits.
     MatMulInteger = 140,
+    /// Region-of-interest pooling by bilinear sampling (ONNX RoiAlign, opsets 10 and 16):
+    /// `X` `[N, C, H, W]` (float), `rois` `[R, 4]` (`x1, y1, x2, y2` in input coordinates
+    /// before `spatial_scale`, X's dtype) and `batch_indices` `[R]` (i64, each in `0..N`)
+    /// give `[R, C, output_height, output_width]` (attributes, default 1). Each output bin
+    /// averages (`mode` `avg`, the default) or takes the largest of (`max`) a grid of
+    /// `sampling_ratio` x `sampling_ratio` samples (0, the default: `ceil(roi / bins)` per
+    /// axis). `coordinate_transformation_mode` `half_pixel` (the default, opset 16)
+    /// shifts the scaled box by -0.5; `output_half_pixel` (opset 10's only behaviour, which
+    /// the importer writes for it) does not and makes a box at least 1 x 1. `max` follows
+    /// ONNX's reference and test data: each sample contributes the largest of its four
+    /// weighted corner terms, not its interpolated value. A sample more than one pixel
+    /// outside `X` contributes 0.
+    RoiAlign = 141,
     /// The determinant of each square matrix in the last two dimensions of a float `X`
     /// `[..., M, M]`, giving `[...]` (a 0 x 0 matrix has determinant 1). Kernels may factor
     /// the matrix (LU with partial pivoting) rather than expand it.
@@ -542,6 +555,15 @@ ops! {
     /// are 0 and 1 in either order and the input has rank >= 2. `sequence_lens` is i64
     /// `[batch]`, each in `0..=time` (0 and 1 leave the entry as it is).
     ReverseSequence = 143,
+    /// Writes `update` into `past_cache` along the sequence axis `axis` (default -2; not
+    /// 0, the batch axis), giving the new cache (ONNX TensorScatter, opset 24, a KV cache's
+    /// in-place update): the two have one dtype and rank and equal extents except along
+    /// `axis`, where `update`'s is at most the cache's. Every position before `axis` of
+    /// batch entry `b` gets `update`'s steps at `write_indices[b] + step` (input 2, i64
+    /// `[batch]`, optional: all 0 when omitted); `mode` `linear` (the default) needs
+    /// those inside the cache and `circular` wraps them modulo its length. The rest of
+    /// the cache is copied. Write indices must be >= 0.
+    TensorScatter = 144,
     /// Reinterprets the bits of each element as the dtype named by the attribute `to` (an ONNX
     /// type code): the output has the input's shape, and each element the same bit pattern
     /// (little-endian), which Cast would instead convert by value. The two dtypes must have the
@@ -567,4 +589,16 @@ ops! {
     /// HardSigmoid); a missing one is the ONNX operator's default. Outputs `Y`
     /// `[seq, dirs, batch, H]` and `Y_h` `[dirs, batch, H]`. Float dtypes.
     RNN = 146,
+    /// The matrix that maps a linear-frequency magnitude spectrum to mel bands (ONNX
+    /// MelWeightMatrix, opset 17): inputs `num_mel_bins`, `dft_length` and `sample_rate`
+    /// (i64 scalars; the first two are constants or values known at run time, since they
+    /// give the output's shape) and `lower_edge_hertz`, `upper_edge_hertz` (float
+    /// scalars) give `[dft_length / 2 + 1, num_mel_bins]` of the ONNX dtype
+    /// `output_datatype` (default 1, f32). Column `i` is a triangle over the FFT bins
+    /// between the mel points `i` and `i + 2` of `num_mel_bins + 2` points spaced evenly
+    /// in mel from the lower edge (the upper edge divided into `num_mel_bins + 2` steps,
+    /// as ONNX's reference has it), each point mapped to the bin
+    /// `floor((dft_length + 1) * hertz / sample_rate)`. A point outside the spectrum is
+    /// an error.
+    MelWeightMatrix = 147,
 }

@@ -1,5 +1,5 @@
-//! Shape rules of the signal and sampling family: Einsum, GridSample, AffineGrid, DFT, STFT and the
-//! window ops (whose shape-deciding scalars must be constant i64 values).
+//! Shape rules of the signal and sampling family: Einsum, GridSample, AffineGrid, DFT, STFT, the
+//! window ops and MelWeightMatrix (whose shape-deciding scalars must be constant i64 values).
 
 use super::Outputs;
 use super::{einsum, spectral};
@@ -20,6 +20,7 @@ pub(crate) fn infer(
         OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
             window(node, inputs, operand)
         }
+        OpKind::MelWeightMatrix => mel_weight_matrix(node, inputs, operand),
         _ => return None,
     };
     Some(r)
@@ -147,6 +148,44 @@ fn window(
     let size = operand(0).ok_or_else(|| format!("{op} size (input 0) must be a constant"))?[0];
     let size = usize::try_from(size).map_err(|_| format!("{op} size must be >= 0, got {size}"))?;
     Ok(vec![(dtype, vec![size])])
+}
+
+/// MelWeightMatrix: `[dft_length / 2 + 1, num_mel_bins]` of the ONNX dtype
+/// `output_datatype` (default 1, f32); `num_mel_bins` (input 0) and `dft_length` (input 1)
+/// constant i64 scalars, `sample_rate` (input 2) an i64 scalar, the two edges (inputs 3
+/// and 4) float scalars.
+fn mel_weight_matrix(
+    node: &Node,
+    inputs: &[(DType, Vec<usize>)],
+    operand: &dyn Fn(usize) -> Option<Vec<i64>>,
+) -> Result<Outputs, String> {
+    let one = |s: &[usize]| s.len() <= 1 && s.iter().product::<usize>() == 1;
+    match inputs {
+        [(DType::I64, a), (DType::I64, b), (DType::I64, c), (l, d), (u, e)]
+            if one(a) && one(b) && one(c) && one(d) && one(e) && l.is_float() && u.is_float() => {}
+        _ => {
+            return Err(format!(
+                "MelWeightMatrix takes num_mel_bins, dft_length and sample_rate (i64 scalars), then lower_edge_hertz and upper_edge_hertz (float scalars), got {inputs:?}"
+            ))
+        }
+    }
+    let code = node.attr_int("output_datatype", 1);
+    let dtype = DType::from_onnx(code)
+        .filter(|d| d.is_float() || d.is_int())
+        .ok_or_else(|| {
+            format!("MelWeightMatrix output_datatype {code} is not a numeric type Baton has")
+        })?;
+    let value = |i: usize, what: &str, min: i64| -> Result<usize, String> {
+        let v = operand(i)
+            .ok_or_else(|| format!("MelWeightMatrix {what} (input {i}) must be a constant"))?[0];
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v as i64 >= min)
+            .ok_or_else(|| format!("MelWeightMatrix {what} must be >= {min}, got {v}"))
+    };
+    let bins = value(0, "num_mel_bins", 1)?;
+    let dft_length = value(1, "dft_length", 1)?;
+    Ok(vec![(dtype, vec![dft_length / 2 + 1, bins])])
 }
 
 /// The value of optional scalar input `i`: `None` when absent (or 0 elements), an error

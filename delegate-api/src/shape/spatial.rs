@@ -1,5 +1,5 @@
 //! Shape rules of the convolution relatives: CausalConvWithState, Col2Im, DeformConv,
-//! MaxUnpool, ConvInteger and MatMulInteger.
+//! MaxUnpool, ConvInteger, MatMulInteger and RoiAlign.
 
 use super::Outputs;
 use crate::ir::{DType, Node, OpKind};
@@ -16,6 +16,7 @@ pub(crate) fn infer(
         OpKind::DeformConv => deform_conv(node, inputs),
         OpKind::MaxUnpool => max_unpool(node, inputs, operand),
         OpKind::ConvInteger | OpKind::MatMulInteger => integer_product(node, inputs),
+        OpKind::RoiAlign => roi_align(node, inputs),
         _ => return None,
     };
     Some(r)
@@ -414,4 +415,93 @@ fn deform_conv(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, S
         ));
     }
     Ok(vec![(*dtype, out)])
+}
+
+/// RoiAlign's attributes, checked: what the shape rule and every kernel read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoiAlignParams {
+    /// Output bins per ROI along y and x (`output_height`, `output_width`).
+    pub bins: [usize; 2],
+    /// Samples per bin along each axis; 0 picks `ceil(roi extent / bins)` per ROI.
+    pub sampling_ratio: usize,
+    /// The factor from ROI coordinates to `X`'s pixel coordinates.
+    pub spatial_scale: f32,
+    /// `true` for `half_pixel` (the box shifted by -0.5), `false` for
+    /// `output_half_pixel` (no shift, and a box at least 1 x 1).
+    pub half_pixel: bool,
+    /// `true` for `max`, `false` for `avg`.
+    pub max: bool,
+}
+
+/// Reads and checks RoiAlign's attributes; the defaults are opset 16's (the importer writes
+/// `output_half_pixel` for opset 10, whose only behaviour it was).
+pub fn roi_align_params(node: &Node) -> Result<RoiAlignParams, String> {
+    let positive = |name: &str| -> Result<usize, String> {
+        let v = node.attr_int(name, 1);
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v >= 1)
+            .ok_or_else(|| format!("RoiAlign {name} must be >= 1, got {v}"))
+    };
+    let bins = [positive("output_height")?, positive("output_width")?];
+    let ratio = node.attr_int("sampling_ratio", 0);
+    let sampling_ratio = usize::try_from(ratio)
+        .map_err(|_| format!("RoiAlign sampling_ratio must be >= 0, got {ratio}"))?;
+    let spatial_scale = node.attr_float("spatial_scale", 1.0);
+    if !spatial_scale.is_finite() {
+        return Err(format!(
+            "RoiAlign spatial_scale must be finite, got {spatial_scale}"
+        ));
+    }
+    let half_pixel = match node.attr_str("coordinate_transformation_mode", "half_pixel") {
+        "half_pixel" => true,
+        "output_half_pixel" => false,
+        m => {
+            let modes = "half_pixel or output_half_pixel";
+            return Err(format!(
+                "RoiAlign coordinate_transformation_mode '{m}' is not {modes}"
+            ));
+        }
+    };
+    let max = match node.attr_str("mode", "avg") {
+        "avg" => false,
+        "max" => true,
+        m => return Err(format!("RoiAlign mode '{m}' is not avg or max")),
+    };
+    Ok(RoiAlignParams {
+        bins,
+        sampling_ratio,
+        spatial_scale,
+        half_pixel,
+        max,
+    })
+}
+
+/// RoiAlign: `X` `[N, C, H, W]`, `rois` `[R, 4]` of X's float dtype and i64
+/// `batch_indices` `[R]` give `[R, C, output_height, output_width]`.
+fn roi_align(node: &Node, inputs: &[(DType, Vec<usize>)]) -> Result<Outputs, String> {
+    let [(dtype, x), (dr, rois), (di, idx)] = inputs else {
+        return Err(format!(
+            "RoiAlign takes 3 inputs (X, rois, batch_indices), got {}",
+            inputs.len()
+        ));
+    };
+    if !dtype.is_float() || x.len() != 4 {
+        return Err(format!(
+            "RoiAlign X must be a float [N, C, H, W], got {dtype} {x:?}"
+        ));
+    }
+    if dr != dtype || rois.len() != 2 || rois[1] != 4 {
+        return Err(format!(
+            "RoiAlign rois must be {dtype} [num_rois, 4], got {dr} {rois:?}"
+        ));
+    }
+    if *di != DType::I64 || idx[..] != [rois[0]] {
+        return Err(format!(
+            "RoiAlign batch_indices must be i64 [{}], got {di} {idx:?}",
+            rois[0]
+        ));
+    }
+    let p = roi_align_params(node)?;
+    Ok(vec![(*dtype, vec![rois[0], x[1], p.bins[0], p.bins[1]])])
 }

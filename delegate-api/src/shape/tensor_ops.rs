@@ -10,6 +10,7 @@ mod layers;
 
 pub(crate) use generate::range_of_constants;
 pub use generate::{range_length_f64, range_length_i64};
+pub use index::tensor_scatter_axis;
 
 use super::{broadcast_shapes, normalize_axis, Outputs};
 use crate::abi::MAX_RANK;
@@ -46,6 +47,7 @@ pub(crate) fn infer(
         OpKind::CumSum | OpKind::CumProd => index::cumsum(&ops),
         OpKind::Trilu => index::trilu(&ops),
         OpKind::ReverseSequence => index::reverse_sequence(&ops),
+        OpKind::TensorScatter => index::tensor_scatter(&ops),
         OpKind::GatherElements => index::gather_elements(&ops),
         OpKind::ScatterElements => index::scatter_elements(&ops),
         OpKind::GatherND => index::gather_nd(&ops),

@@ -1,4 +1,4 @@
-//! CumSum, Trilu, ReverseSequence, GatherElements, ScatterElements, GatherND, ScatterND, DepthToSpace and
+//! CumSum, Trilu, ReverseSequence, TensorScatter, GatherElements, ScatterElements, GatherND, ScatterND, DepthToSpace and
 //! SpaceToDepth.
 //!
 //! Indices may be negative (counted from the end of their axis); one outside the axis is
@@ -176,6 +176,63 @@ pub(super) fn reverse_sequence(
             let dst = (i * d1 + j) * inner;
             let src = (si * d1 + sj) * inner;
             out.data[dst..dst + inner].copy_from_slice(&x.data[src..src + inner]);
+        }
+    }
+    Ok(())
+}
+
+/// TensorScatter: a copy of the cache, then for each batch entry `b` and every position
+/// before the sequence axis, `update`'s step `s` (all positions after the axis at once)
+/// lands on step `write_indices[b] + s` of the cache (modulo its length when `circular`;
+/// `linear` refuses a step past the end). Omitted write indices are all 0.
+pub(super) fn tensor_scatter(
+    node: &Node,
+    inputs: &[TensorRef<'_>],
+    out: &mut TensorMut<'_>,
+) -> Result<(), KernelError> {
+    let (past, update) = (&inputs[0], &inputs[1]);
+    let axis = baton_delegate_api::shape::tensor_scatter_axis(node, past.shape.len())
+        .map_err(|m| crate::shape_err(node, m))?;
+    let batch = past.shape[0];
+    let starts = if present(inputs, 2) {
+        load::<i64>(&inputs[2])
+    } else {
+        vec![0; batch]
+    };
+    let circular = node.attr_str("mode", "linear") == "circular";
+    let (cache_len, steps) = (past.shape[axis], update.shape[axis]);
+    let size = past.dtype.size();
+    let inner: usize = past.shape[axis + 1..].iter().product::<usize>() * size;
+    let outer: usize = past.shape[1..axis].iter().product();
+    out.data.copy_from_slice(past.data);
+    for (b, &start) in starts.iter().enumerate() {
+        let bad = |message: String| KernelError::Arithmetic {
+            node: node.label(),
+            message,
+        };
+        if start < 0 {
+            return Err(bad(format!(
+                "write_indices[{b}] is {start}; it must be >= 0"
+            )));
+        }
+        let start = start as usize;
+        if !circular && start + steps > cache_len {
+            return Err(bad(format!(
+                "write_indices[{b}] {start} plus {steps} update steps passes the cache's {cache_len} (mode linear)"
+            )));
+        }
+        for o in 0..outer {
+            let line = b * outer + o;
+            for s in 0..steps {
+                let at = if circular {
+                    (start + s) % cache_len
+                } else {
+                    start + s
+                };
+                let dst = (line * cache_len + at) * inner;
+                let src = (line * steps + s) * inner;
+                out.data[dst..dst + inner].copy_from_slice(&update.data[src..src + inner]);
+            }
         }
     }
     Ok(())

@@ -359,3 +359,75 @@ fn affine_grid_refuses_mismatched_operands() {
     let mut out = Tensor::zeros(DType::F32, &[0]);
     assert!(run_node(&n, &[theta.view(), size.view()], &mut [out.view_mut()]).is_err());
 }
+
+/// MelWeightMatrix's five operands: three i64 scalars and two f32 edges.
+fn mel_operands(bins: i64, dft: i64, rate: i64, low: f32, high: f32) -> Vec<Tensor> {
+    vec![
+        i64t(&[], &[bins]),
+        i64t(&[], &[dft]),
+        i64t(&[], &[rate]),
+        f32t(&[], &[low]),
+        f32t(&[], &[high]),
+    ]
+}
+
+// Expected values from ONNX's reference implementation, run separately; the bins of the
+// mel points were also recomputed in f64 with numpy.
+#[test]
+fn mel_weight_matrix_triangles_and_output_dtypes() {
+    let n = node(OpKind::MelWeightMatrix, 5, &[]);
+    // The five points fall on FFT bins 1, 3, 6, 12 and 20 of 33.
+    let out = run(&n, &mel_operands(3, 64, 16000, 300., 8000.)).unwrap();
+    assert_eq!(out.shape, vec![33, 3]);
+    let mut want = vec![0f32; 33 * 3];
+    let mut set = |row: usize, col: usize, v: f32| want[row * 3 + col] = v;
+    for (row, v) in [(2, 0.5), (3, 1.), (4, 2. / 3.), (5, 1. / 3.)] {
+        set(row, 0, v);
+    }
+    for row in 4..=11 {
+        let v = if row <= 6 {
+            (row - 3) as f32 / 3.
+        } else {
+            (12 - row) as f32 / 6.
+        };
+        set(row, 1, v);
+    }
+    for row in 7..=19 {
+        let v = if row <= 12 {
+            (row - 6) as f32 / 6.
+        } else {
+            (20 - row) as f32 / 8.
+        };
+        set(row, 2, v);
+    }
+    assert_close(out.values::<f32>(), &want, 1e-7);
+    // Points on bins 1, 3, 5 and 7; an i64 output truncates every fraction to 0.
+    let n = node(
+        OpKind::MelWeightMatrix,
+        5,
+        &[("output_datatype", Attr::Int(7))],
+    );
+    let out = run(&n, &mel_operands(2, 20, 1000, 50., 500.)).unwrap();
+    assert_eq!(out.shape, vec![11, 2]);
+    let mut want = vec![0i64; 22];
+    (want[3 * 2], want[5 * 2 + 1]) = (1, 1);
+    assert_eq!(out.values::<i64>(), want);
+}
+
+#[test]
+fn mel_weight_matrix_refuses_bad_scalars() {
+    let n = node(OpKind::MelWeightMatrix, 5, &[]);
+    // No sample rate, an upper edge past the spectrum, no mel bins, a bad output type.
+    assert!(run(&n, &mel_operands(3, 64, 0, 300., 8000.)).is_err());
+    let err = run(&n, &mel_operands(3, 64, 16000, 300., 40000.))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the spectrum's 33 bins"), "{err}");
+    assert!(run(&n, &mel_operands(0, 64, 16000, 300., 8000.)).is_err());
+    let bad = node(
+        OpKind::MelWeightMatrix,
+        5,
+        &[("output_datatype", Attr::Int(8))],
+    );
+    assert!(run(&bad, &mel_operands(3, 64, 16000, 300., 8000.)).is_err());
+}

@@ -1,5 +1,5 @@
-//! CausalConvWithState, Col2Im, DeformConv, MaxUnpool, ConvInteger and MatMulInteger against
-//! hand-computed values.
+//! CausalConvWithState, Col2Im, DeformConv, MaxUnpool, ConvInteger, MatMulInteger and
+//! RoiAlign against hand-computed values.
 
 use super::*;
 
@@ -333,4 +333,116 @@ fn deform_conv_padding_and_offset_groups() {
     let w2 = f32t(&[1, 2, 2, 2], &[1.; 8]);
     let outs = run_all(&n, &[x2, w2, f32t(&[1, 16, 2, 2], &o)], 1).unwrap();
     assert_bits(&f32s(&outs[0]), &[20., 19., 44., 37.]);
+}
+
+/// RoiAlign's operands: one image of two channels `[1, 2, 3, 4]` (channel 0 `0.5 * i -
+/// 3`, channel 1 its square), a box inside it, one reaching past its right and bottom
+/// edges, and one wholly outside its top-left corner.
+fn roi_operands() -> [Tensor; 3] {
+    let mut x: Vec<f32> = (0..12).map(|i| 0.5 * i as f32 - 3.).collect();
+    x.extend((12..24).map(|i| (0.5 * i as f32 - 3.).powi(2)));
+    let rois = [0., 0., 4., 3., 1., 0.5, 7., 5., -3., -3., -1.5, -2.];
+    [
+        f32t(&[1, 2, 3, 4], &x),
+        f32t(&[3, 4], &rois),
+        typed(DType::I64, &[3], &[0i64, 0, 0]),
+    ]
+}
+
+fn roi_node(attrs: &[(&str, Attr)]) -> Node {
+    node(OpKind::RoiAlign, 3, attrs)
+}
+
+fn str_attr(v: &str) -> Attr {
+    Attr::Str(v.into())
+}
+
+// The expected values below come from a plain-Python transcription of ONNX's
+// definition (per-sample bilinear corner terms in f64), run separately and rounded to f32.
+
+#[test]
+fn roi_align_half_pixel_avg_with_a_fixed_grid() {
+    let attrs = [
+        ("output_height", Attr::Int(2)),
+        ("output_width", Attr::Int(2)),
+        ("sampling_ratio", Attr::Int(2)),
+        ("spatial_scale", Attr::Float(0.5)),
+    ];
+    let outs = run_all(&roi_node(&attrs), &roi_operands(), 1).unwrap();
+    assert_eq!(outs[0].shape, vec![3, 2, 2, 2]);
+    #[rustfmt::skip]
+    let want = [
+        -2.875, -2.4375, -1.6875, -1.25, 9.914_062_5, 12.875, 19.5625, 23.5625,
+        -2.0, -1.25, 0.25, 1.0, 16.9375, 23.5, 40.125, 50.0625,
+        // Every sample of the third box lies more than a pixel outside: all 0.
+        0., 0., 0., 0., 0., 0., 0., 0.,
+    ];
+    assert_close(&f32s(&outs[0]), &want, 1e-6);
+}
+
+#[test]
+fn roi_align_output_half_pixel_max_and_adaptive_grids() {
+    let attrs = [
+        (
+            "coordinate_transformation_mode",
+            str_attr("output_half_pixel"),
+        ),
+        ("mode", str_attr("max")),
+        ("output_height", Attr::Int(2)),
+        ("output_width", Attr::Int(2)),
+        ("spatial_scale", Attr::Float(0.5)),
+    ];
+    let outs = run_all(&roi_node(&attrs), &roi_operands(), 1).unwrap();
+    #[rustfmt::skip]
+    let want = [
+        -0.09375, 0.0, 0.09375, 0.125, 5.671875, 6.75, 13.234375, 15.75,
+        0.123_046_875, 0.453125, 1.3125, 2.5, 23.987_305, 38.289_063, 49.21875, 72.25,
+        // The third box grows to 1 x 1; its last bin's one sample reads pixel (0, 0)
+        // with weight 1 and three zero-weighted corners, so the largest term of channel
+        // 0 (-3) is a zero term, as in ONNX's reference.
+        0., 0., 0., 0., 0., 0., 0., 9.,
+    ];
+    assert_close(&f32s(&outs[0]), &want, 1e-6);
+    // avg, one row of two bins, adaptive grids of 5 x 3 (second box) samples.
+    let attrs = [
+        (
+            "coordinate_transformation_mode",
+            str_attr("output_half_pixel"),
+        ),
+        ("output_width", Attr::Int(2)),
+    ];
+    let outs = run_all(&roi_node(&attrs), &roi_operands(), 1).unwrap();
+    assert_eq!(outs[0].shape, vec![3, 2, 1, 2]);
+    #[rustfmt::skip]
+    let want = [
+        0.166_666_67, 1.041_666_6, 40.375, 51.854_168,
+        0.82, 0., 33.3, 0.,
+        0., 0., 0., 0.,
+    ];
+    assert_close(&f32s(&outs[0]), &want, 1e-5);
+}
+
+#[test]
+fn roi_align_refuses_bad_batch_indices_and_attributes() {
+    let [x, rois, _] = roi_operands();
+    let n = roi_node(&[]);
+    let bad = typed(DType::I64, &[3], &[0i64, 1, 0]);
+    assert!(run_all(&n, &[x.clone(), rois.clone(), bad], 1).is_err());
+    let negative = typed(DType::I64, &[3], &[0i64, -1, 0]);
+    assert!(run_all(&n, &[x.clone(), rois.clone(), negative], 1).is_err());
+    let idx = typed(DType::I64, &[3], &[0i64, 0, 0]);
+    for attrs in [
+        [("mode", str_attr("median"))],
+        [("coordinate_transformation_mode", str_attr("asymmetric"))],
+        [("output_height", Attr::Int(0))],
+        [("sampling_ratio", Attr::Int(-1))],
+    ] {
+        let n = roi_node(&attrs);
+        assert!(run_all(&n, &[x.clone(), rois.clone(), idx.clone()], 1).is_err());
+    }
+    // rois of another dtype than X, and batch_indices of the wrong length.
+    let r16 = f16t(&[3, 4], &[0.; 12]);
+    assert!(run_all(&n, &[x.clone(), r16, idx], 1).is_err());
+    let short = typed(DType::I64, &[2], &[0i64, 0]);
+    assert!(run_all(&n, &[x, rois, short], 1).is_err());
 }

@@ -513,3 +513,74 @@ fn reverse_sequence_refuses_bad_lengths_and_axes() {
     );
     assert!(run(&same, &[x, i64t(&[3], &[1, 1, 1])]).is_err());
 }
+
+/// TensorScatter's operands: a cache `[2, 1, 4, 2]` holding 0..16 and an update of two
+/// steps holding -1..=-8.
+fn scatter_operands() -> (Tensor, Tensor) {
+    let past: Vec<f32> = (0..16).map(|v| v as f32).collect();
+    let update: Vec<f32> = (1..=8).map(|v| -v as f32).collect();
+    (f32t(&[2, 1, 4, 2], &past), f32t(&[2, 1, 2, 2], &update))
+}
+
+// Expected values from ONNX's reference implementation of TensorScatter, run separately.
+#[test]
+fn tensor_scatter_linear_circular_and_default_indices() {
+    let (past, update) = scatter_operands();
+    let n = node(OpKind::TensorScatter, 3, &[]);
+    let (shape, y) = run_f32(&n, &[past.clone(), update.clone(), i64t(&[2], &[2, 0])]);
+    assert_eq!(shape, vec![2, 1, 4, 2]);
+    #[rustfmt::skip]
+    let want = [0., 1., 2., 3., -1., -2., -3., -4., -5., -6., -7., -8., 12., 13., 14., 15.];
+    assert_eq!(y, want);
+    let circular = node(
+        OpKind::TensorScatter,
+        3,
+        &[("mode", Attr::Str("circular".into()))],
+    );
+    let (_, y) = run_f32(
+        &circular,
+        &[past.clone(), update.clone(), i64t(&[2], &[3, 1])],
+    );
+    #[rustfmt::skip]
+    let want = [-3., -4., 2., 3., 4., 5., -1., -2., 8., 9., -5., -6., -7., -8., 14., 15.];
+    assert_eq!(y, want);
+    // Without write indices every batch entry writes from step 0.
+    let n = node(OpKind::TensorScatter, 2, &[]);
+    let (_, y) = run_f32(&n, &[past, update]);
+    #[rustfmt::skip]
+    let want = [-1., -2., -3., -4., 4., 5., 6., 7., -5., -6., -7., -8., 12., 13., 14., 15.];
+    assert_eq!(y, want);
+    // The last axis of a 3-D cache of i64, one step per row.
+    let n = node(OpKind::TensorScatter, 3, &[("axis", Attr::Int(-1))]);
+    let past = i64t(&[2, 3, 2], &(0..12).collect::<Vec<_>>());
+    let update = i64t(&[2, 3, 1], &[100, 101, 102, 200, 201, 202]);
+    let out = run(&n, &[past, update, i64t(&[2], &[1, 0])]).unwrap();
+    assert_eq!(
+        out.values::<i64>(),
+        [0, 100, 2, 101, 4, 102, 200, 7, 201, 9, 202, 11]
+    );
+}
+
+#[test]
+fn tensor_scatter_refuses_bad_indices_shapes_and_axes() {
+    let (past, update) = scatter_operands();
+    let n = node(OpKind::TensorScatter, 3, &[]);
+    // Linear writes may not pass the end; no index may be negative.
+    let err = run(&n, &[past.clone(), update.clone(), i64t(&[2], &[3, 0])])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("passes the cache's 4"), "{err}");
+    assert!(run(&n, &[past.clone(), update.clone(), i64t(&[2], &[0, -1])]).is_err());
+    // Write indices per batch entry, an update longer than the cache, axis 0, a bad mode.
+    assert!(run(&n, &[past.clone(), update.clone(), i64t(&[3], &[0, 0, 0])]).is_err());
+    let long = f32t(&[2, 1, 5, 2], &[0.; 20]);
+    assert!(run(&n, &[past.clone(), long, i64t(&[2], &[0, 0])]).is_err());
+    let batch_axis = node(OpKind::TensorScatter, 2, &[("axis", Attr::Int(0))]);
+    assert!(run(&batch_axis, &[past.clone(), update.clone()]).is_err());
+    let mode = node(
+        OpKind::TensorScatter,
+        2,
+        &[("mode", Attr::Str("ring".into()))],
+    );
+    assert!(run(&mode, &[past, update]).is_err());
+}

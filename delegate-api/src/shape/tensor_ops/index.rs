@@ -1,10 +1,10 @@
 //! Shape rules of the indexing ops (GatherElements, ScatterElements, GatherND, ScatterND),
-//! the running and masking ops (CumSum, Trilu) and the block rearrangements (DepthToSpace,
+//! the running and masking ops (CumSum, Trilu, ReverseSequence), TensorScatter and the block rearrangements (DepthToSpace,
 //! SpaceToDepth). None of them depends on operand values: CumSum's axis and Trilu's `k`
 //! may be run-time tensors.
 
 use super::{Operands, Outputs};
-use crate::ir::{DType, OpKind};
+use crate::ir::{DType, Node, OpKind};
 use crate::shape::normalize_axis;
 
 fn index_dtype(op: OpKind, what: &str, d: DType) -> Result<(), String> {
@@ -74,6 +74,63 @@ pub(super) fn reverse_sequence(ops: &Operands<'_>) -> Result<Outputs, String> {
         ));
     }
     Ok(vec![(*dtype, x.clone())])
+}
+
+/// TensorScatter: the cache's shape; `update` of its dtype and rank, equal extents but
+/// along `axis` (not 0), where it is at most the cache's; `write_indices` i64 `[batch]`
+/// or omitted; `mode` `linear` or `circular`.
+pub(super) fn tensor_scatter(ops: &Operands<'_>) -> Result<Outputs, String> {
+    let (dtype, past) = ops.x()?;
+    if !(2..=3).contains(&ops.inputs.len()) {
+        return Err(format!(
+            "TensorScatter takes 2 or 3 inputs (past_cache, update, write_indices), got {}",
+            ops.inputs.len()
+        ));
+    }
+    let axis = tensor_scatter_axis(ops.node, past.len())?;
+    let (du, update) = ops.input(1)?;
+    let fits = update.len() == past.len()
+        && update
+            .iter()
+            .zip(past)
+            .enumerate()
+            .all(|(i, (&u, &p))| if i == axis { u <= p } else { u == p });
+    if du != dtype || !fits {
+        return Err(format!(
+            "TensorScatter update must be {dtype} shaped like past_cache {past:?} with at most {} steps on axis {axis}, got {du} {update:?}",
+            past[axis]
+        ));
+    }
+    if ops.inputs.len() == 3 && ops.inputs[2].1[..] != [0] {
+        let (di, w) = ops.input(2)?;
+        if *di != DType::I64 || w[..] != [past[0]] {
+            return Err(format!(
+                "TensorScatter write_indices must be i64 [{}], got {di} {w:?}",
+                past[0]
+            ));
+        }
+    }
+    match ops.node.attr_str("mode", "linear") {
+        "linear" | "circular" => Ok(vec![(*dtype, past.clone())]),
+        m => Err(format!(
+            "TensorScatter mode '{m}' is not linear or circular"
+        )),
+    }
+}
+
+/// TensorScatter's sequence axis for a cache of `rank`: `axis` (default -2) normalized;
+/// it may not be 0, the batch axis the write indices are per.
+pub fn tensor_scatter_axis(node: &Node, rank: usize) -> Result<usize, String> {
+    if rank < 2 {
+        return Err(format!(
+            "TensorScatter needs a past_cache of rank >= 2 ([batch, ..., sequence, ...]), got rank {rank}"
+        ));
+    }
+    let axis = normalize_axis(node.attr_int("axis", -2), rank)?;
+    if axis == 0 {
+        return Err("TensorScatter axis may not be 0, the batch axis".into());
+    }
+    Ok(axis)
 }
 
 /// GatherElements: the indices' shape, of the data's rank.
