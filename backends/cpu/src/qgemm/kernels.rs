@@ -136,6 +136,16 @@ impl QKernel {
             .unwrap_or(&PORTABLE)
     }
 
+    /// Whether the driver's exact i32 stage ([`IntOut`], MatMulInteger and ConvInteger)
+    /// may run on this kernel. The NEON kernels read the activation bytes as signed
+    /// (`sdot`, `smull`), which the QDQ path's requantization accounts for but the i32
+    /// stage's zero-point corrections do not: under qemu their sums were off by
+    /// `128 * sum(w)` (16384 for one element of 128 by 128), so the portable kernel runs
+    /// those products on Arm until the corrections learn the signed form.
+    pub fn exact_ints(&self) -> bool {
+        !matches!(self.id, QKernelId::Neon | QKernelId::NeonDot)
+    }
+
     /// Which kernel this is.
     pub fn id(&self) -> QKernelId {
         self.id
