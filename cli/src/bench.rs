@@ -45,6 +45,12 @@ pub struct BenchArgs {
     /// Loads timed for `load_ms` (the median is reported).
     #[arg(long, default_value_t = 5)]
     load_runs: usize,
+    /// After the timed runs, as many again with profiling on, and a table of where the
+    /// time goes: each host node, delegated partition and plugin event (ABI 1.1 profile
+    /// events) with its median wall time over those runs and its share of the run, then
+    /// the totals per kind of work. The latencies above are measured without profiling.
+    #[arg(long)]
+    profile: bool,
 }
 
 /// Times `a.model` and prints the latencies, as text or one JSON line.
@@ -112,6 +118,18 @@ pub fn bench(a: BenchArgs) -> Result<()> {
         eprintln!("baton: synthesised inputs: {}", synthesised.join(", "));
     }
     let r = baton_runtime_host::bench::measure(&mut session, &inputs, a.warmup, a.runs)?;
+    let profile = if a.profile {
+        session.set_profiling(true);
+        let mut p = Profile::default();
+        for _ in 0..a.runs.max(1) {
+            session.run(&inputs)?;
+            p.add(session.timeline());
+        }
+        session.set_profiling(false);
+        Some(p)
+    } else {
+        None
+    };
     let per = session.nodes_per_backend();
     let held = session.held_bytes();
     let delegates = session.delegate_memory();
@@ -147,6 +165,7 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             "delegate_retained_bytes": delegate_total(|m| m.retained_bytes),
             "delegate_kept_blob_bytes": delegates.iter().map(|m| m.kept_blob_bytes).sum::<usize>(),
             "delegate_memory_unreported": delegates.iter().filter(|m| m.memory.is_none()).count(),
+            "profile": profile.as_ref().map(Profile::json),
         });
         println!("{line}");
     } else {
@@ -166,8 +185,140 @@ pub fn bench(a: BenchArgs) -> Result<()> {
             "load: median {load_ms:.3} ms over {} loads (from opening the file to a session ready to run)",
             a.load_runs.max(1)
         );
+        if let Some(p) = &profile {
+            p.print();
+        }
     }
     Ok(())
+}
+
+/// Per-step and per-event wall times over several profiled runs, keyed by position in the
+/// timeline: a session runs the same steps in the same order every time (a staged model's
+/// regions may differ between runs, so rows are matched by name as well).
+#[derive(Default)]
+struct Profile {
+    runs: usize,
+    /// (target, kind, name, depth: 0 a step, 1 a plugin event of the step above) and the
+    /// wall times seen, one per run.
+    rows: Vec<(String, String, String, u8, Vec<u64>)>,
+    totals: Vec<u64>,
+}
+
+impl Profile {
+    fn add(&mut self, steps: &[baton_runtime_host::trace::StepTiming]) {
+        let mut k = 0;
+        let mut put = |rows: &mut Vec<(String, String, String, u8, Vec<u64>)>,
+                       target: &str,
+                       kind: &str,
+                       name: &str,
+                       depth: u8,
+                       ns: u64| {
+            let same = rows
+                .get(k)
+                .is_some_and(|r| r.2 == name && r.1 == kind && r.3 == depth);
+            if !same {
+                // A new row (first run), or a run whose steps differ from the first:
+                // find the row by name, else append it.
+                k = rows
+                    .iter()
+                    .position(|r| r.2 == name && r.1 == kind && r.3 == depth)
+                    .unwrap_or_else(|| {
+                        rows.push((target.into(), kind.into(), name.into(), depth, Vec::new()));
+                        rows.len() - 1
+                    });
+            }
+            rows[k].4.push(ns);
+            k += 1;
+        };
+        for s in steps {
+            put(&mut self.rows, &s.target, &s.kind, &s.name, 0, s.dur_ns);
+            for e in &s.events {
+                put(&mut self.rows, "", &e.kind, &e.name, 1, e.wall_ns);
+            }
+        }
+        self.totals.push(steps.iter().map(|s| s.dur_ns).sum());
+        self.runs += 1;
+    }
+
+    fn median(v: &[u64]) -> u64 {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    }
+
+    /// Median microseconds per kind of work over the plugin events and host steps (not the
+    /// partitions, whose time their events already carry), largest first.
+    fn per_kind(&self) -> Vec<(String, f64)> {
+        let mut kinds: Vec<(String, f64)> = Vec::new();
+        for (target, kind, _, depth, v) in &self.rows {
+            let leaf = *depth == 1 || (kind != "partition" && target.starts_with("host"));
+            if !leaf {
+                continue;
+            }
+            let us = Self::median(v) as f64 / 1e3;
+            match kinds.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, t)) => *t += us,
+                None => kinds.push((kind.clone(), us)),
+            }
+        }
+        kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
+        kinds
+    }
+
+    fn print(&self) {
+        let total = Self::median(&self.totals) as f64 / 1e3;
+        println!(
+            "profile: median over {} profiled runs, run total {total:.1} us",
+            self.runs
+        );
+        println!(
+            "{:<16} {:<18} {:<48} {:>10} {:>7}",
+            "target", "kind", "step", "median_us", "share"
+        );
+        for (target, kind, name, depth, v) in &self.rows {
+            let us = Self::median(v) as f64 / 1e3;
+            let name = if *depth == 1 {
+                format!("  {name}")
+            } else {
+                name.clone()
+            };
+            println!(
+                "{target:<16} {kind:<18} {name:<48} {us:>10.1} {:>6.1}%",
+                100.0 * us / total.max(1e-9)
+            );
+        }
+        println!("per kind (plugin events and host nodes):");
+        for (kind, us) in self.per_kind() {
+            println!(
+                "  {kind:<18} {us:>10.1} us {:>6.1}%",
+                100.0 * us / total.max(1e-9)
+            );
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = self
+            .rows
+            .iter()
+            .map(|(target, kind, name, depth, v)| {
+                serde_json::json!({
+                    "target": target, "kind": kind, "name": name,
+                    "plugin_event": *depth == 1,
+                    "median_us": Self::median(v) as f64 / 1e3,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "runs": self.runs,
+            "total_median_us": Self::median(&self.totals) as f64 / 1e3,
+            "steps": rows,
+            "per_kind_us": self
+                .per_kind()
+                .into_iter()
+                .map(|(k, us)| (k, us.into()))
+                .collect::<serde_json::Map<_, _>>(),
+        })
+    }
 }
 
 /// A deterministic input: floats uniform in [-1, 1) (a small LCG, seeded per input), every

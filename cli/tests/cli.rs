@@ -289,6 +289,60 @@ fn bench_prints_one_json_line_with_the_figures() {
     assert!(stdout.contains("median"), "{stdout}");
 }
 
+/// `bench --profile` runs again with profiling on and reports each step and plugin event
+/// with its median time; the latency figures stay those of the unprofiled runs.
+#[test]
+fn bench_profile_reports_steps_and_plugin_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, _) = example();
+    let args = |json: bool| {
+        let mut v = vec![
+            "bench",
+            model.to_str().unwrap(),
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+            "--profile",
+        ];
+        if json {
+            v.push("--json");
+        }
+        baton(&v, dir.path())
+    };
+    let o = args(true);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let p = &v["profile"];
+    assert_eq!(p["runs"], 3, "{v}");
+    let steps = p["steps"].as_array().unwrap();
+    let partitions: Vec<_> = steps.iter().filter(|s| s["kind"] == "partition").collect();
+    assert!(!partitions.is_empty(), "{p}");
+    assert!(partitions.iter().all(|s| s["target"] == "cpu"), "{p}");
+    let events: Vec<_> = steps.iter().filter(|s| s["plugin_event"] == true).collect();
+    assert!(!events.is_empty(), "the CPU plugin reports its ops: {p}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["median_us"].as_f64().unwrap() >= 0.0
+                && !e["name"].as_str().unwrap().is_empty()),
+        "{p}"
+    );
+    let kinds = p["per_kind_us"].as_object().unwrap();
+    assert!(!kinds.is_empty() && !kinds.contains_key("partition"), "{p}");
+    assert!(p["total_median_us"].as_f64().unwrap() > 0.0, "{p}");
+
+    let o = args(false);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("profile: median over 3 profiled runs"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("per kind"), "{stdout}");
+}
+
 /// `y = x + h`, `h_next = y * 1`: a running sum with its state carried by `--stream`.
 #[test]
 fn run_stream_iterates_chunks_carries_state_and_stacks_outputs() {
