@@ -20,7 +20,14 @@ static MASKS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 
 /// The contract of [`super::MicroKernel::run`], and the CPU must support AVX2 and FMA.
 pub(super) unsafe fn kernel(t: &TileArgs) {
     // SAFETY: forwarded from the caller.
-    unsafe { tile(t) }
+    unsafe {
+        // At most 8 columns: one vector per row, half the FMAs (as in the AVX-512 kernel).
+        if t.cols <= 8 {
+            tile::<1>(t)
+        } else {
+            tile::<2>(t)
+        }
+    }
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -29,36 +36,34 @@ unsafe fn mask(n: usize) -> __m256i {
     unsafe { _mm256_loadu_si256(MASKS.as_ptr().add(8 - n.min(8)).cast()) }
 }
 
+/// The tile over `V` (1 or 2) vectors of 8 columns per row.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile(t: &TileArgs) {
+unsafe fn tile<const V: usize>(t: &TileArgs) {
     // SAFETY (whole body): as in the AVX-512 kernel: the panel from `wo`, `kc` floats per
     // row pointer, `ks * MR` offsets, and the first `t.cols` elements of the stored rows of
     // `C` (read too with `accumulate`) and of each add; masked-off lanes are not accessed.
     unsafe {
-        let (m0, m1) = (mask(t.cols), mask(t.cols.saturating_sub(8)));
-        let mut acc = if t.accumulate {
+        let m: [__m256i; V] = std::array::from_fn(|v| mask(t.cols.saturating_sub(8 * v)));
+        let mut acc: [[__m256; V]; MR] = if t.accumulate {
             // Rows past `rows` repeat the last one: computed, never stored.
             std::array::from_fn(|i| {
                 let c = t.c.wrapping_add(i.min(t.rows - 1) * t.ldc);
-                [
-                    _mm256_maskload_ps(c, m0),
-                    _mm256_maskload_ps(c.wrapping_add(8), m1),
-                ]
+                std::array::from_fn(|v| _mm256_maskload_ps(c.wrapping_add(8 * v), m[v]))
             })
         } else {
-            [[_mm256_loadu_ps(t.w), _mm256_loadu_ps(t.w.add(8))]; MR]
+            [std::array::from_fn(|v| _mm256_loadu_ps(t.w.add(8 * v))); MR]
         };
         let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
             let a = t.tap_rows::<MR>(tap);
             for k in 0..t.kc {
-                let b0 = _mm256_loadu_ps(w);
-                let b1 = _mm256_loadu_ps(w.add(8));
+                let b: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));
                 w = w.add(NR);
                 for i in 0..MR {
                     let ai = _mm256_broadcast_ss(&*a[i].add(k));
-                    acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-                    acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+                    for v in 0..V {
+                        acc[i][v] = _mm256_fmadd_ps(ai, b[v], acc[i][v]);
+                    }
                 }
             }
         }
@@ -67,30 +72,28 @@ unsafe fn tile(t: &TileArgs) {
             if i >= t.rows {
                 break;
             }
-            let mut v: [__m256; 2] = *acc;
+            let mut x: [__m256; V] = *acc;
             for add in &t.adds[..t.nadds] {
                 let p = add.ptr.wrapping_add(i * add.rs);
                 let s = _mm256_set1_ps(add.scale);
-                let x = if add.cs == 0 {
-                    let x = _mm256_set1_ps(*p);
-                    [x, x]
-                } else {
-                    [
-                        _mm256_maskload_ps(p, m0),
-                        _mm256_maskload_ps(p.wrapping_add(8), m1),
-                    ]
-                };
-                v[0] = _mm256_fmadd_ps(s, x[0], v[0]);
-                v[1] = _mm256_fmadd_ps(s, x[1], v[1]);
+                for v in 0..V {
+                    let y = if add.cs == 0 {
+                        _mm256_set1_ps(*p)
+                    } else {
+                        _mm256_maskload_ps(p.wrapping_add(8 * v), m[v])
+                    };
+                    x[v] = _mm256_fmadd_ps(s, y, x[v]);
+                }
             }
             // max(lo, v) then min(hi, v): with `v` second, a NaN in `v` is what comes out.
             let c = t.c.wrapping_add(i * t.ldc);
-            _mm256_maskstore_ps(c, m0, _mm256_min_ps(hi, _mm256_max_ps(lo, v[0])));
-            _mm256_maskstore_ps(
-                c.wrapping_add(8),
-                m1,
-                _mm256_min_ps(hi, _mm256_max_ps(lo, v[1])),
-            );
+            for v in 0..V {
+                _mm256_maskstore_ps(
+                    c.wrapping_add(8 * v),
+                    m[v],
+                    _mm256_min_ps(hi, _mm256_max_ps(lo, x[v])),
+                );
+            }
         }
     }
 }
