@@ -230,15 +230,28 @@ impl QuantizeOp {
                     *o = quantize_stored(v, s, z + bias, lo, hi);
                 }
             }
-            // NCHW in, NHWC out: each channel plane read in order, written at stride `c`.
+            // NCHW in, NHWC out, a block of pixels at a time: each channel's run of the
+            // block quantized in order into a small buffer (that loop vectorizes), then
+            // the block interleaved into the pixels. Quantizing straight to stride `c`
+            // ran element by element (a model's image input: 224 us for 3x224x224).
             (Some((s, z)), Some(l)) => {
+                const BLOCK: usize = 64;
                 let (c, plane) = (l.c, l.plane);
+                let mut tmp = [0u8; BLOCK];
                 for b in 0..l.batch {
                     let src = &x[b * c * plane..(b + 1) * c * plane];
                     let dst = &mut out[b * c * plane..(b + 1) * c * plane];
-                    for (ch, xs) in src.chunks_exact(plane.max(1)).enumerate() {
-                        for (px, &v) in xs.iter().enumerate() {
-                            dst[px * c + ch] = quantize_stored(v, s, z + bias, lo, hi);
+                    for p0 in (0..plane).step_by(BLOCK) {
+                        let n = BLOCK.min(plane - p0);
+                        for ch in 0..c {
+                            let xs = &src[ch * plane + p0..][..n];
+                            for (t, &v) in tmp.iter_mut().zip(xs) {
+                                *t = quantize_stored(v, s, z + bias, lo, hi);
+                            }
+                            let pixels = dst[p0 * c..(p0 + n) * c].iter_mut().skip(ch);
+                            for (d, &t) in pixels.step_by(c).zip(&tmp[..n]) {
+                                *d = t;
+                            }
                         }
                     }
                 }
