@@ -218,6 +218,29 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             group: 1,
             relu: true,
         },
+        // Depthwise with a 5x5 window over a map wide enough for groups of interior
+        // pixels and a remainder, and 20 channels (a full register block and a short one).
+        ConvCase {
+            x_dtype: DType::U8,
+            x: [1, 20, 13, 17],
+            m: 20,
+            k: 5,
+            stride: 1,
+            pad: 2,
+            group: 20,
+            relu: false,
+        },
+        // No padding: every pixel interior.
+        ConvCase {
+            x_dtype: DType::I8,
+            x: [2, 33, 10, 12],
+            m: 33,
+            k: 3,
+            stride: 1,
+            pad: 0,
+            group: 33,
+            relu: true,
+        },
     ];
     for (i, c) in cases.iter().enumerate() {
         check_conv(c, 77 + i as u64);

@@ -426,9 +426,16 @@ mod x86dw {
     /// The most taps whose widened weights [`rows`] keeps for a whole output row.
     pub(super) const MAX_TAPS: usize = 25;
 
-    /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened to
-    /// i32 once and kept for the whole output row, then every pixel of the row sums its
-    /// taps inside the input. The requantization is `block`'s.
+    /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
+    /// and kept for the whole output row, then every pixel of the row sums its taps
+    /// inside the input. The requantization is `block`'s.
+    ///
+    /// Pixels whose window is inside the input sum `x * w` in f32 with one FMA per tap and
+    /// subtract `za * sum(w)` once: every product (at most 255 * 128) and every partial
+    /// sum (at most [`MAX_TAPS`] of them, under 2^20) is an integer f32 holds exactly, so
+    /// the result is the integer sum, bit for bit, at about half the instructions of
+    /// widening, subtracting, `vpmulld` and adding per tap. Edge pixels read the zero
+    /// point for the taps in the padding, so the same subtraction cancels them.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows(
@@ -443,8 +450,9 @@ mod x86dw {
         let (c, nt) = (g.c, g.kh * g.kw);
         assert!(nt <= MAX_TAPS, "too many depthwise taps for the row kernel");
         let zav = _mm512_set1_epi32(za);
+        let zaf = _mm512_set1_ps(za as f32);
         let start = rows.start;
-        let mut wv = [_mm512_setzero_si512(); MAX_TAPS];
+        let mut wf = [_mm512_setzero_ps(); MAX_TAPS];
         // Each tap's byte offset from the window's top-left pixel, for the pixels whose
         // whole window is inside the input (no per-tap bounds).
         let mut toff = [0usize; MAX_TAPS];
@@ -462,11 +470,16 @@ mod x86dw {
             for c0 in (0..c).step_by(LANES) {
                 let lanes = LANES.min(c - c0);
                 let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
-                for (t, w) in wv.iter_mut().enumerate().take(nt) {
+                let mut wsum = _mm512_setzero_si512();
+                for t in 0..nt {
                     let ws = &taps[t * c + c0..][..lanes];
                     // SAFETY: masked to the `lanes` elements of the checked slice.
-                    *w = _mm512_cvtepi16_epi32(unsafe { _mm256_maskz_loadu_epi16(k, ws.as_ptr()) });
+                    let wv =
+                        _mm512_cvtepi16_epi32(unsafe { _mm256_maskz_loadu_epi16(k, ws.as_ptr()) });
+                    wf[t] = _mm512_cvtepi32_ps(wv);
+                    wsum = _mm512_add_epi32(wsum, wv);
                 }
+                let zw = _mm512_mullo_epi32(zav, wsum);
                 let (off, sc) = (&q.offset[c0..][..lanes], &q.scale[c0..][..lanes]);
                 // SAFETY: masked to the `lanes` elements of the checked slices.
                 let (off, sc) = unsafe {
@@ -475,34 +488,129 @@ mod x86dw {
                         _mm512_maskz_loadu_ps(k, sc.as_ptr()),
                     )
                 };
-                for ox in 0..g.ow {
-                    let mut acc = _mm512_setzero_si512();
-                    if row_in && inside(ox, g.sw, g.pw, g.kw, g.dw, g.w) {
-                        let base = ((b * g.h + oy * g.sh - g.ph) * g.w + ox * g.sw - g.pw) * c + c0;
-                        for (&to, &w) in toff.iter().zip(&wv).take(nt) {
-                            let xs = &x[base + to..][..lanes];
-                            // SAFETY: masked to the `lanes` elements of the checked slice.
-                            let xv = unsafe { _mm_maskz_loadu_epi8(k, xs.as_ptr() as *const i8) };
-                            let xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(xv), zav);
-                            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, w));
+                // Interior pixels (whole window inside the input) come in groups of
+                // `P`: each tap's weights serve `P` independent accumulators, which hides
+                // the FMA latency that one pixel's chain of taps exposes.
+                let (lo_x, hi_x) = interior(g, row_in);
+                let mut ox = 0;
+                while ox < g.ow {
+                    if ox >= lo_x && ox + P <= hi_x {
+                        let f =
+                            sum_window::<P>(g, x, &toff[..nt], &wf[..nt], (b, oy, ox), c0, lanes);
+                        for (p, f) in f.iter().enumerate() {
+                            let acc = _mm512_sub_epi32(_mm512_cvtps_epi32(*f), zw);
+                            store(
+                                out,
+                                ((row - start) * g.ow + ox + p) * c + c0,
+                                k,
+                                requant16(acc, off, sc, q),
+                            );
                         }
-                    } else {
-                        Pixel { b, oy, ox }.each_tap(g, |px, t| {
-                            let xs = &x[px * c + c0..][..lanes];
-                            // SAFETY: masked to the `lanes` elements of the checked slice.
-                            let xv = unsafe { _mm_maskz_loadu_epi8(k, xs.as_ptr() as *const i8) };
-                            let xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(xv), zav);
-                            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, wv[t]));
-                        });
+                        ox += P;
+                        continue;
                     }
-                    let o = ((row - start) * g.ow + ox) * c + c0;
-                    let d = &mut out[o..o + lanes];
-                    let y = requant16(acc, off, sc, q);
-                    // SAFETY: masked to the `lanes` bytes of the checked slice.
-                    unsafe { _mm_mask_storeu_epi8(d.as_mut_ptr() as *mut i8, k, y) };
+                    let acc = if ox >= lo_x && ox < hi_x {
+                        let [f] =
+                            sum_window::<1>(g, x, &toff[..nt], &wf[..nt], (b, oy, ox), c0, lanes);
+                        _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
+                    } else {
+                        // A tap in the padding reads the zero point, whose term
+                        // `(za - za) * w` is the zero the padding contributes.
+                        let mut f = _mm512_setzero_ps();
+                        for ki in 0..g.kh {
+                            let iy = (oy * g.sh + ki * g.dh)
+                                .checked_sub(g.ph)
+                                .filter(|&v| v < g.h);
+                            for kj in 0..g.kw {
+                                let ix = (ox * g.sw + kj * g.dw)
+                                    .checked_sub(g.pw)
+                                    .filter(|&v| v < g.w);
+                                let xv = match (iy, ix) {
+                                    (Some(iy), Some(ix)) => {
+                                        let xs =
+                                            &x[((b * g.h + iy) * g.w + ix) * c + c0..][..lanes];
+                                        // SAFETY: masked to the `lanes` elements of the checked slice.
+                                        let xv = unsafe {
+                                            _mm_maskz_loadu_epi8(k, xs.as_ptr() as *const i8)
+                                        };
+                                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(xv))
+                                    }
+                                    _ => zaf,
+                                };
+                                f = _mm512_fmadd_ps(xv, wf[ki * g.kw + kj], f);
+                            }
+                        }
+                        _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
+                    };
+                    store(
+                        out,
+                        ((row - start) * g.ow + ox) * c + c0,
+                        k,
+                        requant16(acc, off, sc, q),
+                    );
+                    ox += 1;
                 }
             }
         }
+    }
+
+    /// Interior pixels per group in [`rows`].
+    const P: usize = 4;
+
+    /// The output columns `lo..hi` whose window is inside the input along x (empty when
+    /// the row's window is not inside along y).
+    fn interior(g: &Geom, row_in: bool) -> (usize, usize) {
+        if !row_in || g.w + g.pw < (g.kw - 1) * g.dw + 1 {
+            return (0, 0);
+        }
+        let lo = g.pw.div_ceil(g.sw);
+        // The last column whose window ends inside: ox * sw - pw + (kw - 1) * dw < w.
+        let reach = g.w + g.pw - (g.kw - 1) * g.dw;
+        let hi = reach.div_ceil(g.sw).min(g.ow);
+        (lo.min(hi), hi)
+    }
+
+    /// The f32 sums `x * w` over the window of `N` consecutive output pixels from `ox`,
+    /// for the `lanes` channels from `c0`, every window inside the input.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn sum_window<const N: usize>(
+        g: &Geom,
+        x: &[u8],
+        toff: &[usize],
+        wf: &[__m512],
+        (b, oy, ox): (usize, usize, usize),
+        c0: usize,
+        lanes: usize,
+    ) -> [__m512; N] {
+        let c = g.c;
+        let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
+        let base = ((b * g.h + oy * g.sh - g.ph) * g.w + ox * g.sw - g.pw) * c + c0;
+        let step = g.sw * c;
+        // The furthest byte read: the last pixel's last tap's `lanes` channels.
+        let last = base + (N - 1) * step + toff.last().copied().unwrap_or(0) + lanes;
+        assert!(last <= x.len(), "depthwise window outside the input");
+        let mut f = [_mm512_setzero_ps(); N];
+        for (&to, &w) in toff.iter().zip(wf) {
+            for (p, f) in f.iter_mut().enumerate() {
+                // SAFETY: at most `last` (checked above) and masked to `lanes` bytes.
+                let xv = unsafe {
+                    _mm_maskz_loadu_epi8(k, x.as_ptr().add(base + p * step + to) as *const i8)
+                };
+                *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(xv)), w, *f);
+            }
+        }
+        f
+    }
+
+    /// Stores the masked bytes of `y` at `out[o..]`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn store(out: &mut [u8], o: usize, k: u16, y: __m128i) {
+        let d = &mut out[o..o + (k.count_ones() as usize)];
+        // SAFETY: masked to the `k.count_ones()` bytes of the checked slice (the mask is
+        // the low lanes).
+        unsafe { _mm_mask_storeu_epi8(d.as_mut_ptr() as *mut i8, k, y) };
     }
 
     /// One pixel's block of `d.len()` (at most 16) channels from `c0`: the taps' products
