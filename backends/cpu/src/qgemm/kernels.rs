@@ -136,16 +136,6 @@ impl QKernel {
             .unwrap_or(&PORTABLE)
     }
 
-    /// Whether the driver's exact i32 stage ([`IntOut`], MatMulInteger and ConvInteger)
-    /// may run on this kernel. The NEON kernels read the activation bytes as signed
-    /// (`sdot`, `smull`), which the QDQ path's requantization accounts for but the i32
-    /// stage's zero-point corrections do not: under qemu their sums were off by
-    /// `128 * sum(w)` (16384 for one element of 128 by 128), so the portable kernel runs
-    /// those products on Arm until the corrections learn the signed form.
-    pub fn exact_ints(&self) -> bool {
-        !matches!(self.id, QKernelId::Neon | QKernelId::NeonDot)
-    }
-
     /// Which kernel this is.
     pub fn id(&self) -> QKernelId {
         self.id
@@ -309,7 +299,9 @@ fn row_sums(g: &QGemm<'_>, r0: usize, rows: usize) -> [i32; MR_MAX] {
 }
 
 /// Stores rows `r0..r0 + rows`, columns `j0..j0 + cols` of a finished tile as exact i32
-/// (see [`IntOut`]).
+/// (see [`IntOut`]). `signed`: the kernel summed `(a - 128) * w` (the NEON kernels read
+/// activation bytes as signed), so `128 * colsum` is added back first, wrapping like
+/// every other step, which gives the unsigned kernels' raw sum exactly.
 ///
 /// # Safety
 /// Every element written is inside the buffer behind `out` (bounds check).
@@ -317,19 +309,23 @@ fn row_sums(g: &QGemm<'_>, r0: usize, rows: usize) -> [i32; MR_MAX] {
 #[allow(clippy::too_many_arguments)]
 unsafe fn store_ints(
     io: &IntOut<'_>,
+    g: &QGemm<'_>,
+    signed: bool,
     acc: &[i32; MR_MAX * NR],
     sums: &[i32; MR_MAX],
-    r0: usize,
-    rows: usize,
-    j0: usize,
-    cols: usize,
+    (r0, rows): (usize, usize),
+    (j0, cols): (usize, usize),
     out: OutPtr,
 ) {
     let (mut ccol, mut zw) = ([0i32; NR], [0i32; NR]);
+    let mut back = [0i32; NR];
     // Element by element, as in `store_tile`: a variable-length copy is a call.
     for (c, (cc, z)) in ccol.iter_mut().zip(&mut zw).take(cols).enumerate() {
         *cc = io.ccol[j0 + c];
         *z = io.zw[j0 + c];
+        if signed {
+            back[c] = g.w.col_sums()[j0 + c].wrapping_mul(128);
+        }
     }
     let dst = out.0 as *mut i32;
     let mut y = [0i32; NR];
@@ -339,6 +335,7 @@ unsafe fn store_ints(
         let a = &acc[r * NR..(r + 1) * NR];
         for c in 0..NR {
             y[c] = a[c]
+                .wrapping_add(back[c])
                 .wrapping_sub(za.wrapping_mul(ccol[c]))
                 .wrapping_sub(zw[c].wrapping_mul(sums[r]));
         }
@@ -378,7 +375,7 @@ struct Fin {
 /// # Safety
 /// As [`QKernel::tiles`]; `tile` is safe to call on the pointers handed to it.
 #[inline(always)]
-unsafe fn drive<const MR: usize>(
+unsafe fn drive<const MR: usize, const SIGNED: bool>(
     g: &QGemm<'_>,
     rows: Range<usize>,
     panels: Range<usize>,
@@ -437,7 +434,9 @@ unsafe fn drive<const MR: usize>(
                 // SAFETY: forwarded.
                 unsafe {
                     match g.ints {
-                        Some(io) => store_ints(io, &acc, &sums, r0, live, j0, cols, out),
+                        Some(io) => {
+                            store_ints(io, g, SIGNED, &acc, &sums, (r0, live), (j0, cols), out)
+                        }
                         None => store_tile(g, &acc, r0, live, j0, cols, out),
                     }
                 }
@@ -451,7 +450,7 @@ unsafe fn drive<const MR: usize>(
 unsafe fn portable_tiles(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
     // SAFETY: forwarded; the tile reads `4 * c4` bytes per pointer (bounds check).
     unsafe {
-        drive::<4>(g, rows, panels, out, |ptrs, taps, c4, w, acc, init, _| {
+        drive::<4, false>(g, rows, panels, out, |ptrs, taps, c4, w, acc, init, _| {
             let mut a = [0i32; 4 * NR];
             if !init {
                 a.copy_from_slice(&acc[..4 * NR]);
@@ -506,7 +505,7 @@ pub(crate) mod x86 {
     unsafe fn vnni_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
         // SAFETY: forwarded.
         unsafe {
-            drive::<8>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+            drive::<8, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
                 // The folded bias Add's second stage goes through `store_tile`.
                 let fin = fin.filter(|_| g.out.stage2.is_none());
                 vnni_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
@@ -616,7 +615,7 @@ pub(crate) mod x86 {
     unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
         // SAFETY: forwarded.
         unsafe {
-            drive::<4>(g, rows, panels, out, |p, taps, c4, w, acc, init, _| {
+            drive::<4, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, _| {
                 avx2_tile(p, taps, c4, w, acc, init);
                 false
             })

@@ -7,12 +7,10 @@ use baton_delegate_api::shape::{broadcast_shapes, ConvGeometry};
 
 use super::Builder;
 use crate::exec::Op;
-use crate::gemm::Isa;
 use crate::ops::conv::Geom;
 use crate::ops::quant::integer::{IntBatch, IntPath, IntProductOp};
 use crate::ops::quant::linear::{indirection, zero_row};
 use crate::ops::quant::stored_bias;
-use crate::qgemm::QKernel;
 use crate::quant::ints;
 
 /// XOR that turns an 8-bit value's byte into its stored i8 weight: a `u8` weight is
@@ -83,12 +81,7 @@ impl Builder<'_> {
         let flip = weight_flip(wd);
         let x = self.src(xt)?;
         let x_len: usize = shapes[0].iter().product();
-        // See `QKernel::exact_ints`: the NEON kernels are not given the i32 stage.
-        let kernel = if self.qkernel.exact_ints() {
-            self.qkernel
-        } else {
-            QKernel::for_isa(Isa::Portable)
-        };
+        let kernel = self.qkernel;
         if node.op == OpKind::MatMulInteger {
             let a: Vec<usize> = match &shapes[0][..] {
                 [k] => vec![1, *k],

@@ -58,7 +58,7 @@ pub(super) unsafe fn dot_tiles(
 unsafe fn dot_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
     // SAFETY: forwarded; the tile reads what the driver hands it (bounds check).
     unsafe {
-        drive::<DOT_MR>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+        drive::<DOT_MR, true>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
             dot_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
         })
     }
@@ -80,7 +80,7 @@ pub(super) unsafe fn smull_tiles(
 unsafe fn smull_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
     // SAFETY: forwarded; the tile reads what the driver hands it (bounds check).
     unsafe {
-        drive::<SMULL_MR>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+        drive::<SMULL_MR, true>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
             smull_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
         })
     }
