@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """GPU delegates on one machine, in one prepared step: conformance, agreement and speed.
 
-For every GPU delegate plugin found in the build folder (the Vulkan delegate today; the
-wgpu delegate too once it is built), this script
+For every GPU delegate plugin found in the build folder (the Vulkan delegate and the
+wgpu delegate), this script
   1. lists the devices the plugin sees (`baton devices`),
   2. runs the conformance kit on it (`baton-conformance --abi-checks` with the plugin's
      expectations file) and reads the counts from its report,

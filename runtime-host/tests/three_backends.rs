@@ -1,5 +1,6 @@
 //! One model over three backends through the same ABI: the bundled `examples/mixed` model
-//! (an int8 QDQ conv front, a float head) with the policy npu-sim > vulkan > cpu. The
+//! (an int8 QDQ conv front, a float head) with the policy npu-sim > GPU > cpu, the GPU
+//! delegate being the one on vulkano and, in turn, the one on wgpu. The
 //! integer convolutions go to the NPU simulator, float work to the GPU (lavapipe in CI)
 //! where it can, the rest to the CPU plugin or the host; the outputs match the reference
 //! (int8 within one quantization step). With the NPU absent, or no Vulkan device, the same
@@ -18,13 +19,19 @@ use baton_reference as reference;
 use baton_runtime_host::{sample, Config, Engine, Session};
 use common::{config, plugin, q};
 
-fn engine(dir: &std::path::Path, npu_present: bool) -> Engine {
+/// The GPU delegates, by backend name and plugin crate name.
+const GPUS: [(&str, &str); 2] = [
+    ("vulkan", "baton_backend_vulkan"),
+    ("wgpu", "baton_backend_wgpu"),
+];
+
+fn engine(dir: &std::path::Path, npu_present: bool, gpu_plugin: &str) -> Engine {
     let body = format!(
         "[[plugin]]\npath = {}\npriority = 0\noptions = {{ present = {npu_present} }}\n\
          [[plugin]]\npath = {}\npriority = 1\n\
          [[plugin]]\npath = {}\npriority = 2\noptions = {{ threads = 1 }}\n",
         q(&plugin("baton_backend_npu_sim")),
-        q(&plugin("baton_backend_vulkan")),
+        q(&plugin(gpu_plugin)),
         q(&plugin("baton_backend_cpu")),
     );
     Engine::new(Config::load(&config(dir, &body)).unwrap()).unwrap()
@@ -66,48 +73,47 @@ fn count(counts: &BTreeMap<String, usize>, name: &str) -> usize {
 
 #[test]
 fn npu_gpu_and_cpu_share_the_mixed_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine(dir.path(), true);
-    let graph = sample::mixed();
-    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
-    let plan = s.plan.render(&s.graph);
-    let counts = s.nodes_per_backend();
-    // Every Conv is an int8 group on the NPU.
-    for (i, n) in s.graph.nodes.iter().enumerate() {
-        if n.op == OpKind::Conv {
-            let on_npu = matches!(
-                &s.plan.nodes[i].decision,
-                Decision::Delegated { backend, .. } if backend == "npu-sim"
-            );
-            assert!(on_npu, "{} not on the NPU:\n{plan}", n.name);
+    for (gpu, gpu_plugin) in GPUS {
+        let dir = tempfile::tempdir().unwrap();
+        let e = engine(dir.path(), true, gpu_plugin);
+        let graph = sample::mixed();
+        let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+        let plan = s.plan.render(&s.graph);
+        let counts = s.nodes_per_backend();
+        // Every Conv is an int8 group on the NPU.
+        for (i, n) in s.graph.nodes.iter().enumerate() {
+            if n.op == OpKind::Conv {
+                let on_npu = matches!(
+                    &s.plan.nodes[i].decision,
+                    Decision::Delegated { backend, .. } if backend == "npu-sim"
+                );
+                assert!(on_npu, "{} not on the NPU:\n{plan}", n.name);
+            }
         }
+        let gpu_up = e.backends.iter().any(|b| b.name == gpu && b.verdict.passed);
+        if vulkan_required() {
+            assert!(
+                gpu_up,
+                "BATON_REQUIRE_VULKAN=1 but the {gpu} backend did not prove itself"
+            );
+        }
+        if gpu_up {
+            assert!(
+                count(&counts, gpu) > 0,
+                "no float work on the GPU ({gpu}):\n{plan}"
+            );
+        } else {
+            eprintln!("three_backends: no {gpu} device here; the float head runs on the CPU");
+            assert!(count(&counts, "cpu") > 0, "{plan}");
+        }
+        run_and_check(&mut s);
     }
-    let vulkan_up = e
-        .backends
-        .iter()
-        .any(|b| b.name == "vulkan" && b.verdict.passed);
-    if vulkan_required() {
-        assert!(
-            vulkan_up,
-            "BATON_REQUIRE_VULKAN=1 but the Vulkan backend did not prove itself"
-        );
-    }
-    if vulkan_up {
-        assert!(
-            count(&counts, "vulkan") > 0,
-            "no float work on the GPU:\n{plan}"
-        );
-    } else {
-        eprintln!("three_backends: no Vulkan device here; the float head runs on the CPU");
-        assert!(count(&counts, "cpu") > 0, "{plan}");
-    }
-    run_and_check(&mut s);
 }
 
 #[test]
 fn without_the_npu_the_model_runs_on_what_is_left() {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine(dir.path(), false);
+    let e = engine(dir.path(), false, "baton_backend_vulkan");
     // An absent NPU lists no device: the host records the plugin as failed, with why.
     assert!(
         !e.backends.iter().any(|b| b.name == "npu-sim" && b.usable()),

@@ -25,7 +25,7 @@ use vulkano::sync::{self, GpuFuture};
 
 use crate::error::{CallContext, VulkanError};
 use crate::gpu::Gpu;
-use crate::plan::{Plan, Range, Region, WeightSource};
+use baton_gpu_kernels::plan::{Plan, Range, Region, WeightSource};
 
 /// An initialised partition on one device.
 pub struct VulkanExecutable {
@@ -80,7 +80,7 @@ pub(crate) fn build(
     let arena = device_local(plan.arena_size, storage)?;
     let weights = device_local(plan.weights_size, storage)?;
     let params = device_local(plan.params.len() as u64 * 4, storage)?;
-    let dummy = device_local(crate::plan::DUMMY_SIZE, storage)?;
+    let dummy = device_local(baton_gpu_kernels::plan::DUMMY_SIZE, storage)?;
 
     // Weights and parameters go up once, through one staging buffer and one submission.
     let upload_len = plan.weights_size + plan.params.len() as u64 * 4;

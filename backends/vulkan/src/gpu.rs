@@ -33,27 +33,7 @@ use crate::spirv::{self, FloatControls};
 /// so a kernel that ignores a binding still gets a (dummy) buffer there.
 pub(crate) const BINDINGS: u32 = 7;
 
-/// The device facts that shape kernels and decide what is declined. Read from the
-/// device, never assumed: lavapipe has subgroups of 8, real GPUs of 32 or 64.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Limits {
-    /// The subgroup (wave, warp) size; 1 when the device does not say.
-    pub subgroup: u32,
-    /// maxComputeWorkGroupInvocations.
-    pub max_invocations: u32,
-    /// maxComputeWorkGroupSize.
-    pub max_group_size: [u32; 3],
-    /// maxComputeWorkGroupCount.
-    pub max_group_count: [u32; 3],
-    /// maxComputeSharedMemorySize in bytes.
-    pub shared_memory: u32,
-    /// maxStorageBufferRange: the largest range one storage binding may cover.
-    pub max_storage_range: u64,
-    /// shaderFloat16, storageBuffer16BitAccess and uniformAndStorageBuffer16BitAccess
-    /// together: what the `_f16` kernels need (naga declares both 16-bit storage
-    /// capabilities for any f16 type), enabled at device creation when present.
-    pub float16: bool,
-}
+pub(crate) use baton_gpu_kernels::Limits;
 
 /// A physical device that has a compute queue.
 pub(crate) struct Adapter {

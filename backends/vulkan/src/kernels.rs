@@ -11,14 +11,3 @@ pub(crate) fn spirv(kernel: &str, value: u32) -> Option<&'static [u8]> {
         .find(|(k, _, v, _)| *k == kernel && *v == value)
         .map(|(_, _, _, words)| *words)
 }
-
-/// The override values built for `kernel`, ascending.
-pub(crate) fn values(kernel: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = VARIANTS
-        .iter()
-        .filter(|(k, _, _, _)| *k == kernel)
-        .map(|(_, _, v, _)| *v)
-        .collect();
-    v.sort_unstable();
-    v
-}

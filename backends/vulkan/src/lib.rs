@@ -1,6 +1,6 @@
 //! The Baton Vulkan delegate: f32 (and, for some ops, f16) inference on Vulkan compute
 //! through vulkano, with kernels written once in WGSL (`backends/gpu-kernels/wgsl`,
-//! shared with a future wgpu delegate) and compiled to SPIR-V by naga at build time.
+//! shared with the wgpu delegate) and compiled to SPIR-V by naga at build time.
 //!
 //! # Lifecycle
 //!
@@ -36,13 +36,10 @@
 
 #![warn(missing_docs)]
 
-mod blob;
 mod error;
 mod exec;
 mod gpu;
 mod kernels;
-mod lower;
-mod plan;
 mod spirv;
 
 use baton_delegate_api::abi::{concurrency, option_kind};
@@ -55,8 +52,10 @@ use baton_delegate_api::{
 pub use error::VulkanError;
 pub use exec::VulkanExecutable;
 
+use baton_gpu_kernels::lower::{self, Activation, Context};
+use baton_gpu_kernels::{blob, plan, Limits};
+
 use crate::gpu::Gpus;
-use crate::lower::{Activation, Context};
 
 baton_delegate_api::export_delegate!(VulkanDelegate);
 
@@ -194,27 +193,6 @@ impl Delegate for VulkanDelegate {
 }
 
 /// A blob compiled for other limits still runs if every dispatch fits this device.
-fn check_fits(plan: &plan::Plan, limits: &gpu::Limits) -> Result<(), VulkanError> {
-    for s in &plan.steps {
-        let invocations = if s.kernel == "matmul" {
-            s.spec * s.spec
-        } else {
-            s.spec
-        };
-        let too_big = invocations > limits.max_invocations
-            || s.groups
-                .iter()
-                .zip(limits.max_group_count)
-                .any(|(&g, m)| g > m)
-            || s.bindings.iter().any(|r| r.len > limits.max_storage_range);
-        if too_big {
-            return Err(VulkanError::Blob(format!(
-                "kernel {} ({} = {}) does not fit this device's limits; recompile for it",
-                s.kernel,
-                if s.kernel == "matmul" { "TILE" } else { "WG" },
-                s.spec
-            )));
-        }
-    }
-    Ok(())
+fn check_fits(plan: &plan::Plan, limits: &Limits) -> Result<(), VulkanError> {
+    baton_gpu_kernels::check_fits(plan, limits).map_err(VulkanError::Blob)
 }

@@ -5,16 +5,16 @@
 use baton_delegate_api::ir::{Graph, Storage, TensorId};
 use baton_delegate_api::{Constants, Decline, DeclineReason};
 
-use crate::gpu::Limits;
 use crate::lower::{activation_of, lower, Activation, Context, Draft};
+use crate::Limits;
 
 /// Every buffer offset is a multiple of this: the largest minStorageBufferOffsetAlignment
 /// Vulkan allows, so a plan is valid on any device.
-pub(crate) const ALIGN: u64 = 256;
+pub const ALIGN: u64 = 256;
 
 /// Which device buffer a range lies in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Region {
+pub enum Region {
     /// Run-time tensors: inputs, intermediates, outputs.
     Arena = 0,
     /// Constants, uploaded once at init.
@@ -40,21 +40,21 @@ impl Region {
 
 /// A byte range of one region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Range {
+pub struct Range {
     pub region: Region,
     pub offset: u64,
     pub len: u64,
 }
 
 /// Bindings per dispatch: 0-2 operands, 3 output, 4 parameters, 5-6 further outputs.
-pub(crate) const SLOTS: usize = 7;
+pub const SLOTS: usize = 7;
 
 /// Bytes of the dummy buffer: one range per binding slot, so that no two unused bindings
 /// of a dispatch alias (a shared range bound read_write twice would be a hazard).
-pub(crate) const DUMMY_SIZE: u64 = ALIGN * SLOTS as u64;
+pub const DUMMY_SIZE: u64 = ALIGN * SLOTS as u64;
 
 /// The unused-binding range of slot `b`.
-pub(crate) fn dummy(b: usize) -> Range {
+pub fn dummy(b: usize) -> Range {
     Range {
         region: Region::Dummy,
         offset: ALIGN * b as u64,
@@ -64,7 +64,7 @@ pub(crate) fn dummy(b: usize) -> Range {
 
 /// One dispatch, ready to record.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Step {
+pub struct Step {
     pub kernel: String,
     /// The value of the kernel's override constant (workgroup size or tile edge).
     pub spec: u32,
@@ -75,7 +75,7 @@ pub(crate) struct Step {
 
 /// Where a constant's bytes come from at init.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum WeightSource {
+pub enum WeightSource {
     /// The n-th constant view passed to init.
     View(u32),
     /// Carried in the blob (constants inline in the compiled graph).
@@ -84,7 +84,7 @@ pub(crate) enum WeightSource {
 
 /// A constant and its place in the weights buffer.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Weight {
+pub struct Weight {
     pub source: WeightSource,
     pub offset: u64,
     pub len: u64,
@@ -92,7 +92,7 @@ pub(crate) struct Weight {
 
 /// The compiled partition.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The device limits the kernels were chosen for.
     pub limits: Limits,
     pub arena_size: u64,
@@ -106,11 +106,7 @@ pub(crate) struct Plan {
 }
 
 /// Compiles a subgraph for a device with `limits`.
-pub(crate) fn compile(
-    graph: &Graph,
-    consts: &Constants<'_>,
-    limits: Limits,
-) -> Result<Plan, String> {
+pub fn compile(graph: &Graph, consts: &Constants<'_>, limits: Limits) -> Result<Plan, String> {
     let cx = Context {
         graph,
         consts,

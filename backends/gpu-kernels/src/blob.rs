@@ -15,15 +15,15 @@
 
 use baton_delegate_api::bytes::{ByteReader, ByteWriter};
 
-use crate::gpu::Limits;
 use crate::plan::{Plan, Range, Region, Step, Weight, WeightSource};
+use crate::Limits;
 
 const MAGIC: &[u8; 4] = b"BVKN";
 /// The blob format this build reads and writes. Bump it on any layout change.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 1;
 
 /// The format version of a blob, if it starts with the magic.
-pub(crate) fn version(blob: &[u8]) -> Option<u32> {
+pub fn version(blob: &[u8]) -> Option<u32> {
     if blob.len() < 8 || &blob[..4] != MAGIC {
         return None;
     }
@@ -31,7 +31,7 @@ pub(crate) fn version(blob: &[u8]) -> Option<u32> {
 }
 
 /// Serializes a plan.
-pub(crate) fn encode(plan: &Plan) -> Vec<u8> {
+pub fn encode(plan: &Plan) -> Vec<u8> {
     let mut w = ByteWriter::new();
     w.bytes(MAGIC);
     w.u32(FORMAT_VERSION);
@@ -90,7 +90,7 @@ fn limits(w: &mut ByteWriter, l: &Limits) {
 }
 
 /// Reads a blob. Every malformation is an error naming what is wrong, never a panic.
-pub(crate) fn decode(blob: &[u8]) -> Result<Plan, String> {
+pub fn decode(blob: &[u8]) -> Result<Plan, String> {
     match version(blob) {
         None => return Err("not a Vulkan delegate blob (bad magic)".into()),
         Some(FORMAT_VERSION) => {}

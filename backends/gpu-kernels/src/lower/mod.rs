@@ -10,8 +10,8 @@ use baton_delegate_api::shape::{
 };
 use baton_delegate_api::{Constants, Decline, DeclineReason};
 
-use crate::gpu::Limits;
-use crate::kernels;
+use crate::catalog;
+use crate::Limits;
 
 mod linalg;
 mod rows;
@@ -20,14 +20,14 @@ use linalg::{conv, gemm, matmul};
 use rows::{layer_norm, pool, reduce, softmax};
 
 /// Kernels address at most this many dimensions (padded with leading 1s).
-pub(crate) const MAX_RANK: usize = 6;
+pub const MAX_RANK: usize = 6;
 
 type Lowered<T> = Result<T, Decline>;
 
 /// An activation applied to a kernel's result before it is stored (the "epilogue"),
 /// either a standalone activation node or one fused into its producer.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Activation {
+pub struct Activation {
     /// The code `activate()` in activation.wgsl switches on; 0 is the identity.
     pub code: u32,
     pub a: f32,
@@ -36,7 +36,7 @@ pub(crate) struct Activation {
 
 /// One dispatch, its buffers still named by tensor.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Draft {
+pub struct Draft {
     pub kernel: &'static str,
     pub spec: u32,
     /// Bindings 0-3 (2 is unused by most kernels; 3 is the output).
@@ -48,7 +48,7 @@ pub(crate) struct Draft {
 }
 
 /// What lowering needs to know about the graph and the device.
-pub(crate) struct Context<'a> {
+pub struct Context<'a> {
     pub graph: &'a Graph,
     pub consts: &'a Constants<'a>,
     pub limits: Limits,
@@ -109,10 +109,11 @@ impl Context<'_> {
         let decl = &self.graph.tensors[t];
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
-                "; the device has shaderFloat16 + 16-bit storage, but this op has f32 kernels only \
+                "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
                  (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
             } else {
-                "; the device lacks shaderFloat16 + 16-bit storage, which the f16 kernels need"
+                "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
+                 storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
             };
             return Err(Decline::new(
                 DeclineReason::DType,
@@ -174,7 +175,7 @@ impl Context<'_> {
             .max_invocations
             .min(l.max_group_size[0])
             .min(l.shared_memory / 4);
-        kernels::values(kernel)
+        catalog::values(kernel)
             .into_iter()
             .filter(|&v| v <= target.min(cap))
             .filter(|&v| v % l.subgroup == 0 || l.subgroup > v)
@@ -190,7 +191,7 @@ impl Context<'_> {
     /// The matmul tile edge: 16 where a 16x16 workgroup and two 16x16 f32 tiles fit.
     pub fn tile(&self) -> Lowered<u32> {
         let l = &self.limits;
-        kernels::values("matmul")
+        catalog::values("matmul")
             .into_iter()
             .filter(|&t| {
                 t * t <= l.max_invocations
@@ -236,7 +237,7 @@ impl Context<'_> {
 }
 
 /// The activation a unary node computes, or `None` when `node` is not one.
-pub(crate) fn activation_of(cx: &Context<'_>, node: &Node) -> Lowered<Option<Activation>> {
+pub fn activation_of(cx: &Context<'_>, node: &Node) -> Lowered<Option<Activation>> {
     let act = |code: u32| {
         Ok(Some(Activation {
             code,
@@ -370,12 +371,7 @@ const IMPLEMENTED: &[OpKind] = &[
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
 /// fused into it) with `act` applied.
-pub(crate) fn lower(
-    cx: &Context<'_>,
-    node: &Node,
-    act: Activation,
-    out: TensorId,
-) -> Lowered<Vec<Draft>> {
+pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> Lowered<Vec<Draft>> {
     let ins = &node.inputs;
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Decline::new(
@@ -557,7 +553,7 @@ fn infer(cx: &Context<'_>, node: &Node) -> Lowered<Vec<usize>> {
 }
 
 /// Row-major strides of a shape, in elements.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+pub fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
         s[i] = s[i + 1] * shape[i + 1];
@@ -724,7 +720,9 @@ mod tests {
         };
         let d = decline_of(DType::F16, &[4], no_f16);
         assert_eq!(d.reason, DeclineReason::DType);
-        assert!(d.message.contains("lacks shaderFloat16"), "{}", d.message);
+        assert!(d.message.contains("lacks f16 shaders"), "{}", d.message);
+        assert!(d.message.contains("shaderFloat16"), "{}", d.message);
+        assert!(d.message.contains("SHADER_F16"), "{}", d.message);
     }
 
     #[test]

@@ -1,0 +1,614 @@
+// The op cases every GPU delegate is held to, each against the host's reference
+// executor: `include!`d by backends/vulkan/tests/ops.rs and backends/wgpu/tests/ops.rs
+// after they import `check` (their own plugin's) and the IR builders, so both delegates
+// run exactly the same cases.
+
+/// A node's attributes.
+type Attrs = Vec<(&'static str, Attr)>;
+
+const LINALG: (f64, f64) = (1e-4, 1e-5);
+const TIGHT: (f64, f64) = (1e-5, 1e-6);
+
+fn ints(v: &[i64]) -> Attr {
+    Attr::Ints(v.to_vec())
+}
+
+#[test]
+fn matmul_batched_broadcast_and_vectors() {
+    let mut r = Rng::new(1);
+    for (a, b) in [
+        (vec![37, 53], vec![53, 29]),
+        (vec![3, 17, 40], vec![3, 40, 9]),
+        (vec![2, 3, 5, 8], vec![8, 33]),
+        (vec![64], vec![64, 20]),
+        (vec![5, 16], vec![16]),
+    ] {
+        let mut g = GraphBuilder::new("matmul");
+        let x = g.input_fixed("a", DType::F32, &a);
+        let y = g.input_fixed("b", DType::F32, &b);
+        let z = g.node(OpKind::MatMul, &[x, y], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&a), r.f32_tensor(&b)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}
+
+#[test]
+fn gemm_transposes_alpha_beta_bias_and_fused_relu() {
+    let mut r = Rng::new(2);
+    for (ta, tb, c_shape) in [
+        (0, 0, vec![24]),
+        (1, 0, vec![19, 1]),
+        (0, 1, vec![19, 24]),
+        (1, 1, vec![1]),
+    ] {
+        let (m, k, n) = (19, 33, 24);
+        let a_shape = if ta == 1 { vec![k, m] } else { vec![m, k] };
+        let b_shape = if tb == 1 { vec![n, k] } else { vec![k, n] };
+        let mut g = GraphBuilder::new("gemm");
+        let a = g.input_fixed("a", DType::F32, &a_shape);
+        let w = g.constant_f32("w", &b_shape, &r.vec(k * n));
+        let c = g.constant_f32("c", &c_shape, &r.vec(c_shape.iter().product()));
+        let y = g
+            .node(
+                OpKind::Gemm,
+                &[a, w, c],
+                &[
+                    ("transA", Attr::Int(ta)),
+                    ("transB", Attr::Int(tb)),
+                    ("alpha", Attr::Float(0.7)),
+                    ("beta", Attr::Float(1.3)),
+                ],
+            )
+            .unwrap();
+        let z = g.node(OpKind::Relu, &[y], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&a_shape)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}
+
+#[test]
+fn conv_general_strided_dilated_grouped_and_depthwise() {
+    let mut r = Rng::new(3);
+    // (x shape, w shape, attrs)
+    let cases: Vec<(Vec<usize>, Vec<usize>, Attrs)> = vec![
+        (
+            vec![1, 3, 11, 9],
+            vec![8, 3, 3, 3],
+            vec![("pads", ints(&[1, 1, 1, 1]))],
+        ),
+        (
+            vec![2, 4, 12, 12],
+            vec![6, 2, 3, 2],
+            vec![
+                ("group", Attr::Int(2)),
+                ("strides", ints(&[2, 1])),
+                ("dilations", ints(&[1, 2])),
+                ("pads", ints(&[0, 1, 2, 1])),
+            ],
+        ),
+        (
+            vec![1, 8, 10, 10],
+            vec![8, 1, 3, 3],
+            vec![("group", Attr::Int(8)), ("pads", ints(&[1, 1, 1, 1]))],
+        ),
+        (
+            vec![1, 6, 9, 9],
+            vec![6, 1, 5, 5],
+            vec![
+                ("group", Attr::Int(6)),
+                ("strides", ints(&[2, 2])),
+                ("auto_pad", Attr::Str("SAME_UPPER".into())),
+            ],
+        ),
+        (
+            vec![2, 3, 20],
+            vec![5, 3, 4],
+            vec![("strides", ints(&[3])), ("pads", ints(&[2, 1]))],
+        ),
+    ];
+    for (xs, ws, attrs) in cases {
+        let mut g = GraphBuilder::new("conv");
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let w = g.constant_f32("w", &ws, &r.vec(ws.iter().product()));
+        let b = g.constant_f32("b", &[ws[0]], &r.vec(ws[0]));
+        let y = g.node(OpKind::Conv, &[x, w, b], &attrs).unwrap();
+        let z = g
+            .node(
+                OpKind::Clip,
+                &[y],
+                &[("min", Attr::Float(-0.5)), ("max", Attr::Float(0.75))],
+            )
+            .unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}
+
+#[test]
+fn binary_elementwise_with_broadcasting() {
+    let mut r = Rng::new(4);
+    for op in [OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div] {
+        for (a, b) in [
+            (vec![4, 5, 6], vec![4, 5, 6]),
+            (vec![2, 3, 4, 5], vec![3, 1, 5]),
+            (vec![7, 1], vec![1, 9]),
+            (vec![3, 4], vec![1]),
+        ] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("a", DType::F32, &a);
+            let y = g.input_fixed("b", DType::F32, &b);
+            let z = g.node(op, &[x, y], &[]).unwrap();
+            g.output(z);
+            check(
+                &g.finish().unwrap(),
+                &[r.f32_tensor(&a), r.f32_tensor(&b)],
+                TIGHT.0,
+                1e-6,
+            );
+        }
+    }
+}
+
+#[test]
+fn fused_binary_activation_chain() {
+    let mut r = Rng::new(5);
+    let mut g = GraphBuilder::new("chain");
+    let x = g.input_fixed("x", DType::F32, &[3, 50]);
+    let y = g.input_fixed("y", DType::F32, &[50]);
+    let a = g.node(OpKind::Add, &[x, y], &[]).unwrap();
+    let s = g.node(OpKind::Sigmoid, &[a], &[]).unwrap();
+    let m = g.node(OpKind::Mul, &[s, x], &[]).unwrap();
+    let t = g.node(OpKind::Tanh, &[m], &[]).unwrap();
+    g.output(t);
+    g.output(a); // an intermediate that is also an output is not fused away
+    check(
+        &g.finish().unwrap(),
+        &[r.f32_tensor(&[3, 50]), r.f32_tensor(&[50])],
+        TIGHT.0,
+        TIGHT.1,
+    );
+}
+
+#[test]
+fn unary_activations_including_specials() {
+    let mut r = Rng::new(6);
+    let mut values: Vec<f32> = r.vec(200).into_iter().map(|v| v * 6.0).collect();
+    values.extend([
+        0.0,
+        -0.0,
+        1e-4,
+        -1e-4,
+        30.0,
+        -30.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let n = values.len();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (OpKind::Relu, vec![]),
+        (OpKind::Sigmoid, vec![]),
+        (OpKind::Tanh, vec![]),
+        (OpKind::Gelu, vec![]),
+        (
+            OpKind::Gelu,
+            vec![("approximate", Attr::Str("tanh".into()))],
+        ),
+        (OpKind::LeakyRelu, vec![("alpha", Attr::Float(0.1))]),
+        (OpKind::HardSigmoid, vec![]),
+        (OpKind::HardSwish, vec![]),
+        (
+            OpKind::Clip,
+            vec![("min", Attr::Float(-1.0)), ("max", Attr::Float(2.0))],
+        ),
+        (OpKind::Exp, vec![]),
+        (OpKind::Neg, vec![]),
+        (OpKind::Abs, vec![]),
+        (OpKind::Erf, vec![]),
+        (OpKind::Ceil, vec![]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F32, &[n]);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[Tensor::from_f32(&[n], &values)],
+            1e-5,
+            1e-6,
+        );
+    }
+    let positive: Vec<f32> = values.iter().map(|v| v.abs() + 1e-3).collect();
+    for op in [OpKind::Log, OpKind::Sqrt] {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F32, &[n]);
+        let y = g.node(op, &[x], &[]).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[Tensor::from_f32(&[n], &positive)],
+            1e-5,
+            1e-6,
+        );
+    }
+}
+
+#[test]
+fn pooling() {
+    let mut r = Rng::new(7);
+    let cases: Vec<(OpKind, Vec<usize>, Attrs)> = vec![
+        (
+            OpKind::MaxPool,
+            vec![2, 3, 9, 9],
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("strides", ints(&[2, 2])),
+                ("pads", ints(&[1, 1, 1, 1])),
+            ],
+        ),
+        (
+            OpKind::MaxPool,
+            vec![1, 2, 10, 7],
+            vec![
+                ("kernel_shape", ints(&[2, 3])),
+                ("ceil_mode", Attr::Int(1)),
+                ("strides", ints(&[2, 2])),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![2, 3, 8, 8],
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 1, 1, 1])),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![2, 3, 8, 8],
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 1, 1, 1])),
+                ("count_include_pad", Attr::Int(1)),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![1, 4, 15],
+            vec![("kernel_shape", ints(&[4])), ("strides", ints(&[3]))],
+        ),
+        (OpKind::GlobalAveragePool, vec![2, 5, 7, 6], vec![]),
+    ];
+    for (op, xs, attrs) in cases {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&xs)], TIGHT.0, TIGHT.1);
+    }
+}
+
+#[test]
+fn softmax_and_log_softmax_on_every_axis() {
+    let mut r = Rng::new(8);
+    for op in [OpKind::Softmax, OpKind::LogSoftmax] {
+        for axis in [-1i64, 0, 1] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("x", DType::F32, &[3, 300, 5]);
+            let y = g.node(op, &[x], &[("axis", Attr::Int(axis))]).unwrap();
+            g.output(y);
+            let xs: Vec<f32> = r.vec(4500).into_iter().map(|v| v * 10.0).collect();
+            check(
+                &g.finish().unwrap(),
+                &[Tensor::from_f32(&[3, 300, 5], &xs)],
+                1e-5,
+                1e-6,
+            );
+        }
+    }
+}
+
+#[test]
+fn layer_normalization() {
+    let mut r = Rng::new(9);
+    for (shape, axis) in [(vec![4, 7, 96], -1i64), (vec![2, 3, 4, 5], 2)] {
+        let norm: Vec<usize> = shape[(shape.len() as i64 + axis) as usize % shape.len()..].to_vec();
+        let d: usize = norm.iter().product();
+        let mut g = GraphBuilder::new("layernorm");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let s = g.constant_f32("scale", &norm, &r.vec(d));
+        let b = g.constant_f32("bias", &norm, &r.vec(d));
+        let y = g
+            .node(
+                OpKind::LayerNormalization,
+                &[x, s, b],
+                &[("axis", Attr::Int(axis)), ("epsilon", Attr::Float(1e-3))],
+            )
+            .unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-4, 1e-5);
+    }
+}
+
+#[test]
+fn reshape_flatten_transpose_concat() {
+    let mut r = Rng::new(10);
+    let mut g = GraphBuilder::new("layout");
+    let x = g.input_fixed("x", DType::F32, &[2, 3, 4, 5]);
+    let c = g.constant_f32("c", &[2, 3, 1, 5], &r.vec(30));
+    let t = g
+        .node(OpKind::Transpose, &[x], &[("perm", ints(&[0, 2, 3, 1]))])
+        .unwrap();
+    let shape = g.constant_i64("shape", &[2], &[8, -1]);
+    let rs = g.node(OpKind::Reshape, &[t, shape], &[]).unwrap();
+    let f = g
+        .node(OpKind::Flatten, &[x], &[("axis", Attr::Int(2))])
+        .unwrap();
+    let cat = g
+        .node(OpKind::Concat, &[x, c, x], &[("axis", Attr::Int(2))])
+        .unwrap();
+    let tr = g.node(OpKind::Transpose, &[cat], &[]).unwrap();
+    g.output(rs);
+    g.output(f);
+    g.output(tr);
+    check(
+        &g.finish().unwrap(),
+        &[r.f32_tensor(&[2, 3, 4, 5])],
+        0.0,
+        0.0,
+    );
+}
+
+#[test]
+fn a_small_network_runs_as_one_partition() {
+    let mut r = Rng::new(11);
+    let mut g = GraphBuilder::new("net");
+    let x = g.input_fixed("image", DType::F32, &[1, 3, 16, 16]);
+    let w1 = g.constant_f32("w1", &[8, 3, 3, 3], &r.vec(216));
+    let b1 = g.constant_f32("b1", &[8], &r.vec(8));
+    let c1 = g
+        .node(OpKind::Conv, &[x, w1, b1], &[("pads", ints(&[1, 1, 1, 1]))])
+        .unwrap();
+    let a1 = g.node(OpKind::Relu, &[c1], &[]).unwrap();
+    let p1 = g
+        .node(
+            OpKind::MaxPool,
+            &[a1],
+            &[("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))],
+        )
+        .unwrap();
+    let wd = g.constant_f32("wd", &[8, 1, 3, 3], &r.vec(72));
+    let d1 = g
+        .node(
+            OpKind::Conv,
+            &[p1, wd],
+            &[("group", Attr::Int(8)), ("pads", ints(&[1, 1, 1, 1]))],
+        )
+        .unwrap();
+    let gp = g.node(OpKind::GlobalAveragePool, &[d1], &[]).unwrap();
+    let fl = g.node(OpKind::Flatten, &[gp], &[]).unwrap();
+    let wf = g.constant_f32("wf", &[8, 10], &r.vec(80));
+    let bf = g.constant_f32("bf", &[10], &r.vec(10));
+    let fc = g.node(OpKind::Gemm, &[fl, wf, bf], &[]).unwrap();
+    let sm = g.node(OpKind::Softmax, &[fc], &[]).unwrap();
+    g.output(sm);
+    check(
+        &g.finish().unwrap(),
+        &[r.f32_tensor(&[1, 3, 16, 16])],
+        LINALG.0,
+        LINALG.1,
+    );
+}
+
+#[test]
+fn reductions_over_a_block_of_axes_and_expand() {
+    let mut r = Rng::new(12);
+    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+        for (axes, keep) in [(vec![1i64, 2], 1i64), (vec![-1], 0), (vec![0], 1)] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("x", DType::F32, &[3, 40, 7, 5]);
+            let y = g
+                .node(
+                    op,
+                    &[x],
+                    &[("axes", ints(&axes)), ("keepdims", Attr::Int(keep))],
+                )
+                .unwrap();
+            g.output(y);
+            check(
+                &g.finish().unwrap(),
+                &[r.f32_tensor(&[3, 40, 7, 5])],
+                1e-5,
+                1e-5,
+            );
+        }
+    }
+    let mut g = GraphBuilder::new("expand");
+    let x = g.input_fixed("x", DType::F32, &[3, 1]);
+    let shape = g.constant_i64("shape", &[3], &[2, 3, 4]);
+    let y = g.node(OpKind::Expand, &[x, shape], &[]).unwrap();
+    g.output(y);
+    check(&g.finish().unwrap(), &[r.f32_tensor(&[3, 1])], 0.0, 0.0);
+}
+
+/// f16 tensors of `values` (rounded to nearest even).
+fn f16_tensor(shape: &[usize], values: &[f32]) -> Tensor {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
+    Tensor::from_bytes(DType::F16, shape, &bytes)
+}
+
+/// The f16 kernels compute in f32 and round once; the reference does the same, so they
+/// differ by at most one f16 ulp (2^-10 relative) where the f32 math rounds differently.
+const F16_TOL: (f64, f64) = (1e-3, 1e-5);
+
+#[test]
+fn f16_binary_broadcasting_with_fused_activations() {
+    let mut r = Rng::new(20);
+    // Odd element counts: f16 ranges end off a 4-byte boundary.
+    for op in [OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div] {
+        for (a, b) in [(vec![3, 5, 7], vec![5, 1]), (vec![7, 1], vec![1, 9])] {
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("a", DType::F16, &a);
+            let y = g.input_fixed("b", DType::F16, &b);
+            let z = g.node(op, &[x, y], &[]).unwrap();
+            let s = g.node(OpKind::Sigmoid, &[z], &[]).unwrap();
+            g.output(s);
+            g.output(z);
+            let av = r.vec(a.iter().product());
+            let bv: Vec<f32> = r.vec(b.iter().product()).iter().map(|v| v + 2.0).collect();
+            check(
+                &g.finish().unwrap(),
+                &[f16_tensor(&a, &av), f16_tensor(&b, &bv)],
+                F16_TOL.0,
+                F16_TOL.1,
+            );
+        }
+    }
+}
+
+#[test]
+fn f16_unary_activations_including_specials() {
+    let mut r = Rng::new(21);
+    let mut values: Vec<f32> = r.vec(201).into_iter().map(|v| v * 6.0).collect();
+    values.extend([
+        0.0,
+        -0.0,
+        1e-4,
+        70000.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ]);
+    let n = values.len();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (OpKind::Relu, vec![]),
+        (OpKind::Sigmoid, vec![]),
+        (OpKind::Tanh, vec![]),
+        (OpKind::Gelu, vec![]),
+        (OpKind::LeakyRelu, vec![("alpha", Attr::Float(0.1))]),
+        (OpKind::HardSwish, vec![]),
+        (
+            OpKind::Clip,
+            vec![("min", Attr::Float(-1.0)), ("max", Attr::Float(2.0))],
+        ),
+        (OpKind::Exp, vec![]),
+        (OpKind::Neg, vec![]),
+        (OpKind::Abs, vec![]),
+        (OpKind::Ceil, vec![]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F16, &[n]);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[f16_tensor(&[n], &values)],
+            F16_TOL.0,
+            F16_TOL.1,
+        );
+    }
+}
+
+#[test]
+fn f16_reshape_transpose_concat_copy_bits() {
+    let mut r = Rng::new(22);
+    let mut g = GraphBuilder::new("layout_f16");
+    let x = g.input_fixed("x", DType::F16, &[3, 1, 5]);
+    let y = g.input_fixed("y", DType::F16, &[3, 2, 5]);
+    let t = g
+        .node(OpKind::Transpose, &[x], &[("perm", ints(&[2, 0, 1]))])
+        .unwrap();
+    let shape = g.constant_i64("shape", &[1], &[-1]);
+    let rs = g.node(OpKind::Reshape, &[t, shape], &[]).unwrap();
+    let cat = g
+        .node(OpKind::Concat, &[x, y, x], &[("axis", Attr::Int(1))])
+        .unwrap();
+    g.output(rs);
+    g.output(cat);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&[3, 1, 5], &r.vec(15)),
+            f16_tensor(&[3, 2, 5], &r.vec(30)),
+        ],
+        0.0,
+        0.0,
+    );
+}
+
+#[test]
+fn f16_pools_and_softmax() {
+    let mut r = Rng::new(23);
+    let shape = [1, 3, 7, 9];
+    let values: Vec<f32> = r.vec(189).iter().map(|v| v * 4.0).collect();
+    let ops: Vec<(OpKind, Attrs)> = vec![
+        (
+            OpKind::MaxPool,
+            vec![
+                ("kernel_shape", ints(&[3, 3])),
+                ("pads", ints(&[1, 1, 1, 1])),
+            ],
+        ),
+        (
+            OpKind::AveragePool,
+            vec![("kernel_shape", ints(&[2, 3])), ("strides", ints(&[2, 2]))],
+        ),
+        (OpKind::GlobalAveragePool, vec![]),
+        (OpKind::Softmax, vec![("axis", Attr::Int(-1))]),
+        (OpKind::LogSoftmax, vec![("axis", Attr::Int(1))]),
+    ];
+    for (op, attrs) in ops {
+        let mut g = GraphBuilder::new(op.name());
+        let x = g.input_fixed("x", DType::F16, &shape);
+        let y = g.node(op, &[x], &attrs).unwrap();
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[f16_tensor(&shape, &values)],
+            F16_TOL.0,
+            F16_TOL.1,
+        );
+    }
+}
+
+#[test]
+fn f16_matmul_and_gemm_accumulate_in_f32() {
+    let mut r = Rng::new(24);
+    for (a, b) in [(vec![13, 70], vec![70, 9]), (vec![2, 5, 33], vec![33, 7])] {
+        let mut g = GraphBuilder::new("matmul_f16");
+        let x = g.input_fixed("a", DType::F16, &a);
+        let y = g.input_fixed("b", DType::F16, &b);
+        let z = g.node(OpKind::MatMul, &[x, y], &[]).unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[
+                f16_tensor(&a, &r.vec(a.iter().product())),
+                f16_tensor(&b, &r.vec(b.iter().product())),
+            ],
+            F16_TOL.0,
+            1e-3,
+        );
+    }
+}

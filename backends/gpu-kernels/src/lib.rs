@@ -1,0 +1,120 @@
+//! What Baton's GPU delegates share, whatever API runs the kernels: the WGSL kernels
+//! ([`catalog`]), the lowering of IR nodes to kernel dispatches ([`lower`]), the plan of
+//! a partition's buffers and dispatches ([`plan`]), its blob format ([`blob`]), and the
+//! device [`Limits`] that shape all three.
+//!
+//! None of it touches a device: the Vulkan delegate (vulkano, SPIR-V compiled at build
+//! time) and the wgpu delegate (WGSL compiled by wgpu at run time) each read their
+//! device's limits into a [`Limits`], plan with this code, and record the plan's steps
+//! with their own API. One lowering means both claim exactly the same nodes for the same
+//! limits, and a fix to a kernel or a shape rule reaches both.
+
+pub mod blob;
+pub mod catalog;
+pub mod lower;
+pub mod plan;
+
+/// The device facts that shape kernels and decide what is declined. Read from the
+/// device, never assumed: lavapipe has subgroups of 8, real GPUs of 32 or 64. A plan
+/// records the limits it was made for (see [`blob`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The subgroup (wave, warp) size; 1 when the device does not say.
+    pub subgroup: u32,
+    /// The most invocations in one workgroup (maxComputeWorkGroupInvocations).
+    pub max_invocations: u32,
+    /// The largest workgroup in each dimension (maxComputeWorkGroupSize).
+    pub max_group_size: [u32; 3],
+    /// The most workgroups in one dispatch, per dimension (maxComputeWorkGroupCount).
+    pub max_group_count: [u32; 3],
+    /// Workgroup shared memory in bytes (maxComputeSharedMemorySize).
+    pub shared_memory: u32,
+    /// The largest range one storage binding may cover (maxStorageBufferRange).
+    pub max_storage_range: u64,
+    /// Whether the `_f16` kernels can run: on Vulkan shaderFloat16,
+    /// storageBuffer16BitAccess and uniformAndStorageBuffer16BitAccess together (naga
+    /// declares both 16-bit storage capabilities for any f16 type); on wgpu
+    /// `Features::SHADER_F16`.
+    pub float16: bool,
+}
+
+/// The build-id suffix of a delegate running these kernels: 16 hex digits of
+/// [`catalog::hash`].
+pub fn kernels_hash() -> &'static str {
+    // The digits are ASCII by construction.
+    std::str::from_utf8(&catalog::HASH_HEX).unwrap_or("0000000000000000")
+}
+
+/// A blob compiled for other limits still runs if every dispatch fits this device's.
+pub fn check_fits(plan: &plan::Plan, limits: &Limits) -> Result<(), String> {
+    for s in &plan.steps {
+        let invocations = if s.kernel.starts_with("matmul") {
+            s.spec * s.spec
+        } else {
+            s.spec
+        };
+        let too_big = invocations > limits.max_invocations
+            || s.groups
+                .iter()
+                .zip(limits.max_group_count)
+                .any(|(&g, m)| g > m)
+            || s.bindings.iter().any(|r| r.len > limits.max_storage_range);
+        if too_big {
+            return Err(format!(
+                "kernel {} ({} = {}) does not fit this device's limits; recompile for it",
+                s.kernel,
+                if s.kernel.starts_with("matmul") {
+                    "TILE"
+                } else {
+                    "WG"
+                },
+                s.spec
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::catalog;
+
+    #[test]
+    fn sources_are_sorted_and_every_variant_assembles() {
+        let names: Vec<&str> = catalog::SOURCES.iter().map(|(k, _)| *k).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "the hash reads SOURCES in name order");
+        for k in catalog::kernels() {
+            let a = catalog::assemble(&k).unwrap();
+            assert!(a.source.contains("fn main"), "{k}");
+            if k.ends_with("_f16") {
+                assert!(a.source.starts_with("enable f16; "), "{k}");
+                assert!(a.source.contains(catalog::ALIAS_F16), "{k}");
+            }
+            // Same line numbers: the kernel file's lines are where they were.
+            let stem = k.trim_end_matches("_f16");
+            let lines = catalog::file(stem).unwrap().lines().count() as u32;
+            assert_eq!(
+                a.locate(lines),
+                format!("backends/gpu-kernels/wgsl/{stem}.wgsl:{lines}")
+            );
+        }
+        assert!(catalog::assemble("reduce_f16").is_err());
+        assert!(catalog::assemble("nope").is_err());
+    }
+
+    #[test]
+    fn the_hash_is_fnv1a_over_the_files_in_order() {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (_, text) in catalog::SOURCES {
+            for b in text.bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x100_0000_01b3);
+            }
+        }
+        assert_eq!(super::kernels_hash(), format!("{h:016x}"));
+        assert_eq!(catalog::values("matmul_f16"), vec![8, 16]);
+        assert_eq!(catalog::override_name("softmax_f16"), Some("WG"));
+    }
+}
