@@ -296,6 +296,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Det,
     OpKind::MaxUnpool,
     OpKind::Col2Im,
+    OpKind::DFT,
+    OpKind::STFT,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

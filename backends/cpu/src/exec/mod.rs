@@ -50,6 +50,7 @@ use crate::ops::rnn::RnnOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::sequence::ReverseSequenceOp;
+use crate::ops::spectral::{DftOp, StftOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -181,6 +182,8 @@ enum Op {
     Det(DetOp),
     MaxUnpool(MaxUnpoolOp),
     Col2Im(Col2ImOp),
+    Dft(DftOp),
+    Stft(StftOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -196,6 +199,8 @@ impl Op {
             Op::IntProduct(op) => op.owned_bytes(),
             Op::AffineGrid(op) => op.owned_bytes(),
             Op::Col2Im(op) => op.owned_bytes(),
+            Op::Dft(op) => op.owned_bytes(),
+            Op::Stft(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Rnn(op) => op.owned_bytes(),
@@ -247,6 +252,7 @@ impl Op {
             Op::Det(_) => "GEMM",
             Op::MaxUnpool(_) => "INDEX",
             Op::Col2Im(_) => "CONV",
+            Op::Dft(_) | Op::Stft(_) => "FFT",
         }
     }
 
@@ -313,6 +319,8 @@ impl Op {
             Op::Det(op) => op.run(sources, out, ctx),
             Op::MaxUnpool(op) => return op.run(sources, out),
             Op::Col2Im(op) => op.run(sources, out, ctx),
+            Op::Dft(op) => op.run(sources, out, ctx),
+            Op::Stft(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ pub(crate) mod depthwise;
 pub(crate) mod det;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub(crate) mod fft;
 pub(crate) mod generate;
 pub(crate) mod grid_sample;
 pub(crate) mod gru;
@@ -38,6 +39,7 @@ pub(crate) mod rnn;
 pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod sequence;
+pub(crate) mod spectral;
 pub(crate) mod tensor;
 
 use std::borrow::Cow;
@@ -213,6 +215,8 @@ pub(crate) struct RunCtx {
     pub qout: Vec<u8>,
     /// Attention's scratch, one per pool thread (see `attention.rs`); sized at init.
     pub attn: attention::AttnWorkers,
+    /// DFT and STFT scratch, one per pool thread (see `spectral.rs`); sized at init.
+    pub fft: spectral::FftWorkers,
 }
 
 impl RunCtx {
@@ -231,6 +235,7 @@ impl RunCtx {
             qin: Vec::new(),
             qout: Vec::new(),
             attn: Vec::new(),
+            fft: Vec::new(),
         }
     }
 
@@ -247,6 +252,11 @@ impl RunCtx {
                 .attn
                 .iter()
                 .map(|m| m.lock().map_or(0, |s| s.bytes()))
+                .sum::<usize>()
+            + self
+                .fft
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
                 .sum::<usize>()
     }
 

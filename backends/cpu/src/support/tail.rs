@@ -41,6 +41,8 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::ReverseSequence => &[("batch_axis", Int), ("time_axis", Int)],
         OpKind::CausalConvWithState => &[("activation", Str)],
         OpKind::AffineGrid => &[("align_corners", Int)],
+        OpKind::DFT => &[("inverse", Int), ("onesided", Int)],
+        OpKind::STFT => &[("onesided", Int)],
         OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
         OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
@@ -158,6 +160,8 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::ReverseSequence => (2, 2),
         OpKind::CausalConvWithState => (2, 4),
         OpKind::AffineGrid => (2, 2),
+        OpKind::DFT => (1, 3),
+        OpKind::STFT => (2, 4),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
         _ => (1, 1),
@@ -237,6 +241,9 @@ const VIEWED: &[DType] = INDEXED;
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::ReverseSequence | OpKind::AffineGrid, Some(1)) => &[DType::I64],
+        // The scalars of DFT (dft_length, axis) and STFT (frame_step, frame_length): i64,
+        // or an empty signal-typed tensor standing for an omitted one (`check_op`).
+        (OpKind::DFT, Some(1 | 2)) | (OpKind::STFT, Some(1 | 3)) => &[DType::I64, DType::F32],
         (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
         (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
         (OpKind::ReverseSequence, _) => CAST,
@@ -644,6 +651,28 @@ pub(super) fn check_op(
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::DFT | OpKind::STFT => {
+            let scalars: &[usize] = if node.op == OpKind::DFT {
+                &[1, 2]
+            } else {
+                &[1, 3]
+            };
+            for &i in scalars.iter().filter(|&&i| i < shapes.len()) {
+                let t = &graph.tensors[node.inputs[i]];
+                let given = shapes[i].iter().product::<usize>() > 0;
+                if given && (t.dtype != DType::I64 || !is_const(i)) {
+                    return Err(Support::no(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: operand {i} ('{}') must be a constant i64 scalar (it sizes \
+                             the transform)",
+                            node.label(),
+                            t.name
+                        ),
+                    ));
+                }
+            }
+        }
         OpKind::GridSample => {
             if !(4..=5).contains(&x.len()) {
                 return Err(shape_no(

@@ -300,6 +300,8 @@ pub(crate) fn build<'g>(
             Op::IntProduct(op) => op.reserve(&mut ctx),
             Op::Det(op) => op.reserve(&mut ctx),
             Op::Col2Im(op) => op.reserve(&mut ctx),
+            Op::Dft(op) => op.reserve(&mut ctx),
+            Op::Stft(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -792,6 +794,8 @@ impl<'g> Builder<'g> {
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
+            OpKind::DFT => self.dft(node, &shapes)?,
+            OpKind::STFT => self.stft(node, &shapes)?,
             OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
             OpKind::Col2Im => {
                 let image = &out_shape[2..];

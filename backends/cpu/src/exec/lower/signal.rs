@@ -1,12 +1,77 @@
-//! Lowering of Einsum (`crate::ops::einsum`) and GridSample (`crate::ops::grid_sample`).
+//! Lowering of Einsum (`crate::ops::einsum`), GridSample (`crate::ops::grid_sample`), and
+//! DFT and STFT (`crate::ops::spectral`).
 
-use baton_delegate_api::shape::einsum;
+use baton_delegate_api::shape::{einsum, spectral};
 
 use super::*;
 use crate::ops::einsum::EinsumOp;
+use crate::ops::fft::Fft;
 use crate::ops::grid_sample::{GridSampleOp, SampleMode, SamplePadding};
+use crate::ops::spectral::{DftOp, StftOp};
 
 impl Builder<'_> {
+    /// The value of optional scalar operand `i` (absent, or 0 elements: `None`), a
+    /// constant i64 (the support check made sure).
+    fn scalar_operand(&self, node: &Node, i: usize) -> Result<Option<i64>, String> {
+        let Some(&t) = node.inputs.get(i) else {
+            return Ok(None);
+        };
+        if self.shape(t).iter().product::<usize>() == 0 {
+            return Ok(None);
+        }
+        match self.const_i64s(t).as_deref() {
+            Some(&[v]) => Ok(Some(v)),
+            _ => Err(format!(
+                "{} operand {i} ('{}') is not one constant i64 value",
+                node.op, self.graph.tensors[t].name
+            )),
+        }
+    }
+
+    pub(super) fn dft(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let x = &shapes[0];
+        let (length, axis) = (self.scalar_operand(node, 1)?, self.scalar_operand(node, 2)?);
+        let plan = spectral::dft_plan(node, x, length, axis)?;
+        let r = x.len();
+        Ok(Op::Dft(DftOp {
+            x: self.src(node.inputs[0])?,
+            outer: x[..plan.axis].iter().product(),
+            len: x[plan.axis],
+            inner: x[plan.axis + 1..r - 1].iter().product(),
+            parts: x[r - 1],
+            bins: plan.output[plan.axis],
+            inverse: node.attr_int("inverse", 0) != 0,
+            real_output: plan.real_output,
+            fft: Fft::new(plan.length),
+        }))
+    }
+
+    pub(super) fn stft(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
+        let x = &shapes[0];
+        let step = self.scalar_operand(node, 1)?;
+        let frame_length = self.scalar_operand(node, 3)?;
+        let window = node
+            .inputs
+            .get(2)
+            .copied()
+            .filter(|&t| self.shape(t).iter().product::<usize>() > 0);
+        let plan = spectral::stft_plan(node, x, step, window.map(|t| self.shape(t)), frame_length)?;
+        let [batch, frames, bins, _] = plan.output[..] else {
+            return Err(format!("STFT output {:?} is not 4-D", plan.output));
+        };
+        Ok(Op::Stft(StftOp {
+            x: self.src(node.inputs[0])?,
+            window: window.map(|t| self.src(t)).transpose()?,
+            batch,
+            len: x[1],
+            parts: x[2],
+            step: plan.step,
+            frames,
+            bins,
+            fft: Fft::new(plan.frame_length),
+        }))
+    }
+
     pub(super) fn einsum(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
         let e = einsum::parse(node.attr_str("equation", ""), shapes)?;
         let srcs = node
