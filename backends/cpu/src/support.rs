@@ -298,6 +298,10 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Col2Im,
     OpKind::DFT,
     OpKind::STFT,
+    OpKind::HannWindow,
+    OpKind::HammingWindow,
+    OpKind::BlackmanWindow,
+    OpKind::MelWeightMatrix,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

@@ -52,6 +52,7 @@ use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::spectral::{DftOp, StftOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
+use crate::ops::window::MelOp;
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
@@ -184,6 +185,7 @@ enum Op {
     Col2Im(Col2ImOp),
     Dft(DftOp),
     Stft(StftOp),
+    MelWeightMatrix(MelOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -253,6 +255,7 @@ impl Op {
             Op::MaxUnpool(_) => "INDEX",
             Op::Col2Im(_) => "CONV",
             Op::Dft(_) | Op::Stft(_) => "FFT",
+            Op::MelWeightMatrix(_) => "ELEMENTWISE",
         }
     }
 
@@ -321,6 +324,7 @@ impl Op {
             Op::Col2Im(op) => op.run(sources, out, ctx),
             Op::Dft(op) => op.run(sources, out, ctx),
             Op::Stft(op) => op.run(sources, out, ctx),
+            Op::MelWeightMatrix(op) => return op.run(sources, out),
         }
         Ok(())
     }

@@ -41,6 +41,7 @@ pub(crate) mod select;
 pub(crate) mod sequence;
 pub(crate) mod spectral;
 pub(crate) mod tensor;
+pub(crate) mod window;
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

@@ -43,6 +43,10 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::AffineGrid => &[("align_corners", Int)],
         OpKind::DFT => &[("inverse", Int), ("onesided", Int)],
         OpKind::STFT => &[("onesided", Int)],
+        OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
+            &[("output_datatype", Int), ("periodic", Int)]
+        }
+        OpKind::MelWeightMatrix => &[("output_datatype", Int)],
         OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
         OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
@@ -162,6 +166,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::AffineGrid => (2, 2),
         OpKind::DFT => (1, 3),
         OpKind::STFT => (2, 4),
+        OpKind::MelWeightMatrix => (5, 5),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
         _ => (1, 1),
@@ -244,6 +249,22 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         // The scalars of DFT (dft_length, axis) and STFT (frame_step, frame_length): i64,
         // or an empty signal-typed tensor standing for an omitted one (`check_op`).
         (OpKind::DFT, Some(1 | 2)) | (OpKind::STFT, Some(1 | 3)) => &[DType::I64, DType::F32],
+        // The window ops are constants computed at init, held as any of these; f64 is
+        // not held.
+        (OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow, Some(_)) => {
+            &[DType::I64]
+        }
+        (OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow, None) => &[
+            DType::F32,
+            DType::F16,
+            DType::I32,
+            DType::I64,
+            DType::I8,
+            DType::U8,
+        ],
+        (OpKind::MelWeightMatrix, Some(0..=2)) => &[DType::I64],
+        (OpKind::MelWeightMatrix, Some(_)) => &[DType::F32, DType::F16],
+        (OpKind::MelWeightMatrix, None) => &[DType::F32, DType::F16, DType::I32],
         (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
         (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
         (OpKind::ReverseSequence, _) => CAST,
@@ -651,6 +672,30 @@ pub(super) fn check_op(
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::MelWeightMatrix => {
+            let t = node.inputs[2];
+            let rate = consts.i64s(t).filter(|_| is_const(2));
+            match rate.as_deref() {
+                Some(&[r]) if r > 0 => {}
+                Some(r) => {
+                    return Err(shape_no(
+                        node,
+                        format!("sample_rate {r:?} is not one value > 0"),
+                    ))
+                }
+                None => {
+                    return Err(Support::no(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: sample_rate '{}' is computed at run time; only a constant \
+                             is supported",
+                            node.label(),
+                            graph.tensors[t].name
+                        ),
+                    ))
+                }
+            }
+        }
         OpKind::DFT | OpKind::STFT => {
             let scalars: &[usize] = if node.op == OpKind::DFT {
                 &[1, 2]

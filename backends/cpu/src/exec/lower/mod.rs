@@ -796,6 +796,7 @@ impl<'g> Builder<'g> {
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
             OpKind::DFT => self.dft(node, &shapes)?,
             OpKind::STFT => self.stft(node, &shapes)?,
+            OpKind::MelWeightMatrix => self.mel_weight_matrix(node, &out_shape)?,
             OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
             OpKind::Col2Im => {
                 let image = &out_shape[2..];

@@ -1,5 +1,5 @@
-//! Lowering of Einsum (`crate::ops::einsum`), GridSample (`crate::ops::grid_sample`), and
-//! DFT and STFT (`crate::ops::spectral`).
+//! Lowering of Einsum (`crate::ops::einsum`), GridSample (`crate::ops::grid_sample`), DFT
+//! and STFT (`crate::ops::spectral`), and MelWeightMatrix (`crate::ops::window`).
 
 use baton_delegate_api::shape::{einsum, spectral};
 
@@ -8,6 +8,7 @@ use crate::ops::einsum::EinsumOp;
 use crate::ops::fft::Fft;
 use crate::ops::grid_sample::{GridSampleOp, SampleMode, SamplePadding};
 use crate::ops::spectral::{DftOp, StftOp};
+use crate::ops::window::MelOp;
 
 impl Builder<'_> {
     /// The value of optional scalar operand `i` (absent, or 0 elements: `None`), a
@@ -43,6 +44,30 @@ impl Builder<'_> {
             inverse: node.attr_int("inverse", 0) != 0,
             real_output: plan.real_output,
             fft: Fft::new(plan.length),
+        }))
+    }
+
+    pub(super) fn mel_weight_matrix(&mut self, node: &Node, out: &[usize]) -> Result<Op, String> {
+        let [rows, cols] = out[..] else {
+            return Err(format!("MelWeightMatrix output {out:?} is not 2-D"));
+        };
+        let scalar = |i: usize| {
+            self.scalar_operand(node, i)?
+                .ok_or_else(|| format!("MelWeightMatrix operand {i} is empty"))
+        };
+        let (dft_length, sample_rate) = (scalar(1)?, scalar(2)?);
+        let edge = |b: &mut Self, i: usize| -> Result<(Src, DType), String> {
+            let t = node.inputs[i];
+            Ok((b.src(t)?, b.graph.tensors[t].dtype))
+        };
+        Ok(Op::MelWeightMatrix(MelOp {
+            low: edge(self, 3)?,
+            high: edge(self, 4)?,
+            rows,
+            cols,
+            dft_length,
+            sample_rate,
+            out: self.graph.tensors[node.outputs[0]].dtype,
         }))
     }
 
