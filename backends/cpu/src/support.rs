@@ -302,6 +302,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::HammingWindow,
     OpKind::BlackmanWindow,
     OpKind::MelWeightMatrix,
+    OpKind::RoiAlign,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

@@ -47,6 +47,7 @@ use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
+use crate::ops::roi_align::RoiAlignOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::sequence::ReverseSequenceOp;
@@ -186,6 +187,7 @@ enum Op {
     Dft(DftOp),
     Stft(StftOp),
     MelWeightMatrix(MelOp),
+    RoiAlign(RoiAlignOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -256,6 +258,7 @@ impl Op {
             Op::Col2Im(_) => "CONV",
             Op::Dft(_) | Op::Stft(_) => "FFT",
             Op::MelWeightMatrix(_) => "ELEMENTWISE",
+            Op::RoiAlign(_) => "RESIZE",
         }
     }
 
@@ -325,6 +328,7 @@ impl Op {
             Op::Dft(op) => op.run(sources, out, ctx),
             Op::Stft(op) => op.run(sources, out, ctx),
             Op::MelWeightMatrix(op) => return op.run(sources, out),
+            Op::RoiAlign(op) => return op.run(sources, out, &ctx.pool),
         }
         Ok(())
     }

@@ -36,6 +36,7 @@ pub(crate) mod quant;
 pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod rnn;
+pub(crate) mod roi_align;
 pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod sequence;

@@ -77,6 +77,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::RotaryEmbedding
             | OpKind::Einsum
             | OpKind::GridSample
+            | OpKind::RoiAlign
             | OpKind::CausalConvWithState
             | OpKind::AffineGrid
             | OpKind::Det

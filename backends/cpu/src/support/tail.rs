@@ -47,6 +47,14 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             &[("output_datatype", Int), ("periodic", Int)]
         }
         OpKind::MelWeightMatrix => &[("output_datatype", Int)],
+        OpKind::RoiAlign => &[
+            ("coordinate_transformation_mode", Str),
+            ("mode", Str),
+            ("output_height", Int),
+            ("output_width", Int),
+            ("sampling_ratio", Int),
+            ("spatial_scale", Float),
+        ],
         OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
         OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
@@ -167,6 +175,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::DFT => (1, 3),
         OpKind::STFT => (2, 4),
         OpKind::MelWeightMatrix => (5, 5),
+        OpKind::RoiAlign => (3, 3),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
         _ => (1, 1),
@@ -262,7 +271,7 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             DType::I8,
             DType::U8,
         ],
-        (OpKind::MelWeightMatrix, Some(0..=2)) => &[DType::I64],
+        (OpKind::MelWeightMatrix, Some(0..=2)) | (OpKind::RoiAlign, Some(2)) => &[DType::I64],
         (OpKind::MelWeightMatrix, Some(_)) => &[DType::F32, DType::F16],
         (OpKind::MelWeightMatrix, None) => &[DType::F32, DType::F16, DType::I32],
         (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],

@@ -41,6 +41,7 @@ use crate::ops::max_unpool::MaxUnpoolOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::ByteInputOp;
+use crate::ops::roi_align::RoiAlignOp;
 use crate::ops::select::BoolInputOp;
 use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::tensor::{
@@ -797,6 +798,17 @@ impl<'g> Builder<'g> {
             OpKind::DFT => self.dft(node, &shapes)?,
             OpKind::STFT => self.stft(node, &shapes)?,
             OpKind::MelWeightMatrix => self.mel_weight_matrix(node, &out_shape)?,
+            OpKind::RoiAlign => {
+                let x = &shapes[0];
+                Op::RoiAlign(RoiAlignOp {
+                    x: self.src(input(0))?,
+                    rois: self.src(input(1))?,
+                    indices: self.src(input(2))?,
+                    dims: [x[0], x[1], x[2], x[3]],
+                    count: shapes[1][0],
+                    params: baton_delegate_api::shape::roi_align_params(node)?,
+                })
+            }
             OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
             OpKind::Col2Im => {
                 let image = &out_shape[2..];
