@@ -303,6 +303,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::BlackmanWindow,
     OpKind::MelWeightMatrix,
     OpKind::RoiAlign,
+    OpKind::LinearAttention,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -418,6 +419,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::LayerNormalization | OpKind::LSTM => 3,
         OpKind::Attention => 4,
         OpKind::GRU | OpKind::RNN | OpKind::TopK | OpKind::CausalConvWithState => 2,
+        OpKind::LinearAttention => 2,
         _ => 1,
     };
     let n = node.inputs.len();

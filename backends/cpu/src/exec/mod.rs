@@ -35,6 +35,7 @@ use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
+use crate::ops::linear_attention::LinearAttentionOp;
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::max_unpool::MaxUnpoolOp;
@@ -188,6 +189,8 @@ enum Op {
     Stft(StftOp),
     MelWeightMatrix(MelOp),
     RoiAlign(RoiAlignOp),
+    /// LinearAttention's output and present state, in one buffer.
+    LinearAttention(LinearAttentionOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -259,6 +262,7 @@ impl Op {
             Op::Dft(_) | Op::Stft(_) => "FFT",
             Op::MelWeightMatrix(_) => "ELEMENTWISE",
             Op::RoiAlign(_) => "RESIZE",
+            Op::LinearAttention(_) => "ATTENTION",
         }
     }
 
@@ -329,6 +333,7 @@ impl Op {
             Op::Stft(op) => op.run(sources, out, ctx),
             Op::MelWeightMatrix(op) => return op.run(sources, out),
             Op::RoiAlign(op) => return op.run(sources, out, &ctx.pool),
+            Op::LinearAttention(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

@@ -25,6 +25,7 @@ pub(crate) mod gru;
 pub(crate) mod index;
 pub(crate) mod int;
 pub(crate) mod layout;
+pub(crate) mod linear_attention;
 pub(crate) mod lstm;
 pub(crate) mod math;
 pub(crate) mod matmul;
@@ -219,6 +220,8 @@ pub(crate) struct RunCtx {
     pub attn: attention::AttnWorkers,
     /// DFT and STFT scratch, one per pool thread (see `spectral.rs`); sized at init.
     pub fft: spectral::FftWorkers,
+    /// LinearAttention's f64 states, one per pool thread (see `linear_attention.rs`).
+    pub lin_attn: linear_attention::LinAttnWorkers,
 }
 
 impl RunCtx {
@@ -238,6 +241,7 @@ impl RunCtx {
             qout: Vec::new(),
             attn: Vec::new(),
             fft: Vec::new(),
+            lin_attn: Vec::new(),
         }
     }
 
@@ -257,6 +261,11 @@ impl RunCtx {
                 .sum::<usize>()
             + self
                 .fft
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
+                .sum::<usize>()
+            + self
+                .lin_attn
                 .iter()
                 .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
                 .sum::<usize>()

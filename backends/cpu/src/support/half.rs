@@ -78,6 +78,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::Einsum
             | OpKind::GridSample
             | OpKind::RoiAlign
+            | OpKind::LinearAttention
             | OpKind::CausalConvWithState
             | OpKind::AffineGrid
             | OpKind::Det
@@ -106,10 +107,15 @@ pub(crate) fn half_computed_node(node: &Node) -> bool {
 
 /// The multi-output ops computed in f32 for f16 tensors: each f16 output is rounded from
 /// its part of the f32 result (LayerNormalization's Y beside its f32 statistics, TopK's
-/// values beside their i64 positions, Attention's Y, present keys, values and scores).
+/// values beside their i64 positions, Attention's Y, present keys, values and scores,
+/// LinearAttention's output and present state).
 pub(crate) fn half_multi_output(op: OpKind) -> bool {
     matches!(
         op,
-        OpKind::LayerNormalization | OpKind::TopK | OpKind::Attention | OpKind::CausalConvWithState
+        OpKind::LayerNormalization
+            | OpKind::TopK
+            | OpKind::Attention
+            | OpKind::CausalConvWithState
+            | OpKind::LinearAttention
     )
 }

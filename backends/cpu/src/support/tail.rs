@@ -47,6 +47,13 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             &[("output_datatype", Int), ("periodic", Int)]
         }
         OpKind::MelWeightMatrix => &[("output_datatype", Int)],
+        OpKind::LinearAttention => &[
+            ("chunk_size", Int),
+            ("kv_num_heads", Int),
+            ("q_num_heads", Int),
+            ("scale", Float),
+            ("update_rule", Str),
+        ],
         OpKind::RoiAlign => &[
             ("coordinate_transformation_mode", Str),
             ("mode", Str),
@@ -176,6 +183,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::STFT => (2, 4),
         OpKind::MelWeightMatrix => (5, 5),
         OpKind::RoiAlign => (3, 3),
+        OpKind::LinearAttention => (3, 6),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
         _ => (1, 1),

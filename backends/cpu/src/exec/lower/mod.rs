@@ -303,6 +303,7 @@ pub(crate) fn build<'g>(
             Op::Col2Im(op) => op.reserve(&mut ctx),
             Op::Dft(op) => op.reserve(&mut ctx),
             Op::Stft(op) => op.reserve(&mut ctx),
+            Op::LinearAttention(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -792,6 +793,7 @@ impl<'g> Builder<'g> {
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
             OpKind::Attention => self.attention(node, &shapes)?,
+            OpKind::LinearAttention => self.linear_attention(node, &shapes)?,
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
