@@ -304,6 +304,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::MelWeightMatrix,
     OpKind::RoiAlign,
     OpKind::LinearAttention,
+    OpKind::DeformConv,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

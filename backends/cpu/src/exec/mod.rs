@@ -26,6 +26,7 @@ use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::deform_conv::DeformConvOp;
 use crate::ops::det::DetOp;
 use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
@@ -191,6 +192,7 @@ enum Op {
     RoiAlign(RoiAlignOp),
     /// LinearAttention's output and present state, in one buffer.
     LinearAttention(LinearAttentionOp),
+    DeformConv(DeformConvOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -208,6 +210,7 @@ impl Op {
             Op::Col2Im(op) => op.owned_bytes(),
             Op::Dft(op) => op.owned_bytes(),
             Op::Stft(op) => op.owned_bytes(),
+            Op::DeformConv(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Rnn(op) => op.owned_bytes(),
@@ -263,6 +266,7 @@ impl Op {
             Op::MelWeightMatrix(_) => "ELEMENTWISE",
             Op::RoiAlign(_) => "RESIZE",
             Op::LinearAttention(_) => "ATTENTION",
+            Op::DeformConv(_) => "CONV",
         }
     }
 
@@ -334,6 +338,7 @@ impl Op {
             Op::MelWeightMatrix(op) => return op.run(sources, out),
             Op::RoiAlign(op) => return op.run(sources, out, &ctx.pool),
             Op::LinearAttention(op) => op.run(sources, out, ctx),
+            Op::DeformConv(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

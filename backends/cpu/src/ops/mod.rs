@@ -14,6 +14,7 @@ pub(crate) mod causal_conv;
 pub(crate) mod col2im;
 pub(crate) mod conv;
 pub(crate) mod deconv;
+pub(crate) mod deform_conv;
 pub(crate) mod depthwise;
 pub(crate) mod det;
 pub(crate) mod einsum;

@@ -79,6 +79,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::GridSample
             | OpKind::RoiAlign
             | OpKind::LinearAttention
+            | OpKind::DeformConv
             | OpKind::CausalConvWithState
             | OpKind::AffineGrid
             | OpKind::Det
@@ -94,6 +95,8 @@ pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
         OpKind::Clip | OpKind::ConvTranspose | OpKind::BatchNormalization | OpKind::Resize => {
             i >= 1
         }
+        // Weights and bias, reordered at init (`crate::ops::deform_conv`).
+        OpKind::DeformConv => i == 1 || i == 3,
         _ => false,
     }
 }

@@ -54,6 +54,14 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
             ("scale", Float),
             ("update_rule", Str),
         ],
+        OpKind::DeformConv => &[
+            ("dilations", Ints),
+            ("group", Int),
+            ("kernel_shape", Ints),
+            ("offset_group", Int),
+            ("pads", Ints),
+            ("strides", Ints),
+        ],
         OpKind::RoiAlign => &[
             ("coordinate_transformation_mode", Str),
             ("mode", Str),
@@ -183,6 +191,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::STFT => (2, 4),
         OpKind::MelWeightMatrix => (5, 5),
         OpKind::RoiAlign => (3, 3),
+        OpKind::DeformConv => (3, 5),
         OpKind::LinearAttention => (3, 6),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
@@ -689,6 +698,34 @@ pub(super) fn check_op(
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::DeformConv => {
+            if !(3..=5).contains(&x.len()) {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: 1 to 3 spatial axes are implemented"),
+                ));
+            }
+            for (i, what) in [(1, "weights"), (3, "bias")] {
+                if i < shapes.len() && shapes[i].iter().product::<usize>() > 0 && !is_const(i) {
+                    return Err(Support::no(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: {what} '{}' are computed at run time; only constant {what} \
+                             are prepared for the GEMM",
+                            node.label(),
+                            graph.tensors[node.inputs[i]].name
+                        ),
+                    ));
+                }
+            }
+            let groups = node.attr_int("offset_group", 1);
+            if groups < 1 || x.get(1).is_some_and(|&c| c % groups as usize != 0) {
+                return attr_no(format!(
+                    "offset_group {groups} does not divide the {} input channels",
+                    x.get(1).copied().unwrap_or(0)
+                ));
+            }
+        }
         OpKind::MelWeightMatrix => {
             let t = node.inputs[2];
             let rate = consts.i64s(t).filter(|_| is_const(2));

@@ -31,6 +31,7 @@ use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::{ConvOp, ConvSpec};
+use crate::ops::deform_conv::DeformConvOp;
 use crate::ops::det::DetOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::int::f16_to_f32;
@@ -304,6 +305,7 @@ pub(crate) fn build<'g>(
             Op::Dft(op) => op.reserve(&mut ctx),
             Op::Stft(op) => op.reserve(&mut ctx),
             Op::LinearAttention(op) => op.reserve(&mut ctx),
+            Op::DeformConv(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -644,6 +646,44 @@ impl<'g> Builder<'g> {
                 ))
             }
             OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
+            OpKind::DeformConv => {
+                let g = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
+                let w = self
+                    .const_f32(input(1))
+                    .ok_or("DeformConv weights are not a constant")?;
+                let taps: usize = g.window.kernel.iter().product();
+                let cg = g.in_channels / g.group;
+                let bias = match node.inputs.get(3) {
+                    Some(&t) if shapes[3].iter().product::<usize>() > 0 => Some(
+                        self.const_f32(t)
+                            .ok_or("DeformConv bias is not a constant")?
+                            .into_owned(),
+                    ),
+                    _ => None,
+                };
+                let mask = match node.inputs.get(4) {
+                    Some(&t) if shapes[4].iter().product::<usize>() > 0 => Some(self.src(t)?),
+                    _ => None,
+                };
+                Op::DeformConv(DeformConvOp {
+                    x: self.src(input(0))?,
+                    offsets: self.src(input(2))?,
+                    mask,
+                    weights: DeformConvOp::reorder_weights(&w, g.out_channels, cg, taps),
+                    bias,
+                    batch: g.batch,
+                    in_channels: g.in_channels,
+                    out_channels: g.out_channels,
+                    group: g.group,
+                    offset_groups: node.attr_int("offset_group", 1).max(1) as usize,
+                    in_spatial: g.in_spatial.clone(),
+                    out_spatial: g.out_spatial.clone(),
+                    kernel: g.window.kernel.clone(),
+                    strides: g.window.strides.clone(),
+                    dilations: g.window.dilations.clone(),
+                    pad_begin: g.window.pad_begin.clone(),
+                })
+            }
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 if let Some(op) = self.int_binary(node, &shapes, &out_shape)? {
                     return Ok(op);
