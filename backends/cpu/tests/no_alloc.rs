@@ -221,6 +221,8 @@ fn execute_allocates_nothing() {
     let dx = Tensor::from_f32(&[1, 2, 5, 5], &rng.vec(50));
     let offsets = Tensor::from_f32(&[1, 8, 4, 4], &rng.vec(128));
     let mask = Tensor::from_f32(&[1, 4, 4, 4], &rng.vec(64));
+    let rw = Tensor::from_f32(&[3, 2, 2, 2], &rng.vec(24));
+    let rb = Tensor::from_f32(&[3], &rng.vec(3));
     let mut outs: Vec<Tensor> = h
         .graph
         .outputs
@@ -245,6 +247,8 @@ fn execute_allocates_nothing() {
         dx.view(),
         offsets.view(),
         mask.view(),
+        rw.view(),
+        rb.view(),
     ];
     let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
     ARMED.with(|a| a.set(true));
@@ -262,7 +266,7 @@ fn execute_allocates_nothing() {
 /// 8 every 5 samples, MelWeightMatrix (4 mel bins, DFT length 33) between run-time edges,
 /// RoiAlign (avg, adaptive) of `img` `[2, 3, 6, 7]`, LinearAttention (2 query heads on 1
 /// key/value head, d_k 4, d_v 3, 3 tokens, a past state) and DeformConv (`[1, 2, 5, 5]`
-/// by 3 filters of 2 x 2, a mask and a bias).
+/// by 3 filters of 2 x 2, a mask and a bias; constant, then run-time weights and bias).
 fn spectral_graph() -> Graph {
     let mut g = GraphBuilder::new("spectral");
     let x = g.input_fixed("x", DType::F32, &[3, 12, 1]);
@@ -337,7 +341,13 @@ fn spectral_graph() -> Graph {
     let deform = g
         .node(OpKind::DeformConv, &[dx, dw, offsets, db, mask], &[])
         .unwrap();
-    for t in [dft, stft, mel, roi, la[0], la[1], deform] {
+    // Run-time weights and bias: reordered into the work space on every execute.
+    let rw = g.input_fixed("rw", DType::F32, &[3, 2, 2, 2]);
+    let rb = g.input_fixed("rb", DType::F32, &[3]);
+    let deform_rt = g
+        .node(OpKind::DeformConv, &[dx, rw, offsets, rb, mask], &[])
+        .unwrap();
+    for t in [dft, stft, mel, roi, la[0], la[1], deform, deform_rt] {
         g.output(t);
     }
     g.finish().unwrap()

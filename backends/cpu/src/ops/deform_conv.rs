@@ -25,6 +25,21 @@ struct Operands<'a> {
     mask: Option<&'a [f32]>,
 }
 
+/// DeformConv's weights: reordered at init when constant, else reordered on every execute
+/// into the run context's work space (the graph's `[M, C / group, kernel...]` layout).
+#[derive(Clone, Debug)]
+pub(crate) enum DeformWeights {
+    Reordered(Vec<f32>),
+    Runtime(Src),
+}
+
+/// DeformConv's bias: a constant, or read at run time.
+#[derive(Clone, Debug)]
+pub(crate) enum DeformBias {
+    Const(Vec<f32>),
+    Runtime(Src),
+}
+
 /// A prepared DeformConv node.
 #[derive(Clone, Debug)]
 pub(crate) struct DeformConvOp {
@@ -32,9 +47,9 @@ pub(crate) struct DeformConvOp {
     pub offsets: Src,
     pub mask: Option<Src>,
     /// Per group, `[out channels of the group, taps * in channels of the group]`, the
-    /// depth tap-major.
-    pub weights: Vec<f32>,
-    pub bias: Option<Vec<f32>>,
+    /// depth tap-major (see [`DeformConvOp::reorder`]).
+    pub weights: DeformWeights,
+    pub bias: Option<DeformBias>,
     pub batch: usize,
     pub in_channels: usize,
     pub out_channels: usize,
@@ -57,9 +72,8 @@ impl DeformConvOp {
         self.out_spatial.iter().product()
     }
 
-    /// Reorders `w` (`[M, C / group, kernel...]`) into the per-group tap-major rows.
-    pub fn reorder_weights(w: &[f32], m: usize, c_per_group: usize, taps: usize) -> Vec<f32> {
-        let mut out = vec![0.0; m * c_per_group * taps];
+    /// Reorders `w` (`[M, C / group, kernel...]`) into `out`, the per-group tap-major rows.
+    pub fn reorder(w: &[f32], m: usize, c_per_group: usize, taps: usize, out: &mut [f32]) {
         for mi in 0..m {
             for c in 0..c_per_group {
                 for t in 0..taps {
@@ -68,17 +82,31 @@ impl DeformConvOp {
                 }
             }
         }
-        out
     }
 
     pub fn owned_bytes(&self) -> usize {
-        super::vec_bytes(&self.weights) + self.bias.as_ref().map_or(0, super::vec_bytes)
+        let w = match &self.weights {
+            DeformWeights::Reordered(v) => super::vec_bytes(v),
+            DeformWeights::Runtime(_) => 0,
+        };
+        let b = match &self.bias {
+            Some(DeformBias::Const(v)) => super::vec_bytes(v),
+            _ => 0,
+        };
+        w + b
+    }
+
+    fn weights_len(&self) -> usize {
+        self.out_channels * (self.in_channels / self.group) * self.taps()
     }
 
     pub fn reserve(&self, ctx: &mut RunCtx) {
         let cg = self.in_channels / self.group;
         ctx.rhs
             .reserve(ctx.kernel, 1, self.taps() * cg, self.pixels());
+        if let DeformWeights::Runtime(_) = self.weights {
+            ctx.reserve_work(self.weights_len());
+        }
     }
 
     /// The deformed, masked sample of channel `c` of image `n` for tap `t` at output
@@ -149,8 +177,25 @@ impl DeformConvOp {
         );
         let depth = taps * cg;
         let RunCtx {
-            kernel, pool, rhs, ..
+            kernel,
+            pool,
+            rhs,
+            work,
+            ..
         } = ctx;
+        let weights: &[f32] = match &self.weights {
+            DeformWeights::Reordered(v) => v,
+            DeformWeights::Runtime(src) => {
+                let out = &mut work[..self.weights_len()];
+                Self::reorder(sources.get(*src), self.out_channels, cg, taps, out);
+                out
+            }
+        };
+        let bias: Option<&[f32]> = match &self.bias {
+            Some(DeformBias::Const(v)) => Some(v),
+            Some(DeformBias::Runtime(src)) => Some(sources.get(*src)),
+            None => None,
+        };
         for n in 0..self.batch {
             for g in 0..self.group {
                 // One tap of depth `taps * cg` (dense rows of `A`), tap-major within.
@@ -159,7 +204,7 @@ impl DeformConvOp {
                     self.sample(&data, n, c, t, o)
                 });
                 let mut epilogue = Epilogue::new();
-                if let Some(b) = &self.bias {
+                if let Some(b) = bias {
                     epilogue.add(Add {
                         data: &b[g * mg..][..mg],
                         rs: 1,
@@ -172,7 +217,7 @@ impl DeformConvOp {
                     rs: pixels,
                 };
                 let a = Rows::Dense {
-                    data: &self.weights[g * mg * depth..][..mg * depth],
+                    data: &weights[g * mg * depth..][..mg * depth],
                     lda: depth,
                 };
                 gemm_parallel(pool, kernel, mg, a, rhs, c, &epilogue);

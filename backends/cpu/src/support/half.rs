@@ -95,7 +95,7 @@ pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
         OpKind::Clip | OpKind::ConvTranspose | OpKind::BatchNormalization | OpKind::Resize => {
             i >= 1
         }
-        // Weights and bias, reordered at init (`crate::ops::deform_conv`).
+        // Constant weights and bias, reordered at init (`crate::ops::deform_conv`).
         OpKind::DeformConv => i == 1 || i == 3,
         _ => false,
     }

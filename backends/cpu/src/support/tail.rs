@@ -705,19 +705,6 @@ pub(super) fn check_op(
                     format!("input {x:?}: 1 to 3 spatial axes are implemented"),
                 ));
             }
-            for (i, what) in [(1, "weights"), (3, "bias")] {
-                if i < shapes.len() && shapes[i].iter().product::<usize>() > 0 && !is_const(i) {
-                    return Err(Support::no(
-                        DeclineReason::NotConstant,
-                        format!(
-                            "{}: {what} '{}' are computed at run time; only constant {what} \
-                             are prepared for the GEMM",
-                            node.label(),
-                            graph.tensors[node.inputs[i]].name
-                        ),
-                    ));
-                }
-            }
             let groups = node.attr_int("offset_group", 1);
             if groups < 1 || x.get(1).is_some_and(|&c| c % groups as usize != 0) {
                 return attr_no(format!(

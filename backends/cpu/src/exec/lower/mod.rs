@@ -31,7 +31,7 @@ use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::{ConvOp, ConvSpec};
-use crate::ops::deform_conv::DeformConvOp;
+use crate::ops::deform_conv::{DeformBias, DeformConvOp, DeformWeights};
 use crate::ops::det::DetOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::int::f16_to_f32;
@@ -648,17 +648,23 @@ impl<'g> Builder<'g> {
             OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
             OpKind::DeformConv => {
                 let g = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
-                let w = self
-                    .const_f32(input(1))
-                    .ok_or("DeformConv weights are not a constant")?;
                 let taps: usize = g.window.kernel.iter().product();
                 let cg = g.in_channels / g.group;
+                let weights = match self.const_f32(input(1)) {
+                    Some(w) => {
+                        let mut v = vec![0.0; w.len()];
+                        DeformConvOp::reorder(&w, g.out_channels, cg, taps, &mut v);
+                        DeformWeights::Reordered(v)
+                    }
+                    None => DeformWeights::Runtime(self.src(input(1))?),
+                };
                 let bias = match node.inputs.get(3) {
-                    Some(&t) if shapes[3].iter().product::<usize>() > 0 => Some(
-                        self.const_f32(t)
-                            .ok_or("DeformConv bias is not a constant")?
-                            .into_owned(),
-                    ),
+                    Some(&t) if shapes[3].iter().product::<usize>() > 0 => {
+                        Some(match self.const_f32(t) {
+                            Some(b) => DeformBias::Const(b.into_owned()),
+                            None => DeformBias::Runtime(self.src(t)?),
+                        })
+                    }
                     _ => None,
                 };
                 let mask = match node.inputs.get(4) {
@@ -669,7 +675,7 @@ impl<'g> Builder<'g> {
                     x: self.src(input(0))?,
                     offsets: self.src(input(2))?,
                     mask,
-                    weights: DeformConvOp::reorder_weights(&w, g.out_channels, cg, taps),
+                    weights,
                     bias,
                     batch: g.batch,
                     in_channels: g.in_channels,
