@@ -296,6 +296,15 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Det,
     OpKind::MaxUnpool,
     OpKind::Col2Im,
+    OpKind::DFT,
+    OpKind::STFT,
+    OpKind::HannWindow,
+    OpKind::HammingWindow,
+    OpKind::BlackmanWindow,
+    OpKind::MelWeightMatrix,
+    OpKind::RoiAlign,
+    OpKind::LinearAttention,
+    OpKind::DeformConv,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
@@ -411,6 +420,7 @@ fn check_arity(node: &Node) -> Result<(), Support> {
         OpKind::LayerNormalization | OpKind::LSTM => 3,
         OpKind::Attention => 4,
         OpKind::GRU | OpKind::RNN | OpKind::TopK | OpKind::CausalConvWithState => 2,
+        OpKind::LinearAttention => 2,
         _ => 1,
     };
     let n = node.inputs.len();

@@ -191,6 +191,166 @@ fn execute_allocates_nothing() {
     ARMED.with(|a| a.set(false));
     result.unwrap();
     assert_eq!(COUNT.with(Cell::get), 0, "RNN's execute allocated");
+
+    // DFT (a Bluestein length, one-sided) and STFT (a power-of-two frame, a run-time
+    // window) on their per-thread scratch, MelWeightMatrix with run-time edges, RoiAlign
+    // with run-time boxes and an adaptive grid, LinearAttention (gated delta rule, a past
+    // state) and DeformConv (its columns packed into the run-time panels); two threads.
+    let spectral = spectral_graph();
+    let h = Hosted::new(&spectral);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let x = Tensor::from_f32(&[3, 12, 1], &rng.vec(36));
+    let sig = Tensor::from_f32(&[2, 40, 1], &rng.vec(80));
+    let win = Tensor::from_f32(&[8], &rng.vec(8));
+    let low = Tensor::from_f32(&[], &[100.0]);
+    let high = Tensor::from_f32(&[], &[3000.0]);
+    let img = Tensor::from_f32(&[2, 3, 6, 7], &rng.vec(252));
+    let rois = Tensor::from_f32(&[2, 4], &[0.0, 0.0, 5.0, 4.0, 1.5, 0.5, 4.25, 3.75]);
+    let batch = Tensor::from_i64(&[2], &[1, 0]);
+    let q = Tensor::from_f32(&[1, 3, 8], &rng.vec(24));
+    let k = Tensor::from_f32(&[1, 3, 4], &rng.vec(12));
+    let val = Tensor::from_f32(&[1, 3, 3], &rng.vec(9));
+    let past = Tensor::from_f32(&[1, 1, 4, 3], &rng.vec(12));
+    let decay = Tensor::from_f32(&[1, 3, 1], &rng.vec(3));
+    let beta = Tensor::from_f32(&[1, 3, 1], &rng.vec(3));
+    let dx = Tensor::from_f32(&[1, 2, 5, 5], &rng.vec(50));
+    let offsets = Tensor::from_f32(&[1, 8, 4, 4], &rng.vec(128));
+    let mask = Tensor::from_f32(&[1, 4, 4, 4], &rng.vec(64));
+    let rw = Tensor::from_f32(&[3, 2, 2, 2], &rng.vec(24));
+    let rb = Tensor::from_f32(&[3], &rng.vec(3));
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| Tensor::zeros(DType::F32, &h.graph.tensors[t].static_shape().unwrap()))
+        .collect();
+    let inputs = [
+        x.view(),
+        sig.view(),
+        win.view(),
+        low.view(),
+        high.view(),
+        img.view(),
+        rois.view(),
+        batch.view(),
+        q.view(),
+        k.view(),
+        val.view(),
+        past.view(),
+        decay.view(),
+        beta.view(),
+        dx.view(),
+        offsets.view(),
+        mask.view(),
+        rw.view(),
+        rb.view(),
+    ];
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(
+        COUNT.with(Cell::get),
+        0,
+        "a spectral, RoiAlign, LinearAttention or DeformConv execute allocated"
+    );
+}
+
+/// DFT of `x` `[3, 12, 1]` (one-sided), STFT of `sig` `[2, 40, 1]` by a run-time window of
+/// 8 every 5 samples, MelWeightMatrix (4 mel bins, DFT length 33) between run-time edges,
+/// RoiAlign (avg, adaptive) of `img` `[2, 3, 6, 7]`, LinearAttention (2 query heads on 1
+/// key/value head, d_k 4, d_v 3, 3 tokens, a past state) and DeformConv (`[1, 2, 5, 5]`
+/// by 3 filters of 2 x 2, a mask and a bias; constant, then run-time weights and bias).
+fn spectral_graph() -> Graph {
+    let mut g = GraphBuilder::new("spectral");
+    let x = g.input_fixed("x", DType::F32, &[3, 12, 1]);
+    let sig = g.input_fixed("sig", DType::F32, &[2, 40, 1]);
+    let win = g.input_fixed("win", DType::F32, &[8]);
+    let low = g.input_fixed("low", DType::F32, &[]);
+    let high = g.input_fixed("high", DType::F32, &[]);
+    let img = g.input_fixed("img", DType::F32, &[2, 3, 6, 7]);
+    let rois = g.input_fixed("rois", DType::F32, &[2, 4]);
+    let batch = g.input_fixed("batch", DType::I64, &[2]);
+    let none = g.constant_f32("none", &[0], &[]);
+    let axis = g.constant_i64("axis", &[], &[1]);
+    let dft = g
+        .node(OpKind::DFT, &[x, none, axis], &[("onesided", Attr::Int(1))])
+        .unwrap();
+    let step = g.constant_i64("step", &[], &[5]);
+    let stft = g.node(OpKind::STFT, &[sig, step, win], &[]).unwrap();
+    let ints =
+        [("bins", 4), ("dft", 33), ("rate", 8000)].map(|(name, v)| g.constant_i64(name, &[], &[v]));
+    let mel = g
+        .node(
+            OpKind::MelWeightMatrix,
+            &[ints[0], ints[1], ints[2], low, high],
+            &[],
+        )
+        .unwrap();
+    let roi = g
+        .node(
+            OpKind::RoiAlign,
+            &[img, rois, batch],
+            &[
+                ("output_height", Attr::Int(3)),
+                ("output_width", Attr::Int(2)),
+            ],
+        )
+        .unwrap();
+    let names = ["q", "k", "v", "past", "decay", "beta"];
+    let shapes: [&[usize]; 6] = [
+        &[1, 3, 8],
+        &[1, 3, 4],
+        &[1, 3, 3],
+        &[1, 1, 4, 3],
+        &[1, 3, 1],
+        &[1, 3, 1],
+    ];
+    let la_in: Vec<_> = names
+        .iter()
+        .zip(shapes)
+        .map(|(n, s)| g.input_fixed(n, DType::F32, s))
+        .collect();
+    let la = g
+        .named_node_outputs(
+            "la",
+            OpKind::LinearAttention,
+            &la_in,
+            &[
+                ("q_num_heads", Attr::Int(2)),
+                ("kv_num_heads", Attr::Int(1)),
+            ],
+            2,
+        )
+        .unwrap();
+    let dx = g.input_fixed("dx", DType::F32, &[1, 2, 5, 5]);
+    let offsets = g.input_fixed("offsets", DType::F32, &[1, 8, 4, 4]);
+    let mask = g.input_fixed("mask", DType::F32, &[1, 4, 4, 4]);
+    let dw = g.constant_f32(
+        "dw",
+        &[3, 2, 2, 2],
+        &(0..24).map(|i| i as f32 / 24.0).collect::<Vec<_>>(),
+    );
+    let db = g.constant_f32("db", &[3], &[0.5, -0.25, 1.0]);
+    let deform = g
+        .node(OpKind::DeformConv, &[dx, dw, offsets, db, mask], &[])
+        .unwrap();
+    // Run-time weights and bias: reordered into the work space on every execute.
+    let rw = g.input_fixed("rw", DType::F32, &[3, 2, 2, 2]);
+    let rb = g.input_fixed("rb", DType::F32, &[3]);
+    let deform_rt = g
+        .node(OpKind::DeformConv, &[dx, rw, offsets, rb, mask], &[])
+        .unwrap();
+    for t in [dft, stft, mel, roi, la[0], la[1], deform, deform_rt] {
+        g.output(t);
+    }
+    g.finish().unwrap()
 }
 
 /// RNN over `x` `[4, 3, 5]` (hidden 6, both directions, Softplus then Tanh, clip 2) with

@@ -26,6 +26,7 @@ use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::ConvOp;
 use crate::ops::deconv::DeconvOp;
+use crate::ops::deform_conv::DeformConvOp;
 use crate::ops::det::DetOp;
 use crate::ops::einsum::EinsumOp;
 use crate::ops::elementwise::{BinaryOp, PowIntOp, SoftmaxOp, UnaryOp};
@@ -35,6 +36,7 @@ use crate::ops::gru::GruOp;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::{CastOp, IntBinaryOp, IntReduceOp, IntUnaryOp};
 use crate::ops::layout::{ConcatOp, TransposeOp};
+use crate::ops::linear_attention::LinearAttentionOp;
 use crate::ops::lstm::LstmOp;
 use crate::ops::matmul::MatMulOp;
 use crate::ops::max_unpool::MaxUnpoolOp;
@@ -47,10 +49,13 @@ use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
+use crate::ops::roi_align::RoiAlignOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
 use crate::ops::sequence::ReverseSequenceOp;
+use crate::ops::spectral::{DftOp, StftOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
+use crate::ops::window::MelOp;
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
 /// An initialised partition of the CPU delegate.
@@ -181,6 +186,13 @@ enum Op {
     Det(DetOp),
     MaxUnpool(MaxUnpoolOp),
     Col2Im(Col2ImOp),
+    Dft(DftOp),
+    Stft(StftOp),
+    MelWeightMatrix(MelOp),
+    RoiAlign(RoiAlignOp),
+    /// LinearAttention's output and present state, in one buffer.
+    LinearAttention(LinearAttentionOp),
+    DeformConv(DeformConvOp),
     /// A ReduceMean over no axis: the data is unchanged. (Reshape, Flatten, Squeeze and
     /// Unsqueeze need no step at all: their output is a view of their input.)
     Copy(Src),
@@ -196,6 +208,9 @@ impl Op {
             Op::IntProduct(op) => op.owned_bytes(),
             Op::AffineGrid(op) => op.owned_bytes(),
             Op::Col2Im(op) => op.owned_bytes(),
+            Op::Dft(op) => op.owned_bytes(),
+            Op::Stft(op) => op.owned_bytes(),
+            Op::DeformConv(op) => op.owned_bytes(),
             Op::Lstm(op) => op.owned_bytes(),
             Op::Gru(op) => op.owned_bytes(),
             Op::Rnn(op) => op.owned_bytes(),
@@ -247,6 +262,11 @@ impl Op {
             Op::Det(_) => "GEMM",
             Op::MaxUnpool(_) => "INDEX",
             Op::Col2Im(_) => "CONV",
+            Op::Dft(_) | Op::Stft(_) => "FFT",
+            Op::MelWeightMatrix(_) => "ELEMENTWISE",
+            Op::RoiAlign(_) => "RESIZE",
+            Op::LinearAttention(_) => "ATTENTION",
+            Op::DeformConv(_) => "CONV",
         }
     }
 
@@ -313,6 +333,12 @@ impl Op {
             Op::Det(op) => op.run(sources, out, ctx),
             Op::MaxUnpool(op) => return op.run(sources, out),
             Op::Col2Im(op) => op.run(sources, out, ctx),
+            Op::Dft(op) => op.run(sources, out, ctx),
+            Op::Stft(op) => op.run(sources, out, ctx),
+            Op::MelWeightMatrix(op) => return op.run(sources, out),
+            Op::RoiAlign(op) => return op.run(sources, out, &ctx.pool),
+            Op::LinearAttention(op) => op.run(sources, out, ctx),
+            Op::DeformConv(op) => op.run(sources, out, ctx),
         }
         Ok(())
     }

@@ -14,16 +14,19 @@ pub(crate) mod causal_conv;
 pub(crate) mod col2im;
 pub(crate) mod conv;
 pub(crate) mod deconv;
+pub(crate) mod deform_conv;
 pub(crate) mod depthwise;
 pub(crate) mod det;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
+pub(crate) mod fft;
 pub(crate) mod generate;
 pub(crate) mod grid_sample;
 pub(crate) mod gru;
 pub(crate) mod index;
 pub(crate) mod int;
 pub(crate) mod layout;
+pub(crate) mod linear_attention;
 pub(crate) mod lstm;
 pub(crate) mod math;
 pub(crate) mod matmul;
@@ -35,10 +38,13 @@ pub(crate) mod quant;
 pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod rnn;
+pub(crate) mod roi_align;
 pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod sequence;
+pub(crate) mod spectral;
 pub(crate) mod tensor;
+pub(crate) mod window;
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -213,6 +219,10 @@ pub(crate) struct RunCtx {
     pub qout: Vec<u8>,
     /// Attention's scratch, one per pool thread (see `attention.rs`); sized at init.
     pub attn: attention::AttnWorkers,
+    /// DFT and STFT scratch, one per pool thread (see `spectral.rs`); sized at init.
+    pub fft: spectral::FftWorkers,
+    /// LinearAttention's f64 states, one per pool thread (see `linear_attention.rs`).
+    pub lin_attn: linear_attention::LinAttnWorkers,
 }
 
 impl RunCtx {
@@ -231,6 +241,8 @@ impl RunCtx {
             qin: Vec::new(),
             qout: Vec::new(),
             attn: Vec::new(),
+            fft: Vec::new(),
+            lin_attn: Vec::new(),
         }
     }
 
@@ -247,6 +259,16 @@ impl RunCtx {
                 .attn
                 .iter()
                 .map(|m| m.lock().map_or(0, |s| s.bytes()))
+                .sum::<usize>()
+            + self
+                .fft
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
+                .sum::<usize>()
+            + self
+                .lin_attn
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
                 .sum::<usize>()
     }
 

@@ -77,6 +77,9 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::RotaryEmbedding
             | OpKind::Einsum
             | OpKind::GridSample
+            | OpKind::RoiAlign
+            | OpKind::LinearAttention
+            | OpKind::DeformConv
             | OpKind::CausalConvWithState
             | OpKind::AffineGrid
             | OpKind::Det
@@ -92,6 +95,8 @@ pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
         OpKind::Clip | OpKind::ConvTranspose | OpKind::BatchNormalization | OpKind::Resize => {
             i >= 1
         }
+        // Constant weights and bias, reordered at init (`crate::ops::deform_conv`).
+        OpKind::DeformConv => i == 1 || i == 3,
         _ => false,
     }
 }
@@ -105,10 +110,15 @@ pub(crate) fn half_computed_node(node: &Node) -> bool {
 
 /// The multi-output ops computed in f32 for f16 tensors: each f16 output is rounded from
 /// its part of the f32 result (LayerNormalization's Y beside its f32 statistics, TopK's
-/// values beside their i64 positions, Attention's Y, present keys, values and scores).
+/// values beside their i64 positions, Attention's Y, present keys, values and scores,
+/// LinearAttention's output and present state).
 pub(crate) fn half_multi_output(op: OpKind) -> bool {
     matches!(
         op,
-        OpKind::LayerNormalization | OpKind::TopK | OpKind::Attention | OpKind::CausalConvWithState
+        OpKind::LayerNormalization
+            | OpKind::TopK
+            | OpKind::Attention
+            | OpKind::CausalConvWithState
+            | OpKind::LinearAttention
     )
 }

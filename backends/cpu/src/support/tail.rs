@@ -41,6 +41,35 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::ReverseSequence => &[("batch_axis", Int), ("time_axis", Int)],
         OpKind::CausalConvWithState => &[("activation", Str)],
         OpKind::AffineGrid => &[("align_corners", Int)],
+        OpKind::DFT => &[("inverse", Int), ("onesided", Int)],
+        OpKind::STFT => &[("onesided", Int)],
+        OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
+            &[("output_datatype", Int), ("periodic", Int)]
+        }
+        OpKind::MelWeightMatrix => &[("output_datatype", Int)],
+        OpKind::LinearAttention => &[
+            ("chunk_size", Int),
+            ("kv_num_heads", Int),
+            ("q_num_heads", Int),
+            ("scale", Float),
+            ("update_rule", Str),
+        ],
+        OpKind::DeformConv => &[
+            ("dilations", Ints),
+            ("group", Int),
+            ("kernel_shape", Ints),
+            ("offset_group", Int),
+            ("pads", Ints),
+            ("strides", Ints),
+        ],
+        OpKind::RoiAlign => &[
+            ("coordinate_transformation_mode", Str),
+            ("mode", Str),
+            ("output_height", Int),
+            ("output_width", Int),
+            ("sampling_ratio", Int),
+            ("spatial_scale", Float),
+        ],
         OpKind::MaxUnpool => &[("kernel_shape", Ints), ("strides", Ints), ("pads", Ints)],
         OpKind::Col2Im => &[("dilations", Ints), ("pads", Ints), ("strides", Ints)],
         OpKind::RotaryEmbedding => &[
@@ -158,6 +187,12 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::ReverseSequence => (2, 2),
         OpKind::CausalConvWithState => (2, 4),
         OpKind::AffineGrid => (2, 2),
+        OpKind::DFT => (1, 3),
+        OpKind::STFT => (2, 4),
+        OpKind::MelWeightMatrix => (5, 5),
+        OpKind::RoiAlign => (3, 3),
+        OpKind::DeformConv => (3, 5),
+        OpKind::LinearAttention => (3, 6),
         OpKind::MaxUnpool => (2, 3),
         OpKind::Col2Im => (3, 3),
         _ => (1, 1),
@@ -237,6 +272,25 @@ const VIEWED: &[DType] = INDEXED;
 pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
     match (op, pos) {
         (OpKind::ReverseSequence | OpKind::AffineGrid, Some(1)) => &[DType::I64],
+        // The scalars of DFT (dft_length, axis) and STFT (frame_step, frame_length): i64,
+        // or an empty signal-typed tensor standing for an omitted one (`check_op`).
+        (OpKind::DFT, Some(1 | 2)) | (OpKind::STFT, Some(1 | 3)) => &[DType::I64, DType::F32],
+        // The window ops are constants computed at init, held as any of these; f64 is
+        // not held.
+        (OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow, Some(_)) => {
+            &[DType::I64]
+        }
+        (OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow, None) => &[
+            DType::F32,
+            DType::F16,
+            DType::I32,
+            DType::I64,
+            DType::I8,
+            DType::U8,
+        ],
+        (OpKind::MelWeightMatrix, Some(0..=2)) | (OpKind::RoiAlign, Some(2)) => &[DType::I64],
+        (OpKind::MelWeightMatrix, Some(_)) => &[DType::F32, DType::F16],
+        (OpKind::MelWeightMatrix, None) => &[DType::F32, DType::F16, DType::I32],
         (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
         (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
         (OpKind::ReverseSequence, _) => CAST,
@@ -644,6 +698,67 @@ pub(super) fn check_op(
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::DeformConv => {
+            if !(3..=5).contains(&x.len()) {
+                return Err(shape_no(
+                    node,
+                    format!("input {x:?}: 1 to 3 spatial axes are implemented"),
+                ));
+            }
+            let groups = node.attr_int("offset_group", 1);
+            if groups < 1 || x.get(1).is_some_and(|&c| c % groups as usize != 0) {
+                return attr_no(format!(
+                    "offset_group {groups} does not divide the {} input channels",
+                    x.get(1).copied().unwrap_or(0)
+                ));
+            }
+        }
+        OpKind::MelWeightMatrix => {
+            let t = node.inputs[2];
+            let rate = consts.i64s(t).filter(|_| is_const(2));
+            match rate.as_deref() {
+                Some(&[r]) if r > 0 => {}
+                Some(r) => {
+                    return Err(shape_no(
+                        node,
+                        format!("sample_rate {r:?} is not one value > 0"),
+                    ))
+                }
+                None => {
+                    return Err(Support::no(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: sample_rate '{}' is computed at run time; only a constant \
+                             is supported",
+                            node.label(),
+                            graph.tensors[t].name
+                        ),
+                    ))
+                }
+            }
+        }
+        OpKind::DFT | OpKind::STFT => {
+            let scalars: &[usize] = if node.op == OpKind::DFT {
+                &[1, 2]
+            } else {
+                &[1, 3]
+            };
+            for &i in scalars.iter().filter(|&&i| i < shapes.len()) {
+                let t = &graph.tensors[node.inputs[i]];
+                let given = shapes[i].iter().product::<usize>() > 0;
+                if given && (t.dtype != DType::I64 || !is_const(i)) {
+                    return Err(Support::no(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: operand {i} ('{}') must be a constant i64 scalar (it sizes \
+                             the transform)",
+                            node.label(),
+                            t.name
+                        ),
+                    ));
+                }
+            }
+        }
         OpKind::GridSample => {
             if !(4..=5).contains(&x.len()) {
                 return Err(shape_no(

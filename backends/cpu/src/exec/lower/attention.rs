@@ -1,10 +1,12 @@
-//! Lowering of the transformer ops: Attention and RotaryEmbedding (`crate::ops::attention`).
+//! Lowering of the transformer ops: Attention and RotaryEmbedding (`crate::ops::attention`),
+//! and LinearAttention (`crate::ops::linear_attention`).
 
 use baton_delegate_api::ir::Attr;
-use baton_delegate_api::shape::{AttentionGeometry, RotaryGeometry};
+use baton_delegate_api::shape::{AttentionGeometry, LinearAttentionGeometry, RotaryGeometry};
 
 use super::*;
 use crate::ops::attention::{AttentionOp, AttnDims, MaskSpec, QkOut, RotaryOp};
+use crate::ops::linear_attention::LinearAttentionOp;
 
 impl Builder<'_> {
     /// The operands' dtypes and shapes, for the geometry rules shared with the reference.
@@ -77,6 +79,47 @@ impl Builder<'_> {
             softcap,
             causal: node.attr_int("is_causal", 0) != 0,
             qk: (node.outputs.len() > 3).then(|| QkOut::of(mode, softcap)),
+        }))
+    }
+
+    pub(super) fn linear_attention(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+    ) -> Result<Op, String> {
+        let g = LinearAttentionGeometry::new(node, &self.typed(node, shapes))?;
+        let scale = match node.attrs.get("scale") {
+            Some(Attr::Float(s)) if *s != 0.0 => f64::from(*s),
+            _ => 1.0 / (g.key_size as f64).sqrt(),
+        };
+        let past = if g.past {
+            self.given(node, shapes, 3)?
+        } else {
+            None
+        };
+        let decay = match g.decay_per_key {
+            Some(per_key) => self.given(node, shapes, 4)?.map(|s| (s, per_key)),
+            None => None,
+        };
+        let beta = match g.beta_heads {
+            Some(heads) => self.given(node, shapes, 5)?.map(|s| (s, heads)),
+            None => None,
+        };
+        Ok(Op::LinearAttention(LinearAttentionOp {
+            q: self.src(node.inputs[0])?,
+            k: self.src(node.inputs[1])?,
+            v: self.src(node.inputs[2])?,
+            past,
+            decay,
+            beta,
+            rule: g.rule,
+            batch: g.batch,
+            tokens: g.seq_len,
+            q_heads: g.q_heads,
+            kv_heads: g.kv_heads,
+            dk: g.key_size,
+            dv: g.value_size,
+            scale,
         }))
     }
 

@@ -272,6 +272,10 @@ pub(super) fn output_parts(op: &Op) -> Option<Vec<usize>> {
             Some(vec![values, positions])
         }
         Op::Attention(a) => Some(a.out_len().to_vec()),
+        Op::LinearAttention(a) => {
+            let (y, state) = a.out_len();
+            Some(vec![y, state])
+        }
         Op::CausalConv(c) => {
             let (y, state) = c.out_len();
             Some(vec![y, state])

@@ -31,6 +31,7 @@ use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
 use crate::ops::conv::{ConvOp, ConvSpec};
+use crate::ops::deform_conv::{DeformBias, DeformConvOp, DeformWeights};
 use crate::ops::det::DetOp;
 use crate::ops::elementwise::{Binary, BinaryOp, SoftmaxOp, Unary, UnaryOp};
 use crate::ops::int::f16_to_f32;
@@ -41,6 +42,7 @@ use crate::ops::max_unpool::MaxUnpoolOp;
 use crate::ops::norm::{BlockOperand, LayerNormOp};
 use crate::ops::pool::{GlobalAveragePoolOp, PoolKind, PoolOp};
 use crate::ops::quant::ByteInputOp;
+use crate::ops::roi_align::RoiAlignOp;
 use crate::ops::select::BoolInputOp;
 use crate::ops::sequence::ReverseSequenceOp;
 use crate::ops::tensor::{
@@ -300,6 +302,10 @@ pub(crate) fn build<'g>(
             Op::IntProduct(op) => op.reserve(&mut ctx),
             Op::Det(op) => op.reserve(&mut ctx),
             Op::Col2Im(op) => op.reserve(&mut ctx),
+            Op::Dft(op) => op.reserve(&mut ctx),
+            Op::Stft(op) => op.reserve(&mut ctx),
+            Op::LinearAttention(op) => op.reserve(&mut ctx),
+            Op::DeformConv(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }
@@ -640,6 +646,50 @@ impl<'g> Builder<'g> {
                 ))
             }
             OpKind::Conv => self.conv(node, &shapes, &fused, out, None)?,
+            OpKind::DeformConv => {
+                let g = ConvGeometry::new(node, &shapes[0], &shapes[1])?;
+                let taps: usize = g.window.kernel.iter().product();
+                let cg = g.in_channels / g.group;
+                let weights = match self.const_f32(input(1)) {
+                    Some(w) => {
+                        let mut v = vec![0.0; w.len()];
+                        DeformConvOp::reorder(&w, g.out_channels, cg, taps, &mut v);
+                        DeformWeights::Reordered(v)
+                    }
+                    None => DeformWeights::Runtime(self.src(input(1))?),
+                };
+                let bias = match node.inputs.get(3) {
+                    Some(&t) if shapes[3].iter().product::<usize>() > 0 => {
+                        Some(match self.const_f32(t) {
+                            Some(b) => DeformBias::Const(b.into_owned()),
+                            None => DeformBias::Runtime(self.src(t)?),
+                        })
+                    }
+                    _ => None,
+                };
+                let mask = match node.inputs.get(4) {
+                    Some(&t) if shapes[4].iter().product::<usize>() > 0 => Some(self.src(t)?),
+                    _ => None,
+                };
+                Op::DeformConv(DeformConvOp {
+                    x: self.src(input(0))?,
+                    offsets: self.src(input(2))?,
+                    mask,
+                    weights,
+                    bias,
+                    batch: g.batch,
+                    in_channels: g.in_channels,
+                    out_channels: g.out_channels,
+                    group: g.group,
+                    offset_groups: node.attr_int("offset_group", 1).max(1) as usize,
+                    in_spatial: g.in_spatial.clone(),
+                    out_spatial: g.out_spatial.clone(),
+                    kernel: g.window.kernel.clone(),
+                    strides: g.window.strides.clone(),
+                    dilations: g.window.dilations.clone(),
+                    pad_begin: g.window.pad_begin.clone(),
+                })
+            }
             OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                 if let Some(op) = self.int_binary(node, &shapes, &out_shape)? {
                     return Ok(op);
@@ -789,9 +839,24 @@ impl<'g> Builder<'g> {
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
             OpKind::Attention => self.attention(node, &shapes)?,
+            OpKind::LinearAttention => self.linear_attention(node, &shapes)?,
             OpKind::RotaryEmbedding => self.rotary(node, &shapes)?,
             OpKind::Einsum => self.einsum(node, &shapes)?,
             OpKind::GridSample => self.grid_sample(node, &shapes)?,
+            OpKind::DFT => self.dft(node, &shapes)?,
+            OpKind::STFT => self.stft(node, &shapes)?,
+            OpKind::MelWeightMatrix => self.mel_weight_matrix(node, &out_shape)?,
+            OpKind::RoiAlign => {
+                let x = &shapes[0];
+                Op::RoiAlign(RoiAlignOp {
+                    x: self.src(input(0))?,
+                    rois: self.src(input(1))?,
+                    indices: self.src(input(2))?,
+                    dims: [x[0], x[1], x[2], x[3]],
+                    count: shapes[1][0],
+                    params: baton_delegate_api::shape::roi_align_params(node)?,
+                })
+            }
             OpKind::MatMulInteger | OpKind::ConvInteger => self.int_product(node, &shapes)?,
             OpKind::Col2Im => {
                 let image = &out_shape[2..];

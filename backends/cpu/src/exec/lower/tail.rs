@@ -13,6 +13,7 @@ use crate::ops::pad::{axis_map, PadMode, PadOp};
 use crate::ops::resize::{linear_taps, nearest_map, LinearResizeOp, ResizeMode, Rounding};
 use crate::ops::rnn::{RnnOp, RnnSpec, SeqLens};
 use crate::ops::select::{IntCompareOp, WhereOp};
+use crate::ops::window::window_bytes;
 use crate::patterns::{find_activations, find_gelus};
 use baton_delegate_api::ir::{Attr, NodeId};
 use baton_delegate_api::shape::rnn_activations;
@@ -441,6 +442,13 @@ impl Builder<'_> {
                         .ok_or_else(|| format!("Range operand {i} is not a constant scalar"))
                 };
                 held_words(dtype, &range_bytes(dtype, operand(0)?, operand(2)?, n))
+            }
+            OpKind::HannWindow | OpKind::HammingWindow | OpKind::BlackmanWindow => {
+                let out = node.outputs[0];
+                let size = self.shape(out).first().copied().unwrap_or(0);
+                let dtype = self.graph.tensors[out].dtype;
+                let periodic = node.attr_int("periodic", 1) != 0;
+                held_words(dtype, &window_bytes(node.op, periodic, size, dtype)?)
             }
             _ => return Ok(None),
         }))
