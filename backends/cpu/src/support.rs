@@ -296,6 +296,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Det,
     OpKind::MaxUnpool,
     OpKind::Col2Im,
+    OpKind::TensorScatter,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

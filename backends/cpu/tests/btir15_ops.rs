@@ -2,8 +2,9 @@
 //! against naive implementations written here (i64 sums wrapped to i32, as ONNX defines
 //! them) and ONNX's own example, with the SIMD and portable kernels and several threads,
 //! at sizes the conformance kit's small cases do not reach: many weight panels, more taps
-//! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool and Col2Im against
-//! values worked out by hand.
+//! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool, Col2Im and
+//! TensorScatter against values worked out by hand (TensorScatter of a large cache also
+//! against a naive copy, on one thread and three).
 
 mod common;
 
@@ -379,4 +380,90 @@ fn col2im_by_hand() {
         };
         assert_eq!(got, want, "{dtype}");
     }
+}
+
+#[test]
+fn tensor_scatter_by_hand() {
+    // Cache [2, 1, 4, 1] holding 0..8, update [2, 1, 2, 1] holding 10, 11 | 12, 13.
+    // Linear, write indices 1 and 2: entry 0 becomes 0 10 11 3, entry 1 4 5 12 13.
+    // Circular, write indices 3 and 6 (6 mod 4 = 2): entry 0 takes 10 at step 3 and 11
+    // at step 0 (11 1 2 10); entry 1 takes 12 at step 2 and 13 at step 3 (4 5 12 13).
+    let past: Vec<f32> = (0..8).map(|v| v as f32).collect();
+    let update = [10., 11., 12., 13.];
+    for (mode, starts, want) in [
+        ("linear", [1, 2], [0., 10., 11., 3., 4., 5., 12., 13.]),
+        ("circular", [3, 6], [11., 1., 2., 10., 4., 5., 12., 13.]),
+    ] {
+        let g = graph(|g| {
+            let p = g.input_fixed("past", DType::F32, &[2, 1, 4, 1]);
+            let u = g.input_fixed("update", DType::F32, &[2, 1, 2, 1]);
+            let w = g.input_fixed("write", DType::I64, &[2]);
+            let attrs = [("mode", Attr::Str(mode.into()))];
+            vec![g.node(OpKind::TensorScatter, &[p, u, w], &attrs).unwrap()]
+        });
+        let inputs = [
+            Tensor::from_f32(&[2, 1, 4, 1], &past),
+            Tensor::from_f32(&[2, 1, 2, 1], &update),
+            Tensor::from_i64(&[2], &starts),
+        ];
+        let out = run(&delegate(true), &g, &inputs).unwrap();
+        assert_eq!(out[0].f32s(), want, "mode {mode}");
+    }
+    // Linear: an update running past the end, or a negative index, is a run-time error
+    // naming the entry.
+    let g = graph(|g| {
+        let p = g.input_fixed("past", DType::F32, &[2, 1, 4, 1]);
+        let u = g.input_fixed("update", DType::F32, &[2, 1, 2, 1]);
+        let w = g.input_fixed("write", DType::I64, &[2]);
+        vec![g.node(OpKind::TensorScatter, &[p, u, w], &[]).unwrap()]
+    });
+    for (starts, says) in [
+        ([0, 3], "write_indices[1] 3"),
+        ([-1, 0], "write_indices[0] is -1"),
+    ] {
+        let inputs = [
+            Tensor::from_f32(&[2, 1, 4, 1], &past),
+            Tensor::from_f32(&[2, 1, 2, 1], &update),
+            Tensor::from_i64(&[2], &starts),
+        ];
+        let err = run(&delegate(true), &g, &inputs).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn tensor_scatter_threads_over_heads_of_a_large_u8_cache() {
+    // [batch 2, heads 4, steps 512, width 96] u8 (384 KiB, split over the pool): entry
+    // 0's 5 update steps land on 510, 511, 0, 1 and 2 (circular), entry 1's on 7 to 11.
+    let (b, h, s, w, n) = (2, 4, 512, 96, 5);
+    let past = bytes(b * h * s * w, 7);
+    let update = bytes(b * h * n * w, 13);
+    let starts = [510i64, 7];
+    let g = graph(|g| {
+        let p = g.input_fixed("past", DType::U8, &[b, h, s, w]);
+        let u = g.input_fixed("update", DType::U8, &[b, h, n, w]);
+        let wt = g.input_fixed("write", DType::I64, &[b]);
+        let attrs = [("mode", Attr::Str("circular".into()))];
+        vec![g.node(OpKind::TensorScatter, &[p, u, wt], &attrs).unwrap()]
+    });
+    let inputs = [
+        Tensor::from_bytes(DType::U8, &[b, h, s, w], &past),
+        Tensor::from_bytes(DType::U8, &[b, h, n, w], &update),
+        Tensor::from_i64(&[b], &starts),
+    ];
+    let mut want = past.clone();
+    for bi in 0..b {
+        for hi in 0..h {
+            for j in 0..n {
+                let at = (starts[bi] as usize + j) % s;
+                let dst = ((bi * h + hi) * s + at) * w;
+                let src = ((bi * h + hi) * n + j) * w;
+                want[dst..dst + w].copy_from_slice(&update[src..src + w]);
+            }
+        }
+    }
+    let one = run(&delegate(true), &g, &inputs).unwrap();
+    let three = run(&delegate_threads(3), &g, &inputs).unwrap();
+    assert_eq!(one[0].bytes(), &want[..]);
+    assert_eq!(three[0].bytes(), &want[..]);
 }

@@ -49,7 +49,7 @@ use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
-use crate::ops::sequence::ReverseSequenceOp;
+use crate::ops::sequence::{ReverseSequenceOp, TensorScatterOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::{f32_view_mut, RunCtx, Slot, Sources, Src};
 
@@ -175,6 +175,7 @@ enum Op {
     Einsum(EinsumOp),
     GridSample(GridSampleOp),
     ReverseSequence(ReverseSequenceOp),
+    TensorScatter(TensorScatterOp),
     /// CausalConvWithState's output and present state, in one buffer.
     CausalConv(CausalConvOp),
     AffineGrid(AffineGridOp),
@@ -241,7 +242,7 @@ impl Op {
             Op::Rotary(_) => "ELEMENTWISE",
             Op::Einsum(_) => "GEMM",
             Op::GridSample(_) => "RESIZE",
-            Op::ReverseSequence(_) => "LAYOUT",
+            Op::ReverseSequence(_) | Op::TensorScatter(_) => "LAYOUT",
             Op::CausalConv(_) => "CONV",
             Op::AffineGrid(_) => "RESIZE",
             Op::Det(_) => "GEMM",
@@ -308,6 +309,7 @@ impl Op {
             Op::Einsum(op) => op.run(sources, out, ctx),
             Op::GridSample(op) => op.run(sources, out),
             Op::ReverseSequence(op) => return op.run(sources, out),
+            Op::TensorScatter(op) => return op.run(sources, out, &ctx.pool),
             Op::CausalConv(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::AffineGrid(op) => op.run(sources, out),
             Op::Det(op) => op.run(sources, out, ctx),
