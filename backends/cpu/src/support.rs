@@ -297,6 +297,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::MaxUnpool,
     OpKind::Col2Im,
     OpKind::TensorScatter,
+    OpKind::BitCast,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {

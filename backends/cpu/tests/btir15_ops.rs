@@ -4,7 +4,7 @@
 //! at sizes the conformance kit's small cases do not reach: many weight panels, more taps
 //! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool, Col2Im and
 //! TensorScatter against values worked out by hand (TensorScatter of a large cache also
-//! against a naive copy, on one thread and three).
+//! against a naive copy, on one thread and three); BitCast against the bit patterns.
 
 mod common;
 
@@ -466,4 +466,66 @@ fn tensor_scatter_threads_over_heads_of_a_large_u8_cache() {
     let three = run(&delegate_threads(3), &g, &inputs).unwrap();
     assert_eq!(one[0].bytes(), &want[..]);
     assert_eq!(three[0].bytes(), &want[..]);
+}
+
+/// One BitCast node from a `from` input of `n` elements to ONNX dtype `to`.
+fn bit_cast_graph(from: DType, to: DType, n: usize) -> Graph {
+    graph(|g| {
+        let x = g.input_fixed("x", from, &[n]);
+        let attrs = [("to", Attr::Int(to.onnx_code()))];
+        vec![g.node(OpKind::BitCast, &[x], &attrs).unwrap()]
+    })
+}
+
+#[test]
+fn bit_cast_by_hand() {
+    let cast = |from: DType, to: DType, bytes: &[u8]| {
+        let n = bytes.len() / from.size();
+        let g = bit_cast_graph(from, to, n);
+        let x = Tensor::from_bytes(from, &[n], bytes);
+        run(&delegate(true), &g, &[x]).map(|out| out[0].bytes().to_vec())
+    };
+    // 1.0f32 is 0x3F800000 and -2.0 0xC0000000: the i32 1065353216 and -1073741824, the
+    // same four bytes.
+    let f = [1.0f32, -2.0];
+    let fb: Vec<u8> = f.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> = [1_065_353_216i32, -1_073_741_824]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(cast(DType::F32, DType::I32, &fb).unwrap(), want);
+    // i8 -1, 0, 127, -128 are the bytes 255, 0, 127, 128, u8 values as they are; and
+    // back (the executable holds an i8 biased, so these two are not views).
+    let bytes = [255u8, 0, 127, 128];
+    assert_eq!(cast(DType::I8, DType::U8, &bytes).unwrap(), bytes);
+    assert_eq!(cast(DType::U8, DType::I8, &bytes).unwrap(), bytes);
+    // Bools are the bytes 0 and 1 (held as 0.0/1.0 words); a byte of 2 is no bool.
+    assert_eq!(cast(DType::Bool, DType::I8, &[1, 0, 1]).unwrap(), [1, 0, 1]);
+    assert_eq!(cast(DType::U8, DType::Bool, &[0, 1, 1]).unwrap(), [0, 1, 1]);
+    assert_eq!(cast(DType::I8, DType::Bool, &[1, 0]).unwrap(), [1, 0]);
+    let err = cast(DType::U8, DType::Bool, &[0, 2, 1])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the byte 2, which is no bool"), "{err}");
+    // f16 1.0 (0x3C00) as u16 is 15360; i64 -1 as u64 is 2^64 - 1: the bytes unchanged.
+    assert_eq!(
+        cast(DType::F16, DType::U16, &[0x00, 0x3C]).unwrap(),
+        [0x00, 0x3C]
+    );
+    assert_eq!(cast(DType::I64, DType::U64, &[0xFF; 8]).unwrap(), [0xFF; 8]);
+}
+
+#[test]
+fn bit_cast_of_an_intermediate_feeds_the_next_op() {
+    // Not(BitCast(x as u8 -> bool)): the bool step's output is read by another op, not
+    // only copied out; bytes 1, 0, 0, 1 give false, true, true, false.
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::U8, &[4]);
+        let to = [("to", Attr::Int(DType::Bool.onnx_code()))];
+        let b = g.node(OpKind::BitCast, &[x], &to).unwrap();
+        vec![g.node(OpKind::Not, &[b], &[]).unwrap()]
+    });
+    let x = Tensor::from_bytes(DType::U8, &[4], &[1, 0, 0, 1]);
+    let out = run(&delegate(true), &g, &[x]).unwrap();
+    assert_eq!(out[0].bytes(), [0, 1, 1, 0]);
 }

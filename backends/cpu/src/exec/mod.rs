@@ -20,7 +20,7 @@ use baton_delegate_api::{
 use crate::ops::affine::AffineOp;
 use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::attention::{AttentionOp, RotaryOp};
-use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
+use crate::ops::bits::{BitBinaryOp, BitCastOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
@@ -168,6 +168,8 @@ enum Op {
     BitBinary(BitBinaryOp),
     BitNot(BitNotOp),
     BitShift(BitShiftOp),
+    /// A BitCast that changes what is held (the others are views).
+    BitCast(BitCastOp),
     OneHot(OneHotOp),
     /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
     Attention(AttentionOp),
@@ -236,7 +238,7 @@ impl Op {
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) | Op::Rnn(_) => "LSTM",
-            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
+            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) | Op::BitCast(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
             Op::Attention(_) => "ATTENTION",
             Op::Rotary(_) => "ELEMENTWISE",
@@ -303,6 +305,7 @@ impl Op {
             Op::BitBinary(op) => op.run(sources, out),
             Op::BitNot(op) => op.run(sources, out),
             Op::BitShift(op) => op.run(sources, out),
+            Op::BitCast(op) => return op.run(sources, out),
             Op::OneHot(op) => op.run(sources, out),
             Op::Attention(op) => return op.run(sources, out, ctx),
             Op::Rotary(op) => return op.run(sources, out),

@@ -23,6 +23,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     use Kind::*;
     match op {
         OpKind::Cast => &[("to", Int), ("saturate", Int), ("round_mode", Str)],
+        OpKind::BitCast => &[("to", Int)],
         OpKind::Shape => &[("start", Int), ("end", Int)],
         OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
@@ -297,6 +298,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
         (OpKind::ConstantOfShape, None) => INDEXED,
         (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
+        // Every held dtype; the widths must agree (the shape rule checks).
+        (OpKind::BitCast, _) => CAST,
         (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
         (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
         // Neg of an unsigned type is not an ONNX op (the reference refuses it).

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::ops::affine::{batch_norm_factors, AffineOp};
+use crate::ops::bits::{BitCastKind, BitCastOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::elementwise::PowIntOp;
 use crate::ops::generate::range_bytes;
@@ -229,6 +230,17 @@ impl Builder<'_> {
                 x: self.src(input(0))?,
                 f: Unary::Ceil,
             }),
+            OpKind::BitCast => {
+                let from = self.graph.tensors[input(0)].dtype;
+                let to = self.graph.tensors[node.outputs[0]].dtype;
+                let kind = bit_cast_kind(from, to)
+                    .ok_or_else(|| format!("BitCast from {from} to {to}"))?;
+                Op::BitCast(BitCastOp {
+                    x: self.src(input(0))?,
+                    kind,
+                    len: out_shape.iter().product(),
+                })
+            }
             // Casts that change what a slot holds (the others are views).
             OpKind::Cast | OpKind::CastLike => {
                 let from = self.graph.tensors[input(0)].dtype;
@@ -719,11 +731,37 @@ impl Builder<'_> {
 /// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
 /// 0.0/1.0 already are the floats): a view like Reshape.
 pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
-    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
-        let from = graph.tensors[node.inputs[0]].dtype;
-        let to = graph.tensors[node.outputs[0]].dtype;
-        from == to || (from == DType::Bool && to == DType::F32)
+    let from = graph.tensors[node.inputs[0]].dtype;
+    let to = graph.tensors[node.outputs[0]].dtype;
+    match node.op {
+        OpKind::Cast | OpKind::CastLike => from == to || (from == DType::Bool && to == DType::F32),
+        OpKind::BitCast => {
+            bit_cast_kind(from, to).is_some_and(|k| matches!(k, BitCastKind::Copy { .. }))
+        }
+        _ => false,
     }
+}
+
+/// How BitCast from `from` to `to` (of one width) changes what is held; `None` for a
+/// dtype the executable does not hold.
+pub(super) fn bit_cast_kind(from: DType, to: DType) -> Option<BitCastKind> {
+    let flip = |d: DType| if d == DType::I8 { 0x80 } else { 0 };
+    let word = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32);
+    let pair = |d: DType| matches!(d, DType::I64 | DType::U64);
+    let half = |d: DType| matches!(d, DType::F16 | DType::I16 | DType::U16);
+    let byte = |d: DType| matches!(d, DType::I8 | DType::U8);
+    Some(match (from, to) {
+        _ if from == to => BitCastKind::Copy {
+            size: held_size(from),
+        },
+        _ if word(from) && word(to) => BitCastKind::Copy { size: 4 },
+        _ if pair(from) && pair(to) => BitCastKind::Copy { size: 8 },
+        _ if half(from) && half(to) => BitCastKind::Copy { size: 2 },
+        _ if byte(from) && byte(to) => BitCastKind::FlipBias,
+        (DType::Bool, _) if byte(to) => BitCastKind::FromBool { flip: flip(to) },
+        (_, DType::Bool) if byte(from) => BitCastKind::ToBool { flip: flip(from) },
+        _ => return None,
+    })
 }
 
 /// One element of `dtype` holding ConstantOfShape's `value` (absent: 0), as stored: an
