@@ -5,7 +5,9 @@
 //! implemented is declined with a reason code and a message naming the thing at fault.
 
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
-use baton_delegate_api::shape::{infer_outputs, normalize_axis, PoolGeometry};
+use baton_delegate_api::shape::{
+    has_value_dependent_shape, infer_outputs, normalize_axis, PoolGeometry,
+};
 use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use crate::ops::layout::MAX_RANK;
@@ -301,6 +303,17 @@ const IMPLEMENTED: &[OpKind] = &[
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
+    if has_value_dependent_shape(node.op) {
+        // The caller sizes every output before `execute` (the ABI has no way to hand back
+        // an extent found while running), so these run on the host, which plans what
+        // follows them for the extents seen (the host's dynamic regions).
+        return Err(shape_no(
+            node,
+            "an output extent depends on the operand values, known only once the node has \
+             run; the host runs it"
+                .into(),
+        ));
+    }
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Support::no(
             DeclineReason::Op,
