@@ -315,7 +315,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             _,
         ) => ARITH,
         (OpKind::CumSum, Some(1)) | (OpKind::GatherElements, Some(1)) => &[DType::I32, DType::I64],
-        (OpKind::CumSum | OpKind::TopK, Some(0) | None) => ARITH,
+        (OpKind::CumSum, Some(0) | None) => ARITH,
+        // The 8-bit values compare exactly as integers (`Held::int`).
+        (OpKind::TopK, Some(0) | None) => INTS,
         (OpKind::CumProd, Some(1)) => &[DType::I32, DType::I64],
         (OpKind::CumProd, Some(0) | None) => ARITH,
         (OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot, _) => {
@@ -334,10 +336,17 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::GatherND | OpKind::ScatterND, Some(1)) => &[DType::I64],
         // GatherND moves held bytes: every dtype held.
         (OpKind::GatherND, _) => INDEXED,
-        // Word-held elements (an i64 as its two words).
-        (OpKind::ScatterND | OpKind::ScatterElements, _) => {
-            &[DType::F32, DType::I32, DType::Bool, DType::I64]
-        }
+        // Word-held elements (an i64 as its two words) and byte-held ones (an f16 without
+        // a reduction, `check_op`).
+        (OpKind::ScatterND | OpKind::ScatterElements, _) => &[
+            DType::F32,
+            DType::I32,
+            DType::Bool,
+            DType::I64,
+            DType::I8,
+            DType::U8,
+            DType::F16,
+        ],
         // ArgMax and ArgMin compare every held number exactly; positions are i64.
         (OpKind::ArgMax | OpKind::ArgMin, Some(_)) => INTS,
         (OpKind::ArgMax | OpKind::ArgMin, None) => &[DType::I64],
@@ -632,8 +641,8 @@ pub(super) fn check_op(
             if crate::ops::scatter::Combine::parse(r).is_none() {
                 return attr_no(format!("reduction '{r}' is not supported"));
             }
-            if r != "none" && x_dtype == DType::Bool {
-                return attr_no(format!("reduction '{r}' of bool is not supported"));
+            if r != "none" && matches!(x_dtype, DType::Bool | DType::F16) {
+                return attr_no(format!("reduction '{r}' of {x_dtype} is not supported"));
             }
         }
         OpKind::DepthToSpace if !matches!(node.attr_str("mode", "DCR"), "DCR" | "CRD") => {

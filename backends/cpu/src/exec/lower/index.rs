@@ -187,7 +187,8 @@ impl Builder<'_> {
                         .ok_or("indices of an unheld dtype")?,
                     targets,
                     combine,
-                    held: held()?,
+                    // Not widened: an f16 scatter only moves stored bytes.
+                    held: Held::of(dtype).ok_or_else(|| format!("{} of {dtype}", node.op))?,
                     len: x.iter().product(),
                 })
             }
