@@ -452,10 +452,10 @@ fn tensor_scatter_threads_over_heads_of_a_large_u8_cache() {
         Tensor::from_i64(&[b], &starts),
     ];
     let mut want = past.clone();
-    for bi in 0..b {
+    for (bi, &start) in starts.iter().enumerate() {
         for hi in 0..h {
             for j in 0..n {
-                let at = (starts[bi] as usize + j) % s;
+                let at = (start as usize + j) % s;
                 let dst = ((bi * h + hi) * s + at) * w;
                 let src = ((bi * h + hi) * n + j) * w;
                 want[dst..dst + w].copy_from_slice(&update[src..src + w]);
