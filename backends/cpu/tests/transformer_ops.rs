@@ -508,6 +508,41 @@ fn einsum_matches_naive_sums() {
     }
 }
 
+#[test]
+fn einsum_diagonals_by_hand() {
+    // The trace of [[1, 2], [3, 4]] is 5; the batch diagonals of [[1, 2], [3, 4]] and
+    // [[5, 6], [7, 8]] are [1, 4] and [5, 8]; "ii,i->i" scales the diagonal [1, 4] by
+    // [10, 20]: [10, 80]; "iij->j" sums the diagonal rows of a [2, 2, 3] tensor.
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let g = graph(|g| {
+        let m = g.input_fixed("m", DType::F32, &[2, 2]);
+        let bm = g.input_fixed("bm", DType::F32, &[2, 2, 2]);
+        let v = g.input_fixed("v", DType::F32, &[2]);
+        let t = g.input_fixed("t", DType::F32, &[2, 2, 3]);
+        vec![
+            g.node(OpKind::Einsum, &[m], &[eq("ii->")]).unwrap(),
+            g.node(OpKind::Einsum, &[bm], &[eq("bii->bi")]).unwrap(),
+            g.node(OpKind::Einsum, &[m, v], &[eq("ii,i->i")]).unwrap(),
+            g.node(OpKind::Einsum, &[t], &[eq("iij->j")]).unwrap(),
+        ]
+    });
+    let t: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    let inputs = [
+        Tensor::from_f32(&[2, 2], &[1., 2., 3., 4.]),
+        Tensor::from_f32(&[2, 2, 2], &[1., 2., 3., 4., 5., 6., 7., 8.]),
+        Tensor::from_f32(&[2], &[10., 20.]),
+        Tensor::from_f32(&[2, 2, 3], &t),
+    ];
+    let claims = supports(&delegate(true), &g);
+    assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+    let out = run_both(&g, &inputs, 0.0);
+    assert_eq!(out[0].f32s(), [5.0]);
+    assert_eq!(out[1].f32s(), [1., 4., 5., 8.]);
+    assert_eq!(out[2].f32s(), [10., 80.]);
+    // Rows t[0][0] = 0 1 2 and t[1][1] = 9 10 11.
+    assert_eq!(out[3].f32s(), [9., 11., 13.]);
+}
+
 /// GridSample by hand on the 2 x 2 image `[[1, 2], [3, 4]]` with `align_corners`: the
 /// centre is the mean 2.5, the corners their pixels, x = 1 and y = -1 the top right 2; a
 /// point past the corner reads 0 with zero padding and the corner 4 with border padding;
