@@ -949,7 +949,7 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
 }
 
 /// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
-/// `sequence_lens` or peepholes, and constant weights (packed at init).
+/// peepholes, and constant weights (packed at init); `sequence_lens` constant or not.
 fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("LSTM {m}")));
     if node.attr_int("layout", 0) != 0 {
@@ -983,13 +983,11 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
                 .is_some_and(|s| !s.contains(&0))
         })
     };
-    for (i, what) in [(4, "sequence_lens"), (7, "peepholes (P)")] {
-        if present(i) {
-            return Err(Support::no(
-                DeclineReason::Other,
-                format!("LSTM {what} is not supported"),
-            ));
-        }
+    if present(7) {
+        return Err(Support::no(
+            DeclineReason::Other,
+            "LSTM peepholes (P) is not supported",
+        ));
     }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {

@@ -373,8 +373,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         // A bool or float mask; i64 lengths and positions.
         (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
-        // RNN's sequence lengths.
-        (OpKind::RNN, Some(4)) => &[DType::I32],
+        // The recurrences' sequence lengths.
+        (OpKind::RNN | OpKind::GRU | OpKind::LSTM, Some(4)) => &[DType::I32],
         _ => &[DType::F32],
     }
 }
@@ -777,12 +777,6 @@ fn check_gru(
         return attr_no(format!("direction '{direction}' is not supported"));
     }
     let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
-    if present(4) {
-        return Err(Support::no(
-            DeclineReason::Other,
-            "GRU sequence_lens is not supported",
-        ));
-    }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {
             return Err(Support::no(

@@ -322,6 +322,32 @@ impl Builder<'_> {
         }))
     }
 
+    /// The `sequence_lens` (input 4) of an LSTM, GRU or RNN node: constant ones read and
+    /// checked here, run-time ones at every execute.
+    pub(super) fn seq_lens(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+    ) -> Result<SeqLens, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let seq = shapes[0][0];
+        Ok(match node.inputs.get(4).copied() {
+            Some(t) if present(4) && self.graph.tensors[t].is_const() => {
+                let bytes = self.consts.bytes(t).ok_or("sequence_lens has no data")?;
+                SeqLens::Const(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .map(|l| usize::try_from(l).ok().filter(|l| (1..=seq).contains(l)))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| format!("sequence_lens must lie in 1..={seq}"))?,
+                )
+            }
+            Some(t) if present(4) => SeqLens::Run(self.src(t)?),
+            _ => SeqLens::Full,
+        })
+    }
+
     fn gru(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
         let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
         let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
@@ -343,6 +369,7 @@ impl Builder<'_> {
             hidden: shapes[2][2],
             direction: node.attr_str("direction", "forward"),
             linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
+            lens: self.seq_lens(node, shapes)?,
         };
         Ok(Op::Gru(GruOp::new(
             &mut self.packs,
@@ -365,23 +392,7 @@ impl Builder<'_> {
         } else {
             None
         };
-        let seq = shapes[0][0];
-        let lens_id = node.inputs.get(4).copied();
-        let lens = match lens_id {
-            Some(t) if present(4) && self.graph.tensors[t].is_const() => {
-                let bytes = self.consts.bytes(t).ok_or("sequence_lens has no data")?;
-                SeqLens::Const(
-                    bytes
-                        .chunks_exact(4)
-                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .map(|l| usize::try_from(l).ok().filter(|l| (1..=seq).contains(l)))
-                        .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| format!("sequence_lens must lie in 1..={seq}"))?,
-                )
-            }
-            Some(t) if present(4) => SeqLens::Run(self.src(t)?),
-            _ => SeqLens::Full,
-        };
+        let lens = self.seq_lens(node, shapes)?;
         let initial_h = if present(5) {
             Some(self.src(node.inputs[5])?)
         } else {
