@@ -715,3 +715,41 @@ fn rnn_run_time_sequence_lengths() {
         "{err}"
     );
 }
+
+#[test]
+fn batch_normalization_with_statistics_given_at_run_time() {
+    // x [1, 2, 2] = [[1, 2], [3, 4]], epsilon 1. Channel 0: scale 2, var 3, so
+    // a = 2 / sqrt(4) = 1, and bias 0, mean 1: b = -1, giving [0, 1]. Channel 1: scale 1,
+    // var 0: a = 1, bias 1, mean 3: b = -2, giving [1, 2].
+    use baton_delegate_api::ir::{DType, GraphBuilder};
+    use baton_delegate_api::testing::{run, supports};
+    use baton_delegate_api::{Support, Tensor};
+    let mut g = GraphBuilder::new("bn");
+    let x = g.input_fixed("x", DType::F32, &[1, 2, 2]);
+    let stats: Vec<_> = ["scale", "bias", "mean", "var"]
+        .iter()
+        .map(|n| g.input_fixed(n, DType::F32, &[2]))
+        .collect();
+    let y = g
+        .node(
+            OpKind::BatchNormalization,
+            &[x, stats[0], stats[1], stats[2], stats[3]],
+            &[("epsilon", Attr::Float(1.0))],
+        )
+        .unwrap();
+    g.output(y);
+    let g = g.finish().unwrap();
+    for simd in [true, false] {
+        let d = common::delegate(simd);
+        assert!(supports(&d, &g).iter().all(|s| *s == Support::Yes));
+        let inputs = [
+            Tensor::from_f32(&[1, 2, 2], &[1., 2., 3., 4.]),
+            Tensor::from_f32(&[2], &[2., 1.]),
+            Tensor::from_f32(&[2], &[0., 1.]),
+            Tensor::from_f32(&[2], &[1., 3.]),
+            Tensor::from_f32(&[2], &[3., 0.]),
+        ];
+        let out = run(&d, &g, &inputs).unwrap();
+        assert_eq!(out[0].f32s(), [0., 1., 1., 2.], "simd {simd}");
+    }
+}

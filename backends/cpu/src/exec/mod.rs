@@ -296,7 +296,7 @@ impl Op {
             Op::Scatter(op) => return op.run(sources, out, ctx),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
-            Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::Affine(op) => op.run(sources, out, ctx),
             Op::Pad(op) => op.run(sources, out),
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),

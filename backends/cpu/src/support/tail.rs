@@ -523,16 +523,6 @@ pub(super) fn check_op(
             if x.len() < 2 {
                 return Err(shape_no(node, format!("input {x:?} has no channel axis")));
             }
-            if let Some(i) = (1..5).find(|&i| !is_const(i)) {
-                return Err(Support::no(
-                    DeclineReason::NotConstant,
-                    format!(
-                        "{}: operand {i} is computed at run time; only constant scale, bias, \
-                         mean and variance are supported",
-                        node.label()
-                    ),
-                ));
-            }
         }
         OpKind::Pad => {
             require_const_operands(graph, node, consts)?;

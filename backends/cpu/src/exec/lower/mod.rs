@@ -300,6 +300,7 @@ pub(crate) fn build<'g>(
             Op::IntProduct(op) => op.reserve(&mut ctx),
             Op::Det(op) => op.reserve(&mut ctx),
             Op::Col2Im(op) => op.reserve(&mut ctx),
+            Op::Affine(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }

@@ -3,7 +3,7 @@
 //! Pad, Expand, Tile, Resize and ConvTranspose.
 
 use super::*;
-use crate::ops::affine::{batch_norm_factors, AffineOp};
+use crate::ops::affine::{batch_norm_factors, AffineOp, RunStats};
 use crate::ops::bits::{BitCastKind, BitCastOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::elementwise::PowIntOp;
@@ -282,12 +282,28 @@ impl Builder<'_> {
                 Op::Where(WhereOp::new([(c, &cs), (x, &xs), (y, &ys)], &out))
             }
             OpKind::BatchNormalization => {
-                let (a, b) = self.bn_factors(node)?;
+                let constant = (1..5).all(|i| self.const_f32(input(i)).is_some());
+                let ((a, b), stats) = if constant {
+                    (self.bn_factors(node)?, None)
+                } else {
+                    let stats = RunStats {
+                        operands: [
+                            self.src(input(1))?,
+                            self.src(input(2))?,
+                            self.src(input(3))?,
+                            self.src(input(4))?,
+                        ],
+                        epsilon: node.attr_float("epsilon", 1e-5),
+                    };
+                    ((Vec::new(), Vec::new()), Some(stats))
+                };
                 let x = &shapes[0];
                 Op::Affine(AffineOp {
                     x: self.src(input(0))?,
                     a,
                     b,
+                    stats,
+                    channels: x[1],
                     plane: x.get(2..).map_or(1, |s| s.iter().product()),
                     channels_last: self.nhwc[input(0)],
                 })
