@@ -753,3 +753,41 @@ fn batch_normalization_with_statistics_given_at_run_time() {
         assert_eq!(out[0].f32s(), [0., 1., 1., 2.], "simd {simd}");
     }
 }
+
+#[test]
+fn trilinear_resize_of_a_linear_volume_is_exact() {
+    // x[z][y][x] = 4z + 2y + x over a 2 x 2 x 2 volume, upsampled x2 on all three axes
+    // (asymmetric): output index k samples input coordinate k / 2, clamped to the last
+    // element, so coordinate c(k) = 0, 0.5, 1, 1; a linear function is interpolated
+    // exactly, giving 4 c(z) + 2 c(y) + c(x).
+    use baton_delegate_api::ir::{DType, GraphBuilder};
+    use baton_delegate_api::testing::{run, supports};
+    use baton_delegate_api::{Support, Tensor};
+    let mut g = GraphBuilder::new("trilinear");
+    let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 2, 2]);
+    let attrs = [
+        ("scales", Attr::Floats(vec![1., 1., 2., 2., 2.])),
+        ("mode", Attr::Str("linear".into())),
+        (
+            "coordinate_transformation_mode",
+            Attr::Str("asymmetric".into()),
+        ),
+    ];
+    let y = g.node(OpKind::Resize, &[x], &attrs).unwrap();
+    g.output(y);
+    let g = g.finish().unwrap();
+    let d = common::delegate(true);
+    assert!(supports(&d, &g).iter().all(|s| *s == Support::Yes));
+    let xv: Vec<f32> = (0..8).map(|v| v as f32).collect();
+    let out = run(&d, &g, &[Tensor::from_f32(&[1, 1, 2, 2, 2], &xv)]).unwrap();
+    let c = [0.0f32, 0.5, 1.0, 1.0];
+    let mut want = Vec::new();
+    for z in c {
+        for y in c {
+            for x in c {
+                want.push(4.0 * z + 2.0 * y + x);
+            }
+        }
+    }
+    assert_eq!(out[0].f32s(), &want[..]);
+}

@@ -887,13 +887,13 @@ fn check_resize(
             if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {
                 return attr_no("linear with antialias or exclude_outside is not supported".into());
             }
-            // Only the last two axes may change (the scales of the others are then 1 or
+            // Only the last three axes may change (the scales of the others are then 1 or
             // their extent would change too).
             let r = x.len();
-            if (0..r.saturating_sub(2)).any(|d| x[d] != out[d]) {
+            if (0..r.saturating_sub(3)).any(|d| x[d] != out[d]) {
                 return Err(shape_no(
                     node,
-                    format!("linear Resize of {x:?} to {out:?}: only the last two axes are resampled here"),
+                    format!("linear Resize of {x:?} to {out:?}: only the last three axes are resampled here"),
                 ));
             }
             let scales: Option<Vec<f32>> = match node.attrs.get("scales") {
@@ -910,10 +910,10 @@ fn check_resize(
                 for (&a, &v) in axes.iter().zip(&s) {
                     let d = baton_delegate_api::shape::normalize_axis(a, r)
                         .map_err(|e| shape_no(node, e))?;
-                    if d + 2 < r && v != 1.0 {
+                    if d + 3 < r && v != 1.0 {
                         return Err(shape_no(
                             node,
-                            format!("linear Resize scales {s:?}: only the last two axes are resampled here"),
+                            format!("linear Resize scales {s:?}: only the last three axes are resampled here"),
                         ));
                     }
                 }

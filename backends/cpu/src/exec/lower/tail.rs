@@ -597,11 +597,15 @@ impl Builder<'_> {
                     1 => (1, x[0]),
                     _ => (x[r - 2], x[r - 1]),
                 };
+                // A volume: the third axis from the end is resampled too.
+                let depth = (r >= 3 && (scales[r - 3] != 1.0 || x[r - 3] != out[r - 3]))
+                    .then(|| (x[r - 3], axis(r - 3)));
                 Ok(Op::LinearResize(LinearResizeOp {
                     x: src,
                     in_hw,
                     rows,
                     cols,
+                    depth,
                 }))
             }
         }
