@@ -257,6 +257,21 @@ impl<'a> Disjoint<'a> {
         // SAFETY: in bounds (checked), and unaliased by the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
     }
+
+    /// The bytes `start..start + len` of the buffer, for ops that move the stored bytes
+    /// of 8- and 16-bit elements (whose runs need not be whole words).
+    ///
+    /// # Safety
+    /// No two live ranges (of bytes or elements) may overlap.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bytes(&self, start: usize, len: usize) -> &'a mut [u8] {
+        assert!(
+            start + len <= self.len * size_of::<f32>(),
+            "Disjoint::bytes out of bounds"
+        );
+        // SAFETY: in bounds (checked), and unaliased by the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u8>().add(start), len) }
+    }
 }
 
 #[cfg(test)]

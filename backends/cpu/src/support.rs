@@ -5,7 +5,9 @@
 //! implemented is declined with a reason code and a message naming the thing at fault.
 
 use baton_delegate_api::ir::{Attr, DType, Graph, Node, OpKind};
-use baton_delegate_api::shape::{infer_outputs, normalize_axis, PoolGeometry};
+use baton_delegate_api::shape::{
+    has_value_dependent_shape, infer_outputs, normalize_axis, PoolGeometry,
+};
 use baton_delegate_api::{Constants, DeclineReason, Support};
 
 use crate::ops::layout::MAX_RANK;
@@ -305,9 +307,22 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::RoiAlign,
     OpKind::LinearAttention,
     OpKind::DeformConv,
+    OpKind::TensorScatter,
+    OpKind::BitCast,
 ];
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
+    if has_value_dependent_shape(node.op) {
+        // The caller sizes every output before `execute` (the ABI has no way to hand back
+        // an extent found while running), so these run on the host, which plans what
+        // follows them for the extents seen (the host's dynamic regions).
+        return Err(shape_no(
+            node,
+            "an output extent depends on the operand values, known only once the node has \
+             run; the host runs it"
+                .into(),
+        ));
+    }
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Support::no(
             DeclineReason::Op,
@@ -931,49 +946,20 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
             format!("empty spatial extent in input {x:?}"),
         ));
     }
-    if node
-        .attr_ints("dilations")
-        .is_some_and(|d| d.iter().any(|&v| v != 1))
-    {
-        return Err(Support::no(
-            DeclineReason::Attribute,
-            format!(
-                "{} attribute 'dilations' other than 1 is not supported",
-                node.op
-            ),
-        ));
-    }
     if node.attr_int("storage_order", 0) != 0 {
         return Err(Support::no(
             DeclineReason::Attribute,
             "MaxPool attribute 'storage_order' = 1 is not supported",
         ));
     }
-    let ceil = node.attr_int("ceil_mode", 0) != 0;
-    if node.op == OpKind::AveragePool && ceil && node.attr_int("count_include_pad", 0) != 0 {
-        return Err(Support::no(
-            DeclineReason::Attribute,
-            "AveragePool with both 'ceil_mode' and 'count_include_pad' is not supported",
-        ));
-    }
-    let geom = PoolGeometry::new(node, x).map_err(|e| shape_no(node, e))?;
-    let w = &geom.window;
-    let too_wide =
-        (0..w.kernel.len()).any(|i| w.pad_begin[i] >= w.kernel[i] || w.pad_end[i] >= w.kernel[i]);
-    if too_wide {
-        return Err(Support::no(
-            DeclineReason::Attribute,
-            format!(
-                "{}: pads {:?}/{:?} as large as the kernel {:?} are not supported",
-                node.op, w.pad_begin, w.pad_end, w.kernel
-            ),
-        ));
-    }
+    // Windows wholly in the padding are well defined (-inf, or NaN for 0/0), as in the
+    // reference; only the geometry itself may be refused.
+    PoolGeometry::new(node, x).map_err(|e| shape_no(node, e))?;
     Ok(())
 }
 
 /// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
-/// `sequence_lens` or peepholes, and constant weights (packed at init).
+/// peepholes, and constant weights (packed at init); `sequence_lens` constant or not.
 fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("LSTM {m}")));
     if node.attr_int("layout", 0) != 0 {
@@ -1007,13 +993,11 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
                 .is_some_and(|s| !s.contains(&0))
         })
     };
-    for (i, what) in [(4, "sequence_lens"), (7, "peepholes (P)")] {
-        if present(i) {
-            return Err(Support::no(
-                DeclineReason::Other,
-                format!("LSTM {what} is not supported"),
-            ));
-        }
+    if present(7) {
+        return Err(Support::no(
+            DeclineReason::Other,
+            "LSTM peepholes (P) is not supported",
+        ));
     }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {

@@ -2,8 +2,9 @@
 //! against naive implementations written here (i64 sums wrapped to i32, as ONNX defines
 //! them) and ONNX's own example, with the SIMD and portable kernels and several threads,
 //! at sizes the conformance kit's small cases do not reach: many weight panels, more taps
-//! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool and Col2Im against
-//! values worked out by hand.
+//! than one kernel call takes, and sums past i32. AffineGrid, Det, MaxUnpool, Col2Im and
+//! TensorScatter against values worked out by hand (TensorScatter of a large cache also
+//! against a naive copy, on one thread and three); BitCast against the bit patterns.
 
 mod common;
 
@@ -379,4 +380,152 @@ fn col2im_by_hand() {
         };
         assert_eq!(got, want, "{dtype}");
     }
+}
+
+#[test]
+fn tensor_scatter_by_hand() {
+    // Cache [2, 1, 4, 1] holding 0..8, update [2, 1, 2, 1] holding 10, 11 | 12, 13.
+    // Linear, write indices 1 and 2: entry 0 becomes 0 10 11 3, entry 1 4 5 12 13.
+    // Circular, write indices 3 and 6 (6 mod 4 = 2): entry 0 takes 10 at step 3 and 11
+    // at step 0 (11 1 2 10); entry 1 takes 12 at step 2 and 13 at step 3 (4 5 12 13).
+    let past: Vec<f32> = (0..8).map(|v| v as f32).collect();
+    let update = [10., 11., 12., 13.];
+    for (mode, starts, want) in [
+        ("linear", [1, 2], [0., 10., 11., 3., 4., 5., 12., 13.]),
+        ("circular", [3, 6], [11., 1., 2., 10., 4., 5., 12., 13.]),
+    ] {
+        let g = graph(|g| {
+            let p = g.input_fixed("past", DType::F32, &[2, 1, 4, 1]);
+            let u = g.input_fixed("update", DType::F32, &[2, 1, 2, 1]);
+            let w = g.input_fixed("write", DType::I64, &[2]);
+            let attrs = [("mode", Attr::Str(mode.into()))];
+            vec![g.node(OpKind::TensorScatter, &[p, u, w], &attrs).unwrap()]
+        });
+        let inputs = [
+            Tensor::from_f32(&[2, 1, 4, 1], &past),
+            Tensor::from_f32(&[2, 1, 2, 1], &update),
+            Tensor::from_i64(&[2], &starts),
+        ];
+        let out = run(&delegate(true), &g, &inputs).unwrap();
+        assert_eq!(out[0].f32s(), want, "mode {mode}");
+    }
+    // Linear: an update running past the end, or a negative index, is a run-time error
+    // naming the entry.
+    let g = graph(|g| {
+        let p = g.input_fixed("past", DType::F32, &[2, 1, 4, 1]);
+        let u = g.input_fixed("update", DType::F32, &[2, 1, 2, 1]);
+        let w = g.input_fixed("write", DType::I64, &[2]);
+        vec![g.node(OpKind::TensorScatter, &[p, u, w], &[]).unwrap()]
+    });
+    for (starts, says) in [
+        ([0, 3], "write_indices[1] 3"),
+        ([-1, 0], "write_indices[0] is -1"),
+    ] {
+        let inputs = [
+            Tensor::from_f32(&[2, 1, 4, 1], &past),
+            Tensor::from_f32(&[2, 1, 2, 1], &update),
+            Tensor::from_i64(&[2], &starts),
+        ];
+        let err = run(&delegate(true), &g, &inputs).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn tensor_scatter_threads_over_heads_of_a_large_u8_cache() {
+    // [batch 2, heads 4, steps 512, width 96] u8 (384 KiB, split over the pool): entry
+    // 0's 5 update steps land on 510, 511, 0, 1 and 2 (circular), entry 1's on 7 to 11.
+    let (b, h, s, w, n) = (2, 4, 512, 96, 5);
+    let past = bytes(b * h * s * w, 7);
+    let update = bytes(b * h * n * w, 13);
+    let starts = [510i64, 7];
+    let g = graph(|g| {
+        let p = g.input_fixed("past", DType::U8, &[b, h, s, w]);
+        let u = g.input_fixed("update", DType::U8, &[b, h, n, w]);
+        let wt = g.input_fixed("write", DType::I64, &[b]);
+        let attrs = [("mode", Attr::Str("circular".into()))];
+        vec![g.node(OpKind::TensorScatter, &[p, u, wt], &attrs).unwrap()]
+    });
+    let inputs = [
+        Tensor::from_bytes(DType::U8, &[b, h, s, w], &past),
+        Tensor::from_bytes(DType::U8, &[b, h, n, w], &update),
+        Tensor::from_i64(&[b], &starts),
+    ];
+    let mut want = past.clone();
+    for (bi, &start) in starts.iter().enumerate() {
+        for hi in 0..h {
+            for j in 0..n {
+                let at = (start as usize + j) % s;
+                let dst = ((bi * h + hi) * s + at) * w;
+                let src = ((bi * h + hi) * n + j) * w;
+                want[dst..dst + w].copy_from_slice(&update[src..src + w]);
+            }
+        }
+    }
+    let one = run(&delegate(true), &g, &inputs).unwrap();
+    let three = run(&delegate_threads(3), &g, &inputs).unwrap();
+    assert_eq!(one[0].bytes(), &want[..]);
+    assert_eq!(three[0].bytes(), &want[..]);
+}
+
+/// One BitCast node from a `from` input of `n` elements to ONNX dtype `to`.
+fn bit_cast_graph(from: DType, to: DType, n: usize) -> Graph {
+    graph(|g| {
+        let x = g.input_fixed("x", from, &[n]);
+        let attrs = [("to", Attr::Int(to.onnx_code()))];
+        vec![g.node(OpKind::BitCast, &[x], &attrs).unwrap()]
+    })
+}
+
+#[test]
+fn bit_cast_by_hand() {
+    let cast = |from: DType, to: DType, bytes: &[u8]| {
+        let n = bytes.len() / from.size();
+        let g = bit_cast_graph(from, to, n);
+        let x = Tensor::from_bytes(from, &[n], bytes);
+        run(&delegate(true), &g, &[x]).map(|out| out[0].bytes().to_vec())
+    };
+    // 1.0f32 is 0x3F800000 and -2.0 0xC0000000: the i32 1065353216 and -1073741824, the
+    // same four bytes.
+    let f = [1.0f32, -2.0];
+    let fb: Vec<u8> = f.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> = [1_065_353_216i32, -1_073_741_824]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(cast(DType::F32, DType::I32, &fb).unwrap(), want);
+    // i8 -1, 0, 127, -128 are the bytes 255, 0, 127, 128, u8 values as they are; and
+    // back (the executable holds an i8 biased, so these two are not views).
+    let bytes = [255u8, 0, 127, 128];
+    assert_eq!(cast(DType::I8, DType::U8, &bytes).unwrap(), bytes);
+    assert_eq!(cast(DType::U8, DType::I8, &bytes).unwrap(), bytes);
+    // Bools are the bytes 0 and 1 (held as 0.0/1.0 words); a byte of 2 is no bool.
+    assert_eq!(cast(DType::Bool, DType::I8, &[1, 0, 1]).unwrap(), [1, 0, 1]);
+    assert_eq!(cast(DType::U8, DType::Bool, &[0, 1, 1]).unwrap(), [0, 1, 1]);
+    assert_eq!(cast(DType::I8, DType::Bool, &[1, 0]).unwrap(), [1, 0]);
+    let err = cast(DType::U8, DType::Bool, &[0, 2, 1])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the byte 2, which is no bool"), "{err}");
+    // f16 1.0 (0x3C00) as u16 is 15360; i64 -1 as u64 is 2^64 - 1: the bytes unchanged.
+    assert_eq!(
+        cast(DType::F16, DType::U16, &[0x00, 0x3C]).unwrap(),
+        [0x00, 0x3C]
+    );
+    assert_eq!(cast(DType::I64, DType::U64, &[0xFF; 8]).unwrap(), [0xFF; 8]);
+}
+
+#[test]
+fn bit_cast_of_an_intermediate_feeds_the_next_op() {
+    // Not(BitCast(x as u8 -> bool)): the bool step's output is read by another op, not
+    // only copied out; bytes 1, 0, 0, 1 give false, true, true, false.
+    let g = graph(|g| {
+        let x = g.input_fixed("x", DType::U8, &[4]);
+        let to = [("to", Attr::Int(DType::Bool.onnx_code()))];
+        let b = g.node(OpKind::BitCast, &[x], &to).unwrap();
+        vec![g.node(OpKind::Not, &[b], &[]).unwrap()]
+    });
+    let x = Tensor::from_bytes(DType::U8, &[4], &[1, 0, 0, 1]);
+    let out = run(&delegate(true), &g, &[x]).unwrap();
+    assert_eq!(out[0].bytes(), [0, 1, 1, 0]);
 }

@@ -1,6 +1,7 @@
 //! Integer and byte data through the delegate, where the conformance kit cannot reach:
 //! an int8 convolution's output (held channels-last inside QDQ chains) read by a Cast
-//! or a byte mover, and integer division by zero.
+//! or a byte mover, integer division by zero, TopK of 8-bit values and ScatterND of f16
+//! (bytes moved) and i8 (wrapping sums), worked out by hand.
 
 mod common;
 
@@ -146,4 +147,83 @@ fn eight_bit_relu_and_clip_keep_the_stored_bytes_exact() {
             assert_eq!(out[1].to_f64(), relu, "{dtype} Relu");
         }
     }
+}
+
+#[test]
+fn top_k_of_eight_bit_values_compares_them_as_integers() {
+    // i8 3, -128, 127, 3, -1: the largest 3 are 127 (at 2), then the tie 3 at 0 and 3;
+    // as u8 the same bytes are 3, 128, 127, 3, 255, whose smallest 3 are 3 (at 0 and 3)
+    // and 127 (at 2).
+    let bytes = [3u8, 128, 127, 3, 255];
+    for (dtype, largest, want_values, want_positions) in [
+        (DType::I8, 1, [127u8, 3, 3], [2i64, 0, 3]),
+        (DType::U8, 0, [3, 3, 127], [0, 3, 2]),
+    ] {
+        let mut b = GraphBuilder::new("topk8");
+        let x = b.input_fixed("x", dtype, &[5]);
+        let k = b.constant_i64("k", &[1], &[3]);
+        let outs = b
+            .named_node_outputs(
+                "top",
+                OpKind::TopK,
+                &[x, k],
+                &[("largest", Attr::Int(largest))],
+                2,
+            )
+            .unwrap();
+        for t in outs {
+            b.output(t);
+        }
+        let g = b.finish().unwrap();
+        let out = claimed_run(&g, true, &[Tensor::from_bytes(dtype, &[5], &bytes)]);
+        assert_eq!(out[0].bytes(), want_values, "{dtype} values");
+        let positions: Vec<i64> = out[1].to_f64().iter().map(|&v| v as i64).collect();
+        assert_eq!(positions, want_positions, "{dtype} positions");
+    }
+}
+
+#[test]
+fn scatter_nd_of_f16_moves_bytes_and_of_i8_wraps() {
+    // f16 rows [3, 2]: row 2 takes the update's first row, row 0 its second; the halves
+    // (NaN and -0 among them) are moved, not converted.
+    let halves: [u16; 6] = [0x3C00, 0x7E01, 0x8000, 0x0001, 0xC000, 0x7BFF];
+    let updates: [u16; 4] = [0xFC00, 0x7C00, 0x0400, 0x7E55];
+    let le = |v: &[u16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_le_bytes()).collect() };
+    let mut b = GraphBuilder::new("scatter_f16");
+    let x = b.input_fixed("x", DType::F16, &[3, 2]);
+    let i = b.constant_i64("i", &[2, 1], &[2, 0]);
+    let u = b.input_fixed("u", DType::F16, &[2, 2]);
+    let y = b.node(OpKind::ScatterND, &[x, i, u], &[]).unwrap();
+    b.output(y);
+    let g = b.finish().unwrap();
+    let out = claimed_run(
+        &g,
+        true,
+        &[
+            Tensor::from_bytes(DType::F16, &[3, 2], &le(&halves)),
+            Tensor::from_bytes(DType::F16, &[2, 2], &le(&updates)),
+        ],
+    );
+    let want = le(&[0x0400, 0x7E55, 0x8000, 0x0001, 0xFC00, 0x7C00]);
+    assert_eq!(out[0].bytes(), &want[..]);
+    // i8 [100, -100] with reduction add of 100 and 1 at 0, -100 at 1: 201 wraps to -55,
+    // -200 to 56.
+    let mut b = GraphBuilder::new("scatter_i8");
+    let x = b.input_fixed("x", DType::I8, &[2]);
+    let i = b.constant_i64("i", &[3, 1], &[0, 1, 0]);
+    let u = b.input_fixed("u", DType::I8, &[3]);
+    let add = [("reduction", Attr::Str("add".into()))];
+    let y = b.node(OpKind::ScatterND, &[x, i, u], &add).unwrap();
+    b.output(y);
+    let g = b.finish().unwrap();
+    let bytes = |v: &[i8]| -> Vec<u8> { v.iter().map(|&x| x as u8).collect() };
+    let out = claimed_run(
+        &g,
+        true,
+        &[
+            Tensor::from_bytes(DType::I8, &[2], &bytes(&[100, -100])),
+            Tensor::from_bytes(DType::I8, &[3], &bytes(&[100, -100, 1])),
+        ],
+    );
+    assert_eq!(out[0].bytes(), &bytes(&[-55, 56])[..]);
 }

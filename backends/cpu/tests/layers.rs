@@ -7,25 +7,40 @@ use baton_delegate_api::ir::{Attr, OpKind};
 use common::case::{indices, offset, Case};
 use common::wide;
 
-/// A pooling case: kernel, strides, pads (begin..., end...), ceil mode, include pad.
+/// A pooling case: kernel, strides, dilations (empty: all 1), pads (begin..., end...),
+/// ceil mode, include pad.
 struct Pool<'a> {
     kernel: &'a [usize],
     strides: &'a [usize],
+    dilations: &'a [usize],
     pads: &'a [usize],
     ceil: bool,
     include_pad: bool,
 }
 
+/// Taps on the input are pooled; with `include_pad` the divisor counts the taps inside the
+/// padded input (a `ceil_mode` window may reach past it: those taps never count).
 fn pool_naive(max: bool, x: &[f32], shape: &[usize], p: &Pool<'_>, out: &[usize]) -> Vec<f64> {
     let sp = shape.len() - 2;
+    let dil = |d: usize| p.dilations.get(d).copied().unwrap_or(1);
     indices(out)
         .iter()
         .map(|o| {
-            let (mut best, mut sum, mut count) = (f64::NEG_INFINITY, 0f64, 0usize);
+            let (mut best, mut sum, mut count, mut padded) =
+                (f64::NEG_INFINITY, 0f64, 0usize, 0usize);
             for k in indices(p.kernel) {
                 let pos: Vec<isize> = (0..sp)
-                    .map(|d| (o[2 + d] * p.strides[d] + k[d]) as isize - p.pads[d] as isize)
+                    .map(|d| {
+                        (o[2 + d] * p.strides[d] + k[d] * dil(d)) as isize - p.pads[d] as isize
+                    })
                     .collect();
+                let beyond = (0..sp).any(|d| {
+                    pos[d] < -(p.pads[d] as isize)
+                        || pos[d] >= (shape[2 + d] + p.pads[sp + d]) as isize
+                });
+                if !beyond {
+                    padded += 1;
+                }
                 if pos
                     .iter()
                     .zip(&shape[2..])
@@ -47,7 +62,7 @@ fn pool_naive(max: bool, x: &[f32], shape: &[usize], p: &Pool<'_>, out: &[usize]
             if max {
                 best
             } else if p.include_pad {
-                sum / p.kernel.iter().product::<usize>() as f64
+                sum / padded as f64
             } else {
                 sum / count as f64
             }
@@ -63,6 +78,7 @@ fn max_and_average_pooling() {
             &[1, 2, 6, 7],
             Pool {
                 kernel: &[2, 2],
+                dilations: &[],
                 strides: &[2, 2],
                 pads: &[0, 0, 0, 0],
                 ceil: false,
@@ -73,6 +89,7 @@ fn max_and_average_pooling() {
             &[2, 3, 7, 5],
             Pool {
                 kernel: &[3, 3],
+                dilations: &[],
                 strides: &[2, 1],
                 pads: &[1, 1, 1, 1],
                 ceil: false,
@@ -83,6 +100,7 @@ fn max_and_average_pooling() {
             &[2, 3, 7, 5],
             Pool {
                 kernel: &[3, 3],
+                dilations: &[],
                 strides: &[2, 1],
                 pads: &[1, 2, 2, 0],
                 ceil: false,
@@ -93,6 +111,7 @@ fn max_and_average_pooling() {
             &[1, 2, 7, 8],
             Pool {
                 kernel: &[2, 3],
+                dilations: &[],
                 strides: &[2, 2],
                 pads: &[0, 1, 0, 0],
                 ceil: true,
@@ -103,6 +122,7 @@ fn max_and_average_pooling() {
             &[1, 3, 11],
             Pool {
                 kernel: &[4],
+                dilations: &[],
                 strides: &[3],
                 pads: &[1, 2],
                 ceil: true,
@@ -113,6 +133,7 @@ fn max_and_average_pooling() {
             &[1, 2, 4, 5, 6],
             Pool {
                 kernel: &[2, 2, 3],
+                dilations: &[],
                 strides: &[1, 2, 2],
                 pads: &[1, 0, 1, 0, 1, 1],
                 ceil: false,
@@ -123,6 +144,7 @@ fn max_and_average_pooling() {
             &[0, 2, 4, 4],
             Pool {
                 kernel: &[2, 2],
+                dilations: &[],
                 strides: &[1, 1],
                 pads: &[0, 0, 0, 0],
                 ceil: false,
@@ -133,10 +155,57 @@ fn max_and_average_pooling() {
             &[1, 1, 1, 1],
             Pool {
                 kernel: &[1, 1],
+                dilations: &[],
                 strides: &[1, 1],
                 pads: &[0, 0, 0, 0],
                 ceil: false,
                 include_pad: false,
+            },
+        ),
+        // Dilated windows (1-D to 3-D), and ceil_mode with count_include_pad: the last
+        // window reaches past the padded input, whose taps do not count.
+        (
+            &[1, 2, 9, 8],
+            Pool {
+                kernel: &[3, 2],
+                dilations: &[2, 3],
+                strides: &[2, 1],
+                pads: &[1, 0, 2, 1],
+                ceil: false,
+                include_pad: true,
+            },
+        ),
+        (
+            &[2, 1, 10],
+            Pool {
+                kernel: &[3],
+                dilations: &[3],
+                strides: &[2],
+                pads: &[2, 1],
+                ceil: true,
+                include_pad: false,
+            },
+        ),
+        (
+            &[1, 1, 5, 6, 7],
+            Pool {
+                kernel: &[2, 2, 2],
+                dilations: &[2, 1, 3],
+                strides: &[1, 2, 2],
+                pads: &[0, 1, 1, 1, 0, 2],
+                ceil: true,
+                include_pad: true,
+            },
+        ),
+        (
+            &[1, 3, 7, 6],
+            Pool {
+                kernel: &[3, 3],
+                dilations: &[],
+                strides: &[2, 2],
+                pads: &[1, 1, 1, 1],
+                ceil: true,
+                include_pad: true,
             },
         ),
     ];
@@ -155,6 +224,9 @@ fn max_and_average_pooling() {
                 ("pads", ints(p.pads)),
                 ("ceil_mode", Attr::Int(p.ceil as i64)),
             ];
+            if !p.dilations.is_empty() {
+                attrs.push(("dilations", ints(p.dilations)));
+            }
             let op = if max {
                 OpKind::MaxPool
             } else {
@@ -642,4 +714,80 @@ fn rnn_run_time_sequence_lengths() {
         err.contains("rnn") && err.contains("sequence_lens"),
         "{err}"
     );
+}
+
+#[test]
+fn batch_normalization_with_statistics_given_at_run_time() {
+    // x [1, 2, 2] = [[1, 2], [3, 4]], epsilon 1. Channel 0: scale 2, var 3, so
+    // a = 2 / sqrt(4) = 1, and bias 0, mean 1: b = -1, giving [0, 1]. Channel 1: scale 1,
+    // var 0: a = 1, bias 1, mean 3: b = -2, giving [1, 2].
+    use baton_delegate_api::ir::{DType, GraphBuilder};
+    use baton_delegate_api::testing::{run, supports};
+    use baton_delegate_api::{Support, Tensor};
+    let mut g = GraphBuilder::new("bn");
+    let x = g.input_fixed("x", DType::F32, &[1, 2, 2]);
+    let stats: Vec<_> = ["scale", "bias", "mean", "var"]
+        .iter()
+        .map(|n| g.input_fixed(n, DType::F32, &[2]))
+        .collect();
+    let y = g
+        .node(
+            OpKind::BatchNormalization,
+            &[x, stats[0], stats[1], stats[2], stats[3]],
+            &[("epsilon", Attr::Float(1.0))],
+        )
+        .unwrap();
+    g.output(y);
+    let g = g.finish().unwrap();
+    for simd in [true, false] {
+        let d = common::delegate(simd);
+        assert!(supports(&d, &g).iter().all(|s| *s == Support::Yes));
+        let inputs = [
+            Tensor::from_f32(&[1, 2, 2], &[1., 2., 3., 4.]),
+            Tensor::from_f32(&[2], &[2., 1.]),
+            Tensor::from_f32(&[2], &[0., 1.]),
+            Tensor::from_f32(&[2], &[1., 3.]),
+            Tensor::from_f32(&[2], &[3., 0.]),
+        ];
+        let out = run(&d, &g, &inputs).unwrap();
+        assert_eq!(out[0].f32s(), [0., 1., 1., 2.], "simd {simd}");
+    }
+}
+
+#[test]
+fn trilinear_resize_of_a_linear_volume_is_exact() {
+    // x[z][y][x] = 4z + 2y + x over a 2 x 2 x 2 volume, upsampled x2 on all three axes
+    // (asymmetric): output index k samples input coordinate k / 2, clamped to the last
+    // element, so coordinate c(k) = 0, 0.5, 1, 1; a linear function is interpolated
+    // exactly, giving 4 c(z) + 2 c(y) + c(x).
+    use baton_delegate_api::ir::{DType, GraphBuilder};
+    use baton_delegate_api::testing::{run, supports};
+    use baton_delegate_api::{Support, Tensor};
+    let mut g = GraphBuilder::new("trilinear");
+    let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 2, 2]);
+    let attrs = [
+        ("scales", Attr::Floats(vec![1., 1., 2., 2., 2.])),
+        ("mode", Attr::Str("linear".into())),
+        (
+            "coordinate_transformation_mode",
+            Attr::Str("asymmetric".into()),
+        ),
+    ];
+    let y = g.node(OpKind::Resize, &[x], &attrs).unwrap();
+    g.output(y);
+    let g = g.finish().unwrap();
+    let d = common::delegate(true);
+    assert!(supports(&d, &g).iter().all(|s| *s == Support::Yes));
+    let xv: Vec<f32> = (0..8).map(|v| v as f32).collect();
+    let out = run(&d, &g, &[Tensor::from_f32(&[1, 1, 2, 2, 2], &xv)]).unwrap();
+    let c = [0.0f32, 0.5, 1.0, 1.0];
+    let mut want = Vec::new();
+    for z in c {
+        for y in c {
+            for x in c {
+                want.push(4.0 * z + 2.0 * y + x);
+            }
+        }
+    }
+    assert_eq!(out[0].f32s(), &want[..]);
 }

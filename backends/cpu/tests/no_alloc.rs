@@ -260,6 +260,41 @@ fn execute_allocates_nothing() {
         0,
         "a spectral, RoiAlign, LinearAttention or DeformConv execute allocated"
     );
+
+    // TensorScatter of a KV cache large enough to be split over the pool's two threads,
+    // circular, with write indices given at run time.
+    let mut g = GraphBuilder::new("kv");
+    let past = g.input_fixed("past", DType::F32, &[2, 8, 1024, 16]);
+    let update = g.input_fixed("update", DType::F32, &[2, 8, 3, 16]);
+    let write = g.input_fixed("write", DType::I64, &[2]);
+    let mode = ("mode", Attr::Str("circular".into()));
+    let kv = g
+        .node(OpKind::TensorScatter, &[past, update, write], &[mode])
+        .unwrap();
+    g.output(kv);
+    let kv = g.finish().unwrap();
+    let h = Hosted::new(&kv);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let past = Tensor::from_f32(&[2, 8, 1024, 16], &rng.vec(2 * 8 * 1024 * 16));
+    let update = Tensor::from_f32(&[2, 8, 3, 16], &rng.vec(2 * 8 * 3 * 16));
+    let write = Tensor::from_i64(&[2], &[1022, 5]);
+    let mut out = Tensor::zeros(DType::F32, &[2, 8, 1024, 16]);
+    let inputs = [past.view(), update.view(), write.view()];
+    let mut outputs = [out.view_mut()];
+    ARMED.with(|a| a.set(true));
+    let result = exec.execute(&inputs, &mut outputs);
+    ARMED.with(|a| a.set(false));
+    result.unwrap();
+    assert_eq!(
+        COUNT.with(Cell::get),
+        0,
+        "TensorScatter's execute allocated"
+    );
 }
 
 /// DFT of `x` `[3, 12, 1]` (one-sided), STFT of `sig` `[2, 40, 1]` by a run-time window of

@@ -1,6 +1,7 @@
 //! The ops the transformer and streaming models need (LayerNormalization, Erf, LogSoftmax,
-//! ReduceMean, Gather, Slice, Split, Squeeze/Unsqueeze, LSTM), against known answers and
-//! naive implementations written here, with SIMD and portable kernels.
+//! ReduceMean, Gather, Slice, Split, Squeeze/Unsqueeze, LSTM and GRU with or without
+//! sequence lengths, Einsum), against known answers and naive implementations written
+//! here, with SIMD and portable kernels.
 
 mod common;
 
@@ -231,6 +232,7 @@ fn lstm_naive(
     (seq, batch, input, hidden): (usize, usize, usize, usize),
     reverse: bool,
     h0: &[f32],
+    lens: &[usize],
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
     let gh = 4 * hidden;
@@ -242,8 +244,10 @@ fn lstm_naive(
             .map(|&v| v as f64)
             .collect();
         let mut c = vec![0.0; hidden];
-        for s in 0..seq {
-            let t = if reverse { seq - 1 - s } else { s };
+        // Steps past the entry's length leave its Y rows zero.
+        let len = lens[bi];
+        for s in 0..len {
+            let t = if reverse { len - 1 - s } else { s };
             let pre = |g: usize, j: usize, h: &[f64]| {
                 let row = g * hidden + j;
                 let xw: f64 = (0..input)
@@ -300,10 +304,131 @@ fn lstm_forward_and_reverse_match_naive() {
         ];
         let out = run_both(&g, &inputs, 1e-5);
         let dims = (seq, batch, input, hidden);
-        let (y, yh, yc) = lstm_naive(&x, &w, &r, &b, dims, direction == "reverse", &h0);
+        let full = vec![seq; batch];
+        let (y, yh, yc) = lstm_naive(&x, &w, &r, &b, dims, direction == "reverse", &h0, &full);
         assert_close_labelled(&format!("Y {direction}"), out[0].f32s(), &y, 1e-6, 1e-5);
         assert_close_labelled(&format!("Y_h {direction}"), out[1].f32s(), &yh, 1e-6, 1e-5);
         assert_close_labelled(&format!("Y_c {direction}"), out[2].f32s(), &yc, 1e-6, 1e-5);
+    }
+}
+
+#[test]
+fn lstm_with_sequence_lens_matches_naive() {
+    // Entries of 5, 2 and 4 steps of 5, the lengths given at run time; then a length past
+    // the sequence is an error naming the entry.
+    let (seq, batch, input, hidden) = (5, 3, 4, 6);
+    let mut rng = Rng::new(12);
+    let x = rng.vec(seq * batch * input);
+    let w = rng.vec(4 * hidden * input);
+    let r = rng.vec(4 * hidden * hidden);
+    let b = rng.vec(8 * hidden);
+    let h0 = rng.vec(batch * hidden);
+    for direction in ["forward", "reverse"] {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[seq, batch, input]);
+            let wt = g.constant_f32("w", &[1, 4 * hidden, input], &w);
+            let rt = g.constant_f32("r", &[1, 4 * hidden, hidden], &r);
+            let bt = g.constant_f32("b", &[1, 8 * hidden], &b);
+            let lens = g.input_fixed("lens", DType::I32, &[batch]);
+            let h = g.input_fixed("h0", DType::F32, &[1, batch, hidden]);
+            let attrs = [
+                ("hidden_size", Attr::Int(hidden as i64)),
+                ("direction", Attr::Str(direction.into())),
+            ];
+            g.named_node_outputs("lstm", OpKind::LSTM, &[xt, wt, rt, bt, lens, h], &attrs, 3)
+                .unwrap()
+        });
+        let claims = supports(&delegate(true), &g);
+        assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+        let lens_of = |v: &[i32]| {
+            let bytes: Vec<u8> = v.iter().flat_map(|l| l.to_le_bytes()).collect();
+            Tensor::from_bytes(DType::I32, &[batch], &bytes)
+        };
+        let inputs = [
+            Tensor::from_f32(&[seq, batch, input], &x),
+            lens_of(&[5, 2, 4]),
+            Tensor::from_f32(&[1, batch, hidden], &h0),
+        ];
+        let out = run_both(&g, &inputs, 1e-5);
+        let dims = (seq, batch, input, hidden);
+        let reverse = direction == "reverse";
+        let (y, yh, yc) = lstm_naive(&x, &w, &r, &b, dims, reverse, &h0, &[5, 2, 4]);
+        assert_close_labelled(&format!("Y {direction}"), out[0].f32s(), &y, 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_h {direction}"), out[1].f32s(), &yh, 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_c {direction}"), out[2].f32s(), &yc, 1e-6, 1e-5);
+        let bad = [
+            Tensor::from_f32(&[seq, batch, input], &x),
+            lens_of(&[5, 6, 4]),
+            Tensor::from_f32(&[1, batch, hidden], &h0),
+        ];
+        let err = run(&delegate(true), &g, &bad).unwrap_err().to_string();
+        assert!(err.contains("sequence_lens[1] = 6"), "{err}");
+    }
+}
+
+#[test]
+fn gru_with_sequence_lens_ends_each_entry_at_its_length() {
+    // An entry of length `len` computes what a GRU over the first `len` steps alone
+    // computes: its Y_h is that run's, its Y rows past `len` are zero. Entries of 4 and 2
+    // of 4 steps, both directions, against runs over 4 and over 2 steps.
+    let (seq, batch, input, hidden) = (4, 2, 3, 5);
+    let mut rng = Rng::new(13);
+    let x = rng.vec(seq * batch * input);
+    let w = rng.vec(2 * 3 * hidden * input);
+    let r = rng.vec(2 * 3 * hidden * hidden);
+    let b = rng.vec(2 * 6 * hidden);
+    let gru = |steps: usize, lens: Option<[i32; 2]>| {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[steps, batch, input]);
+            let wt = g.constant_f32("w", &[2, 3 * hidden, input], &w);
+            let rt = g.constant_f32("r", &[2, 3 * hidden, hidden], &r);
+            let bt = g.constant_f32("b", &[2, 6 * hidden], &b);
+            let bytes: Vec<u8> = lens
+                .iter()
+                .flatten()
+                .flat_map(|l| l.to_le_bytes())
+                .collect();
+            let n = bytes.len() / 4;
+            let lt = g.constant("lens", DType::I32, &[n], TensorData::from_bytes(&bytes));
+            let attrs = [
+                ("hidden_size", Attr::Int(hidden as i64)),
+                ("direction", Attr::Str("bidirectional".into())),
+            ];
+            g.named_node_outputs("gru", OpKind::GRU, &[xt, wt, rt, bt, lt], &attrs, 2)
+                .unwrap()
+        });
+        let claims = supports(&delegate(true), &g);
+        assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+        let xs = Tensor::from_f32(&[steps, batch, input], &x[..steps * batch * input]);
+        run_both(&g, &[xs], 1e-5)
+    };
+    let with_lens = gru(seq, Some([4, 2]));
+    let (full, short) = (gru(seq, None), gru(2, None));
+    let y_h =
+        |t: &Tensor, d: usize, b: usize| t.f32s()[(d * batch + b) * hidden..][..hidden].to_vec();
+    for d in 0..2 {
+        assert_eq!(
+            y_h(&with_lens[1], d, 0),
+            y_h(&full[1], d, 0),
+            "entry 0, direction {d}"
+        );
+        assert_eq!(
+            y_h(&with_lens[1], d, 1),
+            y_h(&short[1], d, 1),
+            "entry 1, direction {d}"
+        );
+        for t in 0..seq {
+            let row = &with_lens[0].f32s()[((t * 2 + d) * batch + 1) * hidden..][..hidden];
+            if t >= 2 {
+                assert!(
+                    row.iter().all(|&v| v == 0.0),
+                    "step {t}, direction {d}: {row:?}"
+                );
+            } else {
+                let want = &short[0].f32s()[((t * 2 + d) * batch + 1) * hidden..][..hidden];
+                assert_eq!(row, want, "step {t}, direction {d}");
+            }
+        }
     }
 }
 
@@ -506,6 +631,41 @@ fn einsum_matches_naive_sums() {
     for (got, want) in out.iter().zip(&want) {
         assert_close_labelled("einsum", got.f32s(), want, 1e-5, 1e-5);
     }
+}
+
+#[test]
+fn einsum_diagonals_by_hand() {
+    // The trace of [[1, 2], [3, 4]] is 5; the batch diagonals of [[1, 2], [3, 4]] and
+    // [[5, 6], [7, 8]] are [1, 4] and [5, 8]; "ii,i->i" scales the diagonal [1, 4] by
+    // [10, 20]: [10, 80]; "iij->j" sums the diagonal rows of a [2, 2, 3] tensor.
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let g = graph(|g| {
+        let m = g.input_fixed("m", DType::F32, &[2, 2]);
+        let bm = g.input_fixed("bm", DType::F32, &[2, 2, 2]);
+        let v = g.input_fixed("v", DType::F32, &[2]);
+        let t = g.input_fixed("t", DType::F32, &[2, 2, 3]);
+        vec![
+            g.node(OpKind::Einsum, &[m], &[eq("ii->")]).unwrap(),
+            g.node(OpKind::Einsum, &[bm], &[eq("bii->bi")]).unwrap(),
+            g.node(OpKind::Einsum, &[m, v], &[eq("ii,i->i")]).unwrap(),
+            g.node(OpKind::Einsum, &[t], &[eq("iij->j")]).unwrap(),
+        ]
+    });
+    let t: Vec<f32> = (0..12).map(|v| v as f32).collect();
+    let inputs = [
+        Tensor::from_f32(&[2, 2], &[1., 2., 3., 4.]),
+        Tensor::from_f32(&[2, 2, 2], &[1., 2., 3., 4., 5., 6., 7., 8.]),
+        Tensor::from_f32(&[2], &[10., 20.]),
+        Tensor::from_f32(&[2, 2, 3], &t),
+    ];
+    let claims = supports(&delegate(true), &g);
+    assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+    let out = run_both(&g, &inputs, 0.0);
+    assert_eq!(out[0].f32s(), [5.0]);
+    assert_eq!(out[1].f32s(), [1., 4., 5., 8.]);
+    assert_eq!(out[2].f32s(), [10., 80.]);
+    // Rows t[0][0] = 0 1 2 and t[1][1] = 9 10 11.
+    assert_eq!(out[3].f32s(), [9., 11., 13.]);
 }
 
 /// GridSample by hand on the 2 x 2 image `[[1, 2], [3, 4]]` with `align_corners`: the

@@ -20,7 +20,7 @@ use baton_delegate_api::{
 use crate::ops::affine::AffineOp;
 use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::attention::{AttentionOp, RotaryOp};
-use crate::ops::bits::{BitBinaryOp, BitNotOp, BitShiftOp};
+use crate::ops::bits::{BitBinaryOp, BitCastOp, BitNotOp, BitShiftOp};
 use crate::ops::bytes::ByteMoveOp;
 use crate::ops::causal_conv::CausalConvOp;
 use crate::ops::col2im::Col2ImOp;
@@ -52,7 +52,7 @@ use crate::ops::rnn::RnnOp;
 use crate::ops::roi_align::RoiAlignOp;
 use crate::ops::scatter::{GatherNdOp, ScatterOp};
 use crate::ops::select::{narrow_bools, BoolInputOp, IntCompareOp, WhereOp};
-use crate::ops::sequence::ReverseSequenceOp;
+use crate::ops::sequence::{ReverseSequenceOp, TensorScatterOp};
 use crate::ops::spectral::{DftOp, StftOp};
 use crate::ops::tensor::{GatherOp, ReduceMeanOp, SliceOp, SplitOp};
 use crate::ops::window::MelOp;
@@ -173,6 +173,8 @@ enum Op {
     BitBinary(BitBinaryOp),
     BitNot(BitNotOp),
     BitShift(BitShiftOp),
+    /// A BitCast that changes what is held (the others are views).
+    BitCast(BitCastOp),
     OneHot(OneHotOp),
     /// Attention's outputs (`Y`, the present keys and values, the scores) in one buffer.
     Attention(AttentionOp),
@@ -180,6 +182,7 @@ enum Op {
     Einsum(EinsumOp),
     GridSample(GridSampleOp),
     ReverseSequence(ReverseSequenceOp),
+    TensorScatter(TensorScatterOp),
     /// CausalConvWithState's output and present state, in one buffer.
     CausalConv(CausalConvOp),
     AffineGrid(AffineGridOp),
@@ -250,13 +253,13 @@ impl Op {
             Op::LinearResize(_) => "RESIZE",
             Op::Deconv(_) => "CONV",
             Op::Gru(_) | Op::Rnn(_) => "LSTM",
-            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) => "ELEMENTWISE",
+            Op::BitBinary(_) | Op::BitNot(_) | Op::BitShift(_) | Op::BitCast(_) => "ELEMENTWISE",
             Op::OneHot(_) => "INDEX",
             Op::Attention(_) => "ATTENTION",
             Op::Rotary(_) => "ELEMENTWISE",
             Op::Einsum(_) => "GEMM",
             Op::GridSample(_) => "RESIZE",
-            Op::ReverseSequence(_) => "LAYOUT",
+            Op::ReverseSequence(_) | Op::TensorScatter(_) => "LAYOUT",
             Op::CausalConv(_) => "CONV",
             Op::AffineGrid(_) => "RESIZE",
             Op::Det(_) => "GEMM",
@@ -287,7 +290,7 @@ impl Op {
             Op::LayerNorm(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Slice(op) => op.run(sources, out),
             Op::Split(op) => op.run(sources, out),
-            Op::Lstm(op) => op.run(sources, out, ctx),
+            Op::Lstm(op) => return op.run(sources, out, ctx),
             Op::Quantize(op) => op.run(sources, bytemuck::cast_slice_mut(out), ctx.kernel.isa()),
             Op::Dequantize(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::ByteInput(op) => op.run(sources, bytemuck::cast_slice_mut(out)),
@@ -313,21 +316,23 @@ impl Op {
             Op::Scatter(op) => return op.run(sources, out, ctx),
             Op::ByteMove(op) => return op.run(sources, out),
             Op::BoolInput(op) => op.run(sources, out),
-            Op::Affine(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
+            Op::Affine(op) => op.run(sources, out, ctx),
             Op::Pad(op) => op.run(sources, out),
             Op::LinearResize(op) => op.run(sources, out),
             Op::Deconv(op) => op.run(sources, out, ctx),
-            Op::Gru(op) => op.run(sources, out, ctx),
+            Op::Gru(op) => return op.run(sources, out, ctx),
             Op::Rnn(op) => return op.run(sources, out, ctx),
             Op::BitBinary(op) => op.run(sources, out),
             Op::BitNot(op) => op.run(sources, out),
             Op::BitShift(op) => op.run(sources, out),
+            Op::BitCast(op) => return op.run(sources, out),
             Op::OneHot(op) => op.run(sources, out),
             Op::Attention(op) => return op.run(sources, out, ctx),
             Op::Rotary(op) => return op.run(sources, out),
             Op::Einsum(op) => op.run(sources, out, ctx),
             Op::GridSample(op) => op.run(sources, out),
             Op::ReverseSequence(op) => return op.run(sources, out),
+            Op::TensorScatter(op) => return op.run(sources, out, &ctx.pool),
             Op::CausalConv(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::AffineGrid(op) => op.run(sources, out),
             Op::Det(op) => op.run(sources, out, ctx),

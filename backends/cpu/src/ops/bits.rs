@@ -1,5 +1,5 @@
 //! The bitwise ops of BTIR 1.4 (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot and
-//! BitShift) over integer tensors as the executable holds them (see `crate::ops::int`).
+//! BitShift) over integer tensors, and BitCast, as the executable holds them (see `crate::ops::int`).
 //!
 //! And, Or, Xor and Not act on each bit alone, so they run on the held units directly:
 //! 4-byte words for i32 and u32, the two words of an i64 or u64 as two words (a last
@@ -349,5 +349,71 @@ mod tests {
         assert_eq!(out, [0xf1, 0xf2, 0xf3, 0xf4]);
         row(&mut out[..2], (&a, 1, 2), (&b, 0, 1), |x, y| x & y);
         assert_eq!(out[..2], [0, 4 & 0x0f]);
+    }
+}
+
+/// How BitCast turns the held form of its input into that of its output. Same-width
+/// dtypes share their stored bits, but not always their held form: an i8 is held biased
+/// by 128 and a bool as a 0.0/1.0 word, so those pairs convert; the others are a copy of
+/// the held bytes (and usually no step at all, see `exec::lower::tail::is_view_cast`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BitCastKind {
+    /// The held bytes unchanged: f32, i32 and u32 words; i64 and u64 pairs of words; the
+    /// stored halves of f16, i16 and u16.
+    Copy { size: usize },
+    /// Between i8 and u8: the stored byte is the same, the held one differs by the bias.
+    FlipBias,
+    /// A bool's word (0.0 or 1.0) to the byte 0 or 1, biased by `flip` (an i8 target).
+    FromBool { flip: u8 },
+    /// A byte, unbiased by `flip` (an i8 source), to a bool's word; a byte other than 0
+    /// or 1 is no bool, a run-time error as in the reference.
+    ToBool { flip: u8 },
+}
+
+/// BitCast: each element's stored bits read as another dtype of the same width.
+#[derive(Clone, Debug)]
+pub(crate) struct BitCastOp {
+    pub x: Src,
+    pub kind: BitCastKind,
+    /// Elements.
+    pub len: usize,
+}
+
+impl BitCastOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) -> Result<(), String> {
+        let x = sources.bytes(self.x);
+        let n = self.len;
+        match self.kind {
+            BitCastKind::Copy { size } => {
+                let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+                out[..n * size].copy_from_slice(&x[..n * size]);
+            }
+            BitCastKind::FlipBias => {
+                let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+                for (o, &b) in out[..n].iter_mut().zip(&x[..n]) {
+                    *o = b ^ 0x80;
+                }
+            }
+            BitCastKind::FromBool { flip } => {
+                let words = sources.get(self.x);
+                let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+                for (o, &w) in out[..n].iter_mut().zip(&words[..n]) {
+                    *o = u8::from(w != 0.0) ^ flip;
+                }
+            }
+            BitCastKind::ToBool { flip } => {
+                // Checked first, so that a bad byte leaves nothing half written.
+                if let Some(&b) = x[..n].iter().find(|&&b| b ^ flip > 1) {
+                    return Err(format!(
+                        "BitCast gives the byte {}, which is no bool (only 0 and 1 are)",
+                        b ^ flip
+                    ));
+                }
+                for (o, &b) in out[..n].iter_mut().zip(&x[..n]) {
+                    *o = f32::from(b ^ flip);
+                }
+            }
+        }
+        Ok(())
     }
 }

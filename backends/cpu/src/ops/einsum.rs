@@ -1,4 +1,4 @@
-//! Einsum of one or two operands whose labels are distinct within each operand.
+//! Einsum of one or two operands.
 //!
 //! Two operands are one batched matrix product on the delegate's GEMM: every label is a
 //! batch label (in both operands and the output), a row label (the first operand and the
@@ -9,8 +9,9 @@
 //! axes read at stride 0), and the `[batch, M, N]` result is gathered into the output's
 //! label order when that differs. One operand is a transpose followed by row sums.
 //!
-//! Diagonals (a label repeated within one operand) and three or more operands are
-//! declined by `support`; the buffers are the run context's, sized at init.
+//! A label repeated within one operand (a diagonal, `ii->i`) needs no pass of its own
+//! either: the gathers read it with the sum of its axes' strides. Three or more operands
+//! are declined by `support`; the buffers are the run context's, sized at init.
 
 use super::{RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, MatMut, Rows};
@@ -102,8 +103,7 @@ pub(crate) enum EinsumOp {
 }
 
 impl EinsumOp {
-    /// Plans the einsum of `inputs` (each operand's labels, distinct within it; one or
-    /// two operands) into `output` labels, with label `extents`; `shapes` are the
+    /// Plans the einsum of `inputs` (each operand's labels, one or two operands) into `output` labels, with label `extents`; `shapes` are the
     /// operands' shapes (an axis of extent 1 broadcasts, read at stride 0).
     pub fn new(
         srcs: &[Src],
@@ -118,16 +118,15 @@ impl EinsumOp {
                 extents.len()
             ));
         }
-        // The stride of label `l` in operand `i`: 0 where it does not vary.
+        // The stride of label `l` in operand `i`: 0 where it does not vary; a label on
+        // several axes (a diagonal) steps along all of them at once, the sum of their
+        // strides.
         let stride = |i: usize, l: usize| -> usize {
             let (labels, shape) = (&inputs[i], &shapes[i]);
-            let Some(axis) = labels.iter().position(|&x| x == l) else {
-                return 0;
-            };
-            if shape[axis] == 1 {
-                return 0;
-            }
-            shape[axis + 1..].iter().product()
+            (0..labels.len())
+                .filter(|&axis| labels[axis] == l && shape[axis] != 1)
+                .map(|axis| shape[axis + 1..].iter().product::<usize>())
+                .sum()
         };
         let walk = |i: usize, labels: &[usize]| Walk {
             extents: labels.iter().map(|&l| extents[l]).collect(),

@@ -7,12 +7,15 @@
 //! `H · Rᵀ` for z and r (a GEMV over `Rᵀ` stored row-major, contiguous `axpy`s), then
 //! the candidate's recurrent term: `(r ⊙ H) · Rhᵀ`, or `r ⊙ (H · Rhᵀ + Rbh)` with
 //! `linear_before_reset`. Gate order z, r, h: `z = σ(.)`, `r = σ(.)`, `h~ = tanh(.)`,
-//! `H = (1 - z) h~ + z H`.
+//! `H = (1 - z) h~ + z H`. With `sequence_lens` an entry runs its first `len` steps (the
+//! reverse direction from `len - 1` down), its later `Y` rows are zero and `Y_h` is its
+//! last step's state, as `rnn.rs` does.
 //!
 //! The op writes `Y` (`[seq, dirs, batch, H]`) then `Y_h` (`[dirs, batch, H]`) into its
 //! buffer; the node's outputs are views of it.
 
 use super::math::{sigmoid, tanh};
+use super::rnn::SeqLens;
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, MatMut, MicroKernel, PackedB, Rows};
 use crate::prepack::Packs;
@@ -35,6 +38,7 @@ pub(crate) struct GruOp {
     x: Src,
     initial_h: Option<Src>,
     dirs: Vec<GruDirection>,
+    lens: SeqLens,
     seq: usize,
     batch: usize,
     input: usize,
@@ -49,6 +53,8 @@ pub(crate) struct GruSpec<'a> {
     pub hidden: usize,
     pub direction: &'a str,
     pub linear_before_reset: bool,
+    /// `sequence_lens`; constant ones lie in `1..=seq` (checked by the lowering).
+    pub lens: SeqLens,
 }
 
 impl GruOp {
@@ -56,7 +62,9 @@ impl GruOp {
     /// delegate's memory report).
     pub fn owned_bytes(&self) -> usize {
         let per_dir = |d: &GruDirection| vec_bytes(&d.r_t) + vec_bytes(&d.rbh);
-        self.dirs.iter().map(per_dir).sum::<usize>() + vec_bytes(&self.dirs)
+        self.dirs.iter().map(per_dir).sum::<usize>()
+            + vec_bytes(&self.dirs)
+            + self.lens.owned_bytes()
     }
 
     /// `w`: `[dirs, 3H, input]`, `r`: `[dirs, 3H, H]`, `b`: `[dirs, 6H]` when present.
@@ -113,6 +121,7 @@ impl GruOp {
             x,
             initial_h,
             dirs,
+            lens: spec.lens,
             seq,
             batch,
             input,
@@ -133,10 +142,19 @@ impl GruOp {
         ctx.reserve_work(self.seq * self.batch * gh + gh + self.hidden * 3);
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+    pub fn run(
+        &self,
+        sources: &Sources<'_>,
+        out: &mut [f32],
+        ctx: &mut RunCtx,
+    ) -> Result<(), String> {
         let (seq, batch, hn) = (self.seq, self.batch, self.hidden);
         if hn == 0 || batch == 0 {
-            return;
+            return Ok(());
+        }
+        // Every length is checked before anything is written.
+        for b in 0..batch {
+            self.lens.len_of("GRU", seq, sources, b)?;
         }
         let gh = 3 * hn;
         let ndirs = self.dirs.len();
@@ -169,8 +187,9 @@ impl GruOp {
                     Some(v) => h.copy_from_slice(&v[at..at + hn]),
                     None => h.fill(0.0),
                 }
-                for step in 0..seq {
-                    let t = if dir.reverse { seq - 1 - step } else { step };
+                let len = self.lens.len_of("GRU", seq, sources, b)?;
+                for step in 0..len {
+                    let t = if dir.reverse { len - 1 - step } else { step };
                     gates.copy_from_slice(&g_all[(t * batch + b) * gh..][..gh]);
                     // z and r: + H · R_zrᵀ.
                     axpys(&mut gates[..2 * hn], h, &dir.r_t, gh, 0);
@@ -196,9 +215,15 @@ impl GruOp {
                     let o = ((t * ndirs + d) * batch + b) * hn;
                     y[o..o + hn].copy_from_slice(h);
                 }
+                // Steps past the entry's length are zero (the buffer is reused).
+                for t in len..seq {
+                    let o = ((t * ndirs + d) * batch + b) * hn;
+                    y[o..o + hn].fill(0.0);
+                }
                 y_h[at..at + hn].copy_from_slice(h);
             }
         }
+        Ok(())
     }
 }
 

@@ -180,8 +180,13 @@ impl TopKOp {
     /// The words of the values and of the positions.
     pub fn out_len(&self) -> (usize, usize) {
         let count = self.outer * self.k * self.inner;
-        let words = if self.held == Held::I64 { 2 } else { 1 };
-        (count * words, count * 2)
+        let values = match self.held {
+            Held::I64 => count * 2,
+            // Stored bytes, with the slack every byte buffer carries.
+            Held::I8 | Held::U8 => (count + crate::qgemm::SLACK).div_ceil(4),
+            _ => count,
+        };
+        (values, count * 2)
     }
 
     pub fn reserve(&self, ctx: &mut RunCtx) {

@@ -6,12 +6,15 @@
 //! stored in contiguous row-major panels of columns, so that the inner loop is a
 //! contiguous, vectorized `axpy` over a register block) and applies the cell. Gate order in `W`, `R` and `B` is i, o, f, c:
 //! `i = σ(.)`, `f = σ(.)`, `c~ = tanh(.)`, `C = f * C + i * c~`, `o = σ(.)`,
-//! `H = o * tanh(C)`.
+//! `H = o * tanh(C)`. With `sequence_lens` an entry runs its first `len` steps (the
+//! reverse direction from `len - 1` down), its later `Y` rows are zero and `Y_h`, `Y_c`
+//! are its last step's states, as `rnn.rs` does.
 //!
 //! The op writes `Y` (`[seq, dirs, batch, H]`), `Y_h` and `Y_c` (`[dirs, batch, H]`) one
 //! after another into its buffer; the node's outputs are views of it.
 
 use super::math::{sigmoid, tanh};
+use super::rnn::SeqLens;
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, Isa, MatMut, MicroKernel, PackedB, Rows};
 use crate::prepack::Packs;
@@ -35,6 +38,7 @@ pub(crate) struct LstmOp {
     initial_h: Option<Src>,
     initial_c: Option<Src>,
     dirs: Vec<LstmDirection>,
+    lens: SeqLens,
     seq: usize,
     batch: usize,
     input: usize,
@@ -45,7 +49,15 @@ impl LstmOp {
     /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
     /// delegate's memory report).
     pub fn owned_bytes(&self) -> usize {
-        self.dirs.iter().map(|d| vec_bytes(&d.r_t)).sum::<usize>() + vec_bytes(&self.dirs)
+        self.dirs.iter().map(|d| vec_bytes(&d.r_t)).sum::<usize>()
+            + vec_bytes(&self.dirs)
+            + self.lens.owned_bytes()
+    }
+
+    /// The op with `sequence_lens` (constant ones lie in `1..=seq`, checked by the
+    /// lowering).
+    pub fn with_lens(self, lens: SeqLens) -> LstmOp {
+        LstmOp { lens, ..self }
     }
 
     /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
@@ -98,6 +110,7 @@ impl LstmOp {
             initial_h: initial.0,
             initial_c: initial.1,
             dirs,
+            lens: SeqLens::Full,
             seq,
             batch,
             input,
@@ -117,10 +130,19 @@ impl LstmOp {
         ctx.reserve_work(self.seq * self.batch * gh + gh + 2 * self.hidden);
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+    pub fn run(
+        &self,
+        sources: &Sources<'_>,
+        out: &mut [f32],
+        ctx: &mut RunCtx,
+    ) -> Result<(), String> {
         let (seq, batch, hidden) = (self.seq, self.batch, self.hidden);
         if hidden == 0 || batch == 0 {
-            return;
+            return Ok(());
+        }
+        // Every length is checked before anything is written.
+        for b in 0..batch {
+            self.lens.len_of("LSTM", seq, sources, b)?;
         }
         let gh = 4 * hidden;
         let ndirs = self.dirs.len();
@@ -158,8 +180,9 @@ impl LstmOp {
                     Some(v) => c.copy_from_slice(&v[at..at + hidden]),
                     None => c.fill(0.0),
                 }
+                let len = self.lens.len_of("LSTM", seq, sources, b)?;
                 let walk = Walk {
-                    seq,
+                    len,
                     batch,
                     ndirs,
                     d,
@@ -171,17 +194,24 @@ impl LstmOp {
                     c: &mut *c,
                 };
                 recurrence(kernel.isa(), dir, walk, g_all, state, y);
+                // Steps past the entry's length are zero (the buffer is reused).
+                for t in len..seq {
+                    let o = ((t * ndirs + d) * batch + b) * hidden;
+                    y[o..o + hidden].fill(0.0);
+                }
                 y_h[at..at + hidden].copy_from_slice(h);
                 y_c[at..at + hidden].copy_from_slice(c);
             }
         }
+        Ok(())
     }
 }
 
 /// Where one (direction, batch) recurrence reads and writes.
 #[derive(Clone, Copy)]
 struct Walk {
-    seq: usize,
+    /// The entry's step count (`sequence_lens`, or the whole sequence).
+    len: usize,
     batch: usize,
     ndirs: usize,
     d: usize,
@@ -234,8 +264,8 @@ fn steps<const FMA: bool>(
 ) {
     let State { gates, h, c } = s;
     let (gh, hidden) = (gates.len(), h.len());
-    for step in 0..at.seq {
-        let t = if dir.reverse { at.seq - 1 - step } else { step };
+    for step in 0..at.len {
+        let t = if dir.reverse { at.len - 1 - step } else { step };
         gates.copy_from_slice(&g_all[(t * at.batch + at.b) * gh..][..gh]);
         gemv::<FMA>(gates, h, &dir.r_t);
         cell(gates, h, c);

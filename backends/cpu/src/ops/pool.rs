@@ -1,9 +1,10 @@
 //! Pooling: MaxPool and AveragePool over 1 to 3 spatial axes, GlobalAveragePool.
 //!
-//! Windows are clipped to the input; what the clipped taps mean is settled by the support
-//! check, which declines the cases where that is ambiguous (dilated windows, pads as large
-//! as the kernel, `ceil_mode` with `count_include_pad`), so every window here holds at
-//! least one input element.
+//! A window's taps are `start + k * dilation` along each axis; those on the input are
+//! folded, those in the padding are skipped (MaxPool) or, with `count_include_pad`,
+//! counted in AveragePool's divisor, and those past the padded border (which only
+//! `ceil_mode` windows reach) never count, as in the reference. A window with no tap on
+//! the input gives -inf (MaxPool) or NaN (AveragePool without `count_include_pad`: 0/0).
 
 use baton_delegate_api::shape::PoolGeometry;
 
@@ -15,8 +16,8 @@ use super::{Sources, Src};
 pub(crate) enum PoolKind {
     /// Maximum of the taps; NaN if any tap is NaN.
     Max,
-    /// Mean of the taps; `include_pad` divides by the whole kernel size instead of the
-    /// number of taps inside the input.
+    /// Mean of the taps; `include_pad` divides by the taps inside the padded input
+    /// instead of the number of taps inside the input.
     Average { include_pad: bool },
 }
 
@@ -31,7 +32,26 @@ pub(crate) struct PoolOp {
     output: [usize; 3],
     kernel: [usize; 3],
     strides: [usize; 3],
+    dilations: [usize; 3],
     pad_begin: [usize; 3],
+    pad_end: [usize; 3],
+}
+
+/// The taps of one window along one axis: `count` input positions from `first`, `step`
+/// apart, and how many taps lie inside the padded input (AveragePool's
+/// `count_include_pad` divisor).
+#[derive(Clone, Copy, Debug)]
+struct Taps {
+    first: usize,
+    count: usize,
+    step: usize,
+    padded: usize,
+}
+
+impl Taps {
+    fn positions(self) -> impl Iterator<Item = usize> {
+        (0..self.count).map(move |j| self.first + j * self.step)
+    }
 }
 
 impl PoolOp {
@@ -52,7 +72,9 @@ impl PoolOp {
             output: pad3(&geom.out_spatial, 1),
             kernel: pad3(&w.kernel, 1),
             strides: pad3(&w.strides, 1),
+            dilations: pad3(&w.dilations, 1),
             pad_begin: pad3(&w.pad_begin, 0),
+            pad_end: pad3(&w.pad_end, 0),
         }
     }
 
@@ -62,26 +84,25 @@ impl PoolOp {
         let [od, oh, ow] = self.output;
         let in_plane = id * ih * iw;
         let out_plane = od * oh * ow;
-        let kernel_size: usize = self.kernel.iter().product();
         for p in 0..self.planes {
             let xp = &x[p * in_plane..(p + 1) * in_plane];
             let op = &mut out[p * out_plane..(p + 1) * out_plane];
             let mut o = 0;
             for z in 0..od {
-                let rz = self.range(0, z);
+                let tz = self.taps(0, z);
                 for y in 0..oh {
-                    let ry = self.range(1, y);
+                    let ty = self.taps(1, y);
                     for xo in 0..ow {
-                        let rx = self.range(2, xo);
-                        let window = [rz.clone(), ry.clone(), rx];
+                        let window = [tz, ty, self.taps(2, xo)];
                         op[o] = match self.kind {
                             PoolKind::Max => fold(xp, ih, iw, &window, f32::NEG_INFINITY, nan_max),
                             PoolKind::Average { include_pad } => {
-                                let (sum, count) =
-                                    fold(xp, ih, iw, &window, (0f64, 0usize), |(s, n), v| {
-                                        (s + v as f64, n + 1)
-                                    });
-                                let divisor = if include_pad { kernel_size } else { count };
+                                let sum = fold(xp, ih, iw, &window, 0f64, |s, v| s + v as f64);
+                                let divisor: usize = if include_pad {
+                                    window.iter().map(|t| t.padded).product()
+                                } else {
+                                    window.iter().map(|t| t.count).product()
+                                };
                                 (sum / divisor as f64) as f32
                             }
                         };
@@ -92,30 +113,54 @@ impl PoolOp {
         }
     }
 
-    /// The input indices of window `o` along axis `axis`, clipped to the input.
-    fn range(&self, axis: usize, o: usize) -> std::ops::Range<usize> {
-        let start = (o * self.strides[axis]) as isize - self.pad_begin[axis] as isize;
-        let end = start + self.kernel[axis] as isize;
-        let clamp = |v: isize| v.clamp(0, self.input[axis] as isize) as usize;
-        clamp(start)..clamp(end)
+    /// The taps of window `o` along axis `axis`.
+    fn taps(&self, axis: usize, o: usize) -> Taps {
+        let (k, d) = (self.kernel[axis] as i64, self.dilations[axis] as i64);
+        let start = (o * self.strides[axis]) as i64 - self.pad_begin[axis] as i64;
+        let len = self.input[axis] as i64;
+        // Taps `j` with `lo <= start + j * d < hi`, as a range of `j` within the kernel.
+        let within = |lo: i64, hi: i64| {
+            let first = if start >= lo {
+                0
+            } else {
+                (lo - start + d - 1) / d
+            };
+            let end = if start >= hi {
+                0
+            } else {
+                ((hi - start + d - 1) / d).min(k)
+            };
+            (first.min(k), end.max(first.min(k)))
+        };
+        let (a, b) = within(0, len);
+        let (pa, pb) = within(
+            -(self.pad_begin[axis] as i64),
+            len + self.pad_end[axis] as i64,
+        );
+        Taps {
+            first: (start + a * d).max(0) as usize,
+            count: (b - a) as usize,
+            step: d as usize,
+            padded: (pb - pa) as usize,
+        }
     }
 }
 
-/// Folds `f` over the taps of `window` (ranges along depth, height, width) in one plane.
+/// Folds `f` over the taps of `window` (along depth, height, width) in one plane.
 fn fold<T>(
     plane: &[f32],
     ih: usize,
     iw: usize,
-    window: &[std::ops::Range<usize>; 3],
+    window: &[Taps; 3],
     init: T,
     f: impl Fn(T, f32) -> T,
 ) -> T {
     let mut acc = init;
-    for a in window[0].clone() {
-        for b in window[1].clone() {
+    for a in window[0].positions() {
+        for b in window[1].positions() {
             let row = &plane[(a * ih + b) * iw..(a * ih + b + 1) * iw];
-            for &v in &row[window[2].clone()] {
-                acc = f(acc, v);
+            for c in window[2].positions() {
+                acc = f(acc, row[c]);
             }
         }
     }

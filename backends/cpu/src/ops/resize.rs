@@ -2,9 +2,10 @@
 //! arithmetic in f64) and the linear kernel over the last two axes.
 //!
 //! `nearest` is a gather with one input index per output index and axis: it runs as the
-//! index-map walk of `pad.rs`. `linear` resamples at most the last two axes (height and
-//! width, the only ones real models resize): each output pixel is the two-tap mix along
-//! the height of two two-tap mixes along the width, in f32.
+//! index-map walk of `pad.rs`. `linear` resamples at most the last three axes (depth,
+//! height and width; real models resize images and volumes): each output pixel is the
+//! two-tap mix along the width of two two-tap mixes along the height (of two along the
+//! depth, for a volume), in f32, outermost axis first as the reference's passes run.
 
 use super::{vec_bytes, Sources, Src};
 
@@ -124,22 +125,28 @@ pub(crate) fn linear_taps(
         .collect()
 }
 
-/// Linear Resize of the last two axes of a tensor seen as `[planes, h, w]` (the planes
-/// counted by the output's length).
+/// Two taps of linear sampling: input indices and weights.
+pub(crate) type Taps = (usize, usize, f32, f32);
+
+/// Linear Resize of the last two axes of a tensor seen as `[planes, h, w]`, or of the last
+/// three of one seen as `[planes, d, h, w]` (the planes counted by the output's length).
 #[derive(Clone, Debug)]
 pub(crate) struct LinearResizeOp {
     pub x: Src,
     pub in_hw: (usize, usize),
     /// Per output row and per output column, the two taps.
-    pub rows: Vec<(usize, usize, f32, f32)>,
-    pub cols: Vec<(usize, usize, f32, f32)>,
+    pub rows: Vec<Taps>,
+    pub cols: Vec<Taps>,
+    /// A volume's input depth and the taps per output slice.
+    pub depth: Option<(usize, Vec<Taps>)>,
 }
 
 impl LinearResizeOp {
     /// Bytes this op allocated at init beyond the packings `Packs` tallies (for the
     /// delegate's memory report).
     pub fn owned_bytes(&self) -> usize {
-        vec_bytes(&self.rows) + vec_bytes(&self.cols)
+        let depth = self.depth.as_ref().map_or(0, |(_, t)| vec_bytes(t));
+        vec_bytes(&self.rows) + vec_bytes(&self.cols) + depth
     }
 
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
@@ -148,6 +155,9 @@ impl LinearResizeOp {
         let (oh, ow) = (self.rows.len(), self.cols.len());
         if ih * iw == 0 || oh * ow == 0 {
             return;
+        }
+        if let Some((id, slices)) = &self.depth {
+            return self.run_volume(x, *id, slices, out);
         }
         for (p, dst) in out.chunks_exact_mut(oh * ow).enumerate() {
             let src = &x[p * ih * iw..(p + 1) * ih * iw];
@@ -159,6 +169,36 @@ impl LinearResizeOp {
                     let v0 = tap(r0[x0], a0, r1[x0], a1);
                     let v1 = tap(r0[x1], a0, r1[x1], a1);
                     *d = tap(v0, b0, v1, b1);
+                }
+            }
+        }
+    }
+}
+
+impl LinearResizeOp {
+    /// The volume case: depth first, then height, then width.
+    fn run_volume(&self, x: &[f32], id: usize, slices: &[Taps], out: &mut [f32]) {
+        let (ih, iw) = self.in_hw;
+        let (od, oh, ow) = (slices.len(), self.rows.len(), self.cols.len());
+        let plane = ih * iw;
+        if id * od == 0 {
+            return;
+        }
+        for (p, dst) in out.chunks_exact_mut(od * oh * ow).enumerate() {
+            let src = &x[p * id * plane..(p + 1) * id * plane];
+            for (&(z0, z1, c0, c1), dslice) in slices.iter().zip(dst.chunks_exact_mut(oh * ow)) {
+                let (s0, s1) = (
+                    &src[z0 * plane..(z0 + 1) * plane],
+                    &src[z1 * plane..(z1 + 1) * plane],
+                );
+                // The depth mix of element `i` of a slice.
+                let d = |i: usize| tap(s0[i], c0, s1[i], c1);
+                for (&(y0, y1, a0, a1), drow) in self.rows.iter().zip(dslice.chunks_exact_mut(ow)) {
+                    for (o, &(x0, x1, b0, b1)) in drow.iter_mut().zip(&self.cols) {
+                        let v0 = tap(d(y0 * iw + x0), a0, d(y1 * iw + x0), a1);
+                        let v1 = tap(d(y0 * iw + x1), a0, d(y1 * iw + x1), a1);
+                        *o = tap(v0, b0, v1, b1);
+                    }
                 }
             }
         }

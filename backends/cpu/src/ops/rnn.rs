@@ -41,6 +41,41 @@ pub(crate) enum SeqLens {
     Run(Src),
 }
 
+impl SeqLens {
+    /// Bytes held (for the memory report).
+    pub fn owned_bytes(&self) -> usize {
+        match self {
+            SeqLens::Const(v) => vec_bytes(v),
+            _ => 0,
+        }
+    }
+
+    /// Batch entry `b`'s step count, of a sequence of `seq` steps; a run-time length
+    /// outside `1..=seq` is an error naming the `op` and the entry.
+    pub fn len_of(
+        &self,
+        op: &str,
+        seq: usize,
+        sources: &Sources<'_>,
+        b: usize,
+    ) -> Result<usize, String> {
+        match self {
+            SeqLens::Full => Ok(seq),
+            SeqLens::Const(v) => Ok(v[b]),
+            SeqLens::Run(src) => {
+                // An i32 is held as its bits.
+                let raw = sources.get(*src)[b].to_bits() as i32;
+                usize::try_from(raw)
+                    .ok()
+                    .filter(|l| (1..=seq).contains(l))
+                    .ok_or_else(|| {
+                        format!("{op} sequence_lens[{b}] = {raw} lies outside 1..={seq}")
+                    })
+            }
+        }
+    }
+}
+
 /// A prepared RNN node.
 #[derive(Clone, Debug)]
 pub(crate) struct RnnOp {
@@ -72,11 +107,9 @@ impl RnnOp {
     /// delegate's memory report).
     pub fn owned_bytes(&self) -> usize {
         let per_dir = |d: &RnnDirection| vec_bytes(&d.r_t);
-        let lens = match &self.lens {
-            SeqLens::Const(v) => vec_bytes(v),
-            _ => 0,
-        };
-        self.dirs.iter().map(per_dir).sum::<usize>() + vec_bytes(&self.dirs) + lens
+        self.dirs.iter().map(per_dir).sum::<usize>()
+            + vec_bytes(&self.dirs)
+            + self.lens.owned_bytes()
     }
 
     /// `w`: `[dirs, H, input]`, `r`: `[dirs, H, H]`, `b`: `[dirs, 2H]` when present.
@@ -150,23 +183,7 @@ impl RnnOp {
 
     /// Batch entry `b`'s step count.
     fn len_of(&self, sources: &Sources<'_>, b: usize) -> Result<usize, String> {
-        match &self.lens {
-            SeqLens::Full => Ok(self.seq),
-            SeqLens::Const(v) => Ok(v[b]),
-            SeqLens::Run(src) => {
-                // An i32 is held as its bits.
-                let raw = sources.get(*src)[b].to_bits() as i32;
-                usize::try_from(raw)
-                    .ok()
-                    .filter(|l| (1..=self.seq).contains(l))
-                    .ok_or_else(|| {
-                        format!(
-                            "RNN sequence_lens[{b}] = {raw} lies outside 1..={}",
-                            self.seq
-                        )
-                    })
-            }
-        }
+        self.lens.len_of("RNN", self.seq, sources, b)
     }
 
     pub fn run(

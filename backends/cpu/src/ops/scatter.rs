@@ -1,5 +1,6 @@
 //! GatherND, and the scatters (ScatterElements, ScatterND) with their reductions, over
-//! the word-held dtypes (f32, i32 and bool in one word, i64 in two).
+//! the word-held dtypes (f32, i32 and bool in one word, i64 in two) and the byte-held
+//! ones (i8 and u8, and f16 without a reduction: its stored bytes move unchanged).
 //!
 //! As in the reference: indices may be negative (counted from the end of their axis),
 //! one outside its axis is a run-time error naming it; updates apply in index order, so
@@ -122,7 +123,7 @@ pub(crate) struct ScatterOp {
     pub index_held: Held,
     pub targets: Targets,
     pub combine: Combine,
-    /// The dtype of data and updates (F32, I32, Bool or I64).
+    /// The dtype of data and updates (F32, I32, Bool, I64, I8, U8; F16 replaced only).
     pub held: Held,
     /// The output's elements.
     pub len: usize,
@@ -146,9 +147,17 @@ impl ScatterOp {
         out: &mut [f32],
         ctx: &mut RunCtx,
     ) -> Result<(), String> {
-        let words = if self.held == Held::I64 { 2 } else { 1 };
+        // Bytes per element as held.
+        let size = match self.held {
+            Held::I64 => 8,
+            Held::I8 | Held::U8 => 1,
+            Held::F16 => 2,
+            _ => 4,
+        };
+        let n = self.len * size;
         let x = sources.get(self.x);
-        out[..self.len * words].copy_from_slice(&x[..self.len * words]);
+        let x_bytes = sources.bytes(self.x);
+        bytemuck::cast_slice_mut::<f32, u8>(out)[..n].copy_from_slice(&x_bytes[..n]);
         let idx = sources.bytes(self.indices);
         let (wide, acc) = (self.wide(), &mut ctx.acc);
         if wide {
@@ -157,12 +166,17 @@ impl ScatterOp {
                 .zip(&x[..self.len])
                 .for_each(|(a, &v)| *a = v as f64);
         }
-        let upd_words = sources.get(self.updates);
         let upd = sources.bytes(self.updates);
+        let upd_words = if size == 4 {
+            sources.get(self.updates)
+        } else {
+            &[]
+        };
         // Combines update element `s` into output element `t`.
         let mut apply = |out: &mut [f32], t: usize, s: usize| match (self.combine, self.held) {
-            (Combine::Replace, _) => out[t * words..(t + 1) * words]
-                .copy_from_slice(&upd_words[s * words..(s + 1) * words]),
+            (Combine::Replace, _) => bytemuck::cast_slice_mut::<f32, u8>(out)
+                [t * size..(t + 1) * size]
+                .copy_from_slice(&upd[s * size..(s + 1) * size]),
             (Combine::Add, Held::F32) => acc[t] += upd_words[s] as f64,
             (Combine::Mul, Held::F32) => acc[t] *= upd_words[s] as f64,
             (Combine::Max, Held::F32) => {

@@ -1,5 +1,6 @@
 //! ReverseSequence: within each batch entry, the first `sequence_lens[b]` steps along the
-//! time axis in reverse order, the rest in place.
+//! time axis in reverse order, the rest in place; and TensorScatter, which writes steps
+//! into a KV cache along its sequence axis.
 //!
 //! The batch and time axes are the first two (in either order), so every step of every
 //! entry is one contiguous run of the trailing axes: the op is one copy per `(axis 0,
@@ -8,6 +9,7 @@
 //! time and checked, before anything is written, against the time extent.
 
 use super::{Sources, Src};
+use crate::pool::{Disjoint, Pool};
 
 /// A prepared ReverseSequence.
 #[derive(Clone, Debug)]
@@ -61,6 +63,97 @@ impl ReverseSequenceOp {
                 out[dst..dst + run].copy_from_slice(&x[src..src + run]);
             }
         }
+        Ok(())
+    }
+}
+
+/// Lines below this many output bytes in all are copied on the calling thread: a pool
+/// dispatch costs more than copying a small cache.
+const PARALLEL_MIN_BYTES: usize = 256 * 1024;
+
+/// A prepared TensorScatter (the KV-cache update of opset 24).
+///
+/// The cache `[batch, ..., sequence, ...]` is copied to the output and, for every batch
+/// entry `b` and every line (the positions of the axes between the batch and sequence
+/// axes, the heads of a KV cache), the update's steps land on steps `write_indices[b] + s`
+/// of that line (modulo the cache's length when `circular`). Each step of a line is one
+/// contiguous run of the trailing axes, so the op is a `memcpy` per line and per step over
+/// the held bytes of any dtype, with `batch x lines` independent lines split over the
+/// pool when the cache is large (a decoder's caches are megabytes per layer). The write
+/// indices are read and checked at run time, before anything is written.
+#[derive(Clone, Debug)]
+pub(crate) struct TensorScatterOp {
+    pub past: Src,
+    pub update: Src,
+    /// The i64 write indices, one per batch entry; `None` when omitted (all 0).
+    pub starts: Option<Src>,
+    pub batch: usize,
+    /// Lines per batch entry: the product of the extents between axis 0 and the axis.
+    pub lines: usize,
+    /// The cache's and the update's extents along the sequence axis.
+    pub cache_len: usize,
+    pub steps: usize,
+    pub circular: bool,
+    /// Bytes of one step: the trailing axes' elements times the held element size.
+    pub run: usize,
+}
+
+impl TensorScatterOp {
+    /// The write index of batch entry `b`.
+    fn start(&self, starts: Option<&[u8]>, b: usize) -> i64 {
+        starts.map_or(0, |s| {
+            i64::from_le_bytes(s[8 * b..8 * b + 8].try_into().expect("8 bytes"))
+        })
+    }
+
+    /// Fails on a negative write index, or (mode linear) one whose update runs past the
+    /// end of the cache.
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], pool: &Pool) -> Result<(), String> {
+        let starts = self.starts.map(|s| sources.bytes(s));
+        for b in 0..self.batch {
+            let start = self.start(starts, b);
+            if start < 0 {
+                return Err(format!("write_indices[{b}] is {start}; it must be >= 0"));
+            }
+            if !self.circular && start as u64 + self.steps as u64 > self.cache_len as u64 {
+                return Err(format!(
+                    "write_indices[{b}] {start} plus {} update steps passes the cache's {} \
+                     (mode linear)",
+                    self.steps, self.cache_len
+                ));
+            }
+        }
+        let (past, update) = (sources.bytes(self.past), sources.bytes(self.update));
+        let line_bytes = self.cache_len * self.run;
+        let total = self.batch * self.lines;
+        let tasks = if total * line_bytes < PARALLEL_MIN_BYTES {
+            1
+        } else {
+            pool.threads().min(total)
+        };
+        let per = total.div_ceil(tasks.max(1));
+        let parts = Disjoint::new(out);
+        let task = |task: usize, _| {
+            let (l0, l1) = ((task * per).min(total), ((task + 1) * per).min(total));
+            // SAFETY: the tasks' line ranges are disjoint.
+            let dst = unsafe { parts.bytes(l0 * line_bytes, (l1 - l0) * line_bytes) };
+            for (line, dst) in (l0..l1).zip(dst.chunks_exact_mut(line_bytes.max(1))) {
+                dst.copy_from_slice(&past[line * line_bytes..(line + 1) * line_bytes]);
+                // Checked above: not negative, and (linear) not past the end.
+                let start = self.start(starts, line / self.lines) as u64;
+                for s in 0..self.steps {
+                    let at = if self.circular {
+                        ((start + s as u64) % self.cache_len as u64) as usize
+                    } else {
+                        start as usize + s
+                    };
+                    let src = (line * self.steps + s) * self.run;
+                    dst[at * self.run..(at + 1) * self.run]
+                        .copy_from_slice(&update[src..src + self.run]);
+                }
+            }
+        };
+        pool.run(tasks, &task);
         Ok(())
     }
 }

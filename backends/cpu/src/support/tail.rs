@@ -23,6 +23,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
     use Kind::*;
     match op {
         OpKind::Cast => &[("to", Int), ("saturate", Int), ("round_mode", Str)],
+        OpKind::BitCast => &[("to", Int)],
         OpKind::Shape => &[("start", Int), ("end", Int)],
         OpKind::ConstantOfShape => &[("value", Float), ("value_dtype", Int)],
         OpKind::CastLike => &[("saturate", Int), ("round_mode", Str)],
@@ -39,6 +40,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         OpKind::Einsum => &[("equation", Str)],
         OpKind::GridSample => &[("mode", Str), ("padding_mode", Str), ("align_corners", Int)],
         OpKind::ReverseSequence => &[("batch_axis", Int), ("time_axis", Int)],
+        OpKind::TensorScatter => &[("axis", Int), ("mode", Str)],
         OpKind::CausalConvWithState => &[("activation", Str)],
         OpKind::AffineGrid => &[("align_corners", Int)],
         OpKind::DFT => &[("inverse", Int), ("onesided", Int)],
@@ -185,6 +187,7 @@ pub(super) fn arity(op: OpKind) -> (usize, usize) {
         OpKind::GridSample => (2, 2),
         OpKind::MatMulInteger | OpKind::ConvInteger => (2, 4),
         OpKind::ReverseSequence => (2, 2),
+        OpKind::TensorScatter => (2, 3),
         OpKind::CausalConvWithState => (2, 4),
         OpKind::AffineGrid => (2, 2),
         OpKind::DFT => (1, 3),
@@ -294,6 +297,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::MaxUnpool, Some(1 | 2)) | (OpKind::Col2Im, Some(1 | 2)) => &[DType::I64],
         (OpKind::Col2Im, _) => &[DType::F32, DType::I32],
         (OpKind::ReverseSequence, _) => CAST,
+        // The cache and update move as held bytes, like ReverseSequence's data.
+        (OpKind::TensorScatter, Some(2)) => &[DType::I64],
+        (OpKind::TensorScatter, _) => CAST,
         (OpKind::MatMulInteger | OpKind::ConvInteger, None) => &[DType::I32],
         (OpKind::MatMulInteger | OpKind::ConvInteger, Some(_)) => &[DType::I8, DType::U8],
         (OpKind::Greater | OpKind::Less | OpKind::Equal, None) => &[DType::Bool],
@@ -346,6 +352,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Shape | OpKind::Size, None) | (OpKind::ConstantOfShape, Some(0)) => &[DType::I64],
         (OpKind::ConstantOfShape, None) => INDEXED,
         (OpKind::Cast, Some(0) | None) | (OpKind::CastLike, _) => CAST,
+        // Every held dtype; the widths must agree (the shape rule checks).
+        (OpKind::BitCast, _) => CAST,
         (OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div, _) => ARITH,
         (OpKind::Relu | OpKind::Abs | OpKind::Clip, _) => INTS,
         // Neg of an unsigned type is not an ONNX op (the reference refuses it).
@@ -361,7 +369,9 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
             _,
         ) => ARITH,
         (OpKind::CumSum, Some(1)) | (OpKind::GatherElements, Some(1)) => &[DType::I32, DType::I64],
-        (OpKind::CumSum | OpKind::TopK, Some(0) | None) => ARITH,
+        (OpKind::CumSum, Some(0) | None) => ARITH,
+        // The 8-bit values compare exactly as integers (`Held::int`).
+        (OpKind::TopK, Some(0) | None) => INTS,
         (OpKind::CumProd, Some(1)) => &[DType::I32, DType::I64],
         (OpKind::CumProd, Some(0) | None) => ARITH,
         (OpKind::BitwiseAnd | OpKind::BitwiseOr | OpKind::BitwiseXor | OpKind::BitwiseNot, _) => {
@@ -380,10 +390,17 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::GatherND | OpKind::ScatterND, Some(1)) => &[DType::I64],
         // GatherND moves held bytes: every dtype held.
         (OpKind::GatherND, _) => INDEXED,
-        // Word-held elements (an i64 as its two words).
-        (OpKind::ScatterND | OpKind::ScatterElements, _) => {
-            &[DType::F32, DType::I32, DType::Bool, DType::I64]
-        }
+        // Word-held elements (an i64 as its two words) and byte-held ones (an f16 without
+        // a reduction, `check_op`).
+        (OpKind::ScatterND | OpKind::ScatterElements, _) => &[
+            DType::F32,
+            DType::I32,
+            DType::Bool,
+            DType::I64,
+            DType::I8,
+            DType::U8,
+            DType::F16,
+        ],
         // ArgMax and ArgMin compare every held number exactly; positions are i64.
         (OpKind::ArgMax | OpKind::ArgMin, Some(_)) => INTS,
         (OpKind::ArgMax | OpKind::ArgMin, None) => &[DType::I64],
@@ -410,8 +427,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         // A bool or float mask; i64 lengths and positions.
         (OpKind::Attention, Some(3)) => &[DType::F32, DType::Bool],
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
-        // RNN's sequence lengths.
-        (OpKind::RNN, Some(4)) => &[DType::I32],
+        // The recurrences' sequence lengths.
+        (OpKind::RNN | OpKind::GRU | OpKind::LSTM, Some(4)) => &[DType::I32],
         _ => &[DType::F32],
     }
 }
@@ -421,8 +438,8 @@ fn attr_no_support(message: String) -> Support {
     Support::no(DeclineReason::Attribute, message)
 }
 
-/// Einsum as implemented (`crate::ops::einsum`): one or two operands, each label once
-/// per operand, at most `MAX_LABELS` labels.
+/// Einsum as implemented (`crate::ops::einsum`): one or two operands (a label may repeat
+/// within one: a diagonal), at most `MAX_LABELS` labels.
 fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
     let e = baton_delegate_api::shape::einsum::parse(node.attr_str("equation", ""), shapes)
         .map_err(|m| shape_no(node, m))?;
@@ -438,13 +455,6 @@ fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
              or a batched matrix product)",
             e.inputs.len()
         ));
-    }
-    for (i, labels) in e.inputs.iter().enumerate() {
-        if (1..labels.len()).any(|j| labels[..j].contains(&labels[j])) {
-            return other(format!(
-                "Einsum operand {i} repeats a label (a diagonal), which is not implemented"
-            ));
-        }
     }
     let max = crate::ops::einsum::MAX_LABELS;
     if e.extents.len() > max {
@@ -567,16 +577,6 @@ pub(super) fn check_op(
             if x.len() < 2 {
                 return Err(shape_no(node, format!("input {x:?} has no channel axis")));
             }
-            if let Some(i) = (1..5).find(|&i| !is_const(i)) {
-                return Err(Support::no(
-                    DeclineReason::NotConstant,
-                    format!(
-                        "{}: operand {i} is computed at run time; only constant scale, bias, \
-                         mean and variance are supported",
-                        node.label()
-                    ),
-                ));
-            }
         }
         OpKind::Pad => {
             require_const_operands(graph, node, consts)?;
@@ -678,8 +678,8 @@ pub(super) fn check_op(
             if crate::ops::scatter::Combine::parse(r).is_none() {
                 return attr_no(format!("reduction '{r}' is not supported"));
             }
-            if r != "none" && x_dtype == DType::Bool {
-                return attr_no(format!("reduction '{r}' of bool is not supported"));
+            if r != "none" && matches!(x_dtype, DType::Bool | DType::F16) {
+                return attr_no(format!("reduction '{r}' of {x_dtype} is not supported"));
             }
         }
         OpKind::DepthToSpace if !matches!(node.attr_str("mode", "DCR"), "DCR" | "CRD") => {
@@ -882,12 +882,6 @@ fn check_gru(
         return attr_no(format!("direction '{direction}' is not supported"));
     }
     let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
-    if present(4) {
-        return Err(Support::no(
-            DeclineReason::Other,
-            "GRU sequence_lens is not supported",
-        ));
-    }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {
             return Err(Support::no(
@@ -1008,13 +1002,13 @@ fn check_resize(
             if node.attr_int("antialias", 0) != 0 || node.attr_int("exclude_outside", 0) != 0 {
                 return attr_no("linear with antialias or exclude_outside is not supported".into());
             }
-            // Only the last two axes may change (the scales of the others are then 1 or
+            // Only the last three axes may change (the scales of the others are then 1 or
             // their extent would change too).
             let r = x.len();
-            if (0..r.saturating_sub(2)).any(|d| x[d] != out[d]) {
+            if (0..r.saturating_sub(3)).any(|d| x[d] != out[d]) {
                 return Err(shape_no(
                     node,
-                    format!("linear Resize of {x:?} to {out:?}: only the last two axes are resampled here"),
+                    format!("linear Resize of {x:?} to {out:?}: only the last three axes are resampled here"),
                 ));
             }
             let scales: Option<Vec<f32>> = match node.attrs.get("scales") {
@@ -1031,10 +1025,10 @@ fn check_resize(
                 for (&a, &v) in axes.iter().zip(&s) {
                     let d = baton_delegate_api::shape::normalize_axis(a, r)
                         .map_err(|e| shape_no(node, e))?;
-                    if d + 2 < r && v != 1.0 {
+                    if d + 3 < r && v != 1.0 {
                         return Err(shape_no(
                             node,
-                            format!("linear Resize scales {s:?}: only the last two axes are resampled here"),
+                            format!("linear Resize scales {s:?}: only the last three axes are resampled here"),
                         ));
                     }
                 }

@@ -1,12 +1,13 @@
 //! Lowering of the running, masking, ranking, element-indexed and block-moving ops of
 //! BTIR 1.3: CumSum, Trilu, Hardmax, TopK, GatherElements, GatherND, ScatterElements,
-//! ScatterND, DepthToSpace and SpaceToDepth.
+//! ScatterND, DepthToSpace and SpaceToDepth; and TensorScatter (opset 24).
 
 use super::*;
 use crate::ops::index::{CumSumOp, GatherElementsOp, HardmaxOp, TopKOp, TriluOp};
 use crate::ops::int::Held;
 use crate::ops::layout::{broadcast_strides, Strided};
 use crate::ops::scatter::{Combine, GatherNdOp, ScatterOp, Targets, Tuples};
+use crate::ops::sequence::TensorScatterOp;
 
 impl Builder<'_> {
     /// The op of one of this file's nodes, `None` when `node.op` is not one of them.
@@ -186,7 +187,8 @@ impl Builder<'_> {
                         .ok_or("indices of an unheld dtype")?,
                     targets,
                     combine,
-                    held: held()?,
+                    // Not widened: an f16 scatter only moves stored bytes.
+                    held: Held::of(dtype).ok_or_else(|| format!("{} of {dtype}", node.op))?,
                     len: x.iter().product(),
                 })
             }
@@ -214,6 +216,26 @@ impl Builder<'_> {
                     perm.push(6);
                 }
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &view, &perm))
+            }
+            OpKind::TensorScatter => {
+                let axis = baton_delegate_api::shape::tensor_scatter_axis(node, x.len())?;
+                let steps = shapes[1][axis];
+                // Omitted write indices (absent, or an empty placeholder) are all 0.
+                let starts = match node.inputs.get(2) {
+                    Some(&t) if shapes[2].iter().product::<usize>() > 0 => Some(self.src(t)?),
+                    _ => None,
+                };
+                Op::TensorScatter(TensorScatterOp {
+                    past: self.src(input(0))?,
+                    update: self.src(input(1))?,
+                    starts,
+                    batch: x[0],
+                    lines: x[1..axis].iter().product(),
+                    cache_len: x[axis],
+                    steps,
+                    circular: node.attr_str("mode", "linear") == "circular",
+                    run: x[axis + 1..].iter().product::<usize>() * tail::held_size(dtype),
+                })
             }
             _ => return self.lower_bits(node, shapes, out_shape),
         }))

@@ -306,6 +306,7 @@ pub(crate) fn build<'g>(
             Op::Stft(op) => op.reserve(&mut ctx),
             Op::LinearAttention(op) => op.reserve(&mut ctx),
             Op::DeformConv(op) => op.reserve(&mut ctx),
+            Op::Affine(op) => op.reserve(&mut ctx),
             _ => {}
         }
     }

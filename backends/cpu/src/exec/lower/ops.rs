@@ -264,18 +264,22 @@ impl Builder<'_> {
             None
         };
         let x = self.src(node.inputs[0])?;
-        Ok(Op::Lstm(LstmOp::new(
-            &mut self.packs,
-            self.kernel,
-            x,
-            &shapes[0],
-            &w,
-            &r,
-            b.as_deref(),
-            (initial_h, initial_c),
-            node.attr_str("direction", "forward"),
-            shapes[1][0],
-            shapes[2][2],
-        )))
+        let lens = self.seq_lens(node, shapes)?;
+        Ok(Op::Lstm(
+            LstmOp::new(
+                &mut self.packs,
+                self.kernel,
+                x,
+                &shapes[0],
+                &w,
+                &r,
+                b.as_deref(),
+                (initial_h, initial_c),
+                node.attr_str("direction", "forward"),
+                shapes[1][0],
+                shapes[2][2],
+            )
+            .with_lens(lens),
+        ))
     }
 }

@@ -3,7 +3,8 @@
 //! Pad, Expand, Tile, Resize and ConvTranspose.
 
 use super::*;
-use crate::ops::affine::{batch_norm_factors, AffineOp};
+use crate::ops::affine::{batch_norm_factors, AffineOp, RunStats};
+use crate::ops::bits::{BitCastKind, BitCastOp};
 use crate::ops::deconv::{DeconvGeom, DeconvOp};
 use crate::ops::elementwise::PowIntOp;
 use crate::ops::generate::range_bytes;
@@ -230,6 +231,17 @@ impl Builder<'_> {
                 x: self.src(input(0))?,
                 f: Unary::Ceil,
             }),
+            OpKind::BitCast => {
+                let from = self.graph.tensors[input(0)].dtype;
+                let to = self.graph.tensors[node.outputs[0]].dtype;
+                let kind = bit_cast_kind(from, to)
+                    .ok_or_else(|| format!("BitCast from {from} to {to}"))?;
+                Op::BitCast(BitCastOp {
+                    x: self.src(input(0))?,
+                    kind,
+                    len: out_shape.iter().product(),
+                })
+            }
             // Casts that change what a slot holds (the others are views).
             OpKind::Cast | OpKind::CastLike => {
                 let from = self.graph.tensors[input(0)].dtype;
@@ -271,12 +283,28 @@ impl Builder<'_> {
                 Op::Where(WhereOp::new([(c, &cs), (x, &xs), (y, &ys)], &out))
             }
             OpKind::BatchNormalization => {
-                let (a, b) = self.bn_factors(node)?;
+                let constant = (1..5).all(|i| self.const_f32(input(i)).is_some());
+                let ((a, b), stats) = if constant {
+                    (self.bn_factors(node)?, None)
+                } else {
+                    let stats = RunStats {
+                        operands: [
+                            self.src(input(1))?,
+                            self.src(input(2))?,
+                            self.src(input(3))?,
+                            self.src(input(4))?,
+                        ],
+                        epsilon: node.attr_float("epsilon", 1e-5),
+                    };
+                    ((Vec::new(), Vec::new()), Some(stats))
+                };
                 let x = &shapes[0];
                 Op::Affine(AffineOp {
                     x: self.src(input(0))?,
                     a,
                     b,
+                    stats,
+                    channels: x[1],
                     plane: x.get(2..).map_or(1, |s| s.iter().product()),
                     channels_last: self.nhwc[input(0)],
                 })
@@ -311,6 +339,32 @@ impl Builder<'_> {
         }))
     }
 
+    /// The `sequence_lens` (input 4) of an LSTM, GRU or RNN node: constant ones read and
+    /// checked here, run-time ones at every execute.
+    pub(super) fn seq_lens(
+        &mut self,
+        node: &Node,
+        shapes: &[Vec<usize>],
+    ) -> Result<SeqLens, String> {
+        let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
+        let seq = shapes[0][0];
+        Ok(match node.inputs.get(4).copied() {
+            Some(t) if present(4) && self.graph.tensors[t].is_const() => {
+                let bytes = self.consts.bytes(t).ok_or("sequence_lens has no data")?;
+                SeqLens::Const(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .map(|l| usize::try_from(l).ok().filter(|l| (1..=seq).contains(l)))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| format!("sequence_lens must lie in 1..={seq}"))?,
+                )
+            }
+            Some(t) if present(4) => SeqLens::Run(self.src(t)?),
+            _ => SeqLens::Full,
+        })
+    }
+
     fn gru(&mut self, node: &Node, shapes: &[Vec<usize>]) -> Result<Op, String> {
         let present = |i: usize| shapes.get(i).is_some_and(|s| !s.contains(&0));
         let w = self.const_f32(node.inputs[1]).ok_or("W is not constant")?;
@@ -332,6 +386,7 @@ impl Builder<'_> {
             hidden: shapes[2][2],
             direction: node.attr_str("direction", "forward"),
             linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
+            lens: self.seq_lens(node, shapes)?,
         };
         Ok(Op::Gru(GruOp::new(
             &mut self.packs,
@@ -354,23 +409,7 @@ impl Builder<'_> {
         } else {
             None
         };
-        let seq = shapes[0][0];
-        let lens_id = node.inputs.get(4).copied();
-        let lens = match lens_id {
-            Some(t) if present(4) && self.graph.tensors[t].is_const() => {
-                let bytes = self.consts.bytes(t).ok_or("sequence_lens has no data")?;
-                SeqLens::Const(
-                    bytes
-                        .chunks_exact(4)
-                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .map(|l| usize::try_from(l).ok().filter(|l| (1..=seq).contains(l)))
-                        .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| format!("sequence_lens must lie in 1..={seq}"))?,
-                )
-            }
-            Some(t) if present(4) => SeqLens::Run(self.src(t)?),
-            _ => SeqLens::Full,
-        };
+        let lens = self.seq_lens(node, shapes)?;
         let initial_h = if present(5) {
             Some(self.src(node.inputs[5])?)
         } else {
@@ -566,11 +605,15 @@ impl Builder<'_> {
                     1 => (1, x[0]),
                     _ => (x[r - 2], x[r - 1]),
                 };
+                // A volume: the third axis from the end is resampled too.
+                let depth = (r >= 3 && (scales[r - 3] != 1.0 || x[r - 3] != out[r - 3]))
+                    .then(|| (x[r - 3], axis(r - 3)));
                 Ok(Op::LinearResize(LinearResizeOp {
                     x: src,
                     in_hw,
                     rows,
                     cols,
+                    depth,
                 }))
             }
         }
@@ -727,11 +770,37 @@ impl Builder<'_> {
 /// A Cast that keeps every value as held here (f32 to f32, bool to bool or to f32, whose
 /// 0.0/1.0 already are the floats): a view like Reshape.
 pub(super) fn is_view_cast(graph: &Graph, node: &Node) -> bool {
-    matches!(node.op, OpKind::Cast | OpKind::CastLike) && {
-        let from = graph.tensors[node.inputs[0]].dtype;
-        let to = graph.tensors[node.outputs[0]].dtype;
-        from == to || (from == DType::Bool && to == DType::F32)
+    let from = graph.tensors[node.inputs[0]].dtype;
+    let to = graph.tensors[node.outputs[0]].dtype;
+    match node.op {
+        OpKind::Cast | OpKind::CastLike => from == to || (from == DType::Bool && to == DType::F32),
+        OpKind::BitCast => {
+            bit_cast_kind(from, to).is_some_and(|k| matches!(k, BitCastKind::Copy { .. }))
+        }
+        _ => false,
     }
+}
+
+/// How BitCast from `from` to `to` (of one width) changes what is held; `None` for a
+/// dtype the executable does not hold.
+pub(super) fn bit_cast_kind(from: DType, to: DType) -> Option<BitCastKind> {
+    let flip = |d: DType| if d == DType::I8 { 0x80 } else { 0 };
+    let word = |d: DType| matches!(d, DType::F32 | DType::I32 | DType::U32);
+    let pair = |d: DType| matches!(d, DType::I64 | DType::U64);
+    let half = |d: DType| matches!(d, DType::F16 | DType::I16 | DType::U16);
+    let byte = |d: DType| matches!(d, DType::I8 | DType::U8);
+    Some(match (from, to) {
+        _ if from == to => BitCastKind::Copy {
+            size: held_size(from),
+        },
+        _ if word(from) && word(to) => BitCastKind::Copy { size: 4 },
+        _ if pair(from) && pair(to) => BitCastKind::Copy { size: 8 },
+        _ if half(from) && half(to) => BitCastKind::Copy { size: 2 },
+        _ if byte(from) && byte(to) => BitCastKind::FlipBias,
+        (DType::Bool, _) if byte(to) => BitCastKind::FromBool { flip: flip(to) },
+        (_, DType::Bool) if byte(from) => BitCastKind::ToBool { flip: flip(from) },
+        _ => return None,
+    })
 }
 
 /// One element of `dtype` holding ConstantOfShape's `value` (absent: 0), as stored: an
