@@ -9,6 +9,9 @@
 //! with their own API. One lowering means both claim exactly the same nodes for the same
 //! limits, and a fix to a kernel or a shape rule reaches both.
 
+use baton_delegate_api::ir::Graph;
+use baton_delegate_api::{BlobCompatibility, Constants, DeclineReason, Support};
+
 pub mod blob;
 pub mod catalog;
 pub mod lower;
@@ -43,6 +46,72 @@ pub struct Limits {
 pub fn kernels_hash() -> &'static str {
     // The digits are ASCII by construction.
     std::str::from_utf8(&catalog::HASH_HEX).unwrap_or("0000000000000000")
+}
+
+/// `Delegate::supports` of a GPU delegate whose device 0 has `limits` (or none, with the
+/// reason): a node is claimed exactly when it lowers, the code `compile` runs.
+pub fn supports(
+    graph: &Graph,
+    constants: &Constants<'_>,
+    limits: Result<Limits, String>,
+) -> Vec<Support> {
+    let limits = match limits {
+        Ok(l) => l,
+        Err(e) => {
+            return graph
+                .nodes
+                .iter()
+                .map(|_| Support::no(DeclineReason::Other, e.clone()))
+                .collect()
+        }
+    };
+    let cx = lower::Context {
+        graph,
+        consts: constants,
+        limits,
+    };
+    graph
+        .nodes
+        .iter()
+        .map(
+            |node| match lower::lower(&cx, node, lower::Activation::default(), node.outputs[0]) {
+                Ok(_) => Support::Yes,
+                Err(d) => d.into_support(),
+            },
+        )
+        .collect()
+}
+
+/// `Delegate::compile`: the blob of `graph` planned for `limits`. The error is the
+/// decline that stopped the plan, or an invalid subgraph.
+pub fn compile(
+    graph: &Graph,
+    constants: &Constants<'_>,
+    limits: Limits,
+) -> Result<Vec<u8>, CompileError> {
+    graph
+        .validate()
+        .map_err(|e| CompileError::Invalid(format!("subgraph: {e}")))?;
+    let plan = plan::compile(graph, constants, limits).map_err(CompileError::Unsupported)?;
+    Ok(blob::encode(&plan))
+}
+
+/// Why [`compile`] failed.
+#[derive(Debug)]
+pub enum CompileError {
+    /// The subgraph does not validate.
+    Invalid(String),
+    /// A node cannot be lowered for these limits (the decline, in words).
+    Unsupported(String),
+}
+
+/// `Delegate::blob_compatibility` for a device with `limits` (none: no device).
+pub fn blob_compatibility(blob: &[u8], limits: Option<Limits>) -> BlobCompatibility {
+    match blob::decode(blob) {
+        Ok(plan) if limits == Some(plan.limits) => BlobCompatibility::Optimal,
+        Ok(_) => BlobCompatibility::PreferRecompile,
+        Err(_) => BlobCompatibility::Unsupported,
+    }
 }
 
 /// A blob compiled for other limits still runs if every dispatch fits this device's.

@@ -41,11 +41,11 @@ use std::sync::OnceLock;
 use baton_delegate_api::abi::{concurrency, option_kind};
 use baton_delegate_api::ir::Graph;
 use baton_delegate_api::{
-    BlobCompatibility, Constants, DeclineReason, Delegate, DelegateError, Device, OptionDecl,
-    Options, PluginInfo, Support, TensorRef,
+    BlobCompatibility, Constants, Delegate, DelegateError, Device, OptionDecl, Options, PluginInfo,
+    Support, TensorRef,
 };
-use baton_gpu_kernels::lower::{self, Activation, Context};
-use baton_gpu_kernels::{blob, plan};
+use baton_gpu_kernels::blob;
+use baton_gpu_kernels::CompileError;
 
 pub use error::WgpuError;
 pub use exec::WgpuExecutable;
@@ -145,31 +145,8 @@ impl Delegate for WgpuDelegate {
     }
 
     fn supports(&self, graph: &Graph, constants: Constants<'_>) -> Vec<Support> {
-        let limits = match self.gpus.adapter(0) {
-            Ok(a) => a.limits,
-            Err(e) => {
-                return graph
-                    .nodes
-                    .iter()
-                    .map(|_| Support::no(DeclineReason::Other, e.to_string()))
-                    .collect()
-            }
-        };
-        let cx = Context {
-            graph,
-            consts: &constants,
-            limits,
-        };
-        graph
-            .nodes
-            .iter()
-            .map(
-                |node| match lower::lower(&cx, node, Activation::default(), node.outputs[0]) {
-                    Ok(_) => Support::Yes,
-                    Err(d) => d.into_support(),
-                },
-            )
-            .collect()
+        let limits = self.gpus.adapter(0).map(|a| a.limits);
+        baton_gpu_kernels::supports(graph, &constants, limits.map_err(|e| e.to_string()))
     }
 
     fn compile(
@@ -179,21 +156,15 @@ impl Delegate for WgpuDelegate {
         constants: Constants<'_>,
     ) -> Result<Vec<u8>, DelegateError> {
         let limits = self.gpus.adapter(device)?.limits;
-        graph
-            .validate()
-            .map_err(|e| DelegateError::invalid(format!("subgraph: {e}")))?;
-        let plan = plan::compile(graph, &constants, limits).map_err(WgpuError::Unsupported)?;
-        Ok(blob::encode(&plan))
+        baton_gpu_kernels::compile(graph, &constants, limits).map_err(|e| match e {
+            CompileError::Invalid(m) => DelegateError::invalid(m),
+            CompileError::Unsupported(m) => WgpuError::Unsupported(m).into(),
+        })
     }
 
     fn blob_compatibility(&self, blob: &[u8]) -> BlobCompatibility {
-        match blob::decode(blob) {
-            Ok(plan) if self.gpus.adapter(0).is_ok_and(|a| a.limits == plan.limits) => {
-                BlobCompatibility::Optimal
-            }
-            Ok(_) => BlobCompatibility::PreferRecompile,
-            Err(_) => BlobCompatibility::Unsupported,
-        }
+        let limits = self.gpus.adapter(0).ok().map(|a| a.limits);
+        baton_gpu_kernels::blob_compatibility(blob, limits)
     }
 
     fn init(
