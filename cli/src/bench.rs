@@ -207,6 +207,8 @@ struct Profile {
 impl Profile {
     fn add(&mut self, steps: &[baton_runtime_host::trace::StepTiming]) {
         let mut k = 0;
+        // The first run makes one row per step and event, even where two share a name.
+        let first = self.runs == 0;
         let mut put = |rows: &mut Vec<(String, String, String, u8, Vec<u64>)>,
                        target: &str,
                        kind: &str,
@@ -216,9 +218,12 @@ impl Profile {
             let same = rows
                 .get(k)
                 .is_some_and(|r| r.2 == name && r.1 == kind && r.3 == depth);
-            if !same {
-                // A new row (first run), or a run whose steps differ from the first:
-                // find the row by name, else append it.
+            if first {
+                rows.push((target.into(), kind.into(), name.into(), depth, Vec::new()));
+                k = rows.len() - 1;
+            } else if !same {
+                // A run whose steps differ from the first: find the row by name, else
+                // append it.
                 k = rows
                     .iter()
                     .position(|r| r.2 == name && r.1 == kind && r.3 == depth)
