@@ -3,7 +3,7 @@
 //! a weights buffer for constants, and one parameters buffer for every dispatch.
 
 use baton_delegate_api::ir::{Graph, Storage, TensorId};
-use baton_delegate_api::{Constants, Decline, DeclineReason};
+use baton_delegate_api::{Constants, Decline, DeclineReason, TensorRef};
 
 use crate::lower::{activation_of, lower, Activation, Context, Draft};
 use crate::Limits;
@@ -103,6 +103,47 @@ pub struct Plan {
     pub inputs: Vec<Range>,
     pub outputs: Vec<Range>,
     pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// Writes every weight into `dst` (at least `weights_size` bytes) at its offset, from
+    /// the blob or from the constant views `init` was given; an error names the view that
+    /// is missing or of the wrong size.
+    pub fn write_weights(&self, views: &[TensorRef<'_>], dst: &mut [u8]) -> Result<(), String> {
+        for w in &self.weights {
+            let src: &[u8] = match &w.source {
+                WeightSource::Inline(b) => b,
+                WeightSource::View(i) => {
+                    views
+                        .get(*i as usize)
+                        .ok_or_else(|| {
+                            format!(
+                                "constant view {i} was not passed to init ({} were)",
+                                views.len()
+                            )
+                        })?
+                        .data
+                }
+            };
+            if src.len() as u64 != w.len {
+                return Err(format!(
+                    "a constant of {} bytes was compiled, {} bytes were passed",
+                    w.len,
+                    src.len()
+                ));
+            }
+            dst[w.offset as usize..(w.offset + w.len) as usize].copy_from_slice(src);
+        }
+        Ok(())
+    }
+
+    /// Writes the parameter words, little-endian, into `dst` (at least `4 * params.len()`
+    /// bytes).
+    pub fn write_params(&self, dst: &mut [u8]) {
+        for (word, d) in self.params.iter().zip(dst.chunks_exact_mut(4)) {
+            d.copy_from_slice(&word.to_le_bytes());
+        }
+    }
 }
 
 /// Compiles a subgraph for a device with `limits`.

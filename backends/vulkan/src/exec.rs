@@ -25,7 +25,7 @@ use vulkano::sync::{self, GpuFuture};
 
 use crate::error::{CallContext, VulkanError};
 use crate::gpu::Gpu;
-use baton_gpu_kernels::plan::{Plan, Range, Region, WeightSource};
+use baton_gpu_kernels::plan::{Plan, Range, Region};
 
 /// An initialised partition on one device.
 pub struct VulkanExecutable {
@@ -91,34 +91,10 @@ pub(crate) fn build(
     )?;
     {
         let mut bytes = upload.write().call("map the upload buffer")?;
-        for w in &plan.weights {
-            let src: &[u8] = match &w.source {
-                WeightSource::Inline(b) => b,
-                WeightSource::View(i) => {
-                    views
-                        .get(*i as usize)
-                        .ok_or_else(|| {
-                            VulkanError::Mismatch(format!(
-                                "constant view {i} was not passed to init ({} were)",
-                                views.len()
-                            ))
-                        })?
-                        .data
-                }
-            };
-            if src.len() as u64 != w.len {
-                return Err(VulkanError::Mismatch(format!(
-                    "a constant of {} bytes was compiled, {} bytes were passed",
-                    w.len,
-                    src.len()
-                )));
-            }
-            bytes[w.offset as usize..(w.offset + w.len) as usize].copy_from_slice(src);
-        }
         let p = plan.weights_size as usize;
-        for (i, word) in plan.params.iter().enumerate() {
-            bytes[p + 4 * i..p + 4 * i + 4].copy_from_slice(&word.to_le_bytes());
-        }
+        plan.write_weights(views, &mut bytes[..p])
+            .map_err(VulkanError::Mismatch)?;
+        plan.write_params(&mut bytes[p..]);
     }
     let mut cb = AutoCommandBufferBuilder::primary(
         gpu.commands.clone(),

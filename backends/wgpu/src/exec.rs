@@ -11,7 +11,7 @@
 use std::sync::{mpsc, Arc};
 
 use baton_delegate_api::{DelegateError, Executable, TensorMut, TensorRef};
-use baton_gpu_kernels::plan::{Plan, Range, Region, WeightSource, ALIGN, DUMMY_SIZE};
+use baton_gpu_kernels::plan::{Plan, Range, Region, ALIGN, DUMMY_SIZE};
 
 use crate::error::WgpuError;
 use crate::gpu::{scoped, Gpu};
@@ -56,34 +56,10 @@ pub(crate) fn build(
     };
     // Weights and parameters, gathered into one image each and written once.
     let mut weights = vec![0u8; buffer_len(plan.weights_size) as usize];
-    for w in &plan.weights {
-        let src: &[u8] = match &w.source {
-            WeightSource::Inline(b) => b,
-            WeightSource::View(i) => {
-                views
-                    .get(*i as usize)
-                    .ok_or_else(|| {
-                        WgpuError::Mismatch(format!(
-                            "constant view {i} was not passed to init ({} were)",
-                            views.len()
-                        ))
-                    })?
-                    .data
-            }
-        };
-        if src.len() as u64 != w.len {
-            return Err(WgpuError::Mismatch(format!(
-                "a constant of {} bytes was compiled, {} bytes were passed",
-                w.len,
-                src.len()
-            )));
-        }
-        weights[w.offset as usize..(w.offset + w.len) as usize].copy_from_slice(src);
-    }
+    plan.write_weights(views, &mut weights)
+        .map_err(WgpuError::Mismatch)?;
     let mut params = vec![0u8; buffer_len(plan.params.len() as u64 * 4) as usize];
-    for (i, word) in plan.params.iter().enumerate() {
-        params[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
-    }
+    plan.write_params(&mut params);
     let (arena, weights_buf, params_buf, dummy) =
         scoped(device, "upload weights and build the dispatches", || {
             let arena = make(
