@@ -241,6 +241,18 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             group: 33,
             relu: true,
         },
+        // Stride 2 over two images: the rows a window spans move by two per output row,
+        // and the second image's rows replace the first's in the kernel's row ring.
+        ConvCase {
+            x_dtype: DType::U8,
+            x: [2, 24, 15, 15],
+            m: 24,
+            k: 3,
+            stride: 2,
+            pad: 1,
+            group: 24,
+            relu: false,
+        },
     ];
     for (i, c) in cases.iter().enumerate() {
         check_conv(c, 77 + i as u64);

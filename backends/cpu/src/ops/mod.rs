@@ -217,6 +217,9 @@ pub(crate) struct RunCtx {
     /// to NCHW, at the int8 region's layout edges; sized at init.
     pub qin: Vec<u8>,
     pub qout: Vec<u8>,
+    /// An int8 depthwise convolution's input rows as f32, one ring per pool thread (see
+    /// `quant/linear.rs`); sized at init.
+    pub qdw: Vec<std::sync::Mutex<Vec<f32>>>,
     /// Attention's scratch, one per pool thread (see `attention.rs`); sized at init.
     pub attn: attention::AttnWorkers,
     /// DFT and STFT scratch, one per pool thread (see `spectral.rs`); sized at init.
@@ -240,6 +243,7 @@ impl RunCtx {
             work: Vec::new(),
             qin: Vec::new(),
             qout: Vec::new(),
+            qdw: Vec::new(),
             attn: Vec::new(),
             fft: Vec::new(),
             lin_attn: Vec::new(),
@@ -255,6 +259,11 @@ impl RunCtx {
             + self.work.capacity() * f
             + self.qin.capacity()
             + self.qout.capacity()
+            + self
+                .qdw
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| vec_bytes(&*s)))
+                .sum::<usize>()
             + self
                 .attn
                 .iter()

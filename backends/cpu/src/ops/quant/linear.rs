@@ -20,6 +20,7 @@ use crate::qgemm::{
     requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, PAD,
     SLACK,
 };
+use std::sync::Mutex;
 
 /// How the op reads its input and computes.
 #[derive(Debug)]
@@ -67,8 +68,25 @@ impl QLinearOp {
         path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
     }
 
-    /// Sizes the shared scratch: the converted input and output.
+    /// Sizes the shared scratch: the converted input and output, and a depthwise
+    /// convolution's rings of f32 input rows.
     pub fn reserve(&self, ctx: &mut RunCtx) {
+        #[cfg(target_arch = "x86_64")]
+        if let (QPath::Depthwise { .. }, Some(g), QKernelId::Avx512Vnni) =
+            (&self.path, &self.geom, self.kernel.id())
+        {
+            if x86dw::fits(g) {
+                let threads = ctx.pool.threads();
+                ctx.qdw
+                    .resize_with(threads.max(ctx.qdw.len()), Default::default);
+                for ring in &mut ctx.qdw {
+                    let ring = ring.get_mut().unwrap_or_else(|e| e.into_inner());
+                    if ring.len() < x86dw::ring_len(g) {
+                        ring.resize(x86dw::ring_len(g), 0.0);
+                    }
+                }
+            }
+        }
         if self.in_nchw && ctx.qin.len() < self.x_len + SLACK {
             ctx.qin.resize(self.x_len + SLACK, 0);
         }
@@ -112,12 +130,12 @@ impl QLinearOp {
         } else {
             x
         };
-        let (dst, pool) = if self.out_nchw {
-            (&mut ctx.qout[..], &ctx.pool)
+        let dst = if self.out_nchw {
+            &mut ctx.qout[..]
         } else {
-            (&mut out[..], &ctx.pool)
+            &mut out[..]
         };
-        self.conv(&g, x, dst, pool);
+        self.conv(&g, x, dst, &ctx.pool, &ctx.qdw);
         if self.out_nchw {
             let shape = Nhwc {
                 batch: g.batch,
@@ -129,11 +147,18 @@ impl QLinearOp {
     }
 
     /// The convolution, NHWC bytes to NHWC bytes.
-    fn conv(&self, g: &Geom, x: &[u8], out: &mut [u8], pool: &Pool) {
+    fn conv(&self, g: &Geom, x: &[u8], out: &mut [u8], pool: &Pool, rings: &[Mutex<Vec<f32>>]) {
         let pixels = g.batch * g.out_plane();
         match &self.path {
             QPath::Depthwise { taps } => {
-                depthwise(self.kernel, g, x, taps, self.za, &self.outs[0], out, pool);
+                let dw = Depthwise {
+                    kernel: self.kernel,
+                    g,
+                    taps,
+                    za: self.za,
+                    q: &self.outs[0],
+                };
+                dw.run(x, out, pool, rings);
             }
             path => {
                 let (cg, mg) = (g.cg(), g.mg());
@@ -225,99 +250,83 @@ impl RowsOut {
     }
 }
 
-/// Direct depthwise convolution on NHWC bytes, split by output rows over the pool.
-#[allow(clippy::too_many_arguments)]
-fn depthwise(
-    kernel: &QKernel,
-    g: &Geom,
-    x: &[u8],
-    taps: &[i16],
+/// A direct depthwise convolution on NHWC bytes.
+struct Depthwise<'a> {
+    kernel: &'a QKernel,
+    g: &'a Geom,
+    /// `taps[tap * c + ch]`.
+    taps: &'a [i16],
+    /// The input's stored zero point.
     za: i32,
-    q: &QOut,
-    out: &mut [u8],
-    pool: &Pool,
-) {
-    let rows = g.batch * g.oh;
-    let row_len = g.ow * g.m;
-    assert!(out.len() >= rows * row_len, "depthwise output too short");
-    assert!(
-        x.len() >= g.batch * g.in_plane() * g.c,
-        "depthwise input too short"
-    );
-    let dst = RowsOut(out.as_mut_ptr(), out.len());
-    let work = rows * row_len * g.kh * g.kw;
-    let tasks = (crate::gemm::TASKS_PER_THREAD * pool.threads())
-        .min(work / (64 * 1024))
-        .min(rows);
-    let run = |range: std::ops::Range<usize>| {
-        // SAFETY: rows in `range` are this task's alone.
-        let o = unsafe { dst.range(range.start * row_len, range.len() * row_len) };
-        dw_rows(kernel.id(), g, x, taps, za, q, range, o);
-    };
-    if tasks <= 1 {
-        run(0..rows);
-        return;
-    }
-    let per = rows.div_ceil(tasks);
-    pool.run(tasks, &|t, _| {
-        run((t * per).min(rows)..((t + 1) * per).min(rows))
-    });
+    q: &'a QOut,
 }
 
-/// Depthwise rows under the kernel's instruction set, so that the channel loops vectorize.
-#[allow(clippy::too_many_arguments)]
-fn dw_rows(
-    id: QKernelId,
-    g: &Geom,
-    x: &[u8],
-    taps: &[i16],
-    za: i32,
-    q: &QOut,
-    rows: std::ops::Range<usize>,
-    out: &mut [u8],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
-        #[allow(clippy::too_many_arguments)]
-        fn avx512(
-            g: &Geom,
-            x: &[u8],
-            t: &[i16],
-            za: i32,
-            q: &QOut,
-            r: std::ops::Range<usize>,
-            o: &mut [u8],
-        ) {
-            dw_body::<true>(g, x, t, za, q, r, o)
+impl Depthwise<'_> {
+    /// The convolution, split by output rows over the pool; `rings` are the pool threads'
+    /// f32 input rows (empty where the kernel reads bytes).
+    fn run(&self, x: &[u8], out: &mut [u8], pool: &Pool, rings: &[Mutex<Vec<f32>>]) {
+        let g = self.g;
+        let rows = g.batch * g.oh;
+        let row_len = g.ow * g.m;
+        assert!(out.len() >= rows * row_len, "depthwise output too short");
+        assert!(
+            x.len() >= g.batch * g.in_plane() * g.c,
+            "depthwise input too short"
+        );
+        let dst = RowsOut(out.as_mut_ptr(), out.len());
+        let work = rows * row_len * g.kh * g.kw;
+        let tasks = (crate::gemm::TASKS_PER_THREAD * pool.threads())
+            .min(work / (64 * 1024))
+            .min(rows);
+        let run = |range: std::ops::Range<usize>, worker: usize| {
+            // SAFETY: rows in `range` are this task's alone.
+            let o = unsafe { dst.range(range.start * row_len, range.len() * row_len) };
+            // Each pool thread owns its ring; the lock is never contended.
+            let mut ring = rings
+                .get(worker)
+                .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
+            let ring = ring.as_deref_mut().map_or(&mut [][..], Vec::as_mut_slice);
+            self.rows(x, range, o, ring);
+        };
+        if tasks <= 1 {
+            run(0..rows, 0);
+            return;
         }
-        #[target_feature(enable = "avx2,fma")]
-        #[allow(clippy::too_many_arguments)]
-        fn avx2(
-            g: &Geom,
-            x: &[u8],
-            t: &[i16],
-            za: i32,
-            q: &QOut,
-            r: std::ops::Range<usize>,
-            o: &mut [u8],
-        ) {
-            dw_body::<false>(g, x, t, za, q, r, o)
-        }
-        match id {
-            // SAFETY: the kernel exists only where its features were detected.
-            QKernelId::Avx512Vnni if g.kh * g.kw <= x86dw::MAX_TAPS => {
-                // SAFETY: as below.
-                return unsafe { x86dw::rows(g, x, taps, za, q, rows, out) };
-            }
-            QKernelId::Avx512Vnni => return unsafe { avx512(g, x, taps, za, q, rows, out) },
-            // SAFETY: as above.
-            QKernelId::Avx2 => return unsafe { avx2(g, x, taps, za, q, rows, out) },
-            QKernelId::Portable | QKernelId::Neon | QKernelId::NeonDot => {}
-        }
+        let per = rows.div_ceil(tasks);
+        pool.run(tasks, &|t, worker| {
+            run((t * per).min(rows)..((t + 1) * per).min(rows), worker)
+        });
     }
-    let _ = id;
-    dw_body::<false>(g, x, taps, za, q, rows, out)
+
+    /// Output rows `rows` under the kernel's instruction set, so that the channel loops
+    /// vectorize.
+    fn rows(&self, x: &[u8], rows: std::ops::Range<usize>, out: &mut [u8], ring: &mut [f32]) {
+        let Depthwise { g, taps, za, q, .. } = *self;
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+            fn avx512(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
+                dw_body::<true>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
+                dw_body::<false>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
+            }
+            match self.kernel.id() {
+                QKernelId::Avx512Vnni if x86dw::fits(g) && ring.len() >= x86dw::ring_len(g) => {
+                    // SAFETY: the kernel exists only where its features were detected.
+                    return unsafe { x86dw::rows(g, x, taps, za, q, rows, out, ring) };
+                }
+                // SAFETY: as above.
+                QKernelId::Avx512Vnni => return unsafe { avx512(self, x, rows, out) },
+                // SAFETY: as above.
+                QKernelId::Avx2 => return unsafe { avx2(self, x, rows, out) },
+                QKernelId::Portable | QKernelId::Neon | QKernelId::NeonDot => {}
+            }
+        }
+        let _ = ring;
+        dw_body::<false>(g, x, taps, za, q, rows, out)
+    }
 }
 
 /// The depthwise loop: per output pixel, `acc[ch] = sum over taps inside the input of
@@ -424,18 +433,43 @@ mod x86dw {
     use crate::qgemm::QOut;
 
     /// The most taps whose widened weights [`rows`] keeps for a whole output row.
-    pub(super) const MAX_TAPS: usize = 25;
+    const MAX_TAPS: usize = 25;
+    /// The most input rows one output row's window may span in [`rows`].
+    const MAX_SPAN: usize = 32;
+
+    /// Whether [`rows`] takes `g`.
+    pub(super) fn fits(g: &Geom) -> bool {
+        g.kh * g.kw <= MAX_TAPS && span(g) <= MAX_SPAN
+    }
+
+    /// f32 values of the ring of input rows [`rows`] needs, per thread (with room to
+    /// start it on a cache line).
+    pub(super) fn ring_len(g: &Geom) -> usize {
+        span(g) * g.w * g.c + ALIGN
+    }
+
+    /// f32 values per cache line: the ring starts on one, so that a pixel of 16 channels
+    /// is one line, not two halves (a split load each; measured: the depthwise time
+    /// varied by a quarter with where the allocator put the ring).
+    const ALIGN: usize = 16;
+
+    /// Input rows one output row's window spans.
+    fn span(g: &Geom) -> usize {
+        (g.kh.max(1) - 1) * g.dh + 1
+    }
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
     /// and kept for the whole output row, then every pixel of the row sums its taps
     /// inside the input. The requantization is `block`'s.
     ///
-    /// Pixels whose window is inside the input sum `x * w` in f32 with one FMA per tap and
-    /// subtract `za * sum(w)` once: every product (at most 255 * 128) and every partial
-    /// sum (at most [`MAX_TAPS`] of them, under 2^20) is an integer f32 holds exactly, so
-    /// the result is the integer sum, bit for bit, at about half the instructions of
-    /// widening, subtracting, `vpmulld` and adding per tap. Edge pixels read the zero
-    /// point for the taps in the padding, so the same subtraction cancels them.
+    /// The input rows a window spans are widened to f32 once, into `ring` (slot `iy %
+    /// span`: the rows of one window are distinct slots), and stay there while later output
+    /// rows need them: a 3x3 stride-1 window reads each input byte 9 times, which the
+    /// byte loads paid a widening and a conversion each. The sums are `x * w` in f32, one
+    /// FMA per tap, minus `za * sum(w)` once: every product (at most 255 * 128) and every
+    /// partial sum (at most [`MAX_TAPS`] of them, under 2^20) is an integer f32 holds
+    /// exactly, so the result is the integer sum, bit for bit. Taps in the padding read the
+    /// zero point, so the same subtraction cancels them.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows(
@@ -446,27 +480,53 @@ mod x86dw {
         q: &QOut,
         rows: std::ops::Range<usize>,
         out: &mut [u8],
+        ring: &mut [f32],
     ) {
-        let (c, nt) = (g.c, g.kh * g.kw);
-        assert!(nt <= MAX_TAPS, "too many depthwise taps for the row kernel");
+        let (c, nt, span) = (g.c, g.kh * g.kw, span(g));
+        let rl = g.w * c;
+        assert!(fits(g), "too many depthwise taps for the row kernel");
+        let skip = ring.as_ptr().align_offset(ALIGN * 4).min(ALIGN);
+        let ring = &mut ring[skip..];
+        assert!(ring.len() >= span * rl, "depthwise row ring too short");
+        assert!(x.len() >= g.batch * g.h * rl, "depthwise input too short");
         let zav = _mm512_set1_epi32(za);
         let zaf = _mm512_set1_ps(za as f32);
         let start = rows.start;
         let mut wf = [_mm512_setzero_ps(); MAX_TAPS];
-        // Each tap's byte offset from the window's top-left pixel, for the pixels whose
-        // whole window is inside the input (no per-tap bounds).
-        let mut toff = [0usize; MAX_TAPS];
-        for ki in 0..g.kh {
-            for kj in 0..g.kw {
-                toff[ki * g.kw + kj] = (ki * g.dh * g.w + kj * g.dw) * c;
-            }
-        }
-        let inside = |o: usize, s: usize, p: usize, k: usize, d: usize, n: usize| {
-            o * s >= p && o * s - p + (k - 1) * d < n
-        };
+        // The input row (`b * h + iy`) each ring slot holds.
+        let mut held = [usize::MAX; MAX_SPAN];
         for row in rows {
             let (b, oy) = (row / g.oh, row % g.oh);
-            let row_in = inside(oy, g.sh, g.ph, g.kh, g.dh, g.h);
+            // Each window row's offset into the ring (`None`: in the padding).
+            let mut roff = [None; MAX_SPAN];
+            for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
+                let Some(iy) = (oy * g.sh + ki * g.dh)
+                    .checked_sub(g.ph)
+                    .filter(|&v| v < g.h)
+                else {
+                    continue;
+                };
+                let (slot, src) = (iy % span, b * g.h + iy);
+                let dst = &mut ring[slot * rl..][..rl];
+                if held[slot] != src {
+                    for (d, &s) in dst.iter_mut().zip(&x[src * rl..][..rl]) {
+                        *d = s as f32;
+                    }
+                    held[slot] = src;
+                }
+                *r = Some(slot * rl);
+            }
+            let row_in = roff[..g.kh].iter().all(Option::is_some);
+            // Each tap's offset from the window's left column, for windows inside the input.
+            let mut toff = [0usize; MAX_TAPS];
+            if row_in {
+                for ki in 0..g.kh {
+                    for kj in 0..g.kw {
+                        toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
+                    }
+                }
+            }
+            let ring = &*ring;
             for c0 in (0..c).step_by(LANES) {
                 let lanes = LANES.min(c - c0);
                 let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
@@ -488,52 +548,52 @@ mod x86dw {
                         _mm512_maskz_loadu_ps(k, sc.as_ptr()),
                     )
                 };
+                let window = Window {
+                    ring,
+                    toff: &toff[..nt],
+                    wf: &wf[..nt],
+                    step: g.sw * c,
+                    lanes,
+                };
                 // Interior pixels (whole window inside the input) come in groups of
                 // `P`: each tap's weights serve `P` independent accumulators, which hides
                 // the FMA latency that one pixel's chain of taps exposes.
                 let (lo_x, hi_x) = interior(g, row_in);
                 let mut ox = 0;
                 while ox < g.ow {
+                    let o = ((row - start) * g.ow + ox) * c + c0;
                     if ox >= lo_x && ox + P <= hi_x {
-                        let f =
-                            sum_window::<P>(g, x, &toff[..nt], &wf[..nt], (b, oy, ox), c0, lanes);
+                        let base = (ox * g.sw - g.pw) * c + c0;
+                        let f = if lanes == LANES {
+                            window.sum::<P, true>(base)
+                        } else {
+                            window.sum::<P, false>(base)
+                        };
                         for (p, f) in f.iter().enumerate() {
                             let acc = _mm512_sub_epi32(_mm512_cvtps_epi32(*f), zw);
-                            store(
-                                out,
-                                ((row - start) * g.ow + ox + p) * c + c0,
-                                k,
-                                requant16(acc, off, sc, q),
-                            );
+                            store(out, o + p * c, k, requant16(acc, off, sc, q));
                         }
                         ox += P;
                         continue;
                     }
                     let acc = if ox >= lo_x && ox < hi_x {
-                        let [f] =
-                            sum_window::<1>(g, x, &toff[..nt], &wf[..nt], (b, oy, ox), c0, lanes);
+                        let [f] = window.sum::<1, false>((ox * g.sw - g.pw) * c + c0);
                         _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
                     } else {
                         // A tap in the padding reads the zero point, whose term
                         // `(za - za) * w` is the zero the padding contributes.
                         let mut f = _mm512_setzero_ps();
-                        for ki in 0..g.kh {
-                            let iy = (oy * g.sh + ki * g.dh)
-                                .checked_sub(g.ph)
-                                .filter(|&v| v < g.h);
+                        for (ki, r) in roff.iter().enumerate().take(g.kh) {
                             for kj in 0..g.kw {
                                 let ix = (ox * g.sw + kj * g.dw)
                                     .checked_sub(g.pw)
                                     .filter(|&v| v < g.w);
-                                let xv = match (iy, ix) {
-                                    (Some(iy), Some(ix)) => {
-                                        let xs =
-                                            &x[((b * g.h + iy) * g.w + ix) * c + c0..][..lanes];
-                                        // SAFETY: masked to the `lanes` elements of the checked slice.
-                                        let xv = unsafe {
-                                            _mm_maskz_loadu_epi8(k, xs.as_ptr() as *const i8)
-                                        };
-                                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(xv))
+                                let xv = match (r, ix) {
+                                    (Some(r), Some(ix)) => {
+                                        let xs = &ring[r + ix * c + c0..][..lanes];
+                                        // SAFETY: masked to the `lanes` elements of the
+                                        // checked slice.
+                                        unsafe { _mm512_maskz_loadu_ps(k, xs.as_ptr()) }
                                     }
                                     _ => zaf,
                                 };
@@ -542,12 +602,7 @@ mod x86dw {
                         }
                         _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
                     };
-                    store(
-                        out,
-                        ((row - start) * g.ow + ox) * c + c0,
-                        k,
-                        requant16(acc, off, sc, q),
-                    );
+                    store(out, o, k, requant16(acc, off, sc, q));
                     ox += 1;
                 }
             }
@@ -570,37 +625,54 @@ mod x86dw {
         (lo.min(hi), hi)
     }
 
-    /// The f32 sums `x * w` over the window of `N` consecutive output pixels from `ox`,
-    /// for the `lanes` channels from `c0`, every window inside the input.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    #[inline]
-    fn sum_window<const N: usize>(
-        g: &Geom,
-        x: &[u8],
-        toff: &[usize],
-        wf: &[__m512],
-        (b, oy, ox): (usize, usize, usize),
-        c0: usize,
+    /// The widened input rows and weights of one output row's channel block, for windows
+    /// inside the input.
+    struct Window<'a> {
+        ring: &'a [f32],
+        /// Each tap's offset in `ring` from its window's left column.
+        toff: &'a [usize],
+        wf: &'a [__m512],
+        /// Ring values between consecutive output pixels.
+        step: usize,
         lanes: usize,
-    ) -> [__m512; N] {
-        let c = g.c;
-        let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
-        let base = ((b * g.h + oy * g.sh - g.ph) * g.w + ox * g.sw - g.pw) * c + c0;
-        let step = g.sw * c;
-        // The furthest byte read: the last pixel's last tap's `lanes` channels.
-        let last = base + (N - 1) * step + toff.last().copied().unwrap_or(0) + lanes;
-        assert!(last <= x.len(), "depthwise window outside the input");
-        let mut f = [_mm512_setzero_ps(); N];
-        for (&to, &w) in toff.iter().zip(wf) {
-            for (p, f) in f.iter_mut().enumerate() {
-                // SAFETY: at most `last` (checked above) and masked to `lanes` bytes.
-                let xv = unsafe {
-                    _mm_maskz_loadu_epi8(k, x.as_ptr().add(base + p * step + to) as *const i8)
-                };
-                *f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(xv)), w, *f);
+    }
+
+    impl Window<'_> {
+        /// The f32 sums `x * w` over the windows of `N` consecutive output pixels, the
+        /// first at column offset `base` (channel block included); `FULL`: 16 lanes, so
+        /// the loads need no mask.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        #[inline]
+        fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m512; N] {
+            let k: u16 = if self.lanes == LANES {
+                !0
+            } else {
+                (1 << self.lanes) - 1
+            };
+            // The furthest value read: the last pixel's furthest tap's `lanes` channels.
+            let far = self.toff.iter().copied().max().unwrap_or(0);
+            let last = base + (N - 1) * self.step + far + self.lanes;
+            assert!(last <= self.ring.len(), "depthwise window outside the ring");
+            assert!(!FULL || self.lanes == LANES, "a full block has 16 lanes");
+            let p0 = self.ring.as_ptr();
+            let mut f = [_mm512_setzero_ps(); N];
+            for (&to, &w) in self.toff.iter().zip(self.wf) {
+                for (p, f) in f.iter_mut().enumerate() {
+                    // SAFETY: at most `last` (checked above), masked to `lanes` values
+                    // unless all 16 are in.
+                    let xv = unsafe {
+                        let at = p0.add(base + p * self.step + to);
+                        if FULL {
+                            _mm512_loadu_ps(at)
+                        } else {
+                            _mm512_maskz_loadu_ps(k, at)
+                        }
+                    };
+                    *f = _mm512_fmadd_ps(xv, w, *f);
+                }
             }
+            f
         }
-        f
     }
 
     /// Stores the masked bytes of `y` at `out[o..]`.
