@@ -14,6 +14,7 @@ use baton_delegate_api::{BlobCompatibility, Constants, DeclineReason, Support};
 
 pub mod blob;
 pub mod catalog;
+pub mod devices;
 pub mod lower;
 pub mod plan;
 

@@ -2,9 +2,10 @@
 //! pipeline layout, pipeline cache) shared by every executable on that device.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use baton_delegate_api::Device as DeviceReport;
+use baton_gpu_kernels::devices::Devices;
 use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
 use vulkano::descriptor_set::allocator::StandardDescriptorSetAllocator;
 use vulkano::descriptor_set::layout::{
@@ -48,11 +49,8 @@ pub(crate) struct Adapter {
     float_controls: FloatControls,
 }
 
-/// The loaded Vulkan instance and the usable devices, opened lazily.
-pub(crate) struct Gpus {
-    pub adapters: Vec<Adapter>,
-    opened: Vec<OnceLock<Result<Arc<Gpu>, String>>>,
-}
+/// The loaded Vulkan instance's usable devices, each opened on first use.
+pub(crate) struct Gpus(Devices<Adapter, Gpu>);
 
 impl Gpus {
     /// Loads Vulkan and lists the devices with a compute queue whose name contains
@@ -73,50 +71,35 @@ impl Gpus {
             .enumerate_physical_devices()
             .map_err(|e| VulkanError::NoLoader(e.to_string()))?
             .collect();
-        let names: Vec<String> = physical
-            .iter()
-            .map(|p| p.properties().device_name.clone())
-            .collect();
-        let wanted = filter.to_lowercase();
-        let adapters: Vec<Adapter> = physical
-            .into_iter()
-            .filter(|p| p.properties().device_name.to_lowercase().contains(&wanted))
-            .filter_map(adapter)
-            .collect();
-        if adapters.is_empty() {
-            return Err(VulkanError::NoDevice {
-                filter: if filter.is_empty() {
-                    String::new()
-                } else {
-                    format!(" matching device_filter '{filter}'")
-                },
-                found: if names.is_empty() {
-                    "none".into()
-                } else {
-                    names.join(", ")
-                },
-            });
-        }
-        let opened = adapters.iter().map(|_| OnceLock::new()).collect();
-        Ok(Gpus { adapters, opened })
+        let name = |p: &Arc<PhysicalDevice>| p.properties().device_name.clone();
+        let devices = Devices::select(physical, filter, name, name, adapter).map_err(|e| {
+            VulkanError::NoDevice {
+                filter: e.filter,
+                found: e.found,
+            }
+        })?;
+        Ok(Gpus(devices))
+    }
+
+    /// The usable devices.
+    pub fn adapters(&self) -> &[Adapter] {
+        self.0.adapters()
     }
 
     /// The adapter at `index`.
     pub fn adapter(&self, index: u32) -> Result<&Adapter, VulkanError> {
-        self.adapters
-            .get(index as usize)
-            .ok_or(VulkanError::BadDevice {
-                index,
-                count: self.adapters.len(),
-            })
+        self.0.get(index).ok_or(VulkanError::BadDevice {
+            index,
+            count: self.0.adapters().len(),
+        })
     }
 
     /// The opened device at `index`, opened on first use and shared afterwards.
     pub fn open(&self, index: u32) -> Result<Arc<Gpu>, VulkanError> {
-        let adapter = self.adapter(index)?;
-        self.opened[index as usize]
-            .get_or_init(|| Gpu::open(adapter).map(Arc::new).map_err(|e| e.to_string()))
-            .clone()
+        self.adapter(index)?;
+        self.0
+            .open(index, |a| Gpu::open(a).map_err(|e| e.to_string()))
+            .expect("the index was checked")
             .map_err(|detail| VulkanError::Call {
                 what: "open the device",
                 detail,

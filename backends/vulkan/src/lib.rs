@@ -120,7 +120,7 @@ impl Delegate for VulkanDelegate {
 
     fn devices(&self) -> Vec<Device> {
         self.gpus
-            .adapters
+            .adapters()
             .iter()
             .map(|a| a.report.clone())
             .collect()

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use baton_delegate_api::Device as DeviceReport;
+use baton_gpu_kernels::devices::Devices;
 use baton_gpu_kernels::{catalog, plan, Limits};
 
 use crate::error::WgpuError;
@@ -80,10 +81,7 @@ pub(crate) struct Adapter {
 }
 
 /// The instance's usable adapters, each opened on first use.
-pub(crate) struct Gpus {
-    pub adapters: Vec<Adapter>,
-    opened: Vec<OnceLock<Result<Arc<Gpu>, String>>>,
-}
+pub(crate) struct Gpus(Devices<Adapter, Gpu>);
 
 impl Gpus {
     /// Lists the adapters of `backends` whose name contains `filter` (case-insensitive;
@@ -97,54 +95,43 @@ impl Gpus {
             ..wgpu::InstanceDescriptor::new_without_display_handle()
         });
         let all = block_on(instance.enumerate_adapters(backends));
-        let names: Vec<String> = all
-            .iter()
-            .map(|a| {
+        let devices = Devices::select(
+            all,
+            filter,
+            |a| a.get_info().name,
+            |a| {
                 let i = a.get_info();
                 format!("{} ({})", i.name, i.backend)
-            })
-            .collect();
-        let wanted = filter.to_lowercase();
-        let adapters: Vec<Adapter> = all
-            .into_iter()
-            .filter(|a| a.get_info().name.to_lowercase().contains(&wanted))
-            .filter_map(adapter)
-            .collect();
-        if adapters.is_empty() {
-            return Err(WgpuError::NoAdapter {
-                backends: format!("{backends:?}"),
-                filter: if filter.is_empty() {
-                    String::new()
-                } else {
-                    format!(" matching device_filter '{filter}'")
-                },
-                found: if names.is_empty() {
-                    "none".into()
-                } else {
-                    names.join(", ")
-                },
-            });
-        }
-        let opened = adapters.iter().map(|_| OnceLock::new()).collect();
-        Ok(Gpus { adapters, opened })
+            },
+            adapter,
+        )
+        .map_err(|e| WgpuError::NoAdapter {
+            backends: format!("{backends:?}"),
+            filter: e.filter,
+            found: e.found,
+        })?;
+        Ok(Gpus(devices))
+    }
+
+    /// The usable adapters.
+    pub fn adapters(&self) -> &[Adapter] {
+        self.0.adapters()
     }
 
     /// The adapter at `index`.
     pub fn adapter(&self, index: u32) -> Result<&Adapter, WgpuError> {
-        self.adapters
-            .get(index as usize)
-            .ok_or(WgpuError::BadDevice {
-                index,
-                count: self.adapters.len(),
-            })
+        self.0.get(index).ok_or(WgpuError::BadDevice {
+            index,
+            count: self.0.adapters().len(),
+        })
     }
 
     /// The opened device at `index`, opened on first use and shared afterwards.
     pub fn open(&self, index: u32) -> Result<Arc<Gpu>, WgpuError> {
-        let adapter = self.adapter(index)?;
-        self.opened[index as usize]
-            .get_or_init(|| Gpu::open(adapter).map(Arc::new).map_err(|e| e.to_string()))
-            .clone()
+        self.adapter(index)?;
+        self.0
+            .open(index, |a| Gpu::open(a).map_err(|e| e.to_string()))
+            .expect("the index was checked")
             .map_err(|detail| WgpuError::Call {
                 what: "open the device",
                 detail,

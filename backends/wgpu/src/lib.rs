@@ -138,7 +138,7 @@ impl Delegate for WgpuDelegate {
 
     fn devices(&self) -> Vec<Device> {
         self.gpus
-            .adapters
+            .adapters()
             .iter()
             .map(|a| a.report.clone())
             .collect()
