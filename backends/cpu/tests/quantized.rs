@@ -7,7 +7,7 @@ mod common;
 use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind, TensorId};
 use baton_delegate_api::testing::{run, Rng};
 use baton_delegate_api::{Tensor, TensorData};
-use common::delegate;
+use common::{delegate, delegate_isa};
 
 /// A QDQ Conv: `x` (NCHW, i8 or u8) → DQ → Conv(w per channel, i32 bias) → [Relu] → Q.
 struct ConvCase {
@@ -149,8 +149,12 @@ fn check_conv(c: &ConvCase, seed: u64) {
             }
         }
     }
-    for simd in [true, false] {
-        let out = run(&delegate(simd), &g, std::slice::from_ref(&input)).expect("runs");
+    // Every kernel family this machine runs sums in exact integers and requantizes the
+    // same way: they must agree byte for byte, and be within a rounding step of the f64
+    // reference.
+    let mut first: Option<Vec<u8>> = None;
+    for isa in common::isas() {
+        let out = run(&delegate_isa(isa), &g, std::slice::from_ref(&input)).expect("runs");
         let got: Vec<i64> = out[0].to_f64().iter().map(|&v| v as i64).collect();
         assert_eq!(got.len(), want.len());
         let worst = got
@@ -159,9 +163,14 @@ fn check_conv(c: &ConvCase, seed: u64) {
             .map(|(a, b)| (a - b).abs())
             .max()
             .unwrap_or(0);
-        assert!(worst <= 1, "simd {simd}: {worst} steps off");
+        assert!(worst <= 1, "isa {isa}: {worst} steps off");
         let saturated = got.iter().filter(|&&v| v == hi as i64).count();
         assert!(saturated * 5 < got.len(), "output mostly saturated");
+        let bytes = out[0].bytes().to_vec();
+        match &first {
+            None => first = Some(bytes),
+            Some(f) => assert!(f == &bytes, "isa {isa} differs from isa auto"),
+        }
     }
 }
 

@@ -9,6 +9,27 @@ use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::{Delegate, Options};
 
 /// A delegate with SIMD kernels allowed or not.
+/// The delegate with kernel family `isa` (an `isa` option value).
+pub fn delegate_isa(isa: &str) -> CpuDelegate {
+    let opts = Options::validate(
+        &CpuDelegate::options(),
+        &[("isa".to_string(), isa.to_string())],
+    )
+    .expect("valid options");
+    CpuDelegate::create(&opts).expect("create")
+}
+
+/// Every `isa` option value this machine runs: `auto` (the widest) first.
+pub fn isas() -> Vec<&'static str> {
+    let mut isas = vec!["auto"];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        isas.push("avx2");
+    }
+    isas.push("portable");
+    isas
+}
+
 pub fn delegate(simd: bool) -> CpuDelegate {
     let opts = Options::validate(
         &CpuDelegate::options(),

@@ -71,18 +71,15 @@ impl QLinearOp {
     /// Sizes the shared scratch: the converted input and output, and a depthwise
     /// convolution's rings of f32 input rows.
     pub fn reserve(&self, ctx: &mut RunCtx) {
-        #[cfg(target_arch = "x86_64")]
-        if let (QPath::Depthwise { .. }, Some(g), QKernelId::Avx512Vnni) =
-            (&self.path, &self.geom, self.kernel.id())
-        {
-            if x86dw::fits(g) {
+        if let (QPath::Depthwise { .. }, Some(g)) = (&self.path, &self.geom) {
+            if RowRing::fits(g) {
                 let threads = ctx.pool.threads();
                 ctx.qdw
                     .resize_with(threads.max(ctx.qdw.len()), Default::default);
                 for ring in &mut ctx.qdw {
                     let ring = ring.get_mut().unwrap_or_else(|e| e.into_inner());
-                    if ring.len() < x86dw::ring_len(g) {
-                        ring.resize(x86dw::ring_len(g), 0.0);
+                    if ring.len() < RowRing::len(g) {
+                        ring.resize(RowRing::len(g), 0.0);
                     }
                 }
             }
@@ -312,11 +309,24 @@ impl Depthwise<'_> {
             fn avx2(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
                 dw_body::<false>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
             }
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2_rows(
+                dw: &Depthwise<'_>,
+                x: &[u8],
+                r: std::ops::Range<usize>,
+                o: &mut [u8],
+                ring: &mut [f32],
+            ) {
+                ring_body::<8, true>(dw, x, r, o, ring)
+            }
+            let rings = RowRing::fits(g) && ring.len() >= RowRing::len(g);
             match self.kernel.id() {
-                QKernelId::Avx512Vnni if x86dw::fits(g) && ring.len() >= x86dw::ring_len(g) => {
+                QKernelId::Avx512Vnni if rings => {
                     // SAFETY: the kernel exists only where its features were detected.
                     return unsafe { x86dw::rows(g, x, taps, za, q, rows, out, ring) };
                 }
+                // SAFETY: as above.
+                QKernelId::Avx2 if rings => return unsafe { avx2_rows(self, x, rows, out, ring) },
                 // SAFETY: as above.
                 QKernelId::Avx512Vnni => return unsafe { avx512(self, x, rows, out) },
                 // SAFETY: as above.
@@ -324,8 +334,213 @@ impl Depthwise<'_> {
                 QKernelId::Portable | QKernelId::Neon | QKernelId::NeonDot => {}
             }
         }
-        let _ = ring;
+        if RowRing::fits(g) && ring.len() >= RowRing::len(g) {
+            // NEON has fused multiply-adds in its baseline; x86's portable kernel does not.
+            return ring_body::<8, { cfg!(target_arch = "aarch64") }>(self, x, rows, out, ring);
+        }
         dw_body::<false>(g, x, taps, za, q, rows, out)
+    }
+}
+
+/// The most taps the row kernels keep widened weights for.
+const MAX_TAPS: usize = 25;
+/// The most input rows one output row's window may span in the row kernels.
+const MAX_SPAN: usize = 32;
+
+/// A task's input rows widened to f32 for the row kernels of a depthwise convolution.
+///
+/// The input rows an output row's window spans are widened once, into slot `iy % span`
+/// (the rows of one window are distinct slots), and stay there while later output rows
+/// need them: a 3x3 stride-1 window reads each input byte 9 times, which byte loads paid a
+/// widening and a conversion each. The kernels then sum `x * w` in f32 and subtract
+/// `za * sum(w)` once: every product (at most 255 * 128) and every partial sum (at most
+/// [`MAX_TAPS`] of them, under 2^20) is an integer f32 holds exactly, so the result is the
+/// integer sum, bit for bit, whether or not the multiply-adds are fused. Taps in the
+/// padding read the zero point, so the same subtraction cancels them.
+struct RowRing<'a> {
+    g: &'a Geom,
+    x: &'a [u8],
+    ring: &'a mut [f32],
+    /// The input row (`b * h + iy`) each slot holds.
+    held: [usize; MAX_SPAN],
+    span: usize,
+}
+
+impl<'a> RowRing<'a> {
+    /// f32 values per cache line: the ring starts on one, so that a pixel of 16 channels
+    /// is one line, not two halves (a split load each; measured: the AVX-512 depthwise time
+    /// varied by a quarter with where the allocator put the ring).
+    const ALIGN: usize = 16;
+
+    /// Whether the row kernels take `g`.
+    fn fits(g: &Geom) -> bool {
+        g.kh * g.kw <= MAX_TAPS && Self::span(g) <= MAX_SPAN
+    }
+
+    /// f32 values of one task's ring (with room to start it on a cache line).
+    fn len(g: &Geom) -> usize {
+        Self::span(g) * g.w * g.c + Self::ALIGN
+    }
+
+    /// Input rows one output row's window spans.
+    fn span(g: &Geom) -> usize {
+        (g.kh.max(1) - 1) * g.dh + 1
+    }
+
+    fn new(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32]) -> Self {
+        assert!(Self::fits(g), "too many depthwise taps for the row kernels");
+        let skip = ring.as_ptr().align_offset(Self::ALIGN * 4).min(Self::ALIGN);
+        let ring = &mut ring[skip..];
+        let rl = g.w * g.c;
+        assert!(
+            ring.len() >= Self::span(g) * rl,
+            "depthwise row ring too short"
+        );
+        assert!(x.len() >= g.batch * g.h * rl, "depthwise input too short");
+        RowRing {
+            g,
+            x,
+            ring,
+            held: [usize::MAX; MAX_SPAN],
+            span: Self::span(g),
+        }
+    }
+
+    /// Widens the rows the window of output row `oy` of image `b` spans (those not held
+    /// yet), and returns each window row's offset into [`Self::values`] (`None`: in the
+    /// padding).
+    #[inline(always)]
+    fn fill(&mut self, b: usize, oy: usize) -> [Option<usize>; MAX_SPAN] {
+        let g = self.g;
+        let rl = g.w * g.c;
+        let mut roff = [None; MAX_SPAN];
+        for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
+            let Some(iy) = (oy * g.sh + ki * g.dh)
+                .checked_sub(g.ph)
+                .filter(|&v| v < g.h)
+            else {
+                continue;
+            };
+            let (slot, src) = (iy % self.span, b * g.h + iy);
+            if self.held[slot] != src {
+                let dst = &mut self.ring[slot * rl..][..rl];
+                for (d, &s) in dst.iter_mut().zip(&self.x[src * rl..][..rl]) {
+                    *d = s as f32;
+                }
+                self.held[slot] = src;
+            }
+            *r = Some(slot * rl);
+        }
+        roff
+    }
+
+    /// The widened rows.
+    fn values(&self) -> &[f32] {
+        self.ring
+    }
+}
+
+/// The row kernel in plain arrays of `L` channels, for instruction sets without a
+/// hand-written one: the compiler vectorizes the lane loops (AVX2: `L = 8`, one register;
+/// NEON: two registers of four). `FMA`: fused multiply-adds (the caller enables them; the
+/// sums are exact integers either way, so fused or not gives the same bits). Channels past
+/// the last full block go through the same sums with fewer lanes.
+///
+/// No closures in here: a closure does not inherit its caller's target features, and one
+/// the compiler does not inline runs without them (`mul_add` then became a library call).
+#[inline(always)]
+fn ring_body<const L: usize, const FMA: bool>(
+    dw: &Depthwise<'_>,
+    x: &[u8],
+    rows: std::ops::Range<usize>,
+    out: &mut [u8],
+    ring: &mut [f32],
+) {
+    let g = dw.g;
+    let c = g.c;
+    let start = rows.start;
+    let full = c / L * L;
+    let mut ring = RowRing::new(g, x, ring);
+    let mut wf = [[0f32; L]; MAX_TAPS];
+    for row in rows {
+        let (b, oy) = (row / g.oh, row % g.oh);
+        let roff = ring.fill(b, oy);
+        let o = (row - start) * g.ow * c;
+        let dst = &mut out[o..o + g.ow * c];
+        for c0 in (0..full).step_by(L) {
+            ring_block::<L, FMA, true>(dw, ring.values(), &roff, c0, L, &mut wf, dst);
+        }
+        if full < c {
+            ring_block::<L, FMA, false>(dw, ring.values(), &roff, full, c - full, &mut wf, dst);
+        }
+    }
+}
+
+/// `a * b + acc`, fused where `FMA` (the caller has the instruction: without it `mul_add`
+/// is a library call).
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, acc: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, acc)
+    } else {
+        a * b + acc
+    }
+}
+
+/// One output row of [`ring_body`] for the `n` channels from `c0` (`FULL`: `n == L`, known
+/// to the compiler): the block's weights widened into `wf`, then every pixel's window sum
+/// and requantization into `dst` (the output row).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn ring_block<const L: usize, const FMA: bool, const FULL: bool>(
+    dw: &Depthwise<'_>,
+    v: &[f32],
+    roff: &[Option<usize>; MAX_SPAN],
+    c0: usize,
+    n: usize,
+    wf: &mut [[f32; L]; MAX_TAPS],
+    dst: &mut [u8],
+) {
+    let Depthwise { g, taps, za, q, .. } = *dw;
+    let n = if FULL { L } else { n };
+    let (c, nt) = (g.c, g.kh * g.kw);
+    let (zp, lo, hi) = (q.zp as f32, q.lo as f32, q.hi as f32);
+    let zaf = za as f32;
+    let mut wsum = [0i32; L];
+    for t in 0..nt {
+        let ws = &taps[t * c + c0..][..n];
+        for l in 0..n {
+            wf[t][l] = ws[l] as f32;
+            wsum[l] += ws[l] as i32;
+        }
+    }
+    let (off, scale) = (&q.offset[c0..][..n], &q.scale[c0..][..n]);
+    for ox in 0..g.ow {
+        let mut acc = [0f32; L];
+        for (ki, r) in roff.iter().enumerate().take(g.kh) {
+            for kj in 0..g.kw {
+                let w = &wf[ki * g.kw + kj];
+                let ix = (ox * g.sw + kj * g.dw)
+                    .checked_sub(g.pw)
+                    .filter(|&i| i < g.w);
+                if let (Some(r), Some(ix)) = (r, ix) {
+                    let xs = &v[r + ix * c + c0..][..n];
+                    for l in 0..n {
+                        acc[l] = madd::<FMA>(xs[l], w[l], acc[l]);
+                    }
+                } else {
+                    for l in 0..n {
+                        acc[l] = madd::<FMA>(zaf, w[l], acc[l]);
+                    }
+                }
+            }
+        }
+        let d = &mut dst[ox * c + c0..][..n];
+        for l in 0..n {
+            // An exact integer below 2^24: the conversion is exact.
+            let a = (acc[l] as i32 - za * wsum[l]).wrapping_add(off[l]);
+            d[l] = to_byte(requant(a, scale[l], zp, lo, hi));
+        }
     }
 }
 
@@ -433,30 +648,7 @@ mod x86dw {
     use crate::qgemm::QOut;
 
     /// The most taps whose widened weights [`rows`] keeps for a whole output row.
-    const MAX_TAPS: usize = 25;
-    /// The most input rows one output row's window may span in [`rows`].
-    const MAX_SPAN: usize = 32;
-
-    /// Whether [`rows`] takes `g`.
-    pub(super) fn fits(g: &Geom) -> bool {
-        g.kh * g.kw <= MAX_TAPS && span(g) <= MAX_SPAN
-    }
-
-    /// f32 values of the ring of input rows [`rows`] needs, per thread (with room to
-    /// start it on a cache line).
-    pub(super) fn ring_len(g: &Geom) -> usize {
-        span(g) * g.w * g.c + ALIGN
-    }
-
-    /// f32 values per cache line: the ring starts on one, so that a pixel of 16 channels
-    /// is one line, not two halves (a split load each; measured: the depthwise time
-    /// varied by a quarter with where the allocator put the ring).
-    const ALIGN: usize = 16;
-
-    /// Input rows one output row's window spans.
-    fn span(g: &Geom) -> usize {
-        (g.kh.max(1) - 1) * g.dh + 1
-    }
+    use super::{RowRing, MAX_TAPS};
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
     /// and kept for the whole output row, then every pixel of the row sums its taps
@@ -482,40 +674,15 @@ mod x86dw {
         out: &mut [u8],
         ring: &mut [f32],
     ) {
-        let (c, nt, span) = (g.c, g.kh * g.kw, span(g));
-        let rl = g.w * c;
-        assert!(fits(g), "too many depthwise taps for the row kernel");
-        let skip = ring.as_ptr().align_offset(ALIGN * 4).min(ALIGN);
-        let ring = &mut ring[skip..];
-        assert!(ring.len() >= span * rl, "depthwise row ring too short");
-        assert!(x.len() >= g.batch * g.h * rl, "depthwise input too short");
+        let (c, nt) = (g.c, g.kh * g.kw);
+        let mut ring = RowRing::new(g, x, ring);
         let zav = _mm512_set1_epi32(za);
         let zaf = _mm512_set1_ps(za as f32);
         let start = rows.start;
         let mut wf = [_mm512_setzero_ps(); MAX_TAPS];
-        // The input row (`b * h + iy`) each ring slot holds.
-        let mut held = [usize::MAX; MAX_SPAN];
         for row in rows {
             let (b, oy) = (row / g.oh, row % g.oh);
-            // Each window row's offset into the ring (`None`: in the padding).
-            let mut roff = [None; MAX_SPAN];
-            for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
-                let Some(iy) = (oy * g.sh + ki * g.dh)
-                    .checked_sub(g.ph)
-                    .filter(|&v| v < g.h)
-                else {
-                    continue;
-                };
-                let (slot, src) = (iy % span, b * g.h + iy);
-                let dst = &mut ring[slot * rl..][..rl];
-                if held[slot] != src {
-                    for (d, &s) in dst.iter_mut().zip(&x[src * rl..][..rl]) {
-                        *d = s as f32;
-                    }
-                    held[slot] = src;
-                }
-                *r = Some(slot * rl);
-            }
+            let roff = ring.fill(b, oy);
             let row_in = roff[..g.kh].iter().all(Option::is_some);
             // Each tap's offset from the window's left column, for windows inside the input.
             let mut toff = [0usize; MAX_TAPS];
@@ -526,7 +693,7 @@ mod x86dw {
                     }
                 }
             }
-            let ring = &*ring;
+            let ring = ring.values();
             for c0 in (0..c).step_by(LANES) {
                 let lanes = LANES.min(c - c0);
                 let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
