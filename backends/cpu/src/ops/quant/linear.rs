@@ -476,6 +476,15 @@ fn ring_body<const L: usize, const FMA: bool>(
     }
 }
 
+/// The integer an f32 holds exactly, `|v| < 2^22` (a window sum: at most 25 products of
+/// at most 255 * 128), from its bits after adding 1.5 * 2^23: plain arithmetic, so the lane
+/// loops vectorize (an `as` cast checks NaN and saturates lane by lane).
+#[inline(always)]
+fn exact_int(v: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (v + MAGIC).to_bits() as i32 - MAGIC.to_bits() as i32
+}
+
 /// `a * b + acc`, fused where `FMA` (the caller has the instruction: without it `mul_add`
 /// is a library call).
 #[inline(always)]
@@ -537,8 +546,7 @@ fn ring_block<const L: usize, const FMA: bool, const FULL: bool>(
         }
         let d = &mut dst[ox * c + c0..][..n];
         for l in 0..n {
-            // An exact integer below 2^24: the conversion is exact.
-            let a = (acc[l] as i32 - za * wsum[l]).wrapping_add(off[l]);
+            let a = (exact_int(acc[l]) - za * wsum[l]).wrapping_add(off[l]);
             d[l] = to_byte(requant(a, scale[l], zp, lo, hi));
         }
     }
