@@ -163,6 +163,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         }
         OpKind::LSTM => &[
             ("activations", Str),
+            ("clip", Float),
             ("direction", Str),
             ("hidden_size", Int),
             ("input_forget", Int),
@@ -958,15 +959,13 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
     Ok(())
 }
 
-/// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
-/// peepholes, and constant weights (packed at init); `sequence_lens` constant or not.
+/// LSTM as implemented: layout 0, default activations, `clip`, `input_forget`, peepholes
+/// (constant or not), and constant weights (packed at init); `sequence_lens` constant or
+/// not.
 fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("LSTM {m}")));
     if node.attr_int("layout", 0) != 0 {
         return attr_no("layout 1 (batch first) is not supported".into());
-    }
-    if node.attr_int("input_forget", 0) != 0 {
-        return attr_no("input_forget is not supported".into());
     }
     if let Some(a) = node.attrs.get("activations") {
         let Attr::Str(s) = a else {
@@ -993,12 +992,6 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
                 .is_some_and(|s| !s.contains(&0))
         })
     };
-    if present(7) {
-        return Err(Support::no(
-            DeclineReason::Other,
-            "LSTM peepholes (P) is not supported",
-        ));
-    }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {
             return Err(Support::no(

@@ -122,6 +122,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         ],
         OpKind::GRU => &[
             ("activations", Str),
+            ("clip", Float),
             ("direction", Str),
             ("hidden_size", Int),
             ("layout", Int),
@@ -855,8 +856,8 @@ pub(super) fn check_range_length(
     Ok(())
 }
 
-/// GRU as implemented: layout 0, default activations, no clip, no `sequence_lens`, and
-/// constant weights (packed at init).
+/// GRU as implemented: layout 0, default activations, `clip`, `sequence_lens` (constant or
+/// not), and constant weights (packed at init).
 fn check_gru(
     graph: &Graph,
     node: &Node,
