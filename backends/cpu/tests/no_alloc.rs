@@ -168,7 +168,7 @@ fn execute_allocates_nothing() {
 
     // A bidirectional RNN with constant sequence lengths, an initial state and an
     // activation computed through the shared f64 definition; LSTM and GRU with their
-    // options; two threads.
+    // options; a three-operand Einsum; two threads.
     let rnn = rnn_graph(&mut rng);
     let h = Hosted::new(&rnn);
     let consts = h.tensors();
@@ -194,7 +194,7 @@ fn execute_allocates_nothing() {
     assert_eq!(
         COUNT.with(Cell::get),
         0,
-        "RNN's, LSTM's or GRU's execute allocated"
+        "RNN's, LSTM's, GRU's or Einsum's execute allocated"
     );
 
     // DFT (a Bluestein length, one-sided) and STFT (a power-of-two frame, a run-time
@@ -422,7 +422,7 @@ fn rnn_graph(rng: &mut Rng) -> Graph {
         )
         .unwrap();
     // An LSTM with clip, constant peepholes and input_forget, and a GRU with clip, on the
-    // same input.
+    // same input; an Einsum of three operands (two intermediates in the work space).
     let lw = g.constant_f32("lw", &[1, 24, 5], &rng.vec(120));
     let lr = g.constant_f32("lr", &[1, 24, 6], &rng.vec(144));
     let lp = g.constant_f32("lp", &[1, 18], &rng.vec(18));
@@ -447,7 +447,11 @@ fn rnn_graph(rng: &mut Rng) -> Graph {
             2,
         )
         .unwrap();
-    for t in outs.into_iter().chain(lstm).chain(gru) {
+    let eq = ("equation", Attr::Str("tdbh,tebh,tebh->bh".into()));
+    let chain = g
+        .node(OpKind::Einsum, &[outs[0], lstm[0], gru[0]], &[eq])
+        .unwrap();
+    for t in outs.into_iter().chain(lstm).chain(gru).chain([chain]) {
         g.output(t);
     }
     g.finish().unwrap()

@@ -997,3 +997,95 @@ const GRU_CLIP_Y: [[f64; 6]; 2] = [
         0.15050115878365505,
     ],
 ];
+
+/// Einsum of three operands, contracted a pair at a time, and of integers, exact and
+/// wrapping as numpy does (expected values from `numpy.einsum`): `ij,jk,kl->il` of small
+/// i32 matrices; `i,i,i->` of [65536, 3], [65536, 4], [1, 5], whose sum 2^32 + 60 wraps
+/// to 60 in i32 and stays whole in i64; `ij,jk,kl->li` of i64 past the i32 range; the
+/// bilinear form `bn,anm,bm->ba` in f32 (and i32 matrix products of two operands).
+#[test]
+fn einsum_three_operands_and_integers_by_hand() {
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let i32s = |shape: &[usize], v: &[i32]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Tensor::from_bytes(DType::I32, shape, &bytes)
+    };
+    let as_i32 = |t: &Tensor| -> Vec<i32> {
+        t.bytes()
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+            .collect()
+    };
+    let as_i64 = |t: &Tensor| -> Vec<i64> {
+        t.bytes()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+            .collect()
+    };
+    let g = graph(|g| {
+        let a = g.input_fixed("a", DType::I32, &[2, 3]);
+        let b = g.input_fixed("b", DType::I32, &[3, 2]);
+        let c = g.input_fixed("c", DType::I32, &[2, 2]);
+        let u: Vec<TensorId> = ["u0", "u1", "u2"]
+            .iter()
+            .map(|n| g.input_fixed(n, DType::I32, &[2]))
+            .collect();
+        let v: Vec<TensorId> = ["v0", "v1", "v2"]
+            .iter()
+            .map(|n| g.input_fixed(n, DType::I64, &[2]))
+            .collect();
+        let p = g.input_fixed("p", DType::I64, &[2, 2]);
+        let q = g.input_fixed("q", DType::I64, &[2, 2]);
+        let r = g.input_fixed("r", DType::I64, &[2, 2]);
+        let x = g.input_fixed("x", DType::F32, &[2, 3]);
+        let w = g.input_fixed("w", DType::F32, &[2, 3, 4]);
+        let y = g.input_fixed("y", DType::F32, &[2, 4]);
+        vec![
+            g.node(OpKind::Einsum, &[a, b, c], &[eq("ij,jk,kl->il")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &u, &[eq("i,i,i->")]).unwrap(),
+            g.node(OpKind::Einsum, &v, &[eq("i,i,i->")]).unwrap(),
+            g.node(OpKind::Einsum, &[p, q, r], &[eq("ij,jk,kl->li")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[x, w, y], &[eq("bn,anm,bm->ba")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[a, b], &[eq("ij,jk->ki")]).unwrap(),
+        ]
+    });
+    let claims = supports(&delegate(true), &g);
+    assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+    let w: Vec<f32> = (0..24).map(|v| v as f32 / 8.0 - 1.0).collect();
+    let inputs = [
+        i32s(&[2, 3], &[1, 2, 3, 4, 5, 6]),
+        i32s(&[3, 2], &[7, 8, 9, 10, 11, 12]),
+        i32s(&[2, 2], &[1, -1, 2, 0]),
+        i32s(&[2], &[65536, 3]),
+        i32s(&[2], &[65536, 4]),
+        i32s(&[2], &[1, 5]),
+        Tensor::from_i64(&[2], &[65536, 3]),
+        Tensor::from_i64(&[2], &[65536, 4]),
+        Tensor::from_i64(&[2], &[1, 5]),
+        Tensor::from_i64(&[2, 2], &[3_000_000_000, -2, 1, 7]),
+        Tensor::from_i64(&[2, 2], &[2, 1, 0, 3]),
+        Tensor::from_i64(&[2, 2], &[1, 0, 4, -1]),
+        Tensor::from_f32(&[2, 3], &[1., 2., 3., -1., 0., 2.]),
+        Tensor::from_f32(&[2, 3, 4], &w),
+        Tensor::from_f32(&[2, 4], &[0.5, -1., 2., 1., 1., 1., -0.5, 0.]),
+    ];
+    for simd in [true, false] {
+        let out = run(&delegate(simd), &g, &inputs).expect("einsum run");
+        assert_eq!(as_i32(&out[0]), [186, -58, 447, -139]);
+        assert_eq!(as_i32(&out[1]), [60]);
+        assert_eq!(as_i64(&out[2]), [4_294_967_356]);
+        assert_eq!(as_i64(&out[3]), [17_999_999_976, 90, -2_999_999_994, -22]);
+        assert_close_labelled(
+            "bilinear",
+            out[4].f32s(),
+            &[-0.5, 22.0, 1.5, 3.75],
+            1e-6,
+            1e-6,
+        );
+        // [[1, 2, 3], [4, 5, 6]] · [[7, 8], [9, 10], [11, 12]] = [[58, 64], [139, 154]].
+        assert_eq!(as_i32(&out[5]), [58, 139, 64, 154]);
+    }
+}

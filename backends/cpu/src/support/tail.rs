@@ -430,6 +430,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         // The recurrences' sequence lengths.
         (OpKind::RNN | OpKind::GRU | OpKind::LSTM, Some(4)) => &[DType::I32],
+        // Integer products accumulate exactly (`crate::ops::einsum`); f16 is widened.
+        (OpKind::Einsum, _) => ARITH,
         _ => &[DType::F32],
     }
 }
@@ -439,9 +441,10 @@ fn attr_no_support(message: String) -> Support {
     Support::no(DeclineReason::Attribute, message)
 }
 
-/// Einsum as implemented (`crate::ops::einsum`): one or two operands (a label may repeat
-/// within one: a diagonal), at most `MAX_LABELS` labels.
-fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
+/// Einsum as implemented (`crate::ops::einsum`): any number of operands (a label may
+/// repeat within one: a diagonal), at most `MAX_LABELS` labels, every operand of the
+/// output's dtype (as ONNX requires; the reference refuses a mix).
+fn check_einsum(graph: &Graph, node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
     let e = baton_delegate_api::shape::einsum::parse(node.attr_str("equation", ""), shapes)
         .map_err(|m| shape_no(node, m))?;
     let other = |m: String| {
@@ -450,11 +453,16 @@ fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
             format!("{}: {m}", node.label()),
         ))
     };
-    if !(1..=2).contains(&e.inputs.len()) {
-        return other(format!(
-            "Einsum of {} operands is not implemented (one or two: a transpose with sums, \
-             or a batched matrix product)",
-            e.inputs.len()
+    let out = graph.tensors[node.outputs[0]].dtype;
+    if let Some(&t) = node.inputs.iter().find(|&&t| graph.tensors[t].dtype != out) {
+        return Err(Support::no(
+            DeclineReason::DType,
+            format!(
+                "{}: operand '{}' is {} but the output is {out}",
+                node.label(),
+                graph.tensors[t].name,
+                graph.tensors[t].dtype
+            ),
         ));
     }
     let max = crate::ops::einsum::MAX_LABELS;
@@ -698,7 +706,7 @@ pub(super) fn check_op(
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
-        OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::Einsum => check_einsum(graph, node, shapes)?,
         OpKind::DeformConv => {
             if !(3..=5).contains(&x.len()) {
                 return Err(shape_no(
