@@ -977,8 +977,11 @@ fn check_resize(
             "coordinate_transformation_mode '{coord}' is not supported"
         ));
     }
-    if node.attr_str("keep_aspect_ratio_policy", "stretch") != "stretch" {
-        return attr_no("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
+    let policy = node.attr_str("keep_aspect_ratio_policy", "stretch");
+    if !matches!(policy, "stretch" | "not_larger" | "not_smaller") {
+        return attr_no(format!(
+            "keep_aspect_ratio_policy '{policy}' is not supported"
+        ));
     }
     if present(1) {
         return attr_no("a region of interest is not supported".into());
