@@ -541,6 +541,8 @@ fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
         (OpKind::Gather, Some(1)) => &[DType::I64, DType::I32],
         (OpKind::DequantizeLinear, Some(0 | 2)) => &[DType::I8, DType::U8, DType::I32],
         (OpKind::QuantizeLinear, Some(2) | None) => &[DType::I8, DType::U8],
+        // f16 is widened to f32 before the op (`half_computed`).
+        (OpKind::QuantizeLinear, Some(0)) => &[DType::F32, DType::I32],
         (
             OpKind::ReduceSum
             | OpKind::ReduceMax
@@ -566,19 +568,8 @@ fn check_op(
     let x = &shapes[0];
     match node.op {
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
-            // Run-time integer tensors are stored as bytes: only 8-bit ones can be.
-            let x = &graph.tensors[node.inputs[0]];
-            if x.dtype == DType::I32 && !(x.is_const() && consts.bytes(node.inputs[0]).is_some()) {
-                return Err(Support::no(
-                    DeclineReason::DType,
-                    format!(
-                        "{}: i32 input '{}' is computed at run time; only constant i32 \
-                         (biases) is dequantized here",
-                        node.label(),
-                        x.name
-                    ),
-                ));
-            }
+            // A run-time i32 tensor is read as words (`crate::ops::quant`), a constant
+            // one folded at init; 8-bit ones are stored bytes.
             crate::quant::QParams::of(graph, node, consts)
                 .map_err(|m| Support::no(DeclineReason::Other, format!("{}: {m}", node.label())))?;
         }

@@ -583,7 +583,8 @@ pub(super) fn check_op(
             if node.attr_int("training_mode", 0) != 0 {
                 return attr_no("training_mode (batch statistics) is not supported".into());
             }
-            if x.len() < 2 {
+            // Rank 1 is a single channel; a scalar has no channel at all.
+            if x.is_empty() {
                 return Err(shape_no(node, format!("input {x:?} has no channel axis")));
             }
         }

@@ -298,14 +298,19 @@ impl Builder<'_> {
                     };
                     ((Vec::new(), Vec::new()), Some(stats))
                 };
-                let x = &shapes[0];
+                // An X of rank 1 is one channel (ONNX's shape rule, as the reference
+                // reads it): its elements are the one plane.
+                let (channels, plane) = match shapes[0][..] {
+                    [n] => (1, n),
+                    ref x => (x[1], x[2..].iter().product()),
+                };
                 Op::Affine(AffineOp {
                     x: self.src(input(0))?,
                     a,
                     b,
                     stats,
-                    channels: x[1],
-                    plane: x.get(2..).map_or(1, |s| s.iter().product()),
+                    channels,
+                    plane,
                     channels_last: self.nhwc[input(0)],
                 })
             }
