@@ -61,7 +61,14 @@ impl QParams {
             .bytes(scale_t)
             .filter(|_| graph.tensors[scale_t].is_const())
             .ok_or_else(|| format!("scale '{}' is not a constant", graph.tensors[scale_t].name))?;
-        let scales: Vec<f32> = bytemuck::pod_collect_to_vec(bytes);
+        // An f16 node's scale is f16 (widened exactly); other scales are f32.
+        let scales: Vec<f32> = match graph.tensors[scale_t].dtype {
+            DType::F32 => bytemuck::pod_collect_to_vec(bytes),
+            DType::F16 => (0..bytes.len() / 2)
+                .map(|i| baton_delegate_api::dtype::element_f64(DType::F16, bytes, i) as f32)
+                .collect(),
+            other => return Err(format!("a scale of {other} is not supported")),
+        };
         let scale_rank = graph.tensors[scale_t].shape.len();
         if scale_rank > 1 {
             return Err("a scale of rank > 1 (blocked) is not implemented".into());
@@ -250,6 +257,9 @@ pub(crate) fn find_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QGroup> 
             continue;
         }
         let group = (|| -> Option<QGroup> {
+            if !f32_side(graph, qn) {
+                return None;
+            }
             let yp = QParams::of(graph, qn, consts).ok()?;
             let (ys, yz) = yp.per_tensor()?;
             if !matches!(yp.dtype, DType::I8 | DType::U8) {
@@ -292,6 +302,9 @@ pub(crate) fn find_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QGroup> 
                 _ => return None,
             };
             let x_dq = dq_of(anchor.inputs[0])?;
+            if !f32_side(graph, &graph.nodes[x_dq.0]) {
+                return None;
+            }
             let xp = QParams::of(graph, &graph.nodes[x_dq.0], consts).ok()?;
             let (xs, xz) = xp.per_tensor()?;
             if !matches!(xp.dtype, DType::I8 | DType::U8) {
@@ -382,12 +395,25 @@ pub(crate) fn find_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QGroup> 
 /// Per-tensor parameters of an 8-bit tensor: scale, zero point, dtype.
 type Params8 = (f32, i32, DType);
 
+/// Whether the float side of a Q or DQ node (Q's input, DQ's output) is f32: the integer
+/// groups stand for f32 graphs (an f16 Q or DQ runs on its own, its f16 widened).
+fn f32_side(graph: &Graph, node: &Node) -> bool {
+    let t = match node.op {
+        OpKind::QuantizeLinear => node.inputs[0],
+        _ => node.outputs[0],
+    };
+    graph.tensors[t].dtype == DType::F32
+}
+
 /// The per-tensor 8-bit parameters of a Q or DQ node.
 fn per_tensor_8bit(
     graph: &Graph,
     node: &Node,
     consts: &Constants<'_>,
 ) -> Option<(f32, i32, DType)> {
+    if !f32_side(graph, node) {
+        return None;
+    }
     let p = QParams::of(graph, node, consts).ok()?;
     let (s, z) = p.per_tensor()?;
     matches!(p.dtype, DType::I8 | DType::U8).then_some((s, z, p.dtype))

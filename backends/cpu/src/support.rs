@@ -163,6 +163,7 @@ fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         }
         OpKind::LSTM => &[
             ("activations", Str),
+            ("clip", Float),
             ("direction", Str),
             ("hidden_size", Int),
             ("input_forget", Int),
@@ -540,6 +541,8 @@ fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType] {
         (OpKind::Gather, Some(1)) => &[DType::I64, DType::I32],
         (OpKind::DequantizeLinear, Some(0 | 2)) => &[DType::I8, DType::U8, DType::I32],
         (OpKind::QuantizeLinear, Some(2) | None) => &[DType::I8, DType::U8],
+        // f16 is widened to f32 before the op (`half_computed`).
+        (OpKind::QuantizeLinear, Some(0)) => &[DType::F32, DType::I32],
         (
             OpKind::ReduceSum
             | OpKind::ReduceMax
@@ -565,19 +568,8 @@ fn check_op(
     let x = &shapes[0];
     match node.op {
         OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
-            // Run-time integer tensors are stored as bytes: only 8-bit ones can be.
-            let x = &graph.tensors[node.inputs[0]];
-            if x.dtype == DType::I32 && !(x.is_const() && consts.bytes(node.inputs[0]).is_some()) {
-                return Err(Support::no(
-                    DeclineReason::DType,
-                    format!(
-                        "{}: i32 input '{}' is computed at run time; only constant i32 \
-                         (biases) is dequantized here",
-                        node.label(),
-                        x.name
-                    ),
-                ));
-            }
+            // A run-time i32 tensor is read as words (`crate::ops::quant`), a constant
+            // one folded at init; 8-bit ones are stored bytes.
             crate::quant::QParams::of(graph, node, consts)
                 .map_err(|m| Support::no(DeclineReason::Other, format!("{}: {m}", node.label())))?;
         }
@@ -958,15 +950,13 @@ fn check_pool(node: &Node, x: &[usize]) -> Result<(), Support> {
     Ok(())
 }
 
-/// LSTM as implemented: layout 0, default activations, no clip, no `input_forget`, no
-/// peepholes, and constant weights (packed at init); `sequence_lens` constant or not.
+/// LSTM as implemented: layout 0, default activations, `clip`, `input_forget`, peepholes
+/// (constant or not), and constant weights (packed at init); `sequence_lens` constant or
+/// not.
 fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     let attr_no = |m: String| Err(Support::no(DeclineReason::Attribute, format!("LSTM {m}")));
     if node.attr_int("layout", 0) != 0 {
         return attr_no("layout 1 (batch first) is not supported".into());
-    }
-    if node.attr_int("input_forget", 0) != 0 {
-        return attr_no("input_forget is not supported".into());
     }
     if let Some(a) = node.attrs.get("activations") {
         let Attr::Str(s) = a else {
@@ -993,12 +983,6 @@ fn check_lstm(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), 
                 .is_some_and(|s| !s.contains(&0))
         })
     };
-    if present(7) {
-        return Err(Support::no(
-            DeclineReason::Other,
-            "LSTM peepholes (P) is not supported",
-        ));
-    }
     for i in [1, 2, 3] {
         if present(i) && consts.bytes(node.inputs[i]).is_none() {
             return Err(Support::no(

@@ -791,3 +791,108 @@ fn trilinear_resize_of_a_linear_volume_is_exact() {
     }
     assert_eq!(out[0].f32s(), &want[..]);
 }
+
+#[test]
+fn resize_keeping_the_aspect_ratio_by_hand() {
+    // x = [[1, 2, 4], [8, 16, 32]] resized (linear, half_pixel) on its last two axes with
+    // sizes and keep_aspect_ratio_policy: not_larger to sizes [5, 7] takes the one scale
+    // min(5/2, 7/3) = 7/3 on both axes, extents round(2 * 7/3) = 5 and round(3 * 7/3) = 7;
+    // not_smaller to [3, 4] takes max(3/2, 4/3) = 3/2, extents [3, 5]. The rows sample
+    // with that scale, not out / in (5/2 would give the second row 1.4 where 7/3 gives
+    // 1.142857...). Expected values from a numpy model of ONNX's linear resize.
+    use baton_delegate_api::ir::{DType, GraphBuilder, TensorData};
+    use baton_delegate_api::testing::{assert_close_labelled, run, supports};
+    use baton_delegate_api::{Support, Tensor};
+    let not_larger: [f64; 35] = [
+        1.0,
+        1.1428571428571428,
+        1.5714285714285714,
+        2.0,
+        2.8571428571428568,
+        3.7142857142857144,
+        4.0,
+        1.9999999999999996,
+        2.285714285714285,
+        3.1428571428571423,
+        3.999999999999999,
+        5.714285714285713,
+        7.428571428571427,
+        7.999999999999998,
+        5.0,
+        5.7142857142857135,
+        7.857142857142856,
+        10.0,
+        14.285714285714283,
+        18.571428571428573,
+        20.0,
+        8.0,
+        9.142857142857142,
+        12.571428571428571,
+        16.0,
+        22.857142857142854,
+        29.714285714285715,
+        32.0,
+        8.0,
+        9.142857142857142,
+        12.571428571428571,
+        16.0,
+        22.857142857142854,
+        29.714285714285715,
+        32.0,
+    ];
+    let not_smaller: [f64; 15] = [
+        1.0,
+        1.5,
+        2.3333333333333335,
+        3.666666666666667,
+        4.0,
+        4.5,
+        6.75,
+        10.5,
+        16.5,
+        18.0,
+        8.0,
+        12.0,
+        18.666666666666668,
+        29.333333333333336,
+        32.0,
+    ];
+    let mut g = GraphBuilder::new("keep_aspect");
+    let x = g.input_fixed("x", DType::F32, &[1, 1, 2, 3]);
+    let linear = [
+        ("mode", Attr::Str("linear".into())),
+        ("axes", Attr::Ints(vec![2, 3])),
+    ];
+    // not_larger with the sizes attribute.
+    let mut attrs = linear.to_vec();
+    attrs.push(("sizes", Attr::Ints(vec![5, 7])));
+    attrs.push(("keep_aspect_ratio_policy", Attr::Str("not_larger".into())));
+    let a = g.node(OpKind::Resize, &[x], &attrs).unwrap();
+    // not_smaller with a constant sizes operand (roi and scales empty).
+    let empty = |g: &mut GraphBuilder, name: &str| {
+        g.constant(name, DType::F32, &[0], TensorData::from_bytes(&[]))
+    };
+    let (roi, scales) = (empty(&mut g, "roi"), empty(&mut g, "scales"));
+    let sizes = g.constant(
+        "sizes",
+        DType::I64,
+        &[2],
+        TensorData::from_slice(&[3i64, 4]),
+    );
+    let mut attrs = linear.to_vec();
+    attrs.push(("keep_aspect_ratio_policy", Attr::Str("not_smaller".into())));
+    let b = g
+        .node(OpKind::Resize, &[x, roi, scales, sizes], &attrs)
+        .unwrap();
+    g.output(a);
+    g.output(b);
+    let g = g.finish().unwrap();
+    let d = common::delegate(true);
+    assert!(supports(&d, &g).iter().all(|s| *s == Support::Yes));
+    let xv = [1.0f32, 2.0, 4.0, 8.0, 16.0, 32.0];
+    let out = run(&d, &g, &[Tensor::from_f32(&[1, 1, 2, 3], &xv)]).unwrap();
+    assert_eq!(out[0].shape, [1, 1, 5, 7]);
+    assert_eq!(out[1].shape, [1, 1, 3, 5]);
+    assert_close_labelled("not_larger", out[0].f32s(), &not_larger, 1e-6, 1e-6);
+    assert_close_labelled("not_smaller", out[1].f32s(), &not_smaller, 1e-6, 1e-6);
+}

@@ -167,7 +167,8 @@ fn execute_allocates_nothing() {
     );
 
     // A bidirectional RNN with constant sequence lengths, an initial state and an
-    // activation computed through the shared f64 definition; two threads.
+    // activation computed through the shared f64 definition; LSTM and GRU with their
+    // options; a three-operand Einsum; two threads.
     let rnn = rnn_graph(&mut rng);
     let h = Hosted::new(&rnn);
     let consts = h.tensors();
@@ -190,7 +191,11 @@ fn execute_allocates_nothing() {
     let result = exec.execute(&inputs, &mut outputs);
     ARMED.with(|a| a.set(false));
     result.unwrap();
-    assert_eq!(COUNT.with(Cell::get), 0, "RNN's execute allocated");
+    assert_eq!(
+        COUNT.with(Cell::get),
+        0,
+        "RNN's, LSTM's, GRU's or Einsum's execute allocated"
+    );
 
     // DFT (a Bluestein length, one-sided) and STFT (a power-of-two frame, a run-time
     // window) on their per-thread scratch, MelWeightMatrix with run-time edges, RoiAlign
@@ -416,7 +421,37 @@ fn rnn_graph(rng: &mut Rng) -> Graph {
             2,
         )
         .unwrap();
-    for t in outs {
+    // An LSTM with clip, constant peepholes and input_forget, and a GRU with clip, on the
+    // same input; an Einsum of three operands (two intermediates in the work space).
+    let lw = g.constant_f32("lw", &[1, 24, 5], &rng.vec(120));
+    let lr = g.constant_f32("lr", &[1, 24, 6], &rng.vec(144));
+    let lp = g.constant_f32("lp", &[1, 18], &rng.vec(18));
+    let none = g.constant("none", DType::F32, &[0], TensorData::from_bytes(&[]));
+    let lstm = g
+        .named_node_outputs(
+            "lstm",
+            OpKind::LSTM,
+            &[x, lw, lr, none, lens, none, none, lp],
+            &[("clip", Attr::Float(1.5)), ("input_forget", Attr::Int(1))],
+            3,
+        )
+        .unwrap();
+    let gw = g.constant_f32("gw", &[1, 18, 5], &rng.vec(90));
+    let gr = g.constant_f32("gr", &[1, 18, 6], &rng.vec(108));
+    let gru = g
+        .named_node_outputs(
+            "gru",
+            OpKind::GRU,
+            &[x, gw, gr],
+            &[("clip", Attr::Float(0.5))],
+            2,
+        )
+        .unwrap();
+    let eq = ("equation", Attr::Str("tdbh,tebh,tebh->bh".into()));
+    let chain = g
+        .node(OpKind::Einsum, &[outs[0], lstm[0], gru[0]], &[eq])
+        .unwrap();
+    for t in outs.into_iter().chain(lstm).chain(gru).chain([chain]) {
         g.output(t);
     }
     g.finish().unwrap()

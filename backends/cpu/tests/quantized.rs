@@ -301,3 +301,102 @@ fn a_single_scale_is_per_tensor_whatever_the_axis() {
         assert_eq!(out[0].f32s(), &want[..], "simd {simd}");
     }
 }
+
+/// QuantizeLinear of i32 and of f16 (with an f16 scale), DequantizeLinear of an i32
+/// tensor computed at run time, by hand:
+/// - i32 [-300, -3, 5, 7, 1000] / 2 = [-150, -1.5, 2.5, 3.5, 500], rounded half to even
+///   [-150, -2, 2, 4, 500], + 1 and clamped to i8: [-128, -1, 3, 5, 127];
+/// - f16 [0.5, 1.5, 2.5, -1, 300] / 0.5 + 10 clamped to u8: [11, 13, 15, 8, 255];
+/// - i32 [100000, -7, 16777217, 0] * 0.5 = [50000, -3.5, 8388608.5, 0], the third rounded
+///   once to f32's 8388608 (ties to even), as the reference's f64 product is.
+#[test]
+fn quantize_i32_and_f16_and_dequantize_run_time_i32_by_hand() {
+    use baton_delegate_api::minifloat::encode16;
+    use baton_delegate_api::testing::supports;
+    use baton_delegate_api::Support;
+    let halves = |v: &[f64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| encode16(DType::F16, x).unwrap().to_le_bytes())
+            .collect()
+    };
+    let i32_bytes = |v: &[i32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let mut b = GraphBuilder::new("quant_dtypes");
+    let xi = b.input_fixed("xi", DType::I32, &[5]);
+    let (s2, z1) = scalar(&mut b, DType::I8, "qi", 2.0, 1);
+    let qi = b.node(OpKind::QuantizeLinear, &[xi, s2, z1], &[]).unwrap();
+    let xh = b.input_fixed("xh", DType::F16, &[5]);
+    let sh = b.constant(
+        "qh_s",
+        DType::F16,
+        &[],
+        TensorData::from_bytes(&halves(&[0.5])),
+    );
+    let zh = b.constant("qh_z", DType::U8, &[], TensorData::from_bytes(&[10]));
+    let qh = b.node(OpKind::QuantizeLinear, &[xh, sh, zh], &[]).unwrap();
+    let xd = b.input_fixed("xd", DType::I32, &[4]);
+    let sd = b.constant_f32("dq_s", &[], &[0.5]);
+    let dq = b.node(OpKind::DequantizeLinear, &[xd, sd], &[]).unwrap();
+    for t in [qi, qh, dq] {
+        b.output(t);
+    }
+    let g = b.finish().unwrap();
+    for simd in [true, false] {
+        let d = delegate(simd);
+        let claims = supports(&d, &g);
+        assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+        let inputs = [
+            Tensor::from_bytes(DType::I32, &[5], &i32_bytes(&[-300, -3, 5, 7, 1000])),
+            Tensor::from_bytes(DType::F16, &[5], &halves(&[0.5, 1.5, 2.5, -1.0, 300.0])),
+            Tensor::from_bytes(DType::I32, &[4], &i32_bytes(&[100_000, -7, 16_777_217, 0])),
+        ];
+        let out = run(&d, &g, &inputs).unwrap();
+        let q: Vec<i8> = out[0].bytes().iter().map(|&b| b as i8).collect();
+        assert_eq!(q, [-128, -1, 3, 5, 127]);
+        assert_eq!(out[1].bytes(), [11, 13, 15, 8, 255]);
+        assert_eq!(out[2].f32s(), [50_000.0, -3.5, 8_388_608.0, 0.0]);
+    }
+}
+
+/// BatchNormalization of a rank-1 X, one channel (ONNX's shape rule): with scale 2, bias
+/// 1, mean 2, var 4 and epsilon 0, y = (x - 2) / 2 * 2 + 1 = x - 1; constant statistics
+/// (folded at init) and statistics given at run time.
+#[test]
+fn batch_norm_of_rank_1_is_one_channel() {
+    use baton_delegate_api::testing::supports;
+    use baton_delegate_api::Support;
+    let mut b = GraphBuilder::new("bn1");
+    let x = b.input_fixed("x", DType::F32, &[4]);
+    let stats: Vec<TensorId> = [("scale", 2.0), ("bias", 1.0), ("mean", 2.0), ("var", 4.0)]
+        .iter()
+        .map(|&(n, v)| b.constant_f32(n, &[1], &[v]))
+        .collect();
+    let eps = [("epsilon", Attr::Float(0.0))];
+    let folded = b
+        .node(
+            OpKind::BatchNormalization,
+            &[x, stats[0], stats[1], stats[2], stats[3]],
+            &eps,
+        )
+        .unwrap();
+    let var = b.input_fixed("var", DType::F32, &[1]);
+    let run_time = b
+        .node(
+            OpKind::BatchNormalization,
+            &[x, stats[0], stats[1], stats[2], var],
+            &eps,
+        )
+        .unwrap();
+    b.output(folded);
+    b.output(run_time);
+    let g = b.finish().unwrap();
+    let d = delegate(true);
+    let claims = supports(&d, &g);
+    assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+    let inputs = [
+        Tensor::from_f32(&[4], &[1.0, 2.0, 3.0, 4.0]),
+        Tensor::from_f32(&[1], &[4.0]),
+    ];
+    let out = run(&d, &g, &inputs).unwrap();
+    assert_eq!(out[0].f32s(), [0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(out[1].f32s(), [0.0, 1.0, 2.0, 3.0]);
+}

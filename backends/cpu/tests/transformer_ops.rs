@@ -826,3 +826,266 @@ fn causal_conv_with_state_matches_naive_sums_on_threads() {
         assert_close_labelled("causal conv state", out[1].f32s(), &want_s, 0.0, 0.0);
     }
 }
+
+/// The weights of the hand-checked LSTM and GRU cases below: 3 steps, batch 1, input 2,
+/// hidden 2; `W` and `R` rows in gate order, `[Wb, Rb]`.
+const RNN_X: [f32; 6] = [0.5, -1.0, 2.0, 0.3, -1.5, 1.0];
+const RNN_W: [f32; 16] = [
+    1.0, 2.0, -2.0, 0.5, 0.7, -0.3, 1.5, 1.5, -1.0, 2.5, 0.2, 0.4, 3.0, -1.0, -0.5, 2.0,
+];
+const RNN_R: [f32; 16] = [
+    0.5, -0.5, 1.0, 0.2, -0.3, 0.8, 0.6, -1.2, 0.9, 0.1, -0.7, 0.5, 1.1, 0.4, 0.3, -0.9,
+];
+const RNN_B: [f32; 16] = [
+    0.1, -0.2, 0.3, 0.0, 0.5, -0.1, 0.2, 0.4, 0.0, 0.1, -0.1, 0.2, 0.0, 0.3, -0.2, 0.1,
+];
+
+/// LSTM with `clip`, peepholes (constant, or given at run time) and `input_forget`, from an
+/// initial cell state of [0.8, -0.5]; the expected `Y` and `Y_c` were computed in f64 with
+/// numpy from ONNX's equations (`i = σ(clip(gi + Pi C))`, `f = 1 - i` when coupled,
+/// `o = σ(clip(go + Po C'))`).
+#[test]
+fn lstm_clip_peepholes_and_input_forget_by_hand() {
+    let p = [0.5f32, -0.4, 0.3, 0.9, -0.6, 0.2];
+    type Case = (Option<f32>, bool, Option<bool>, [f64; 6], [f64; 2]);
+    let cases: [Case; 3] = [
+        (
+            Some(1.5),
+            false,
+            Some(true),
+            [
+                0.26865222441169795,
+                -0.10976747154561982,
+                0.5712185460323068,
+                -0.15499775748994243,
+                -0.0035083636189280143,
+                0.36673374930947755,
+            ],
+            [-0.018480609121635183, 0.654384145089064],
+        ),
+        (
+            None,
+            true,
+            Some(false),
+            [
+                0.5192096617202705,
+                -0.13398270813281307,
+                0.6261709051905116,
+                -0.48829453833508357,
+                -0.07479874172689185,
+                0.5887305246827345,
+            ],
+            [-0.6797762689925125, 0.9750590813009886],
+        ),
+        // A negative clip bounds by its absolute value.
+        (
+            Some(-0.7),
+            true,
+            None,
+            [
+                0.4183975095571811,
+                -0.17887575956377724,
+                0.3809658589472418,
+                -0.15420365393826993,
+                -0.061945072831145295,
+                0.14667824176363536,
+            ],
+            [-0.18890245596633562, 0.32585128625297277],
+        ),
+    ];
+    for (clip, coupled, peep_const, y, yc) in cases {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[3, 1, 2]);
+            let wt = g.constant_f32("w", &[1, 8, 2], &RNN_W);
+            let rt = g.constant_f32("r", &[1, 8, 2], &RNN_R);
+            let bt = g.constant_f32("b", &[1, 16], &RNN_B);
+            let none = |g: &mut GraphBuilder, name: &str, dtype| {
+                g.constant(name, dtype, &[0], TensorData::from_bytes(&[]))
+            };
+            let lens = none(g, "lens", DType::I32);
+            let h0 = none(g, "h0", DType::F32);
+            let c0 = g.input_fixed("c0", DType::F32, &[1, 1, 2]);
+            let pt = match peep_const {
+                Some(true) => g.constant_f32("p", &[1, 6], &p),
+                Some(false) => g.input_fixed("p", DType::F32, &[1, 6]),
+                None => none(g, "p", DType::F32),
+            };
+            let mut attrs = vec![
+                ("hidden_size", Attr::Int(2)),
+                ("input_forget", Attr::Int(i64::from(coupled))),
+            ];
+            if let Some(c) = clip {
+                attrs.push(("clip", Attr::Float(c)));
+            }
+            let ins = [xt, wt, rt, bt, lens, h0, c0, pt];
+            g.named_node_outputs("lstm", OpKind::LSTM, &ins, &attrs, 3)
+                .unwrap()
+        });
+        let claims = supports(&delegate(true), &g);
+        assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+        let mut inputs = vec![
+            Tensor::from_f32(&[3, 1, 2], &RNN_X),
+            Tensor::from_f32(&[1, 1, 2], &[0.8, -0.5]),
+        ];
+        if peep_const == Some(false) {
+            inputs.push(Tensor::from_f32(&[1, 6], &p));
+        }
+        let out = run_both(&g, &inputs, 1e-5);
+        let label = format!("clip {clip:?}, input_forget {coupled}, P {peep_const:?}");
+        assert_close_labelled(&format!("Y, {label}"), out[0].f32s(), &y, 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_h, {label}"), out[1].f32s(), &y[4..], 1e-6, 1e-5);
+        assert_close_labelled(&format!("Y_c, {label}"), out[2].f32s(), &yc, 1e-6, 1e-5);
+    }
+}
+
+/// GRU with `clip` = 0.6 on every gate's pre-activation, both candidate forms, from an
+/// initial state of [0.4, -0.6]; the expected `Y` was computed in f64 with numpy
+/// (`z = σ(clip(.))`, `r = σ(clip(.))`, `h~ = tanh(clip(.))`).
+#[test]
+fn gru_clip_by_hand() {
+    for (lbr, y) in [0, 1].into_iter().zip(GRU_CLIP_Y) {
+        let g = graph(|g| {
+            let xt = g.input_fixed("x", DType::F32, &[3, 1, 2]);
+            let wt = g.constant_f32("w", &[1, 6, 2], &RNN_W[..12]);
+            let rt = g.constant_f32("r", &[1, 6, 2], &RNN_R[..12]);
+            let b: Vec<f32> = RNN_B[..6].iter().chain(&RNN_B[8..14]).copied().collect();
+            let bt = g.constant_f32("b", &[1, 12], &b);
+            let lens = g.constant("lens", DType::I32, &[0], TensorData::from_bytes(&[]));
+            let h0 = g.input_fixed("h0", DType::F32, &[1, 1, 2]);
+            let attrs = [
+                ("hidden_size", Attr::Int(2)),
+                ("clip", Attr::Float(0.6)),
+                ("linear_before_reset", Attr::Int(lbr)),
+            ];
+            g.named_node_outputs("gru", OpKind::GRU, &[xt, wt, rt, bt, lens, h0], &attrs, 2)
+                .unwrap()
+        });
+        let claims = supports(&delegate(true), &g);
+        assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+        let inputs = [
+            Tensor::from_f32(&[3, 1, 2], &RNN_X),
+            Tensor::from_f32(&[1, 1, 2], &[0.4, -0.6]),
+        ];
+        let out = run_both(&g, &inputs, 1e-5);
+        assert_close_labelled(&format!("Y, lbr {lbr}"), out[0].f32s(), &y, 1e-6, 1e-5);
+        assert_close_labelled(
+            &format!("Y_h, lbr {lbr}"),
+            out[1].f32s(),
+            &y[4..],
+            1e-6,
+            1e-5,
+        );
+    }
+}
+
+/// [`gru_clip_by_hand`]'s expected `Y` without and with `linear_before_reset`.
+const GRU_CLIP_Y: [[f64; 6]; 2] = [
+    [
+        -0.2050119621784324,
+        -0.478465454121199,
+        -0.3226673935421501,
+        0.17720822333145636,
+        0.03271151947905673,
+        0.252498731046195,
+    ],
+    [
+        -0.2050119621784324,
+        -0.5445465716415655,
+        -0.3226673935421501,
+        0.12070854115235641,
+        0.02683684894386984,
+        0.15050115878365505,
+    ],
+];
+
+/// Einsum of three operands, contracted a pair at a time, and of integers, exact and
+/// wrapping as numpy does (expected values from `numpy.einsum`): `ij,jk,kl->il` of small
+/// i32 matrices; `i,i,i->` of [65536, 3], [65536, 4], [1, 5], whose sum 2^32 + 60 wraps
+/// to 60 in i32 and stays whole in i64; `ij,jk,kl->li` of i64 past the i32 range; the
+/// bilinear form `bn,anm,bm->ba` in f32 (and i32 matrix products of two operands).
+#[test]
+fn einsum_three_operands_and_integers_by_hand() {
+    let eq = |e: &str| ("equation", Attr::Str(e.into()));
+    let i32s = |shape: &[usize], v: &[i32]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Tensor::from_bytes(DType::I32, shape, &bytes)
+    };
+    let as_i32 = |t: &Tensor| -> Vec<i32> {
+        t.bytes()
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+            .collect()
+    };
+    let as_i64 = |t: &Tensor| -> Vec<i64> {
+        t.bytes()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+            .collect()
+    };
+    let g = graph(|g| {
+        let a = g.input_fixed("a", DType::I32, &[2, 3]);
+        let b = g.input_fixed("b", DType::I32, &[3, 2]);
+        let c = g.input_fixed("c", DType::I32, &[2, 2]);
+        let u: Vec<TensorId> = ["u0", "u1", "u2"]
+            .iter()
+            .map(|n| g.input_fixed(n, DType::I32, &[2]))
+            .collect();
+        let v: Vec<TensorId> = ["v0", "v1", "v2"]
+            .iter()
+            .map(|n| g.input_fixed(n, DType::I64, &[2]))
+            .collect();
+        let p = g.input_fixed("p", DType::I64, &[2, 2]);
+        let q = g.input_fixed("q", DType::I64, &[2, 2]);
+        let r = g.input_fixed("r", DType::I64, &[2, 2]);
+        let x = g.input_fixed("x", DType::F32, &[2, 3]);
+        let w = g.input_fixed("w", DType::F32, &[2, 3, 4]);
+        let y = g.input_fixed("y", DType::F32, &[2, 4]);
+        vec![
+            g.node(OpKind::Einsum, &[a, b, c], &[eq("ij,jk,kl->il")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &u, &[eq("i,i,i->")]).unwrap(),
+            g.node(OpKind::Einsum, &v, &[eq("i,i,i->")]).unwrap(),
+            g.node(OpKind::Einsum, &[p, q, r], &[eq("ij,jk,kl->li")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[x, w, y], &[eq("bn,anm,bm->ba")])
+                .unwrap(),
+            g.node(OpKind::Einsum, &[a, b], &[eq("ij,jk->ki")]).unwrap(),
+        ]
+    });
+    let claims = supports(&delegate(true), &g);
+    assert!(claims.iter().all(|s| *s == Support::Yes), "{claims:?}");
+    let w: Vec<f32> = (0..24).map(|v| v as f32 / 8.0 - 1.0).collect();
+    let inputs = [
+        i32s(&[2, 3], &[1, 2, 3, 4, 5, 6]),
+        i32s(&[3, 2], &[7, 8, 9, 10, 11, 12]),
+        i32s(&[2, 2], &[1, -1, 2, 0]),
+        i32s(&[2], &[65536, 3]),
+        i32s(&[2], &[65536, 4]),
+        i32s(&[2], &[1, 5]),
+        Tensor::from_i64(&[2], &[65536, 3]),
+        Tensor::from_i64(&[2], &[65536, 4]),
+        Tensor::from_i64(&[2], &[1, 5]),
+        Tensor::from_i64(&[2, 2], &[3_000_000_000, -2, 1, 7]),
+        Tensor::from_i64(&[2, 2], &[2, 1, 0, 3]),
+        Tensor::from_i64(&[2, 2], &[1, 0, 4, -1]),
+        Tensor::from_f32(&[2, 3], &[1., 2., 3., -1., 0., 2.]),
+        Tensor::from_f32(&[2, 3, 4], &w),
+        Tensor::from_f32(&[2, 4], &[0.5, -1., 2., 1., 1., 1., -0.5, 0.]),
+    ];
+    for simd in [true, false] {
+        let out = run(&delegate(simd), &g, &inputs).expect("einsum run");
+        assert_eq!(as_i32(&out[0]), [186, -58, 447, -139]);
+        assert_eq!(as_i32(&out[1]), [60]);
+        assert_eq!(as_i64(&out[2]), [4_294_967_356]);
+        assert_eq!(as_i64(&out[3]), [17_999_999_976, 90, -2_999_999_994, -22]);
+        assert_close_labelled(
+            "bilinear",
+            out[4].f32s(),
+            &[-0.5, 22.0, 1.5, 3.75],
+            1e-6,
+            1e-6,
+        );
+        // [[1, 2, 3], [4, 5, 6]] · [[7, 8], [9, 10], [11, 12]] = [[58, 64], [139, 154]].
+        assert_eq!(as_i32(&out[5]), [58, 139, 64, 154]);
+    }
+}

@@ -7,7 +7,8 @@
 //! `H · Rᵀ` for z and r (a GEMV over `Rᵀ` stored row-major, contiguous `axpy`s), then
 //! the candidate's recurrent term: `(r ⊙ H) · Rhᵀ`, or `r ⊙ (H · Rhᵀ + Rbh)` with
 //! `linear_before_reset`. Gate order z, r, h: `z = σ(.)`, `r = σ(.)`, `h~ = tanh(.)`,
-//! `H = (1 - z) h~ + z H`. With `sequence_lens` an entry runs its first `len` steps (the
+//! `H = (1 - z) h~ + z H`. With `clip` every pre-activation is clamped to `[-clip, clip]`
+//! before its σ or tanh (a pass over the gates only then). With `sequence_lens` an entry runs its first `len` steps (the
 //! reverse direction from `len - 1` down), its later `Y` rows are zero and `Y_h` is its
 //! last step's state, as `rnn.rs` does.
 //!
@@ -44,6 +45,9 @@ pub(crate) struct GruOp {
     input: usize,
     hidden: usize,
     linear_before_reset: bool,
+    /// `clip`'s bound (its absolute value, as the reference takes it) on every gate's
+    /// pre-activation; `None` leaves the step loop without the clamping passes.
+    clip: Option<f32>,
 }
 
 /// The shapes and attributes of a GRU node.
@@ -53,6 +57,8 @@ pub(crate) struct GruSpec<'a> {
     pub hidden: usize,
     pub direction: &'a str,
     pub linear_before_reset: bool,
+    /// The `clip` attribute, when the node has one.
+    pub clip: Option<f32>,
     /// `sequence_lens`; constant ones lie in `1..=seq` (checked by the lowering).
     pub lens: SeqLens,
 }
@@ -127,6 +133,7 @@ impl GruOp {
             input,
             hidden,
             linear_before_reset: lbr,
+            clip: spec.clip.map(f32::abs),
         }
     }
 
@@ -194,6 +201,9 @@ impl GruOp {
                     // z and r: + H · R_zrᵀ.
                     axpys(&mut gates[..2 * hn], h, &dir.r_t, gh, 0);
                     let (zr, cand) = gates.split_at_mut(2 * hn);
+                    if let Some(bound) = self.clip {
+                        zr.iter_mut().for_each(|v| *v = v.clamp(-bound, bound));
+                    }
                     let (z, r) = zr.split_at_mut(hn);
                     z.iter_mut().for_each(|v| *v = sigmoid(*v));
                     r.iter_mut().for_each(|v| *v = sigmoid(*v));
@@ -208,6 +218,9 @@ impl GruOp {
                             .zip(r.iter().zip(h.iter()))
                             .for_each(|(o, (&r, &h))| *o = r * h);
                         axpys(cand, rh, &dir.r_t, gh, 2 * hn);
+                    }
+                    if let Some(bound) = self.clip {
+                        cand.iter_mut().for_each(|v| *v = v.clamp(-bound, bound));
                     }
                     for ((hv, &z), &c) in h.iter_mut().zip(z.iter()).zip(cand.iter()) {
                         *hv = (1.0 - z) * tanh(c) + z * *hv;

@@ -10,6 +10,12 @@
 //! reverse direction from `len - 1` down), its later `Y` rows are zero and `Y_h`, `Y_c`
 //! are its last step's states, as `rnn.rs` does.
 //!
+//! `clip`, peepholes (`P = [Pi, Po, Pf]`) and `input_forget` take a second cell,
+//! [`CellOptions::apply`], chosen once per recurrence: `i = σ(clip(gi + Pi C))`,
+//! `f = σ(clip(gf + Pf C))` (or `1 - i`), `c~ = tanh(clip(gc))`, `C' = f C + i c~`,
+//! `o = σ(clip(go + Po C'))`. A node without them runs the plain cell, with no added
+//! work per step.
+//!
 //! The op writes `Y` (`[seq, dirs, batch, H]`), `Y_h` and `Y_c` (`[dirs, batch, H]`) one
 //! after another into its buffer; the node's outputs are views of it.
 
@@ -31,12 +37,31 @@ pub(crate) struct LstmDirection {
     reverse: bool,
 }
 
+/// The LSTM attributes and input that change the cell: `clip`, `input_forget` and the
+/// peepholes `P` (`[dirs, 3H]`, constant or computed).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LstmCellSpec {
+    /// The `clip` attribute, when the node has one (its absolute value bounds the gates,
+    /// as in the reference).
+    pub clip: Option<f32>,
+    pub input_forget: bool,
+    pub peepholes: Option<Src>,
+}
+
+impl LstmCellSpec {
+    /// Whether the cell is the plain one.
+    fn is_plain(&self) -> bool {
+        self.clip.is_none() && !self.input_forget && self.peepholes.is_none()
+    }
+}
+
 /// A prepared LSTM node.
 #[derive(Clone, Debug)]
 pub(crate) struct LstmOp {
     x: Src,
     initial_h: Option<Src>,
     initial_c: Option<Src>,
+    cell: LstmCellSpec,
     dirs: Vec<LstmDirection>,
     lens: SeqLens,
     seq: usize,
@@ -58,6 +83,18 @@ impl LstmOp {
     /// lowering).
     pub fn with_lens(self, lens: SeqLens) -> LstmOp {
         LstmOp { lens, ..self }
+    }
+
+    /// The op with `clip`, `input_forget` and peepholes (`P` of `[dirs, 3H]`, checked by
+    /// the lowering).
+    pub fn with_cell(self, cell: LstmCellSpec) -> LstmOp {
+        LstmOp {
+            cell: LstmCellSpec {
+                clip: cell.clip.map(f32::abs),
+                ..cell
+            },
+            ..self
+        }
     }
 
     /// `w`: `[dirs, 4H, input]`, `r`: `[dirs, 4H, H]`, `b`: `[dirs, 8H]` when present.
@@ -109,6 +146,7 @@ impl LstmOp {
             x,
             initial_h: initial.0,
             initial_c: initial.1,
+            cell: LstmCellSpec::default(),
             dirs,
             lens: SeqLens::Full,
             seq,
@@ -149,6 +187,7 @@ impl LstmOp {
         let x = sources.get(self.x);
         let init_h = self.initial_h.map(|s| sources.get(s));
         let init_c = self.initial_c.map(|s| sources.get(s));
+        let peepholes = self.cell.peepholes.map(|s| sources.get(s));
         let (y_len, state_len) = self.out_len();
         let (y, rest) = out.split_at_mut(y_len);
         let (y_h, y_c) = rest.split_at_mut(state_len);
@@ -193,7 +232,16 @@ impl LstmOp {
                     h: &mut *h,
                     c: &mut *c,
                 };
-                recurrence(kernel.isa(), dir, walk, g_all, state, y);
+                let cell = if self.cell.is_plain() {
+                    None
+                } else {
+                    Some(CellOptions {
+                        clip: self.cell.clip.unwrap_or(f32::INFINITY),
+                        input_forget: self.cell.input_forget,
+                        peepholes: peepholes.map(|p| &p[d * 3 * hidden..(d + 1) * 3 * hidden]),
+                    })
+                };
+                recurrence(kernel.isa(), dir, walk, g_all, state, y, cell);
                 // Steps past the entry's length are zero (the buffer is reused).
                 for t in len..seq {
                     let o = ((t * ndirs + d) * batch + b) * hidden;
@@ -225,35 +273,60 @@ struct State<'a> {
     c: &'a mut [f32],
 }
 
-/// The time steps of one (direction, batch) pair: `gates = G[t] + H·Rᵀ`, then the cell,
-/// compiled for the CPU's vectors. The sequential dependency on H leaves no parallelism
-/// across steps; within a step the work is a GEMV and the cell, both element-parallel.
-fn recurrence(isa: Isa, dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
+/// The time steps of one (direction, batch) pair: `gates = G[t] + H·Rᵀ`, then the cell
+/// (the plain one when `opts` is `None`), compiled for the CPU's vectors. The sequential
+/// dependency on H leaves no parallelism across steps; within a step the work is a GEMV
+/// and the cell, both element-parallel.
+fn recurrence(
+    isa: Isa,
+    dir: &LstmDirection,
+    at: Walk,
+    g: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+    opts: Option<CellOptions<'_>>,
+) {
     match isa {
         // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512F => unsafe { recurrence_avx512(dir, at, g, s, y) },
+        Isa::Avx512F => unsafe { recurrence_avx512(dir, at, g, s, y, opts) },
         // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2Fma => unsafe { recurrence_avx2(dir, at, g, s, y) },
+        Isa::Avx2Fma => unsafe { recurrence_avx2(dir, at, g, s, y, opts) },
         // NEON has a fused multiply-add too; only the portable kernels go without.
-        Isa::Neon => steps::<true>(dir, at, g, s, y),
-        _ => steps::<false>(dir, at, g, s, y),
+        Isa::Neon => steps::<true>(dir, at, g, s, y, opts),
+        _ => steps::<false>(dir, at, g, s, y, opts),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn recurrence_avx512(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
-    steps::<true>(dir, at, g, s, y)
+unsafe fn recurrence_avx512(
+    dir: &LstmDirection,
+    at: Walk,
+    g: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+    opts: Option<CellOptions<'_>>,
+) {
+    steps::<true>(dir, at, g, s, y, opts)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn recurrence_avx2(dir: &LstmDirection, at: Walk, g: &[f32], s: State<'_>, y: &mut [f32]) {
-    steps::<true>(dir, at, g, s, y)
+unsafe fn recurrence_avx2(
+    dir: &LstmDirection,
+    at: Walk,
+    g: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+    opts: Option<CellOptions<'_>>,
+) {
+    steps::<true>(dir, at, g, s, y, opts)
 }
 
+/// Picks the cell once, outside the step loop, so that each loop is compiled with its
+/// own cell inlined.
 #[inline(always)]
 fn steps<const FMA: bool>(
     dir: &LstmDirection,
@@ -261,6 +334,22 @@ fn steps<const FMA: bool>(
     g_all: &[f32],
     s: State<'_>,
     y: &mut [f32],
+    opts: Option<CellOptions<'_>>,
+) {
+    match opts {
+        None => step_loop::<FMA>(dir, at, g_all, s, y, cell),
+        Some(o) => step_loop::<FMA>(dir, at, g_all, s, y, |g, h, c| o.apply(g, h, c)),
+    }
+}
+
+#[inline(always)]
+fn step_loop<const FMA: bool>(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+    cell: impl Fn(&[f32], &mut [f32], &mut [f32]),
 ) {
     let State { gates, h, c } = s;
     let (gh, hidden) = (gates.len(), h.len());
@@ -333,5 +422,43 @@ fn cell(gates: &[f32], h: &mut [f32], c: &mut [f32]) {
         let c_new = sigmoid(f) * *c + sigmoid(i) * tanh(g);
         *c = c_new;
         *h = sigmoid(o) * tanh(c_new);
+    }
+}
+
+/// One direction's `clip`, `input_forget` and peepholes, for [`CellOptions::apply`].
+#[derive(Clone, Copy)]
+struct CellOptions<'a> {
+    /// The bound on every gate's pre-activation (infinite without `clip`).
+    clip: f32,
+    input_forget: bool,
+    /// This direction's `[Pi, Po, Pf]` (`3H`).
+    peepholes: Option<&'a [f32]>,
+}
+
+impl CellOptions<'_> {
+    /// The cell of [`cell`] with the options: the peephole terms read the old cell state
+    /// for i and f and the new one for o, and `input_forget` couples f to i after i's
+    /// clip, as ONNX defines them.
+    #[inline(always)]
+    fn apply(&self, gates: &[f32], h: &mut [f32], c: &mut [f32]) {
+        let n = h.len();
+        let (i, rest) = gates.split_at(n);
+        let (o, rest) = rest.split_at(n);
+        let (f, cand) = rest.split_at(n);
+        let bound = self.clip;
+        let clip = |v: f32| v.clamp(-bound, bound);
+        let p = |k: usize, j: usize| self.peepholes.map_or(0.0, |p| p[k * n + j]);
+        for j in 0..n {
+            let old = c[j];
+            let ig = sigmoid(clip(i[j] + p(0, j) * old));
+            let fg = if self.input_forget {
+                1.0 - ig
+            } else {
+                sigmoid(clip(f[j] + p(2, j) * old))
+            };
+            let c_new = fg * old + ig * tanh(clip(cand[j]));
+            c[j] = c_new;
+            h[j] = sigmoid(clip(o[j] + p(1, j) * c_new)) * tanh(c_new);
+        }
     }
 }

@@ -146,6 +146,8 @@ pub(crate) enum DqInput {
         len: usize,
         nhwc: Option<Nhwc>,
     },
+    /// An i32 tensor computed at run time, its bits in a word each.
+    Words { src: Src, len: usize },
     /// A constant, kept as integers: an i32 bias may not be exact in f32.
     Const(Vec<i32>),
 }
@@ -192,6 +194,15 @@ impl DequantizeOp {
                     }
                 }
             }
+            // As the reference: the difference exact in f64, the product rounded once.
+            DqInput::Words { src, len } => {
+                let x = &sources.get(*src)[..*len];
+                for (k, (o, &v)) in out.iter_mut().zip(x).enumerate() {
+                    let i = self.layout.which(k);
+                    let v = f64::from(v.to_bits() as i32);
+                    *o = ((v - p.zero_points[i] as f64) * p.scales[i] as f64) as f32;
+                }
+            }
             DqInput::Const(x) => {
                 for (k, (o, &v)) in out.iter_mut().zip(x).enumerate() {
                     let i = self.layout.which(k);
@@ -202,10 +213,14 @@ impl DequantizeOp {
     }
 }
 
-/// QuantizeLinear of an f32 tensor (NCHW) into stored bytes, NCHW or channels-last.
+/// QuantizeLinear of an f32 tensor (NCHW) into stored bytes, NCHW or channels-last; of
+/// an i32 tensor (its bits in a word) converted to f32 first, as the reference divides
+/// (an f16 one is widened to f32 before the op, see `exec/lower/half.rs`).
 #[derive(Debug)]
 pub(crate) struct QuantizeOp {
     pub x: Src,
+    /// Whether `x` is i32.
+    pub int_input: bool,
     pub params: QParams,
     pub layout: AxisLayout,
     /// The result is held NHWC (see `exec/lower/quant.rs`).
@@ -219,6 +234,17 @@ impl QuantizeOp {
 
     #[inline(always)]
     fn run_inner(&self, sources: &Sources<'_>, out: &mut [u8]) {
+        match self.int_input {
+            true => self.quantize_from::<true>(sources, out),
+            false => self.quantize_from::<false>(sources, out),
+        }
+    }
+
+    /// The loops, compiled once for f32 and once for i32 words (`I32`), so that the f32
+    /// path reads its values as they are.
+    #[inline(always)]
+    fn quantize_from<const I32: bool>(&self, sources: &Sources<'_>, out: &mut [u8]) {
+        let value = |v: f32| if I32 { v.to_bits() as i32 as f32 } else { v };
         let x = sources.get(self.x);
         let p = &self.params;
         let bias = stored_bias(p.dtype);
@@ -227,7 +253,7 @@ impl QuantizeOp {
         match (p.per_tensor(), self.nhwc) {
             (Some((s, z)), None) => {
                 for (o, &v) in out.iter_mut().zip(x) {
-                    *o = quantize_stored(v, s, z + bias, lo, hi);
+                    *o = quantize_stored(value(v), s, z + bias, lo, hi);
                 }
             }
             // NCHW in, NHWC out, a block of pixels at a time: each channel's run of the
@@ -246,7 +272,7 @@ impl QuantizeOp {
                         for ch in 0..c {
                             let xs = &src[ch * plane + p0..][..n];
                             for (t, &v) in tmp.iter_mut().zip(xs) {
-                                *t = quantize_stored(v, s, z + bias, lo, hi);
+                                *t = quantize_stored(value(v), s, z + bias, lo, hi);
                             }
                             let pixels = dst[p0 * c..(p0 + n) * c].iter_mut().skip(ch);
                             for (d, &t) in pixels.step_by(c).zip(&tmp[..n]) {
@@ -260,7 +286,8 @@ impl QuantizeOp {
                 for (k, &v) in x.iter().enumerate().take(out.len()) {
                     let i = self.layout.which(k);
                     let at = nhwc.map_or(k, |l| l.at(k));
-                    out[at] = quantize_stored(v, p.scales[i], p.zero_points[i] + bias, lo, hi);
+                    let (s, z) = (p.scales[i], p.zero_points[i] + bias);
+                    out[at] = quantize_stored(value(v), s, z, lo, hi);
                 }
             }
         }

@@ -85,6 +85,7 @@ pub(crate) fn half_computed(op: OpKind) -> bool {
             | OpKind::Det
             | OpKind::MaxUnpool
             | OpKind::Col2Im
+            | OpKind::QuantizeLinear
     )
 }
 
@@ -95,6 +96,8 @@ pub(crate) fn read_at_init(op: OpKind, i: usize) -> bool {
         OpKind::Clip | OpKind::ConvTranspose | OpKind::BatchNormalization | OpKind::Resize => {
             i >= 1
         }
+        // The scale (and the 8-bit zero point) are read into `QParams` at init.
+        OpKind::QuantizeLinear => i >= 1,
         // Constant weights and bias, reordered at init (`crate::ops::deform_conv`).
         OpKind::DeformConv => i == 1 || i == 3,
         _ => false,

@@ -122,6 +122,7 @@ pub(super) fn known_attributes(op: OpKind) -> &'static [(&'static str, Kind)] {
         ],
         OpKind::GRU => &[
             ("activations", Str),
+            ("clip", Float),
             ("direction", Str),
             ("hidden_size", Int),
             ("layout", Int),
@@ -429,6 +430,8 @@ pub(super) fn expected_dtypes(op: OpKind, pos: Option<usize>) -> &'static [DType
         (OpKind::Attention, Some(6)) | (OpKind::RotaryEmbedding, Some(3)) => &[DType::I64],
         // The recurrences' sequence lengths.
         (OpKind::RNN | OpKind::GRU | OpKind::LSTM, Some(4)) => &[DType::I32],
+        // Integer products accumulate exactly (`crate::ops::einsum`); f16 is widened.
+        (OpKind::Einsum, _) => ARITH,
         _ => &[DType::F32],
     }
 }
@@ -438,9 +441,10 @@ fn attr_no_support(message: String) -> Support {
     Support::no(DeclineReason::Attribute, message)
 }
 
-/// Einsum as implemented (`crate::ops::einsum`): one or two operands (a label may repeat
-/// within one: a diagonal), at most `MAX_LABELS` labels.
-fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
+/// Einsum as implemented (`crate::ops::einsum`): any number of operands (a label may
+/// repeat within one: a diagonal), at most `MAX_LABELS` labels, every operand of the
+/// output's dtype (as ONNX requires; the reference refuses a mix).
+fn check_einsum(graph: &Graph, node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
     let e = baton_delegate_api::shape::einsum::parse(node.attr_str("equation", ""), shapes)
         .map_err(|m| shape_no(node, m))?;
     let other = |m: String| {
@@ -449,11 +453,16 @@ fn check_einsum(node: &Node, shapes: &[Vec<usize>]) -> Result<(), Support> {
             format!("{}: {m}", node.label()),
         ))
     };
-    if !(1..=2).contains(&e.inputs.len()) {
-        return other(format!(
-            "Einsum of {} operands is not implemented (one or two: a transpose with sums, \
-             or a batched matrix product)",
-            e.inputs.len()
+    let out = graph.tensors[node.outputs[0]].dtype;
+    if let Some(&t) = node.inputs.iter().find(|&&t| graph.tensors[t].dtype != out) {
+        return Err(Support::no(
+            DeclineReason::DType,
+            format!(
+                "{}: operand '{}' is {} but the output is {out}",
+                node.label(),
+                graph.tensors[t].name,
+                graph.tensors[t].dtype
+            ),
         ));
     }
     let max = crate::ops::einsum::MAX_LABELS;
@@ -574,7 +583,8 @@ pub(super) fn check_op(
             if node.attr_int("training_mode", 0) != 0 {
                 return attr_no("training_mode (batch statistics) is not supported".into());
             }
-            if x.len() < 2 {
+            // Rank 1 is a single channel; a scalar has no channel at all.
+            if x.is_empty() {
                 return Err(shape_no(node, format!("input {x:?} has no channel axis")));
             }
         }
@@ -697,7 +707,7 @@ pub(super) fn check_op(
         OpKind::GRU => check_gru(graph, node, shapes, consts)?,
         OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
-        OpKind::Einsum => check_einsum(node, shapes)?,
+        OpKind::Einsum => check_einsum(graph, node, shapes)?,
         OpKind::DeformConv => {
             if !(3..=5).contains(&x.len()) {
                 return Err(shape_no(
@@ -855,8 +865,8 @@ pub(super) fn check_range_length(
     Ok(())
 }
 
-/// GRU as implemented: layout 0, default activations, no clip, no `sequence_lens`, and
-/// constant weights (packed at init).
+/// GRU as implemented: layout 0, default activations, `clip`, `sequence_lens` (constant or
+/// not), and constant weights (packed at init).
 fn check_gru(
     graph: &Graph,
     node: &Node,
@@ -968,8 +978,11 @@ fn check_resize(
             "coordinate_transformation_mode '{coord}' is not supported"
         ));
     }
-    if node.attr_str("keep_aspect_ratio_policy", "stretch") != "stretch" {
-        return attr_no("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
+    let policy = node.attr_str("keep_aspect_ratio_policy", "stretch");
+    if !matches!(policy, "stretch" | "not_larger" | "not_smaller") {
+        return attr_no(format!(
+            "keep_aspect_ratio_policy '{policy}' is not supported"
+        ));
     }
     if present(1) {
         return attr_no("a region of interest is not supported".into());

@@ -2,6 +2,7 @@
 //! the reductions, LayerNormalization, Slice's axes and LSTM.
 
 use super::*;
+use crate::ops::lstm::LstmCellSpec;
 use crate::ops::reduce::{FloatReduceOp, ReduceLayout};
 
 /// The reduction an op computes, `None` for the other ops.
@@ -265,6 +266,27 @@ impl Builder<'_> {
         };
         let x = self.src(node.inputs[0])?;
         let lens = self.seq_lens(node, shapes)?;
+        let (dirs, hidden) = (shapes[1][0], shapes[2][2]);
+        let peepholes = if present(7) {
+            if shapes[7] != [dirs, 3 * hidden] {
+                return Err(format!(
+                    "LSTM peepholes P of shape {:?}, expected [{dirs}, {}]",
+                    shapes[7],
+                    3 * hidden
+                ));
+            }
+            Some(self.src(node.inputs[7])?)
+        } else {
+            None
+        };
+        let cell = LstmCellSpec {
+            clip: node
+                .attrs
+                .contains_key("clip")
+                .then(|| node.attr_float("clip", 0.0)),
+            input_forget: node.attr_int("input_forget", 0) != 0,
+            peepholes,
+        };
         Ok(Op::Lstm(
             LstmOp::new(
                 &mut self.packs,
@@ -279,7 +301,8 @@ impl Builder<'_> {
                 shapes[1][0],
                 shapes[2][2],
             )
-            .with_lens(lens),
+            .with_lens(lens)
+            .with_cell(cell),
         ))
     }
 }

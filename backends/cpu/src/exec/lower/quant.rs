@@ -228,6 +228,7 @@ impl<'g> Builder<'g> {
         if node.op == OpKind::QuantizeLinear {
             return Ok(Op::Quantize(QuantizeOp {
                 x: self.src(t)?,
+                int_input: self.graph.tensors[t].dtype == DType::I32,
                 params,
                 layout,
                 nhwc: self.nhwc_of(node.outputs[0]),
@@ -237,6 +238,10 @@ impl<'g> Builder<'g> {
             Some(bytes) if self.graph.tensors[t].is_const() => {
                 DqInput::Const(ints(params.dtype, bytes).ok_or("unreadable constant")?)
             }
+            _ if self.graph.tensors[t].dtype == DType::I32 => DqInput::Words {
+                src: self.src(t)?,
+                len: x_shape.iter().product(),
+            },
             _ => DqInput::Bytes {
                 src: self.src(t)?,
                 len: x_shape.iter().product(),

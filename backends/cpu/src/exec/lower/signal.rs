@@ -4,7 +4,7 @@
 use baton_delegate_api::shape::{einsum, spectral};
 
 use super::*;
-use crate::ops::einsum::EinsumOp;
+use crate::ops::einsum::{EinsumOp, EinsumType};
 use crate::ops::fft::Fft;
 use crate::ops::grid_sample::{GridSampleOp, SampleMode, SamplePadding};
 use crate::ops::spectral::{DftOp, StftOp};
@@ -104,8 +104,14 @@ impl Builder<'_> {
             .iter()
             .map(|&t| self.src(t))
             .collect::<Result<Vec<_>, _>>()?;
+        // f16 is widened to f32 around the op (`half.rs`); the integers are exact.
+        let ty = match self.graph.tensors[node.outputs[0]].dtype {
+            DType::I32 => EinsumType::I32,
+            DType::I64 => EinsumType::I64,
+            _ => EinsumType::F32,
+        };
         Ok(Op::Einsum(EinsumOp::new(
-            &srcs, &e.inputs, shapes, &e.output, &e.extents,
+            ty, &srcs, &e.inputs, shapes, &e.output, &e.extents,
         )?))
     }
 

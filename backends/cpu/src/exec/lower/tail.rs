@@ -298,14 +298,19 @@ impl Builder<'_> {
                     };
                     ((Vec::new(), Vec::new()), Some(stats))
                 };
-                let x = &shapes[0];
+                // An X of rank 1 is one channel (ONNX's shape rule, as the reference
+                // reads it): its elements are the one plane.
+                let (channels, plane) = match shapes[0][..] {
+                    [n] => (1, n),
+                    ref x => (x[1], x[2..].iter().product()),
+                };
                 Op::Affine(AffineOp {
                     x: self.src(input(0))?,
                     a,
                     b,
                     stats,
-                    channels: x[1],
-                    plane: x.get(2..).map_or(1, |s| s.iter().product()),
+                    channels,
+                    plane,
                     channels_last: self.nhwc[input(0)],
                 })
             }
@@ -386,6 +391,10 @@ impl Builder<'_> {
             hidden: shapes[2][2],
             direction: node.attr_str("direction", "forward"),
             linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
+            clip: node
+                .attrs
+                .contains_key("clip")
+                .then(|| node.attr_float("clip", 0.0)),
             lens: self.seq_lens(node, shapes)?,
         };
         Ok(Op::Gru(GruOp::new(
@@ -620,7 +629,8 @@ impl Builder<'_> {
     }
 
     /// The scale of every axis: from `scales` (attribute or constant input 2) on the
-    /// resized axes, else `out / in` (sizes given).
+    /// resized axes, else `out / in` (sizes given), or with `keep_aspect_ratio_policy`
+    /// one common scale.
     pub(super) fn resize_scales(
         &self,
         node: &Node,
@@ -645,11 +655,40 @@ impl Builder<'_> {
                 .map(|v| v.ok_or("Resize scales are not constant"))
                 .transpose()?,
         };
+        // With sizes, `keep_aspect_ratio_policy` not_larger / not_smaller resamples every
+        // resized axis by one scale, the smallest / largest `size / in`: the output's
+        // extents are that scale's rounded products, so `out / in` would differ from it.
+        let policy = node.attr_str("keep_aspect_ratio_policy", "stretch");
+        let common = match (&given, policy) {
+            (None, "not_larger" | "not_smaller") => {
+                let sizes = match node.attr_ints("sizes") {
+                    Some(v) => v.to_vec(),
+                    None => node
+                        .inputs
+                        .get(3)
+                        .and_then(|&t| self.const_i64s(t))
+                        .ok_or("Resize sizes are not constant")?,
+                };
+                if sizes.len() != axes.len() {
+                    return Err(format!("Resize sizes {sizes:?} for {} axes", axes.len()));
+                }
+                let ratios = axes
+                    .iter()
+                    .zip(&sizes)
+                    .map(|(&a, &s)| s as f64 / x[a] as f64);
+                Some(match policy {
+                    "not_larger" => ratios.fold(f64::INFINITY, f64::min),
+                    _ => ratios.fold(0.0, f64::max),
+                })
+            }
+            _ => None,
+        };
         let mut scales = vec![1.0f64; rank];
         for (k, &a) in axes.iter().enumerate() {
-            scales[a] = match &given {
-                Some(s) => *s.get(k).ok_or("fewer scales than axes")? as f64,
-                None => out[a] as f64 / x[a] as f64,
+            scales[a] = match (&given, common) {
+                (Some(s), _) => *s.get(k).ok_or("fewer scales than axes")? as f64,
+                (None, Some(c)) => c,
+                (None, None) => out[a] as f64 / x[a] as f64,
             };
         }
         Ok(scales)
