@@ -757,7 +757,10 @@ fn check_op(
         OpKind::Split | OpKind::Squeeze | OpKind::Unsqueeze => {
             require_const_operands(graph, node, consts)?
         }
-        OpKind::LSTM => check_lstm(graph, node, consts)?,
+        OpKind::LSTM => {
+            recurrent_clip(node)?;
+            check_lstm(graph, node, consts)?
+        }
         OpKind::ReduceMean
         | OpKind::ReduceSum
         | OpKind::ReduceMax
@@ -1014,6 +1017,18 @@ pub(crate) fn require_const_operands(
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// An LSTM, GRU or RNN `clip` the kernels can clamp with: not NaN (the lowering refuses it
+/// too, `exec/lower`'s `recurrent_clip`).
+pub(crate) fn recurrent_clip(node: &Node) -> Result<(), Support> {
+    if node.attrs.contains_key("clip") && node.attr_float("clip", 0.0).is_nan() {
+        return Err(Support::no(
+            DeclineReason::Attribute,
+            format!("{}: clip is NaN", node.label()),
+        ));
     }
     Ok(())
 }

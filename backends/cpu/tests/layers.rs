@@ -896,3 +896,38 @@ fn resize_keeping_the_aspect_ratio_by_hand() {
     assert_close_labelled("not_larger", out[0].f32s(), &not_larger, 1e-6, 1e-6);
     assert_close_labelled("not_smaller", out[1].f32s(), &not_smaller, 1e-6, 1e-6);
 }
+
+/// A recurrent node whose `clip` is NaN is declined at `supports`, naming the node: the
+/// kernels clamp with the bound, which would panic on NaN at run time.
+#[test]
+fn a_nan_clip_is_declined_naming_the_node() {
+    use baton_delegate_api::testing::supports;
+    use baton_delegate_api::{DType, GraphBuilder, Support};
+    for op in [OpKind::RNN, OpKind::GRU, OpKind::LSTM] {
+        let gates = match op {
+            OpKind::RNN => 1,
+            OpKind::GRU => 3,
+            _ => 4,
+        };
+        let mut g = GraphBuilder::new("nan_clip");
+        let x = g.input_fixed("x", DType::F32, &[2, 1, 1]);
+        let w = g.constant_f32("w", &[1, gates, 1], &vec![0.5; gates]);
+        let r = g.constant_f32("r", &[1, gates, 1], &vec![1.0; gates]);
+        let clip = ("clip", Attr::Float(f32::NAN));
+        let outs = g
+            .named_node_outputs("rec", op, &[x, w, r], &[clip], 2)
+            .unwrap();
+        for &t in &outs {
+            g.output(t);
+        }
+        let graph = g.finish().unwrap();
+        let answers = supports(&common::delegate(true), &graph);
+        match &answers[0] {
+            Support::No(why) => {
+                let why = &why.message;
+                assert!(why.contains("rec") && why.contains("clip"), "{why}");
+            }
+            other => panic!("{op:?} with a NaN clip: {other:?}"),
+        }
+    }
+}

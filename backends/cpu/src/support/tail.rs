@@ -704,8 +704,14 @@ pub(super) fn check_op(
                 format!("{}: the shape is computed at run time", node.label()),
             ));
         }
-        OpKind::GRU => check_gru(graph, node, shapes, consts)?,
-        OpKind::RNN => check_rnn(graph, node, shapes, consts)?,
+        OpKind::GRU => {
+            super::recurrent_clip(node)?;
+            check_gru(graph, node, shapes, consts)?
+        }
+        OpKind::RNN => {
+            super::recurrent_clip(node)?;
+            check_rnn(graph, node, shapes, consts)?
+        }
         OpKind::Resize => check_resize(graph, node, shapes, consts, &present)?,
         OpKind::Einsum => check_einsum(graph, node, shapes)?,
         OpKind::DeformConv => {

@@ -969,3 +969,17 @@ impl<'g> Builder<'g> {
 fn checked_len(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
 }
+
+/// The `clip` attribute of an LSTM, GRU or RNN (its absolute value bounds the gates, as in
+/// the reference), or `None` without one; a NaN bound is refused here, where it names the
+/// node, rather than reaching the kernels' clamps.
+fn recurrent_clip(node: &Node) -> Result<Option<f32>, String> {
+    if !node.attrs.contains_key("clip") {
+        return Ok(None);
+    }
+    let clip = node.attr_float("clip", 0.0);
+    if clip.is_nan() {
+        return Err(format!("{}: clip is NaN", node.label()));
+    }
+    Ok(Some(clip.abs()))
+}

@@ -280,10 +280,7 @@ impl Builder<'_> {
             None
         };
         let cell = LstmCellSpec {
-            clip: node
-                .attrs
-                .contains_key("clip")
-                .then(|| node.attr_float("clip", 0.0)),
+            clip: super::recurrent_clip(node)?,
             input_forget: node.attr_int("input_forget", 0) != 0,
             peepholes,
         };

@@ -391,10 +391,7 @@ impl Builder<'_> {
             hidden: shapes[2][2],
             direction: node.attr_str("direction", "forward"),
             linear_before_reset: node.attr_int("linear_before_reset", 0) != 0,
-            clip: node
-                .attrs
-                .contains_key("clip")
-                .then(|| node.attr_float("clip", 0.0)),
+            clip: super::recurrent_clip(node)?,
             lens: self.seq_lens(node, shapes)?,
         };
         Ok(Op::Gru(GruOp::new(
@@ -431,10 +428,7 @@ impl Builder<'_> {
             hidden: shapes[2][2],
             direction: node.attr_str("direction", "forward"),
             activations: rnn_activations(node, dirs)?,
-            clip: node
-                .attrs
-                .contains_key("clip")
-                .then(|| node.attr_float("clip", 0.0)),
+            clip: super::recurrent_clip(node)?,
             lens,
         };
         Ok(Op::Rnn(RnnOp::new(
