@@ -7,6 +7,7 @@ mod common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind};
 use baton_delegate_api::testing::{views, Hosted, Rng};
 use baton_delegate_api::{Constants, Delegate, Executable, Tensor, TensorData};
@@ -75,196 +76,71 @@ fn execute_allocates_nothing() {
     let z = g.node(OpKind::Mul, &[y, y], &[]).unwrap();
     g.output(z);
     let graph = g.finish().unwrap();
-
-    let d = delegate(true);
-    let h = Hosted::new(&graph);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
     let input = Tensor::from_f32(&[1, 3, 9, 9], &rng.vec(243));
-    let out_shape = h.graph.tensors[h.graph.outputs[0]].static_shape().unwrap();
-    let mut out = Tensor::zeros(DType::F32, &out_shape);
-    let inputs = [input.view()];
-    let mut outputs = [out.view_mut()];
+    assert_execute_allocates_nothing(&delegate(true), &graph, &[input], "convolutions");
 
-    ARMED.with(|a| a.set(true));
-    let result = exec.execute(&inputs, &mut outputs);
-    ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(COUNT.with(Cell::get), 0, "execute allocated");
+    let two = common::delegate_threads(2);
 
     // RotaryEmbedding, and Attention (its per-thread scratch and run-time packings sized
-    // at init) on the rotated queries with a mask, a past and every output; two threads, so that the
-    // pool's workers take their own scratch.
-    let attn = attention_graph();
-    let d = common::delegate_threads(2);
-    let h = Hosted::new(&attn);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
-    let q = Tensor::from_f32(&[1, 4, 3, 8], &rng.vec(96));
-    let k = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
-    let val = Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80));
-    let pos = Tensor::from_i64(&[1, 3], &[2, 0, 5]);
-    let mut outs: Vec<Tensor> = h
-        .graph
-        .outputs
-        .iter()
-        .map(|&t| {
-            let decl = &h.graph.tensors[t];
-            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
-        })
-        .collect();
-    let inputs = [q.view(), k.view(), val.view(), pos.view()];
-    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
-    ARMED.with(|a| a.set(true));
-    let result = exec.execute(&inputs, &mut outputs);
-    ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(COUNT.with(Cell::get), 0, "Attention's execute allocated");
+    // at init) on the rotated queries with a mask, a past and every output; two threads,
+    // so that the pool's workers take their own scratch.
+    let inputs = [
+        Tensor::from_f32(&[1, 4, 3, 8], &rng.vec(96)),
+        Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80)),
+        Tensor::from_f32(&[1, 2, 5, 8], &rng.vec(80)),
+        Tensor::from_i64(&[1, 3], &[2, 0, 5]),
+    ];
+    assert_execute_allocates_nothing(&two, &attention_graph(), &inputs, "Attention");
 
     // MatMulInteger and ConvInteger on the int8 kernels (the convolution's NHWC scratch
     // sized at init), and ReverseSequence with run-time lengths; two threads.
-    let ints = integer_graph();
-    let d = common::delegate_threads(2);
-    let h = Hosted::new(&ints);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
     let bytes = |n: usize| -> Vec<u8> { (0..n).map(|i| (i * 37 % 256) as u8).collect() };
-    let a = Tensor::from_bytes(DType::U8, &[3, 16], &bytes(48));
-    let x = Tensor::from_bytes(DType::I8, &[1, 4, 6, 6], &bytes(144));
-    let seq = Tensor::from_f32(&[4, 3, 2], &rng.vec(24));
-    let lens = Tensor::from_i64(&[3], &[4, 0, 2]);
-    let mut outs: Vec<Tensor> = h
-        .graph
-        .outputs
-        .iter()
-        .map(|&t| {
-            let decl = &h.graph.tensors[t];
-            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
-        })
-        .collect();
-    let inputs = [a.view(), x.view(), seq.view(), lens.view()];
-    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
-    ARMED.with(|a| a.set(true));
-    let result = exec.execute(&inputs, &mut outputs);
-    ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(
-        COUNT.with(Cell::get),
-        0,
-        "the integer products' or ReverseSequence's execute allocated"
-    );
+    let inputs = [
+        Tensor::from_bytes(DType::U8, &[3, 16], &bytes(48)),
+        Tensor::from_bytes(DType::I8, &[1, 4, 6, 6], &bytes(144)),
+        Tensor::from_f32(&[4, 3, 2], &rng.vec(24)),
+        Tensor::from_i64(&[3], &[4, 0, 2]),
+    ];
+    let what = "the integer products or ReverseSequence";
+    assert_execute_allocates_nothing(&two, &integer_graph(), &inputs, what);
 
     // A bidirectional RNN with constant sequence lengths, an initial state and an
     // activation computed through the shared f64 definition; LSTM and GRU with their
     // options; a three-operand Einsum; two threads.
     let rnn = rnn_graph(&mut rng);
-    let h = Hosted::new(&rnn);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
-    let x = Tensor::from_f32(&[4, 3, 5], &rng.vec(60));
-    let h0 = Tensor::from_f32(&[2, 3, 6], &rng.vec(36));
-    let mut outs: Vec<Tensor> = h
-        .graph
-        .outputs
-        .iter()
-        .map(|&t| Tensor::zeros(DType::F32, &h.graph.tensors[t].static_shape().unwrap()))
-        .collect();
-    let inputs = [x.view(), h0.view()];
-    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
-    ARMED.with(|a| a.set(true));
-    let result = exec.execute(&inputs, &mut outputs);
-    ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(
-        COUNT.with(Cell::get),
-        0,
-        "RNN's, LSTM's, GRU's or Einsum's execute allocated"
-    );
+    let inputs = [
+        Tensor::from_f32(&[4, 3, 5], &rng.vec(60)),
+        Tensor::from_f32(&[2, 3, 6], &rng.vec(36)),
+    ];
+    assert_execute_allocates_nothing(&two, &rnn, &inputs, "RNN, LSTM, GRU or Einsum");
 
     // DFT (a Bluestein length, one-sided) and STFT (a power-of-two frame, a run-time
     // window) on their per-thread scratch, MelWeightMatrix with run-time edges, RoiAlign
     // with run-time boxes and an adaptive grid, LinearAttention (gated delta rule, a past
     // state) and DeformConv (its columns packed into the run-time panels); two threads.
-    let spectral = spectral_graph();
-    let h = Hosted::new(&spectral);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
-    let x = Tensor::from_f32(&[3, 12, 1], &rng.vec(36));
-    let sig = Tensor::from_f32(&[2, 40, 1], &rng.vec(80));
-    let win = Tensor::from_f32(&[8], &rng.vec(8));
-    let low = Tensor::from_f32(&[], &[100.0]);
-    let high = Tensor::from_f32(&[], &[3000.0]);
-    let img = Tensor::from_f32(&[2, 3, 6, 7], &rng.vec(252));
-    let rois = Tensor::from_f32(&[2, 4], &[0.0, 0.0, 5.0, 4.0, 1.5, 0.5, 4.25, 3.75]);
-    let batch = Tensor::from_i64(&[2], &[1, 0]);
-    let q = Tensor::from_f32(&[1, 3, 8], &rng.vec(24));
-    let k = Tensor::from_f32(&[1, 3, 4], &rng.vec(12));
-    let val = Tensor::from_f32(&[1, 3, 3], &rng.vec(9));
-    let past = Tensor::from_f32(&[1, 1, 4, 3], &rng.vec(12));
-    let decay = Tensor::from_f32(&[1, 3, 1], &rng.vec(3));
-    let beta = Tensor::from_f32(&[1, 3, 1], &rng.vec(3));
-    let dx = Tensor::from_f32(&[1, 2, 5, 5], &rng.vec(50));
-    let offsets = Tensor::from_f32(&[1, 8, 4, 4], &rng.vec(128));
-    let mask = Tensor::from_f32(&[1, 4, 4, 4], &rng.vec(64));
-    let rw = Tensor::from_f32(&[3, 2, 2, 2], &rng.vec(24));
-    let rb = Tensor::from_f32(&[3], &rng.vec(3));
-    let mut outs: Vec<Tensor> = h
-        .graph
-        .outputs
-        .iter()
-        .map(|&t| Tensor::zeros(DType::F32, &h.graph.tensors[t].static_shape().unwrap()))
-        .collect();
     let inputs = [
-        x.view(),
-        sig.view(),
-        win.view(),
-        low.view(),
-        high.view(),
-        img.view(),
-        rois.view(),
-        batch.view(),
-        q.view(),
-        k.view(),
-        val.view(),
-        past.view(),
-        decay.view(),
-        beta.view(),
-        dx.view(),
-        offsets.view(),
-        mask.view(),
-        rw.view(),
-        rb.view(),
+        Tensor::from_f32(&[3, 12, 1], &rng.vec(36)),
+        Tensor::from_f32(&[2, 40, 1], &rng.vec(80)),
+        Tensor::from_f32(&[8], &rng.vec(8)),
+        Tensor::from_f32(&[], &[100.0]),
+        Tensor::from_f32(&[], &[3000.0]),
+        Tensor::from_f32(&[2, 3, 6, 7], &rng.vec(252)),
+        Tensor::from_f32(&[2, 4], &[0.0, 0.0, 5.0, 4.0, 1.5, 0.5, 4.25, 3.75]),
+        Tensor::from_i64(&[2], &[1, 0]),
+        Tensor::from_f32(&[1, 3, 8], &rng.vec(24)),
+        Tensor::from_f32(&[1, 3, 4], &rng.vec(12)),
+        Tensor::from_f32(&[1, 3, 3], &rng.vec(9)),
+        Tensor::from_f32(&[1, 1, 4, 3], &rng.vec(12)),
+        Tensor::from_f32(&[1, 3, 1], &rng.vec(3)),
+        Tensor::from_f32(&[1, 3, 1], &rng.vec(3)),
+        Tensor::from_f32(&[1, 2, 5, 5], &rng.vec(50)),
+        Tensor::from_f32(&[1, 8, 4, 4], &rng.vec(128)),
+        Tensor::from_f32(&[1, 4, 4, 4], &rng.vec(64)),
+        Tensor::from_f32(&[3, 2, 2, 2], &rng.vec(24)),
+        Tensor::from_f32(&[3], &rng.vec(3)),
     ];
-    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
-    ARMED.with(|a| a.set(true));
-    let result = exec.execute(&inputs, &mut outputs);
-    ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(
-        COUNT.with(Cell::get),
-        0,
-        "a spectral, RoiAlign, LinearAttention or DeformConv execute allocated"
-    );
+    let what = "a spectral op, RoiAlign, LinearAttention or DeformConv";
+    assert_execute_allocates_nothing(&two, &spectral_graph(), &inputs, what);
 
     // TensorScatter of a KV cache large enough to be split over the pool's two threads,
     // circular, with write indices given at run time.
@@ -278,28 +154,43 @@ fn execute_allocates_nothing() {
         .unwrap();
     g.output(kv);
     let kv = g.finish().unwrap();
-    let h = Hosted::new(&kv);
+    let inputs = [
+        Tensor::from_f32(&[2, 8, 1024, 16], &rng.vec(2 * 8 * 1024 * 16)),
+        Tensor::from_f32(&[2, 8, 3, 16], &rng.vec(2 * 8 * 3 * 16)),
+        Tensor::from_i64(&[2], &[1022, 5]),
+    ];
+    assert_execute_allocates_nothing(&two, &kv, &inputs, "TensorScatter");
+}
+
+/// Compiles and inits `graph` on `d`, then runs `execute` once with the allocator armed
+/// and fails, naming `what`, if it allocated (outputs are zero tensors of the declared
+/// shapes, made before arming).
+fn assert_execute_allocates_nothing(d: &CpuDelegate, graph: &Graph, inputs: &[Tensor], what: &str) {
+    let h = Hosted::new(graph);
     let consts = h.tensors();
     let v = views(&consts);
     let blob = d
         .compile(0, &h.graph, Constants::new(&h.graph, &v))
         .unwrap();
     let mut exec = d.init(0, &blob, &v).unwrap();
-    let past = Tensor::from_f32(&[2, 8, 1024, 16], &rng.vec(2 * 8 * 1024 * 16));
-    let update = Tensor::from_f32(&[2, 8, 3, 16], &rng.vec(2 * 8 * 3 * 16));
-    let write = Tensor::from_i64(&[2], &[1022, 5]);
-    let mut out = Tensor::zeros(DType::F32, &[2, 8, 1024, 16]);
-    let inputs = [past.view(), update.view(), write.view()];
-    let mut outputs = [out.view_mut()];
+    let mut outs: Vec<Tensor> = h
+        .graph
+        .outputs
+        .iter()
+        .map(|&t| {
+            let decl = &h.graph.tensors[t];
+            Tensor::zeros(decl.dtype, &decl.static_shape().unwrap())
+        })
+        .collect();
+    let inputs: Vec<_> = inputs.iter().map(Tensor::view).collect();
+    let mut outputs: Vec<_> = outs.iter_mut().map(|t| t.view_mut()).collect();
+    let before = COUNT.with(Cell::get);
     ARMED.with(|a| a.set(true));
     let result = exec.execute(&inputs, &mut outputs);
     ARMED.with(|a| a.set(false));
-    result.unwrap();
-    assert_eq!(
-        COUNT.with(Cell::get),
-        0,
-        "TensorScatter's execute allocated"
-    );
+    result.unwrap_or_else(|e| panic!("{what}: {e}"));
+    let count = COUNT.with(Cell::get) - before;
+    assert_eq!(count, 0, "{what}: execute allocated {count} times");
 }
 
 /// DFT of `x` `[3, 12, 1]` (one-sided), STFT of `sig` `[2, 40, 1]` by a run-time window of
