@@ -11,6 +11,7 @@ use super::elementwise::nan_max;
 use super::int::Held;
 use super::tensor::Reduce;
 use super::{RunCtx, Sources, Src};
+#[cfg(target_arch = "x86_64")]
 use crate::gemm::Isa;
 
 /// Where the elements of each output of a reduction are: the input seen as `[outer,

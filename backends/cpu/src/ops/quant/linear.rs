@@ -17,8 +17,7 @@ use crate::ops::conv::Geom;
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
-    requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QKernelId, QOut, PAD,
-    SLACK,
+    requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QOut, PAD, SLACK,
 };
 use std::sync::Mutex;
 
@@ -301,6 +300,7 @@ impl Depthwise<'_> {
         let Depthwise { g, taps, za, q, .. } = *self;
         #[cfg(target_arch = "x86_64")]
         {
+            use crate::qgemm::QKernelId;
             #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
             fn avx512(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
                 dw_body::<true>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
