@@ -612,3 +612,140 @@ fn f16_matmul_and_gemm_accumulate_in_f32() {
         );
     }
 }
+
+fn f32_values(shape: &[usize], values: &[f32]) -> Tensor {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Tensor::from_bytes(DType::F32, shape, &bytes)
+}
+
+/// Casts among f32, i32, i64 and bool, on the values that turn over: NaN, infinities,
+/// signed zeros, subnormals, the saturation limits and integers an f32 rounds (odd 33
+/// elements: the bool outputs end inside a word).
+#[test]
+fn casts_saturate_round_and_pack_bools() {
+    let values = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        0.0,
+        1e-40,
+        -1e-40,
+        0.5,
+        -0.5,
+        1.9,
+        -1.9,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        3e9,
+        -3e9,
+        9.2233715e18,
+        9.223372e18,
+        -9.223372e18,
+        -9.223373e18,
+        1e19,
+        -1e19,
+        16777217.0,
+        -123456.75,
+        65535.5,
+        4294967296.0,
+        -4294967296.0,
+        1.2345679e17,
+        -1.2345679e17,
+        7.0,
+        -7.0,
+        1.0,
+    ];
+    let shape = [values.len()];
+    let to = |d: DType| vec![("to", Attr::Int(d.onnx_code()))];
+    let mut g = GraphBuilder::new("casts");
+    let x = g.input_fixed("x", DType::F32, &shape);
+    for target in [DType::I32, DType::I64, DType::Bool, DType::F32] {
+        let y = g.node(OpKind::Cast, &[x], &to(target)).unwrap();
+        g.output(y);
+        for back in [DType::F32, DType::I32, DType::I64, DType::Bool] {
+            let z = g.node(OpKind::Cast, &[y], &to(back)).unwrap();
+            g.output(z);
+        }
+    }
+    check(
+        &g.finish().unwrap(),
+        &[f32_values(&shape, &values)],
+        0.0,
+        0.0,
+    );
+}
+
+/// The comparisons with broadcasting on f32 (NaN unordered, -0 = +0), i32 and i64
+/// (integers an f32 comparison would confuse), and Where selecting each dtype.
+#[test]
+fn comparisons_and_where_broadcast() {
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        1e-40,
+        16777216.0,
+    ];
+    let mut g = GraphBuilder::new("compare");
+    let a = g.input_fixed("a", DType::F32, &[8, 1]);
+    let b = g.input_fixed("b", DType::F32, &[1, 8]);
+    let ai = g
+        .node(
+            OpKind::Cast,
+            &[a],
+            &[("to", Attr::Int(DType::I64.onnx_code()))],
+        )
+        .unwrap();
+    let big = g.constant_i64("big", &[3], &[(1 << 53) + 1, 1 << 53, -(1 << 40) - 1]);
+    let bi = g.node(OpKind::Mul, &[a, a], &[]).unwrap();
+    let bi = g
+        .node(
+            OpKind::Cast,
+            &[bi],
+            &[("to", Attr::Int(DType::I32.onnx_code()))],
+        )
+        .unwrap();
+    let bj = g
+        .node(
+            OpKind::Cast,
+            &[b],
+            &[("to", Attr::Int(DType::I32.onnx_code()))],
+        )
+        .unwrap();
+    for op in [
+        OpKind::Equal,
+        OpKind::Less,
+        OpKind::Greater,
+        OpKind::LessOrEqual,
+        OpKind::GreaterOrEqual,
+    ] {
+        let c = g.node(op, &[a, b], &[]).unwrap();
+        g.output(c);
+        let w = g.node(OpKind::Where, &[c, a, b], &[]).unwrap();
+        g.output(w);
+        let ci = g.node(op, &[bi, bj], &[]).unwrap();
+        g.output(ci);
+        let wi = g.node(OpKind::Where, &[ci, bi, bj], &[]).unwrap();
+        g.output(wi);
+        let cl = g.node(op, &[big, ai], &[]).unwrap();
+        g.output(cl);
+        let big_col = g.constant_i64(&format!("big_{}", op.name()), &[1, 3], &[7, -7, 1 << 60]);
+        let wl = g.node(OpKind::Where, &[cl, big_col, ai], &[]).unwrap();
+        g.output(wl);
+    }
+    check(
+        &g.finish().unwrap(),
+        &[
+            f32_values(&[8, 1], &specials),
+            f32_values(&[1, 8], &specials),
+        ],
+        0.0,
+        0.0,
+    );
+}

@@ -333,6 +333,16 @@ fn layout(
             len,
         });
     }
+    // A kernel binds its tensors as arrays of 32-bit words (f16 ones as halves): a
+    // bool tensor of 33 bytes is bound as 36, so that its last word is inside the
+    // binding (an array's length is the binding's size in whole elements). The bytes
+    // past the tensor are padding up to the next ALIGN-ed offset, or past the arena's
+    // end, which is rounded up for them.
+    let words = |r: Range| Range {
+        len: r.len.next_multiple_of(4),
+        ..r
+    };
+    let arena_size = arena_size.next_multiple_of(4);
     let range = |t: TensorId| {
         placed[t].ok_or_else(|| format!("tensor '{}' was not placed", graph.tensors[t].name))
     };
@@ -345,12 +355,12 @@ fn layout(
         let mut bindings: [Range; SLOTS] = std::array::from_fn(dummy);
         for (b, t) in d.bindings.iter().enumerate() {
             if let Some(t) = t {
-                bindings[b] = range(*t)?;
+                bindings[b] = words(range(*t)?);
             }
         }
         for (b, t) in d.extra.iter().enumerate() {
             if let Some(t) = t {
-                bindings[5 + b] = range(*t)?;
+                bindings[5 + b] = words(range(*t)?);
             }
         }
         bindings[4] = Range {

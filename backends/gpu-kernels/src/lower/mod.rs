@@ -14,9 +14,11 @@ use crate::catalog;
 use crate::Limits;
 
 mod linalg;
+mod logic;
 mod rows;
 
 use linalg::{conv, gemm, matmul};
+use logic::{cast, compare, where_};
 use rows::{layer_norm, pool, reduce, softmax};
 
 /// Kernels address at most this many dimensions (padded with leading 1s).
@@ -126,6 +128,35 @@ impl Context<'_> {
                 ),
             ));
         }
+        self.fits(t)
+    }
+
+    /// The shape of a tensor of a dtype the word kernels (Cast, the comparisons, Where)
+    /// hold: f32, i32, i64 as two 32-bit words (low first) and bool as one byte an
+    /// element (packed four to a word, since WGSL storage has no byte access). Other
+    /// dtypes (f16, the 8- and 16-bit integers, f64) have no loads or stores in those
+    /// kernels and are declined with that reason.
+    fn word_tensor(&self, t: TensorId, op: OpKind) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        if !matches!(
+            decl.dtype,
+            DType::F32 | DType::I32 | DType::I64 | DType::Bool
+        ) {
+            return Err(Decline::new(
+                DeclineReason::DType,
+                format!(
+                    "tensor '{}' is {}: {op} here holds f32, i32, i64 and bool only",
+                    decl.name, decl.dtype
+                ),
+            ));
+        }
+        self.fits(t)
+    }
+
+    /// The shape of a tensor a storage binding can hold: not quantized, of a concrete
+    /// shape of at most [`MAX_RANK`] dimensions, not empty, within the device's range.
+    fn fits(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
         if decl.quant.is_some() {
             return Err(Decline::new(
                 DeclineReason::DType,
@@ -367,6 +398,13 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
+    OpKind::Cast,
+    OpKind::Equal,
+    OpKind::Less,
+    OpKind::Greater,
+    OpKind::LessOrEqual,
+    OpKind::GreaterOrEqual,
+    OpKind::Where,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -382,6 +420,12 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
     let needs = match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::MatMul | OpKind::Gemm => 2,
         OpKind::Conv | OpKind::LayerNormalization => 2,
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual => 2,
+        OpKind::Where => 3,
         _ => 1,
     };
     if ins.len() < needs || node.outputs.is_empty() {
@@ -396,6 +440,18 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         ));
     }
     check_outputs(cx, node)?;
+    // The word kernels hold dtypes besides the floats and take no epilogue (fusion
+    // gives one to arithmetic producers only).
+    match node.op {
+        OpKind::Cast => return cast(cx, node, out).map(|d| vec![d]),
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
+        OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
+        _ => {}
+    }
     let activation = activation_of(cx, node)?;
     // The ops whose kernels have f16 variants; every operand of theirs must then have
     // the output's dtype (the kernels have one element type).
@@ -723,6 +779,112 @@ mod tests {
         assert!(d.message.contains("lacks f16 shaders"), "{}", d.message);
         assert!(d.message.contains("shaderFloat16"), "{}", d.message);
         assert!(d.message.contains("SHADER_F16"), "{}", d.message);
+    }
+
+    /// Lowers the one node of a graph over inputs of the given dtypes and shapes.
+    fn lower_graph(
+        op: OpKind,
+        ins: &[(DType, &[usize])],
+        attrs: &[(&str, baton_delegate_api::Attr)],
+    ) -> Lowered<Vec<Draft>> {
+        let mut b = GraphBuilder::new("g");
+        let xs: Vec<TensorId> = ins
+            .iter()
+            .enumerate()
+            .map(|(i, (d, s))| b.input_fixed(&format!("x{i}"), *d, s))
+            .collect();
+        let y = b.node(op, &xs, attrs).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        lower(&cx, &g.nodes[0], Activation::default(), y)
+    }
+
+    fn to(d: DType) -> [(&'static str, baton_delegate_api::Attr); 1] {
+        [("to", baton_delegate_api::Attr::Int(d.onnx_code()))]
+    }
+
+    #[test]
+    fn casts_name_both_element_codes_and_write_bool_a_word_at_a_time() {
+        let d = lower_graph(OpKind::Cast, &[(DType::F32, &[3, 11])], &to(DType::I64)).unwrap();
+        assert_eq!(d[0].kernel, "cast");
+        assert_eq!(d[0].params, vec![33, 0, 2]);
+        // 33 bools are 9 words: one workgroup of 64 invocations covers them.
+        let d = lower_graph(OpKind::Cast, &[(DType::I64, &[33])], &to(DType::Bool)).unwrap();
+        assert_eq!(d[0].params, vec![33, 2, 3]);
+        assert_eq!(d[0].groups, [1, 1, 1]);
+        let d = lower_graph(OpKind::Cast, &[(DType::I32, &[130])], &to(DType::F32)).unwrap();
+        assert_eq!(d[0].groups, [3, 1, 1]);
+        let d = lower_graph(OpKind::Cast, &[(DType::F16, &[4])], &to(DType::F32)).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+        assert!(d.message.contains("'x0' is f16"), "{}", d.message);
+        let d = lower_graph(OpKind::Cast, &[(DType::F32, &[4])], &to(DType::U8)).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn comparisons_broadcast_by_strides_into_bool() {
+        let d = lower_graph(
+            OpKind::LessOrEqual,
+            &[(DType::I64, &[2, 1]), (DType::I64, &[1, 3])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "compare");
+        let p = &d[0].params;
+        assert_eq!(p[..3], [6, 4, 2]);
+        assert_eq!(p[3..9], [1, 1, 1, 1, 2, 3]);
+        assert_eq!(p[9..15], [0, 0, 0, 0, 1, 0]);
+        assert_eq!(p[15..21], [0, 0, 0, 0, 0, 1]);
+        let bools = [(DType::Bool, &[4][..]), (DType::Bool, &[4][..])];
+        assert!(lower_graph(OpKind::Equal, &bools, &[]).is_ok());
+        let d = lower_graph(OpKind::Less, &bools, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+        let d = lower_graph(
+            OpKind::Greater,
+            &[(DType::I8, &[4]), (DType::I8, &[4])],
+            &[],
+        )
+        .unwrap_err();
+        assert!(d.message.contains("is i8"), "{}", d.message);
+    }
+
+    #[test]
+    fn where_selects_words_of_its_values_dtype() {
+        let ins = [
+            (DType::Bool, &[2, 1, 3][..]),
+            (DType::I64, &[4, 1][..]),
+            (DType::I64, &[3][..]),
+        ];
+        let d = lower_graph(OpKind::Where, &ins, &[]).unwrap();
+        assert_eq!(d[0].kernel, "select");
+        let p = &d[0].params;
+        assert_eq!(p[..2], [24, 2]);
+        assert_eq!(p[2..8], [1, 1, 1, 2, 4, 3]);
+        assert_eq!(p[8..14], [0, 0, 0, 3, 0, 1]);
+        assert_eq!(p[14..20], [0, 0, 0, 0, 1, 0]);
+        assert_eq!(p[20..26], [0, 0, 0, 0, 0, 1]);
+        let f32s = [
+            (DType::Bool, &[5][..]),
+            (DType::F32, &[5][..]),
+            (DType::F32, &[][..]),
+        ];
+        assert_eq!(
+            lower_graph(OpKind::Where, &f32s, &[]).unwrap()[0].params[1],
+            1
+        );
+        let bools = [
+            (DType::Bool, &[5][..]),
+            (DType::Bool, &[5][..]),
+            (DType::Bool, &[5][..]),
+        ];
+        let d = lower_graph(OpKind::Where, &bools, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
     }
 
     #[test]
