@@ -749,3 +749,56 @@ fn comparisons_and_where_broadcast() {
         0.0,
     );
 }
+
+/// Pow on every pair of special values (C pow's rules: x^0 = 1^y = 1 even for NaN, a
+/// negative base with an odd or even integral exponent or a fractional one), on
+/// negative bases with integral exponents, and with a Relu fused into it.
+#[test]
+fn pow_special_pairs_negative_bases_and_fused() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.5,
+        -2.0,
+        3.0,
+        -3.0,
+        0.5,
+        1e30,
+        -1e30,
+        1e-40,
+        -1e-40,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        3.0e38,
+        16777217.0,
+    ];
+    let n = specials.len();
+    let mut g = GraphBuilder::new("pow");
+    let a = g.input_fixed("a", DType::F32, &[n, 1]);
+    let b = g.input_fixed("b", DType::F32, &[1, n]);
+    let y = g.node(OpKind::Pow, &[a, b], &[]).unwrap();
+    g.output(y);
+    let z = g.node(OpKind::Pow, &[b, a], &[]).unwrap();
+    let r = g.node(OpKind::Relu, &[z], &[]).unwrap();
+    g.output(r);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f32_values(&[n, 1], &specials),
+            f32_values(&[1, n], &specials),
+        ],
+        1e-5,
+        1.2e-38,
+    );
+    let mut rng = Rng::new(30);
+    let mut g = GraphBuilder::new("pow_negative_bases");
+    let a = g.input_fixed("a", DType::F32, &[5, 1]);
+    let e = g.constant_f32("e", &[1, 7], &[-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]);
+    let y = g.node(OpKind::Pow, &[a, e], &[]).unwrap();
+    g.output(y);
+    let x = rng.vec_in(5, -4.0, 4.0);
+    check(&g.finish().unwrap(), &[f32_values(&[5, 1], &x)], 1e-5, 1e-6);
+}

@@ -207,7 +207,7 @@ fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
     let consumers = g.consumers();
     let mut fused = vec![Fused::No; g.nodes.len()];
     for (i, node) in g.nodes.iter().enumerate() {
-        if !matches!(node.op, MatMul | Gemm | Conv | Add | Sub | Mul | Div)
+        if !matches!(node.op, MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow)
             || node.outputs.len() != 1
         {
             continue;

@@ -378,6 +378,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Sub,
     OpKind::Mul,
     OpKind::Div,
+    OpKind::Pow,
     OpKind::MatMul,
     OpKind::Gemm,
     OpKind::Conv,
@@ -418,7 +419,8 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         ));
     }
     let needs = match node.op {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::MatMul | OpKind::Gemm => 2,
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => 2,
+        OpKind::MatMul | OpKind::Gemm => 2,
         OpKind::Conv | OpKind::LayerNormalization => 2,
         OpKind::Equal
         | OpKind::Less
@@ -462,6 +464,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::Sub
                 | OpKind::Mul
                 | OpKind::Div
+                | OpKind::Pow
                 | OpKind::Expand
                 | OpKind::Reshape
                 | OpKind::Flatten
@@ -499,14 +502,15 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         return Ok(vec![elementwise(cx, 0, ins[0], None, &x, &x, &y, a, out)?]);
     }
     match node.op {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => {
             let a = cx.operand(ins[0], out)?;
             let b = cx.operand(ins[1], out)?;
             let op = match node.op {
                 OpKind::Add => 1,
                 OpKind::Sub => 2,
                 OpKind::Mul => 3,
-                _ => 4,
+                OpKind::Div => 4,
+                _ => 5,
             };
             Ok(vec![elementwise(
                 cx,
