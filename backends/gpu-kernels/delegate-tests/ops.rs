@@ -802,3 +802,36 @@ fn pow_special_pairs_negative_bases_and_fused() {
     let x = rng.vec_in(5, -4.0, 4.0);
     check(&g.finish().unwrap(), &[f32_values(&[5, 1], &x)], 1e-5, 1e-6);
 }
+
+/// BatchNormalization with constant parameters, as its per-channel scale and shift
+/// folded at compile time, alone and with a Relu fused into it.
+#[test]
+fn batch_normalization_folded_to_scale_and_shift() {
+    let mut r = Rng::new(31);
+    for (shape, relu) in [
+        (vec![2, 3, 4, 5], false),
+        (vec![1, 4, 7], true),
+        (vec![6], false),
+    ] {
+        let c = if shape.len() > 1 { shape[1] } else { 1 };
+        let mut g = GraphBuilder::new("batchnorm");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let scale = g.constant_f32("scale", &[c], &r.vec_in(c, -2.0, 2.0));
+        let bias = g.constant_f32("bias", &[c], &r.vec_in(c, -1.0, 1.0));
+        let mean = g.constant_f32("mean", &[c], &r.vec_in(c, -1.0, 1.0));
+        let var = g.constant_f32("var", &[c], &r.vec_in(c, 0.1, 3.0));
+        let mut y = g
+            .node(
+                OpKind::BatchNormalization,
+                &[x, scale, bias, mean, var],
+                &[("epsilon", Attr::Float(1e-3))],
+            )
+            .unwrap();
+        if relu {
+            y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+        }
+        g.output(y);
+        let xv = r.vec_in(shape.iter().product(), -5.0, 5.0);
+        check(&g.finish().unwrap(), &[f32_values(&shape, &xv)], 1e-5, 2e-6);
+    }
+}

@@ -199,16 +199,19 @@ enum Fused {
     Into,
 }
 
-/// Fuses an activation into a MatMul, Gemm, Conv or binary element-wise producer whose
-/// result nothing else reads: the epilogue is applied as the result is stored.
+/// Fuses an activation into a MatMul, Gemm, Conv, BatchNormalization or binary
+/// element-wise producer whose result nothing else reads: the epilogue is applied as the
+/// result is stored.
 fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
     use baton_delegate_api::ir::OpKind::*;
     let g = cx.graph;
     let consumers = g.consumers();
     let mut fused = vec![Fused::No; g.nodes.len()];
     for (i, node) in g.nodes.iter().enumerate() {
-        if !matches!(node.op, MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow)
-            || node.outputs.len() != 1
+        if !matches!(
+            node.op,
+            MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow | BatchNormalization
+        ) || node.outputs.len() != 1
         {
             continue;
         }
@@ -362,6 +365,20 @@ fn layout(
             if let Some(t) = t {
                 bindings[5 + b] = words(range(*t)?);
             }
+        }
+        if let Some((slot, bytes)) = &d.made {
+            let len = bytes.len() as u64;
+            weights.push(Weight {
+                source: WeightSource::Inline(bytes.clone()),
+                offset: weights_size,
+                len,
+            });
+            bindings[*slot] = words(Range {
+                region: Region::Weights,
+                offset: weights_size,
+                len,
+            });
+            weights_size = (weights_size + len).next_multiple_of(ALIGN);
         }
         bindings[4] = Range {
             region: Region::Params,

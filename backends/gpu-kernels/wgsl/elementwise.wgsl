@@ -4,7 +4,8 @@
 // numpy broadcasting expressed as strides (0 on a broadcast dimension).
 //
 // Bindings: 0 a (read), 1 b (read; unused when op = 0), 3 y (read_write), 4 params (u32).
-// Params: [0] n, [1] op (0 a only, 1 add, 2 sub, 3 mul, 4 div, 5 pow), [2] activation code,
+// Params: [0] n, [1] op (0 a only, 1 add, 2 sub, 3 mul, 4 div, 5 pow, 6 a * b[ib] +
+//         b[ib + 1]), [2] activation code,
 //         [3] activation a (f32 bits), [4] activation b (f32 bits),
 //         [5..11] output shape (leading 1s), [11..17] a strides, [17..23] b strides.
 // Override: WG, the workgroup size. Dispatch: ceil(n / WG) workgroups over x, then y.
@@ -43,6 +44,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         case 3u: { v = x * f32(b[ib]); }
         case 4u: { v = x / f32(b[ib]); }
         case 5u: { v = pow_onnx(x, f32(b[ib])); }
+        // BatchNormalization folded to x * s + t, b holding (s, t) pairs.
+        case 6u: { v = x * f32(b[ib]) + f32(b[ib + 1u]); }
         default: {}
     }
     y[i] = T(activate(v, p[2], bitcast<f32>(p[3]), bitcast<f32>(p[4])));

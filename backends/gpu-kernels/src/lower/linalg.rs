@@ -156,6 +156,7 @@ fn gemm_draft(
         spec: tile,
         bindings: [Some(a), Some(b), c, Some(out)],
         extra: [None, None],
+        made: None,
         params,
         groups: groups.map(|g| g as u32),
     })

@@ -15,6 +15,7 @@ use crate::Limits;
 
 mod linalg;
 mod logic;
+mod norm;
 mod rows;
 
 use linalg::{conv, gemm, matmul};
@@ -45,6 +46,10 @@ pub struct Draft {
     pub bindings: [Option<TensorId>; 4],
     /// Bindings 5 and 6: further outputs (LayerNormalization's Mean and InvStdDev).
     pub extra: [Option<TensorId>; 2],
+    /// A constant made at compile time and bound at the given slot from the weights
+    /// buffer: BatchNormalization's per-channel scale and shift, which no graph tensor
+    /// holds.
+    pub made: Option<(usize, Vec<u8>)>,
     pub params: Vec<u32>,
     pub groups: [u32; 3],
 }
@@ -261,6 +266,7 @@ impl Context<'_> {
             spec,
             bindings,
             extra: [None, None],
+            made: None,
             params,
             groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
         })
@@ -388,6 +394,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Softmax,
     OpKind::LogSoftmax,
     OpKind::LayerNormalization,
+    OpKind::BatchNormalization,
     OpKind::Reshape,
     OpKind::Flatten,
     OpKind::Squeeze,
@@ -532,6 +539,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         }
         OpKind::Softmax | OpKind::LogSoftmax => softmax(cx, node, out).map(|d| vec![d]),
         OpKind::LayerNormalization => layer_norm(cx, node, out).map(|d| vec![d]),
+        OpKind::BatchNormalization => norm::batch_norm(cx, node, act, out, &y).map(|d| vec![d]),
         OpKind::Reshape
         | OpKind::Flatten
         | OpKind::Squeeze
@@ -889,6 +897,45 @@ mod tests {
         ];
         let d = lower_graph(OpKind::Where, &bools, &[]).unwrap_err();
         assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn batch_norm_folds_its_constants_into_a_scale_and_shift_per_channel() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 2, 3]);
+        // Channel 0: s = 2 / sqrt(3 + 1) = 1, t = 1 - 0.5 * 1 = 0.5; channel 1:
+        // s = -1 / sqrt(0 + 1) = -1, t = 0 - 2 * -1 = 2.
+        let scale = b.constant_f32("scale", &[2], &[2.0, -1.0]);
+        let bias = b.constant_f32("bias", &[2], &[1.0, 0.0]);
+        let mean = b.constant_f32("mean", &[2], &[0.5, 2.0]);
+        let var = b.constant_f32("var", &[2], &[3.0, 0.0]);
+        let eps = [("epsilon", baton_delegate_api::Attr::Float(1.0))];
+        let y = b
+            .node(
+                OpKind::BatchNormalization,
+                &[x, scale, bias, mean, var],
+                &eps,
+            )
+            .unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        let d = lower(&cx, &g.nodes[0], Activation::default(), y).unwrap();
+        let (slot, bytes) = d[0].made.clone().unwrap();
+        assert_eq!(slot, 1);
+        let st: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(st, [1.0, 0.5, -1.0, 2.0]);
+        // (s, t) of channel c at 2c: stride 2 on dimension 1 of [2, 2, 3].
+        assert_eq!(d[0].params[1], 6);
+        assert_eq!(d[0].params[17..23], [0, 0, 0, 0, 2, 0]);
     }
 
     #[test]
