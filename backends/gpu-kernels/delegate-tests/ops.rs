@@ -835,3 +835,52 @@ fn batch_normalization_folded_to_scale_and_shift() {
         check(&g.finish().unwrap(), &[f32_values(&shape, &xv)], 1e-5, 2e-6);
     }
 }
+
+/// A BatchNormalization folded into the Conv before it (with and without a bias, and
+/// with the Relu after it), and one that cannot be (the Conv's result is also an
+/// output), against the reference's Conv then BN.
+#[test]
+fn conv_with_batch_normalization_folded_in() {
+    let mut r = Rng::new(32);
+    for (with_bias, relu, conv_out) in [
+        (true, true, false),
+        (false, false, false),
+        (true, false, true),
+    ] {
+        let (xs, ws) = ([1, 3, 9, 8], [5, 3, 3, 3]);
+        let mut g = GraphBuilder::new("conv_bn");
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let w = g.constant_f32("w", &ws, &r.vec(ws.iter().product()));
+        let mut ins = vec![x, w];
+        if with_bias {
+            ins.push(g.constant_f32("b", &[5], &r.vec(5)));
+        }
+        let y = g
+            .node(OpKind::Conv, &ins, &[("pads", ints(&[1, 1, 1, 1]))])
+            .unwrap();
+        let scale = g.constant_f32("scale", &[5], &r.vec_in(5, -2.0, 2.0));
+        let bias = g.constant_f32("bias", &[5], &r.vec_in(5, -1.0, 1.0));
+        let mean = g.constant_f32("mean", &[5], &r.vec_in(5, -1.0, 1.0));
+        let var = g.constant_f32("var", &[5], &r.vec_in(5, 0.1, 3.0));
+        let mut z = g
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, bias, mean, var],
+                &[],
+            )
+            .unwrap();
+        if relu {
+            z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        }
+        g.output(z);
+        if conv_out {
+            g.output(y);
+        }
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}

@@ -15,9 +15,10 @@ use crate::Limits;
 
 mod linalg;
 mod logic;
-mod norm;
+pub(crate) mod norm;
 mod rows;
 
+pub use linalg::conv_batch_norm;
 use linalg::{conv, gemm, matmul};
 use logic::{cast, compare, where_};
 use rows::{layer_norm, pool, reduce, softmax};
@@ -46,10 +47,10 @@ pub struct Draft {
     pub bindings: [Option<TensorId>; 4],
     /// Bindings 5 and 6: further outputs (LayerNormalization's Mean and InvStdDev).
     pub extra: [Option<TensorId>; 2],
-    /// A constant made at compile time and bound at the given slot from the weights
-    /// buffer: BatchNormalization's per-channel scale and shift, which no graph tensor
-    /// holds.
-    pub made: Option<(usize, Vec<u8>)>,
+    /// Constants made at compile time, each bound at its slot from the weights buffer:
+    /// BatchNormalization's per-channel scale and shift, or a Conv's weights and bias
+    /// with a BatchNormalization folded in, which no graph tensor holds.
+    pub made: Vec<(usize, Vec<u8>)>,
     pub params: Vec<u32>,
     pub groups: [u32; 3],
 }
@@ -266,7 +267,7 @@ impl Context<'_> {
             spec,
             bindings,
             extra: [None, None],
-            made: None,
+            made: Vec::new(),
             params,
             groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
         })
@@ -926,7 +927,7 @@ mod tests {
             limits: limits(8, 1024),
         };
         let d = lower(&cx, &g.nodes[0], Activation::default(), y).unwrap();
-        let (slot, bytes) = d[0].made.clone().unwrap();
+        let (slot, bytes) = d[0].made[0].clone();
         assert_eq!(slot, 1);
         let st: Vec<f32> = bytes
             .chunks_exact(4)

@@ -101,6 +101,6 @@ pub fn batch_norm(
         .collect();
     p.extend(pad6(&b_strides, 0));
     let mut d = cx.one_dimensional("elementwise", n, [Some(x), None, None, Some(out)], p)?;
-    d.made = Some((1, st.iter().flat_map(|v| v.to_le_bytes()).collect()));
+    d.made = vec![(1, st.iter().flat_map(|v| v.to_le_bytes()).collect())];
     Ok(d)
 }
