@@ -884,3 +884,44 @@ fn conv_with_batch_normalization_folded_in() {
         );
     }
 }
+
+/// Slice with negative starts, ends past the extent, negative steps (a negative stride
+/// in the copy kernel's wrapping u32 arithmetic) and defaulted axes, and Split into
+/// uneven parts along a negative axis.
+#[test]
+fn slice_with_negative_steps_and_split() {
+    let mut r = Rng::new(33);
+    let shape = [4, 5, 6];
+    for (starts, ends, axes, steps) in [
+        (vec![-1, 4], vec![i64::MIN, -7], vec![0, 2], vec![-1, -2]),
+        (vec![1, 0, 5], vec![3, 9, 0], vec![2, 1, -3], vec![1, 2, -3]),
+        (vec![i64::MAX], vec![i64::MIN], vec![1], vec![-1]),
+    ] {
+        let mut g = GraphBuilder::new("slice");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let n = starts.len();
+        let s = g.constant_i64("starts", &[n], &starts);
+        let e = g.constant_i64("ends", &[n], &ends);
+        let a = g.constant_i64("axes", &[n], &axes);
+        let st = g.constant_i64("steps", &[n], &steps);
+        let y = g.node(OpKind::Slice, &[x, s, e, a, st], &[]).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+    }
+    let mut g = GraphBuilder::new("split");
+    let x = g.input_fixed("x", DType::F32, &shape);
+    let parts = g.constant_i64("split", &[3], &[1, 3, 2]);
+    let ys = g
+        .named_node_outputs(
+            "split",
+            OpKind::Split,
+            &[x, parts],
+            &[("axis", Attr::Int(-1))],
+            3,
+        )
+        .unwrap();
+    for y in ys {
+        g.output(y);
+    }
+    check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+}

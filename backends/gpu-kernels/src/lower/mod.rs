@@ -404,6 +404,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Transpose,
     OpKind::Concat,
     OpKind::Expand,
+    OpKind::Slice,
+    OpKind::Split,
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
@@ -481,6 +483,8 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::Identity
                 | OpKind::Transpose
                 | OpKind::Concat
+                | OpKind::Slice
+                | OpKind::Split
                 | OpKind::MaxPool
                 | OpKind::AveragePool
                 | OpKind::GlobalAveragePool
@@ -567,6 +571,21 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
             let src: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
             Ok(vec![copy(cx, ins[0], out, &y, &src, &strides(&y), 0, 0)?])
         }
+        OpKind::Slice => {
+            let x = cx.operand(ins[0], out)?;
+            let (offset, src) = slice_copy(cx, node, &x)?;
+            Ok(vec![copy(
+                cx,
+                ins[0],
+                out,
+                &y,
+                &src,
+                &strides(&y),
+                offset,
+                0,
+            )?])
+        }
+        OpKind::Split => split(cx, node, out),
         OpKind::Concat => {
             let axis = normalize_axis(node.attr_int("axis", 0), y.len())
                 .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
@@ -587,12 +606,131 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
     }
 }
 
+/// Slice as a strided copy: the source offset of the first element taken and the
+/// source stride of each output dimension, by ONNX's rules (negative starts and ends
+/// count from the end; for a positive step both clamp to `[0, dim]`, for a negative one
+/// `start` to `[0, dim - 1]` and `end` to `[-1, dim - 1]`). A negative step is a negative
+/// stride, passed as its 32-bit two's complement: the copy kernel's u32 index arithmetic
+/// wraps, so the sum comes out right.
+fn slice_copy(cx: &Context<'_>, node: &Node, x: &[usize]) -> Lowered<(usize, Vec<usize>)> {
+    let operand = |i: usize, what: &str| -> Lowered<Option<Vec<i64>>> {
+        // Opset 1 has them as attributes, later ones as inputs.
+        let Some(&t) = node.inputs.get(i) else {
+            return Ok(node.attr_ints(what).map(<[i64]>::to_vec));
+        };
+        match cx.consts.i64s(t) {
+            Some(v) => Ok(Some(v)),
+            None => Err(Decline::new(
+                DeclineReason::NotConstant,
+                format!(
+                    "{}: {what} '{}' is computed at run time",
+                    node.label(),
+                    cx.graph.tensors[t].name
+                ),
+            )),
+        }
+    };
+    let attr = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
+    let starts = operand(1, "starts")?.unwrap_or_default();
+    let ends = operand(2, "ends")?.unwrap_or_default();
+    let n = starts.len();
+    let axes = match operand(3, "axes")? {
+        Some(a) => a
+            .iter()
+            .map(|&v| normalize_axis(v, x.len()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(attr)?,
+        None => (0..n.min(x.len())).collect(),
+    };
+    let steps = operand(4, "steps")?.unwrap_or_else(|| vec![1; n]);
+    if ends.len() != n || axes.len() != n || steps.len() != n {
+        return Err(attr("starts, ends, axes and steps differ in length".into()));
+    }
+    let xs = strides(x);
+    let mut src: Vec<i64> = xs.iter().map(|&s| s as i64).collect();
+    let mut offset = 0i64;
+    for k in 0..n {
+        let (axis, step) = (axes[k], steps[k]);
+        let dim = x[axis] as i64;
+        let from_end = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+        let start = match step {
+            0 => return Err(attr("step 0".into())),
+            s if s > 0 => from_end(starts[k]).clamp(0, dim),
+            _ => from_end(starts[k]).clamp(0, dim - 1),
+        };
+        let step32 = i32::try_from(step.saturating_mul(xs[axis] as i64)).unwrap_or(if step > 0 {
+            i32::MAX
+        } else {
+            i32::MIN
+        });
+        offset += start * xs[axis] as i64;
+        src[axis] = i64::from(step32);
+    }
+    // Strides as u32 bit patterns (a negative one wraps); a step past the extent takes
+    // one element, so a clamped stride never leaves the tensor.
+    Ok((
+        offset as usize,
+        src.iter().map(|&s| s as i32 as u32 as usize).collect(),
+    ))
+}
+
+/// Split: one copy per output, each from its offset along the axis.
+fn split(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Vec<Draft>> {
+    let x = cx.operand(node.inputs[0], out)?;
+    let axis = normalize_axis(node.attr_int("axis", 0), x.len())
+        .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
+    let mut inputs = Vec::new();
+    for &t in &node.inputs {
+        inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
+    }
+    let shapes = infer_outputs(node, &inputs, |i| {
+        node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
+    })
+    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))?;
+    let xs = strides(&x);
+    let mut at = 0;
+    let mut drafts = Vec::new();
+    for (k, &t) in node.outputs.iter().enumerate() {
+        let want = &shapes
+            .get(k)
+            .ok_or_else(|| {
+                Decline::new(
+                    DeclineReason::Shape,
+                    format!("{} has more outputs than parts", node.label()),
+                )
+            })?
+            .1;
+        let y = cx.operand(t, out)?;
+        if &y != want {
+            return Err(Decline::new(
+                DeclineReason::Shape,
+                format!(
+                    "{}: output {k} is declared {y:?}, the op gives {want:?}",
+                    node.label()
+                ),
+            ));
+        }
+        drafts.push(copy(
+            cx,
+            node.inputs[0],
+            t,
+            &y,
+            &xs,
+            &strides(&y),
+            at * xs[axis],
+            0,
+        )?);
+        at += y[axis];
+    }
+    Ok(drafts)
+}
+
 /// Declines nodes whose extra outputs (MaxPool's Indices, LayerNorm's Mean) are used.
 fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
-    let allowed = if node.op == OpKind::LayerNormalization {
-        3
-    } else {
-        1
+    let allowed = match node.op {
+        OpKind::LayerNormalization => 3,
+        OpKind::Split => usize::MAX,
+        _ => 1,
     };
     if node.outputs.len() > allowed {
         return Err(Decline::new(
