@@ -925,3 +925,37 @@ fn slice_with_negative_steps_and_split() {
     }
     check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
 }
+
+/// Gather along every axis with run-time i32 indices (negative ones included) and
+/// constant i64 ones, feeding a computation after it.
+#[test]
+fn gather_on_every_axis_with_run_time_and_constant_indices() {
+    let mut r = Rng::new(34);
+    let shape = [3, 4, 5];
+    for axis in [0i64, 1, -1] {
+        let mut g = GraphBuilder::new("gather");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let idx = g.input_fixed("idx", DType::I32, &[2, 2]);
+        let y = g
+            .node(OpKind::Gather, &[x, idx], &[("axis", Attr::Int(axis))])
+            .unwrap();
+        g.output(y);
+        let c = g.constant_i64("c", &[3], &[-1, 0, 2]);
+        let z = g
+            .node(OpKind::Gather, &[x, c], &[("axis", Attr::Int(axis))])
+            .unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        let values: [i32; 4] = [-3, 2, 0, -1];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        check(
+            &g.finish().unwrap(),
+            &[
+                r.f32_tensor(&shape),
+                Tensor::from_bytes(DType::I32, &[2, 2], &bytes),
+            ],
+            0.0,
+            0.0,
+        );
+    }
+}

@@ -16,6 +16,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("conv2d", include_str!("../wgsl/conv2d.wgsl")),
     ("copy", include_str!("../wgsl/copy.wgsl")),
     ("elementwise", include_str!("../wgsl/elementwise.wgsl")),
+    ("gather", include_str!("../wgsl/gather.wgsl")),
     ("layernorm", include_str!("../wgsl/layernorm.wgsl")),
     ("matmul", include_str!("../wgsl/matmul.wgsl")),
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
@@ -38,6 +39,7 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("cast", "WG", &[32, 64, 128, 256]),
     ("compare", "WG", &[32, 64, 128, 256]),
     ("select", "WG", &[32, 64, 128, 256]),
+    ("gather", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 

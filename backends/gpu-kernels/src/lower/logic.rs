@@ -5,7 +5,7 @@
 use baton_delegate_api::ir::{DType, Node, OpKind, TensorId};
 use baton_delegate_api::{Decline, DeclineReason};
 
-use super::{broadcast_strides, pad6, Context, Draft, Lowered};
+use super::{broadcast_strides, normalize_axis, pad6, Context, Draft, Lowered};
 
 /// The element code the word kernels switch on: 0 f32, 1 i32, 2 i64, 3 bool.
 fn code(dtype: DType) -> u32 {
@@ -127,6 +127,44 @@ pub fn where_(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
         p.extend(pad6(&broadcast_strides(s, &y), 0));
     }
     cx.one_dimensional("select", n, [Some(c), Some(x), Some(z), Some(out)], p)
+}
+
+/// Gather along any axis with constant or run-time i32/i64 indices, of f32, i32 or i64
+/// data.
+pub fn gather(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let (x, idx) = (node.inputs[0], node.inputs[1]);
+    let xs = cx.word_tensor(x, node.op)?;
+    let is = cx.word_tensor(idx, node.op)?;
+    let y = cx.word_tensor(out, node.op)?;
+    let t = |i: TensorId| cx.graph.tensors[i].dtype;
+    if t(x) == DType::Bool || t(out) != t(x) || !matches!(t(idx), DType::I32 | DType::I64) {
+        return Err(Decline::new(
+            DeclineReason::DType,
+            format!(
+                "{}: data {} into {} with {} indices (expected f32, i32 or i64 data and \
+                 i32 or i64 indices; bool data is not gathered here)",
+                node.label(),
+                t(x),
+                t(out),
+                t(idx)
+            ),
+        ));
+    }
+    check_shape(cx, node, &y)?;
+    let axis = normalize_axis(node.attr_int("axis", 0), xs.len())
+        .map_err(|e| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label())))?;
+    let n: usize = y.iter().product();
+    let inner: usize = xs[axis + 1..].iter().product();
+    let count: usize = is.iter().product();
+    let p = vec![
+        n as u32,
+        inner as u32,
+        count as u32,
+        xs[axis] as u32,
+        (t(x).size() / 4) as u32,
+        (t(idx).size() / 4) as u32,
+    ];
+    cx.one_dimensional("gather", n, [Some(x), Some(idx), None, Some(out)], p)
 }
 
 /// The declared output shape must be the one the IR's rules give.

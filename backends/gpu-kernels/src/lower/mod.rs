@@ -20,7 +20,7 @@ mod rows;
 
 pub use linalg::conv_batch_norm;
 use linalg::{conv, gemm, matmul};
-use logic::{cast, compare, where_};
+use logic::{cast, compare, gather, where_};
 use rows::{layer_norm, pool, reduce, softmax};
 
 /// Kernels address at most this many dimensions (padded with leading 1s).
@@ -416,6 +416,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::LessOrEqual,
     OpKind::GreaterOrEqual,
     OpKind::Where,
+    OpKind::Gather,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -438,6 +439,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         | OpKind::LessOrEqual
         | OpKind::GreaterOrEqual => 2,
         OpKind::Where => 3,
+        OpKind::Gather => 2,
         _ => 1,
     };
     if ins.len() < needs || node.outputs.is_empty() {
@@ -462,6 +464,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         | OpKind::LessOrEqual
         | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
         OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
+        OpKind::Gather => return gather(cx, node, out).map(|d| vec![d]),
         _ => {}
     }
     let activation = activation_of(cx, node)?;
@@ -1035,6 +1038,23 @@ mod tests {
             (DType::Bool, &[5][..]),
         ];
         let d = lower_graph(OpKind::Where, &bools, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn gather_views_its_output_as_outer_indices_inner() {
+        let axis = [("axis", baton_delegate_api::Attr::Int(1))];
+        let ins = [(DType::F32, &[3, 4, 5][..]), (DType::I64, &[2, 2][..])];
+        let d = lower_graph(OpKind::Gather, &ins, &axis).unwrap();
+        assert_eq!(d[0].kernel, "gather");
+        assert_eq!(d[0].params, vec![60, 5, 4, 4, 1, 2]);
+        let ins = [(DType::I64, &[3, 4][..]), (DType::I32, &[2][..])];
+        assert_eq!(
+            lower_graph(OpKind::Gather, &ins, &[]).unwrap()[0].params,
+            vec![8, 4, 2, 3, 2, 1]
+        );
+        let ins = [(DType::Bool, &[3, 4][..]), (DType::I32, &[2][..])];
+        let d = lower_graph(OpKind::Gather, &ins, &[]).unwrap_err();
         assert_eq!(d.reason, DeclineReason::DType);
     }
 
