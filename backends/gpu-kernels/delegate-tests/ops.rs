@@ -959,3 +959,31 @@ fn gather_on_every_axis_with_run_time_and_constant_indices() {
         );
     }
 }
+
+/// Pad in every mode with constant amounts, including negative ones (crops) and an
+/// axes input, and the constant mode's value.
+#[test]
+fn pad_in_every_mode_with_crops() {
+    let mut r = Rng::new(35);
+    let shape = [2, 3, 4];
+    for mode in ["constant", "reflect", "edge", "wrap"] {
+        for (pads, axes) in [
+            (vec![0, 2, 2, 1, 1, -1], None),
+            (vec![1, -1, 2, 1], Some(vec![-1, 1])),
+        ] {
+            let mut g = GraphBuilder::new("pad");
+            let x = g.input_fixed("x", DType::F32, &shape);
+            let p = g.constant_i64("pads", &[pads.len()], &pads);
+            let v = g.constant_f32("value", &[], &[-2.5]);
+            let mut ins = vec![x, p, v];
+            if let Some(a) = &axes {
+                ins.push(g.constant_i64("axes", &[a.len()], a));
+            }
+            let y = g
+                .node(OpKind::Pad, &ins, &[("mode", Attr::Str(mode.into()))])
+                .unwrap();
+            g.output(y);
+            check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+        }
+    }
+}

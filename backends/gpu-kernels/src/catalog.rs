@@ -19,6 +19,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("gather", include_str!("../wgsl/gather.wgsl")),
     ("layernorm", include_str!("../wgsl/layernorm.wgsl")),
     ("matmul", include_str!("../wgsl/matmul.wgsl")),
+    ("pad", include_str!("../wgsl/pad.wgsl")),
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
     ("reduce", include_str!("../wgsl/reduce.wgsl")),
     ("select", include_str!("../wgsl/select.wgsl")),
@@ -40,6 +41,7 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("compare", "WG", &[32, 64, 128, 256]),
     ("select", "WG", &[32, 64, 128, 256]),
     ("gather", "WG", &[32, 64, 128, 256]),
+    ("pad", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 

@@ -406,6 +406,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Expand,
     OpKind::Slice,
     OpKind::Split,
+    OpKind::Pad,
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
@@ -589,6 +590,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
             )?])
         }
         OpKind::Split => split(cx, node, out),
+        OpKind::Pad => pad(cx, node, out, &y).map(|d| vec![d]),
         OpKind::Concat => {
             let axis = normalize_axis(node.attr_int("axis", 0), y.len())
                 .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
@@ -675,6 +677,95 @@ fn slice_copy(cx: &Context<'_>, node: &Node, x: &[usize]) -> Lowered<(usize, Vec
         offset as usize,
         src.iter().map(|&s| s as i32 as u32 as usize).collect(),
     ))
+}
+
+/// Pad with constant amounts (as inputs, or opset 2's attributes), in any mode.
+fn pad(cx: &Context<'_>, node: &Node, out: TensorId, y: &[usize]) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let what = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
+    let constant = |i: usize, name: &str| -> Lowered<Option<Vec<i64>>> {
+        match node.inputs.get(i) {
+            None => Ok(node.attr_ints(name).map(<[i64]>::to_vec)),
+            Some(&t) => cx.consts.i64s(t).map(Some).ok_or_else(|| {
+                Decline::new(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: {name} '{}' is computed at run time",
+                        node.label(),
+                        cx.graph.tensors[t].name
+                    ),
+                )
+            }),
+        }
+    };
+    let pads = constant(1, "pads")?.ok_or_else(|| what("no pads".into()))?;
+    let axes = match constant(3, "axes")? {
+        Some(a) => a
+            .iter()
+            .map(|&v| normalize_axis(v, x.len()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(what)?,
+        None => (0..x.len()).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(what(format!("pads {pads:?} for axes {axes:?}")));
+    }
+    // As ONNX: negative amounts crop first, the padding extends the kept part.
+    let mut kept: Vec<i64> = x.iter().map(|&d| d as i64).collect();
+    let mut before = vec![0usize; x.len()];
+    let mut offset = 0i64;
+    let xs = strides(&x);
+    for (k, &a) in axes.iter().enumerate() {
+        let (b, e) = (pads[k], pads[k + axes.len()]);
+        kept[a] = kept[a].saturating_add(b.min(0)).saturating_add(e.min(0));
+        before[a] = usize::try_from(b.max(0)).map_err(|_| what(format!("pads {pads:?}")))?;
+        offset += b.min(0).saturating_neg() * xs[a] as i64;
+    }
+    if kept.iter().any(|&k| k <= 0) {
+        return Err(Decline::new(
+            DeclineReason::Shape,
+            format!("{}: pads {pads:?} crop a dimension away", node.label()),
+        ));
+    }
+    let kept: Vec<usize> = kept.iter().map(|&k| k as usize).collect();
+    let mode = match node.attr_str("mode", "constant") {
+        "constant" => 0,
+        "reflect" => 1,
+        "edge" => 2,
+        "wrap" => 3,
+        other => return Err(what(format!("mode '{other}'"))),
+    };
+    // The constant: input 2 (one f32; absent or empty is 0), or opset 2's `value`.
+    let value = match node.inputs.get(2) {
+        None => node.attr_float("value", 0.0),
+        Some(&t) => {
+            let decl = &cx.graph.tensors[t];
+            match cx.consts.bytes(t).filter(|_| decl.is_const()) {
+                Some([]) => 0.0,
+                Some(b) if decl.dtype == DType::F32 && b.len() == 4 => {
+                    f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                }
+                _ => {
+                    return Err(Decline::new(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: constant_value '{}' must be one constant f32",
+                            node.label(),
+                            decl.name
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    let n: usize = y.iter().product();
+    let mut p = vec![n as u32, mode, value.to_bits()];
+    p.extend(pad6(y, 1));
+    p.extend(pad6(&kept, 1));
+    p.extend(pad6(&before, 0));
+    p.extend(pad6(&xs, 0));
+    p.push(offset as u32);
+    cx.one_dimensional("pad", n, [Some(node.inputs[0]), None, None, Some(out)], p)
 }
 
 /// Split: one copy per output, each from its offset along the axis.
