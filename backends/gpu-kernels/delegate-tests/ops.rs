@@ -612,3 +612,378 @@ fn f16_matmul_and_gemm_accumulate_in_f32() {
         );
     }
 }
+
+fn f32_values(shape: &[usize], values: &[f32]) -> Tensor {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Tensor::from_bytes(DType::F32, shape, &bytes)
+}
+
+/// Casts among f32, i32, i64 and bool, on the values that turn over: NaN, infinities,
+/// signed zeros, subnormals, the saturation limits and integers an f32 rounds (odd 33
+/// elements: the bool outputs end inside a word).
+#[test]
+fn casts_saturate_round_and_pack_bools() {
+    let values = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.0,
+        0.0,
+        1e-40,
+        -1e-40,
+        0.5,
+        -0.5,
+        1.9,
+        -1.9,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        3e9,
+        -3e9,
+        9.2233715e18,
+        9.223372e18,
+        -9.223372e18,
+        -9.223373e18,
+        1e19,
+        -1e19,
+        16777217.0,
+        -123456.75,
+        65535.5,
+        4294967296.0,
+        -4294967296.0,
+        1.2345679e17,
+        -1.2345679e17,
+        7.0,
+        -7.0,
+        1.0,
+    ];
+    let shape = [values.len()];
+    let to = |d: DType| vec![("to", Attr::Int(d.onnx_code()))];
+    let mut g = GraphBuilder::new("casts");
+    let x = g.input_fixed("x", DType::F32, &shape);
+    for target in [DType::I32, DType::I64, DType::Bool, DType::F32] {
+        let y = g.node(OpKind::Cast, &[x], &to(target)).unwrap();
+        g.output(y);
+        for back in [DType::F32, DType::I32, DType::I64, DType::Bool] {
+            let z = g.node(OpKind::Cast, &[y], &to(back)).unwrap();
+            g.output(z);
+        }
+    }
+    check(
+        &g.finish().unwrap(),
+        &[f32_values(&shape, &values)],
+        0.0,
+        0.0,
+    );
+}
+
+/// The comparisons with broadcasting on f32 (NaN unordered, -0 = +0), i32 and i64
+/// (integers an f32 comparison would confuse), and Where selecting each dtype.
+#[test]
+fn comparisons_and_where_broadcast() {
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        1e-40,
+        16777216.0,
+    ];
+    let mut g = GraphBuilder::new("compare");
+    let a = g.input_fixed("a", DType::F32, &[8, 1]);
+    let b = g.input_fixed("b", DType::F32, &[1, 8]);
+    let ai = g
+        .node(
+            OpKind::Cast,
+            &[a],
+            &[("to", Attr::Int(DType::I64.onnx_code()))],
+        )
+        .unwrap();
+    let big = g.constant_i64("big", &[3], &[(1 << 53) + 1, 1 << 53, -(1 << 40) - 1]);
+    let bi = g.node(OpKind::Mul, &[a, a], &[]).unwrap();
+    let bi = g
+        .node(
+            OpKind::Cast,
+            &[bi],
+            &[("to", Attr::Int(DType::I32.onnx_code()))],
+        )
+        .unwrap();
+    let bj = g
+        .node(
+            OpKind::Cast,
+            &[b],
+            &[("to", Attr::Int(DType::I32.onnx_code()))],
+        )
+        .unwrap();
+    for op in [
+        OpKind::Equal,
+        OpKind::Less,
+        OpKind::Greater,
+        OpKind::LessOrEqual,
+        OpKind::GreaterOrEqual,
+    ] {
+        let c = g.node(op, &[a, b], &[]).unwrap();
+        g.output(c);
+        let w = g.node(OpKind::Where, &[c, a, b], &[]).unwrap();
+        g.output(w);
+        let ci = g.node(op, &[bi, bj], &[]).unwrap();
+        g.output(ci);
+        let wi = g.node(OpKind::Where, &[ci, bi, bj], &[]).unwrap();
+        g.output(wi);
+        let cl = g.node(op, &[big, ai], &[]).unwrap();
+        g.output(cl);
+        let big_col = g.constant_i64(&format!("big_{}", op.name()), &[1, 3], &[7, -7, 1 << 60]);
+        let wl = g.node(OpKind::Where, &[cl, big_col, ai], &[]).unwrap();
+        g.output(wl);
+    }
+    check(
+        &g.finish().unwrap(),
+        &[
+            f32_values(&[8, 1], &specials),
+            f32_values(&[1, 8], &specials),
+        ],
+        0.0,
+        0.0,
+    );
+}
+
+/// Pow on every pair of special values (C pow's rules: x^0 = 1^y = 1 even for NaN, a
+/// negative base with an odd or even integral exponent or a fractional one), on
+/// negative bases with integral exponents, and with a Relu fused into it.
+#[test]
+fn pow_special_pairs_negative_bases_and_fused() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.5,
+        -2.0,
+        3.0,
+        -3.0,
+        0.5,
+        1e30,
+        -1e30,
+        1e-40,
+        -1e-40,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        3.0e38,
+        16777217.0,
+    ];
+    let n = specials.len();
+    let mut g = GraphBuilder::new("pow");
+    let a = g.input_fixed("a", DType::F32, &[n, 1]);
+    let b = g.input_fixed("b", DType::F32, &[1, n]);
+    let y = g.node(OpKind::Pow, &[a, b], &[]).unwrap();
+    g.output(y);
+    let z = g.node(OpKind::Pow, &[b, a], &[]).unwrap();
+    let r = g.node(OpKind::Relu, &[z], &[]).unwrap();
+    g.output(r);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f32_values(&[n, 1], &specials),
+            f32_values(&[1, n], &specials),
+        ],
+        1e-5,
+        1.2e-38,
+    );
+    let mut rng = Rng::new(30);
+    let mut g = GraphBuilder::new("pow_negative_bases");
+    let a = g.input_fixed("a", DType::F32, &[5, 1]);
+    let e = g.constant_f32("e", &[1, 7], &[-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]);
+    let y = g.node(OpKind::Pow, &[a, e], &[]).unwrap();
+    g.output(y);
+    let x = rng.vec_in(5, -4.0, 4.0);
+    check(&g.finish().unwrap(), &[f32_values(&[5, 1], &x)], 1e-5, 1e-6);
+}
+
+/// BatchNormalization with constant parameters, as its per-channel scale and shift
+/// folded at compile time, alone and with a Relu fused into it.
+#[test]
+fn batch_normalization_folded_to_scale_and_shift() {
+    let mut r = Rng::new(31);
+    for (shape, relu) in [
+        (vec![2, 3, 4, 5], false),
+        (vec![1, 4, 7], true),
+        (vec![6], false),
+    ] {
+        let c = if shape.len() > 1 { shape[1] } else { 1 };
+        let mut g = GraphBuilder::new("batchnorm");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let scale = g.constant_f32("scale", &[c], &r.vec_in(c, -2.0, 2.0));
+        let bias = g.constant_f32("bias", &[c], &r.vec_in(c, -1.0, 1.0));
+        let mean = g.constant_f32("mean", &[c], &r.vec_in(c, -1.0, 1.0));
+        let var = g.constant_f32("var", &[c], &r.vec_in(c, 0.1, 3.0));
+        let mut y = g
+            .node(
+                OpKind::BatchNormalization,
+                &[x, scale, bias, mean, var],
+                &[("epsilon", Attr::Float(1e-3))],
+            )
+            .unwrap();
+        if relu {
+            y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+        }
+        g.output(y);
+        let xv = r.vec_in(shape.iter().product(), -5.0, 5.0);
+        check(&g.finish().unwrap(), &[f32_values(&shape, &xv)], 1e-5, 2e-6);
+    }
+}
+
+/// A BatchNormalization folded into the Conv before it (with and without a bias, and
+/// with the Relu after it), and one that cannot be (the Conv's result is also an
+/// output), against the reference's Conv then BN.
+#[test]
+fn conv_with_batch_normalization_folded_in() {
+    let mut r = Rng::new(32);
+    for (with_bias, relu, conv_out) in [
+        (true, true, false),
+        (false, false, false),
+        (true, false, true),
+    ] {
+        let (xs, ws) = ([1, 3, 9, 8], [5, 3, 3, 3]);
+        let mut g = GraphBuilder::new("conv_bn");
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let w = g.constant_f32("w", &ws, &r.vec(ws.iter().product()));
+        let mut ins = vec![x, w];
+        if with_bias {
+            ins.push(g.constant_f32("b", &[5], &r.vec(5)));
+        }
+        let y = g
+            .node(OpKind::Conv, &ins, &[("pads", ints(&[1, 1, 1, 1]))])
+            .unwrap();
+        let scale = g.constant_f32("scale", &[5], &r.vec_in(5, -2.0, 2.0));
+        let bias = g.constant_f32("bias", &[5], &r.vec_in(5, -1.0, 1.0));
+        let mean = g.constant_f32("mean", &[5], &r.vec_in(5, -1.0, 1.0));
+        let var = g.constant_f32("var", &[5], &r.vec_in(5, 0.1, 3.0));
+        let mut z = g
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, bias, mean, var],
+                &[],
+            )
+            .unwrap();
+        if relu {
+            z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        }
+        g.output(z);
+        if conv_out {
+            g.output(y);
+        }
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}
+
+/// Slice with negative starts, ends past the extent, negative steps (a negative stride
+/// in the copy kernel's wrapping u32 arithmetic) and defaulted axes, and Split into
+/// uneven parts along a negative axis.
+#[test]
+fn slice_with_negative_steps_and_split() {
+    let mut r = Rng::new(33);
+    let shape = [4, 5, 6];
+    for (starts, ends, axes, steps) in [
+        (vec![-1, 4], vec![i64::MIN, -7], vec![0, 2], vec![-1, -2]),
+        (vec![1, 0, 5], vec![3, 9, 0], vec![2, 1, -3], vec![1, 2, -3]),
+        (vec![i64::MAX], vec![i64::MIN], vec![1], vec![-1]),
+    ] {
+        let mut g = GraphBuilder::new("slice");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let n = starts.len();
+        let s = g.constant_i64("starts", &[n], &starts);
+        let e = g.constant_i64("ends", &[n], &ends);
+        let a = g.constant_i64("axes", &[n], &axes);
+        let st = g.constant_i64("steps", &[n], &steps);
+        let y = g.node(OpKind::Slice, &[x, s, e, a, st], &[]).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+    }
+    let mut g = GraphBuilder::new("split");
+    let x = g.input_fixed("x", DType::F32, &shape);
+    let parts = g.constant_i64("split", &[3], &[1, 3, 2]);
+    let ys = g
+        .named_node_outputs(
+            "split",
+            OpKind::Split,
+            &[x, parts],
+            &[("axis", Attr::Int(-1))],
+            3,
+        )
+        .unwrap();
+    for y in ys {
+        g.output(y);
+    }
+    check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+}
+
+/// Gather along every axis with run-time i32 indices (negative ones included) and
+/// constant i64 ones, feeding a computation after it.
+#[test]
+fn gather_on_every_axis_with_run_time_and_constant_indices() {
+    let mut r = Rng::new(34);
+    let shape = [3, 4, 5];
+    for axis in [0i64, 1, -1] {
+        let mut g = GraphBuilder::new("gather");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let idx = g.input_fixed("idx", DType::I32, &[2, 2]);
+        let y = g
+            .node(OpKind::Gather, &[x, idx], &[("axis", Attr::Int(axis))])
+            .unwrap();
+        g.output(y);
+        let c = g.constant_i64("c", &[3], &[-1, 0, 2]);
+        let z = g
+            .node(OpKind::Gather, &[x, c], &[("axis", Attr::Int(axis))])
+            .unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        let values: [i32; 4] = [-3, 2, 0, -1];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        check(
+            &g.finish().unwrap(),
+            &[
+                r.f32_tensor(&shape),
+                Tensor::from_bytes(DType::I32, &[2, 2], &bytes),
+            ],
+            0.0,
+            0.0,
+        );
+    }
+}
+
+/// Pad in every mode with constant amounts, including negative ones (crops) and an
+/// axes input, and the constant mode's value.
+#[test]
+fn pad_in_every_mode_with_crops() {
+    let mut r = Rng::new(35);
+    let shape = [2, 3, 4];
+    for mode in ["constant", "reflect", "edge", "wrap"] {
+        for (pads, axes) in [
+            (vec![0, 2, 2, 1, 1, -1], None),
+            (vec![1, -1, 2, 1], Some(vec![-1, 1])),
+        ] {
+            let mut g = GraphBuilder::new("pad");
+            let x = g.input_fixed("x", DType::F32, &shape);
+            let p = g.constant_i64("pads", &[pads.len()], &pads);
+            let v = g.constant_f32("value", &[], &[-2.5]);
+            let mut ins = vec![x, p, v];
+            if let Some(a) = &axes {
+                ins.push(g.constant_i64("axes", &[a.len()], a));
+            }
+            let y = g
+                .node(OpKind::Pad, &ins, &[("mode", Attr::Str(mode.into()))])
+                .unwrap();
+            g.output(y);
+            check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 0.0, 0.0);
+        }
+    }
+}

@@ -11,13 +11,18 @@
 /// Every kernel file: (stem, source).
 pub const SOURCES: &[(&str, &str)] = &[
     ("activation", include_str!("../wgsl/activation.wgsl")),
+    ("cast", include_str!("../wgsl/cast.wgsl")),
+    ("compare", include_str!("../wgsl/compare.wgsl")),
     ("conv2d", include_str!("../wgsl/conv2d.wgsl")),
     ("copy", include_str!("../wgsl/copy.wgsl")),
     ("elementwise", include_str!("../wgsl/elementwise.wgsl")),
+    ("gather", include_str!("../wgsl/gather.wgsl")),
     ("layernorm", include_str!("../wgsl/layernorm.wgsl")),
     ("matmul", include_str!("../wgsl/matmul.wgsl")),
+    ("pad", include_str!("../wgsl/pad.wgsl")),
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
     ("reduce", include_str!("../wgsl/reduce.wgsl")),
+    ("select", include_str!("../wgsl/select.wgsl")),
     ("softmax", include_str!("../wgsl/softmax.wgsl")),
 ];
 
@@ -32,6 +37,11 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("softmax", "WG", &[32, 64, 128, 256]),
     ("layernorm", "WG", &[32, 64, 128, 256]),
     ("reduce", "WG", &[32, 64, 128, 256]),
+    ("cast", "WG", &[32, 64, 128, 256]),
+    ("compare", "WG", &[32, 64, 128, 256]),
+    ("select", "WG", &[32, 64, 128, 256]),
+    ("gather", "WG", &[32, 64, 128, 256]),
+    ("pad", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 

@@ -5,7 +5,7 @@
 use baton_delegate_api::ir::{Graph, Storage, TensorId};
 use baton_delegate_api::{Constants, Decline, DeclineReason, TensorRef};
 
-use crate::lower::{activation_of, lower, Activation, Context, Draft};
+use crate::lower::{activation_of, conv_batch_norm, lower, Activation, Context, Draft};
 use crate::Limits;
 
 /// Every buffer offset is a multiple of this: the largest minStorageBufferOffsetAlignment
@@ -175,6 +175,17 @@ pub fn compile(graph: &Graph, consts: &Constants<'_>, limits: Limits) -> Result<
                     .ok_or_else(|| format!("{} has no output", graph.nodes[j].label()))?;
                 drafts.extend(lower(&cx, node, act, out).map_err(|d| decline(i, d))?);
             }
+            Fused::Folds(bn, store, act) => {
+                let out = graph.nodes[store]
+                    .outputs
+                    .first()
+                    .copied()
+                    .ok_or_else(|| format!("{} has no output", graph.nodes[store].label()))?;
+                drafts.push(
+                    conv_batch_norm(&cx, node, &graph.nodes[bn], act, out)
+                        .map_err(|d| decline(i, d))?,
+                );
+            }
             Fused::No => {
                 let out = node
                     .outputs
@@ -195,35 +206,75 @@ enum Fused {
     No,
     /// This node stores through the activation of node `.0`.
     Takes(usize, Activation),
-    /// This activation node runs inside its producer.
+    /// This Conv has the BatchNormalization node `.0` folded into its weights and
+    /// stores into the output of node `.1` (the BN, or an activation after it) through
+    /// the activation `.2`.
+    Folds(usize, usize, Activation),
+    /// This activation (or folded BatchNormalization) node runs inside its producer.
     Into,
 }
 
-/// Fuses an activation into a MatMul, Gemm, Conv or binary element-wise producer whose
-/// result nothing else reads: the epilogue is applied as the result is stored.
+/// The node that alone reads node `i`'s single output, as its first input and once,
+/// when that output is no graph output and the reader is not fused yet.
+fn sole_user(g: &Graph, consumers: &[Vec<usize>], fused: &[Fused], i: usize) -> Option<usize> {
+    let node = &g.nodes[i];
+    if node.outputs.len() != 1 {
+        return None;
+    }
+    let t = node.outputs[0];
+    if g.outputs.contains(&t) || consumers[t].len() != 1 {
+        return None;
+    }
+    let j = consumers[t][0];
+    let user = &g.nodes[j];
+    if user.outputs.len() != 1
+        || !matches!(fused[j], Fused::No)
+        || user.inputs.iter().filter(|&&u| u == t).count() != 1
+        || user.inputs[0] != t
+    {
+        return None;
+    }
+    Some(j)
+}
+
+/// Fuses an activation into a MatMul, Gemm, Conv, BatchNormalization or binary
+/// element-wise producer whose result nothing else reads: the epilogue is applied as the
+/// result is stored. A BatchNormalization that alone reads a Conv's result is folded into
+/// the Conv's weights and bias first (with the activation after it, if any).
 fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
     use baton_delegate_api::ir::OpKind::*;
     let g = cx.graph;
     let consumers = g.consumers();
     let mut fused = vec![Fused::No; g.nodes.len()];
     for (i, node) in g.nodes.iter().enumerate() {
-        if !matches!(node.op, MatMul | Gemm | Conv | Add | Sub | Mul | Div)
-            || node.outputs.len() != 1
+        if !matches!(fused[i], Fused::No)
+            || !matches!(
+                node.op,
+                MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow | BatchNormalization
+            )
         {
             continue;
         }
-        let t = node.outputs[0];
-        if g.outputs.contains(&t) || consumers[t].len() != 1 {
+        let Some(j) = sole_user(g, &consumers, &fused, i) else {
             continue;
-        }
-        let j = consumers[t][0];
+        };
         let user = &g.nodes[j];
-        if user.outputs.len() != 1
-            || !matches!(fused[j], Fused::No)
-            || user.inputs.iter().filter(|&&u| u == t).count() != 1
-            || user.inputs[0] != t
-        {
-            continue;
+        if node.op == Conv && user.op == BatchNormalization {
+            // Fold the BN (and an activation after it) into the Conv where its weights
+            // and the BN's parameters are constants; else they are lowered apart.
+            let mut store = (j, Activation::default());
+            if let Some(k) = sole_user(g, &consumers, &fused, j) {
+                if let Some(act) = activation_of(cx, &g.nodes[k]).map_err(|d| (k, d))? {
+                    store = (k, act);
+                }
+            }
+            let (k, act) = store;
+            if conv_batch_norm(cx, node, user, act, g.nodes[k].outputs[0]).is_ok() {
+                fused[i] = Fused::Folds(j, k, act);
+                fused[j] = Fused::Into;
+                fused[k] = Fused::Into;
+                continue;
+            }
         }
         if let Some(act) = activation_of(cx, user).map_err(|d| (j, d))? {
             fused[i] = Fused::Takes(j, act);
@@ -333,6 +384,16 @@ fn layout(
             len,
         });
     }
+    // A kernel binds its tensors as arrays of 32-bit words (f16 ones as halves): a
+    // bool tensor of 33 bytes is bound as 36, so that its last word is inside the
+    // binding (an array's length is the binding's size in whole elements). The bytes
+    // past the tensor are padding up to the next ALIGN-ed offset, or past the arena's
+    // end, which is rounded up for them.
+    let words = |r: Range| Range {
+        len: r.len.next_multiple_of(4),
+        ..r
+    };
+    let arena_size = arena_size.next_multiple_of(4);
     let range = |t: TensorId| {
         placed[t].ok_or_else(|| format!("tensor '{}' was not placed", graph.tensors[t].name))
     };
@@ -345,13 +406,27 @@ fn layout(
         let mut bindings: [Range; SLOTS] = std::array::from_fn(dummy);
         for (b, t) in d.bindings.iter().enumerate() {
             if let Some(t) = t {
-                bindings[b] = range(*t)?;
+                bindings[b] = words(range(*t)?);
             }
         }
         for (b, t) in d.extra.iter().enumerate() {
             if let Some(t) = t {
-                bindings[5 + b] = range(*t)?;
+                bindings[5 + b] = words(range(*t)?);
             }
+        }
+        for (slot, bytes) in &d.made {
+            let len = bytes.len() as u64;
+            weights.push(Weight {
+                source: WeightSource::Inline(bytes.clone()),
+                offset: weights_size,
+                len,
+            });
+            bindings[*slot] = words(Range {
+                region: Region::Weights,
+                offset: weights_size,
+                len,
+            });
+            weights_size = (weights_size + len).next_multiple_of(ALIGN);
         }
         bindings[4] = Range {
             region: Region::Params,
@@ -389,4 +464,65 @@ fn layout(
             .collect::<Result<_, _>>()?,
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+
+    #[test]
+    fn a_batch_norm_and_relu_after_a_conv_fold_into_one_conv_dispatch() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
+        let w = b.constant_f32("w", &[1, 1, 1, 1], &[3.0]);
+        let y = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        // s = 4 / sqrt(3 + 1) = 2, t = 1 - 0.5 * 2 = 0: W' = 3 * 2 = 6, B' = 0 * 2 + 0.
+        let scale = b.constant_f32("scale", &[1], &[4.0]);
+        let bias = b.constant_f32("bias", &[1], &[1.0]);
+        let mean = b.constant_f32("mean", &[1], &[0.5]);
+        let var = b.constant_f32("var", &[1], &[3.0]);
+        let z = b
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, bias, mean, var],
+                &[("epsilon", Attr::Float(1.0))],
+            )
+            .unwrap();
+        let r = b.node(OpKind::Relu, &[z], &[]).unwrap();
+        b.output(r);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let limits = Limits {
+            subgroup: 8,
+            max_invocations: 1024,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: false,
+        };
+        let plan = compile(&g, &consts, limits).unwrap();
+        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.steps[0].kernel, "conv2d");
+        let params = plan.steps[0].bindings[4].offset as usize / 4;
+        // has_bias, then the activation code of Relu.
+        assert_eq!(plan.params[params + 16..params + 18], [1, 1]);
+        let inline: Vec<Vec<u8>> = plan
+            .weights
+            .iter()
+            .filter_map(|w| match &w.source {
+                WeightSource::Inline(b) => Some(b.clone()),
+                WeightSource::View(_) => None,
+            })
+            .collect();
+        assert!(
+            inline.contains(&6.0f32.to_le_bytes().to_vec()),
+            "{inline:?}"
+        );
+        assert!(
+            inline.contains(&0.0f32.to_le_bytes().to_vec()),
+            "{inline:?}"
+        );
+    }
 }

@@ -1,6 +1,8 @@
 // Strided copy: for every index of a row-major "copy shape" of up to 6 dimensions,
 // dst[dst_off + idx . dst_strides] = src[src_off + idx . src_strides]. Transpose, Concat
-// (one dispatch per input), Reshape and Flatten are all this kernel.
+// (one dispatch per input), Split (one per output), Slice, Reshape and Flatten are all this
+// kernel. A stride may be negative (Slice's negative steps), as its u32 two's complement:
+// u32 arithmetic wraps, so the sum still lands on the element.
 //
 // Bindings: 0 src (read), 3 dst (read_write), 4 params (u32).
 // Params: [0] n, [1] src offset, [2] dst offset, [3..9] copy shape (leading 1s),

@@ -156,6 +156,7 @@ fn gemm_draft(
         spec: tile,
         bindings: [Some(a), Some(b), c, Some(out)],
         extra: [None, None],
+        made: Vec::new(),
         params,
         groups: groups.map(|g| g as u32),
     })
@@ -164,6 +165,51 @@ fn gemm_draft(
 pub(super) fn conv(
     cx: &Context<'_>,
     node: &Node,
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Draft> {
+    conv_with(cx, node, None, act, out)
+}
+
+/// A Conv with the BatchNormalization `bn` that alone reads its result folded into its
+/// weights and bias: `W'[m] = W[m] s[m]`, `B'[m] = B[m] s[m] + t[m]` with BN's
+/// per-channel scale `s` and shift `t` (see `norm.rs`), so the pair is one dispatch.
+/// Declines (and the two are then lowered apart) unless the weights, the bias and BN's
+/// parameters are constants.
+pub fn conv_batch_norm(
+    cx: &Context<'_>,
+    node: &Node,
+    bn: &Node,
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Draft> {
+    cx.f32_tensor(out)?;
+    conv_with(cx, node, Some(bn), act, out)
+}
+
+/// The bytes of the constant f32 tensor `t`, which a fold rewrites.
+fn constant_f32s(cx: &Context<'_>, node: &Node, t: TensorId) -> Lowered<Vec<f32>> {
+    let decl = &cx.graph.tensors[t];
+    match cx.consts.bytes(t).filter(|_| decl.is_const()) {
+        Some(b) if decl.dtype == DType::F32 => Ok(b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()),
+        _ => Err(Decline::new(
+            DeclineReason::NotConstant,
+            format!(
+                "{}: '{}' is not a constant f32 tensor, so no BatchNormalization is folded into it",
+                node.label(),
+                decl.name
+            ),
+        )),
+    }
+}
+
+fn conv_with(
+    cx: &Context<'_>,
+    node: &Node,
+    fold: Option<&Node>,
     act: Activation,
     out: TensorId,
 ) -> Lowered<Draft> {
@@ -221,10 +267,37 @@ pub(super) fn conv(
     .map(|&v| v as u32)
     .chain([act.code, act.a.to_bits(), act.b.to_bits()])
     .collect();
-    cx.one_dimensional(
+    let Some(bn) = fold else {
+        return cx.one_dimensional(
+            "conv2d",
+            n,
+            [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
+            p,
+        );
+    };
+    let m = g.out_channels;
+    let st = super::norm::batch_norm_affine(cx, bn, m)?;
+    let mut weights = constant_f32s(cx, node, node.inputs[1])?;
+    let b = match bias {
+        Some(t) => constant_f32s(cx, node, t)?,
+        None => vec![0.0; m],
+    };
+    let per = weights.len() / m.max(1);
+    for (k, w) in weights.iter_mut().enumerate() {
+        *w = (f64::from(*w) * f64::from(st[2 * (k / per)])) as f32;
+    }
+    let folded_bias: Vec<f32> = (0..m)
+        .map(|c| (f64::from(b[c]) * f64::from(st[2 * c]) + f64::from(st[2 * c + 1])) as f32)
+        .collect();
+    let mut p = p;
+    p[16] = 1; // has_bias
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut d = cx.one_dimensional(
         "conv2d",
         n,
-        [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
+        [Some(node.inputs[0]), None, None, Some(out)],
         p,
-    )
+    )?;
+    d.made = vec![(1, bytes(&weights)), (2, bytes(&folded_bias))];
+    Ok(d)
 }

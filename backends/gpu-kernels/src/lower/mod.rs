@@ -14,9 +14,13 @@ use crate::catalog;
 use crate::Limits;
 
 mod linalg;
+mod logic;
+pub(crate) mod norm;
 mod rows;
 
+pub use linalg::conv_batch_norm;
 use linalg::{conv, gemm, matmul};
+use logic::{cast, compare, gather, where_};
 use rows::{layer_norm, pool, reduce, softmax};
 
 /// Kernels address at most this many dimensions (padded with leading 1s).
@@ -43,6 +47,10 @@ pub struct Draft {
     pub bindings: [Option<TensorId>; 4],
     /// Bindings 5 and 6: further outputs (LayerNormalization's Mean and InvStdDev).
     pub extra: [Option<TensorId>; 2],
+    /// Constants made at compile time, each bound at its slot from the weights buffer:
+    /// BatchNormalization's per-channel scale and shift, or a Conv's weights and bias
+    /// with a BatchNormalization folded in, which no graph tensor holds.
+    pub made: Vec<(usize, Vec<u8>)>,
     pub params: Vec<u32>,
     pub groups: [u32; 3],
 }
@@ -126,6 +134,35 @@ impl Context<'_> {
                 ),
             ));
         }
+        self.fits(t)
+    }
+
+    /// The shape of a tensor of a dtype the word kernels (Cast, the comparisons, Where)
+    /// hold: f32, i32, i64 as two 32-bit words (low first) and bool as one byte an
+    /// element (packed four to a word, since WGSL storage has no byte access). Other
+    /// dtypes (f16, the 8- and 16-bit integers, f64) have no loads or stores in those
+    /// kernels and are declined with that reason.
+    fn word_tensor(&self, t: TensorId, op: OpKind) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
+        if !matches!(
+            decl.dtype,
+            DType::F32 | DType::I32 | DType::I64 | DType::Bool
+        ) {
+            return Err(Decline::new(
+                DeclineReason::DType,
+                format!(
+                    "tensor '{}' is {}: {op} here holds f32, i32, i64 and bool only",
+                    decl.name, decl.dtype
+                ),
+            ));
+        }
+        self.fits(t)
+    }
+
+    /// The shape of a tensor a storage binding can hold: not quantized, of a concrete
+    /// shape of at most [`MAX_RANK`] dimensions, not empty, within the device's range.
+    fn fits(&self, t: TensorId) -> Lowered<Vec<usize>> {
+        let decl = &self.graph.tensors[t];
         if decl.quant.is_some() {
             return Err(Decline::new(
                 DeclineReason::DType,
@@ -230,6 +267,7 @@ impl Context<'_> {
             spec,
             bindings,
             extra: [None, None],
+            made: Vec::new(),
             params,
             groups: self.spread((n as u64).div_ceil(u64::from(spec)))?,
         })
@@ -347,6 +385,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Sub,
     OpKind::Mul,
     OpKind::Div,
+    OpKind::Pow,
     OpKind::MatMul,
     OpKind::Gemm,
     OpKind::Conv,
@@ -356,6 +395,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Softmax,
     OpKind::LogSoftmax,
     OpKind::LayerNormalization,
+    OpKind::BatchNormalization,
     OpKind::Reshape,
     OpKind::Flatten,
     OpKind::Squeeze,
@@ -364,9 +404,20 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Transpose,
     OpKind::Concat,
     OpKind::Expand,
+    OpKind::Slice,
+    OpKind::Split,
+    OpKind::Pad,
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
+    OpKind::Cast,
+    OpKind::Equal,
+    OpKind::Less,
+    OpKind::Greater,
+    OpKind::LessOrEqual,
+    OpKind::GreaterOrEqual,
+    OpKind::Where,
+    OpKind::Gather,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -380,8 +431,16 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         ));
     }
     let needs = match node.op {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::MatMul | OpKind::Gemm => 2,
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => 2,
+        OpKind::MatMul | OpKind::Gemm => 2,
         OpKind::Conv | OpKind::LayerNormalization => 2,
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual => 2,
+        OpKind::Where => 3,
+        OpKind::Gather => 2,
         _ => 1,
     };
     if ins.len() < needs || node.outputs.is_empty() {
@@ -396,6 +455,19 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         ));
     }
     check_outputs(cx, node)?;
+    // The word kernels hold dtypes besides the floats and take no epilogue (fusion
+    // gives one to arithmetic producers only).
+    match node.op {
+        OpKind::Cast => return cast(cx, node, out).map(|d| vec![d]),
+        OpKind::Equal
+        | OpKind::Less
+        | OpKind::Greater
+        | OpKind::LessOrEqual
+        | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
+        OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
+        OpKind::Gather => return gather(cx, node, out).map(|d| vec![d]),
+        _ => {}
+    }
     let activation = activation_of(cx, node)?;
     // The ops whose kernels have f16 variants; every operand of theirs must then have
     // the output's dtype (the kernels have one element type).
@@ -406,6 +478,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::Sub
                 | OpKind::Mul
                 | OpKind::Div
+                | OpKind::Pow
                 | OpKind::Expand
                 | OpKind::Reshape
                 | OpKind::Flatten
@@ -414,6 +487,8 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::Identity
                 | OpKind::Transpose
                 | OpKind::Concat
+                | OpKind::Slice
+                | OpKind::Split
                 | OpKind::MaxPool
                 | OpKind::AveragePool
                 | OpKind::GlobalAveragePool
@@ -443,14 +518,15 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         return Ok(vec![elementwise(cx, 0, ins[0], None, &x, &x, &y, a, out)?]);
     }
     match node.op {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => {
             let a = cx.operand(ins[0], out)?;
             let b = cx.operand(ins[1], out)?;
             let op = match node.op {
                 OpKind::Add => 1,
                 OpKind::Sub => 2,
                 OpKind::Mul => 3,
-                _ => 4,
+                OpKind::Div => 4,
+                _ => 5,
             };
             Ok(vec![elementwise(
                 cx,
@@ -472,6 +548,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         }
         OpKind::Softmax | OpKind::LogSoftmax => softmax(cx, node, out).map(|d| vec![d]),
         OpKind::LayerNormalization => layer_norm(cx, node, out).map(|d| vec![d]),
+        OpKind::BatchNormalization => norm::batch_norm(cx, node, act, out, &y).map(|d| vec![d]),
         OpKind::Reshape
         | OpKind::Flatten
         | OpKind::Squeeze
@@ -498,6 +575,22 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
             let src: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
             Ok(vec![copy(cx, ins[0], out, &y, &src, &strides(&y), 0, 0)?])
         }
+        OpKind::Slice => {
+            let x = cx.operand(ins[0], out)?;
+            let (offset, src) = slice_copy(cx, node, &x)?;
+            Ok(vec![copy(
+                cx,
+                ins[0],
+                out,
+                &y,
+                &src,
+                &strides(&y),
+                offset,
+                0,
+            )?])
+        }
+        OpKind::Split => split(cx, node, out),
+        OpKind::Pad => pad(cx, node, out, &y).map(|d| vec![d]),
         OpKind::Concat => {
             let axis = normalize_axis(node.attr_int("axis", 0), y.len())
                 .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
@@ -518,12 +611,220 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
     }
 }
 
+/// Slice as a strided copy: the source offset of the first element taken and the
+/// source stride of each output dimension, by ONNX's rules (negative starts and ends
+/// count from the end; for a positive step both clamp to `[0, dim]`, for a negative one
+/// `start` to `[0, dim - 1]` and `end` to `[-1, dim - 1]`). A negative step is a negative
+/// stride, passed as its 32-bit two's complement: the copy kernel's u32 index arithmetic
+/// wraps, so the sum comes out right.
+fn slice_copy(cx: &Context<'_>, node: &Node, x: &[usize]) -> Lowered<(usize, Vec<usize>)> {
+    let operand = |i: usize, what: &str| -> Lowered<Option<Vec<i64>>> {
+        // Opset 1 has them as attributes, later ones as inputs.
+        let Some(&t) = node.inputs.get(i) else {
+            return Ok(node.attr_ints(what).map(<[i64]>::to_vec));
+        };
+        match cx.consts.i64s(t) {
+            Some(v) => Ok(Some(v)),
+            None => Err(Decline::new(
+                DeclineReason::NotConstant,
+                format!(
+                    "{}: {what} '{}' is computed at run time",
+                    node.label(),
+                    cx.graph.tensors[t].name
+                ),
+            )),
+        }
+    };
+    let attr = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
+    let starts = operand(1, "starts")?.unwrap_or_default();
+    let ends = operand(2, "ends")?.unwrap_or_default();
+    let n = starts.len();
+    let axes = match operand(3, "axes")? {
+        Some(a) => a
+            .iter()
+            .map(|&v| normalize_axis(v, x.len()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(attr)?,
+        None => (0..n.min(x.len())).collect(),
+    };
+    let steps = operand(4, "steps")?.unwrap_or_else(|| vec![1; n]);
+    if ends.len() != n || axes.len() != n || steps.len() != n {
+        return Err(attr("starts, ends, axes and steps differ in length".into()));
+    }
+    let xs = strides(x);
+    let mut src: Vec<i64> = xs.iter().map(|&s| s as i64).collect();
+    let mut offset = 0i64;
+    for k in 0..n {
+        let (axis, step) = (axes[k], steps[k]);
+        let dim = x[axis] as i64;
+        let from_end = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+        let start = match step {
+            0 => return Err(attr("step 0".into())),
+            s if s > 0 => from_end(starts[k]).clamp(0, dim),
+            _ => from_end(starts[k]).clamp(0, dim - 1),
+        };
+        let step32 = i32::try_from(step.saturating_mul(xs[axis] as i64)).unwrap_or(if step > 0 {
+            i32::MAX
+        } else {
+            i32::MIN
+        });
+        offset += start * xs[axis] as i64;
+        src[axis] = i64::from(step32);
+    }
+    // Strides as u32 bit patterns (a negative one wraps); a step past the extent takes
+    // one element, so a clamped stride never leaves the tensor.
+    Ok((
+        offset as usize,
+        src.iter().map(|&s| s as i32 as u32 as usize).collect(),
+    ))
+}
+
+/// Pad with constant amounts (as inputs, or opset 2's attributes), in any mode.
+fn pad(cx: &Context<'_>, node: &Node, out: TensorId, y: &[usize]) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let what = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
+    let constant = |i: usize, name: &str| -> Lowered<Option<Vec<i64>>> {
+        match node.inputs.get(i) {
+            None => Ok(node.attr_ints(name).map(<[i64]>::to_vec)),
+            Some(&t) => cx.consts.i64s(t).map(Some).ok_or_else(|| {
+                Decline::new(
+                    DeclineReason::NotConstant,
+                    format!(
+                        "{}: {name} '{}' is computed at run time",
+                        node.label(),
+                        cx.graph.tensors[t].name
+                    ),
+                )
+            }),
+        }
+    };
+    let pads = constant(1, "pads")?.ok_or_else(|| what("no pads".into()))?;
+    let axes = match constant(3, "axes")? {
+        Some(a) => a
+            .iter()
+            .map(|&v| normalize_axis(v, x.len()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(what)?,
+        None => (0..x.len()).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(what(format!("pads {pads:?} for axes {axes:?}")));
+    }
+    // As ONNX: negative amounts crop first, the padding extends the kept part.
+    let mut kept: Vec<i64> = x.iter().map(|&d| d as i64).collect();
+    let mut before = vec![0usize; x.len()];
+    let mut offset = 0i64;
+    let xs = strides(&x);
+    for (k, &a) in axes.iter().enumerate() {
+        let (b, e) = (pads[k], pads[k + axes.len()]);
+        kept[a] = kept[a].saturating_add(b.min(0)).saturating_add(e.min(0));
+        before[a] = usize::try_from(b.max(0)).map_err(|_| what(format!("pads {pads:?}")))?;
+        offset += b.min(0).saturating_neg() * xs[a] as i64;
+    }
+    if kept.iter().any(|&k| k <= 0) {
+        return Err(Decline::new(
+            DeclineReason::Shape,
+            format!("{}: pads {pads:?} crop a dimension away", node.label()),
+        ));
+    }
+    let kept: Vec<usize> = kept.iter().map(|&k| k as usize).collect();
+    let mode = match node.attr_str("mode", "constant") {
+        "constant" => 0,
+        "reflect" => 1,
+        "edge" => 2,
+        "wrap" => 3,
+        other => return Err(what(format!("mode '{other}'"))),
+    };
+    // The constant: input 2 (one f32; absent or empty is 0), or opset 2's `value`.
+    let value = match node.inputs.get(2) {
+        None => node.attr_float("value", 0.0),
+        Some(&t) => {
+            let decl = &cx.graph.tensors[t];
+            match cx.consts.bytes(t).filter(|_| decl.is_const()) {
+                Some([]) => 0.0,
+                Some(b) if decl.dtype == DType::F32 && b.len() == 4 => {
+                    f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                }
+                _ => {
+                    return Err(Decline::new(
+                        DeclineReason::NotConstant,
+                        format!(
+                            "{}: constant_value '{}' must be one constant f32",
+                            node.label(),
+                            decl.name
+                        ),
+                    ))
+                }
+            }
+        }
+    };
+    let n: usize = y.iter().product();
+    let mut p = vec![n as u32, mode, value.to_bits()];
+    p.extend(pad6(y, 1));
+    p.extend(pad6(&kept, 1));
+    p.extend(pad6(&before, 0));
+    p.extend(pad6(&xs, 0));
+    p.push(offset as u32);
+    cx.one_dimensional("pad", n, [Some(node.inputs[0]), None, None, Some(out)], p)
+}
+
+/// Split: one copy per output, each from its offset along the axis.
+fn split(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Vec<Draft>> {
+    let x = cx.operand(node.inputs[0], out)?;
+    let axis = normalize_axis(node.attr_int("axis", 0), x.len())
+        .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
+    let mut inputs = Vec::new();
+    for &t in &node.inputs {
+        inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
+    }
+    let shapes = infer_outputs(node, &inputs, |i| {
+        node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
+    })
+    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))?;
+    let xs = strides(&x);
+    let mut at = 0;
+    let mut drafts = Vec::new();
+    for (k, &t) in node.outputs.iter().enumerate() {
+        let want = &shapes
+            .get(k)
+            .ok_or_else(|| {
+                Decline::new(
+                    DeclineReason::Shape,
+                    format!("{} has more outputs than parts", node.label()),
+                )
+            })?
+            .1;
+        let y = cx.operand(t, out)?;
+        if &y != want {
+            return Err(Decline::new(
+                DeclineReason::Shape,
+                format!(
+                    "{}: output {k} is declared {y:?}, the op gives {want:?}",
+                    node.label()
+                ),
+            ));
+        }
+        drafts.push(copy(
+            cx,
+            node.inputs[0],
+            t,
+            &y,
+            &xs,
+            &strides(&y),
+            at * xs[axis],
+            0,
+        )?);
+        at += y[axis];
+    }
+    Ok(drafts)
+}
+
 /// Declines nodes whose extra outputs (MaxPool's Indices, LayerNorm's Mean) are used.
 fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
-    let allowed = if node.op == OpKind::LayerNormalization {
-        3
-    } else {
-        1
+    let allowed = match node.op {
+        OpKind::LayerNormalization => 3,
+        OpKind::Split => usize::MAX,
+        _ => 1,
     };
     if node.outputs.len() > allowed {
         return Err(Decline::new(
@@ -723,6 +1024,168 @@ mod tests {
         assert!(d.message.contains("lacks f16 shaders"), "{}", d.message);
         assert!(d.message.contains("shaderFloat16"), "{}", d.message);
         assert!(d.message.contains("SHADER_F16"), "{}", d.message);
+    }
+
+    /// Lowers the one node of a graph over inputs of the given dtypes and shapes.
+    fn lower_graph(
+        op: OpKind,
+        ins: &[(DType, &[usize])],
+        attrs: &[(&str, baton_delegate_api::Attr)],
+    ) -> Lowered<Vec<Draft>> {
+        let mut b = GraphBuilder::new("g");
+        let xs: Vec<TensorId> = ins
+            .iter()
+            .enumerate()
+            .map(|(i, (d, s))| b.input_fixed(&format!("x{i}"), *d, s))
+            .collect();
+        let y = b.node(op, &xs, attrs).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        lower(&cx, &g.nodes[0], Activation::default(), y)
+    }
+
+    fn to(d: DType) -> [(&'static str, baton_delegate_api::Attr); 1] {
+        [("to", baton_delegate_api::Attr::Int(d.onnx_code()))]
+    }
+
+    #[test]
+    fn casts_name_both_element_codes_and_write_bool_a_word_at_a_time() {
+        let d = lower_graph(OpKind::Cast, &[(DType::F32, &[3, 11])], &to(DType::I64)).unwrap();
+        assert_eq!(d[0].kernel, "cast");
+        assert_eq!(d[0].params, vec![33, 0, 2]);
+        // 33 bools are 9 words: one workgroup of 64 invocations covers them.
+        let d = lower_graph(OpKind::Cast, &[(DType::I64, &[33])], &to(DType::Bool)).unwrap();
+        assert_eq!(d[0].params, vec![33, 2, 3]);
+        assert_eq!(d[0].groups, [1, 1, 1]);
+        let d = lower_graph(OpKind::Cast, &[(DType::I32, &[130])], &to(DType::F32)).unwrap();
+        assert_eq!(d[0].groups, [3, 1, 1]);
+        let d = lower_graph(OpKind::Cast, &[(DType::F16, &[4])], &to(DType::F32)).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+        assert!(d.message.contains("'x0' is f16"), "{}", d.message);
+        let d = lower_graph(OpKind::Cast, &[(DType::F32, &[4])], &to(DType::U8)).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn comparisons_broadcast_by_strides_into_bool() {
+        let d = lower_graph(
+            OpKind::LessOrEqual,
+            &[(DType::I64, &[2, 1]), (DType::I64, &[1, 3])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "compare");
+        let p = &d[0].params;
+        assert_eq!(p[..3], [6, 4, 2]);
+        assert_eq!(p[3..9], [1, 1, 1, 1, 2, 3]);
+        assert_eq!(p[9..15], [0, 0, 0, 0, 1, 0]);
+        assert_eq!(p[15..21], [0, 0, 0, 0, 0, 1]);
+        let bools = [(DType::Bool, &[4][..]), (DType::Bool, &[4][..])];
+        assert!(lower_graph(OpKind::Equal, &bools, &[]).is_ok());
+        let d = lower_graph(OpKind::Less, &bools, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+        let d = lower_graph(
+            OpKind::Greater,
+            &[(DType::I8, &[4]), (DType::I8, &[4])],
+            &[],
+        )
+        .unwrap_err();
+        assert!(d.message.contains("is i8"), "{}", d.message);
+    }
+
+    #[test]
+    fn where_selects_words_of_its_values_dtype() {
+        let ins = [
+            (DType::Bool, &[2, 1, 3][..]),
+            (DType::I64, &[4, 1][..]),
+            (DType::I64, &[3][..]),
+        ];
+        let d = lower_graph(OpKind::Where, &ins, &[]).unwrap();
+        assert_eq!(d[0].kernel, "select");
+        let p = &d[0].params;
+        assert_eq!(p[..2], [24, 2]);
+        assert_eq!(p[2..8], [1, 1, 1, 2, 4, 3]);
+        assert_eq!(p[8..14], [0, 0, 0, 3, 0, 1]);
+        assert_eq!(p[14..20], [0, 0, 0, 0, 1, 0]);
+        assert_eq!(p[20..26], [0, 0, 0, 0, 0, 1]);
+        let f32s = [
+            (DType::Bool, &[5][..]),
+            (DType::F32, &[5][..]),
+            (DType::F32, &[][..]),
+        ];
+        assert_eq!(
+            lower_graph(OpKind::Where, &f32s, &[]).unwrap()[0].params[1],
+            1
+        );
+        let bools = [
+            (DType::Bool, &[5][..]),
+            (DType::Bool, &[5][..]),
+            (DType::Bool, &[5][..]),
+        ];
+        let d = lower_graph(OpKind::Where, &bools, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn gather_views_its_output_as_outer_indices_inner() {
+        let axis = [("axis", baton_delegate_api::Attr::Int(1))];
+        let ins = [(DType::F32, &[3, 4, 5][..]), (DType::I64, &[2, 2][..])];
+        let d = lower_graph(OpKind::Gather, &ins, &axis).unwrap();
+        assert_eq!(d[0].kernel, "gather");
+        assert_eq!(d[0].params, vec![60, 5, 4, 4, 1, 2]);
+        let ins = [(DType::I64, &[3, 4][..]), (DType::I32, &[2][..])];
+        assert_eq!(
+            lower_graph(OpKind::Gather, &ins, &[]).unwrap()[0].params,
+            vec![8, 4, 2, 3, 2, 1]
+        );
+        let ins = [(DType::Bool, &[3, 4][..]), (DType::I32, &[2][..])];
+        let d = lower_graph(OpKind::Gather, &ins, &[]).unwrap_err();
+        assert_eq!(d.reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn batch_norm_folds_its_constants_into_a_scale_and_shift_per_channel() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[2, 2, 3]);
+        // Channel 0: s = 2 / sqrt(3 + 1) = 1, t = 1 - 0.5 * 1 = 0.5; channel 1:
+        // s = -1 / sqrt(0 + 1) = -1, t = 0 - 2 * -1 = 2.
+        let scale = b.constant_f32("scale", &[2], &[2.0, -1.0]);
+        let bias = b.constant_f32("bias", &[2], &[1.0, 0.0]);
+        let mean = b.constant_f32("mean", &[2], &[0.5, 2.0]);
+        let var = b.constant_f32("var", &[2], &[3.0, 0.0]);
+        let eps = [("epsilon", baton_delegate_api::Attr::Float(1.0))];
+        let y = b
+            .node(
+                OpKind::BatchNormalization,
+                &[x, scale, bias, mean, var],
+                &eps,
+            )
+            .unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        let d = lower(&cx, &g.nodes[0], Activation::default(), y).unwrap();
+        let (slot, bytes) = d[0].made[0].clone();
+        assert_eq!(slot, 1);
+        let st: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(st, [1.0, 0.5, -1.0, 2.0]);
+        // (s, t) of channel c at 2c: stride 2 on dimension 1 of [2, 2, 3].
+        assert_eq!(d[0].params[1], 6);
+        assert_eq!(d[0].params[17..23], [0, 0, 0, 0, 2, 0]);
     }
 
     #[test]

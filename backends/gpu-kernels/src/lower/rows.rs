@@ -90,6 +90,7 @@ pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<D
         spec,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
+        made: Vec::new(),
         params: vec![
             rows as u32,
             len as u32,
@@ -141,6 +142,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
             spec: cx.group_size("reduce")?,
             bindings: [Some(node.inputs[0]), None, None, Some(out)],
             extra: [None, None],
+            made: Vec::new(),
             params: vec![1, 1, 1, reduce_mode(node.op)],
             groups: [1, 1, 1],
         });
@@ -163,6 +165,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         spec: cx.group_size("reduce")?,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
+        made: Vec::new(),
         params: vec![rows as u32, len as u32, inner as u32, mode],
         groups: cx.spread(rows as u64)?,
     })
@@ -226,6 +229,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         spec,
         bindings: [Some(node.inputs[0]), Some(scale), bias, Some(out)],
         extra,
+        made: Vec::new(),
         params: vec![
             rows as u32,
             d as u32,
