@@ -651,25 +651,14 @@ impl Pixel {
 mod x86dw {
     use std::arch::x86_64::*;
 
-    use super::{Geom, Pixel, LANES};
+    use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
     use crate::qgemm::kernels::x86::requant16;
     use crate::qgemm::QOut;
 
-    /// The most taps whose widened weights [`rows`] keeps for a whole output row.
-    use super::{RowRing, MAX_TAPS};
-
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
-    /// and kept for the whole output row, then every pixel of the row sums its taps
-    /// inside the input. The requantization is `block`'s.
-    ///
-    /// The input rows a window spans are widened to f32 once, into `ring` (slot `iy %
-    /// span`: the rows of one window are distinct slots), and stay there while later output
-    /// rows need them: a 3x3 stride-1 window reads each input byte 9 times, which the
-    /// byte loads paid a widening and a conversion each. The sums are `x * w` in f32, one
-    /// FMA per tap, minus `za * sum(w)` once: every product (at most 255 * 128) and every
-    /// partial sum (at most [`MAX_TAPS`] of them, under 2^20) is an integer f32 holds
-    /// exactly, so the result is the integer sum, bit for bit. Taps in the padding read the
-    /// zero point, so the same subtraction cancels them.
+    /// and kept for the whole output row, then every pixel of the row sums its taps, read
+    /// as f32 from the [`RowRing`] (whose comment says why the f32 sums are exact), with
+    /// one FMA per tap. The requantization is `block`'s.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows(
