@@ -773,14 +773,7 @@ fn split(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Vec<Draft>> {
     let x = cx.operand(node.inputs[0], out)?;
     let axis = normalize_axis(node.attr_int("axis", 0), x.len())
         .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
-    let mut inputs = Vec::new();
-    for &t in &node.inputs {
-        inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
-    }
-    let shapes = infer_outputs(node, &inputs, |i| {
-        node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
-    })
-    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))?;
+    let shapes = infer_all(cx, node)?;
     let xs = strides(&x);
     let mut at = 0;
     let mut drafts = Vec::new();
@@ -842,15 +835,21 @@ fn check_outputs(cx: &Context<'_>, node: &Node) -> Lowered<()> {
 
 /// The first output's shape by the IR's rules.
 fn infer(cx: &Context<'_>, node: &Node) -> Lowered<Vec<usize>> {
+    let outs = infer_all(cx, node)?;
+    Ok(outs.into_iter().next().map(|(_, s)| s).unwrap_or_default())
+}
+
+/// Every output's dtype and shape by the IR's rules (constant operands read from the
+/// constants).
+fn infer_all(cx: &Context<'_>, node: &Node) -> Lowered<Vec<(DType, Vec<usize>)>> {
     let mut inputs = Vec::new();
     for &t in &node.inputs {
         inputs.push((cx.graph.tensors[t].dtype, cx.shape(t)?));
     }
-    let outs = infer_outputs(node, &inputs, |i| {
+    infer_outputs(node, &inputs, |i| {
         node.inputs.get(i).and_then(|&t| cx.consts.i64s(t))
     })
-    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))?;
-    Ok(outs.into_iter().next().map(|(_, s)| s).unwrap_or_default())
+    .map_err(|e| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label())))
 }
 
 /// Row-major strides of a shape, in elements.
