@@ -122,9 +122,10 @@ fn print_stages(stages: &[baton_runtime_host::exec::StageInfo]) {
             println!("  {line}");
         }
         println!(
-            "stage {}: node {} runs on the host (dynamic: its output shapes come from its values)",
+            "stage {}: node {} runs on {} (dynamic: its output shapes come from its values)",
             2 * k + 2,
-            s.dynamic_node
+            s.dynamic_node,
+            s.dynamic_target
         );
     }
     let last = stages.last().expect("not empty");

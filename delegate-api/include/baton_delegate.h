@@ -151,6 +151,26 @@
  * rank/shape after every successful execute and refuses a result whose shape differs
  * from the expected one, naming the output.
  *
+ * Bounded outputs (1.3). The ops whose output extents depend on operand values
+ * (NonMaxSuppression, Unique, Compress) have outputs no caller can size before they run.
+ * A plugin that sets BATON_CAP_BOUNDED_OUTPUTS may be given such a node; the graph then
+ * declares each of the node's outputs with an upper bound of every extent, the view
+ * arrives sized for that bound, and the plugin writes the extents it produced into
+ * rank/shape (rank unchanged, each extent at most the bound; the extents that follow
+ * from shapes alone exactly as declared) and the data dense in that shape from the start
+ * of the buffer; bytes past it are the host's. The bounds of the value-dependent extent:
+ *   NonMaxSuppression  batches * classes * min(boxes, max_output_boxes_per_class) rows,
+ *                      or batches * classes * boxes when that operand is not a constant
+ *                      (none when it is omitted)
+ *   Unique             the count of values (or of slices along `axis`)
+ *   Compress           the condition's length
+ * A host may bound more loosely (it need not read a constant); a plugin accepts any
+ * bound at least as large as what the node can write and declines a tighter one.
+ * A host sends such a node to no other plugin; it also never gives a plugin a graph in
+ * which another node reads such an output (the node's extents decide the shapes after
+ * it, so the host plans what follows once it has run). A plugin may still decline the
+ * node, or refuse a graph holding it with more nodes (compile: BATON_STATUS_UNSUPPORTED).
+ *
  * No output view overlaps another output view or any input view.
  *
  * Graph bytes and blob bytes passed by the host carry no alignment promise: read their
@@ -265,8 +285,14 @@ extern "C" {
 /* The ABI major version. A plugin with another major is refused before any call. */
 #define BATON_ABI_MAJOR 1u
 /* The ABI minor version of this header. Minors only append: 1.1 added `profile`, 1.2
- * added `btir_minor`, `init_retained` and `memory`. */
-#define BATON_ABI_MINOR 2u
+ * added `btir_minor`, `init_retained` and `memory`, 1.3 gave 1.2's reserved word a
+ * meaning (`capabilities`, BATON_CAP_BOUNDED_OUTPUTS). */
+#define BATON_ABI_MINOR 3u
+
+/* BatonDescriptor.capabilities bits (1.3). */
+/* The plugin runs the ops whose output extents depend on operand values
+ * (NonMaxSuppression, Unique, Compress) given bounded outputs: see section 6. */
+#define BATON_CAP_BOUNDED_OUTPUTS 1u
 
 /* The name of the one symbol a plugin exports (type BatonEntryFn). */
 #define BATON_ENTRY_SYMBOL "baton_delegate_entry"
@@ -827,7 +853,9 @@ typedef struct BatonDescriptor {
      * BATON_WIRE_MINOR): left out of a designated initializer it is 0, BTIR 1.0, and
      * every node needing a later code is declined for the plugin. */
     uint32_t btir_minor;
-    uint32_t reserved_1_2; /* zero */
+    /* 1.2: reserved, zero. 1.3: BATON_CAP_* bits. A host reads it only from a plugin whose
+     * abi_minor is at least 3. */
+    uint32_t capabilities;
 
     /* May be NULL (the host then calls init). The same as init, with one difference in
      * lifetime: the blob bytes, and the bytes each constant view's `data` points at, stay

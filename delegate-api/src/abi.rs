@@ -15,8 +15,14 @@ use std::ffi::{c_char, c_void};
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version of this build. 1.1 appended [`Descriptor::profile`] and
 /// [`ProfileEvent`]; 1.2 appended [`Descriptor::btir_minor`],
-/// [`Descriptor::init_retained`], [`Descriptor::memory`] and [`MemoryInfo`].
-pub const ABI_MINOR: u32 = 2;
+/// [`Descriptor::init_retained`], [`Descriptor::memory`] and [`MemoryInfo`]; 1.3 gave
+/// 1.2's reserved word a meaning, [`Descriptor::capabilities`] ([`CAP_BOUNDED_OUTPUTS`]).
+pub const ABI_MINOR: u32 = 3;
+/// [`Descriptor::capabilities`] bit (1.3): the plugin runs ops whose output extents depend
+/// on operand values (NonMaxSuppression, Unique, Compress) given *bounded* outputs: each
+/// such output arrives sized for an upper bound of its extents and the plugin reports the
+/// extents it produced (see [`crate::shape::output_bounds`] and the header's section 6).
+pub const CAP_BOUNDED_OUTPUTS: u32 = 1;
 /// The BTIR minor a plugin without [`Descriptor::btir_minor`] (one built against ABI 1.0
 /// or 1.1) is taken to read: the minor those ABI versions carried.
 pub const BTIR_MINOR_BEFORE_1_2: u32 = 2;
@@ -381,8 +387,10 @@ pub struct Descriptor {
     /// that needs one is declined for this plugin before `supports` is asked. A plugin
     /// whose `struct_size` does not cover it reads [`BTIR_MINOR_BEFORE_1_2`].
     pub btir_minor: u32,
-    /// Added in 1.2; always zero.
-    pub reserved_1_2: u32,
+    /// Added in 1.2 as a reserved zero word; since 1.3 the `CAP_*` bits of what the
+    /// plugin can do beyond the base contract. A host reads it only from a plugin whose
+    /// `abi_minor` is at least 3 (a 1.2 plugin's zero means no capability either way).
+    pub capabilities: u32,
     /// Added in 1.2; may be NULL (the host then calls `init`). `init` with one difference:
     /// the blob bytes, and the bytes each constant view's `data` points at, stay valid,
     /// readable and unchanged until `destroy` on the handle made (the view structs and

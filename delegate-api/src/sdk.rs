@@ -439,6 +439,12 @@ pub trait Delegate: Sized + Send + Sync + 'static {
     /// right unless the delegate parses graph bytes itself.
     const BTIR_MINOR: u16 = wire::WIRE_MINOR;
 
+    /// Whether this delegate takes the value-dependent ops with bounded outputs (ABI 1.3
+    /// `BATON_CAP_BOUNDED_OUTPUTS`): such an output arrives sized for
+    /// [`crate::shape::output_bounds`] and the executable reports the extents it produced
+    /// with [`TensorMut::set_shape`], its data dense in that shape from the start.
+    const BOUNDED_OUTPUTS: bool = false;
+
     /// The options this delegate accepts.
     fn options() -> Vec<OptionDecl> {
         Vec::new()
@@ -640,7 +646,11 @@ impl StaticDescriptor {
             destroy: glue::destroy::<D>,
             profile: Some(glue::profile::<D>),
             btir_minor: u32::from(D::BTIR_MINOR),
-            reserved_1_2: 0,
+            capabilities: if D::BOUNDED_OUTPUTS {
+                abi::CAP_BOUNDED_OUTPUTS
+            } else {
+                0
+            },
             init_retained: Some(glue::init_retained::<D>),
             memory: Some(glue::memory::<D>),
         };

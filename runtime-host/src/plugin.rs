@@ -28,7 +28,10 @@ use file::hash_file;
 pub mod isolated;
 mod placement;
 mod views;
-pub use views::{check_output_shapes, run_once, run_once_profiled, view_of, AbiGraph};
+pub use views::{
+    bounded_output, check_output_shapes, execute_owned, run_once, run_once_profiled, view_of,
+    AbiGraph,
+};
 
 /// Names of the backends linked into this program (see [`baton_delegate_api::entry`]: each
 /// registers itself; the host library links none, the `baton` binary links those its cargo
@@ -354,6 +357,22 @@ impl PluginLibrary {
     /// carried for an older plugin).
     pub fn btir_minor(&self) -> u32 {
         self.desc.btir_minor
+    }
+
+    /// The plugin's ABI 1.3 `capabilities` bits; 0 for an older plugin (its word was
+    /// reserved, or not there).
+    pub fn capabilities(&self) -> u32 {
+        if self.abi_minor >= 3 {
+            self.desc.capabilities
+        } else {
+            0
+        }
+    }
+
+    /// Whether the plugin takes the value-dependent ops with bounded outputs (ABI 1.3
+    /// `BATON_CAP_BOUNDED_OUTPUTS`): only such a plugin is given one of those nodes.
+    pub fn bounded_outputs(&self) -> bool {
+        self.capabilities() & abi::CAP_BOUNDED_OUTPUTS != 0
     }
 
     /// `name version` for messages.

@@ -1,6 +1,7 @@
 //! Dynamic regions: a model whose shapes depend on tensor values runs in stages (a
-//! static prefix, the value-dependent node on the host, the rest specialised per shape
-//! and cached), through the plain `Session` a user gets.
+//! static prefix, the value-dependent node on a plugin that takes bounded outputs or on
+//! the host, the rest specialised per shape and cached), through the plain `Session` a
+//! user gets.
 
 mod common;
 #[path = "common/nonzero_model.rs"]
@@ -166,7 +167,14 @@ fn compress_mid_graph_splits_a_delegated_prefix_from_a_delegated_rest() {
         first < node && node < compile && compile < last,
         "{names:?}"
     );
-    assert_eq!(steps[node.unwrap()].target, "host (dynamic)");
+    // The CPU plugin takes bounded outputs (ABI 1.3): it ran the Compress itself.
+    assert_eq!(steps[node.unwrap()].target, "cpu");
+    assert_eq!(s.stages()[0].dynamic_target, "cpu");
+    assert!(
+        !s.nodes_per_backend().contains_key("host"),
+        "{:?}",
+        s.nodes_per_backend()
+    );
     for w in steps.windows(2) {
         assert!(w[0].start_ns <= w[1].start_ns, "one clock: {steps:?}");
     }
@@ -183,4 +191,31 @@ fn compress_mid_graph_splits_a_delegated_prefix_from_a_delegated_rest() {
     // The rest's check ran on this run's rows: its output has one row per positive x[:, 0].
     let kept = (0..100).filter(|&r| x[4 * r] > 0.0).count();
     assert_eq!(report[1].outputs[0].elements, kept * 3);
+}
+
+#[test]
+fn without_a_plugin_that_takes_bounded_outputs_the_dynamic_node_runs_on_the_host() {
+    let mut b = GraphBuilder::new("unique");
+    let x = b.input_fixed("x", DType::I64, &[12]);
+    let u = b.named_node("distinct", OpKind::Unique, &[x], &[]).unwrap();
+    let two = b.constant_i64("two", &[], &[2]);
+    let y = b.node(OpKind::Mul, &[u, two], &[]).unwrap();
+    b.output(y);
+    let graph = b.finish().unwrap();
+    let input = Tensor::from_i64(&[12], &[3, 1, 3, 2, 2, 7, 1, 0, 3, 7, 7, 5]);
+    let want = baton_reference::run_graph(&graph, std::slice::from_ref(&input)).unwrap();
+    assert_eq!(want[0].values::<i64>(), &[0, 2, 4, 6, 10, 14]);
+    for with_cpu in [true, false] {
+        let engine = common::plugin_engine(with_cpu);
+        let mut s = Session::new(&engine, &graph, &BTreeMap::new()).unwrap();
+        let got = s.run(std::slice::from_ref(&input)).unwrap();
+        assert_eq!(got[0].shape, want[0].shape);
+        assert_eq!(got[0].values::<i64>(), want[0].values::<i64>());
+        let target = &s.stages()[0].dynamic_target;
+        if with_cpu {
+            assert_eq!(target, "cpu");
+        } else {
+            assert!(target.starts_with("host ("), "{target}");
+        }
+    }
 }

@@ -132,6 +132,10 @@ fn build_id() -> &'static str {
 impl Delegate for CpuDelegate {
     type Executable = CpuExecutable;
 
+    /// NonMaxSuppression, Unique and Compress run as partitions of their own, their
+    /// outputs sized for a bound (see `ops/dynamic.rs`).
+    const BOUNDED_OUTPUTS: bool = true;
+
     fn info() -> PluginInfo {
         PluginInfo {
             name: "cpu",

@@ -314,15 +314,9 @@ const IMPLEMENTED: &[OpKind] = &[
 
 fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Result<(), Support> {
     if has_value_dependent_shape(node.op) {
-        // The caller sizes every output before `execute` (the ABI has no way to hand back
-        // an extent found while running), so these run on the host, which plans what
-        // follows them for the extents seen (the host's dynamic regions).
-        return Err(shape_no(
-            node,
-            "an output extent depends on the operand values, known only once the node has \
-             run; the host runs it"
-                .into(),
-        ));
+        // Run alone with bounded outputs (ABI 1.3): the host sizes each output for its
+        // bound and takes the extents the node reports.
+        return crate::ops::dynamic::check(graph, node, consts).map_err(|m| shape_no(node, m));
     }
     if !IMPLEMENTED.contains(&node.op) {
         return Err(Support::no(

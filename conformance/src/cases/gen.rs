@@ -129,6 +129,8 @@ pub struct Maker {
     pub dtype: DType,
     pub rng: Rng,
     operands: Vec<(Tensor, bool)>,
+    /// How many of the op's outputs the node has (1 unless [`Maker::outputs`] says).
+    outputs: usize,
 }
 
 impl Maker {
@@ -141,7 +143,14 @@ impl Maker {
             op,
             dtype,
             operands: Vec::new(),
+            outputs: 1,
         }
+    }
+
+    /// Gives the node its first `n` outputs (Unique's optional ones), each a graph output.
+    pub fn outputs(&mut self, n: usize) -> &mut Maker {
+        self.outputs = n;
+        self
     }
 
     /// Adds a graph input of the case dtype filled by `fill`.
@@ -183,11 +192,21 @@ impl Maker {
             };
             ids.push(id);
         }
-        let out = b
-            .node(self.op, &ids, attrs)
+        let name = format!("{}_0", self.op.name().to_lowercase());
+        let outs = b
+            .named_node_outputs(&name, self.op, &ids, attrs, self.outputs)
             .map_err(|e| err(e.to_string()))?;
-        b.rename(out, "out");
-        b.output(out);
+        for (k, &out) in outs.iter().enumerate() {
+            b.rename(
+                out,
+                &if k == 0 {
+                    "out".to_string()
+                } else {
+                    format!("out{k}")
+                },
+            );
+            b.output(out);
+        }
         let graph = b.finish().map_err(|e| err(e.to_string()))?;
         Ok(Case {
             id: self.id.clone(),

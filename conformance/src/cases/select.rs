@@ -84,6 +84,32 @@ fn unique(out: &mut Vec<Case>) -> Result<()> {
     let mut m = Maker::new(op, F32, "signed_zeros");
     m.operand(tensor(F32, &[6], &[0.0, -0.0, 1.5, -2.0, 1.5, 0.0]), false);
     out.push(m.build(&[])?);
+    // Every output (indices, inverse indices, counts), flattened and along an axis, with
+    // NaNs that compare equal to one another.
+    for (shape, axis, sorted) in [
+        (&[3, 4][..], None, 1i64),
+        (&[3, 4][..], None, 0),
+        (&[2, 5, 2][..], Some(1i64), 1),
+        (&[2, 5, 2][..], Some(1), 0),
+    ] {
+        let axis_id = axis.map_or("flat".to_string(), |a| format!("axis{a}"));
+        let mut m = Maker::new(
+            op,
+            F32,
+            &format!("{}_{axis_id}_sorted{sorted}_all_outputs", dims(shape)),
+        );
+        let n: usize = shape.iter().product();
+        let mut v = m.rng.values(n, &Fill::Range(0.0, 3.0), true);
+        v[1] = f64::NAN;
+        v[n - 2] = f64::NAN;
+        m.operand(tensor(F32, shape, &v), false);
+        m.outputs(4);
+        let mut attrs = vec![("sorted", Attr::Int(sorted))];
+        if let Some(a) = axis {
+            attrs.push(("axis", Attr::Int(a)));
+        }
+        out.push(m.build(&attrs)?);
+    }
     Ok(())
 }
 

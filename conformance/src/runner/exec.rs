@@ -18,7 +18,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use baton_delegate_api::{DType, DeclineReason, Graph, OpKind, Support, Tensor};
+use baton_delegate_api::shape::{bound_graph, has_value_dependent_shape};
+use baton_delegate_api::{DType, Decline, DeclineReason, Graph, OpKind, Support, Tensor};
 use baton_partitioner::{partition, BackendAnswers, Policy};
 use baton_reference as reference;
 use baton_runtime_host::plugin::{run_once, PluginContext};
@@ -119,7 +120,30 @@ pub fn run_oracle(
 /// and it is asked about a graph without such nodes
 /// ([`baton_runtime_host::program::plugin_view`]).
 pub fn host_supports(ctx: &PluginContext, graph: &Graph) -> Result<Vec<Support>, HostError> {
+    // As a host does: a plugin that takes bounded outputs (ABI 1.3) is asked with the
+    // value-dependent nodes' outputs at their bounds (as `run_once` compiles them); any
+    // other is never given such a node.
+    let bounded = ctx.lib.bounded_outputs();
+    let bounded_graph = match bounded {
+        true => bound_graph(graph).map(|(g, _)| g).ok(),
+        false => None,
+    };
+    let graph = bounded_graph.as_ref().unwrap_or(graph);
     let (view, positions) = plugin_view(graph, ctx.lib.btir_minor());
+    let positions = positions.into_iter().zip(&graph.nodes).map(|(p, node)| {
+        if !bounded && has_value_dependent_shape(node.op) {
+            Err(Decline {
+                reason: DeclineReason::Shape,
+                message: format!(
+                    "{}'s output extents depend on its values: only a plugin that takes \
+                     bounded outputs (ABI 1.3 BATON_CAP_BOUNDED_OUTPUTS) is given it",
+                    node.op
+                ),
+            })
+        } else {
+            p
+        }
+    });
     let asked = if view.nodes.is_empty() {
         Vec::new()
     } else {

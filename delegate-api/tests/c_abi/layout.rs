@@ -121,7 +121,7 @@ fn abi_structs() -> Vec<StructInfo> {
                 destroy,
                 profile,
                 btir_minor,
-                reserved_1_2,
+                capabilities,
                 init_retained,
                 memory,
             ]
@@ -163,6 +163,7 @@ fn expected_constants() -> Vec<(String, i64)> {
             "BATON_DESCRIPTOR_V1_2_SIZE",
             abi::DESCRIPTOR_V1_2_SIZE as i64,
         ),
+        ("BATON_CAP_BOUNDED_OUTPUTS", abi::CAP_BOUNDED_OUTPUTS as i64),
         ("BATON_STATUS_OK", abi::STATUS_OK as i64),
         ("BATON_STATUS_ERROR", abi::STATUS_ERROR as i64),
         ("BATON_STATUS_UNSUPPORTED", abi::STATUS_UNSUPPORTED as i64),

@@ -11,19 +11,31 @@
 //! kept per key, the most recently used [`DEFAULT_CACHED_STAGES`], as a
 //! [`crate::BoundedSession`] keeps its bindings: a repeated shape reuses its session.
 //!
+//! The dynamic node itself goes to a plugin when one takes *bounded outputs* (ABI 1.3,
+//! `BATON_CAP_BOUNDED_OUTPUTS`): its inputs are static, so it is compiled once, at load,
+//! as a graph of its own whose outputs are declared at bounds that follow from the input
+//! shapes ([`baton_delegate_api::shape::output_bounds`]); each run the plugin reports the
+//! extents it produced, the host checks them against the bounds and keeps those bytes.
+//! The partitioner places it as any node (priority, pins, a plugin's decline), and a
+//! failed run falls back to the portable kernels under the config's fallback rule.
+//!
 //! The cost: the prefix's outputs and the dynamic node's are copied out of the arena into
-//! owned tensors once a run, the dynamic node runs on the portable kernels, and every new
-//! shape compiles the rest (partitioning, plugin compile, memory planning).
+//! owned tensors once a run, and every new shape compiles the rest (partitioning, plugin
+//! compile, memory planning).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use baton_delegate_api::{Dim, Graph, Node, Storage, Tensor, TensorId, TensorRef};
+use baton_delegate_api::shape::{bound_graph, BoundedOutput};
+use baton_delegate_api::{Dim, Graph, Node, Storage, Support, Tensor, TensorId, TensorRef};
+use baton_partitioner::{BackendAnswers, Target};
 
 use super::{PartitionProfile, Session};
 use crate::check::PartitionCheck;
+use crate::config::{OnExecuteError, OnInitError};
 use crate::engine::Engine;
 use crate::error::{HostError, NodeProblem, Result};
+use crate::plugin::{bounded_output, execute_owned, PluginExecutable};
 use crate::trace::StepTiming;
 
 /// Sessions of the rest of a staged model kept per shape (see the module docs).
@@ -35,6 +47,8 @@ pub const DEFAULT_CACHED_STAGES: usize = 8;
 pub struct StageCounts {
     pub compiled: usize,
     pub reused: usize,
+    /// Runs in which the plugin given the dynamic node failed and the host ran it.
+    pub fallbacks: usize,
 }
 
 /// One stage of a staged session, for `baton plan` and the like.
@@ -42,8 +56,10 @@ pub struct StageCounts {
 pub struct StageInfo {
     /// Nodes of the static prefix (planned and delegated at load).
     pub prefix_nodes: usize,
-    /// The value-dependent node, run on the host.
+    /// The value-dependent node.
     pub dynamic_node: String,
+    /// Who runs it (a backend's name or `host`) and, for the host, why no plugin does.
+    pub dynamic_target: String,
     /// Nodes after it, specialised per shape at run time.
     pub rest_nodes: usize,
     pub counts: StageCounts,
@@ -59,6 +75,8 @@ pub(crate) struct Staged<'e> {
     graph: Graph,
     prefix: Option<Prefix<'e>>,
     node: Node,
+    /// The dynamic node on a plugin, or why it runs on the host.
+    delegated: std::result::Result<DelegatedNode, String>,
     rest: Vec<Node>,
     /// The tensors the rest reads that it does not compute and that are not constants.
     rest_inputs: Vec<TensorId>,
@@ -79,6 +97,124 @@ pub(crate) struct Staged<'e> {
 struct Prefix<'e> {
     session: Box<Session<'e>>,
     outputs: Vec<TensorId>,
+}
+
+/// The dynamic node compiled for a plugin that takes bounded outputs.
+struct DelegatedNode {
+    backend: String,
+    /// The node's operands computed at run time, in the order of the compiled graph's
+    /// inputs (ids of the staged graph).
+    inputs: Vec<TensorId>,
+    /// Each output's bound, in the node's output order.
+    bounds: Vec<BoundedOutput>,
+    exec: PluginExecutable,
+}
+
+impl DelegatedNode {
+    /// Runs the node on the plugin: outputs allocated at their bounds, then cut to the
+    /// extents the plugin reports (checked against the bounds).
+    fn run(&mut self, operands: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut outputs: Vec<Tensor> = self
+            .bounds
+            .iter()
+            .map(|b| Tensor::zeros(b.dtype, &b.bound))
+            .collect();
+        let reported = execute_owned(&mut self.exec, operands, &mut outputs)?;
+        let lib = self.exec.library();
+        self.bounds
+            .iter()
+            .zip(reported.iter().zip(&outputs))
+            .enumerate()
+            .map(|(i, (b, (shape, t)))| bounded_output(lib, i, shape, b, t))
+            .collect()
+    }
+}
+
+/// Compiles the dynamic `node` of `graph` for the plugin the partitioner gives it among
+/// those that take bounded outputs; `Err` says why it stays on the host.
+fn delegate_node(
+    engine: &Engine,
+    graph: &Graph,
+    node: &Node,
+) -> Result<std::result::Result<DelegatedNode, String>> {
+    let mut inputs: Vec<TensorId> = Vec::new();
+    for &t in &node.inputs {
+        if graph.tensors[t].data.is_none() && !inputs.contains(&t) {
+            inputs.push(t);
+        }
+    }
+    let g = compact(graph, std::slice::from_ref(node), &inputs, &node.outputs);
+    let (g, bounds) = match bound_graph(&g) {
+        Ok(b) => b,
+        Err(e) => return Ok(Err(e)),
+    };
+    let Some(bounds) = bounds.into_iter().collect::<Option<Vec<_>>>() else {
+        return Ok(Err("its outputs have no bound".into()));
+    };
+    let mut answers = Vec::new();
+    let mut why = Vec::new();
+    for b in engine.usable() {
+        if !b.ctx.lib.bounded_outputs() {
+            why.push(format!(
+                "{}: does not take bounded outputs (ABI 1.3)",
+                b.name
+            ));
+            continue;
+        }
+        let (view, positions) = crate::program::plugin_view(&g, b.ctx.lib.btir_minor());
+        let answer = match &positions[0] {
+            Err(decline) => Support::No(decline.clone()),
+            Ok(_) => match b.ctx.supports(&view) {
+                Ok(a) => a[0].clone(),
+                Err(e) => {
+                    why.push(format!("{}: {e}", b.name));
+                    continue;
+                }
+            },
+        };
+        if let Support::No(d) = &answer {
+            why.push(format!("{}: {}", b.name, d.message));
+        }
+        answers.push(BackendAnswers {
+            backend: b.name.clone(),
+            answers: vec![answer],
+        });
+    }
+    let mut policy = engine.policy.clone();
+    policy.priority = answers.iter().map(|a| a.backend.clone()).collect();
+    for pin in &mut policy.pins {
+        if let Target::Backend(b) = &pin.target {
+            if !policy.priority.contains(b) {
+                pin.target = Target::Host;
+            }
+        }
+    }
+    let plan = baton_partitioner::partition(&g, &answers, &policy)?;
+    let Some(p) = plan.partitions.first() else {
+        if why.is_empty() {
+            why.push("no plugin is configured, or the policy keeps it on the host".into());
+        }
+        return Ok(Err(why.join("; ")));
+    };
+    let backend = engine
+        .backends
+        .iter()
+        .find(|b| b.name == p.backend)
+        .expect("plans only name configured backends");
+    let made = backend
+        .ctx
+        .compile(backend.device.index, &g)
+        .and_then(|blob| backend.ctx.init(backend.device.index, &blob, &g));
+    match made {
+        Ok(exec) => Ok(Ok(DelegatedNode {
+            backend: backend.name.clone(),
+            inputs,
+            bounds,
+            exec,
+        })),
+        Err(e) if engine.config.fallback.on_init_error == OnInitError::Fail => Err(e),
+        Err(e) => Ok(Err(format!("{}: {e}", backend.name))),
+    }
 }
 
 /// The shapes of the rest's inputs and the bytes of those that decide shapes.
@@ -133,6 +269,7 @@ impl<'e> Staged<'e> {
                 outputs: wanted,
             })
         };
+        let delegated = delegate_node(engine, &graph, &node)?;
         let template = compact(&graph, &rest, &rest_inputs, &rest_outputs);
         let value_names = baton_reference::values::value_input_names(&template);
         let rest_value_inputs = rest_inputs
@@ -145,6 +282,7 @@ impl<'e> Staged<'e> {
             graph,
             prefix,
             node,
+            delegated,
             rest,
             rest_inputs,
             rest_outputs,
@@ -177,6 +315,11 @@ impl<'e> Staged<'e> {
     /// The dynamic node's estimated FLOPs, which the host runs.
     pub(crate) fn node_flops(&self) -> u64 {
         crate::flops::node_flops(&self.graph, &self.node)
+    }
+
+    /// Who runs the dynamic node: its plugin's name, or `host`.
+    pub(crate) fn node_target(&self) -> &str {
+        self.delegated.as_ref().map_or("host", |d| &d.backend)
     }
 
     /// Turns step timing on or off in every stage's session, those compiled later too.
@@ -269,6 +412,10 @@ impl<'e> Staged<'e> {
         let mut all = vec![StageInfo {
             prefix_nodes: self.graph.nodes.len(),
             dynamic_node: format!("{} ({})", self.node.name, self.node.op),
+            dynamic_target: match &self.delegated {
+                Ok(d) => d.backend.clone(),
+                Err(why) => format!("host ({why})"),
+            },
             rest_nodes: self.rest.len(),
             counts: self.counts,
             prefix_plan: self
@@ -294,7 +441,7 @@ impl<'e> Staged<'e> {
         if let Some(p) = &self.prefix {
             add(p.session.nodes_per_backend());
         }
-        add(BTreeMap::from([("host".to_string(), 1)]));
+        add(BTreeMap::from([(self.node_target().to_string(), 1)]));
         if let Some((_, s)) = self.cache.last() {
             add(s.nodes_per_backend());
         }
@@ -322,16 +469,13 @@ impl<'e> Staged<'e> {
             }
             prefix_partitions = p.session.plan.partitions.len();
         }
-        let operands = self.gather(&env, &self.node.inputs)?;
-        let refs: Vec<&Tensor> = operands.iter().collect();
         let start = t0.elapsed();
-        let results = baton_reference::run_owned(&self.node, &refs)
-            .map_err(|e| HostError::node(&self.node, NodeProblem::Kernel(e)))?;
+        let (results, target) = self.run_node(&env)?;
         if self.profiling {
             timeline.push(StepTiming {
                 name: self.node.label(),
                 kind: self.node.op.name().to_string(),
-                target: "host (dynamic)".into(),
+                target,
                 start_ns: start.as_nanos() as u64,
                 dur_ns: (t0.elapsed() - start).as_nanos() as u64,
                 events: Vec::new(),
@@ -378,6 +522,35 @@ impl<'e> Staged<'e> {
         self.timeline = timeline;
         let outputs = self.graph.outputs.clone();
         self.gather(&env, &outputs)
+    }
+
+    /// Runs the dynamic node: on its plugin when it has one (on the host for this run if
+    /// the plugin fails and the config allows); returns its outputs and who ran it.
+    fn run_node(&mut self, env: &HashMap<TensorId, Tensor>) -> Result<(Vec<Tensor>, String)> {
+        if let Ok(d) = &self.delegated {
+            let operands = self.gather(env, &d.inputs)?;
+            let d = self.delegated.as_mut().expect("checked above");
+            match d.run(&operands) {
+                Ok(out) => return Ok((out, d.backend.clone())),
+                Err(e) if self.engine.config.fallback.on_execute_error == OnExecuteError::Fail => {
+                    return Err(e)
+                }
+                Err(e) => {
+                    self.counts.fallbacks += 1;
+                    if self.counts.fallbacks <= 3 {
+                        eprintln!(
+                            "baton: {} failed on {} ({}), running it on the portable kernels: {e}",
+                            d.backend, self.node.name, self.node.op
+                        );
+                    }
+                }
+            }
+        }
+        let operands = self.gather(env, &self.node.inputs)?;
+        let refs: Vec<&Tensor> = operands.iter().collect();
+        let results = baton_reference::run_owned(&self.node, &refs)
+            .map_err(|e| HostError::node(&self.node, NodeProblem::Kernel(e)))?;
+        Ok((results, "host (dynamic)".into()))
     }
 
     /// The values of `ids`: computed ones from `env`, constants from the graph.

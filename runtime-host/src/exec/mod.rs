@@ -528,7 +528,7 @@ impl<'e> Session<'e> {
             }
         }
         if let Some(s) = &self.staged {
-            *m.entry("host".to_string()).or_insert(0) += s.node_flops();
+            *m.entry(s.node_target().to_string()).or_insert(0) += s.node_flops();
         }
         m
     }

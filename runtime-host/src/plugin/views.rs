@@ -7,7 +7,7 @@ use baton_delegate_api::ir::TensorData;
 use baton_delegate_api::sdk::ProfileEvent;
 use baton_delegate_api::{Graph, Tensor};
 
-use super::{PluginContext, PluginLibrary};
+use super::{PluginContext, PluginExecutable, PluginLibrary};
 use crate::error::{HostError, Result};
 
 /// A graph serialized for an ABI call, with its constants as views.
@@ -137,8 +137,53 @@ pub fn run_once_profiled(
     graph: &Graph,
     inputs: &[Tensor],
 ) -> Result<(Vec<Tensor>, Vec<ProfileEvent>)> {
+    // A plugin that takes bounded outputs (ABI 1.3) gets the value-dependent nodes'
+    // outputs declared at their bounds; any other sees them symbolic (and is refused below).
+    let (bounded, bounds) = if ctx.lib.bounded_outputs() {
+        baton_delegate_api::shape::bound_graph(graph).map_err(|message| HostError::PluginCall {
+            plugin: ctx.lib.label(),
+            call: "compile",
+            status: abi::STATUS_INVALID_ARGUMENT,
+            message,
+        })?
+    } else {
+        (graph.clone(), vec![None; graph.outputs.len()])
+    };
+    let graph = &bounded;
     let blob = ctx.compile(device, graph)?;
     let mut exec = ctx.init(device, &blob, graph)?;
+    let mut outputs: Vec<Tensor> = graph
+        .outputs
+        .iter()
+        .map(|&o| {
+            let decl = &graph.tensors[o];
+            let shape = decl
+                .static_shape()
+                .ok_or_else(|| HostError::SymbolicShape {
+                    tensor: decl.name.clone(),
+                    shape: decl.shape.clone(),
+                })?;
+            Ok(Tensor::zeros(decl.dtype, &shape))
+        })
+        .collect::<Result<_>>()?;
+    let reported = execute_owned(&mut exec, inputs, &mut outputs)?;
+    for (i, ((t, bound), shape)) in outputs.iter_mut().zip(&bounds).zip(&reported).enumerate() {
+        match bound {
+            Some(b) => *t = bounded_output(&exec.lib, i, shape, b, t)?,
+            None => check_reported_shape(&exec.lib, i, shape, &t.shape)?,
+        }
+    }
+    Ok((outputs, exec.profile()))
+}
+
+/// Executes `exec` once on owned tensors: `outputs` preallocated at the shapes the
+/// caller expects (or their bounds). Returns the shape the plugin reported for each
+/// output, for the caller to check.
+pub fn execute_owned(
+    exec: &mut PluginExecutable,
+    inputs: &[Tensor],
+    outputs: &mut [Tensor],
+) -> Result<Vec<Vec<i64>>> {
     let mut in_shapes: Vec<Vec<i64>> = inputs
         .iter()
         .map(|t| t.shape.iter().map(|&d| d as i64).collect())
@@ -156,20 +201,6 @@ pub fn run_once_profiled(
             )
         })
         .collect();
-    let mut outputs: Vec<Tensor> = graph
-        .outputs
-        .iter()
-        .map(|&o| {
-            let decl = &graph.tensors[o];
-            let shape = decl
-                .static_shape()
-                .ok_or_else(|| HostError::SymbolicShape {
-                    tensor: decl.name.clone(),
-                    shape: decl.shape.clone(),
-                })?;
-            Ok(Tensor::zeros(decl.dtype, &shape))
-        })
-        .collect::<Result<_>>()?;
     let mut out_shapes: Vec<[i64; abi::MAX_RANK]> = outputs
         .iter()
         .map(|t| {
@@ -197,10 +228,61 @@ pub fn run_once_profiled(
             v
         })
         .collect();
-    // SAFETY: every view points into buffers owned above, alive for the call.
+    // SAFETY: every view points into buffers owned above or by the caller, alive and
+    // unaliased for the call; output shapes point at MAX_RANK slots.
     unsafe { exec.execute_raw(&in_views, &mut out_views)? };
-    check_output_shapes(&exec.lib, &out_views, &outputs)?;
-    Ok((outputs, exec.profile()))
+    Ok(out_views
+        .iter()
+        .zip(&out_shapes)
+        .map(|(v, s)| s[..(v.rank as usize).min(abi::MAX_RANK)].to_vec())
+        .collect())
+}
+
+/// Refuses output `i` when the plugin reported another shape than `expected`.
+fn check_reported_shape(
+    lib: &PluginLibrary,
+    i: usize,
+    reported: &[i64],
+    expected: &[usize],
+) -> Result<()> {
+    if reported.len() != expected.len()
+        || reported.iter().zip(expected).any(|(&a, &b)| a != b as i64)
+    {
+        return Err(lib.call_error(
+            "execute",
+            abi::STATUS_ERROR,
+            format!(
+                "output {i} has shape {reported:?}, expected {expected:?}: the result is refused"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The result in a bounded output (ABI 1.3): the extents the plugin `reported`, checked
+/// against the bound, and the bytes it wrote for them, from the start of `t`'s buffer.
+pub fn bounded_output(
+    lib: &PluginLibrary,
+    i: usize,
+    reported: &[i64],
+    bound: &baton_delegate_api::shape::BoundedOutput,
+    t: &Tensor,
+) -> Result<Tensor> {
+    let refuse = |why: String| {
+        lib.call_error(
+            "execute",
+            abi::STATUS_ERROR,
+            format!("bounded output {i}: {why}: the result is refused"),
+        )
+    };
+    if reported.iter().any(|&d| d < 0) {
+        return Err(refuse(format!("reported extents {reported:?}")));
+    }
+    let actual: Vec<usize> = reported.iter().map(|&d| d as usize).collect();
+    bound.check(&actual).map_err(refuse)?;
+    // Within the bound, so within the buffer.
+    let n = actual.iter().product::<usize>() * t.dtype.size();
+    Ok(Tensor::from_bytes(t.dtype, &actual, &t.bytes()[..n]))
 }
 
 /// Refuses outputs whose reported shape differs from the expected one.

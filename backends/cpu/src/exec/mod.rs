@@ -77,6 +77,9 @@ pub struct CpuExecutable {
     /// Bytes of packed weights and unpacked constants this executable allocated, and
     /// bytes it reads in place from a retained blob or constants (see `prepack.rs`).
     panel_bytes: (usize, usize),
+    /// A value-dependent node run alone with bounded outputs (then nothing above is used
+    /// but `inputs`).
+    dynamic: Option<Box<crate::ops::dynamic::DynamicNode>>,
 }
 
 /// The slots of an executable and the arena behind them, as planned by `lower.rs`.
@@ -356,6 +359,9 @@ impl Executable for CpuExecutable {
         outputs: &mut [TensorMut<'_>],
     ) -> Result<(), DelegateError> {
         self.check_inputs(inputs)?;
+        if let Some(node) = &self.dynamic {
+            return node.execute(inputs, outputs);
+        }
         self.check_outputs(outputs)?;
         let base = self.arena.as_mut_ptr();
         for (step, ns) in self.steps.iter().zip(&mut self.step_ns) {
@@ -457,6 +463,7 @@ impl CpuExecutable {
             ctx,
             step_ns,
             panel_bytes: (0, 0),
+            dynamic: None,
         }
     }
 

@@ -17,6 +17,7 @@ pub(crate) mod deconv;
 pub(crate) mod deform_conv;
 pub(crate) mod depthwise;
 pub(crate) mod det;
+pub(crate) mod dynamic;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod fft;
@@ -205,6 +206,9 @@ pub(crate) struct RunCtx {
     pub pool: Pool,
     /// The packing of weights that arrive at run time (MatMul of two activations).
     pub rhs: PackedB,
+    /// The same, one per pool thread, for batched products whose batches run in parallel
+    /// (see `matmul.rs`): the batch packed last (`usize::MAX` for none) and its packing.
+    pub rhs_workers: Vec<std::sync::Mutex<(usize, PackedB)>>,
     /// A convolution's input and output converted to or from NCHW at a layout
     /// boundary, and run-time depthwise weights in their packed layout.
     pub nhwc_in: Vec<f32>,
@@ -236,6 +240,7 @@ impl RunCtx {
             kernel,
             pool,
             rhs: PackedB::default(),
+            rhs_workers: Vec::new(),
             nhwc_in: Vec::new(),
             nhwc_out: Vec::new(),
             dw_weights: Vec::new(),
@@ -254,6 +259,11 @@ impl RunCtx {
     pub fn scratch_bytes(&self) -> usize {
         let f = std::mem::size_of::<f32>();
         self.rhs.capacity_bytes()
+            + self
+                .rhs_workers
+                .iter()
+                .map(|m| m.lock().map_or(0, |s| s.1.capacity_bytes()))
+                .sum::<usize>()
             + (self.nhwc_in.capacity() + self.nhwc_out.capacity() + self.dw_weights.capacity()) * f
             + self.acc.capacity() * std::mem::size_of::<f64>()
             + self.work.capacity() * f

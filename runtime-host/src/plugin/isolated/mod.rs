@@ -159,6 +159,8 @@ struct Loaded {
     has_profile: bool,
     btir_minor: u32,
     has_memory: bool,
+    /// The plugin's ABI 1.3 `capabilities` as the host reads them.
+    capabilities: u32,
     options: Vec<OptionDecl>,
 }
 
@@ -174,6 +176,7 @@ impl Loaded {
         let has_profile = r.u8("profile flag")? != 0;
         let btir_minor = r.u32("btir minor")?;
         let has_memory = r.u8("memory flag")? != 0;
+        let capabilities = r.u32("capabilities")?;
         let n = r.count_u32(40, "option count")?;
         let mut options = Vec::with_capacity(n);
         for _ in 0..n {
@@ -204,6 +207,7 @@ impl Loaded {
             has_profile,
             btir_minor,
             has_memory,
+            capabilities,
             options,
         })
     }

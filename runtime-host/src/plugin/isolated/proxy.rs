@@ -244,7 +244,7 @@ pub(super) fn descriptor(loaded: &super::Loaded) -> Descriptor {
             None
         },
         btir_minor: loaded.btir_minor,
-        reserved_1_2: 0,
+        capabilities: loaded.capabilities,
         // The shared region holds a call's bytes only for the call: nothing can be kept.
         init_retained: None,
         memory: if loaded.has_memory {

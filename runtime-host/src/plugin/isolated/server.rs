@@ -309,6 +309,7 @@ impl Server {
         w.u8(lib.desc.profile.is_some() as u8);
         w.u32(lib.btir_minor());
         w.u8(lib.desc.memory.is_some() as u8);
+        w.u32(lib.capabilities());
         w.u32(lib.options.len() as u32);
         for o in &lib.options {
             w.str(o.name);

@@ -79,6 +79,31 @@ pub(crate) fn build<'g>(
         qnhwc: Vec::new(),
         bn_folds: Vec::new(),
     };
+    if let [node] = &graph.nodes[..] {
+        if baton_delegate_api::shape::has_value_dependent_shape(node.op) {
+            // A partition of its own with bounded outputs: no arena, no steps.
+            let dynamic = crate::ops::dynamic::DynamicNode::new(graph, &b.consts)?;
+            let inputs = graph
+                .inputs
+                .iter()
+                .map(|&t| b.decl(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let memory = Memory {
+                slots: Vec::new(),
+                arena: Vec::new(),
+                lower_bound: 0,
+            };
+            let mut exec = CpuExecutable::new(
+                inputs,
+                Vec::new(),
+                Vec::new(),
+                memory,
+                RunCtx::new(kernel, 1),
+            );
+            exec.dynamic = Some(Box::new(dynamic));
+            return Ok((exec, b.packs));
+        }
+    }
     let mut inputs = Vec::with_capacity(graph.inputs.len());
     let mut steps = Vec::with_capacity(graph.nodes.len());
     for (i, &t) in graph.inputs.iter().enumerate() {
