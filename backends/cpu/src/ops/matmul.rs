@@ -4,7 +4,7 @@ use baton_delegate_api::shape::broadcast_shapes;
 
 use super::layout::broadcast_strides;
 use super::{EpOpSpec, EpilogueSpec, Operand, RunCtx, Sources, Src};
-use crate::gemm::{gemm_parallel, MatMut, MatRef, MicroKernel, PackedB, Rows};
+use crate::gemm::{gemm, gemm_parallel, Add, Epilogue, MatMut, MatRef, MicroKernel, PackedB, Rows};
 use crate::prepack::Packs;
 
 /// A batch of independent products `C[c..] = A[a..] · B[b]`.
@@ -200,13 +200,48 @@ impl MatMulOp {
     pub fn reserve(&self, ctx: &mut RunCtx) {
         if let RhsSpec::Runtime { .. } = self.b {
             ctx.rhs.reserve(ctx.kernel, 1, self.k, self.n);
+            if self.parallel_batches(ctx.pool.threads()).is_some() {
+                let threads = ctx.pool.threads();
+                ctx.rhs_workers.resize_with(threads, || {
+                    std::sync::Mutex::new((usize::MAX, PackedB::default()))
+                });
+                for w in &ctx.rhs_workers {
+                    let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
+                    g.1.reserve(ctx.kernel, 1, self.k, self.n);
+                }
+            }
         }
         if self.a_transposed {
             ctx.reserve_work(self.m * self.k);
         }
     }
 
+    /// How many row blocks each batch is cut into when the batches of a product whose
+    /// `B` arrives at run time run in parallel, or `None` to run batch after batch, each
+    /// spread over the threads. Attention's per-head products (say 128 x 64 x 128) are
+    /// each too small to split well, and packing `B` before each one is a serial step
+    /// between two waits on the workers: in parallel, each task packs its batch's `B`
+    /// into its own thread's buffer and computes its rows alone.
+    fn parallel_batches(&self, threads: usize) -> Option<usize> {
+        let batches = self.batches.len();
+        let per_batch = self.m.saturating_mul(self.n).saturating_mul(self.k.max(1));
+        if threads < 2 || batches < 2 || per_batch.saturating_mul(batches) < 2 * MIN_TASK_WORK {
+            return None;
+        }
+        // Enough tasks to balance the threads (two per thread), each worth waking for.
+        let want = (2 * threads).div_ceil(batches);
+        let most = (per_batch / MIN_TASK_WORK).max(1);
+        Some(want.min(most).min(self.m.max(1)))
+    }
+
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], ctx: &mut RunCtx) {
+        if let (RhsSpec::Runtime { .. }, Some(parts)) =
+            (&self.b, self.parallel_batches(ctx.pool.threads()))
+        {
+            if ctx.rhs_workers.len() >= ctx.pool.threads() {
+                return self.run_parallel_batches(sources, out, ctx, parts);
+            }
+        }
         let RunCtx {
             kernel,
             pool,
@@ -249,4 +284,109 @@ impl MatMulOp {
             gemm_parallel(pool, kernel, self.m, lhs, packed, c, &epilogue);
         }
     }
+
+    /// [`MatMulOp::run`] with the batches spread over the pool (see
+    /// [`MatMulOp::parallel_batches`]): `parts` row blocks per batch, one task each.
+    fn run_parallel_batches(
+        &self,
+        sources: &Sources<'_>,
+        out: &mut [f32],
+        ctx: &mut RunCtx,
+        parts: usize,
+    ) {
+        let RunCtx {
+            kernel,
+            pool,
+            rhs_workers,
+            work,
+            ..
+        } = ctx;
+        let RhsSpec::Runtime { src, rs, cs } = self.b else {
+            unreachable!("checked by the caller");
+        };
+        let mut a = sources.get(self.a);
+        if self.a_transposed {
+            let (m, k) = (self.m, self.k);
+            for (i, row) in work[..m * k].chunks_exact_mut(k.max(1)).enumerate() {
+                for (p, v) in row.iter_mut().enumerate() {
+                    *v = a[p * m + i];
+                }
+            }
+            a = &work[..m * k];
+        }
+        let b = sources.get(src);
+        let epilogue = self.epilogue.resolve(sources);
+        // This run's B: nothing packed by an earlier run is valid.
+        for w in rhs_workers.iter() {
+            w.lock().unwrap_or_else(|e| e.into_inner()).0 = usize::MAX;
+        }
+        // Row blocks of whole micro-kernel tiles.
+        let mr = kernel.mr();
+        let block = self.m.div_ceil(parts).div_ceil(mr) * mr;
+        let (m, n, k) = (self.m, self.n, self.k);
+        let c_len = out.len();
+        let c_base = OutPtr(out.as_mut_ptr());
+        let kernel: &MicroKernel = kernel;
+        pool.run(self.batches.len() * parts, &|task, worker| {
+            let (bi, part) = (task / parts, task % parts);
+            let batch = &self.batches[bi];
+            let (r0, r1) = ((part * block).min(m), ((part + 1) * block).min(m));
+            if r0 == r1 {
+                return;
+            }
+            let mut guard = rhs_workers[worker]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let (packed_batch, packed) = &mut *guard;
+            if *packed_batch != batch.b {
+                let offset = batch.b * k * n;
+                packed.pack_strided(kernel, k, n, &b[offset.min(b.len())..], rs, cs, self.alpha);
+                *packed_batch = batch.b;
+            }
+            let start = (batch.a + r0 * self.a_rs).min(a.len());
+            let lhs = Rows::Dense {
+                data: &a[start..],
+                lda: self.a_rs,
+            };
+            // Rows r0..r1 of this batch's C: disjoint from every other task's.
+            let at = (batch.c + r0 * n).min(c_len);
+            let len = ((r1 - r0) * n).min(c_len - at);
+            // SAFETY: tasks write disjoint row blocks of distinct batches' C (batches
+            // have distinct `c` offsets, blocks distinct rows); `pool.run` returns only
+            // when every task is done, while `out` is still mutably borrowed.
+            let c = unsafe { std::slice::from_raw_parts_mut(c_base.get().add(at), len) };
+            // The epilogue's per-row operands, from this block's first row.
+            let mut e = Epilogue::new();
+            for add in epilogue.adds() {
+                let skip = (r0 * add.rs).min(add.data.len());
+                e.add(Add {
+                    data: &add.data[skip..],
+                    ..*add
+                });
+            }
+            let (lo, hi) = epilogue.bounds();
+            e.clamp(lo, hi);
+            gemm(kernel, r1 - r0, lhs, packed, MatMut { data: c, rs: n }, &e);
+        });
+    }
 }
+
+/// The output's base pointer, shared by tasks that write disjoint row blocks.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+impl OutPtr {
+    /// The pointer (a method, so that a closure captures the `Sync` wrapper, not the
+    /// field).
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: see `run_parallel_batches`: disjoint writes, joined before the borrow ends.
+unsafe impl Sync for OutPtr {}
+// SAFETY: as above.
+unsafe impl Send for OutPtr {}
+
+/// The least multiply-adds worth a task of its own (as in `gemm_parallel`).
+const MIN_TASK_WORK: usize = 64 * 1024;
