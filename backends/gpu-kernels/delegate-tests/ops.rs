@@ -987,3 +987,126 @@ fn pad_in_every_mode_with_crops() {
         }
     }
 }
+
+/// Resize in every mode and coordinate transformation, up and down, by scales and by
+/// sizes: nearest in every rounding (and on i64, moved as words), linear on the two
+/// inner axes and on three, cubic with and without exclude_outside, antialiased
+/// shrinks, and tf_crop_and_resize with a roi and an extrapolation value.
+#[test]
+fn resize_in_every_mode_and_coordinate_transformation() {
+    let mut r = Rng::new(36);
+    let s = |v: &str| Attr::Str(v.into());
+    let shape = [1, 2, 5, 6];
+    let up = [1.0, 1.0, 1.6, 2.0];
+    let down = [1.0, 1.0, 0.6, 0.5];
+    let mut rows: Vec<(Attrs, [f32; 4], Option<[f32; 8]>)> = Vec::new();
+    for coord in [
+        "half_pixel",
+        "half_pixel_symmetric",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+    ] {
+        for scales in [up, down] {
+            for nearest in ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"] {
+                let attrs = vec![
+                    ("mode", s("nearest")),
+                    ("coordinate_transformation_mode", s(coord)),
+                    ("nearest_mode", s(nearest)),
+                ];
+                rows.push((attrs, scales, None));
+            }
+            rows.push((
+                vec![("mode", s("linear")), ("coordinate_transformation_mode", s(coord))],
+                scales,
+                None,
+            ));
+            for exclude in [0, 1] {
+                rows.push((
+                    vec![
+                        ("mode", s("cubic")),
+                        ("coordinate_transformation_mode", s(coord)),
+                        ("exclude_outside", Attr::Int(exclude)),
+                        ("cubic_coeff_a", Attr::Float(-0.5)),
+                    ],
+                    scales,
+                    None,
+                ));
+            }
+        }
+    }
+    for mode in ["linear", "cubic"] {
+        rows.push((
+            vec![("mode", s(mode)), ("antialias", Attr::Int(1))],
+            [1.0, 1.0, 0.4, 0.35],
+            None,
+        ));
+    }
+    for mode in ["nearest", "linear", "cubic"] {
+        rows.push((
+            vec![
+                ("mode", s(mode)),
+                ("coordinate_transformation_mode", s("tf_crop_and_resize")),
+                ("extrapolation_value", Attr::Float(-3.25)),
+            ],
+            [1.0, 1.0, 1.4, 1.5],
+            Some([0.0, 0.0, -0.2, 0.1, 1.0, 1.0, 0.7, 1.3]),
+        ));
+    }
+    for (attrs, scales, roi) in rows {
+        let mut g = GraphBuilder::new("resize");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let roi = match roi {
+            Some(v) => g.constant_f32("roi", &[8], &v),
+            None => g.constant_f32("roi", &[0], &[]),
+        };
+        let sizes: Vec<i64> = shape
+            .iter()
+            .zip(scales)
+            .map(|(&d, s)| (d as f32 * s).floor() as i64)
+            .collect();
+        let mut attrs = attrs;
+        attrs.push(("scales", Attr::Floats(scales.to_vec())));
+        // Scales as the attribute (what the host folds constant scales into).
+        let y = g.node(OpKind::Resize, &[x, roi], &attrs).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-5, 1e-5);
+        // The same target by sizes.
+        attrs.pop();
+        let mut g = GraphBuilder::new("resize_sizes");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let roi = g.constant_f32("roi", &[0], &[]);
+        let sc = g.constant_f32("scales", &[0], &[]);
+        let sz = g.constant_i64("sizes", &[4], &sizes);
+        let y = g.node(OpKind::Resize, &[x, roi, sc, sz], &attrs).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-5, 1e-5);
+    }
+    // Trilinear, and nearest on i64.
+    let mut g = GraphBuilder::new("resize_trilinear");
+    let x = g.input_fixed("x", DType::F32, &[1, 1, 3, 4, 5]);
+    let attrs = vec![
+        ("mode", s("linear")),
+        ("scales", Attr::Floats(vec![1.0, 1.0, 1.5, 0.5, 2.2])),
+    ];
+    let y = g.node(OpKind::Resize, &[x], &attrs).unwrap();
+    g.output(y);
+    check(&g.finish().unwrap(), &[r.f32_tensor(&[1, 1, 3, 4, 5])], 1e-5, 1e-5);
+    let mut g = GraphBuilder::new("resize_i64");
+    let x = g.input_fixed("x", DType::I64, &[2, 3, 4]);
+    let y = g
+        .node(
+            OpKind::Resize,
+            &[x],
+            &[("scales", Attr::Floats(vec![1.0, 2.0, 0.75]))],
+        )
+        .unwrap();
+    g.output(y);
+    let values: Vec<i64> = (0..24).map(|v| (v - 12) * 1_000_000_007).collect();
+    check(
+        &g.finish().unwrap(),
+        &[Tensor::from_i64(&[2, 3, 4], &values)],
+        0.0,
+        0.0,
+    );
+}

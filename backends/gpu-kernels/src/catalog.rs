@@ -22,6 +22,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("pad", include_str!("../wgsl/pad.wgsl")),
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
     ("reduce", include_str!("../wgsl/reduce.wgsl")),
+    ("resize", include_str!("../wgsl/resize.wgsl")),
     ("select", include_str!("../wgsl/select.wgsl")),
     ("softmax", include_str!("../wgsl/softmax.wgsl")),
 ];
@@ -42,6 +43,7 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("select", "WG", &[32, 64, 128, 256]),
     ("gather", "WG", &[32, 64, 128, 256]),
     ("pad", "WG", &[32, 64, 128, 256]),
+    ("resize", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 

@@ -16,6 +16,7 @@ use crate::Limits;
 mod linalg;
 mod logic;
 pub(crate) mod norm;
+mod resample;
 mod rows;
 
 pub use linalg::conv_batch_norm;
@@ -418,6 +419,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GreaterOrEqual,
     OpKind::Where,
     OpKind::Gather,
+    OpKind::Resize,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -466,6 +468,8 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
         OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
         OpKind::Gather => return gather(cx, node, out).map(|d| vec![d]),
+        // Resize's nearest moves 32- and 64-bit words of any such dtype.
+        OpKind::Resize => return resample::resize(cx, node, out).map(|d| vec![d]),
         _ => {}
     }
     let activation = activation_of(cx, node)?;

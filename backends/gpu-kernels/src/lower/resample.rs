@@ -1,0 +1,578 @@
+//! Lowering of the resampling ops: Resize.
+//!
+//! It maps each output position to a few input positions by rules that depend only on
+//! the shapes and attributes, so the mapping is worked out here at compile time (in f64,
+//! as the reference kernels do) and the kernels only gather and sum.
+
+use super::*;
+use baton_delegate_api::Attr;
+
+/// The bytes of the constant optional input `i` of `node`, `None` when it is absent or
+/// has no elements (ONNX's way of leaving an input out); declined when it is computed
+/// at run time, since the tables below are made at compile time.
+fn given<'a>(cx: &Context<'a>, node: &Node, i: usize, what: &str) -> Lowered<Option<&'a [u8]>> {
+    let Some(&t) = node.inputs.get(i) else {
+        return Ok(None);
+    };
+    let decl = &cx.graph.tensors[t];
+    if decl.static_shape().is_some_and(|s| s.contains(&0)) {
+        return Ok(None);
+    }
+    match cx.consts.bytes(t).filter(|_| decl.is_const()) {
+        Some([]) => Ok(None),
+        Some(b) => Ok(Some(b)),
+        None => Err(Decline::new(
+            DeclineReason::NotConstant,
+            format!(
+                "{}: {what} '{}' is computed at run time (the sampling tables are made at compile time)",
+                node.label(),
+                decl.name
+            ),
+        )),
+    }
+}
+
+/// The values of the constant float input `i` as the reference reads them (through f32).
+fn given_floats(cx: &Context<'_>, node: &Node, i: usize, what: &str) -> Lowered<Option<Vec<f64>>> {
+    let Some(bytes) = given(cx, node, i, what)? else {
+        return Ok(None);
+    };
+    let dtype = cx.graph.tensors[node.inputs[i]].dtype;
+    if !matches!(dtype, DType::F32 | DType::F16) {
+        return Err(Decline::new(
+            DeclineReason::DType,
+            format!("{}: {what} is {dtype}, not f32 or f16", node.label()),
+        ));
+    }
+    let n = bytes.len() / dtype.size();
+    Ok(Some(
+        (0..n)
+            .map(|k| baton_delegate_api::dtype::element_f64(dtype, bytes, k) as f32 as f64)
+            .collect(),
+    ))
+}
+
+/// Resize's interpolation.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// With the rounding of `nearest_mode`.
+    Nearest(fn(f64) -> f64),
+    Linear,
+    /// With the cubic coefficient `a`.
+    Cubic(f64),
+}
+
+/// The rounding of `nearest_mode`, applied to a coordinate between two elements.
+fn nearest_rounding(mode: &str) -> Option<fn(f64) -> f64> {
+    Some(match mode {
+        "round_prefer_floor" => |c: f64| {
+            if c - c.floor() <= 0.5 {
+                c.floor()
+            } else {
+                c.ceil()
+            }
+        },
+        "round_prefer_ceil" => |c: f64| {
+            if c - c.floor() < 0.5 {
+                c.floor()
+            } else {
+                c.ceil()
+            }
+        },
+        "floor" => f64::floor,
+        "ceil" => f64::ceil,
+        _ => return None,
+    })
+}
+
+/// The input coordinate of output index `y` on one axis under the coordinate
+/// transformation `mode`; `None` for a mode ONNX does not define. `len` is the
+/// fractional output extent `len_in * scale`, which the ONNX formulas divide by.
+fn source(
+    mode: &str,
+    y: usize,
+    len_in: usize,
+    len_out: usize,
+    scale: f64,
+    roi: (f64, f64),
+) -> Option<f64> {
+    let (y, len_in, s) = (y as f64, len_in as f64, scale);
+    let len = len_in * s;
+    Some(match mode {
+        "half_pixel" => (y + 0.5) / s - 0.5,
+        "half_pixel_symmetric" => {
+            let offset = len_in / 2.0 * (1.0 - len_out as f64 / len);
+            offset + (y + 0.5) / s - 0.5
+        }
+        "pytorch_half_pixel" if len == 1.0 => -0.5,
+        "pytorch_half_pixel" => (y + 0.5) / s - 0.5,
+        "asymmetric" => y / s,
+        "align_corners" if len == 1.0 => 0.0,
+        "align_corners" => y * (len_in - 1.0) / (len - 1.0),
+        "tf_crop_and_resize" => {
+            let (start, end) = roi;
+            let c = if len == 1.0 {
+                (end - start) * (len_in - 1.0) / 2.0
+            } else {
+                y * (end - start) * (len_in - 1.0) / (len - 1.0)
+            };
+            c + start * (len_in - 1.0)
+        }
+        _ => return None,
+    })
+}
+
+/// The cubic convolution kernel with coefficient `a` at distance `d`.
+fn cubic(a: f64, d: f64) -> f64 {
+    let d = d.abs();
+    if d <= 1.0 {
+        ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0
+    } else if d < 2.0 {
+        ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a
+    } else {
+        0.0
+    }
+}
+
+fn normalize(taps: &mut [(i64, f64)]) {
+    let sum: f64 = taps.iter().map(|t| t.1).sum();
+    if sum != 0.0 {
+        taps.iter_mut().for_each(|t| t.1 /= sum);
+    }
+}
+
+/// The taps of input coordinate `c` on an axis of `len_in` elements as (input index,
+/// weight), indices clamped to the input, taps of weight exactly 0 left out (so a NaN
+/// beside a sampled point does not leak in): the reference's rules, in f64.
+fn taps(
+    mode: Mode,
+    c: f64,
+    len_in: usize,
+    scale: f64,
+    antialias: bool,
+    exclude_outside: bool,
+) -> Vec<(usize, f64)> {
+    let clamp = |i: i64| i.clamp(0, len_in as i64 - 1) as usize;
+    // `ratio` in (0, 1]: a coordinate on an element counts as 1 past the one before.
+    let ratio = if c.fract() == 0.0 { 1.0 } else { c - c.floor() };
+    let base = (c - ratio).round() as i64;
+    let radius = match mode {
+        Mode::Nearest(round) => {
+            let i = if ratio == 1.0 { c } else { round(c) };
+            return vec![(clamp(i as i64), 1.0)];
+        }
+        Mode::Linear => 1.0,
+        Mode::Cubic(_) => 2.0,
+    };
+    let kernel = |d: f64| match mode {
+        Mode::Cubic(a) => cubic(a, d),
+        _ => (1.0 - d.abs()).max(0.0),
+    };
+    // Antialiasing widens the kernel by 1 / scale where the axis shrinks.
+    let stretch = if antialias { scale.min(1.0) } else { 1.0 };
+    let start = (-radius / stretch).floor() as i64 + 1;
+    let count = 2 - 2 * start;
+    let mut t: Vec<(i64, f64)> = (0..count)
+        .map(|j| {
+            let offset = start + j;
+            (base + offset, kernel((offset as f64 - ratio) * stretch))
+        })
+        .collect();
+    if antialias {
+        normalize(&mut t);
+    }
+    if exclude_outside {
+        for tap in &mut t {
+            if tap.0 < 0 || tap.0 >= len_in as i64 {
+                tap.1 = 0.0;
+            }
+        }
+        normalize(&mut t);
+    }
+    t.into_iter()
+        .filter(|&(_, w)| w != 0.0)
+        .map(|(i, w)| (clamp(i), w))
+        .collect()
+}
+
+/// One output index's taps: (input index, weight).
+type Taps = Vec<(usize, f64)>;
+
+/// What marks an extrapolated output index in the table (its tap count).
+const OUTSIDE: u32 = u32::MAX;
+
+/// The largest tap table a Resize may make (in 32-bit words): a bound on what a node
+/// uploads, far above what real models need (a 4x antialiased shrink of a 4K image
+/// takes about 100 000 words).
+const MAX_TABLE_WORDS: usize = 1 << 24;
+
+/// Resize with constant scales or sizes (attributes or constant inputs) and a constant
+/// roi: f32 in every mode; i32 and i64 (moved as words) in `nearest`.
+///
+/// Every axis gets a table, per output index, of its input taps: (element offset, f32
+/// weight). The kernel sums the products of one tap per axis over every combination:
+/// the separable sum the reference computes axis by axis, in f32 with the weights
+/// worked out (in f64) here. Axes left as they are have one tap of weight 1, so nearest
+/// and those axes move values unchanged.
+pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
+    let xt = node.inputs[0];
+    let x = cx.fits(xt)?;
+    let y = cx.fits(out)?;
+    let expected = infer(cx, node)?;
+    if expected != y {
+        return Err(Decline::new(
+            DeclineReason::Shape,
+            format!(
+                "{}: declared output {y:?}, the op gives {expected:?}",
+                node.label()
+            ),
+        ));
+    }
+    let y = y.as_slice();
+    let attr = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
+    let mode = match node.attr_str("mode", "nearest") {
+        "nearest" => {
+            let m = node.attr_str("nearest_mode", "round_prefer_floor");
+            Mode::Nearest(nearest_rounding(m).ok_or_else(|| attr(format!("nearest_mode '{m}'")))?)
+        }
+        "linear" => Mode::Linear,
+        "cubic" => Mode::Cubic(f64::from(node.attr_float("cubic_coeff_a", -0.75))),
+        other => return Err(attr(format!("mode '{other}'"))),
+    };
+    // Nearest moves words, so it takes the 32- and 64-bit dtypes; the interpolations
+    // compute in f32.
+    let dtype = cx.graph.tensors[xt].dtype;
+    let words = match (mode, dtype) {
+        (_, DType::F32) => 1,
+        (Mode::Nearest(_), DType::I32) => 1,
+        (Mode::Nearest(_), DType::I64) => 2,
+        _ => {
+            let which = if matches!(mode, Mode::Nearest(_)) {
+                "f32, i32 and i64"
+            } else {
+                "f32"
+            };
+            return Err(Decline::new(
+                DeclineReason::DType,
+                format!(
+                    "{}: tensor '{}' is {dtype}: this Resize mode runs on {which} here",
+                    node.label(),
+                    cx.graph.tensors[xt].name
+                ),
+            ));
+        }
+    };
+    if cx.graph.tensors[out].dtype != dtype {
+        return Err(Decline::new(
+            DeclineReason::DType,
+            format!("{}: output is not {dtype}", node.label()),
+        ));
+    }
+    let rank = x.len();
+    let axes: Vec<usize> = match node.attr_ints("axes") {
+        Some(a) => a
+            .iter()
+            .map(|&v| normalize_axis(v, rank))
+            .collect::<Result<_, _>>()
+            .map_err(attr)?,
+        None => (0..rank).collect(),
+    };
+    // Scales: the attribute, else input 2; else from sizes (input 3 or the attribute),
+    // one common ratio under keep_aspect_ratio_policy.
+    let mut scales = vec![1.0f64; rank];
+    let given_scales = match node.attrs.get("scales") {
+        Some(Attr::Floats(s)) => Some(s.iter().map(|&v| f64::from(v)).collect()),
+        _ => given_floats(cx, node, 2, "scales")?,
+    };
+    if let Some(s) = given_scales {
+        for (&a, &v) in axes.iter().zip(&s) {
+            scales[a] = v;
+        }
+    } else {
+        let sizes = match given(cx, node, 3, "sizes")? {
+            Some(_) => cx.consts.i64s(node.inputs[3]).ok_or_else(|| {
+                Decline::new(
+                    DeclineReason::DType,
+                    format!("{}: sizes must be i64", node.label()),
+                )
+            })?,
+            None => node
+                .attr_ints("sizes")
+                .map(<[i64]>::to_vec)
+                .ok_or_else(|| attr("neither scales nor sizes".into()))?,
+        };
+        let ratios = axes
+            .iter()
+            .zip(&sizes)
+            .map(|(&a, &s)| s as f64 / x[a] as f64);
+        let common = match node.attr_str("keep_aspect_ratio_policy", "stretch") {
+            "not_larger" => Some(ratios.fold(f64::INFINITY, f64::min)),
+            "not_smaller" => Some(ratios.fold(0.0, f64::max)),
+            _ => None,
+        };
+        for &a in &axes {
+            scales[a] = common.unwrap_or(y[a] as f64 / x[a] as f64);
+        }
+    }
+    let mut roi = vec![(0.0, 1.0); rank];
+    if let Some(v) = given_floats(cx, node, 1, "roi")? {
+        if v.len() != 2 * axes.len() {
+            return Err(Decline::new(
+                DeclineReason::Shape,
+                format!(
+                    "{}: roi has {} values; {} resized axes need {}",
+                    node.label(),
+                    v.len(),
+                    axes.len(),
+                    2 * axes.len()
+                ),
+            ));
+        }
+        for (k, &a) in axes.iter().enumerate() {
+            roi[a] = (v[k], v[k + axes.len()]);
+        }
+    }
+    let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
+    let antialias = node.attr_int("antialias", 0) != 0;
+    let exclude_outside = node.attr_int("exclude_outside", 0) != 0;
+    let xs = strides(&x);
+    // Per axis, per output index: its taps, or None where extrapolated.
+    let mut per_axis: Vec<Vec<Option<Taps>>> = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let (len_in, len_out, scale) = (x[d], y[d], scales[d]);
+        if (scale - 1.0).abs() <= 1e-9 && len_out == len_in && roi[d] == (0.0, 1.0) {
+            per_axis.push((0..len_out).map(|o| Some(vec![(o, 1.0)])).collect());
+            continue;
+        }
+        let mut axis = Vec::with_capacity(len_out);
+        for o in 0..len_out {
+            let c = source(coord, o, len_in, len_out, scale, roi[d])
+                .ok_or_else(|| attr(format!("coordinate_transformation_mode '{coord}'")))?;
+            if coord == "tf_crop_and_resize" && (c < 0.0 || c > len_in as f64 - 1.0) {
+                axis.push(None);
+            } else {
+                axis.push(Some(taps(
+                    mode,
+                    c,
+                    len_in,
+                    scale,
+                    antialias,
+                    exclude_outside,
+                )));
+            }
+        }
+        per_axis.push(axis);
+    }
+    let extrapolates = per_axis.iter().flatten().any(Option::is_none);
+    if extrapolates && dtype != DType::F32 {
+        return Err(attr(format!(
+            "extrapolation_value for a {dtype} Resize (tf_crop_and_resize samples outside the input)"
+        )));
+    }
+    // The table: every axis's headers (first tap word, tap count) in output order, then
+    // the taps as (element offset along the input, f32 weight bits).
+    let headers: usize = y.iter().map(|&l| 2 * l).sum();
+    let tap_words: usize = per_axis
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|t| 2 * t.len())
+        .sum();
+    if headers + tap_words > MAX_TABLE_WORDS {
+        return Err(Decline::new(
+            DeclineReason::Resource,
+            format!(
+                "{}: the sampling table would take {} words (at most {MAX_TABLE_WORDS})",
+                node.label(),
+                headers + tap_words
+            ),
+        ));
+    }
+    let mut table: Vec<u32> = Vec::with_capacity(headers + tap_words);
+    let mut taps_table: Vec<u32> = Vec::with_capacity(tap_words);
+    let mut bases = Vec::with_capacity(rank);
+    for (d, axis) in per_axis.iter().enumerate() {
+        bases.push(table.len());
+        for o in axis {
+            match o {
+                None => table.extend([0, OUTSIDE]),
+                Some(t) => {
+                    table.extend([(headers + taps_table.len()) as u32, t.len() as u32]);
+                    for &(i, w) in t {
+                        taps_table.extend([(i * xs[d]) as u32, (w as f32).to_bits()]);
+                    }
+                }
+            }
+        }
+    }
+    table.extend(taps_table);
+    let n: usize = y.iter().product();
+    let interpolate = !matches!(mode, Mode::Nearest(_));
+    let mut p = vec![
+        n as u32,
+        if interpolate { 0 } else { words },
+        node.attr_float("extrapolation_value", 0.0).to_bits(),
+    ];
+    p.extend(pad6(y, 1));
+    // Leading (absent) axes point at a header of one tap of offset 0 and weight 1,
+    // appended after the taps.
+    let unit = table.len();
+    table.extend([(unit + 2) as u32, 1, 0, 1f32.to_bits()]);
+    p.extend(std::iter::repeat_n(unit as u32, MAX_RANK - rank));
+    p.extend(bases.iter().map(|&b| b as u32));
+    let mut d = cx.one_dimensional("resize", n, [Some(xt), None, None, Some(out)], p)?;
+    d.made = vec![(1, table.iter().flat_map(|w| w.to_le_bytes()).collect())];
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_delegate_api::ir::GraphBuilder;
+
+    fn limits() -> Limits {
+        Limits {
+            subgroup: 8,
+            max_invocations: 1024,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: false,
+        }
+    }
+
+    fn lowered(g: &Graph) -> Lowered<Vec<Draft>> {
+        let consts = Constants::new(g, &[]);
+        let cx = Context {
+            graph: g,
+            consts: &consts,
+            limits: limits(),
+        };
+        lower(&cx, &g.nodes[0], Activation::default(), g.outputs[0])
+    }
+
+    fn resize_graph(shape: &[usize], dtype: DType, attrs: &[(&str, Attr)], roi: &[f32]) -> Graph {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", dtype, shape);
+        let roi = b.constant_f32("roi", &[roi.len()], roi);
+        let y = b.node(OpKind::Resize, &[x, roi], attrs).unwrap();
+        b.output(y);
+        b.finish().unwrap()
+    }
+
+    /// The table's taps of output index `o` on the axis whose first header is `base`.
+    fn taps_of(table: &[u32], base: u32, o: usize) -> Option<Vec<(u32, f32)>> {
+        let h = base as usize + 2 * o;
+        let (first, count) = (table[h] as usize, table[h + 1]);
+        (count != OUTSIDE).then(|| {
+            (0..count as usize)
+                .map(|k| {
+                    let e = first + 2 * k;
+                    (table[e], f32::from_bits(table[e + 1]))
+                })
+                .collect()
+        })
+    }
+
+    fn words(bytes: &[u8]) -> Vec<u32> {
+        bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn bilinear_half_pixel_taps_clamp_at_the_edges() {
+        let attrs = [
+            ("mode", Attr::Str("linear".into())),
+            ("scales", Attr::Floats(vec![1.0, 1.0, 2.0, 2.0])),
+        ];
+        let g = resize_graph(&[1, 1, 2, 2], DType::F32, &attrs, &[]);
+        let d = lowered(&g).unwrap();
+        assert_eq!(d[0].kernel, "resize");
+        let p = &d[0].params;
+        assert_eq!(p[..3], [16, 0, 0]);
+        assert_eq!(p[3..9], [1, 1, 1, 1, 4, 4]);
+        let table = words(&d[0].made[0].1);
+        // Axis 2 (stride 2): sources (o + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25; the
+        // taps below 0 and past 1 read the edge rows.
+        let want = [
+            vec![(0, 0.25), (0, 0.75)],
+            vec![(0, 0.75), (2, 0.25)],
+            vec![(0, 0.25), (2, 0.75)],
+            vec![(2, 0.75), (2, 0.25)],
+        ];
+        for (o, w) in want.iter().enumerate() {
+            assert_eq!(taps_of(&table, p[13], o).as_ref(), Some(w));
+        }
+        // Axis 1 is left as it is: one tap of weight 1; the absent leading axes point
+        // at a unit tap too.
+        assert_eq!(taps_of(&table, p[12], 0), Some(vec![(0, 1.0)]));
+        assert_eq!(taps_of(&table, p[9], 0), Some(vec![(0, 1.0)]));
+    }
+
+    #[test]
+    fn nearest_moves_words_and_crop_and_resize_marks_extrapolation() {
+        let attrs = [
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("tf_crop_and_resize".into()),
+            ),
+            ("scales", Attr::Floats(vec![2.0])),
+            ("extrapolation_value", Attr::Float(7.5)),
+        ];
+        // roi [-0.5, 1] on 3 elements, 6 outputs: sources 0.6 o - 1 = -1, -0.4 (outside),
+        // 0.2, 0.8, 1.4 (round_prefer_floor: 0, 1, 1) and 2 (on an element: 2).
+        let g = resize_graph(&[3], DType::F32, &attrs, &[-0.5, 1.0]);
+        let d = lowered(&g).unwrap();
+        let (p, table) = (&d[0].params, words(&d[0].made[0].1));
+        assert_eq!(p[1], 1);
+        assert_eq!(p[2], 7.5f32.to_bits());
+        let got: Vec<_> = (0..6).map(|o| taps_of(&table, p[14], o)).collect();
+        let one = |i| Some(vec![(i, 1.0)]);
+        assert_eq!(got, [None, None, one(0), one(1), one(1), one(2)]);
+        // i64 moves two words; with extrapolation it has no value to take.
+        let scales = [("scales", Attr::Floats(vec![1.0, 2.0]))];
+        let g = resize_graph(&[2, 3], DType::I64, &scales, &[]);
+        assert_eq!(lowered(&g).unwrap()[0].params[1], 2);
+        let g = resize_graph(&[3], DType::I64, &attrs, &[-0.5, 1.0]);
+        let e = lowered(&g).unwrap_err();
+        assert_eq!(e.reason, DeclineReason::Attribute);
+        assert!(e.message.contains("extrapolation_value"), "{}", e.message);
+        let linear = [
+            ("mode", Attr::Str("linear".into())),
+            ("scales", Attr::Floats(vec![2.0])),
+        ];
+        let g = resize_graph(&[3], DType::I32, &linear, &[]);
+        assert_eq!(lowered(&g).unwrap_err().reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn run_time_sizes_are_declined_naming_the_input() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
+        let roi = b.constant_f32("roi", &[0], &[]);
+        let sizes = b.input_fixed("sizes", DType::I64, &[4]);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(),
+        };
+        // The shape rule reads constant sizes only, so a builder cannot make this node;
+        // the tables' reading of the operands declines it all the same.
+        let node = Node {
+            name: "r".into(),
+            op: OpKind::Resize,
+            inputs: vec![x, roi, roi, sizes],
+            outputs: Vec::new(),
+            attrs: Default::default(),
+        };
+        assert_eq!(given(&cx, &node, 1, "roi"), Ok(None));
+        let e = given(&cx, &node, 3, "sizes").unwrap_err();
+        assert_eq!(e.reason, DeclineReason::NotConstant);
+        assert!(e.message.contains("'sizes'"), "{}", e.message);
+    }
+}
