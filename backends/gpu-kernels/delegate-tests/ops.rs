@@ -1110,3 +1110,53 @@ fn resize_in_every_mode_and_coordinate_transformation() {
         0.0,
     );
 }
+
+/// ConvTranspose with 1, 2 and 3 spatial axes: strides, dilations, groups (depthwise
+/// too), explicit and asymmetric pads, output_padding, output_shape, every auto_pad, a
+/// bias, and a Relu fused into it.
+#[test]
+fn conv_transpose_strided_dilated_grouped_padded_and_fused() {
+    let mut r = Rng::new(37);
+    let s = |v: &str| Attr::Str(v.into());
+    #[rustfmt::skip]
+    let rows: Vec<(Vec<usize>, Vec<usize>, bool, Attrs)> = vec![
+        (vec![1, 2, 4, 4], vec![2, 3, 3, 3], false, vec![]),
+        (vec![2, 3, 5, 5], vec![3, 4, 3, 3], true, vec![("strides", ints(&[2, 2])), ("pads", ints(&[1, 1, 1, 1]))]),
+        (vec![1, 2, 3, 4], vec![2, 2, 3, 3], true, vec![("strides", ints(&[2, 2])), ("output_padding", ints(&[1, 1]))]),
+        (vec![1, 4, 4, 4], vec![4, 3, 2, 2], true, vec![("group", Attr::Int(2)), ("dilations", ints(&[2, 2]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 2], false, vec![("strides", ints(&[3, 2])), ("pads", ints(&[0, 1, 2, 0]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 3], true, vec![("strides", ints(&[2, 2])), ("output_shape", ints(&[6, 5]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 3], false, vec![("strides", ints(&[2, 2])), ("auto_pad", s("SAME_UPPER"))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 4, 4], false, vec![("strides", ints(&[2, 2])), ("auto_pad", s("SAME_LOWER"))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 2, 2], false, vec![("auto_pad", s("VALID")), ("strides", ints(&[2, 1]))]),
+        (vec![2, 3, 7], vec![3, 2, 5], true, vec![("strides", ints(&[3]))]),
+        (vec![1, 3, 6], vec![3, 1, 3], true, vec![("group", Attr::Int(3)), ("pads", ints(&[1, 1]))]),
+        (vec![1, 2, 3, 2, 3], vec![2, 2, 2, 3, 2], true, vec![("strides", ints(&[2, 1, 2])), ("pads", ints(&[0, 1, 1, 1, 0, 0]))]),
+    ];
+    for (k, (x_shape, w_shape, bias, attrs)) in rows.into_iter().enumerate() {
+        let mut g = GraphBuilder::new("conv_transpose");
+        let x = g.input_fixed("x", DType::F32, &x_shape);
+        let w = g.constant_f32("w", &w_shape, &r.vec(w_shape.iter().product()));
+        let mut ins = vec![x, w];
+        if bias {
+            let group = attrs.iter().find_map(|(n, a)| match (*n, a) {
+                ("group", Attr::Int(v)) => Some(*v as usize),
+                _ => None,
+            });
+            let m = w_shape[1] * group.unwrap_or(1);
+            ins.push(g.constant_f32("b", &[m], &r.vec(m)));
+        }
+        let mut y = g.node(OpKind::ConvTranspose, &ins, &attrs).unwrap();
+        // Every other configuration ends in a Relu, which the kernel applies.
+        if k % 2 == 1 {
+            y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+        }
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&x_shape)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}

@@ -14,6 +14,10 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("cast", include_str!("../wgsl/cast.wgsl")),
     ("compare", include_str!("../wgsl/compare.wgsl")),
     ("conv2d", include_str!("../wgsl/conv2d.wgsl")),
+    (
+        "conv_transpose",
+        include_str!("../wgsl/conv_transpose.wgsl"),
+    ),
     ("copy", include_str!("../wgsl/copy.wgsl")),
     ("elementwise", include_str!("../wgsl/elementwise.wgsl")),
     ("gather", include_str!("../wgsl/gather.wgsl")),
@@ -44,6 +48,7 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("gather", "WG", &[32, 64, 128, 256]),
     ("pad", "WG", &[32, 64, 128, 256]),
     ("resize", "WG", &[32, 64, 128, 256]),
+    ("conv_transpose", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 

@@ -237,7 +237,7 @@ fn sole_user(g: &Graph, consumers: &[Vec<usize>], fused: &[Fused], i: usize) -> 
     Some(j)
 }
 
-/// Fuses an activation into a MatMul, Gemm, Conv, BatchNormalization or binary
+/// Fuses an activation into a MatMul, Gemm, Conv, ConvTranspose, BatchNormalization or binary
 /// element-wise producer whose result nothing else reads: the epilogue is applied as the
 /// result is stored. A BatchNormalization that alone reads a Conv's result is folded into
 /// the Conv's weights and bias first (with the activation after it, if any).
@@ -250,7 +250,16 @@ fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
         if !matches!(fused[i], Fused::No)
             || !matches!(
                 node.op,
-                MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow | BatchNormalization
+                MatMul
+                    | Gemm
+                    | Conv
+                    | ConvTranspose
+                    | Add
+                    | Sub
+                    | Mul
+                    | Div
+                    | Pow
+                    | BatchNormalization
             )
         {
             continue;

@@ -420,6 +420,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::Where,
     OpKind::Gather,
     OpKind::Resize,
+    OpKind::ConvTranspose,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -435,7 +436,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
     let needs = match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => 2,
         OpKind::MatMul | OpKind::Gemm => 2,
-        OpKind::Conv | OpKind::LayerNormalization => 2,
+        OpKind::Conv | OpKind::ConvTranspose | OpKind::LayerNormalization => 2,
         OpKind::Equal
         | OpKind::Less
         | OpKind::Greater
@@ -547,6 +548,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         OpKind::MatMul => matmul(cx, node, act, out).map(|d| vec![d]),
         OpKind::Gemm => gemm(cx, node, act, out).map(|d| vec![d]),
         OpKind::Conv => conv(cx, node, act, out).map(|d| vec![d]),
+        OpKind::ConvTranspose => resample::conv_transpose(cx, node, act, out, &y).map(|d| vec![d]),
         OpKind::MaxPool | OpKind::AveragePool | OpKind::GlobalAveragePool => {
             pool(cx, node, out).map(|d| vec![d])
         }

@@ -1,6 +1,6 @@
-//! Lowering of the resampling ops: Resize.
+//! Lowering of the resampling ops: Resize and ConvTranspose.
 //!
-//! It maps each output position to a few input positions by rules that depend only on
+//! Both map each output position to a few input positions by rules that depend only on
 //! the shapes and attributes, so the mapping is worked out here at compile time (in f64,
 //! as the reference kernels do) and the kernels only gather and sum.
 
@@ -425,6 +425,129 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     Ok(d)
 }
 
+/// ConvTranspose with 1 to 3 spatial axes, written as a gather: each output element
+/// sums, over the taps and the input channels of its group, the input elements that
+/// tap carries onto it (`i * stride + tap * dilation - pad_begin == o`), so there are
+/// no atomics and every run sums in the same order. The weights stay in the graph's
+/// `[C, M / group, k...]` layout (bound from the weights buffer like Conv's), and an
+/// activation after it is applied as the result is stored.
+pub(super) fn conv_transpose(
+    cx: &Context<'_>,
+    node: &Node,
+    act: Activation,
+    out: TensorId,
+    y: &[usize],
+) -> Lowered<Draft> {
+    let x = cx.f32_tensor(node.inputs[0])?;
+    let w = cx.f32_tensor(node.inputs[1])?;
+    let bias = node.inputs.get(2).copied();
+    if let Some(t) = bias {
+        cx.f32_tensor(t)?;
+    }
+    let shape = |e: String| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label()));
+    let sp = x.len().saturating_sub(2);
+    if !(1..=3).contains(&sp) || w.len() != x.len() || y.len() != x.len() {
+        return Err(shape(format!(
+            "ConvTranspose of input {x:?} with weights {w:?} (1 to 3 spatial axes here)"
+        )));
+    }
+    let group = usize::try_from(node.attr_int("group", 1))
+        .ok()
+        .filter(|&g| g >= 1 && x[1] % g == 0)
+        .ok_or_else(|| {
+            shape(format!(
+                "group {} for {} channels",
+                node.attr_int("group", 1),
+                x[1]
+            ))
+        })?;
+    let (channels, m_all) = (x[1], y[1]);
+    if w[0] != channels || w[1] * group != m_all || y[0] != x[0] {
+        return Err(shape(format!(
+            "input {x:?}, weights {w:?} and output {y:?} do not fit (group {group})"
+        )));
+    }
+    let list = |name: &str, default: usize| -> Vec<usize> {
+        match node.attr_ints(name) {
+            Some(v) if v.len() == sp => v
+                .iter()
+                .map(|&s| s.max(default.min(1) as i64) as usize)
+                .collect(),
+            _ => vec![default; sp],
+        }
+    };
+    let (stride, dilation, out_pad) = (
+        list("strides", 1),
+        list("dilations", 1),
+        list("output_padding", 0),
+    );
+    let (in_sp, out_sp, kernel) = (&x[2..], &y[2..], &w[2..]);
+    // The padding before each axis, as the reference takes it: from `pads`, 0 under
+    // VALID, or (with output_shape or SAME_*) from the total `full - out`, SAME_UPPER
+    // putting the smaller half first and the others the larger.
+    let auto_pad = node.attr_str("auto_pad", "NOTSET");
+    let derived = node.attrs.contains_key("output_shape") || auto_pad.starts_with("SAME");
+    let mut pad_begin = Vec::with_capacity(sp);
+    for i in 0..sp {
+        let p = if derived {
+            let full = (in_sp[i] as i128 - 1) * stride[i] as i128
+                + out_pad[i] as i128
+                + (kernel[i] as i128 - 1) * dilation[i] as i128
+                + 1;
+            let total = (full - out_sp[i] as i128).max(0);
+            match auto_pad {
+                "SAME_UPPER" => total / 2,
+                _ => total - total / 2,
+            }
+        } else if auto_pad == "VALID" {
+            0
+        } else {
+            node.attr_ints("pads")
+                .and_then(|p| p.get(i).copied())
+                .unwrap_or(0)
+                .into()
+        };
+        pad_begin.push(i32::try_from(p).map_err(|_| shape(format!("pads {p}")))?);
+    }
+    // The kernel's signed position arithmetic must not overflow i32.
+    let far = (0..sp).all(|i| {
+        let reach = (out_sp[i] as i128)
+            + (pad_begin[i] as i128).abs()
+            + (kernel[i] as i128) * dilation[i] as i128;
+        reach < i32::MAX as i128 && stride[i] < i32::MAX as usize
+    });
+    if !far {
+        return Err(shape("extents too large for 32-bit positions".into()));
+    }
+    let three = |v: &[usize], fill: usize| -> Vec<u32> {
+        let mut o = vec![fill as u32; 3 - v.len()];
+        o.extend(v.iter().map(|&d| d as u32));
+        o
+    };
+    let n: usize = y.iter().product();
+    let mut p = vec![n as u32, channels as u32, m_all as u32, group as u32];
+    p.extend(three(in_sp, 1));
+    p.extend(three(out_sp, 1));
+    p.extend(three(kernel, 1));
+    p.extend(three(&stride, 1));
+    p.extend(three(&dilation, 1));
+    let mut pads = vec![0u32; 3 - sp];
+    pads.extend(pad_begin.iter().map(|&v| v as u32));
+    p.extend(pads);
+    p.extend([
+        u32::from(bias.is_some()),
+        act.code,
+        act.a.to_bits(),
+        act.b.to_bits(),
+    ]);
+    cx.one_dimensional(
+        "conv_transpose",
+        n,
+        [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
+        p,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,5 +697,29 @@ mod tests {
         let e = given(&cx, &node, 3, "sizes").unwrap_err();
         assert_eq!(e.reason, DeclineReason::NotConstant);
         assert!(e.message.contains("'sizes'"), "{}", e.message);
+    }
+
+    #[test]
+    fn conv_transpose_same_padding_splits_the_total_as_onnx_does() {
+        for (pad, begin) in [("SAME_UPPER", 0), ("SAME_LOWER", 1)] {
+            let mut b = GraphBuilder::new("g");
+            let x = b.input_fixed("x", DType::F32, &[1, 2, 3, 3]);
+            let w = b.constant_f32("w", &[2, 3, 3, 3], &[0.5; 54]);
+            let attrs = [
+                ("strides", Attr::Ints(vec![2, 2])),
+                ("auto_pad", Attr::Str(pad.into())),
+            ];
+            let y = b.node(OpKind::ConvTranspose, &[x, w], &attrs).unwrap();
+            b.output(y);
+            let g = b.finish().unwrap();
+            let d = lowered(&g).unwrap();
+            let p = &d[0].params;
+            assert_eq!(d[0].kernel, "conv_transpose");
+            // Out 3 * 2 = 6 of a full (3 - 1) * 2 + (3 - 1) + 1 = 7: 1 padded in all.
+            assert_eq!(p[..4], [108, 2, 3, 1]);
+            assert_eq!(p[7..10], [1, 6, 6]);
+            assert_eq!(p[19..22], [0, begin, begin]);
+            assert_eq!(p[22], 0);
+        }
     }
 }
