@@ -1111,6 +1111,66 @@ fn resize_in_every_mode_and_coordinate_transformation() {
     );
 }
 
+/// Resize on the dtypes packed into words: nearest moves bytes (u8, bool) and halves
+/// (f16, i16) whose rows end inside a word, and f16 interpolates in f32, rounded once.
+#[test]
+fn resize_packs_bytes_and_halves() {
+    let mut r = Rng::new(38);
+    let s = |v: &str| Attr::Str(v.into());
+    let shape = [1, 2, 3, 5];
+    let elements: usize = shape.iter().product();
+    let bytes: Vec<u8> = (0..elements).map(|i| (i * 37 % 251) as u8).collect();
+    let halves: Vec<u8> = r
+        .vec(elements)
+        .iter()
+        .flat_map(|&v| half_bits(v * 4.0).to_le_bytes())
+        .collect();
+    let bools: Vec<u8> = bytes.iter().map(|b| b % 2).collect();
+    let nearest: Attrs = vec![("scales", Attr::Floats(vec![1.0, 1.0, 1.7, 1.4]))];
+    let cases: Vec<(DType, &[u8], Attrs)> = vec![
+        (DType::U8, &bytes, nearest.clone()),
+        (DType::Bool, &bools, nearest.clone()),
+        (DType::I16, &halves, nearest.clone()),
+        (DType::F16, &halves, nearest),
+        (
+            DType::F16,
+            &halves,
+            vec![("mode", s("linear")), ("scales", Attr::Floats(vec![1.0, 1.0, 2.0, 0.6]))],
+        ),
+        (
+            DType::F16,
+            &halves,
+            vec![
+                ("mode", s("cubic")),
+                ("coordinate_transformation_mode", s("tf_crop_and_resize")),
+                ("extrapolation_value", Attr::Float(1.5)),
+                ("scales", Attr::Floats(vec![1.0, 1.0, 1.5, 1.2])),
+            ],
+        ),
+    ];
+    for (dtype, data, attrs) in cases {
+        let mut g = GraphBuilder::new("resize_packed");
+        let x = g.input_fixed("x", dtype, &shape);
+        let roi = g.constant_f32("roi", &[8], &[0.0, 0.0, -0.3, 0.1, 1.0, 1.0, 0.9, 1.2]);
+        let y = g.node(OpKind::Resize, &[x, roi], &attrs).unwrap();
+        g.output(y);
+        let tol = if dtype == DType::F16 { 2e-3 } else { 0.0 };
+        check(
+            &g.finish().unwrap(),
+            &[Tensor::from_bytes(dtype, &shape, data)],
+            tol,
+            tol,
+        );
+    }
+}
+
+/// The f16 bits of `v` (finite, within f16's normal range), rounded to nearest even.
+fn half_bits(v: f32) -> u16 {
+    let mut b = Vec::new();
+    baton_delegate_api::dtype::push_float(DType::F16, f64::from(v), false, &mut b);
+    u16::from_le_bytes([b[0], b[1]])
+}
+
 /// ConvTranspose with 1, 2 and 3 spatial axes: strides, dilations, groups (depthwise
 /// too), explicit and asymmetric pads, output_padding, output_shape, every auto_pad, a
 /// bias, and a Relu fused into it.

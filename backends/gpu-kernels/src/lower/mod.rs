@@ -469,7 +469,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
         OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
         OpKind::Gather => return gather(cx, node, out).map(|d| vec![d]),
-        // Resize's nearest moves 32- and 64-bit words of any such dtype.
+        // Resize's nearest moves the bits of any dtype of 1, 2, 4 or 8 bytes.
         OpKind::Resize => return resample::resize(cx, node, out).map(|d| vec![d]),
         _ => {}
     }

@@ -198,6 +198,17 @@ fn taps(
 /// One output index's taps: (input index, weight).
 type Taps = Vec<(usize, f64)>;
 
+/// How the Resize kernel holds the elements (see resize.wgsl's `kind`).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// f32, one word an element, interpolated.
+    Interpolate,
+    /// Moved unchanged, this many words an element.
+    Words(u32),
+    /// Packed into words (`size` bytes an element); f16 interpolated when `half`.
+    Packed { size: usize, half: bool },
+}
+
 /// What marks an extrapolated output index in the table (its tap count).
 const OUTSIDE: u32 = u32::MAX;
 
@@ -207,7 +218,8 @@ const OUTSIDE: u32 = u32::MAX;
 const MAX_TABLE_WORDS: usize = 1 << 24;
 
 /// Resize with constant scales or sizes (attributes or constant inputs) and a constant
-/// roi: f32 in every mode; i32 and i64 (moved as words) in `nearest`.
+/// roi: f32 and f16 in every mode; in `nearest` every dtype of 1, 2, 4 or 8 bytes, its
+/// bits moved unchanged (those of 1 or 2 bytes packed into words).
 ///
 /// Every axis gets a table, per output index, of its input taps: (element offset, f32
 /// weight). The kernel sums the products of one tap per axis over every combination:
@@ -239,18 +251,31 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         "cubic" => Mode::Cubic(f64::from(node.attr_float("cubic_coeff_a", -0.75))),
         other => return Err(attr(format!("mode '{other}'"))),
     };
-    // Nearest moves words, so it takes the 32- and 64-bit dtypes; the interpolations
-    // compute in f32.
+    // Nearest moves bits, so it takes every dtype of 1, 2, 4 or 8 bytes; the
+    // interpolations compute in f32 (f16 widened on load, rounded once on store).
     let dtype = cx.graph.tensors[xt].dtype;
-    let words = match (mode, dtype) {
-        (_, DType::F32) => 1,
-        (Mode::Nearest(_), DType::I32) => 1,
-        (Mode::Nearest(_), DType::I64) => 2,
+    let interpolate = !matches!(mode, Mode::Nearest(_));
+    let kind = match (interpolate, dtype) {
+        (true, DType::F32) => Kind::Interpolate,
+        (true, DType::F16) => Kind::Packed {
+            size: 2,
+            half: true,
+        },
+        (false, DType::F32 | DType::I32 | DType::U32) => Kind::Words(1),
+        (false, DType::I64 | DType::U64 | DType::F64) => Kind::Words(2),
+        (false, DType::F16 | DType::BF16 | DType::I16 | DType::U16) => Kind::Packed {
+            size: 2,
+            half: false,
+        },
+        (false, DType::U8 | DType::I8 | DType::Bool) => Kind::Packed {
+            size: 1,
+            half: false,
+        },
         _ => {
-            let which = if matches!(mode, Mode::Nearest(_)) {
-                "f32, i32 and i64"
+            let which = if interpolate {
+                "f32 and f16"
             } else {
-                "f32"
+                "dtypes of 1, 2, 4 or 8 bytes"
             };
             return Err(Decline::new(
                 DeclineReason::DType,
@@ -364,7 +389,7 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         per_axis.push(axis);
     }
     let extrapolates = per_axis.iter().flatten().any(Option::is_none);
-    if extrapolates && dtype != DType::F32 {
+    if extrapolates && !matches!(dtype, DType::F32 | DType::F16) {
         return Err(attr(format!(
             "extrapolation_value for a {dtype} Resize (tf_crop_and_resize samples outside the input)"
         )));
@@ -406,13 +431,24 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         }
     }
     table.extend(taps_table);
-    let n: usize = y.iter().product();
-    let interpolate = !matches!(mode, Mode::Nearest(_));
-    let mut p = vec![
-        n as u32,
-        if interpolate { 0 } else { words },
-        node.attr_float("extrapolation_value", 0.0).to_bits(),
-    ];
+    let elements: usize = y.iter().product();
+    let value = node.attr_float("extrapolation_value", 0.0);
+    let (n, code, extrapolation) = match kind {
+        Kind::Interpolate => (elements, 0, value.to_bits()),
+        Kind::Words(w) => (elements, w, value.to_bits()),
+        Kind::Packed { size, half } => {
+            // The f16 the reference stores: the value rounded once to nearest even.
+            let mut b = Vec::new();
+            baton_delegate_api::dtype::push_float(DType::F16, f64::from(value), false, &mut b);
+            let bits = u32::from(u16::from_le_bytes([b[0], b[1]]));
+            (
+                (elements * size).div_ceil(4),
+                if half { 4 } else { 3 },
+                bits,
+            )
+        }
+    };
+    let mut p = vec![n as u32, code, extrapolation];
     p.extend(pad6(y, 1));
     // Leading (absent) axes point at a header of one tap of offset 0 and weight 1,
     // appended after the taps.
@@ -420,6 +456,11 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     table.extend([(unit + 2) as u32, 1, 0, 1f32.to_bits()]);
     p.extend(std::iter::repeat_n(unit as u32, MAX_RANK - rank));
     p.extend(bases.iter().map(|&b| b as u32));
+    let size = match kind {
+        Kind::Packed { size, .. } => size,
+        _ => 4,
+    };
+    p.extend([size as u32, elements as u32]);
     let mut d = cx.one_dimensional("resize", n, [Some(xt), None, None, Some(out)], p)?;
     d.made = vec![(1, table.iter().flat_map(|w| w.to_le_bytes()).collect())];
     Ok(d)
@@ -669,6 +710,36 @@ mod tests {
         ];
         let g = resize_graph(&[3], DType::I32, &linear, &[]);
         assert_eq!(lowered(&g).unwrap_err().reason, DeclineReason::DType);
+    }
+
+    #[test]
+    fn bytes_and_halves_are_packed_a_word_per_invocation() {
+        let nearest = [("scales", Attr::Floats(vec![1.0, 2.0, 1.5]))];
+        // u8 [1, 3, 2] -> [1, 6, 3]: 18 elements, 5 words.
+        let g = resize_graph(&[1, 3, 2], DType::U8, &nearest, &[]);
+        let p = lowered(&g).unwrap()[0].params.clone();
+        assert_eq!(p[..2], [5, 3]);
+        assert_eq!(p[15..17], [1, 18]);
+        // f16 linear: 9 halves, 5 words; the extrapolation value as f16 bits
+        // (-3.25 = -1.625 * 2^1: sign, exponent 16, mantissa 0.625 * 1024 = 0x280).
+        let attrs = [
+            ("mode", Attr::Str("linear".into())),
+            (
+                "coordinate_transformation_mode",
+                Attr::Str("tf_crop_and_resize".into()),
+            ),
+            ("scales", Attr::Floats(vec![3.0])),
+            ("extrapolation_value", Attr::Float(-3.25)),
+        ];
+        let g = resize_graph(&[3], DType::F16, &attrs, &[-0.5, 1.0]);
+        let p = lowered(&g).unwrap()[0].params.clone();
+        assert_eq!(p[..3], [5, 4, 0xc280]);
+        assert_eq!(p[15..17], [2, 9]);
+        // bf16 has no f32 widening here: interpolating it is declined, moving it is not.
+        let g = resize_graph(&[3], DType::BF16, &attrs[..3], &[]);
+        assert_eq!(lowered(&g).unwrap_err().reason, DeclineReason::DType);
+        let g = resize_graph(&[1, 3, 2], DType::BF16, &nearest, &[]);
+        assert_eq!(lowered(&g).unwrap()[0].params[1], 3);
     }
 
     #[test]
