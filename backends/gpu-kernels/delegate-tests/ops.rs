@@ -1120,11 +1120,8 @@ fn resize_packs_bytes_and_halves() {
     let shape = [1, 2, 3, 5];
     let elements: usize = shape.iter().product();
     let bytes: Vec<u8> = (0..elements).map(|i| (i * 37 % 251) as u8).collect();
-    let halves: Vec<u8> = r
-        .vec(elements)
-        .iter()
-        .flat_map(|&v| half_bits(v * 4.0).to_le_bytes())
-        .collect();
+    let values: Vec<f32> = r.vec(elements).iter().map(|v| v * 4.0).collect();
+    let halves = f16_tensor(&shape, &values).bytes().to_vec();
     let bools: Vec<u8> = bytes.iter().map(|b| b % 2).collect();
     let nearest: Attrs = vec![("scales", Attr::Floats(vec![1.0, 1.0, 1.7, 1.4]))];
     let cases: Vec<(DType, &[u8], Attrs)> = vec![
@@ -1162,13 +1159,6 @@ fn resize_packs_bytes_and_halves() {
             tol,
         );
     }
-}
-
-/// The f16 bits of `v` (finite, within f16's normal range), rounded to nearest even.
-fn half_bits(v: f32) -> u16 {
-    let mut b = Vec::new();
-    baton_delegate_api::dtype::push_float(DType::F16, f64::from(v), false, &mut b);
-    u16::from_le_bytes([b[0], b[1]])
 }
 
 /// ConvTranspose with 1, 2 and 3 spatial axes: strides, dilations, groups (depthwise
@@ -1219,4 +1209,34 @@ fn conv_transpose_strided_dilated_grouped_padded_and_fused() {
             LINALG.1,
         );
     }
+}
+
+/// ConvTranspose in f16 (the f16 variant sums in f32 and rounds once), strided and
+/// grouped, with a bias and a fused Relu.
+#[test]
+fn f16_conv_transpose_sums_in_f32() {
+    let mut r = Rng::new(39);
+    let (xs, ws) = ([1, 4, 3, 4], [4, 2, 3, 3]);
+    let mut g = GraphBuilder::new("conv_transpose_f16");
+    let x = g.input_fixed("x", DType::F16, &xs);
+    let w = g.input_fixed("w", DType::F16, &ws);
+    let b = g.input_fixed("b", DType::F16, &[4]);
+    let attrs = [
+        ("strides", ints(&[2, 2])),
+        ("group", Attr::Int(2)),
+        ("pads", ints(&[1, 0, 0, 1])),
+    ];
+    let y = g.node(OpKind::ConvTranspose, &[x, w, b], &attrs).unwrap();
+    let y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&xs, &r.vec(xs.iter().product())),
+            f16_tensor(&ws, &r.vec(ws.iter().product())),
+            f16_tensor(&[4], &r.vec(4)),
+        ],
+        F16_TOL.0,
+        1e-3,
+    );
 }

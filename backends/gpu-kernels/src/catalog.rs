@@ -54,7 +54,14 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
 
 /// Kernels that also have f16 variants, named `{kernel}_f16`: they declare
 /// [`ALIAS_F32`] once and keep their arithmetic in f32.
-pub const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax", "matmul"];
+pub const F16: &[&str] = &[
+    "elementwise",
+    "copy",
+    "pool2d",
+    "softmax",
+    "matmul",
+    "conv_transpose",
+];
 
 /// The line a kernel in [`F16`] must have, and what its f16 variants have instead.
 pub const ALIAS_F32: &str = "alias T = f32;";

@@ -15,10 +15,15 @@
 //         [23] activation code, [24] activation a, [25] activation b.
 // Override: WG, the workgroup size. Dispatch: ceil(n / WG) workgroups over x, then y.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> w: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Element type: T (f32; the f16 variant has f16, see the README); loads widen to f32,
+// the sum is f32 and the one store rounds.
+
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<T>;
+@group(0) @binding(1) var<storage, read> w: array<T>;
+@group(0) @binding(2) var<storage, read> bias: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;
@@ -68,11 +73,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 let tap = (kd * KH + kh) * KW + kw;
                 for (var c = 0u; c < cpg; c++) {
                     let ci = c0 + c;
-                    acc += x[(n * C + ci) * in_size + at] * w[(ci * mpg + ml) * taps + tap];
+                    acc += f32(x[(n * C + ci) * in_size + at]) * f32(w[(ci * mpg + ml) * taps + tap]);
                 }
             }
         }
     }
-    if (p[22] != 0u) { acc += bias[m]; }
-    y[i] = activate(acc, p[23], bitcast<f32>(p[24]), bitcast<f32>(p[25]));
+    if (p[22] != 0u) { acc += f32(bias[m]); }
+    y[i] = T(activate(acc, p[23], bitcast<f32>(p[24]), bitcast<f32>(p[25])));
 }

@@ -119,7 +119,7 @@ impl Context<'_> {
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, ConvTranspose)"
             } else {
                 "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
                  storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
@@ -501,6 +501,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::LogSoftmax
                 | OpKind::MatMul
                 | OpKind::Gemm
+                | OpKind::ConvTranspose
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?

@@ -479,11 +479,12 @@ pub(super) fn conv_transpose(
     out: TensorId,
     y: &[usize],
 ) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
-    let w = cx.f32_tensor(node.inputs[1])?;
+    // f32, or f16 where the device runs the f16 variant (f32 sums, one rounding).
+    let x = cx.operand(node.inputs[0], out)?;
+    let w = cx.operand(node.inputs[1], out)?;
     let bias = node.inputs.get(2).copied();
     if let Some(t) = bias {
-        cx.f32_tensor(t)?;
+        cx.operand(t, out)?;
     }
     let shape = |e: String| Decline::new(DeclineReason::Shape, format!("{}: {e}", node.label()));
     let sp = x.len().saturating_sub(2);
@@ -582,7 +583,7 @@ pub(super) fn conv_transpose(
         act.b.to_bits(),
     ]);
     cx.one_dimensional(
-        "conv_transpose",
+        cx.variant("conv_transpose", "conv_transpose_f16", out),
         n,
         [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
         p,
