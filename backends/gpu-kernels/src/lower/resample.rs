@@ -230,16 +230,6 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let xt = node.inputs[0];
     let x = cx.fits(xt)?;
     let y = cx.fits(out)?;
-    let expected = infer(cx, node)?;
-    if expected != y {
-        return Err(Decline::new(
-            DeclineReason::Shape,
-            format!(
-                "{}: declared output {y:?}, the op gives {expected:?}",
-                node.label()
-            ),
-        ));
-    }
     let y = y.as_slice();
     let attr = |e: String| Decline::new(DeclineReason::Attribute, format!("{}: {e}", node.label()));
     let mode = match node.attr_str("mode", "nearest") {
@@ -357,6 +347,18 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
             roi[a] = (v[k], v[k + axes.len()]);
         }
     }
+    // After the operands are read, so run-time scales or sizes are declined as such
+    // rather than by the shape rule, which cannot size the output without them.
+    let expected = infer(cx, node)?;
+    if expected != y {
+        return Err(Decline::new(
+            DeclineReason::Shape,
+            format!(
+                "{}: declared output {y:?}, the op gives {expected:?}",
+                node.label()
+            ),
+        ));
+    }
     let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
     let antialias = node.attr_int("antialias", 0) != 0;
     let exclude_outside = node.attr_int("exclude_outside", 0) != 0;
@@ -403,13 +405,16 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         .flatten()
         .map(|t| 2 * t.len())
         .sum();
-    if headers + tap_words > MAX_TABLE_WORDS {
+    let table_bytes = 4 * (headers + tap_words + 4) as u64;
+    if headers + tap_words > MAX_TABLE_WORDS || table_bytes > cx.limits.max_storage_range {
         return Err(Decline::new(
             DeclineReason::Resource,
             format!(
-                "{}: the sampling table would take {} words (at most {MAX_TABLE_WORDS})",
+                "{}: the sampling table would take {table_bytes} bytes (at most {} words, \
+                 and the device's maxStorageBufferRange of {} bytes)",
                 node.label(),
-                headers + tap_words
+                MAX_TABLE_WORDS,
+                cx.limits.max_storage_range
             ),
         ));
     }
@@ -748,27 +753,20 @@ mod tests {
         let mut b = GraphBuilder::new("g");
         let x = b.input_fixed("x", DType::F32, &[1, 1, 2, 2]);
         let roi = b.constant_f32("roi", &[0], &[]);
-        let sizes = b.input_fixed("sizes", DType::I64, &[4]);
-        let g = b.finish().unwrap();
-        let consts = Constants::new(&g, &[]);
-        let cx = Context {
-            graph: &g,
-            consts: &consts,
-            limits: limits(),
-        };
-        // The shape rule reads constant sizes only, so a builder cannot make this node;
-        // the tables' reading of the operands declines it all the same.
-        let node = Node {
-            name: "r".into(),
-            op: OpKind::Resize,
-            inputs: vec![x, roi, roi, sizes],
-            outputs: Vec::new(),
-            attrs: Default::default(),
-        };
-        assert_eq!(given(&cx, &node, 1, "roi"), Ok(None));
-        let e = given(&cx, &node, 3, "sizes").unwrap_err();
+        let scales = b.constant_f32("scales", &[0], &[]);
+        let sizes = b.constant_i64("sizes", &[4], &[1, 1, 3, 3]);
+        let y = b
+            .node(OpKind::Resize, &[x, roi, scales, sizes], &[])
+            .unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
+        assert!(lowered(&g).is_ok());
+        // The same node with sizes computed at run time (no data): declined as such,
+        // before the shape rule, which cannot size the output without them.
+        g.tensors[sizes].data = None;
+        let e = lowered(&g).unwrap_err();
         assert_eq!(e.reason, DeclineReason::NotConstant);
-        assert!(e.message.contains("'sizes'"), "{}", e.message);
+        assert!(e.message.contains("sizes 'sizes'"), "{}", e.message);
     }
 
     #[test]
