@@ -251,16 +251,17 @@ pub(super) fn resize(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
             size: 2,
             half: true,
         },
-        (false, DType::F32 | DType::I32 | DType::U32) => Kind::Words(1),
-        (false, DType::I64 | DType::U64 | DType::F64) => Kind::Words(2),
-        (false, DType::F16 | DType::BF16 | DType::I16 | DType::U16) => Kind::Packed {
-            size: 2,
-            half: false,
-        },
-        (false, DType::U8 | DType::I8 | DType::Bool) => Kind::Packed {
+        // Bool is held a byte an element; the sub-byte dtypes are packed, and not moved.
+        (false, d) if d == DType::Bool || d.bits() == 8 => Kind::Packed {
             size: 1,
             half: false,
         },
+        (false, d) if d.bits() == 16 => Kind::Packed {
+            size: 2,
+            half: false,
+        },
+        (false, d) if d.bits() == 32 => Kind::Words(1),
+        (false, d) if d.bits() == 64 => Kind::Words(2),
         _ => {
             let which = if interpolate {
                 "f32 and f16"
@@ -746,6 +747,11 @@ mod tests {
         assert_eq!(lowered(&g).unwrap_err().reason, DeclineReason::DType);
         let g = resize_graph(&[1, 3, 2], DType::BF16, &nearest, &[]);
         assert_eq!(lowered(&g).unwrap()[0].params[1], 3);
+        // A float8 is a byte like u8; a packed 4-bit dtype has no element to move.
+        let g = resize_graph(&[1, 3, 2], DType::F8E4M3FN, &nearest, &[]);
+        assert_eq!(lowered(&g).unwrap()[0].params[15], 1);
+        let g = resize_graph(&[1, 3, 2], DType::I4, &nearest, &[]);
+        assert_eq!(lowered(&g).unwrap_err().reason, DeclineReason::DType);
     }
 
     #[test]
