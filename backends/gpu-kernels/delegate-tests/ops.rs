@@ -1240,3 +1240,46 @@ fn f16_conv_transpose_sums_in_f32() {
         1e-3,
     );
 }
+
+/// A BatchNormalization (and a Relu) after a grouped ConvTranspose, folded into its
+/// weights and bias: one dispatch, checked against the three nodes run apart.
+#[test]
+fn conv_transpose_with_a_batch_norm_folded_in() {
+    let mut r = Rng::new(40);
+    let (xs, ws) = ([2, 4, 3, 3], [4, 3, 3, 3]);
+    for bias in [false, true] {
+        let mut g = GraphBuilder::new("conv_transpose_bn");
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let w = g.constant_f32("w", &ws, &r.vec(ws.iter().product()));
+        let mut ins = vec![x, w];
+        if bias {
+            ins.push(g.constant_f32("b", &[6], &r.vec(6)));
+        }
+        let attrs = [
+            ("strides", ints(&[2, 2])),
+            ("group", Attr::Int(2)),
+            ("pads", ints(&[1, 1, 0, 0])),
+        ];
+        let y = g.node(OpKind::ConvTranspose, &ins, &attrs).unwrap();
+        let scale = g.constant_f32("scale", &[6], &r.vec(6));
+        let shift = g.constant_f32("shift", &[6], &r.vec(6));
+        let mean = g.constant_f32("mean", &[6], &r.vec(6));
+        let var: Vec<f32> = r.vec(6).iter().map(|v| v.abs() + 0.5).collect();
+        let var = g.constant_f32("var", &[6], &var);
+        let z = g
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, shift, mean, var],
+                &[],
+            )
+            .unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}

@@ -596,6 +596,63 @@ pub(super) fn conv_transpose(
     )
 }
 
+/// A ConvTranspose with the BatchNormalization `bn` that alone reads its result folded
+/// into its weights and bias, as for Conv (see `linalg::conv_batch_norm`): output
+/// channel `m` of group `g` is weighed by `W[c, m - g M/group, ...]` for the input
+/// channels `c` of `g`, so those weights are scaled by `s[m]`, and `B'[m] = B[m] s[m] +
+/// t[m]`. f32 only (the caller checks); declines unless the weights, the bias and BN's
+/// parameters are constants, and the two are then lowered apart.
+pub(super) fn conv_transpose_batch_norm(
+    cx: &Context<'_>,
+    node: &Node,
+    bn: &Node,
+    act: Activation,
+    out: TensorId,
+) -> Lowered<Draft> {
+    let own = *node.outputs.first().ok_or_else(|| {
+        Decline::new(
+            DeclineReason::Shape,
+            format!("{} has no output", node.label()),
+        )
+    })?;
+    let y = cx.f32_tensor(own)?;
+    let expected = infer(cx, node)?;
+    if expected != y || cx.shape(out)? != y {
+        return Err(Decline::new(
+            DeclineReason::Shape,
+            format!(
+                "{}: declared output {y:?}, the op gives {expected:?}",
+                node.label()
+            ),
+        ));
+    }
+    let mut d = conv_transpose(cx, node, act, out, &y)?;
+    // C and group as the lowering read them (params 1 and 3).
+    let (channels_in, m_all, group) = (d.params[1] as usize, y[1], d.params[3] as usize);
+    let st = super::norm::batch_norm_affine(cx, bn, m_all)?;
+    let mut weights = super::linalg::constant_f32s(cx, node, node.inputs[1])?;
+    let b = match node.inputs.get(2) {
+        Some(&t) => super::linalg::constant_f32s(cx, node, t)?,
+        None => vec![0.0; m_all],
+    };
+    let (cpg, mpg) = (channels_in / group, m_all / group);
+    let per = weights.len() / (channels_in * mpg).max(1);
+    for (k, w) in weights.iter_mut().enumerate() {
+        let (c, ml) = (k / per / mpg, k / per % mpg);
+        let m = (c / cpg) * mpg + ml;
+        *w = (f64::from(*w) * f64::from(st[2 * m])) as f32;
+    }
+    let folded_bias: Vec<f32> = (0..m_all)
+        .map(|m| (f64::from(b[m]) * f64::from(st[2 * m]) + f64::from(st[2 * m + 1])) as f32)
+        .collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    d.bindings[1] = None;
+    d.bindings[2] = None;
+    d.params[22] = 1; // has_bias
+    d.made = vec![(1, bytes(&weights)), (2, bytes(&folded_bias))];
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
