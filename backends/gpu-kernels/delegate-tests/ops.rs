@@ -987,3 +987,299 @@ fn pad_in_every_mode_with_crops() {
         }
     }
 }
+
+/// Resize in every mode and coordinate transformation, up and down, by scales and by
+/// sizes: nearest in every rounding (and on i64, moved as words), linear on the two
+/// inner axes and on three, cubic with and without exclude_outside, antialiased
+/// shrinks, and tf_crop_and_resize with a roi and an extrapolation value.
+#[test]
+fn resize_in_every_mode_and_coordinate_transformation() {
+    let mut r = Rng::new(36);
+    let s = |v: &str| Attr::Str(v.into());
+    let shape = [1, 2, 5, 6];
+    let up = [1.0, 1.0, 1.6, 2.0];
+    let down = [1.0, 1.0, 0.6, 0.5];
+    let mut rows: Vec<(Attrs, [f32; 4], Option<[f32; 8]>)> = Vec::new();
+    for coord in [
+        "half_pixel",
+        "half_pixel_symmetric",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+    ] {
+        for scales in [up, down] {
+            for nearest in ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"] {
+                let attrs = vec![
+                    ("mode", s("nearest")),
+                    ("coordinate_transformation_mode", s(coord)),
+                    ("nearest_mode", s(nearest)),
+                ];
+                rows.push((attrs, scales, None));
+            }
+            rows.push((
+                vec![("mode", s("linear")), ("coordinate_transformation_mode", s(coord))],
+                scales,
+                None,
+            ));
+            for exclude in [0, 1] {
+                rows.push((
+                    vec![
+                        ("mode", s("cubic")),
+                        ("coordinate_transformation_mode", s(coord)),
+                        ("exclude_outside", Attr::Int(exclude)),
+                        ("cubic_coeff_a", Attr::Float(-0.5)),
+                    ],
+                    scales,
+                    None,
+                ));
+            }
+        }
+    }
+    for mode in ["linear", "cubic"] {
+        rows.push((
+            vec![("mode", s(mode)), ("antialias", Attr::Int(1))],
+            [1.0, 1.0, 0.4, 0.35],
+            None,
+        ));
+    }
+    for mode in ["nearest", "linear", "cubic"] {
+        rows.push((
+            vec![
+                ("mode", s(mode)),
+                ("coordinate_transformation_mode", s("tf_crop_and_resize")),
+                ("extrapolation_value", Attr::Float(-3.25)),
+            ],
+            [1.0, 1.0, 1.4, 1.5],
+            Some([0.0, 0.0, -0.2, 0.1, 1.0, 1.0, 0.7, 1.3]),
+        ));
+    }
+    for (attrs, scales, roi) in rows {
+        let mut g = GraphBuilder::new("resize");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let roi = match roi {
+            Some(v) => g.constant_f32("roi", &[8], &v),
+            None => g.constant_f32("roi", &[0], &[]),
+        };
+        let sizes: Vec<i64> = shape
+            .iter()
+            .zip(scales)
+            .map(|(&d, s)| (d as f32 * s).floor() as i64)
+            .collect();
+        let mut attrs = attrs;
+        attrs.push(("scales", Attr::Floats(scales.to_vec())));
+        // Scales as the attribute (what the host folds constant scales into).
+        let y = g.node(OpKind::Resize, &[x, roi], &attrs).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-5, 1e-5);
+        // The same target by sizes.
+        attrs.pop();
+        let mut g = GraphBuilder::new("resize_sizes");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let roi = g.constant_f32("roi", &[0], &[]);
+        let sc = g.constant_f32("scales", &[0], &[]);
+        let sz = g.constant_i64("sizes", &[4], &sizes);
+        let y = g.node(OpKind::Resize, &[x, roi, sc, sz], &attrs).unwrap();
+        g.output(y);
+        check(&g.finish().unwrap(), &[r.f32_tensor(&shape)], 1e-5, 1e-5);
+    }
+    // Trilinear, and nearest on i64.
+    let mut g = GraphBuilder::new("resize_trilinear");
+    let x = g.input_fixed("x", DType::F32, &[1, 1, 3, 4, 5]);
+    let attrs = vec![
+        ("mode", s("linear")),
+        ("scales", Attr::Floats(vec![1.0, 1.0, 1.5, 0.5, 2.2])),
+    ];
+    let y = g.node(OpKind::Resize, &[x], &attrs).unwrap();
+    g.output(y);
+    check(&g.finish().unwrap(), &[r.f32_tensor(&[1, 1, 3, 4, 5])], 1e-5, 1e-5);
+    let mut g = GraphBuilder::new("resize_i64");
+    let x = g.input_fixed("x", DType::I64, &[2, 3, 4]);
+    let y = g
+        .node(
+            OpKind::Resize,
+            &[x],
+            &[("scales", Attr::Floats(vec![1.0, 2.0, 0.75]))],
+        )
+        .unwrap();
+    g.output(y);
+    let values: Vec<i64> = (0..24).map(|v| (v - 12) * 1_000_000_007).collect();
+    check(
+        &g.finish().unwrap(),
+        &[Tensor::from_i64(&[2, 3, 4], &values)],
+        0.0,
+        0.0,
+    );
+}
+
+/// Resize on the dtypes packed into words: nearest moves bytes (u8, bool) and halves
+/// (f16, i16) whose rows end inside a word, and f16 interpolates in f32, rounded once.
+#[test]
+fn resize_packs_bytes_and_halves() {
+    let mut r = Rng::new(38);
+    let s = |v: &str| Attr::Str(v.into());
+    let shape = [1, 2, 3, 5];
+    let elements: usize = shape.iter().product();
+    let bytes: Vec<u8> = (0..elements).map(|i| (i * 37 % 251) as u8).collect();
+    let values: Vec<f32> = r.vec(elements).iter().map(|v| v * 4.0).collect();
+    let halves = f16_tensor(&shape, &values).bytes().to_vec();
+    let bools: Vec<u8> = bytes.iter().map(|b| b % 2).collect();
+    let nearest: Attrs = vec![("scales", Attr::Floats(vec![1.0, 1.0, 1.7, 1.4]))];
+    let cases: Vec<(DType, &[u8], Attrs)> = vec![
+        (DType::U8, &bytes, nearest.clone()),
+        (DType::Bool, &bools, nearest.clone()),
+        (DType::I16, &halves, nearest.clone()),
+        (DType::F16, &halves, nearest),
+        (
+            DType::F16,
+            &halves,
+            vec![("mode", s("linear")), ("scales", Attr::Floats(vec![1.0, 1.0, 2.0, 0.6]))],
+        ),
+        (
+            DType::F16,
+            &halves,
+            vec![
+                ("mode", s("cubic")),
+                ("coordinate_transformation_mode", s("tf_crop_and_resize")),
+                ("extrapolation_value", Attr::Float(1.5)),
+                ("scales", Attr::Floats(vec![1.0, 1.0, 1.5, 1.2])),
+            ],
+        ),
+    ];
+    for (dtype, data, attrs) in cases {
+        let mut g = GraphBuilder::new("resize_packed");
+        let x = g.input_fixed("x", dtype, &shape);
+        let roi = g.constant_f32("roi", &[8], &[0.0, 0.0, -0.3, 0.1, 1.0, 1.0, 0.9, 1.2]);
+        let y = g.node(OpKind::Resize, &[x, roi], &attrs).unwrap();
+        g.output(y);
+        let tol = if dtype == DType::F16 { 2e-3 } else { 0.0 };
+        check(
+            &g.finish().unwrap(),
+            &[Tensor::from_bytes(dtype, &shape, data)],
+            tol,
+            tol,
+        );
+    }
+}
+
+/// ConvTranspose with 1, 2 and 3 spatial axes: strides, dilations, groups (depthwise
+/// too), explicit and asymmetric pads, output_padding, output_shape, every auto_pad, a
+/// bias, and a Relu fused into it.
+#[test]
+fn conv_transpose_strided_dilated_grouped_padded_and_fused() {
+    let mut r = Rng::new(37);
+    let s = |v: &str| Attr::Str(v.into());
+    #[rustfmt::skip]
+    let rows: Vec<(Vec<usize>, Vec<usize>, bool, Attrs)> = vec![
+        (vec![1, 2, 4, 4], vec![2, 3, 3, 3], false, vec![]),
+        (vec![2, 3, 5, 5], vec![3, 4, 3, 3], true, vec![("strides", ints(&[2, 2])), ("pads", ints(&[1, 1, 1, 1]))]),
+        (vec![1, 2, 3, 4], vec![2, 2, 3, 3], true, vec![("strides", ints(&[2, 2])), ("output_padding", ints(&[1, 1]))]),
+        (vec![1, 4, 4, 4], vec![4, 3, 2, 2], true, vec![("group", Attr::Int(2)), ("dilations", ints(&[2, 2]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 2], false, vec![("strides", ints(&[3, 2])), ("pads", ints(&[0, 1, 2, 0]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 3], true, vec![("strides", ints(&[2, 2])), ("output_shape", ints(&[6, 5]))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 3, 3], false, vec![("strides", ints(&[2, 2])), ("auto_pad", s("SAME_UPPER"))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 4, 4], false, vec![("strides", ints(&[2, 2])), ("auto_pad", s("SAME_LOWER"))]),
+        (vec![1, 2, 3, 3], vec![2, 2, 2, 2], false, vec![("auto_pad", s("VALID")), ("strides", ints(&[2, 1]))]),
+        (vec![2, 3, 7], vec![3, 2, 5], true, vec![("strides", ints(&[3]))]),
+        (vec![1, 3, 6], vec![3, 1, 3], true, vec![("group", Attr::Int(3)), ("pads", ints(&[1, 1]))]),
+        (vec![1, 2, 3, 2, 3], vec![2, 2, 2, 3, 2], true, vec![("strides", ints(&[2, 1, 2])), ("pads", ints(&[0, 1, 1, 1, 0, 0]))]),
+    ];
+    for (k, (x_shape, w_shape, bias, attrs)) in rows.into_iter().enumerate() {
+        let mut g = GraphBuilder::new("conv_transpose");
+        let x = g.input_fixed("x", DType::F32, &x_shape);
+        let w = g.constant_f32("w", &w_shape, &r.vec(w_shape.iter().product()));
+        let mut ins = vec![x, w];
+        if bias {
+            let group = attrs.iter().find_map(|(n, a)| match (*n, a) {
+                ("group", Attr::Int(v)) => Some(*v as usize),
+                _ => None,
+            });
+            let m = w_shape[1] * group.unwrap_or(1);
+            ins.push(g.constant_f32("b", &[m], &r.vec(m)));
+        }
+        let mut y = g.node(OpKind::ConvTranspose, &ins, &attrs).unwrap();
+        // Every other configuration ends in a Relu, which the kernel applies.
+        if k % 2 == 1 {
+            y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+        }
+        g.output(y);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&x_shape)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}
+
+/// ConvTranspose in f16 (the f16 variant sums in f32 and rounds once), strided and
+/// grouped, with a bias and a fused Relu.
+#[test]
+fn f16_conv_transpose_sums_in_f32() {
+    let mut r = Rng::new(39);
+    let (xs, ws) = ([1, 4, 3, 4], [4, 2, 3, 3]);
+    let mut g = GraphBuilder::new("conv_transpose_f16");
+    let x = g.input_fixed("x", DType::F16, &xs);
+    let w = g.input_fixed("w", DType::F16, &ws);
+    let b = g.input_fixed("b", DType::F16, &[4]);
+    let attrs = [
+        ("strides", ints(&[2, 2])),
+        ("group", Attr::Int(2)),
+        ("pads", ints(&[1, 0, 0, 1])),
+    ];
+    let y = g.node(OpKind::ConvTranspose, &[x, w, b], &attrs).unwrap();
+    let y = g.node(OpKind::Relu, &[y], &[]).unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&xs, &r.vec(xs.iter().product())),
+            f16_tensor(&ws, &r.vec(ws.iter().product())),
+            f16_tensor(&[4], &r.vec(4)),
+        ],
+        F16_TOL.0,
+        1e-3,
+    );
+}
+
+/// A BatchNormalization (and a Relu) after a grouped ConvTranspose, folded into its
+/// weights and bias: one dispatch, checked against the three nodes run apart.
+#[test]
+fn conv_transpose_with_a_batch_norm_folded_in() {
+    let mut r = Rng::new(40);
+    let (xs, ws) = ([2, 4, 3, 3], [4, 3, 3, 3]);
+    for bias in [false, true] {
+        let mut g = GraphBuilder::new("conv_transpose_bn");
+        let x = g.input_fixed("x", DType::F32, &xs);
+        let w = g.constant_f32("w", &ws, &r.vec(ws.iter().product()));
+        let mut ins = vec![x, w];
+        if bias {
+            ins.push(g.constant_f32("b", &[6], &r.vec(6)));
+        }
+        let attrs = [
+            ("strides", ints(&[2, 2])),
+            ("group", Attr::Int(2)),
+            ("pads", ints(&[1, 1, 0, 0])),
+        ];
+        let y = g.node(OpKind::ConvTranspose, &ins, &attrs).unwrap();
+        let scale = g.constant_f32("scale", &[6], &r.vec(6));
+        let shift = g.constant_f32("shift", &[6], &r.vec(6));
+        let mean = g.constant_f32("mean", &[6], &r.vec(6));
+        let var: Vec<f32> = r.vec(6).iter().map(|v| v.abs() + 0.5).collect();
+        let var = g.constant_f32("var", &[6], &var);
+        let z = g
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, shift, mean, var],
+                &[],
+            )
+            .unwrap();
+        let z = g.node(OpKind::Relu, &[z], &[]).unwrap();
+        g.output(z);
+        check(
+            &g.finish().unwrap(),
+            &[r.f32_tensor(&xs)],
+            LINALG.0,
+            LINALG.1,
+        );
+    }
+}

@@ -14,6 +14,10 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("cast", include_str!("../wgsl/cast.wgsl")),
     ("compare", include_str!("../wgsl/compare.wgsl")),
     ("conv2d", include_str!("../wgsl/conv2d.wgsl")),
+    (
+        "conv_transpose",
+        include_str!("../wgsl/conv_transpose.wgsl"),
+    ),
     ("copy", include_str!("../wgsl/copy.wgsl")),
     ("elementwise", include_str!("../wgsl/elementwise.wgsl")),
     ("gather", include_str!("../wgsl/gather.wgsl")),
@@ -22,6 +26,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("pad", include_str!("../wgsl/pad.wgsl")),
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
     ("reduce", include_str!("../wgsl/reduce.wgsl")),
+    ("resize", include_str!("../wgsl/resize.wgsl")),
     ("select", include_str!("../wgsl/select.wgsl")),
     ("softmax", include_str!("../wgsl/softmax.wgsl")),
 ];
@@ -42,12 +47,21 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
     ("select", "WG", &[32, 64, 128, 256]),
     ("gather", "WG", &[32, 64, 128, 256]),
     ("pad", "WG", &[32, 64, 128, 256]),
+    ("resize", "WG", &[32, 64, 128, 256]),
+    ("conv_transpose", "WG", &[32, 64, 128, 256]),
     ("matmul", "TILE", &[8, 16]),
 ];
 
 /// Kernels that also have f16 variants, named `{kernel}_f16`: they declare
 /// [`ALIAS_F32`] once and keep their arithmetic in f32.
-pub const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax", "matmul"];
+pub const F16: &[&str] = &[
+    "elementwise",
+    "copy",
+    "pool2d",
+    "softmax",
+    "matmul",
+    "conv_transpose",
+];
 
 /// The line a kernel in [`F16`] must have, and what its f16 variants have instead.
 pub const ALIAS_F32: &str = "alias T = f32;";

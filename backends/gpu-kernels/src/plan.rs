@@ -237,10 +237,11 @@ fn sole_user(g: &Graph, consumers: &[Vec<usize>], fused: &[Fused], i: usize) -> 
     Some(j)
 }
 
-/// Fuses an activation into a MatMul, Gemm, Conv, BatchNormalization or binary
-/// element-wise producer whose result nothing else reads: the epilogue is applied as the
-/// result is stored. A BatchNormalization that alone reads a Conv's result is folded into
-/// the Conv's weights and bias first (with the activation after it, if any).
+/// Fuses an activation into a MatMul, Gemm, Conv, ConvTranspose, BatchNormalization or
+/// binary element-wise producer whose result nothing else reads: the epilogue is applied
+/// as the result is stored. A BatchNormalization that alone reads a Conv's or a
+/// ConvTranspose's result is folded into its weights and bias first (with the
+/// activation after it, if any).
 fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
     use baton_delegate_api::ir::OpKind::*;
     let g = cx.graph;
@@ -250,7 +251,16 @@ fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
         if !matches!(fused[i], Fused::No)
             || !matches!(
                 node.op,
-                MatMul | Gemm | Conv | Add | Sub | Mul | Div | Pow | BatchNormalization
+                MatMul
+                    | Gemm
+                    | Conv
+                    | ConvTranspose
+                    | Add
+                    | Sub
+                    | Mul
+                    | Div
+                    | Pow
+                    | BatchNormalization
             )
         {
             continue;
@@ -259,7 +269,7 @@ fn fusion(cx: &Context<'_>) -> Result<Vec<Fused>, (usize, Decline)> {
             continue;
         };
         let user = &g.nodes[j];
-        if node.op == Conv && user.op == BatchNormalization {
+        if matches!(node.op, Conv | ConvTranspose) && user.op == BatchNormalization {
             // Fold the BN (and an activation after it) into the Conv where its weights
             // and the BN's parameters are constants; else they are lowered apart.
             let mut store = (j, Activation::default());
@@ -470,6 +480,58 @@ fn layout(
 mod tests {
     use super::*;
     use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+
+    #[test]
+    fn a_batch_norm_after_a_grouped_conv_transpose_scales_each_output_channel() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 1, 1]);
+        // C = 2, group 2, one output channel per group: W [2, 1, 1, 1].
+        let w = b.constant_f32("w", &[2, 1, 1, 1], &[3.0, 5.0]);
+        let attrs = [("group", Attr::Int(2))];
+        let y = b.node(OpKind::ConvTranspose, &[x, w], &attrs).unwrap();
+        // Channel 0: s = 4 / sqrt(3 + 1) = 2, t = 1 - 0.5 * 2 = 0; channel 1: s = 1 /
+        // sqrt(0 + 1) = 1, t = 2 - 1 * 1 = 1. W' = [6, 5], B' = [0, 1].
+        let scale = b.constant_f32("scale", &[2], &[4.0, 1.0]);
+        let bias = b.constant_f32("bias", &[2], &[1.0, 2.0]);
+        let mean = b.constant_f32("mean", &[2], &[0.5, 1.0]);
+        let var = b.constant_f32("var", &[2], &[3.0, 0.0]);
+        let z = b
+            .node(
+                OpKind::BatchNormalization,
+                &[y, scale, bias, mean, var],
+                &[("epsilon", Attr::Float(1.0))],
+            )
+            .unwrap();
+        b.output(z);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let limits = Limits {
+            subgroup: 8,
+            max_invocations: 1024,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: false,
+        };
+        let plan = compile(&g, &consts, limits).unwrap();
+        assert_eq!(plan.steps.len(), 1);
+        assert_eq!(plan.steps[0].kernel, "conv_transpose");
+        let inline: Vec<Vec<f32>> = plan
+            .weights
+            .iter()
+            .filter_map(|w| match &w.source {
+                WeightSource::Inline(b) => Some(
+                    b.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                ),
+                WeightSource::View(_) => None,
+            })
+            .collect();
+        assert!(inline.contains(&vec![6.0, 5.0]), "{inline:?}");
+        assert!(inline.contains(&vec![0.0, 1.0]), "{inline:?}");
+    }
 
     #[test]
     fn a_batch_norm_and_relu_after_a_conv_fold_into_one_conv_dispatch() {

@@ -173,7 +173,8 @@ pub(super) fn conv(
 
 /// A Conv with the BatchNormalization `bn` that alone reads its result folded into its
 /// weights and bias: `W'[m] = W[m] s[m]`, `B'[m] = B[m] s[m] + t[m]` with BN's
-/// per-channel scale `s` and shift `t` (see `norm.rs`), so the pair is one dispatch.
+/// per-channel scale `s` and shift `t` (see `norm.rs`), so the pair is one dispatch; a
+/// ConvTranspose likewise (see `resample.rs`, its weights are laid out otherwise).
 /// Declines (and the two are then lowered apart) unless the weights, the bias and BN's
 /// parameters are constants.
 pub fn conv_batch_norm(
@@ -184,11 +185,14 @@ pub fn conv_batch_norm(
     out: TensorId,
 ) -> Lowered<Draft> {
     cx.f32_tensor(out)?;
+    if node.op == OpKind::ConvTranspose {
+        return super::resample::conv_transpose_batch_norm(cx, node, bn, act, out);
+    }
     conv_with(cx, node, Some(bn), act, out)
 }
 
 /// The bytes of the constant f32 tensor `t`, which a fold rewrites.
-fn constant_f32s(cx: &Context<'_>, node: &Node, t: TensorId) -> Lowered<Vec<f32>> {
+pub(super) fn constant_f32s(cx: &Context<'_>, node: &Node, t: TensorId) -> Lowered<Vec<f32>> {
     let decl = &cx.graph.tensors[t];
     match cx.consts.bytes(t).filter(|_| decl.is_const()) {
         Some(b) if decl.dtype == DType::F32 => Ok(b

@@ -16,6 +16,7 @@ use crate::Limits;
 mod linalg;
 mod logic;
 pub(crate) mod norm;
+mod resample;
 mod rows;
 
 pub use linalg::conv_batch_norm;
@@ -118,7 +119,7 @@ impl Context<'_> {
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, ConvTranspose)"
             } else {
                 "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
                  storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
@@ -418,6 +419,8 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::GreaterOrEqual,
     OpKind::Where,
     OpKind::Gather,
+    OpKind::Resize,
+    OpKind::ConvTranspose,
 ];
 
 /// Lowers `node`, storing into `out` (its own output, or the output of the activation
@@ -433,7 +436,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
     let needs = match node.op {
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Pow => 2,
         OpKind::MatMul | OpKind::Gemm => 2,
-        OpKind::Conv | OpKind::LayerNormalization => 2,
+        OpKind::Conv | OpKind::ConvTranspose | OpKind::LayerNormalization => 2,
         OpKind::Equal
         | OpKind::Less
         | OpKind::Greater
@@ -466,6 +469,8 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         | OpKind::GreaterOrEqual => return compare(cx, node, out).map(|d| vec![d]),
         OpKind::Where => return where_(cx, node, out).map(|d| vec![d]),
         OpKind::Gather => return gather(cx, node, out).map(|d| vec![d]),
+        // Resize's nearest moves the bits of any dtype of 1, 2, 4 or 8 bytes.
+        OpKind::Resize => return resample::resize(cx, node, out).map(|d| vec![d]),
         _ => {}
     }
     let activation = activation_of(cx, node)?;
@@ -496,6 +501,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::LogSoftmax
                 | OpKind::MatMul
                 | OpKind::Gemm
+                | OpKind::ConvTranspose
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
@@ -543,6 +549,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
         OpKind::MatMul => matmul(cx, node, act, out).map(|d| vec![d]),
         OpKind::Gemm => gemm(cx, node, act, out).map(|d| vec![d]),
         OpKind::Conv => conv(cx, node, act, out).map(|d| vec![d]),
+        OpKind::ConvTranspose => resample::conv_transpose(cx, node, act, out, &y).map(|d| vec![d]),
         OpKind::MaxPool | OpKind::AveragePool | OpKind::GlobalAveragePool => {
             pool(cx, node, out).map(|d| vec![d])
         }
