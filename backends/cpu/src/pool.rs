@@ -258,6 +258,16 @@ impl<'a> Disjoint<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
     }
 
+    /// The elements `start..start + len`, shared.
+    ///
+    /// # Safety
+    /// No live mutable range may overlap it.
+    pub unsafe fn shared(&self, start: usize, len: usize) -> &'a [f32] {
+        assert!(start + len <= self.len, "Disjoint::shared out of bounds");
+        // SAFETY: in bounds (checked), and not written meanwhile by the caller's contract.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(start), len) }
+    }
+
     /// The bytes `start..start + len` of the buffer, for ops that move the stored bytes
     /// of 8- and 16-bit elements (whose runs need not be whole words).
     ///
@@ -271,6 +281,59 @@ impl<'a> Disjoint<'a> {
         );
         // SAFETY: in bounds (checked), and unaliased by the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u8>().add(start), len) }
+    }
+}
+
+/// A barrier for the tasks of one [`Pool::run`] job that must all run at once (one per
+/// thread) and meet many times within it, as the steps of a recurrence shared among the
+/// threads do: waking through the kernel at every step would cost more than a step.
+/// Waiters spin, then yield the core (the machine may be shared). A task that panics
+/// calls [`SpinBarrier::poison`] so that the others stop waiting instead of spinning
+/// forever.
+pub(crate) struct SpinBarrier {
+    parties: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    poisoned: AtomicBool,
+}
+
+impl SpinBarrier {
+    pub fn new(parties: usize) -> SpinBarrier {
+        SpinBarrier {
+            parties,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits until every party has arrived; `false` if the barrier was poisoned (stop).
+    /// Everything a party wrote before arriving is visible to every party after.
+    pub fn wait(&self) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return !self.poisoned.load(Ordering::Acquire);
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if self.poisoned.load(Ordering::Acquire) {
+                return false;
+            }
+            if spins < 1 << 14 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        !self.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Releases every waiter for good (a party failed).
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::Release);
     }
 }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use baton_backend_cpu::CpuDelegate;
-use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind, TensorData};
 use baton_delegate_api::testing::{run, Rng};
 use baton_delegate_api::{Delegate, Options, Tensor};
 
@@ -226,6 +226,73 @@ fn batched_run_time_matmuls_agree_bit_for_bit() {
     }
     for threads in [2, 3] {
         let many = run(&delegate(threads), &graph, &inputs).expect("run");
+        for (a, b) in one.iter().zip(&many) {
+            let bits = |t: &Tensor| t.f32s().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(a), bits(b), "{threads} threads differ from 1");
+        }
+    }
+}
+
+/// LSTMs large enough that their steps are shared among the threads (each thread its
+/// panels of Rᵀ and its hidden units, meeting twice a step): bidirectional, two batch
+/// entries, a hidden size off the panel width, and a second node with clip and
+/// peepholes; 2 and 3 threads agree bit for bit with one on Y, Y_h and Y_c.
+#[test]
+fn shared_lstm_steps_agree_bit_for_bit() {
+    let mut rng = Rng::new(24);
+    let (seq, batch, input, hidden) = (7, 2, 48, 100);
+    let gh = 4 * hidden;
+    let mut g = GraphBuilder::new("lstm");
+    let x = g.input_fixed("x", DType::F32, &[seq, batch, input]);
+    let mut outs = Vec::new();
+    for (k, options) in [false, true].into_iter().enumerate() {
+        let w = g.constant_f32(&format!("w{k}"), &[2, gh, input], &rng.vec(2 * gh * input));
+        let r = g.constant_f32(
+            &format!("r{k}"),
+            &[2, gh, hidden],
+            &rng.vec(2 * gh * hidden),
+        );
+        let b = g.constant_f32(&format!("b{k}"), &[2, 2 * gh], &rng.vec(2 * 2 * gh));
+        let mut inputs = vec![x, w, r, b];
+        let mut attrs = vec![
+            ("hidden_size", Attr::Int(hidden as i64)),
+            ("direction", Attr::Str("bidirectional".into())),
+        ];
+        if options {
+            let lens_v: [i32; 2] = [seq as i32, 4];
+            let lens = g.constant(
+                &format!("lens{k}"),
+                DType::I32,
+                &[batch],
+                TensorData::from_bytes(bytemuck::cast_slice(&lens_v)),
+            );
+            let h0 = g.constant_f32(
+                &format!("h0{k}"),
+                &[2, batch, hidden],
+                &rng.vec(2 * batch * hidden),
+            );
+            let c0 = g.constant_f32(
+                &format!("c0{k}"),
+                &[2, batch, hidden],
+                &rng.vec(2 * batch * hidden),
+            );
+            let p = g.constant_f32(&format!("p{k}"), &[2, 3 * hidden], &rng.vec(2 * 3 * hidden));
+            inputs.extend([lens, h0, c0, p]);
+            attrs.push(("clip", Attr::Float(0.8)));
+        }
+        let o = g
+            .named_node_outputs(&format!("lstm{k}"), OpKind::LSTM, &inputs, &attrs, 3)
+            .unwrap();
+        outs.extend(o);
+    }
+    for t in outs {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let input = Tensor::from_f32(&[seq, batch, input], &rng.vec(seq * batch * input));
+    let one = run(&delegate(1), &graph, std::slice::from_ref(&input)).expect("1 thread");
+    for threads in [2, 3] {
+        let many = run(&delegate(threads), &graph, std::slice::from_ref(&input)).expect("run");
         for (a, b) in one.iter().zip(&many) {
             let bits = |t: &Tensor| t.f32s().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(a), bits(b), "{threads} threads differ from 1");

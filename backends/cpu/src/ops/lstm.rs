@@ -23,6 +23,7 @@ use super::math::{sigmoid, tanh};
 use super::rnn::SeqLens;
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{gemm_parallel, Epilogue, Isa, MatMut, MicroKernel, PackedB, Rows};
+use crate::pool::{Disjoint, Pool, SpinBarrier};
 use crate::prepack::Packs;
 
 /// One direction's prepared weights.
@@ -241,7 +242,24 @@ impl LstmOp {
                         peepholes: peepholes.map(|p| &p[d * 3 * hidden..(d + 1) * 3 * hidden]),
                     })
                 };
-                recurrence(kernel.isa(), dir, walk, g_all, state, y, cell);
+                // Enough work per step to share: each thread keeps its panels of Rᵀ (in its
+                // own cache) and its hidden units across the steps.
+                let threads = pool.threads().min(gh.div_ceil(GEMV_BLOCK)).min(hidden);
+                if threads >= 2 && gh * hidden >= SHARED_STEP_MIN {
+                    recurrence_shared(
+                        pool,
+                        threads,
+                        kernel.isa(),
+                        dir,
+                        walk,
+                        g_all,
+                        state,
+                        y,
+                        cell,
+                    );
+                } else {
+                    recurrence(kernel.isa(), dir, walk, g_all, state, y, cell);
+                }
                 // Steps past the entry's length are zero (the buffer is reused).
                 for t in len..seq {
                     let o = ((t * ndirs + d) * batch + b) * hidden;
@@ -368,6 +386,174 @@ fn step_loop<const FMA: bool, const PLAIN: bool>(
     }
 }
 
+/// The least multiply-adds of one step's GEMV for which the steps are shared among the
+/// threads: two meetings of the threads per step cost some hundred nanoseconds.
+const SHARED_STEP_MIN: usize = 32 * 1024;
+
+/// [`recurrence`] on `threads` threads at once, meeting twice per step: each computes the
+/// gates of its own panels of `Rᵀ` (the same panels every step, so they stay in its
+/// cache: Rᵀ is 590 KB at H = 192), then, once all gates are in, the cell of its own
+/// hidden units. Every value is computed as one thread computes it, in the same order:
+/// the results are the same bits.
+#[allow(clippy::too_many_arguments)]
+fn recurrence_shared(
+    pool: &Pool,
+    threads: usize,
+    isa: Isa,
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    s: State<'_>,
+    y: &mut [f32],
+    opts: Option<CellOptions<'_>>,
+) {
+    let State { gates, h, c } = s;
+    let (gh, hidden) = (gates.len(), h.len());
+    let panels = gh.div_ceil(GEMV_BLOCK);
+    let shared = Shared {
+        gates: Disjoint::new(gates),
+        h: Disjoint::new(h),
+        c: Disjoint::new(c),
+        y: Disjoint::new(y),
+        barrier: SpinBarrier::new(threads),
+        gh,
+        hidden,
+    };
+    pool.run(threads, &|t, _| {
+        let part = Part {
+            cols: ((t * panels / threads) * GEMV_BLOCK).min(gh)
+                ..(((t + 1) * panels / threads) * GEMV_BLOCK).min(gh),
+            units: t * hidden / threads..(t + 1) * hidden / threads,
+        };
+        let body = || match isa {
+            // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512F => unsafe { shared_avx512(dir, at, g_all, &shared, &part, opts) },
+            // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2Fma => unsafe { shared_avx2(dir, at, g_all, &shared, &part, opts) },
+            Isa::Neon => shared_steps::<true>(dir, at, g_all, &shared, &part, opts),
+            _ => shared_steps::<false>(dir, at, g_all, &shared, &part, opts),
+        };
+        // A panicking thread must not leave the others waiting for it.
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            shared.barrier.poison();
+            std::panic::resume_unwind(panic);
+        }
+    });
+}
+
+/// The buffers the threads of [`recurrence_shared`] share, and their barrier.
+struct Shared<'a> {
+    gates: Disjoint<'a>,
+    h: Disjoint<'a>,
+    c: Disjoint<'a>,
+    y: Disjoint<'a>,
+    barrier: SpinBarrier,
+    gh: usize,
+    hidden: usize,
+}
+
+/// One thread's share: its columns of the gates and its hidden units.
+struct Part {
+    cols: std::ops::Range<usize>,
+    units: std::ops::Range<usize>,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn shared_avx512(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    sh: &Shared<'_>,
+    part: &Part,
+    opts: Option<CellOptions<'_>>,
+) {
+    shared_steps::<true>(dir, at, g_all, sh, part, opts)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn shared_avx2(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    sh: &Shared<'_>,
+    part: &Part,
+    opts: Option<CellOptions<'_>>,
+) {
+    shared_steps::<true>(dir, at, g_all, sh, part, opts)
+}
+
+/// One thread's steps of [`recurrence_shared`], its cell picked once as in [`steps`].
+#[inline(always)]
+fn shared_steps<const FMA: bool>(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    sh: &Shared<'_>,
+    part: &Part,
+    opts: Option<CellOptions<'_>>,
+) {
+    match opts {
+        None => shared_loop::<FMA, true>(dir, at, g_all, sh, part, None),
+        Some(o) => shared_loop::<FMA, false>(dir, at, g_all, sh, part, Some(o)),
+    }
+}
+
+#[inline(always)]
+fn shared_loop<const FMA: bool, const PLAIN: bool>(
+    dir: &LstmDirection,
+    at: Walk,
+    g_all: &[f32],
+    sh: &Shared<'_>,
+    part: &Part,
+    opts: Option<CellOptions<'_>>,
+) {
+    let (gh, hidden) = (sh.gh, sh.hidden);
+    let (cols, units) = (part.cols.clone(), part.units.clone());
+    for step in 0..at.len {
+        let t = if dir.reverse { at.len - 1 - step } else { step };
+        {
+            // SAFETY: between two meetings this thread alone writes its columns of the
+            // gates, and nobody writes H (see the meetings below).
+            let (gates, h) = unsafe {
+                (
+                    sh.gates.range(cols.start, cols.len()),
+                    sh.h.shared(0, hidden),
+                )
+            };
+            gates.copy_from_slice(&g_all[(t * at.batch + at.b) * gh + cols.start..][..cols.len()]);
+            gemv_cols::<FMA>(gates, cols.start, gh, h, &dir.r_t);
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+        {
+            let o = ((t * at.ndirs + at.d) * at.batch + at.b) * hidden;
+            // SAFETY: every gate is written and nobody writes them until the next
+            // meeting; this thread alone writes its units of H, C and this step's Y row.
+            let (gates, h, c, y) = unsafe {
+                (
+                    sh.gates.shared(0, gh),
+                    sh.h.range(units.start, units.len()),
+                    sh.c.range(units.start, units.len()),
+                    sh.y.range(o + units.start, units.len()),
+                )
+            };
+            match (PLAIN, &opts) {
+                (false, Some(op)) => op.apply_units(gates, hidden, units.start, h, c),
+                _ => cell_units(gates, hidden, units.start, h, c),
+            }
+            y.copy_from_slice(h);
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+    }
+}
+
 /// Columns of `Rᵀ` one pass of [`gemv`] keeps in registers (four AVX-512 vectors).
 const GEMV_BLOCK: usize = 64;
 
@@ -384,7 +570,22 @@ fn panel_of(n: usize, gh: usize) -> (usize, usize) {
 /// pass jump `16 H` bytes between rows, which ran the step at about half the speed.
 #[inline(always)]
 fn gemv<const FMA: bool>(gates: &mut [f32], h: &[f32], r_t: &[f32]) {
-    let (gh, hidden) = (gates.len(), h.len());
+    let gh = gates.len();
+    gemv_cols::<FMA>(gates, 0, gh, h, r_t)
+}
+
+/// [`gemv`] over the columns `j_begin..j_begin + gates.len()` of a `gh`-wide `Rᵀ`
+/// (`j_begin` a multiple of [`GEMV_BLOCK`], the range whole panels or ending at `gh`).
+#[inline(always)]
+fn gemv_cols<const FMA: bool>(
+    gates: &mut [f32],
+    j_begin: usize,
+    gh: usize,
+    h: &[f32],
+    r_t: &[f32],
+) {
+    let hidden = h.len();
+    let end = j_begin + gates.len();
     let madd = |acc: &mut f32, hk: f32, r: f32| {
         *acc = if FMA {
             hk.mul_add(r, *acc)
@@ -392,23 +593,26 @@ fn gemv<const FMA: bool>(gates: &mut [f32], h: &[f32], r_t: &[f32]) {
             *acc + hk * r
         }
     };
-    let mut j0 = 0;
-    while j0 + GEMV_BLOCK <= gh {
+    let mut j0 = j_begin;
+    while j0 + GEMV_BLOCK <= end {
         let panel = &r_t[j0 * hidden..(j0 + GEMV_BLOCK) * hidden];
         let mut acc = [0f32; GEMV_BLOCK];
-        acc.copy_from_slice(&gates[j0..j0 + GEMV_BLOCK]);
+        let g = j0 - j_begin;
+        acc.copy_from_slice(&gates[g..g + GEMV_BLOCK]);
         for (&hk, row) in h.iter().zip(panel.chunks_exact(GEMV_BLOCK)) {
             let row: &[f32; GEMV_BLOCK] = row.try_into().expect("a full block");
             acc.iter_mut().zip(row).for_each(|(a, &r)| madd(a, hk, r));
         }
-        gates[j0..j0 + GEMV_BLOCK].copy_from_slice(&acc);
+        gates[g..g + GEMV_BLOCK].copy_from_slice(&acc);
         j0 += GEMV_BLOCK;
     }
-    let width = gh - j0;
+    let width = end - j0;
     if width > 0 {
+        // Only the last panel is narrower than a block: it ends at `gh`.
+        debug_assert_eq!(end, gh);
         let panel = &r_t[j0 * hidden..];
         for (&hk, row) in h.iter().zip(panel.chunks_exact(width)) {
-            let tail = gates[j0..].iter_mut().zip(row);
+            let tail = gates[j0 - j_begin..].iter_mut().zip(row);
             tail.for_each(|(a, &r)| madd(a, hk, r));
         }
     }
@@ -418,11 +622,17 @@ fn gemv<const FMA: bool>(gates: &mut [f32], h: &[f32], r_t: &[f32]) {
 /// the polynomial sigmoid and tanh so that it vectorizes with the recurrence around it.
 #[inline(always)]
 fn cell(gates: &[f32], h: &mut [f32], c: &mut [f32]) {
+    cell_units(gates, h.len(), 0, h, c)
+}
+
+/// [`cell`] for the hidden units `u0..u0 + h.len()` of `hidden`, reading their gates in
+/// the full `gates` (what one thread of [`recurrence_shared`] updates).
+#[inline(always)]
+fn cell_units(gates: &[f32], hidden: usize, u0: usize, h: &mut [f32], c: &mut [f32]) {
     let n = h.len();
-    let (i, rest) = gates.split_at(n);
-    let (o, rest) = rest.split_at(n);
-    let (f, cand) = rest.split_at(n);
-    let gates = i.iter().zip(o).zip(f.iter().zip(&cand[..n]));
+    let at = |g: usize| &gates[g * hidden + u0..g * hidden + u0 + n];
+    let (i, o, f, cand) = (at(0), at(1), at(2), at(3));
+    let gates = i.iter().zip(o).zip(f.iter().zip(cand));
     for ((h, c), ((&i, &o), (&f, &g))) in h.iter_mut().zip(c.iter_mut()).zip(gates) {
         let c_new = sigmoid(f) * *c + sigmoid(i) * tanh(g);
         *c = c_new;
@@ -446,13 +656,18 @@ impl CellOptions<'_> {
     /// clip, as ONNX defines them.
     #[inline(always)]
     fn apply(&self, gates: &[f32], h: &mut [f32], c: &mut [f32]) {
+        self.apply_units(gates, h.len(), 0, h, c)
+    }
+
+    /// [`CellOptions::apply`] for the hidden units `u0..u0 + h.len()` of `hidden`.
+    #[inline(always)]
+    fn apply_units(&self, gates: &[f32], hidden: usize, u0: usize, h: &mut [f32], c: &mut [f32]) {
         let n = h.len();
-        let (i, rest) = gates.split_at(n);
-        let (o, rest) = rest.split_at(n);
-        let (f, cand) = rest.split_at(n);
+        let at = |g: usize| &gates[g * hidden + u0..g * hidden + u0 + n];
+        let (i, o, f, cand) = (at(0), at(1), at(2), at(3));
         let bound = self.clip;
         let clip = |v: f32| v.clamp(-bound, bound);
-        let p = |k: usize, j: usize| self.peepholes.map_or(0.0, |p| p[k * n + j]);
+        let p = |k: usize, j: usize| self.peepholes.map_or(0.0, |p| p[k * hidden + u0 + j]);
         for j in 0..n {
             let old = c[j];
             let ig = sigmoid(clip(i[j] + p(0, j) * old));
