@@ -987,3 +987,57 @@ fn pad_in_every_mode_with_crops() {
         }
     }
 }
+
+/// lavapipe (Mesa's llvmpipe) has subgroup arithmetic in compute shaders, so there the
+/// row kernels (Softmax, LayerNormalization, the Reduce ops) must be planned as their
+/// `_sg` variants and still match the reference: a device check that stopped seeing the
+/// capability would otherwise fall back to the shared-memory kernels unnoticed. Other
+/// devices only get the comparison.
+#[test]
+fn row_kernels_use_subgroups_where_the_device_has_them() {
+    let Some(ctx) = common::plugin() else { return };
+    let device = ctx.devices().expect("devices").remove(0);
+    let mut r = Rng::new(31);
+    let mut g = GraphBuilder::new("rows");
+    let x = g.input_fixed("x", DType::F32, &[6, 257]);
+    let s = g.constant_f32("scale", &[257], &r.vec(257));
+    let sm = g
+        .node(OpKind::Softmax, &[x], &[("axis", Attr::Int(-1))])
+        .unwrap();
+    let ln = g.node(OpKind::LayerNormalization, &[sm, s], &[]).unwrap();
+    let rs = g
+        .node(
+            OpKind::ReduceSum,
+            &[ln],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
+    let rm = g
+        .node(
+            OpKind::ReduceMax,
+            &[x],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
+    g.output(rs);
+    g.output(rm);
+    let g = g.finish().unwrap();
+    let blob = ctx.compile(0, &g).expect("compile");
+    let plan = baton_gpu_kernels::blob::decode(blob.bytes()).expect("the blob decodes");
+    let kernels: Vec<&str> = plan.steps.iter().map(|s| s.kernel.as_str()).collect();
+    if device.name.contains("llvmpipe") {
+        assert!(
+            plan.limits.subgroups,
+            "{}: lavapipe has subgroup arithmetic, but the plugin did not see it",
+            device.name
+        );
+    }
+    let want: &[&str] = if plan.limits.subgroups {
+        &["softmax_sg", "layernorm_sg", "reduce_sg", "reduce_sg"]
+    } else {
+        &["softmax", "layernorm", "reduce", "reduce"]
+    };
+    assert_eq!(kernels, want, "{}", device.name);
+    let xs: Vec<f32> = r.vec(6 * 257).into_iter().map(|v| v * 10.0).collect();
+    check(&g, &[Tensor::from_f32(&[6, 257], &xs)], 1e-4, 1e-4);
+}

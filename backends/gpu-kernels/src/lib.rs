@@ -40,6 +40,14 @@ pub struct Limits {
     /// declares both 16-bit storage capabilities for any f16 type); on wgpu
     /// `Features::SHADER_F16`.
     pub float16: bool,
+    /// Whether the `_sg` kernels can run: subgroup arithmetic in compute shaders, with
+    /// subgroups of at least 4 (those kernels size their cross-subgroup array for 4, the
+    /// smallest WebGPU allows). On Vulkan 1.1+: ARITHMETIC (and BASIC) in
+    /// subgroupSupportedOperations, COMPUTE in subgroupSupportedStages and a minimum
+    /// subgroup size of 4; on wgpu `Features::SUBGROUP` (wgpu then guarantees
+    /// subgroup_min_size >= 4). A plan records it with the other limits, so a blob
+    /// compiled with subgroup kernels is recompiled for a device without them.
+    pub subgroups: bool,
 }
 
 /// The build-id suffix of a delegate running these kernels: 16 hex digits of
@@ -162,15 +170,27 @@ mod tests {
                 assert!(a.source.starts_with("enable f16; "), "{k}");
                 assert!(a.source.contains(catalog::ALIAS_F16), "{k}");
             }
+            let subgroup = k
+                .trim_end_matches("_f16")
+                .ends_with(catalog::SUBGROUP_SUFFIX);
+            if subgroup {
+                // The subgroup library replaces the shared-memory one.
+                let libs: Vec<&str> = a.files.iter().map(|(f, _)| f.as_str()).collect();
+                assert!(libs.contains(&"rowreduce_sg.wgsl"), "{k}: {libs:?}");
+                assert!(!libs.contains(&"rowreduce.wgsl"), "{k}: {libs:?}");
+                assert!(a.source.contains("subgroupAdd"), "{k}");
+            }
             // Same line numbers: the kernel file's lines are where they were.
-            let stem = k.trim_end_matches("_f16");
+            let stem = catalog::stem(&k);
             let lines = catalog::file(stem).unwrap().lines().count() as u32;
             assert_eq!(
                 a.locate(lines),
                 format!("backends/gpu-kernels/wgsl/{stem}.wgsl:{lines}")
             );
         }
-        assert!(catalog::assemble("reduce_f16").is_err());
+        assert!(catalog::assemble("cast_f16").is_err());
+        assert!(catalog::assemble("softmax_sg_f16").is_ok());
+        assert!(catalog::assemble("matmul_sg").is_err());
         assert!(catalog::assemble("nope").is_err());
     }
 

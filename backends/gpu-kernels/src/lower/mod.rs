@@ -113,6 +113,18 @@ impl Context<'_> {
         }
     }
 
+    /// A row kernel of [`catalog::SUBGROUP`] (`names`: its f32, f16, subgroup and
+    /// subgroup f16 variants): the subgroup ones where the device has subgroup
+    /// arithmetic ([`Limits::subgroups`]), the f16 ones by the dtype of `out`.
+    fn row_variant(&self, names: [&'static str; 4], out: TensorId) -> &'static str {
+        let [f32, f16, sg, sg_f16] = names;
+        if self.limits.subgroups {
+            self.variant(sg, sg_f16, out)
+        } else {
+            self.variant(f32, f16, out)
+        }
+    }
+
     fn checked_tensor(&self, t: TensorId, f16: bool) -> Lowered<Vec<usize>> {
         let decl = &self.graph.tensors[t];
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
@@ -938,6 +950,7 @@ mod tests {
             shared_memory: 32 * 1024,
             max_storage_range: 128 << 20,
             float16: true,
+            subgroups: false,
         }
     }
 
@@ -999,6 +1012,31 @@ mod tests {
 
     fn decline_of(dtype: DType, shape: &[usize], l: Limits) -> Decline {
         lower_one(OpKind::Relu, dtype, shape, l).unwrap_err()
+    }
+
+    #[test]
+    fn row_kernels_take_their_subgroup_variants_only_where_the_device_has_them() {
+        let sg = Limits {
+            subgroups: true,
+            ..limits(8, 1024)
+        };
+        for (op, kernel) in [
+            (OpKind::Softmax, "softmax"),
+            (OpKind::ReduceSum, "reduce"),
+            (OpKind::ReduceMax, "reduce"),
+        ] {
+            let plain = lower_one(op, DType::F32, &[3, 40], limits(8, 1024)).unwrap();
+            assert_eq!(plain[0].kernel, kernel, "{op}");
+            let with = lower_one(op, DType::F32, &[3, 40], sg).unwrap();
+            assert_eq!(with[0].kernel, format!("{kernel}_sg"), "{op}");
+            // The same workgroup size either way: the subgroup size is read at run time.
+            assert_eq!(with[0].spec, plain[0].spec, "{op}");
+        }
+        // Kernels with no subgroup variant are unchanged.
+        assert_eq!(
+            lower_one(OpKind::Relu, DType::F32, &[5], sg).unwrap()[0].kernel,
+            "elementwise"
+        );
     }
 
     #[test]

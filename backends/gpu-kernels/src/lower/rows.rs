@@ -86,7 +86,10 @@ pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<D
     let rows = x.iter().product::<usize>() / len;
     let spec = cx.group_size("softmax")?; // the f16 variant has the same sizes
     Ok(Draft {
-        kernel: cx.variant("softmax", "softmax_f16", out),
+        kernel: cx.row_variant(
+            ["softmax", "softmax_f16", "softmax_sg", "softmax_sg_f16"],
+            out,
+        ),
         spec,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
@@ -138,7 +141,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let (Some(&first), Some(&last)) = (axes.first(), axes.last()) else {
         // A scalar: reducing it over nothing is the value itself.
         return Ok(Draft {
-            kernel: "reduce",
+            kernel: reduce_kernel(cx, out),
             spec: cx.group_size("reduce")?,
             bindings: [Some(node.inputs[0]), None, None, Some(out)],
             extra: [None, None],
@@ -161,7 +164,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let rows = x.iter().product::<usize>() / len;
     let mode = reduce_mode(node.op);
     Ok(Draft {
-        kernel: "reduce",
+        kernel: reduce_kernel(cx, out),
         spec: cx.group_size("reduce")?,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
@@ -169,6 +172,10 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
         params: vec![rows as u32, len as u32, inner as u32, mode],
         groups: cx.spread(rows as u64)?,
     })
+}
+
+fn reduce_kernel(cx: &Context<'_>, out: TensorId) -> &'static str {
+    cx.row_variant(["reduce", "reduce_f16", "reduce_sg", "reduce_sg_f16"], out)
 }
 
 fn reduce_mode(op: OpKind) -> u32 {
@@ -225,7 +232,15 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
     }
     let spec = cx.group_size("layernorm")?;
     Ok(Draft {
-        kernel: "layernorm",
+        kernel: cx.row_variant(
+            [
+                "layernorm",
+                "layernorm_f16",
+                "layernorm_sg",
+                "layernorm_sg_f16",
+            ],
+            out,
+        ),
         spec,
         bindings: [Some(node.inputs[0]), Some(scale), bias, Some(out)],
         extra,
