@@ -1041,3 +1041,83 @@ fn row_kernels_use_subgroups_where_the_device_has_them() {
     let xs: Vec<f32> = r.vec(6 * 257).into_iter().map(|v| v * 10.0).collect();
     check(&g, &[Tensor::from_f32(&[6, 257], &xs)], 1e-4, 1e-4);
 }
+
+/// f16 Conv (with bias and a fused Relu), LayerNormalization and the reductions: f16
+/// storage, f32 sums inside the kernels, one rounding per stored element.
+#[test]
+fn f16_conv_layer_norm_and_reductions_accumulate_in_f32() {
+    let mut r = Rng::new(32);
+    let f16_vec = |r: &mut Rng, n: usize, scale: f32| -> Vec<f32> {
+        r.vec(n).iter().map(|v| v * scale).collect()
+    };
+    // Conv 2-D, grouped, with bias, then Relu (fused into the conv's epilogue).
+    let (xs, ws) = ([1, 4, 9, 8], [6, 2, 3, 3]);
+    let mut g = GraphBuilder::new("conv_f16");
+    let x = g.input_fixed("x", DType::F16, &xs);
+    let w = g.input_fixed("w", DType::F16, &ws);
+    let b = g.input_fixed("b", DType::F16, &[6]);
+    let c = g
+        .node(
+            OpKind::Conv,
+            &[x, w, b],
+            &[
+                ("group", Attr::Int(2)),
+                ("pads", ints(&[1, 0, 1, 2])),
+                ("strides", ints(&[1, 2])),
+            ],
+        )
+        .unwrap();
+    let y = g.node(OpKind::Relu, &[c], &[]).unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&xs, &f16_vec(&mut r, 288, 2.0)),
+            f16_tensor(&ws, &f16_vec(&mut r, 108, 1.0)),
+            f16_tensor(&[6], &f16_vec(&mut r, 6, 1.0)),
+        ],
+        F16_TOL.0,
+        F16_TOL.1,
+    );
+    // LayerNormalization over the last two axes, with Mean and InvStdDev (f32).
+    let mut g = GraphBuilder::new("layernorm_f16");
+    let x = g.input_fixed("x", DType::F16, &[3, 5, 40]);
+    let s = g.input_fixed("scale", DType::F16, &[5, 40]);
+    let b = g.input_fixed("bias", DType::F16, &[5, 40]);
+    let y = g
+        .node(
+            OpKind::LayerNormalization,
+            &[x, s, b],
+            &[("axis", Attr::Int(1))],
+        )
+        .unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&[3, 5, 40], &f16_vec(&mut r, 600, 3.0)),
+            f16_tensor(&[5, 40], &f16_vec(&mut r, 200, 1.0)),
+            f16_tensor(&[5, 40], &f16_vec(&mut r, 200, 1.0)),
+        ],
+        // The normalized values are near 1, so an f16 ulp is about 1e-3.
+        2e-3,
+        2e-3,
+    );
+    // The reductions, over a middle block of axes and over all of them.
+    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+        for axes in [&[1i64, 2][..], &[0, 1, 2, 3]] {
+            let shape = [2, 3, 50, 4];
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("x", DType::F16, &shape);
+            let y = g.node(op, &[x], &[("axes", ints(axes))]).unwrap();
+            g.output(y);
+            check(
+                &g.finish().unwrap(),
+                &[f16_tensor(&shape, &f16_vec(&mut r, 1200, 1.0))],
+                F16_TOL.0,
+                // A sum of 600 values of about 1: its f16 ulp is up to 2^-5.
+                0.05,
+            );
+        }
+    }
+}

@@ -49,7 +49,16 @@ pub const VARIANTS: &[(&str, &str, &[u32])] = &[
 
 /// Kernels that also have f16 variants, named `{kernel}_f16`: they declare
 /// [`ALIAS_F32`] once and keep their arithmetic in f32.
-pub const F16: &[&str] = &["elementwise", "copy", "pool2d", "softmax", "matmul"];
+pub const F16: &[&str] = &[
+    "elementwise",
+    "copy",
+    "pool2d",
+    "softmax",
+    "matmul",
+    "conv2d",
+    "layernorm",
+    "reduce",
+];
 
 /// Kernels that also have subgroup variants, named `{kernel}_sg` (and `{kernel}_sg_f16`
 /// for one also in [`F16`]): each requires a library `X.wgsl` that has a counterpart

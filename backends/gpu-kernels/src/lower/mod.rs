@@ -82,7 +82,7 @@ impl Context<'_> {
 
     /// The shape of an f32 tensor, or of an f16 one where the device runs the `_f16`
     /// kernel variants: for the kernels that have them (element-wise, copy, pools,
-    /// softmax, matmul).
+    /// softmax, matmul, conv, layernorm, reduce).
     fn float_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
         self.checked_tensor(t, self.limits.float16)
     }
@@ -130,7 +130,8 @@ impl Context<'_> {
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, Conv, \
+                 LayerNormalization, ReduceSum/Mean/Max)"
             } else {
                 "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
                  storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
@@ -508,6 +509,11 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::LogSoftmax
                 | OpKind::MatMul
                 | OpKind::Gemm
+                | OpKind::Conv
+                | OpKind::LayerNormalization
+                | OpKind::ReduceSum
+                | OpKind::ReduceMean
+                | OpKind::ReduceMax
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
@@ -1015,6 +1021,52 @@ mod tests {
     }
 
     #[test]
+    fn conv_layer_norm_and_reductions_take_their_f16_variants() {
+        for (op, kernel) in [
+            (OpKind::ReduceSum, "reduce_f16"),
+            (OpKind::ReduceMean, "reduce_f16"),
+            (OpKind::ReduceMax, "reduce_f16"),
+        ] {
+            let d = lower_one(op, DType::F16, &[3, 40], limits(8, 1024)).unwrap();
+            assert_eq!(d[0].kernel, kernel, "{op}");
+            let sg = Limits {
+                subgroups: true,
+                ..limits(8, 1024)
+            };
+            let d = lower_one(op, DType::F16, &[3, 40], sg).unwrap();
+            assert_eq!(d[0].kernel, "reduce_sg_f16", "{op}");
+        }
+        let d = lower_graph(
+            OpKind::Conv,
+            &[(DType::F16, &[1, 2, 5, 5]), (DType::F16, &[3, 2, 3, 3])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "conv2d_f16");
+        let d = lower_graph(
+            OpKind::LayerNormalization,
+            &[(DType::F16, &[2, 8]), (DType::F16, &[8])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "layernorm_f16");
+        // Operands of another dtype than the output are declined, naming the tensor.
+        let d = lower_graph(
+            OpKind::LayerNormalization,
+            &[(DType::F16, &[2, 8]), (DType::F32, &[8])],
+            &[],
+        );
+        assert!(d.is_err());
+        // Without f16 shaders they are declined with the device's reason.
+        let no_f16 = Limits {
+            float16: false,
+            ..limits(8, 1024)
+        };
+        let d = lower_one(OpKind::ReduceSum, DType::F16, &[3, 40], no_f16).unwrap_err();
+        assert!(d.message.contains("lacks f16 shaders"), "{}", d.message);
+    }
+
+    #[test]
     fn row_kernels_take_their_subgroup_variants_only_where_the_device_has_them() {
         let sg = Limits {
             subgroups: true,
@@ -1048,8 +1100,20 @@ mod tests {
 
     #[test]
     fn f16_is_declined_naming_the_device_feature() {
-        // Reduce has no f16 kernel: the reason says the device could, the op cannot.
-        let d = lower_one(OpKind::ReduceSum, DType::F16, &[4], limits(8, 1024)).unwrap_err();
+        // Pad has no f16 kernel: the reason says the device could, the op cannot.
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F16, &[4]);
+        let pads = b.constant_i64("pads", &[2], &[1, 1]);
+        let y = b.node(OpKind::Pad, &[x, pads], &[]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        let d = lower(&cx, &g.nodes[0], Activation::default(), y).unwrap_err();
         assert_eq!(d.reason, DeclineReason::DType);
         assert!(d.message.contains("f32 kernels only"), "{}", d.message);
         let no_f16 = Limits {

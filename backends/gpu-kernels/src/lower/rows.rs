@@ -107,7 +107,7 @@ pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<D
 /// Reduce ops over one contiguous block of axes (any block: the rows kernel addresses the
 /// axes after it by stride). Scattered axes would need a transpose first: declined.
 pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    let x = cx.operand(node.inputs[0], out)?;
     let axes: Vec<i64> = match (node.attr_ints("axes"), node.inputs.get(1)) {
         (Some(a), _) => a.to_vec(),
         (None, Some(&t)) => cx
@@ -187,7 +187,9 @@ fn reduce_mode(op: OpKind) -> u32 {
 }
 
 pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    // X, Scale, B and Y share one element type (f32, or f16 in the f16 variant); Mean and
+    // InvStdDev are f32 either way.
+    let x = cx.operand(node.inputs[0], out)?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
         .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
     let d: usize = x[axis..].iter().product();
@@ -196,7 +198,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         let Some(&t) = node.inputs.get(i) else {
             return Ok(None);
         };
-        let s = cx.f32_tensor(t)?;
+        let s = cx.operand(t, out)?;
         if s.as_slice() != &x[axis..] {
             return Err(Decline::new(
                 DeclineReason::Shape,
