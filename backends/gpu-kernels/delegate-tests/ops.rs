@@ -419,7 +419,12 @@ fn a_small_network_runs_as_one_partition() {
 #[test]
 fn reductions_over_a_block_of_axes_and_expand() {
     let mut r = Rng::new(12);
-    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+    for op in [
+        OpKind::ReduceSum,
+        OpKind::ReduceMean,
+        OpKind::ReduceMax,
+        OpKind::ReduceMin,
+    ] {
         for (axes, keep) in [(vec![1i64, 2], 1i64), (vec![-1], 0), (vec![0], 1)] {
             let mut g = GraphBuilder::new(op.name());
             let x = g.input_fixed("x", DType::F32, &[3, 40, 7, 5]);
@@ -1019,8 +1024,16 @@ fn row_kernels_use_subgroups_where_the_device_has_them() {
             &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
         )
         .unwrap();
+    let rn = g
+        .node(
+            OpKind::ReduceMin,
+            &[x],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
     g.output(rs);
     g.output(rm);
+    g.output(rn);
     let g = g.finish().unwrap();
     let blob = ctx.compile(0, &g).expect("compile");
     let plan = baton_gpu_kernels::blob::decode(blob.bytes()).expect("the blob decodes");
@@ -1033,9 +1046,9 @@ fn row_kernels_use_subgroups_where_the_device_has_them() {
         );
     }
     let want: &[&str] = if plan.limits.subgroups {
-        &["softmax_sg", "layernorm_sg", "reduce_sg", "reduce_sg"]
+        &["softmax_sg", "layernorm_sg", "reduce_sg", "reduce_sg", "reduce_sg"]
     } else {
-        &["softmax", "layernorm", "reduce", "reduce"]
+        &["softmax", "layernorm", "reduce", "reduce", "reduce"]
     };
     assert_eq!(kernels, want, "{}", device.name);
     let xs: Vec<f32> = r.vec(6 * 257).into_iter().map(|v| v * 10.0).collect();
@@ -1104,7 +1117,12 @@ fn f16_conv_layer_norm_and_reductions_accumulate_in_f32() {
         2e-3,
     );
     // The reductions, over a middle block of axes and over all of them.
-    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+    for op in [
+        OpKind::ReduceSum,
+        OpKind::ReduceMean,
+        OpKind::ReduceMax,
+        OpKind::ReduceMin,
+    ] {
         for axes in [&[1i64, 2][..], &[0, 1, 2, 3]] {
             let shape = [2, 3, 50, 4];
             let mut g = GraphBuilder::new(op.name());

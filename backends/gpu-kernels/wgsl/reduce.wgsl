@@ -1,8 +1,8 @@
 // requires: rowreduce.wgsl
-// ReduceSum, ReduceMean or ReduceMax over one contiguous block of axes. One workgroup per
-// output element ("row"): row r reduces x[outer * L * inner + j * inner + k] for j < L,
-// where outer = r / inner and k = r % inner. The output is row-major over the kept axes,
-// which keepdims does not change.
+// ReduceSum, ReduceMean, ReduceMax or ReduceMin over one contiguous block of axes. One
+// workgroup per output element ("row"): row r reduces x[outer * L * inner + j * inner + k]
+// for j < L, where outer = r / inner and k = r % inner. The output is row-major over the
+// kept axes, which keepdims does not change.
 //
 // Each invocation folds one contiguous chunk of the row in order. A sum then folds the
 // chunks in order too (invocation 0, through `chunks`): the whole sum is taken in the
@@ -10,13 +10,16 @@
 // of ±1e30 and small values, which the reference's order absorbs) comes out the same; a
 // tree or a subgroup sum adds the small values up first and does not. A maximum does not
 // depend on the order, so it combines the chunks through rowreduce.wgsl (shared memory,
-// or subgroup operations in the `_sg` variants).
+// or subgroup operations in the `_sg` variants). A minimum is the negated maximum of the
+// negated values: negation is exact, keeps NaN a NaN and maps a tie to a tie (which of
+// -0 and +0 comes out is decided as for the maximum).
 //
 // Bindings: 0 x (read), 3 y (read_write), 4 params (u32).
-// Params: [0] rows, [1] L (reduced extent), [2] inner, [3] mode (0 sum, 1 mean, 2 max).
+// Params: [0] rows, [1] L (reduced extent), [2] inner, [3] mode (0 sum, 1 mean, 2 max,
+//         3 min).
 // Override: WG, the workgroup size. Dispatch: rows workgroups over x, then y.
 //
-// Max is NaN when any reduced element is NaN (tested on the bits, see rowreduce.wgsl).
+// Max and min are NaN when any reduced element is NaN (tested on the bits, see rowreduce.wgsl).
 
 // Element type: T (f32; the f16 variants have f16, see the README); loads widen to f32,
 // sums are taken in f32, the one store rounds.
@@ -45,13 +48,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (r >= p[0]) { return; }
     let L = p[1];
     let inner = p[2];
-    let is_max = p[3] == 2u;
+    let is_min = p[3] == 3u;
+    let is_max = p[3] >= 2u;
     let base = (r / inner) * L * inner + r % inner;
     let chunk = (L + WG - 1u) / WG;
     var acc = select(0.0, -bitcast<f32>(0x7f800000u), is_max);
     let stop = min(L, (lane.index + 1u) * chunk);
     for (var j = lane.index * chunk; j < stop; j++) {
-        acc = combine(acc, f32(x[base + j * inner]), is_max);
+        let v = f32(x[base + j * inner]);
+        acc = combine(acc, select(v, -v, is_min), is_max);
     }
     // The mode is the same for the whole workgroup: uniform control flow.
     var total = acc;
@@ -65,6 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
     }
     if (lane.index == 0u) {
-        y[r] = T(select(total, total / f32(L), p[3] == 1u));
+        let value = select(total, total / f32(L), p[3] == 1u);
+        y[r] = T(select(value, -value, is_min));
     }
 }

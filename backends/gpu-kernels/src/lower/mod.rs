@@ -131,7 +131,7 @@ impl Context<'_> {
             let why = if self.limits.float16 {
                 "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
                  (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, Conv, \
-                 LayerNormalization, ReduceSum/Mean/Max)"
+                 LayerNormalization, ReduceSum/Mean/Max/Min)"
             } else {
                 "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
                  storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
@@ -423,6 +423,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
+    OpKind::ReduceMin,
     OpKind::Cast,
     OpKind::Equal,
     OpKind::Less,
@@ -514,6 +515,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::ReduceSum
                 | OpKind::ReduceMean
                 | OpKind::ReduceMax
+                | OpKind::ReduceMin
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
@@ -582,7 +584,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 cx, 0, ins[0], None, &x, &x, &y, act, out,
             )?])
         }
-        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax => {
+        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax | OpKind::ReduceMin => {
             reduce(cx, node, out).map(|d| vec![d])
         }
         OpKind::Transpose => {
@@ -1026,6 +1028,7 @@ mod tests {
             (OpKind::ReduceSum, "reduce_f16"),
             (OpKind::ReduceMean, "reduce_f16"),
             (OpKind::ReduceMax, "reduce_f16"),
+            (OpKind::ReduceMin, "reduce_f16"),
         ] {
             let d = lower_one(op, DType::F16, &[3, 40], limits(8, 1024)).unwrap();
             assert_eq!(d[0].kernel, kernel, "{op}");
@@ -1076,6 +1079,7 @@ mod tests {
             (OpKind::Softmax, "softmax"),
             (OpKind::ReduceSum, "reduce"),
             (OpKind::ReduceMax, "reduce"),
+            (OpKind::ReduceMin, "reduce"),
         ] {
             let plain = lower_one(op, DType::F32, &[3, 40], limits(8, 1024)).unwrap();
             assert_eq!(plain[0].kernel, kernel, "{op}");

@@ -182,6 +182,7 @@ fn reduce_mode(op: OpKind) -> u32 {
     match op {
         OpKind::ReduceSum => 0,
         OpKind::ReduceMean => 1,
+        OpKind::ReduceMin => 3,
         _ => 2,
     }
 }
