@@ -1038,6 +1038,10 @@ fn row_kernels_use_subgroups_where_the_device_has_them() {
     let blob = ctx.compile(0, &g).expect("compile");
     let plan = baton_gpu_kernels::blob::decode(blob.bytes()).expect("the blob decodes");
     let kernels: Vec<&str> = plan.steps.iter().map(|s| s.kernel.as_str()).collect();
+    eprintln!(
+        "{}: subgroup size {}, subgroup arithmetic {}, f16 {}",
+        device.name, plan.limits.subgroup, plan.limits.subgroups, plan.limits.float16
+    );
     if device.name.contains("llvmpipe") {
         assert!(
             plan.limits.subgroups,
