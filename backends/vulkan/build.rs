@@ -12,7 +12,9 @@
 //! `enable f16;` in front of line 1, so errors still point at `FILE:LINE` of the file
 //! that holds them. naga then emits the Float16 and 16-bit storage capabilities for the
 //! f16 variants; the plugin enables the matching device features and only picks those
-//! variants on a device that has them.
+//! variants on a device that has them. A subgroup variant (`{kernel}_sg`) requires the
+//! `_sg` counterpart of its library and is validated with naga's SUBGROUP capability;
+//! the plugin only picks those on a device with subgroup arithmetic in compute shaders.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -74,6 +76,12 @@ fn parse(kernel: &str) -> (naga::Module, naga::valid::ModuleInfo) {
     let mut capabilities = naga::valid::Capabilities::default();
     if kernel.ends_with("_f16") {
         capabilities |= naga::valid::Capabilities::SHADER_FLOAT16;
+    }
+    if catalog::stem(kernel) != kernel.trim_end_matches("_f16") {
+        // A `_sg` variant: naga then emits the GroupNonUniform capabilities, which need
+        // no device feature on Vulkan 1.1+, only the subgroup properties the plugin
+        // checks before it picks these variants.
+        capabilities |= naga::valid::Capabilities::SUBGROUP;
     }
     let module = match naga::front::wgsl::parse_str(source) {
         Ok(m) => m,

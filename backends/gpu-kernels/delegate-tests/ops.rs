@@ -419,7 +419,12 @@ fn a_small_network_runs_as_one_partition() {
 #[test]
 fn reductions_over_a_block_of_axes_and_expand() {
     let mut r = Rng::new(12);
-    for op in [OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax] {
+    for op in [
+        OpKind::ReduceSum,
+        OpKind::ReduceMean,
+        OpKind::ReduceMax,
+        OpKind::ReduceMin,
+    ] {
         for (axes, keep) in [(vec![1i64, 2], 1i64), (vec![-1], 0), (vec![0], 1)] {
             let mut g = GraphBuilder::new(op.name());
             let x = g.input_fixed("x", DType::F32, &[3, 40, 7, 5]);
@@ -1281,5 +1286,156 @@ fn conv_transpose_with_a_batch_norm_folded_in() {
             LINALG.0,
             LINALG.1,
         );
+    }
+}
+
+/// lavapipe (Mesa's llvmpipe) has subgroup arithmetic in compute shaders, so there the
+/// row kernels (Softmax, LayerNormalization, the Reduce ops) must be planned as their
+/// `_sg` variants and still match the reference: a device check that stopped seeing the
+/// capability would otherwise fall back to the shared-memory kernels unnoticed. Other
+/// devices only get the comparison.
+#[test]
+fn row_kernels_use_subgroups_where_the_device_has_them() {
+    let Some(ctx) = common::plugin() else { return };
+    let device = ctx.devices().expect("devices").remove(0);
+    let mut r = Rng::new(31);
+    let mut g = GraphBuilder::new("rows");
+    let x = g.input_fixed("x", DType::F32, &[6, 257]);
+    let s = g.constant_f32("scale", &[257], &r.vec(257));
+    let sm = g
+        .node(OpKind::Softmax, &[x], &[("axis", Attr::Int(-1))])
+        .unwrap();
+    let ln = g.node(OpKind::LayerNormalization, &[sm, s], &[]).unwrap();
+    let rs = g
+        .node(
+            OpKind::ReduceSum,
+            &[ln],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
+    let rm = g
+        .node(
+            OpKind::ReduceMax,
+            &[x],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
+    let rn = g
+        .node(
+            OpKind::ReduceMin,
+            &[x],
+            &[("axes", ints(&[1])), ("keepdims", Attr::Int(0))],
+        )
+        .unwrap();
+    g.output(rs);
+    g.output(rm);
+    g.output(rn);
+    let g = g.finish().unwrap();
+    let blob = ctx.compile(0, &g).expect("compile");
+    let plan = baton_gpu_kernels::blob::decode(blob.bytes()).expect("the blob decodes");
+    let kernels: Vec<&str> = plan.steps.iter().map(|s| s.kernel.as_str()).collect();
+    eprintln!(
+        "{}: subgroup size {}, subgroup arithmetic {}, f16 {}",
+        device.name, plan.limits.subgroup, plan.limits.subgroups, plan.limits.float16
+    );
+    if device.name.contains("llvmpipe") {
+        assert!(
+            plan.limits.subgroups,
+            "{}: lavapipe has subgroup arithmetic, but the plugin did not see it",
+            device.name
+        );
+    }
+    let want: &[&str] = if plan.limits.subgroups {
+        &["softmax_sg", "layernorm_sg", "reduce_sg", "reduce_sg", "reduce_sg"]
+    } else {
+        &["softmax", "layernorm", "reduce", "reduce", "reduce"]
+    };
+    assert_eq!(kernels, want, "{}", device.name);
+    let xs: Vec<f32> = r.vec(6 * 257).into_iter().map(|v| v * 10.0).collect();
+    check(&g, &[Tensor::from_f32(&[6, 257], &xs)], 1e-4, 1e-4);
+}
+
+/// f16 Conv (with bias and a fused Relu), LayerNormalization and the reductions: f16
+/// storage, f32 sums inside the kernels, one rounding per stored element.
+#[test]
+fn f16_conv_layer_norm_and_reductions_accumulate_in_f32() {
+    let mut r = Rng::new(32);
+    let f16_vec = |r: &mut Rng, n: usize, scale: f32| -> Vec<f32> {
+        r.vec(n).iter().map(|v| v * scale).collect()
+    };
+    // Conv 2-D, grouped, with bias, then Relu (fused into the conv's epilogue).
+    let (xs, ws) = ([1, 4, 9, 8], [6, 2, 3, 3]);
+    let mut g = GraphBuilder::new("conv_f16");
+    let x = g.input_fixed("x", DType::F16, &xs);
+    let w = g.input_fixed("w", DType::F16, &ws);
+    let b = g.input_fixed("b", DType::F16, &[6]);
+    let c = g
+        .node(
+            OpKind::Conv,
+            &[x, w, b],
+            &[
+                ("group", Attr::Int(2)),
+                ("pads", ints(&[1, 0, 1, 2])),
+                ("strides", ints(&[1, 2])),
+            ],
+        )
+        .unwrap();
+    let y = g.node(OpKind::Relu, &[c], &[]).unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&xs, &f16_vec(&mut r, 288, 2.0)),
+            f16_tensor(&ws, &f16_vec(&mut r, 108, 1.0)),
+            f16_tensor(&[6], &f16_vec(&mut r, 6, 1.0)),
+        ],
+        F16_TOL.0,
+        F16_TOL.1,
+    );
+    // LayerNormalization over the last two axes, with Mean and InvStdDev (f32).
+    let mut g = GraphBuilder::new("layernorm_f16");
+    let x = g.input_fixed("x", DType::F16, &[3, 5, 40]);
+    let s = g.input_fixed("scale", DType::F16, &[5, 40]);
+    let b = g.input_fixed("bias", DType::F16, &[5, 40]);
+    let y = g
+        .node(
+            OpKind::LayerNormalization,
+            &[x, s, b],
+            &[("axis", Attr::Int(1))],
+        )
+        .unwrap();
+    g.output(y);
+    check(
+        &g.finish().unwrap(),
+        &[
+            f16_tensor(&[3, 5, 40], &f16_vec(&mut r, 600, 3.0)),
+            f16_tensor(&[5, 40], &f16_vec(&mut r, 200, 1.0)),
+            f16_tensor(&[5, 40], &f16_vec(&mut r, 200, 1.0)),
+        ],
+        // The normalized values are near 1, so an f16 ulp is about 1e-3.
+        2e-3,
+        2e-3,
+    );
+    // The reductions, over a middle block of axes and over all of them.
+    for op in [
+        OpKind::ReduceSum,
+        OpKind::ReduceMean,
+        OpKind::ReduceMax,
+        OpKind::ReduceMin,
+    ] {
+        for axes in [&[1i64, 2][..], &[0, 1, 2, 3]] {
+            let shape = [2, 3, 50, 4];
+            let mut g = GraphBuilder::new(op.name());
+            let x = g.input_fixed("x", DType::F16, &shape);
+            let y = g.node(op, &[x], &[("axes", ints(axes))]).unwrap();
+            g.output(y);
+            check(
+                &g.finish().unwrap(),
+                &[f16_tensor(&shape, &f16_vec(&mut r, 1200, 1.0))],
+                F16_TOL.0,
+                // A sum of 600 values of about 1: its f16 ulp is up to 2^-5.
+                0.05,
+            );
+        }
     }
 }

@@ -5,7 +5,9 @@
 //!            u32 n weight[n]  u32 n u32 params[n]  u32 n range inputs[n]
 //!            u32 n range outputs[n]  u32 n step[n]
 //! limits  := u32 subgroup u32 max_invocations u32 group_size[3] u32 group_count[3]
-//!            u32 shared_memory u64 max_storage_range u32 float16
+//!            u32 shared_memory u64 max_storage_range u32 features
+//! features := bit 0 float16, bit 1 subgroups (a version 1 blob from before subgroups
+//!             holds 0 or 1 there, so it still loads, as one for a device without them)
 //! weight  := u32 kind (0 view, 1 inline) u64 offset u64 len (view: u32 index | inline: len bytes)
 //! range   := u32 region u64 offset u64 len
 //! step    := u32 name_len name u32 spec range bindings[7] u32 groups[3]
@@ -86,7 +88,7 @@ fn limits(w: &mut ByteWriter, l: &Limits) {
     l.max_group_count.iter().for_each(|&v| w.u32(v));
     w.u32(l.shared_memory);
     w.u64(l.max_storage_range);
-    w.u32(u32::from(l.float16));
+    w.u32(u32::from(l.float16) | u32::from(l.subgroups) << 1);
 }
 
 /// Reads a blob. Every malformation is an error naming what is wrong, never a panic.
@@ -109,7 +111,19 @@ pub fn decode(blob: &[u8]) -> Result<Plan, String> {
         max_group_count: [r.u32("limits")?, r.u32("limits")?, r.u32("limits")?],
         shared_memory: r.u32("limits")?,
         max_storage_range: r.u64("limits")?,
-        float16: r.u32("limits")? != 0,
+        float16: false,
+        subgroups: false,
+    };
+    let features = r.u32("limits")?;
+    if features > 0b11 {
+        return Err(format!(
+            "limits: unknown device features {features:#x} (a newer build's blob?); recompile the model"
+        ));
+    }
+    let limits = Limits {
+        float16: features & 1 != 0,
+        subgroups: features & 2 != 0,
+        ..limits
     };
     let arena_size = r.u64("arena size")?;
     let weights_size = r.u64("weights size")?;
@@ -253,6 +267,7 @@ mod tests {
                 shared_memory: 49152,
                 max_storage_range: 1 << 31,
                 float16: true,
+                subgroups: false,
             },
             arena_size: 1024,
             weights_size: 512,
@@ -334,6 +349,23 @@ mod tests {
              "
         );
         assert_eq!(decode(&blob).unwrap(), plan);
+    }
+
+    /// Subgroups are bit 1 of the features word, beside f16's bit 0; unknown bits are
+    /// refused.
+    #[test]
+    fn subgroups_travel_in_the_features_word() {
+        let mut plan = sample();
+        plan.limits.subgroups = true;
+        let blob = encode(&plan);
+        // magic, version, subgroup, invocations, 3 + 3 sizes, shared memory, u64 range.
+        let at = 4 + 4 + 4 + 4 + 12 + 12 + 4 + 8;
+        assert_eq!(blob[at..at + 4], [3, 0, 0, 0]);
+        assert_eq!(decode(&blob).unwrap(), plan);
+        let mut bad = blob.clone();
+        bad[at] = 4;
+        let e = decode(&bad).unwrap_err();
+        assert!(e.contains("unknown device features 0x4"), "{e}");
     }
 
     /// Every prefix of a valid blob is refused with an error, never a panic.

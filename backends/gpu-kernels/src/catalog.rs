@@ -1,7 +1,7 @@
 //! The WGSL kernels as shipped: their sources (compiled in with `include_str!`, so every
 //! delegate loads the files in `backends/gpu-kernels/wgsl` and none keeps a copy), the
-//! override values a plan may choose, which kernels have f16 variants, and how a
-//! variant's source is assembled.
+//! override values a plan may choose, which kernels have f16 and subgroup variants, and
+//! how a variant's source is assembled.
 //!
 //! This file is also compiled into the Vulkan delegate's build script (by `#[path]`), which
 //! turns every variant into SPIR-V ahead of time; so it uses nothing but `std`. A wgpu
@@ -27,6 +27,8 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("pool2d", include_str!("../wgsl/pool2d.wgsl")),
     ("reduce", include_str!("../wgsl/reduce.wgsl")),
     ("resize", include_str!("../wgsl/resize.wgsl")),
+    ("rowreduce", include_str!("../wgsl/rowreduce.wgsl")),
+    ("rowreduce_sg", include_str!("../wgsl/rowreduce_sg.wgsl")),
     ("select", include_str!("../wgsl/select.wgsl")),
     ("softmax", include_str!("../wgsl/softmax.wgsl")),
 ];
@@ -61,16 +63,34 @@ pub const F16: &[&str] = &[
     "softmax",
     "matmul",
     "conv_transpose",
+    "conv2d",
+    "layernorm",
+    "reduce",
 ];
+
+/// Kernels that also have subgroup variants, named `{kernel}_sg` (and `{kernel}_sg_f16`
+/// for one also in [`F16`]): each requires a library `X.wgsl` that has a counterpart
+/// `X_sg.wgsl` defining the same functions with subgroup operations, which the variant
+/// requires instead. The kernel's own text is the same in both, so the two cannot drift.
+pub const SUBGROUP: &[&str] = &["layernorm", "reduce", "softmax"];
+
+/// The suffix of a subgroup variant (before `_f16`).
+pub const SUBGROUP_SUFFIX: &str = "_sg";
 
 /// The line a kernel in [`F16`] must have, and what its f16 variants have instead.
 pub const ALIAS_F32: &str = "alias T = f32;";
 /// The element type line of an f16 variant.
 pub const ALIAS_F16: &str = "alias T = f16;";
 
-/// The override values of `kernel` (a file stem or its `_f16` variant), ascending.
+/// The file stem of a kernel variant: `kernel` less its `_f16` and `_sg` suffixes.
+pub fn stem(kernel: &str) -> &str {
+    let k = kernel.strip_suffix("_f16").unwrap_or(kernel);
+    k.strip_suffix(SUBGROUP_SUFFIX).unwrap_or(k)
+}
+
+/// The override values of `kernel` (a file stem or one of its variants), ascending.
 pub fn values(kernel: &str) -> Vec<u32> {
-    let stem = kernel.strip_suffix("_f16").unwrap_or(kernel);
+    let stem = stem(kernel);
     VARIANTS
         .iter()
         .find(|(k, _, _)| *k == stem)
@@ -79,7 +99,7 @@ pub fn values(kernel: &str) -> Vec<u32> {
 
 /// The override name of `kernel` (`WG` or `TILE`), if it is a kernel.
 pub fn override_name(kernel: &str) -> Option<&'static str> {
-    let stem = kernel.strip_suffix("_f16").unwrap_or(kernel);
+    let stem = stem(kernel);
     VARIANTS
         .iter()
         .find(|(k, _, _)| *k == stem)
@@ -112,16 +132,23 @@ impl Assembled {
     }
 }
 
-/// Assembles `kernel` (a stem from [`VARIANTS`], or `{stem}_f16` for one in [`F16`]):
-/// the libraries named by a first-lines comment `// requires: FILE.wgsl` are appended
-/// (WGSL declarations are order-free, so the kernel's line numbers are unchanged), and
-/// an f16 variant has [`ALIAS_F32`] replaced by [`ALIAS_F16`] with `enable f16;` put in
-/// front of line 1 on the same line, so line numbers still match the files.
+/// Assembles `kernel` (a stem from [`VARIANTS`], `{stem}_f16` for one in [`F16`],
+/// `{stem}_sg` for one in [`SUBGROUP`], `{stem}_sg_f16` for one in both): the libraries
+/// named by a first-lines comment `// requires: FILE.wgsl` are appended (WGSL
+/// declarations are order-free, so the kernel's line numbers are unchanged). A subgroup
+/// variant requires `X_sg.wgsl` in place of each `X.wgsl` that has one; an f16 variant
+/// has [`ALIAS_F32`] replaced by [`ALIAS_F16`] with `enable f16;` in front of line 1, so
+/// line numbers still match the files.
 pub fn assemble(kernel: &str) -> Result<Assembled, String> {
-    let (stem, f16) = match kernel.strip_suffix("_f16") {
-        Some(stem) if F16.contains(&stem) => (stem, true),
+    let (rest, f16) = match kernel.strip_suffix("_f16") {
+        Some(rest) if F16.contains(&stem(rest)) => (rest, true),
         Some(_) => return Err(format!("kernel {kernel} has no f16 variant")),
         None => (kernel, false),
+    };
+    let (stem, subgroup) = match rest.strip_suffix(SUBGROUP_SUFFIX) {
+        Some(stem) if SUBGROUP.contains(&stem) => (stem, true),
+        Some(_) => return Err(format!("kernel {kernel} has no subgroup variant")),
+        None => (rest, false),
     };
     let mut source = file(stem)
         .ok_or_else(|| format!("no kernel file {stem}.wgsl"))?
@@ -133,16 +160,32 @@ pub fn assemble(kernel: &str) -> Result<Assembled, String> {
         .filter_map(|l| l.strip_prefix("// requires:"))
         .flat_map(|l| l.split_whitespace().map(str::to_string))
         .collect();
+    let mut swapped = false;
     for lib in requires {
-        let lib_stem = lib.strip_suffix(".wgsl").unwrap_or(&lib);
-        let text = file(lib_stem)
+        let mut lib_stem = lib.strip_suffix(".wgsl").unwrap_or(&lib).to_string();
+        if subgroup {
+            let sg = format!("{lib_stem}{SUBGROUP_SUFFIX}");
+            if file(&sg).is_some() {
+                lib_stem = sg;
+                swapped = true;
+            }
+        }
+        let text = file(&lib_stem)
             .ok_or_else(|| format!("{stem}.wgsl requires {lib}, which is not a kernel file"))?;
         if !source.ends_with('\n') {
             source.push('\n');
         }
         let first = source.lines().count() as u32 + 1;
         source.push_str(text);
-        files.push((lib, first));
+        files.push((format!("{lib_stem}.wgsl"), first));
+    }
+    // No `enable subgroups;`: naga 30 refuses that directive as not yet implemented and
+    // takes the subgroup builtins without it (the validator's SUBGROUP capability, which
+    // the Vulkan build and a wgpu device with `Features::SUBGROUP` grant, is the gate).
+    if subgroup && !swapped {
+        return Err(format!(
+            "{stem}.wgsl is listed in SUBGROUP but requires no library with a `_sg` counterpart"
+        ));
     }
     if f16 {
         if source.lines().filter(|l| l.trim() == ALIAS_F32).count() != 1 {
@@ -155,13 +198,21 @@ pub fn assemble(kernel: &str) -> Result<Assembled, String> {
     Ok(Assembled { source, files })
 }
 
-/// Every kernel variant name: each stem of [`VARIANTS`] and the `_f16` ones.
+/// Every kernel variant name: each stem of [`VARIANTS`], and its `_f16`, `_sg` and
+/// `_sg_f16` variants where it has them.
 pub fn kernels() -> Vec<String> {
     let mut all = Vec::new();
     for (k, _, _) in VARIANTS {
-        all.push(k.to_string());
-        if F16.contains(k) {
-            all.push(format!("{k}_f16"));
+        let mut names = vec![k.to_string()];
+        if SUBGROUP.contains(k) {
+            names.push(format!("{k}{SUBGROUP_SUFFIX}"));
+        }
+        for name in names {
+            let f16 = format!("{name}_f16");
+            all.push(name);
+            if F16.contains(k) {
+                all.push(f16);
+            }
         }
     }
     all

@@ -40,6 +40,14 @@ pub struct Limits {
     /// declares both 16-bit storage capabilities for any f16 type); on wgpu
     /// `Features::SHADER_F16`.
     pub float16: bool,
+    /// Whether the `_sg` kernels can run: subgroup arithmetic in compute shaders, with
+    /// subgroups of at least 4 (those kernels size their cross-subgroup array for 4, the
+    /// smallest WebGPU allows). On Vulkan 1.1+: ARITHMETIC (and BASIC) in
+    /// subgroupSupportedOperations, COMPUTE in subgroupSupportedStages and a minimum
+    /// subgroup size of 4; on wgpu `Features::SUBGROUP` (wgpu then guarantees
+    /// subgroup_min_size >= 4). A plan records it with the other limits, so a blob
+    /// compiled with subgroup kernels is recompiled for a device without them.
+    pub subgroups: bool,
 }
 
 /// The build-id suffix of a delegate running these kernels: 16 hex digits of
@@ -115,8 +123,27 @@ pub fn blob_compatibility(blob: &[u8], limits: Option<Limits>) -> BlobCompatibil
     }
 }
 
-/// A blob compiled for other limits still runs if every dispatch fits this device's.
+/// A blob compiled for other limits still runs if every dispatch fits this device's and
+/// the device has the shader features its kernels need: an `_f16` kernel f16 shaders, an
+/// `_sg` one subgroup arithmetic (a driver would refuse the pipeline, or worse, so the
+/// blob is refused first, naming what to do). A blob from an f16 or subgroup device
+/// whose kernels use neither still runs anywhere.
 pub fn check_fits(plan: &plan::Plan, limits: &Limits) -> Result<(), String> {
+    for s in &plan.steps {
+        let f16 = s.kernel.ends_with("_f16");
+        let subgroup = catalog::stem(&s.kernel) != s.kernel.trim_end_matches("_f16");
+        let missing = if f16 && !limits.float16 {
+            "f16 shaders"
+        } else if subgroup && !limits.subgroups {
+            "subgroup arithmetic in compute shaders"
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "kernel {} needs {missing}, which this device lacks; recompile for it",
+            s.kernel
+        ));
+    }
     for s in &plan.steps {
         let invocations = if s.kernel.starts_with("matmul") {
             s.spec * s.spec
@@ -147,7 +174,58 @@ pub fn check_fits(plan: &plan::Plan, limits: &Limits) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::catalog;
+    use super::{catalog, check_fits, plan, Limits};
+
+    #[test]
+    fn a_blob_with_subgroup_or_f16_kernels_is_refused_on_a_device_without_them() {
+        let device = Limits {
+            subgroup: 8,
+            max_invocations: 1024,
+            max_group_size: [1024, 1024, 64],
+            max_group_count: [65535; 3],
+            shared_memory: 32 * 1024,
+            max_storage_range: 128 << 20,
+            float16: false,
+            subgroups: false,
+        };
+        let step = |kernel: &str| plan::Step {
+            kernel: kernel.into(),
+            spec: 64,
+            bindings: std::array::from_fn(|_| plan::Range {
+                region: plan::Region::Arena,
+                offset: 0,
+                len: 4,
+            }),
+            groups: [1, 1, 1],
+        };
+        let mut p = plan::Plan {
+            limits: Limits {
+                float16: true,
+                subgroups: true,
+                ..device
+            },
+            arena_size: 4,
+            weights_size: 0,
+            weights: Vec::new(),
+            params: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            steps: vec![step("softmax"), step("reduce")],
+        };
+        // Compiled on a device with both, but using neither: it runs here.
+        assert!(check_fits(&p, &device).is_ok());
+        p.steps.push(step("softmax_sg"));
+        let e = check_fits(&p, &device).unwrap_err();
+        assert!(e.contains("softmax_sg needs subgroup arithmetic"), "{e}");
+        let with_sg = Limits {
+            subgroups: true,
+            ..device
+        };
+        assert!(check_fits(&p, &with_sg).is_ok());
+        p.steps.push(step("layernorm_sg_f16"));
+        let e = check_fits(&p, &with_sg).unwrap_err();
+        assert!(e.contains("layernorm_sg_f16 needs f16 shaders"), "{e}");
+    }
 
     #[test]
     fn sources_are_sorted_and_every_variant_assembles() {
@@ -162,15 +240,27 @@ mod tests {
                 assert!(a.source.starts_with("enable f16; "), "{k}");
                 assert!(a.source.contains(catalog::ALIAS_F16), "{k}");
             }
+            let subgroup = k
+                .trim_end_matches("_f16")
+                .ends_with(catalog::SUBGROUP_SUFFIX);
+            if subgroup {
+                // The subgroup library replaces the shared-memory one.
+                let libs: Vec<&str> = a.files.iter().map(|(f, _)| f.as_str()).collect();
+                assert!(libs.contains(&"rowreduce_sg.wgsl"), "{k}: {libs:?}");
+                assert!(!libs.contains(&"rowreduce.wgsl"), "{k}: {libs:?}");
+                assert!(a.source.contains("subgroupAdd"), "{k}");
+            }
             // Same line numbers: the kernel file's lines are where they were.
-            let stem = k.trim_end_matches("_f16");
+            let stem = catalog::stem(&k);
             let lines = catalog::file(stem).unwrap().lines().count() as u32;
             assert_eq!(
                 a.locate(lines),
                 format!("backends/gpu-kernels/wgsl/{stem}.wgsl:{lines}")
             );
         }
-        assert!(catalog::assemble("reduce_f16").is_err());
+        assert!(catalog::assemble("cast_f16").is_err());
+        assert!(catalog::assemble("softmax_sg_f16").is_ok());
+        assert!(catalog::assemble("matmul_sg").is_err());
         assert!(catalog::assemble("nope").is_err());
     }
 

@@ -513,6 +513,7 @@ mod tests {
             shared_memory: 32 * 1024,
             max_storage_range: 128 << 20,
             float16: false,
+            subgroups: false,
         };
         let plan = compile(&g, &consts, limits).unwrap();
         assert_eq!(plan.steps.len(), 1);
@@ -563,6 +564,7 @@ mod tests {
             shared_memory: 32 * 1024,
             max_storage_range: 128 << 20,
             float16: false,
+            subgroups: false,
         };
         let plan = compile(&g, &consts, limits).unwrap();
         assert_eq!(plan.steps.len(), 1);

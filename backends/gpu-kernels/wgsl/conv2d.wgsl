@@ -13,10 +13,15 @@
 //         [18] activation a, [19] activation b.
 // Override: WG, the workgroup size. Dispatch: ceil(n / WG) workgroups over x, then y.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> w: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// Element type: T (f32; the f16 variant has f16 for x, w, bias and y, see the README);
+// loads widen to f32, the sum and the epilogue stay in f32, the one store rounds.
+
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> x: array<T>;
+@group(0) @binding(1) var<storage, read> w: array<T>;
+@group(0) @binding(2) var<storage, read> bias: array<T>;
+@group(0) @binding(3) var<storage, read_write> y: array<T>;
 @group(0) @binding(4) var<storage, read> p: array<u32>;
 
 override WG: u32 = 64u;
@@ -46,10 +51,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (var kw = 0u; kw < KW; kw++) {
                 let iw = ow * p[10] + kw * p[12] - p[14];
                 if (ow * p[10] + kw * p[12] < p[14] || iw >= W) { continue; }
-                acc += x[x_base + ih * W + iw] * w[w_base + kh * KW + kw];
+                acc += f32(x[x_base + ih * W + iw]) * f32(w[w_base + kh * KW + kw]);
             }
         }
     }
-    if (p[16] != 0u) { acc += bias[m]; }
-    y[i] = activate(acc, p[17], bitcast<f32>(p[18]), bitcast<f32>(p[19]));
+    if (p[16] != 0u) { acc += f32(bias[m]); }
+    y[i] = T(activate(acc, p[17], bitcast<f32>(p[18]), bitcast<f32>(p[19])));
 }

@@ -1,5 +1,7 @@
+// requires: rowreduce.wgsl
 // Softmax or LogSoftmax along one axis. One workgroup per row: the row's maximum and the
-// sum of exponentials are reduced in workgroup shared memory (WG must be a power of two).
+// sum of exponentials are reduced across the workgroup (rowreduce.wgsl: in shared memory,
+// WG a power of two; or with subgroup operations in the `_sg` variants).
 // Row r covers x[outer * L * inner + j * inner + k] for j < L, where outer = r / inner and
 // k = r % inner, so no transpose is needed for an inner axis.
 //
@@ -18,11 +20,9 @@ alias T = f32;
 
 override WG: u32 = 64u;
 
-var<workgroup> red: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_id) lid: vec3<u32>) {
+        lane: Lane) {
     let r = wid.y * nwg.x + wid.x;
     // Uniform across the workgroup, so the barriers below stay in uniform control flow.
     if (r >= p[0]) { return; }
@@ -30,34 +30,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let inner = p[2];
     let base = (r / inner) * L * inner + r % inner;
     var m = -bitcast<f32>(0x7f800000u);
-    for (var j = lid.x; j < L; j += WG) {
+    for (var j = lane.index; j < L; j += WG) {
         let v = f32(x[base + j * inner]);
-        if (v > m || v != v) { m = v; }
+        if (v > m || is_nan(v)) { m = v; }
     }
-    red[lid.x] = m;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        if (lid.x < s) {
-            let o = red[lid.x + s];
-            if (o > red[lid.x] || o != o) { red[lid.x] = o; }
-        }
-        workgroupBarrier();
-    }
-    let mx = red[0];
-    workgroupBarrier();
+    let mx = group_max(lane, m);
     var sum = 0.0;
-    for (var j = lid.x; j < L; j += WG) {
+    for (var j = lane.index; j < L; j += WG) {
         sum += exp(f32(x[base + j * inner]) - mx);
     }
-    red[lid.x] = sum;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s / 2u) {
-        if (lid.x < s) { red[lid.x] += red[lid.x + s]; }
-        workgroupBarrier();
-    }
-    let total = red[0];
+    let total = group_sum(lane, sum);
     let log_total = log(total);
-    for (var j = lid.x; j < L; j += WG) {
+    for (var j = lane.index; j < L; j += WG) {
         let d = f32(x[base + j * inner]) - mx;
         y[base + j * inner] = T(select(exp(d) / total, d - log_total, p[3] != 0u));
     }

@@ -11,7 +11,7 @@ use vulkano::descriptor_set::allocator::StandardDescriptorSetAllocator;
 use vulkano::descriptor_set::layout::{
     DescriptorSetLayout, DescriptorSetLayoutBinding, DescriptorSetLayoutCreateInfo, DescriptorType,
 };
-use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
+use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType, SubgroupFeatures};
 use vulkano::device::{
     Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
 };
@@ -124,6 +124,7 @@ fn adapter(physical: Arc<PhysicalDevice>) -> Option<Adapter> {
         float16: f.shader_float16
             && f.storage_buffer16_bit_access
             && f.uniform_and_storage_buffer16_bit_access,
+        subgroups: subgroup_arithmetic(&physical),
     };
     let float_controls = if physical.api_version() >= vulkano::Version::V1_2
         || physical.supported_extensions().khr_shader_float_controls
@@ -171,6 +172,21 @@ fn adapter(physical: Arc<PhysicalDevice>) -> Option<Adapter> {
         report,
         float_controls,
     })
+}
+
+/// Whether the `_sg` kernels run on `physical`: Vulkan 1.1 (the subgroup properties and
+/// SPIR-V 1.3), subgroup arithmetic in compute shaders, and no subgroup smaller than the
+/// 4 those kernels size their cross-subgroup array for (the smallest size the driver may
+/// pick, where VK_EXT_subgroup_size_control says; else the one size it uses).
+fn subgroup_arithmetic(physical: &PhysicalDevice) -> bool {
+    let p = physical.properties();
+    let ops = p.subgroup_supported_operations.unwrap_or_default();
+    let stages = p.subgroup_supported_stages.unwrap_or_default();
+    let smallest = p.min_subgroup_size.or(p.subgroup_size).unwrap_or(0);
+    physical.api_version() >= vulkano::Version::V1_1
+        && ops.contains(SubgroupFeatures::BASIC | SubgroupFeatures::ARITHMETIC)
+        && stages.intersects(ShaderStages::COMPUTE)
+        && smallest >= 4
 }
 
 /// An opened device: what every executable on it shares.

@@ -171,6 +171,10 @@ fn adapter(a: wgpu::Adapter) -> Option<Adapter> {
         shared_memory: l.max_compute_workgroup_storage_size,
         max_storage_range: l.max_storage_buffer_binding_size.min(l.max_buffer_size),
         float16: a.features().contains(wgpu::Features::SHADER_F16),
+        // wgpu grants SUBGROUP only with subgroup arithmetic in compute shaders (on Vulkan
+        // with VK_EXT_subgroup_size_control), and keeps subgroup_min_size at 4 or more;
+        // the check restates what the `_sg` kernels' cross-subgroup array needs.
+        subgroups: a.features().contains(wgpu::Features::SUBGROUP) && info.subgroup_min_size >= 4,
     };
     let kind = match info.device_type {
         wgpu::DeviceType::Cpu => 0,
@@ -221,11 +225,13 @@ pub(crate) struct Gpu {
 
 impl Gpu {
     fn open(adapter: &Adapter) -> Result<Gpu, WgpuError> {
-        let required_features = if adapter.limits.float16 {
-            wgpu::Features::SHADER_F16
-        } else {
-            wgpu::Features::empty()
-        };
+        let mut required_features = wgpu::Features::empty();
+        if adapter.limits.float16 {
+            required_features |= wgpu::Features::SHADER_F16;
+        }
+        if adapter.limits.subgroups {
+            required_features |= wgpu::Features::SUBGROUP;
+        }
         let (device, queue) = block_on(adapter.adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("baton-backend-wgpu"),
             required_features,

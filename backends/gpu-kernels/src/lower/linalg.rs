@@ -217,8 +217,10 @@ fn conv_with(
     act: Activation,
     out: TensorId,
 ) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
-    let w = cx.f32_tensor(node.inputs[1])?;
+    // f16 in the f16 variant, every operand like the output; a folded BatchNormalization
+    // is f32 only (conv_batch_norm checks).
+    let x = cx.operand(node.inputs[0], out)?;
+    let w = cx.operand(node.inputs[1], out)?;
     if x.len() != 3 && x.len() != 4 {
         return Err(Decline::new(
             DeclineReason::Shape,
@@ -230,7 +232,7 @@ fn conv_with(
     }
     let bias = node.inputs.get(2).copied();
     if let Some(t) = bias {
-        cx.f32_tensor(t)?;
+        cx.operand(t, out)?;
     }
     let g =
         ConvGeometry::new(node, &x, &w).map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
@@ -273,7 +275,7 @@ fn conv_with(
     .collect();
     let Some(bn) = fold else {
         return cx.one_dimensional(
-            "conv2d",
+            cx.variant("conv2d", "conv2d_f16", out),
             n,
             [Some(node.inputs[0]), Some(node.inputs[1]), bias, Some(out)],
             p,

@@ -83,7 +83,7 @@ impl Context<'_> {
 
     /// The shape of an f32 tensor, or of an f16 one where the device runs the `_f16`
     /// kernel variants: for the kernels that have them (element-wise, copy, pools,
-    /// softmax, matmul).
+    /// softmax, matmul, conv, layernorm, reduce).
     fn float_tensor(&self, t: TensorId) -> Lowered<Vec<usize>> {
         self.checked_tensor(t, self.limits.float16)
     }
@@ -114,12 +114,25 @@ impl Context<'_> {
         }
     }
 
+    /// A row kernel of [`catalog::SUBGROUP`] (`names`: its f32, f16, subgroup and
+    /// subgroup f16 variants): the subgroup ones where the device has subgroup
+    /// arithmetic ([`Limits::subgroups`]), the f16 ones by the dtype of `out`.
+    fn row_variant(&self, names: [&'static str; 4], out: TensorId) -> &'static str {
+        let [f32, f16, sg, sg_f16] = names;
+        if self.limits.subgroups {
+            self.variant(sg, sg_f16, out)
+        } else {
+            self.variant(f32, f16, out)
+        }
+    }
+
     fn checked_tensor(&self, t: TensorId, f16: bool) -> Lowered<Vec<usize>> {
         let decl = &self.graph.tensors[t];
         if decl.dtype != DType::F32 && !(f16 && decl.dtype == DType::F16) {
             let why = if self.limits.float16 {
                 "; the device has f16 shaders with 16-bit storage, but this op has f32 kernels only \
-                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, ConvTranspose)"
+                 (f16: element-wise ops, activations, copies, pools, Softmax, MatMul/Gemm, Conv, \
+                 ConvTranspose, LayerNormalization, ReduceSum/Mean/Max/Min)"
             } else {
                 "; the device lacks f16 shaders with 16-bit storage (Vulkan: shaderFloat16 + \
                  storageBuffer16BitAccess; wgpu: Features::SHADER_F16), which the f16 kernels need"
@@ -411,6 +424,7 @@ const IMPLEMENTED: &[OpKind] = &[
     OpKind::ReduceSum,
     OpKind::ReduceMean,
     OpKind::ReduceMax,
+    OpKind::ReduceMin,
     OpKind::Cast,
     OpKind::Equal,
     OpKind::Less,
@@ -502,6 +516,12 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 | OpKind::MatMul
                 | OpKind::Gemm
                 | OpKind::ConvTranspose
+                | OpKind::Conv
+                | OpKind::LayerNormalization
+                | OpKind::ReduceSum
+                | OpKind::ReduceMean
+                | OpKind::ReduceMax
+                | OpKind::ReduceMin
         );
     let y = if f16_kernels {
         cx.float_tensor(out)?
@@ -571,7 +591,7 @@ pub fn lower(cx: &Context<'_>, node: &Node, act: Activation, out: TensorId) -> L
                 cx, 0, ins[0], None, &x, &x, &y, act, out,
             )?])
         }
-        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax => {
+        OpKind::ReduceSum | OpKind::ReduceMean | OpKind::ReduceMax | OpKind::ReduceMin => {
             reduce(cx, node, out).map(|d| vec![d])
         }
         OpKind::Transpose => {
@@ -945,6 +965,7 @@ mod tests {
             shared_memory: 32 * 1024,
             max_storage_range: 128 << 20,
             float16: true,
+            subgroups: false,
         }
     }
 
@@ -1009,6 +1030,79 @@ mod tests {
     }
 
     #[test]
+    fn conv_layer_norm_and_reductions_take_their_f16_variants() {
+        for (op, kernel) in [
+            (OpKind::ReduceSum, "reduce_f16"),
+            (OpKind::ReduceMean, "reduce_f16"),
+            (OpKind::ReduceMax, "reduce_f16"),
+            (OpKind::ReduceMin, "reduce_f16"),
+        ] {
+            let d = lower_one(op, DType::F16, &[3, 40], limits(8, 1024)).unwrap();
+            assert_eq!(d[0].kernel, kernel, "{op}");
+            let sg = Limits {
+                subgroups: true,
+                ..limits(8, 1024)
+            };
+            let d = lower_one(op, DType::F16, &[3, 40], sg).unwrap();
+            assert_eq!(d[0].kernel, "reduce_sg_f16", "{op}");
+        }
+        let d = lower_graph(
+            OpKind::Conv,
+            &[(DType::F16, &[1, 2, 5, 5]), (DType::F16, &[3, 2, 3, 3])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "conv2d_f16");
+        let d = lower_graph(
+            OpKind::LayerNormalization,
+            &[(DType::F16, &[2, 8]), (DType::F16, &[8])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d[0].kernel, "layernorm_f16");
+        // Operands of another dtype than the output are declined, naming the tensor.
+        let d = lower_graph(
+            OpKind::LayerNormalization,
+            &[(DType::F16, &[2, 8]), (DType::F32, &[8])],
+            &[],
+        );
+        assert!(d.is_err());
+        // Without f16 shaders they are declined with the device's reason.
+        let no_f16 = Limits {
+            float16: false,
+            ..limits(8, 1024)
+        };
+        let d = lower_one(OpKind::ReduceSum, DType::F16, &[3, 40], no_f16).unwrap_err();
+        assert!(d.message.contains("lacks f16 shaders"), "{}", d.message);
+    }
+
+    #[test]
+    fn row_kernels_take_their_subgroup_variants_only_where_the_device_has_them() {
+        let sg = Limits {
+            subgroups: true,
+            ..limits(8, 1024)
+        };
+        for (op, kernel) in [
+            (OpKind::Softmax, "softmax"),
+            (OpKind::ReduceSum, "reduce"),
+            (OpKind::ReduceMax, "reduce"),
+            (OpKind::ReduceMin, "reduce"),
+        ] {
+            let plain = lower_one(op, DType::F32, &[3, 40], limits(8, 1024)).unwrap();
+            assert_eq!(plain[0].kernel, kernel, "{op}");
+            let with = lower_one(op, DType::F32, &[3, 40], sg).unwrap();
+            assert_eq!(with[0].kernel, format!("{kernel}_sg"), "{op}");
+            // The same workgroup size either way: the subgroup size is read at run time.
+            assert_eq!(with[0].spec, plain[0].spec, "{op}");
+        }
+        // Kernels with no subgroup variant are unchanged.
+        assert_eq!(
+            lower_one(OpKind::Relu, DType::F32, &[5], sg).unwrap()[0].kernel,
+            "elementwise"
+        );
+    }
+
+    #[test]
     fn buffers_over_max_storage_buffer_range_are_declined_with_that_reason() {
         let d = decline_of(DType::F32, &[(128 << 20) / 4 + 1], limits(8, 1024));
         assert_eq!(d.reason, DeclineReason::Resource);
@@ -1017,8 +1111,20 @@ mod tests {
 
     #[test]
     fn f16_is_declined_naming_the_device_feature() {
-        // Reduce has no f16 kernel: the reason says the device could, the op cannot.
-        let d = lower_one(OpKind::ReduceSum, DType::F16, &[4], limits(8, 1024)).unwrap_err();
+        // Pad has no f16 kernel: the reason says the device could, the op cannot.
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F16, &[4]);
+        let pads = b.constant_i64("pads", &[2], &[1, 1]);
+        let y = b.node(OpKind::Pad, &[x, pads], &[]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let consts = Constants::new(&g, &[]);
+        let cx = Context {
+            graph: &g,
+            consts: &consts,
+            limits: limits(8, 1024),
+        };
+        let d = lower(&cx, &g.nodes[0], Activation::default(), y).unwrap_err();
         assert_eq!(d.reason, DeclineReason::DType);
         assert!(d.message.contains("f32 kernels only"), "{}", d.message);
         let no_f16 = Limits {

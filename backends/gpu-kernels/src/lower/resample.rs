@@ -667,6 +667,7 @@ mod tests {
             shared_memory: 32 * 1024,
             max_storage_range: 128 << 20,
             float16: false,
+            subgroups: false,
         }
     }
 

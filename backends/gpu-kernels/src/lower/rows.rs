@@ -86,7 +86,10 @@ pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<D
     let rows = x.iter().product::<usize>() / len;
     let spec = cx.group_size("softmax")?; // the f16 variant has the same sizes
     Ok(Draft {
-        kernel: cx.variant("softmax", "softmax_f16", out),
+        kernel: cx.row_variant(
+            ["softmax", "softmax_f16", "softmax_sg", "softmax_sg_f16"],
+            out,
+        ),
         spec,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
@@ -104,7 +107,7 @@ pub(super) fn softmax(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<D
 /// Reduce ops over one contiguous block of axes (any block: the rows kernel addresses the
 /// axes after it by stride). Scattered axes would need a transpose first: declined.
 pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    let x = cx.operand(node.inputs[0], out)?;
     let axes: Vec<i64> = match (node.attr_ints("axes"), node.inputs.get(1)) {
         (Some(a), _) => a.to_vec(),
         (None, Some(&t)) => cx
@@ -138,7 +141,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let (Some(&first), Some(&last)) = (axes.first(), axes.last()) else {
         // A scalar: reducing it over nothing is the value itself.
         return Ok(Draft {
-            kernel: "reduce",
+            kernel: reduce_kernel(cx, out),
             spec: cx.group_size("reduce")?,
             bindings: [Some(node.inputs[0]), None, None, Some(out)],
             extra: [None, None],
@@ -161,7 +164,7 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     let rows = x.iter().product::<usize>() / len;
     let mode = reduce_mode(node.op);
     Ok(Draft {
-        kernel: "reduce",
+        kernel: reduce_kernel(cx, out),
         spec: cx.group_size("reduce")?,
         bindings: [Some(node.inputs[0]), None, None, Some(out)],
         extra: [None, None],
@@ -171,16 +174,23 @@ pub(super) fn reduce(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Dr
     })
 }
 
+fn reduce_kernel(cx: &Context<'_>, out: TensorId) -> &'static str {
+    cx.row_variant(["reduce", "reduce_f16", "reduce_sg", "reduce_sg_f16"], out)
+}
+
 fn reduce_mode(op: OpKind) -> u32 {
     match op {
         OpKind::ReduceSum => 0,
         OpKind::ReduceMean => 1,
+        OpKind::ReduceMin => 3,
         _ => 2,
     }
 }
 
 pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowered<Draft> {
-    let x = cx.f32_tensor(node.inputs[0])?;
+    // X, Scale, B and Y share one element type (f32, or f16 in the f16 variant); Mean and
+    // InvStdDev are f32 either way.
+    let x = cx.operand(node.inputs[0], out)?;
     let axis = normalize_axis(node.attr_int("axis", -1), x.len())
         .map_err(|e| Decline::new(DeclineReason::Attribute, e))?;
     let d: usize = x[axis..].iter().product();
@@ -189,7 +199,7 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
         let Some(&t) = node.inputs.get(i) else {
             return Ok(None);
         };
-        let s = cx.f32_tensor(t)?;
+        let s = cx.operand(t, out)?;
         if s.as_slice() != &x[axis..] {
             return Err(Decline::new(
                 DeclineReason::Shape,
@@ -225,7 +235,15 @@ pub(super) fn layer_norm(cx: &Context<'_>, node: &Node, out: TensorId) -> Lowere
     }
     let spec = cx.group_size("layernorm")?;
     Ok(Draft {
-        kernel: "layernorm",
+        kernel: cx.row_variant(
+            [
+                "layernorm",
+                "layernorm_f16",
+                "layernorm_sg",
+                "layernorm_sg_f16",
+            ],
+            out,
+        ),
         spec,
         bindings: [Some(node.inputs[0]), Some(scale), bias, Some(out)],
         extra,
