@@ -92,12 +92,19 @@ impl AffineOp {
         };
         if self.channels_last {
             split(pool, x, out, c, |x, out| {
-                rows(isa, x, out, c, |xr, or| {
-                    or.iter_mut()
-                        .zip(xr)
-                        .zip(a.iter().zip(b))
-                        .for_each(|((o, &v), (&a, &b))| *o = v * a + b);
-                })
+                rows(
+                    isa,
+                    x,
+                    out,
+                    c,
+                    #[inline(always)]
+                    |xr, or| {
+                        or.iter_mut()
+                            .zip(xr)
+                            .zip(a.iter().zip(b))
+                            .for_each(|((o, &v), (&a, &b))| *o = v * a + b);
+                    },
+                )
             });
             return;
         }

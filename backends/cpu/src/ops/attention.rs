@@ -304,7 +304,16 @@ impl AttentionOp {
                 }
             }
             let weights = &mut sc.weights[..s * t];
-            rows(isa, &sc.scores[..s * t], weights, t, softmax_row);
+            // A closure, not the function item: see `rows`.
+            #[allow(clippy::redundant_closure)]
+            rows(
+                isa,
+                &sc.scores[..s * t],
+                weights,
+                t,
+                #[inline(always)]
+                |r, o| softmax_row(r, o),
+            );
             if self.qk == Some(QkOut::Weights) {
                 for (i, row) in weights.chunks_exact(t).enumerate() {
                     qk_row(i).copy_from_slice(row);

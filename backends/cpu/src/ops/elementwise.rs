@@ -554,7 +554,18 @@ impl SoftmaxOp {
         if inner == 1 && n > 0 && !self.log {
             // The usual case (the last axis): contiguous rows, vectorized exp, the rows
             // shared among the threads.
-            split(pool, x, out, n, |x, out| rows(isa, x, out, n, softmax_row));
+            split(pool, x, out, n, |x, out| {
+                // A closure, not the function item: see `rows`.
+                #[allow(clippy::redundant_closure)]
+                rows(
+                    isa,
+                    x,
+                    out,
+                    n,
+                    #[inline(always)]
+                    |r, o| softmax_row(r, o),
+                )
+            });
             return;
         }
         for o in 0..self.outer {

@@ -181,6 +181,12 @@ unsafe fn map_avx2(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
 
 /// `f(row, out_row)` for each `n`-long row of `x` and `out`, compiled for the vector
 /// width of `isa` like [`map`].
+///
+/// `f` must be a closure marked `#[inline(always)]` (`rows(isa, x, out, n,
+/// #[inline(always)] |r, o| ...)`): only inlined into the `#[target_feature]` loops below
+/// is its body compiled for the CPU's vectors. Passed as a function item, or as a closure
+/// the optimizer chose not to inline, it ran through a call compiled for the baseline
+/// (SSE2: a transformer's Softmax and LayerNorm at a quarter of the AVX-512 width).
 #[inline(always)]
 pub(crate) fn rows(isa: Isa, x: &[f32], out: &mut [f32], n: usize, f: impl Fn(&[f32], &mut [f32])) {
     match isa {

@@ -65,9 +65,14 @@ impl LayerNormOp {
             let bias = bias.map(|(_, b)| b);
             let eps = self.epsilon;
             split(pool, &x[..rows * n], y, n, |x, y| {
-                for_rows(isa, x, y, n, |blk, dst| {
-                    norm_row(blk, dst, scale, bias, eps)
-                })
+                for_rows(
+                    isa,
+                    x,
+                    y,
+                    n,
+                    #[inline(always)]
+                    |blk, dst| norm_row(blk, dst, scale, bias, eps),
+                )
             });
             return;
         }
