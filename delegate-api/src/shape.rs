@@ -18,7 +18,9 @@ mod tensor_ops;
 
 pub use attention::{AttentionGeometry, RotaryGeometry};
 pub use control::is_provisional;
-pub use dynamic::{bound_graph, has_value_dependent_shape, output_bounds, BoundedOutput};
+pub use dynamic::{
+    bound_graph, has_value_dependent_shape, node_output_bounds, output_bounds, BoundedOutput,
+};
 pub use linear_attention::{LinearAttentionGeometry, UpdateRule};
 pub use math::bit_cast_width;
 pub use recurrent_activation::{rnn_activations, RecurrentActivation};

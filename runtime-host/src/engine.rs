@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_partitioner::Policy;
+use baton_partitioner::{BackendAnswers, Policy, Target};
 
 use crate::config::{option_string, Config, Isolation, PluginConfig};
 use crate::error::{ConfigProblem, HostError, Result};
@@ -168,6 +168,22 @@ impl Engine {
             Some((plugin, reason)) => Err(HostError::RequiredPlugin { plugin, reason }),
             None => Ok(()),
         }
+    }
+
+    /// The config's policy for a graph the backends of `answers` were asked about: they
+    /// are the priority list, in their order, and a pin to a backend that did not answer
+    /// sends its nodes to the host.
+    pub(crate) fn policy_for(&self, answers: &[BackendAnswers]) -> Policy {
+        let mut policy = self.policy.clone();
+        policy.priority = answers.iter().map(|a| a.backend.clone()).collect();
+        for pin in &mut policy.pins {
+            if let Target::Backend(b) = &pin.target {
+                if !policy.priority.contains(b) {
+                    pin.target = Target::Host;
+                }
+            }
+        }
+        policy
     }
 
     /// The backends whose probe passed, in priority order.

@@ -6,6 +6,7 @@
 //! regions).
 
 use crate::ir::{DType, Dim, Graph, Node, OpKind, TensorId};
+use crate::sdk::Constants;
 use crate::shape::normalize_axis;
 
 /// Each output's dtype and shape, value-dependent extents symbolic.
@@ -113,6 +114,31 @@ pub fn output_bounds(
     ))
 }
 
+/// [`output_bounds`] of `node` in `graph`, reading integer operands from `consts`:
+/// `Err` when an operand's shape is symbolic or the operands are malformed.
+pub fn node_output_bounds(
+    graph: &Graph,
+    node: &Node,
+    consts: &Constants<'_>,
+) -> Result<Option<Vec<BoundedOutput>>, String> {
+    let inputs: Option<Vec<(DType, Vec<usize>)>> = node
+        .inputs
+        .iter()
+        .map(|&t| {
+            let d = &graph.tensors[t];
+            d.static_shape().map(|s| (d.dtype, s))
+        })
+        .collect();
+    let inputs = inputs.ok_or("an operand has a symbolic shape")?;
+    let constant = |i: usize| -> Option<i64> {
+        let t = *node.inputs.get(i)?;
+        let bytes = consts.bytes(t).filter(|b| !b.is_empty())?;
+        crate::dtype::element_int(graph.tensors[t].dtype, bytes, 0)
+            .and_then(|v| i64::try_from(v).ok())
+    };
+    output_bounds(node, &inputs, &constant)
+}
+
 /// `graph` with the outputs of its value-dependent nodes declared at their bounds (see
 /// [`output_bounds`], reading the graph's inline integer constants), as a caller hands
 /// such a graph to a plugin that takes bounded outputs, and the bound of each graph output
@@ -130,29 +156,15 @@ pub fn bound_graph(graph: &Graph) -> Result<(Graph, Vec<Option<BoundedOutput>>),
             .nodes
             .iter()
             .any(|n| n.inputs.iter().any(|t| node.outputs.contains(t)));
-        let inputs: Option<Vec<(DType, Vec<usize>)>> = node
+        let symbolic = node
             .inputs
             .iter()
-            .map(|&t| {
-                let d = &graph.tensors[t];
-                d.static_shape().map(|s| (d.dtype, s))
-            })
-            .collect();
-        let (Some(inputs), false) = (inputs, read_after) else {
+            .any(|&t| graph.tensors[t].static_shape().is_none());
+        if symbolic || read_after {
             continue;
-        };
-        let constant = |i: usize| -> Option<i64> {
-            let d = &graph.tensors[*node.inputs.get(i)?];
-            match &d.data {
-                Some(crate::ir::Storage::Inline(data)) if d.dtype.is_int() => {
-                    crate::dtype::element_int(d.dtype, data.bytes(), 0)
-                        .filter(|_| !data.bytes().is_empty())
-                        .and_then(|v| i64::try_from(v).ok())
-                }
-                _ => None,
-            }
-        };
-        let outs = output_bounds(node, &inputs, &constant)
+        }
+        // Inline constants only: a graph built here has no views beside it.
+        let outs = node_output_bounds(graph, node, &Constants::new(graph, &[]))
             .map_err(|e| format!("node {}: {e}", node.label()))?
             .unwrap_or_default();
         for (&t, b) in node.outputs.iter().zip(outs) {

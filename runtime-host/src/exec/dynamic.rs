@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use baton_delegate_api::shape::{bound_graph, BoundedOutput};
 use baton_delegate_api::{Dim, Graph, Node, Storage, Support, Tensor, TensorId, TensorRef};
-use baton_partitioner::{BackendAnswers, Target};
+use baton_partitioner::BackendAnswers;
 
 use super::{PartitionProfile, Session};
 use crate::check::PartitionCheck;
@@ -180,15 +180,7 @@ fn delegate_node(
             answers: vec![answer],
         });
     }
-    let mut policy = engine.policy.clone();
-    policy.priority = answers.iter().map(|a| a.backend.clone()).collect();
-    for pin in &mut policy.pins {
-        if let Target::Backend(b) = &pin.target {
-            if !policy.priority.contains(b) {
-                pin.target = Target::Host;
-            }
-        }
-    }
+    let policy = engine.policy_for(&answers);
     let plan = baton_partitioner::partition(&g, &answers, &policy)?;
     let Some(p) = plan.partitions.first() else {
         if why.is_empty() {

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use baton_delegate_api::{abi, Graph, OpKind, Support};
-use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan, Target};
+use baton_partitioner::{self as partitioner, BackendAnswers, PartitionPlan};
 use baton_reference as reference;
 
 use super::{CompiledPartition, MemoryLayout, PluginIdentity, Program};
@@ -231,15 +231,6 @@ pub(crate) fn partition_with(
             Err(e) => return Ok(Err((b.name.clone(), e.to_string()))),
         }
     }
-    let mut policy = engine.policy.clone();
-    policy.priority = answers.iter().map(|a| a.backend.clone()).collect();
-    for pin in &mut policy.pins {
-        if let Target::Backend(b) = &pin.target {
-            if !policy.priority.contains(b) {
-                // The pinned backend is not available: its nodes fall to the host.
-                pin.target = Target::Host;
-            }
-        }
-    }
+    let policy = engine.policy_for(&answers);
     Ok(Ok(partitioner::partition(graph, &answers, &policy)?))
 }

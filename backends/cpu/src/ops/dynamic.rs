@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use baton_delegate_api::dtype::{element_f64, element_int};
 use baton_delegate_api::sdk::{Constants, DelegateError, TensorMut, TensorRef};
-use baton_delegate_api::shape::normalize_axis;
+use baton_delegate_api::shape::{node_output_bounds, normalize_axis};
 use baton_delegate_api::{DType, Graph, Node, OpKind};
 
 /// A value-dependent node prepared at init: its attributes read, its constant operands
@@ -47,22 +47,7 @@ pub(crate) fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Resul
             node.op
         ));
     }
-    let inputs: Option<Vec<(DType, Vec<usize>)>> = node
-        .inputs
-        .iter()
-        .map(|&t| {
-            let d = &graph.tensors[t];
-            d.static_shape().map(|s| (d.dtype, s))
-        })
-        .collect();
-    let inputs = inputs.ok_or("an operand has a symbolic shape")?;
-    let constant = |i: usize| -> Option<i64> {
-        let t = *node.inputs.get(i)?;
-        let d = &graph.tensors[t];
-        let bytes = consts.bytes(t).filter(|b| !b.is_empty())?;
-        element_int(d.dtype, bytes, 0).and_then(|v| i64::try_from(v).ok())
-    };
-    let needed = baton_delegate_api::shape::output_bounds(node, &inputs, &constant)?
+    let needed = node_output_bounds(graph, node, consts)?
         .ok_or_else(|| format!("{} is not value-dependent", node.op))?;
     // The caller may bound more loosely than this (it may not read every constant); never
     // more tightly than what the op can write.
@@ -85,7 +70,7 @@ pub(crate) fn check(graph: &Graph, node: &Node, consts: &Constants<'_>) -> Resul
     }
     match node.op {
         OpKind::Unique => {
-            let dtype = inputs[0].0;
+            let dtype = graph.tensors[node.inputs[0]].dtype;
             if !(dtype.is_int()
                 || matches!(
                     dtype,

@@ -216,6 +216,22 @@ impl MatMulOp {
         }
     }
 
+    /// `A` as `[M, K]` rows: in place, or a transposed `A` (Gemm's `transA`, `[K, M]`,
+    /// whose columns are A's rows) copied into `work`.
+    fn lhs<'s>(&self, sources: &Sources<'s>, work: &'s mut [f32]) -> &'s [f32] {
+        let a = sources.get(self.a);
+        if !self.a_transposed {
+            return a;
+        }
+        let (m, k) = (self.m, self.k);
+        for (i, row) in work[..m * k].chunks_exact_mut(k.max(1)).enumerate() {
+            for (p, v) in row.iter_mut().enumerate() {
+                *v = a[p * m + i];
+            }
+        }
+        &work[..m * k]
+    }
+
     /// How many row blocks each batch is cut into when the batches of a product whose
     /// `B` arrives at run time run in parallel, or `None` to run batch after batch, each
     /// spread over the threads. Attention's per-head products (say 128 x 64 x 128) are
@@ -249,17 +265,7 @@ impl MatMulOp {
             work,
             ..
         } = ctx;
-        let mut a = sources.get(self.a);
-        if self.a_transposed {
-            // Aᵀ is [K, M]: its columns are A's rows.
-            let (m, k) = (self.m, self.k);
-            for (i, row) in work[..m * k].chunks_exact_mut(k.max(1)).enumerate() {
-                for (p, v) in row.iter_mut().enumerate() {
-                    *v = a[p * m + i];
-                }
-            }
-            a = &work[..m * k];
-        }
+        let a = self.lhs(sources, work);
         let epilogue = self.epilogue.resolve(sources);
         for batch in &self.batches {
             let lhs = Rows::Dense {
@@ -304,16 +310,7 @@ impl MatMulOp {
         let RhsSpec::Runtime { src, rs, cs } = self.b else {
             unreachable!("checked by the caller");
         };
-        let mut a = sources.get(self.a);
-        if self.a_transposed {
-            let (m, k) = (self.m, self.k);
-            for (i, row) in work[..m * k].chunks_exact_mut(k.max(1)).enumerate() {
-                for (p, v) in row.iter_mut().enumerate() {
-                    *v = a[p * m + i];
-                }
-            }
-            a = &work[..m * k];
-        }
+        let a = self.lhs(sources, work);
         let b = sources.get(src);
         let epilogue = self.epilogue.resolve(sources);
         // This run's B: nothing packed by an earlier run is valid.
