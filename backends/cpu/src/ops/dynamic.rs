@@ -23,13 +23,17 @@ pub(crate) struct DynamicNode {
     op: Op,
     /// Each output's dtype and bound, as the host must size it.
     outputs: Vec<(DType, Vec<usize>)>,
-    /// Per operand of the node: `Some(bytes)` for a constant, `None` for the graph input
-    /// with the next index.
-    constants: Vec<Option<Operand>>,
+    /// Where each operand of the node comes from.
+    operands: Vec<Operand>,
 }
 
-/// A constant operand's dtype, shape and bytes.
-type Operand = (DType, Vec<usize>, Vec<u8>);
+/// An operand: a constant (its dtype, shape and bytes, copied at init) or the graph input
+/// at this index (one input may feed several operands).
+#[derive(Debug)]
+enum Operand {
+    Constant(DType, Vec<usize>, Vec<u8>),
+    Input(usize),
+}
 
 #[derive(Debug)]
 enum Op {
@@ -107,17 +111,25 @@ impl DynamicNode {
                 center: node.attr_int("center_point_box", 0) == 1,
             },
         };
-        let constants = node
+        let operands = node
             .inputs
             .iter()
             .map(|&t| {
                 let d = &graph.tensors[t];
-                consts.bytes(t).map(|b| {
+                if let Some(b) = consts.bytes(t) {
                     let shape = d.static_shape().unwrap_or_default();
-                    (d.dtype, shape, b.to_vec())
-                })
+                    return Ok(Operand::Constant(d.dtype, shape, b.to_vec()));
+                }
+                let i = graph.inputs.iter().position(|&g| g == t).ok_or_else(|| {
+                    DelegateError::invalid(format!(
+                        "operand '{}' of {} is neither a constant nor a graph input",
+                        d.name,
+                        node.label()
+                    ))
+                })?;
+                Ok(Operand::Input(i))
             })
-            .collect();
+            .collect::<Result<_, DelegateError>>()?;
         let outputs = node
             .outputs
             .iter()
@@ -130,7 +142,7 @@ impl DynamicNode {
             name: node.label(),
             op,
             outputs,
-            constants,
+            operands,
         })
     }
 
@@ -170,18 +182,17 @@ impl DynamicNode {
 
     /// Runs the node on the host's views (inputs in graph-input order).
     fn run(&self, inputs: &[TensorRef<'_>], outputs: &mut [TensorMut<'_>]) -> Result<(), String> {
-        let mut next = inputs.iter();
         let operands: Vec<TensorRef<'_>> = self
-            .constants
+            .operands
             .iter()
-            .map(|c| match c {
-                Some((dtype, shape, bytes)) => Some(TensorRef {
+            .map(|o| match o {
+                Operand::Constant(dtype, shape, bytes) => Some(TensorRef {
                     dtype: *dtype,
                     shape,
                     data: bytes,
                     quant: None,
                 }),
-                None => next.next().copied(),
+                Operand::Input(i) => inputs.get(*i).copied(),
             })
             .collect::<Option<_>>()
             .ok_or("fewer inputs than the node reads")?;
