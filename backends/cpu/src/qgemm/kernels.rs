@@ -599,6 +599,29 @@ pub(crate) mod x86 {
         _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(q.zp)))
     }
 
+    /// `to_byte(requant(acc + off, sc, ..))` on 8 lanes for AVX2, as [`requant16`] (the
+    /// clamp before the rounding, the zero point in integers), returned as the 8 bytes of
+    /// a `u64` in lane order. The rounding is explicit (half to even) rather than the
+    /// MXCSR's, which a host process may have changed.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn requant8(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> u64 {
+        let v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, off)), sc);
+        let lo = _mm256_set1_ps((q.lo - q.zp) as f32);
+        let hi = _mm256_set1_ps((q.hi - q.zp) as f32);
+        let v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+        // Integral and in [0, 255] after the zero point: byte 0 of each lane is the value.
+        let y = _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(q.zp));
+        let pick = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let b = _mm256_shuffle_epi8(y, pick);
+        let b = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+        _mm_cvtsi128_si64(b) as u64
+    }
+
     /// # Safety
     /// As `QKernel::tiles`; the CPU has AVX2.
     pub(super) unsafe fn avx2_tiles(
@@ -681,19 +704,14 @@ pub(crate) mod x86 {
 mod tests {
     use std::arch::x86_64::*;
 
-    use super::x86::requant16;
+    use super::x86::{requant16, requant8};
     use crate::qgemm::{requant, to_byte, QOut};
 
-    /// The vector requantization reorders the scalar one's steps (clamp before rounding,
-    /// the zero point in integers); it must still give the same byte for every input:
+    /// The vector requantizations reorder the scalar one's steps (clamp before rounding,
+    /// the zero point in integers); they must still give the same byte for every input:
     /// halfway ties (scale 0.5 and odd sums), both clamps, a saturating scale, and sums
-    /// at the ends of i32.
-    #[test]
-    fn requant16_is_the_scalar_requantization_bit_for_bit() {
-        if !is_x86_feature_detected!("avx512bw") || !is_x86_feature_detected!("avx512vl") {
-            eprintln!("no AVX-512BW/VL here: the vector requantization is not used");
-            return;
-        }
+    /// at the ends of i32. `vector(accs, scale, q, out)` requantizes up to `L` sums.
+    fn agrees_with_scalar<const L: usize>(vector: impl Fn(&[i32; L], f32, &QOut, &mut [u8; L])) {
         let mut accs: Vec<i32> = (-300..300).collect();
         accs.extend([
             i32::MIN,
@@ -728,20 +746,11 @@ mod tests {
                     hi,
                     stage2: None,
                 };
-                for block in accs.chunks(16) {
-                    let mut a = [0i32; 16];
+                for block in accs.chunks(L) {
+                    let mut a = [0i32; L];
                     a[..block.len()].copy_from_slice(block);
-                    let mut got = [0u8; 16];
-                    // SAFETY: AVX-512BW/VL detected above; 16 lanes in and out.
-                    unsafe {
-                        let y = requant16(
-                            _mm512_loadu_si512(a.as_ptr() as *const _),
-                            _mm512_setzero_si512(),
-                            _mm512_set1_ps(scale),
-                            &q,
-                        );
-                        _mm_storeu_si128(got.as_mut_ptr() as *mut __m128i, y);
-                    }
+                    let mut got = [0u8; L];
+                    vector(&a, scale, &q, &mut got);
                     for (l, &acc) in a.iter().enumerate() {
                         let want = to_byte(requant(acc, scale, zp as f32, lo as f32, hi as f32));
                         assert_eq!(got[l], want, "acc {acc} scale {scale} zp {zp} [{lo}, {hi}]");
@@ -749,5 +758,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn requant16_is_the_scalar_requantization_bit_for_bit() {
+        if !is_x86_feature_detected!("avx512bw") || !is_x86_feature_detected!("avx512vl") {
+            eprintln!("no AVX-512BW/VL here: the 16-lane requantization is not used");
+            return;
+        }
+        agrees_with_scalar::<16>(|a, scale, q, got| {
+            // SAFETY: AVX-512BW/VL detected above; 16 lanes in and out.
+            unsafe {
+                let y = requant16(
+                    _mm512_loadu_si512(a.as_ptr() as *const _),
+                    _mm512_setzero_si512(),
+                    _mm512_set1_ps(scale),
+                    q,
+                );
+                _mm_storeu_si128(got.as_mut_ptr() as *mut __m128i, y);
+            }
+        });
+    }
+
+    #[test]
+    fn requant8_is_the_scalar_requantization_bit_for_bit() {
+        if !is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the 8-lane requantization is not used");
+            return;
+        }
+        agrees_with_scalar::<8>(|a, scale, q, got| {
+            // SAFETY: AVX2 detected above; 8 lanes in and out.
+            let y = unsafe {
+                requant8(
+                    _mm256_loadu_si256(a.as_ptr() as *const _),
+                    _mm256_setzero_si256(),
+                    _mm256_set1_ps(scale),
+                    q,
+                )
+            };
+            *got = y.to_le_bytes();
+        });
     }
 }

@@ -309,24 +309,16 @@ impl Depthwise<'_> {
             fn avx2(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
                 dw_body::<false>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
             }
-            #[target_feature(enable = "avx2,fma")]
-            fn avx2_rows(
-                dw: &Depthwise<'_>,
-                x: &[u8],
-                r: std::ops::Range<usize>,
-                o: &mut [u8],
-                ring: &mut [f32],
-            ) {
-                ring_body::<8, true>(dw, x, r, o, ring)
-            }
             let rings = RowRing::fits(g) && ring.len() >= RowRing::len(g);
             match self.kernel.id() {
                 QKernelId::Avx512Vnni if rings => {
                     // SAFETY: the kernel exists only where its features were detected.
                     return unsafe { x86dw::rows(g, x, taps, za, q, rows, out, ring) };
                 }
-                // SAFETY: as above.
-                QKernelId::Avx2 if rings => return unsafe { avx2_rows(self, x, rows, out, ring) },
+                QKernelId::Avx2 if rings => {
+                    // SAFETY: as above.
+                    return unsafe { x86dw::rows_avx2(g, x, taps, za, q, rows, out, ring) };
+                }
                 // SAFETY: as above.
                 QKernelId::Avx512Vnni => return unsafe { avx512(self, x, rows, out) },
                 // SAFETY: as above.
@@ -441,8 +433,8 @@ impl<'a> RowRing<'a> {
 }
 
 /// The row kernel in plain arrays of `L` channels, for instruction sets without a
-/// hand-written one: the compiler vectorizes the lane loops (AVX2: `L = 8`, one register;
-/// NEON: two registers of four). `FMA`: fused multiply-adds (the caller enables them; the
+/// hand-written one (x86's `isa=portable`, NEON): the compiler vectorizes the lane loops
+/// (NEON: `L = 8`, two registers of four). `FMA`: fused multiply-adds (the caller enables them; the
 /// sums are exact integers either way, so fused or not gives the same bits). Channels past
 /// the last full block go through the same sums with fewer lanes.
 ///
@@ -652,7 +644,7 @@ mod x86dw {
     use std::arch::x86_64::*;
 
     use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
-    use crate::qgemm::kernels::x86::requant16;
+    use crate::qgemm::kernels::x86::{requant16, requant8};
     use crate::qgemm::QOut;
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
@@ -770,6 +762,192 @@ mod x86dw {
                     ox += 1;
                 }
             }
+        }
+    }
+
+    /// Channels of one AVX2 register block.
+    const LANES8: usize = 8;
+
+    /// [`rows`] for AVX2 and FMA: blocks of 8 channels, the same widened rows and weights,
+    /// interior pixels in groups of [`P`], the same exact f32 sums and the same
+    /// requantization in 8 lanes (`requant8`), so the same bytes as every other kernel.
+    /// Short channel blocks load with lane masks and store through a small buffer (AVX2
+    /// has no masked byte store).
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rows_avx2(
+        g: &Geom,
+        x: &[u8],
+        taps: &[i16],
+        za: i32,
+        q: &QOut,
+        rows: std::ops::Range<usize>,
+        out: &mut [u8],
+        ring: &mut [f32],
+    ) {
+        let (c, nt) = (g.c, g.kh * g.kw);
+        let mut ring = RowRing::new(g, x, ring);
+        let zav = _mm256_set1_epi32(za);
+        let zaf = _mm256_set1_ps(za as f32);
+        let start = rows.start;
+        let mut wf = [_mm256_setzero_ps(); MAX_TAPS];
+        for row in rows {
+            let (b, oy) = (row / g.oh, row % g.oh);
+            let roff = ring.fill(b, oy);
+            let row_in = roff[..g.kh].iter().all(Option::is_some);
+            let mut toff = [0usize; MAX_TAPS];
+            if row_in {
+                for ki in 0..g.kh {
+                    for kj in 0..g.kw {
+                        toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
+                    }
+                }
+            }
+            let ring = ring.values();
+            for c0 in (0..c).step_by(LANES8) {
+                let lanes = LANES8.min(c - c0);
+                let m = lane_mask(lanes);
+                let mut wsum = _mm256_setzero_si256();
+                for t in 0..nt {
+                    let mut w16 = [0i16; LANES8];
+                    // Element by element: a copy of variable length is a `memcpy` call.
+                    for (w, &v) in w16.iter_mut().zip(&taps[t * c + c0..][..lanes]) {
+                        *w = v;
+                    }
+                    // SAFETY: 8 i16 from the array.
+                    let wv = _mm256_cvtepi16_epi32(unsafe {
+                        _mm_loadu_si128(w16.as_ptr() as *const __m128i)
+                    });
+                    wf[t] = _mm256_cvtepi32_ps(wv);
+                    wsum = _mm256_add_epi32(wsum, wv);
+                }
+                let zw = _mm256_mullo_epi32(zav, wsum);
+                let (off, sc) = (&q.offset[c0..][..lanes], &q.scale[c0..][..lanes]);
+                // SAFETY: masked to the `lanes` elements of the checked slices.
+                let (off, sc) = unsafe {
+                    (
+                        _mm256_maskload_epi32(off.as_ptr(), m),
+                        _mm256_maskload_ps(sc.as_ptr(), m),
+                    )
+                };
+                let window = Window8 {
+                    ring,
+                    toff: &toff[..nt],
+                    wf: &wf[..nt],
+                    step: g.sw * c,
+                    lanes,
+                };
+                let (lo_x, hi_x) = interior(g, row_in);
+                let mut ox = 0;
+                while ox < g.ow {
+                    let o = ((row - start) * g.ow + ox) * c + c0;
+                    if ox >= lo_x && ox + P <= hi_x {
+                        let base = (ox * g.sw - g.pw) * c + c0;
+                        let f = if lanes == LANES8 {
+                            window.sum::<P, true>(base)
+                        } else {
+                            window.sum::<P, false>(base)
+                        };
+                        for (p, f) in f.iter().enumerate() {
+                            let acc = _mm256_sub_epi32(_mm256_cvtps_epi32(*f), zw);
+                            store8(out, o + p * c, lanes, requant8(acc, off, sc, q));
+                        }
+                        ox += P;
+                        continue;
+                    }
+                    let acc = if ox >= lo_x && ox < hi_x {
+                        let [f] = window.sum::<1, false>((ox * g.sw - g.pw) * c + c0);
+                        _mm256_sub_epi32(_mm256_cvtps_epi32(f), zw)
+                    } else {
+                        // A tap in the padding reads the zero point (see `rows`).
+                        let mut f = _mm256_setzero_ps();
+                        for (ki, r) in roff.iter().enumerate().take(g.kh) {
+                            for kj in 0..g.kw {
+                                let ix = (ox * g.sw + kj * g.dw)
+                                    .checked_sub(g.pw)
+                                    .filter(|&v| v < g.w);
+                                let xv = match (r, ix) {
+                                    (Some(r), Some(ix)) => {
+                                        let xs = &ring[r + ix * c + c0..][..lanes];
+                                        // SAFETY: masked to the `lanes` elements of the
+                                        // checked slice.
+                                        unsafe { _mm256_maskload_ps(xs.as_ptr(), m) }
+                                    }
+                                    _ => zaf,
+                                };
+                                f = _mm256_fmadd_ps(xv, wf[ki * g.kw + kj], f);
+                            }
+                        }
+                        _mm256_sub_epi32(_mm256_cvtps_epi32(f), zw)
+                    };
+                    store8(out, o, lanes, requant8(acc, off, sc, q));
+                    ox += 1;
+                }
+            }
+        }
+    }
+
+    /// A load mask of the low `lanes` (at most 8) 32-bit lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn lane_mask(lanes: usize) -> __m256i {
+        let n = _mm256_set1_epi32(lanes as i32);
+        _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+    }
+
+    /// Stores the low `lanes` bytes of `y` (lane order) at `out[o..]`: a full block as one
+    /// 8-byte store, a short one byte by byte (a copy of variable length is a `memcpy`
+    /// call: perf showed 8% of the QDQ mobilenet in it).
+    #[inline(always)]
+    fn store8(out: &mut [u8], o: usize, lanes: usize, y: u64) {
+        let d = &mut out[o..o + lanes];
+        if lanes == LANES8 {
+            // SAFETY: `d` holds 8 bytes (checked by the slice above).
+            unsafe { (d.as_mut_ptr() as *mut u64).write_unaligned(y.to_le()) };
+        } else {
+            for (d, b) in d.iter_mut().zip(y.to_le_bytes()) {
+                *d = b;
+            }
+        }
+    }
+
+    /// [`Window`] in 8 lanes.
+    struct Window8<'a> {
+        ring: &'a [f32],
+        toff: &'a [usize],
+        wf: &'a [__m256],
+        step: usize,
+        lanes: usize,
+    }
+
+    impl Window8<'_> {
+        /// As [`Window::sum`]; `FULL`: 8 lanes, so the loads need no mask.
+        #[target_feature(enable = "avx2,fma")]
+        #[inline]
+        fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m256; N] {
+            let m = lane_mask(self.lanes);
+            let far = self.toff.iter().copied().max().unwrap_or(0);
+            let last = base + (N - 1) * self.step + far + self.lanes;
+            assert!(last <= self.ring.len(), "depthwise window outside the ring");
+            assert!(!FULL || self.lanes == LANES8, "a full block has 8 lanes");
+            let p0 = self.ring.as_ptr();
+            let mut f = [_mm256_setzero_ps(); N];
+            for (&to, &w) in self.toff.iter().zip(self.wf) {
+                for (p, f) in f.iter_mut().enumerate() {
+                    // SAFETY: at most `last` (checked above), masked to `lanes` values
+                    // unless all 8 are in.
+                    let xv = unsafe {
+                        let at = p0.add(base + p * self.step + to);
+                        if FULL {
+                            _mm256_loadu_ps(at)
+                        } else {
+                            _mm256_maskload_ps(at, m)
+                        }
+                    };
+                    *f = _mm256_fmadd_ps(xv, w, *f);
+                }
+            }
+            f
         }
     }
 
