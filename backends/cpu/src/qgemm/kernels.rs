@@ -638,9 +638,10 @@ pub(crate) mod x86 {
     unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
         // SAFETY: forwarded.
         unsafe {
-            drive::<4, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, _| {
-                avx2_tile(p, taps, c4, w, acc, init);
-                false
+            drive::<4, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+                // The folded bias Add's second stage goes through `store_tile`.
+                let fin = fin.filter(|_| g.out.stage2.is_none());
+                avx2_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
             })
         }
     }
@@ -653,6 +654,8 @@ pub(crate) mod x86 {
         _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x)))
     }
 
+    /// One 4 x 16 tile into `acc`, or, given `fin`, requantized in registers and stored
+    /// (then it returns `true`), as the VNNI tile does.
     #[target_feature(enable = "avx2")]
     unsafe fn avx2_tile(
         ptrs: &Ptrs,
@@ -661,7 +664,8 @@ pub(crate) mod x86 {
         w: *const i8,
         acc: &mut [i32; MR_MAX * NR],
         init: bool,
-    ) {
+        fin: Option<(Fin, &QGemm<'_>, OutPtr)>,
+    ) -> bool {
         let a = acc.as_mut_ptr();
         // Two passes of 8 columns; per row, columns 0-3 and 4-7 of the half, each column as
         // two partial sums (k0*w0 + k1*w1, k2*w2 + k3*w3) in neighbouring lanes.
@@ -684,6 +688,22 @@ pub(crate) mod x86 {
                         wb = wb.add(NR * 4);
                     }
                 }
+                // The columns of this half that the output has (`fin`), and their
+                // requantization parameters, loaded under a lane mask.
+                let fin = fin.map(|(f, g, out)| {
+                    let cols = f.cols.saturating_sub(half * 8).min(8);
+                    let m = _mm256_cmpgt_epi32(
+                        _mm256_set1_epi32(cols as i32),
+                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                    );
+                    let j = f.j0 + half * 8;
+                    // The bounds check covered `j0 + cols` columns of the per-column
+                    // vectors; masked lanes are not read.
+                    let off =
+                        _mm256_maskload_epi32(g.out.offset.as_ptr().add(j.min(f.j0 + f.cols)), m);
+                    let sc = _mm256_maskload_ps(g.out.scale.as_ptr().add(j.min(f.j0 + f.cols)), m);
+                    (f, g, out, cols, off, sc)
+                });
                 for r in 0..4 {
                     // [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order.
                     let s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
@@ -693,10 +713,27 @@ pub(crate) mod x86 {
                     } else {
                         _mm256_add_epi32(s, _mm256_loadu_si256(dst))
                     };
-                    _mm256_storeu_si256(dst, s);
+                    match fin {
+                        Some((f, g, out, cols, off, sc)) => {
+                            if r >= f.rows || cols == 0 {
+                                continue;
+                            }
+                            let y = requant8(s, off, sc, g.out).to_le_bytes();
+                            let d = out.0.add((f.r0 + r) * g.ldo + f.j0 + half * 8);
+                            if cols == 8 {
+                                (d as *mut [u8; 8]).write_unaligned(y);
+                            } else {
+                                for (c, &b) in y.iter().enumerate().take(cols) {
+                                    d.add(c).write(b);
+                                }
+                            }
+                        }
+                        None => _mm256_storeu_si256(dst, s),
+                    }
                 }
             }
         }
+        fin.is_some()
     }
 }
 
