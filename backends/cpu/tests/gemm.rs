@@ -17,6 +17,11 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (0, 0, 0),
     (2, 3, 4),
     (6, 16, 1),
+    // A last panel of exactly one vector of columns (8), and of 8 + 4 (12): the kernels
+    // store whole vectors and short ones differently.
+    (5, 8, 3),
+    (9, 24, 10),
+    (7, 12, 6),
     (7, 17, 3),
     (17, 33, 65),
     (13, 9, 257),
