@@ -653,7 +653,19 @@ mod tests {
     fn one_row_through_gemv_matches_the_tiled_product() {
         let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
         for kernel in MicroKernel::available() {
-            for &(n, k) in &[(1, 1), (7, 3), (33, 17), (100, 300), (259, 1100), (64, 0)] {
+            // 12 and 40: a last panel of 12 and of 8 columns (whole vectors and short ones
+            // are stored differently).
+            let shapes = [
+                (1, 1),
+                (7, 3),
+                (12, 5),
+                (40, 9),
+                (33, 17),
+                (100, 300),
+                (259, 1100),
+                (64, 0),
+            ];
+            for &(n, k) in &shapes {
                 let a: Vec<f32> = (0..k).map(value).collect();
                 let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
                 let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
@@ -675,7 +687,8 @@ mod tests {
                 ep.clamp(-2.0, 2.5);
                 let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
                 let product = |m: usize| {
-                    let mut c = vec![f32::NAN; m * n];
+                    // Past the output, a guard that nothing may write.
+                    let mut c = vec![f32::NAN; m * n + 16];
                     let rows = Rows::Dense { data: &a, lda: 0 };
                     gemm(
                         kernel,
@@ -683,10 +696,15 @@ mod tests {
                         rows,
                         &pb,
                         MatMut {
-                            data: &mut c,
+                            data: &mut c[..m * n],
                             rs: n,
                         },
                         &ep,
+                    );
+                    assert!(
+                        c[m * n..].iter().all(|v| v.is_nan()),
+                        "{} {n}x{k}: written past the output",
+                        kernel.name()
                     );
                     c.truncate(n);
                     c

@@ -198,9 +198,8 @@ unsafe fn gemv_panels<const G: usize>(g: &GemvArgs, p0: usize) {
             let j0 = (p0 + q) * NR;
             let cols = g.cols - j0;
             let (m0, m1) = (mask(cols), mask(cols.saturating_sub(8)));
-            // Plain stores only for a whole panel, as in the tile.
-            let f0 = cols >= 16;
-            let f1 = f0;
+            // Plain loads and stores only for a whole panel, as in the tile.
+            let full = cols >= 16;
             let mut v = *acc;
             for add in &g.adds[..g.nadds] {
                 let p = add.ptr.wrapping_add(j0 * add.cs);
@@ -209,17 +208,17 @@ unsafe fn gemv_panels<const G: usize>(g: &GemvArgs, p0: usize) {
                     let x = _mm256_set1_ps(*p);
                     [x, x]
                 } else {
-                    [load(p, m0, f0), load(p.wrapping_add(8), m1, f1)]
+                    [load(p, m0, full), load(p.wrapping_add(8), m1, full)]
                 };
                 v[0] = _mm256_fmadd_ps(s, x[0], v[0]);
                 v[1] = _mm256_fmadd_ps(s, x[1], v[1]);
             }
             let c = g.c.wrapping_add(j0);
-            store(c, m0, f0, _mm256_min_ps(hi, _mm256_max_ps(lo, v[0])));
+            store(c, m0, full, _mm256_min_ps(hi, _mm256_max_ps(lo, v[0])));
             store(
                 c.wrapping_add(8),
                 m1,
-                f1,
+                full,
                 _mm256_min_ps(hi, _mm256_max_ps(lo, v[1])),
             );
         }

@@ -434,9 +434,9 @@ impl<'a> RowRing<'a> {
 
 /// The row kernel in plain arrays of `L` channels, for instruction sets without a
 /// hand-written one (x86's `isa=portable`, NEON): the compiler vectorizes the lane loops
-/// (NEON: `L = 8`, two registers of four). `FMA`: fused multiply-adds (the caller enables them; the
-/// sums are exact integers either way, so fused or not gives the same bits). Channels past
-/// the last full block go through the same sums with fewer lanes.
+/// (NEON: `L = 8`, two registers of four). `FMA`: fused multiply-adds (the caller enables
+/// them; the sums are exact integers either way, so fused or not gives the same bits).
+/// Channels past the last full block go through the same sums with fewer lanes.
 ///
 /// No closures in here: a closure does not inherit its caller's target features, and one
 /// the compiler does not inline runs without them (`mul_add` then became a library call).
@@ -771,8 +771,8 @@ mod x86dw {
     /// [`rows`] for AVX2 and FMA: blocks of 8 channels, the same widened rows and weights,
     /// interior pixels in groups of [`P`], the same exact f32 sums and the same
     /// requantization in 8 lanes (`requant8`), so the same bytes as every other kernel.
-    /// Short channel blocks load with lane masks and store through a small buffer (AVX2
-    /// has no masked byte store).
+    /// Short channel blocks load with lane masks and store byte by byte (AVX2 has no
+    /// masked byte store).
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows_avx2(
