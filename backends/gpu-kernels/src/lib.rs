@@ -173,12 +173,11 @@ pub fn check_fits(plan: &plan::Plan, limits: &Limits) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{catalog, check_fits, plan, Limits};
-
-    #[test]
-    fn a_blob_with_subgroup_or_f16_kernels_is_refused_on_a_device_without_them() {
-        let device = Limits {
+impl Limits {
+    /// A device like lavapipe for the unit tests: subgroups of 8, no f16 shaders, no
+    /// subgroup arithmetic, common workgroup and buffer limits.
+    pub(crate) fn for_tests() -> Limits {
+        Limits {
             subgroup: 8,
             max_invocations: 1024,
             max_group_size: [1024, 1024, 64],
@@ -187,7 +186,17 @@ mod tests {
             max_storage_range: 128 << 20,
             float16: false,
             subgroups: false,
-        };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{catalog, check_fits, plan, Limits};
+
+    #[test]
+    fn a_blob_with_subgroup_or_f16_kernels_is_refused_on_a_device_without_them() {
+        let device = Limits::for_tests();
         let step = |kernel: &str| plan::Step {
             kernel: kernel.into(),
             spec: 64,

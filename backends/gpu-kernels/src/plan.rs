@@ -505,16 +505,7 @@ mod tests {
         b.output(z);
         let g = b.finish().unwrap();
         let consts = Constants::new(&g, &[]);
-        let limits = Limits {
-            subgroup: 8,
-            max_invocations: 1024,
-            max_group_size: [1024, 1024, 64],
-            max_group_count: [65535; 3],
-            shared_memory: 32 * 1024,
-            max_storage_range: 128 << 20,
-            float16: false,
-            subgroups: false,
-        };
+        let limits = Limits::for_tests();
         let plan = compile(&g, &consts, limits).unwrap();
         assert_eq!(plan.steps.len(), 1);
         assert_eq!(plan.steps[0].kernel, "conv_transpose");
@@ -556,16 +547,7 @@ mod tests {
         b.output(r);
         let g = b.finish().unwrap();
         let consts = Constants::new(&g, &[]);
-        let limits = Limits {
-            subgroup: 8,
-            max_invocations: 1024,
-            max_group_size: [1024, 1024, 64],
-            max_group_count: [65535; 3],
-            shared_memory: 32 * 1024,
-            max_storage_range: 128 << 20,
-            float16: false,
-            subgroups: false,
-        };
+        let limits = Limits::for_tests();
         let plan = compile(&g, &consts, limits).unwrap();
         assert_eq!(plan.steps.len(), 1);
         assert_eq!(plan.steps[0].kernel, "conv2d");

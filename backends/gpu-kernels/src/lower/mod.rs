@@ -960,12 +960,8 @@ mod tests {
         Limits {
             subgroup,
             max_invocations,
-            max_group_size: [1024, 1024, 64],
-            max_group_count: [65535; 3],
-            shared_memory: 32 * 1024,
-            max_storage_range: 128 << 20,
             float16: true,
-            subgroups: false,
+            ..Limits::for_tests()
         }
     }
 

@@ -659,16 +659,7 @@ mod tests {
     use baton_delegate_api::ir::GraphBuilder;
 
     fn limits() -> Limits {
-        Limits {
-            subgroup: 8,
-            max_invocations: 1024,
-            max_group_size: [1024, 1024, 64],
-            max_group_count: [65535; 3],
-            shared_memory: 32 * 1024,
-            max_storage_range: 128 << 20,
-            float16: false,
-            subgroups: false,
-        }
+        Limits::for_tests()
     }
 
     fn lowered(g: &Graph) -> Lowered<Vec<Draft>> {
