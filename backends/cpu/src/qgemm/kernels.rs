@@ -10,7 +10,7 @@
 //! | kernel | ISA | inner step |
 //! | --- | --- | --- |
 //! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes |
-//! | `avx2 4x16` | x86-64 AVX2 | bytes widened to i16, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves |
+//! | `avx2 4x16` | x86-64 AVX2 | activations widened to i16 once per row tile, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves |
 //! | `neon-dotprod 4x16` | aarch64 `dotprod` | `sdot` by lane, one activation load per 4 blocks |
 //! | `neon 2x16` | aarch64 NEON | `smull` (exact i16 products), `sadalp` into i32 |
 //! | `portable 4x16` | any | scalar i32 |
@@ -63,7 +63,7 @@ static PORTABLE: QKernel = QKernel {
 static AVX2: QKernel = QKernel {
     id: QKernelId::Avx2,
     name: "int8 avx2 4x16 (vpmaddwd)",
-    mr: 4,
+    mr: x86::AVX2_MR,
     tiles: x86::avx2_tiles,
 };
 
@@ -390,6 +390,33 @@ unsafe fn drive<const MR: usize, const SIGNED: bool>(
         Option<Fin>,
     ) -> bool,
 ) {
+    // SAFETY: forwarded.
+    unsafe { drive_prep::<MR, SIGNED>(g, rows, panels, out, |_, _, _| {}, tile) }
+}
+
+/// [`drive`], calling `prep(ptrs, taps, c4)` each time it has filled the row pointers
+/// (once per row tile when the taps fit one call), before the tiles that read them: a
+/// kernel converts the rows there once for every panel.
+///
+/// # Safety
+/// As [`drive`]; `prep` is safe to call on the pointers handed to it.
+#[inline(always)]
+unsafe fn drive_prep<const MR: usize, const SIGNED: bool>(
+    g: &QGemm<'_>,
+    rows: Range<usize>,
+    panels: Range<usize>,
+    out: OutPtr,
+    mut prep: impl FnMut(&[*const u8; TAPS_PER_CALL * MR_MAX], usize, usize),
+    tile: impl Fn(
+        &[*const u8; TAPS_PER_CALL * MR_MAX],
+        usize,
+        usize,
+        *const i8,
+        &mut [i32; MR_MAX * NR],
+        bool,
+        Option<Fin>,
+    ) -> bool,
+) {
     let w = g.w;
     let (taps, n) = (w.taps, w.n);
     let c4 = padded_c(w.c) / 4;
@@ -406,6 +433,7 @@ unsafe fn drive<const MR: usize, const SIGNED: bool>(
         if once {
             // SAFETY: forwarded.
             unsafe { fill_ptrs::<MR>(g, rt, 0, taps, &mut ptrs) };
+            prep(&ptrs, taps, c4);
         }
         for p in panels.clone() {
             let panel = w.panel(p).as_ptr();
@@ -416,6 +444,7 @@ unsafe fn drive<const MR: usize, const SIGNED: bool>(
                 if !once {
                     // SAFETY: forwarded.
                     unsafe { fill_ptrs::<MR>(g, rt, t0, tn, &mut ptrs) };
+                    prep(&ptrs, tn, c4);
                 }
                 // SAFETY: the panel holds `taps * c4` blocks of `NR * 4` bytes.
                 let wp = unsafe { panel.add(t0 * c4 * NR * 4) };
@@ -484,8 +513,8 @@ pub(crate) mod x86 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{drive, Fin, OutPtr, QGemm, MR_MAX, NR, TAPS_PER_CALL};
-    use crate::qgemm::QOut;
+    use super::{drive, drive_prep, Fin, OutPtr, QGemm, MR_MAX, NR, TAPS_PER_CALL};
+    use crate::qgemm::{QOut, Stage2};
 
     type Ptrs = [*const u8; TAPS_PER_CALL * MR_MAX];
 
@@ -606,13 +635,46 @@ pub(crate) mod x86 {
     #[target_feature(enable = "avx2")]
     #[inline]
     pub(crate) fn requant8(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> u64 {
+        pack8(requant8_lanes(acc, off, sc, q))
+    }
+
+    /// [`requant8`] before the packing: the stored values as i32 lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn requant8_lanes(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> __m256i {
         let v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, off)), sc);
         let lo = _mm256_set1_ps((q.lo - q.zp) as f32);
         let hi = _mm256_set1_ps((q.hi - q.zp) as f32);
         let v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
         let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-        // Integral and in [0, 255] after the zero point: byte 0 of each lane is the value.
-        let y = _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(q.zp));
+        _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(q.zp))
+    }
+
+    /// `Stage2::apply` on 8 lanes of first-stage values `y1` (i32 lanes in `[0, 255]`)
+    /// with their columns' biases, bit-identical to it: the same f32 steps (a multiply
+    /// and an add, not a fused one; a true division), its clamps as `max` then `min`
+    /// (which give the lower bound for a NaN, as `clamp` does), the rounding explicit.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn stage2_lanes(y1: __m256i, bias: __m256, s: &Stage2) -> __m256i {
+        let f = _mm256_sub_ps(_mm256_cvtepi32_ps(y1), _mm256_set1_ps(s.z1 as f32));
+        let f = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(s.s1)), bias);
+        let x = _mm256_div_ps(f, _mm256_set1_ps(s.s2));
+        let x = _mm256_max_ps(x, _mm256_set1_ps(-4_194_304.0));
+        let x = _mm256_min_ps(x, _mm256_set1_ps(4_194_304.0));
+        let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+        let y = _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(s.z2));
+        _mm256_min_epi32(
+            _mm256_max_epi32(y, _mm256_set1_epi32(s.lo)),
+            _mm256_set1_epi32(s.hi),
+        )
+    }
+
+    /// Byte 0 of each i32 lane (values in `[0, 255]`), as the 8 bytes of a `u64` in lane
+    /// order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn pack8(y: __m256i) -> u64 {
         let pick = _mm256_setr_epi8(
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
@@ -634,15 +696,88 @@ pub(crate) mod x86 {
         unsafe { avx2_drive(g, rows, panels, out) }
     }
 
+    /// Rows of the AVX2 tile.
+    pub(super) const AVX2_MR: usize = 4;
+    /// The most activation values per row that the AVX2 driver widens once per row tile
+    /// (`taps * 4 * c4` of one call); longer rows are widened inside the tile, per panel.
+    const WIDE_ROW: usize = 2048;
+
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
-        // SAFETY: forwarded.
+        const MR: usize = AVX2_MR;
+        let c4 = super::padded_c(g.w.c) / 4;
+        let stride = g.w.taps.min(TAPS_PER_CALL) * c4 * 4;
+        if stride > WIDE_ROW {
+            // SAFETY: forwarded.
+            unsafe {
+                drive::<MR, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+                    let fin = fin.map(|f| (f, g, out));
+                    avx2_tile::<MR, false>(p, std::ptr::null(), 0, taps, c4, w, acc, init, fin)
+                })
+            }
+            return;
+        }
+        // Every panel of a row tile multiplies the same activations: they are widened to
+        // i16 once, here, instead of once per panel and half inside the tile (where the
+        // widening and broadcast shuffles outnumbered the multiplies). Not initialized:
+        // the tiles read only what `widen` wrote for their row tile.
+        let mut wide = [std::mem::MaybeUninit::<i16>::uninit(); MR * WIDE_ROW];
+        let wp = wide.as_mut_ptr() as *mut i16;
+        // SAFETY: forwarded; `widen` writes `taps * 4 * c4 <= stride` values per row.
         unsafe {
-            drive::<4, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
-                // The folded bias Add's second stage goes through `store_tile`.
-                let fin = fin.filter(|_| g.out.stage2.is_none());
-                avx2_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
-            })
+            drive_prep::<MR, false>(
+                g,
+                rows,
+                panels,
+                out,
+                |p, taps, c4| widen::<MR>(p, taps, c4, wp, stride),
+                |p, taps, c4, w, acc, init, fin| {
+                    let fin = fin.map(|f| (f, g, out));
+                    avx2_tile::<MR, true>(p, wp, stride, taps, c4, w, acc, init, fin)
+                },
+            )
+        }
+    }
+
+    /// Widens the `4 * c4` bytes behind each of the tile's `taps x MR` pointers to i16,
+    /// row `r`'s taps one after another from `dst + r * stride`.
+    ///
+    /// # Safety
+    /// The pointers reach `4 * c4` bytes; `dst` holds `MR * stride` values and
+    /// `taps * 4 * c4 <= stride`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn widen<const MR: usize>(
+        ptrs: &Ptrs,
+        taps: usize,
+        c4: usize,
+        dst: *mut i16,
+        stride: usize,
+    ) {
+        let n = 4 * c4;
+        for r in 0..MR {
+            for t in 0..taps {
+                let src = ptrs[t * MR + r];
+                // SAFETY: as the function's contract.
+                unsafe {
+                    let d = dst.add(r * stride + t * n);
+                    let mut i = 0;
+                    while i + 16 <= n {
+                        let x = _mm_loadu_si128(src.add(i) as *const _);
+                        _mm256_storeu_si256(d.add(i) as *mut _, _mm256_cvtepu8_epi16(x));
+                        i += 16;
+                    }
+                    if i + 8 <= n {
+                        let x = _mm_loadl_epi64(src.add(i) as *const _);
+                        _mm_storeu_si128(d.add(i) as *mut _, _mm_cvtepu8_epi16(x));
+                        i += 8;
+                    }
+                    if i < n {
+                        let x = (src.add(i) as *const i32).read_unaligned();
+                        let x = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(x));
+                        _mm_storel_epi64(d.add(i) as *mut _, x);
+                    }
+                }
+            }
         }
     }
 
@@ -654,11 +789,16 @@ pub(crate) mod x86 {
         _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(x)))
     }
 
-    /// One 4 x 16 tile into `acc`, or, given `fin`, requantized in registers and stored
-    /// (then it returns `true`), as the VNNI tile does.
+    /// One MR x 16 tile into `acc`, or, given `fin`, requantized in registers and stored
+    /// (then it returns `true`), as the VNNI tile does. With `WIDE`, the activations come
+    /// widened from `wide` (row `r` at `wide + r * stride`, see [`widen`]), else from the
+    /// pointers.
+    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2")]
-    unsafe fn avx2_tile(
+    unsafe fn avx2_tile<const MR: usize, const WIDE: bool>(
         ptrs: &Ptrs,
+        wide: *const i16,
+        stride: usize,
         taps: usize,
         c4: usize,
         w: *const i8,
@@ -670,18 +810,23 @@ pub(crate) mod x86 {
         // Two passes of 8 columns; per row, columns 0-3 and 4-7 of the half, each column as
         // two partial sums (k0*w0 + k1*w1, k2*w2 + k3*w3) in neighbouring lanes.
         for half in 0..2 {
-            // SAFETY: as for the VNNI tile.
+            // SAFETY: as for the VNNI tile; `wide` holds `taps * 4 * c4` values per row.
             unsafe {
-                let mut lo = [_mm256_setzero_si256(); 4];
-                let mut hi = [_mm256_setzero_si256(); 4];
+                let mut lo = [_mm256_setzero_si256(); MR];
+                let mut hi = [_mm256_setzero_si256(); MR];
                 let mut wb = w.add(half * 32);
                 for t in 0..taps {
-                    let p = &ptrs[t * 4..t * 4 + 4];
+                    let p = &ptrs[t * MR..t * MR + MR];
                     for b in 0..c4 {
                         let w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(wb as *const _));
                         let w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(wb.add(16) as *const _));
-                        for r in 0..4 {
-                            let x = bcast256(p[r], b);
+                        for r in 0..MR {
+                            let x = if WIDE {
+                                let at = wide.add(r * stride + (t * c4 + b) * 4);
+                                _mm256_set1_epi64x((at as *const i64).read_unaligned())
+                            } else {
+                                bcast256(p[r], b)
+                            };
                             lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(x, w0));
                             hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(x, w1));
                         }
@@ -699,12 +844,15 @@ pub(crate) mod x86 {
                     let j = f.j0 + half * 8;
                     // The bounds check covered `j0 + cols` columns of the per-column
                     // vectors; masked lanes are not read.
-                    let off =
-                        _mm256_maskload_epi32(g.out.offset.as_ptr().add(j.min(f.j0 + f.cols)), m);
-                    let sc = _mm256_maskload_ps(g.out.scale.as_ptr().add(j.min(f.j0 + f.cols)), m);
-                    (f, g, out, cols, off, sc)
+                    let j = j.min(f.j0 + f.cols);
+                    let off = _mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m);
+                    let sc = _mm256_maskload_ps(g.out.scale.as_ptr().add(j), m);
+                    // A folded bias Add's second stage (its biases are per column too).
+                    let s2 = g.out.stage2.as_ref();
+                    let bias = s2.map(|s| _mm256_maskload_ps(s.bias.as_ptr().add(j), m));
+                    (f, g, out, cols, off, sc, s2.zip(bias))
                 });
-                for r in 0..4 {
+                for r in 0..MR {
                     // [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order.
                     let s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
                     let dst = a.add(r * NR + half * 8) as *mut __m256i;
@@ -714,11 +862,16 @@ pub(crate) mod x86 {
                         _mm256_add_epi32(s, _mm256_loadu_si256(dst))
                     };
                     match fin {
-                        Some((f, g, out, cols, off, sc)) => {
+                        Some((f, g, out, cols, off, sc, s2)) => {
                             if r >= f.rows || cols == 0 {
                                 continue;
                             }
-                            let y = requant8(s, off, sc, g.out).to_le_bytes();
+                            let y = requant8_lanes(s, off, sc, g.out);
+                            let y = match s2 {
+                                Some((s2, bias)) => stage2_lanes(y, bias, s2),
+                                None => y,
+                            };
+                            let y = pack8(y).to_le_bytes();
                             let d = out.0.add((f.r0 + r) * g.ldo + f.j0 + half * 8);
                             if cols == 8 {
                                 (d as *mut [u8; 8]).write_unaligned(y);
@@ -741,8 +894,8 @@ pub(crate) mod x86 {
 mod tests {
     use std::arch::x86_64::*;
 
-    use super::x86::{requant16, requant8};
-    use crate::qgemm::{requant, to_byte, QOut};
+    use super::x86::{requant16, requant8, stage2_lanes};
+    use crate::qgemm::{requant, to_byte, QOut, Stage2};
 
     /// The vector requantizations reorder the scalar one's steps (clamp before rounding,
     /// the zero point in integers); they must still give the same byte for every input:
@@ -835,5 +988,85 @@ mod tests {
             };
             *got = y.to_le_bytes();
         });
+    }
+
+    #[test]
+    fn the_8_lane_second_stage_is_stage2_apply_bit_for_bit() {
+        if !is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the 8-lane second stage is not used");
+            return;
+        }
+        // Biases at halfway points of small and large scales, both clamps, a NaN and an
+        // infinity (the scalar clamps send a NaN to the lower bound).
+        let mut biases = vec![
+            0.0,
+            0.5,
+            -0.5,
+            1.25,
+            -3.75,
+            1e9,
+            -1e9,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        let mut seed = 0x2545_f491_u32;
+        biases.extend((0..600).map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed as i32 as f32) * 1e-7
+        }));
+        let params = [
+            // (s1, z1, s2, z2, lo, hi)
+            (0.5, 128, 0.5, 128, 0, 255),
+            (0.02, 3, 0.03, 7, 0, 255),
+            (1.0, 0, 2.0, 0, 0, 255),
+            (0.1, 200, 0.07, 13, 13, 250),
+            (3.7e-5, 128, 1.1e-5, 255, 0, 255),
+        ];
+        for &(s1, z1, s2, z2, lo, hi) in &params {
+            let y1_at = |y0: i32, l: usize| (y0 + l as i32 * 37) % 256;
+            // Biases that put the sum within an ulp or two of a halfway point of `s2`,
+            // where a multiply by `1 / s2` would round the other way.
+            let ties = (0..256).step_by(8).map(|y0| {
+                std::array::from_fn(|l| {
+                    let k = (l as i32 * 11 + y0) % 61 - 30;
+                    (k as f32 + 0.5) * s2 - (y1_at(y0, l) - z1) as f32 * s1
+                })
+            });
+            let blocks = biases.chunks(8).map(|b| {
+                let mut bias = [0f32; 8];
+                bias[..b.len()].copy_from_slice(b);
+                bias
+            });
+            for bias in blocks.chain(ties) {
+                let st = Stage2 {
+                    s1,
+                    z1,
+                    bias: bias.to_vec(),
+                    s2,
+                    z2,
+                    lo,
+                    hi,
+                };
+                for y0 in (0..256).step_by(8) {
+                    let y1: [i32; 8] = std::array::from_fn(|l| y1_at(y0, l));
+                    let mut got = [0i32; 8];
+                    // SAFETY: AVX2 detected above; 8 lanes in and out.
+                    unsafe {
+                        let y = stage2_lanes(
+                            _mm256_loadu_si256(y1.as_ptr() as *const _),
+                            _mm256_loadu_ps(bias.as_ptr()),
+                            &st,
+                        );
+                        _mm256_storeu_si256(got.as_mut_ptr() as *mut _, y);
+                    }
+                    for l in 0..8 {
+                        let want = st.apply(y1[l] as f32, l);
+                        assert_eq!(got[l], want as i32, "y1 {} bias {} {st:?}", y1[l], bias[l]);
+                    }
+                }
+            }
+        }
     }
 }
