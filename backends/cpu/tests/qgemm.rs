@@ -117,6 +117,7 @@ fn every_available_kernel_matches_the_scalar_reference() {
         (2, 1, 300, 17),
         (9, 4, 4, 1),
         (17, 40, 6, 20),
+        (6, 1, 20, 29),
         // One call's row at the most a kernel widens ahead (2048 values) and past it.
         (5, 1, 2048, 18),
         (3, 9, 240, 21),

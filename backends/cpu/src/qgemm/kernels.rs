@@ -635,39 +635,117 @@ pub(crate) mod x86 {
     #[target_feature(enable = "avx2")]
     #[inline]
     pub(crate) fn requant8(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> u64 {
-        pack8(requant8_lanes(acc, off, sc, q))
+        pack8(Requant8::new(off, sc, q).lanes(acc))
     }
 
-    /// [`requant8`] before the packing: the stored values as i32 lanes.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn requant8_lanes(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> __m256i {
-        let v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, off)), sc);
-        let lo = _mm256_set1_ps((q.lo - q.zp) as f32);
-        let hi = _mm256_set1_ps((q.hi - q.zp) as f32);
-        let v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-        let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
-        _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(q.zp))
+    /// [`requant8`]'s operands as vectors, made once for a block of 8 columns and used
+    /// for each of its rows. (Made per row, they were reloaded from `QOut` after every
+    /// row's store, which may alias it, and converted again.)
+    #[derive(Clone, Copy)]
+    pub(crate) struct Requant8 {
+        off: __m256i,
+        sc: __m256,
+        lo: __m256,
+        hi: __m256,
+        zp: __m256i,
     }
 
-    /// `Stage2::apply` on 8 lanes of first-stage values `y1` (i32 lanes in `[0, 255]`)
-    /// with their columns' biases, bit-identical to it: the same f32 steps (a multiply
-    /// and an add, not a fused one; a true division), its clamps as `max` then `min`
-    /// (which give the lower bound for a NaN, as `clamp` does), the rounding explicit.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    pub(crate) fn stage2_lanes(y1: __m256i, bias: __m256, s: &Stage2) -> __m256i {
-        let f = _mm256_sub_ps(_mm256_cvtepi32_ps(y1), _mm256_set1_ps(s.z1 as f32));
-        let f = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(s.s1)), bias);
-        let x = _mm256_div_ps(f, _mm256_set1_ps(s.s2));
-        let x = _mm256_max_ps(x, _mm256_set1_ps(-4_194_304.0));
-        let x = _mm256_min_ps(x, _mm256_set1_ps(4_194_304.0));
-        let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
-        let y = _mm256_add_epi32(_mm256_cvttps_epi32(r), _mm256_set1_epi32(s.z2));
-        _mm256_min_epi32(
-            _mm256_max_epi32(y, _mm256_set1_epi32(s.lo)),
-            _mm256_set1_epi32(s.hi),
-        )
+    impl Requant8 {
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn new(off: __m256i, sc: __m256, q: &QOut) -> Requant8 {
+            Requant8 {
+                off,
+                sc,
+                lo: _mm256_set1_ps((q.lo - q.zp) as f32),
+                hi: _mm256_set1_ps((q.hi - q.zp) as f32),
+                zp: _mm256_set1_epi32(q.zp),
+            }
+        }
+
+        /// The stored values as i32 lanes (before the packing).
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn lanes(&self, acc: __m256i) -> __m256i {
+            let v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, self.off)), self.sc);
+            let v = _mm256_min_ps(_mm256_max_ps(v, self.lo), self.hi);
+            let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            _mm256_add_epi32(_mm256_cvttps_epi32(r), self.zp)
+        }
+    }
+
+    /// `Stage2::apply` on 8 lanes, its operands as vectors for a block of 8 columns, bit-
+    /// identical to it: the same f32 steps (a multiply and an add, not a fused one; a
+    /// true division), its clamps as `max` then `min` (which give the lower bound for a
+    /// NaN, as `clamp` does), the rounding explicit.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Stage2x8 {
+        z1: __m256,
+        s1: __m256,
+        bias: __m256,
+        s2: __m256,
+        z2: __m256i,
+        lo: __m256i,
+        hi: __m256i,
+    }
+
+    impl Stage2x8 {
+        /// For columns whose dequantized biases are `bias`.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn new(bias: __m256, s: &Stage2) -> Stage2x8 {
+            Stage2x8 {
+                z1: _mm256_set1_ps(s.z1 as f32),
+                s1: _mm256_set1_ps(s.s1),
+                bias,
+                s2: _mm256_set1_ps(s.s2),
+                z2: _mm256_set1_epi32(s.z2),
+                lo: _mm256_set1_epi32(s.lo),
+                hi: _mm256_set1_epi32(s.hi),
+            }
+        }
+
+        /// The stored values of first-stage values `y1` (i32 lanes in `[0, 255]`).
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn lanes(&self, y1: __m256i) -> __m256i {
+            let f = _mm256_sub_ps(_mm256_cvtepi32_ps(y1), self.z1);
+            let f = _mm256_add_ps(_mm256_mul_ps(f, self.s1), self.bias);
+            let x = _mm256_div_ps(f, self.s2);
+            let x = _mm256_max_ps(x, _mm256_set1_ps(-4_194_304.0));
+            let x = _mm256_min_ps(x, _mm256_set1_ps(4_194_304.0));
+            let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
+            let y = _mm256_add_epi32(_mm256_cvttps_epi32(r), self.z2);
+            _mm256_min_epi32(_mm256_max_epi32(y, self.lo), self.hi)
+        }
+    }
+
+    /// Stores the first `n` (at most 8) bytes of `y`, in order, at `d`: whole words, no
+    /// byte loop through the stack.
+    ///
+    /// # Safety
+    /// `d` reaches `n` bytes.
+    #[inline(always)]
+    unsafe fn store_bytes(d: *mut u8, y: u64, n: usize) {
+        // SAFETY: each write stays within the first `n` bytes.
+        unsafe {
+            if n == 8 {
+                (d as *mut u64).write_unaligned(y.to_le());
+                return;
+            }
+            let (mut d, mut y) = (d, y);
+            if n & 4 != 0 {
+                (d as *mut u32).write_unaligned((y as u32).to_le());
+                (d, y) = (d.add(4), y >> 32);
+            }
+            if n & 2 != 0 {
+                (d as *mut u16).write_unaligned((y as u16).to_le());
+                (d, y) = (d.add(2), y >> 16);
+            }
+            if n & 1 != 0 {
+                d.write(y as u8);
+            }
+        }
     }
 
     /// Byte 0 of each i32 lane (values in `[0, 255]`), as the 8 bytes of a `u64` in lane
@@ -809,7 +887,12 @@ pub(crate) mod x86 {
         let a = acc.as_mut_ptr();
         // Two passes of 8 columns; per row, columns 0-3 and 4-7 of the half, each column as
         // two partial sums (k0*w0 + k1*w1, k2*w2 + k3*w3) in neighbouring lanes.
-        for half in 0..2 {
+        // A stored panel of 8 columns or fewer (the last of `n`) needs no second half.
+        let halves = match fin {
+            Some((f, ..)) if f.cols <= 8 => 1,
+            _ => 2,
+        };
+        for half in 0..halves {
             // SAFETY: as for the VNNI tile; `wide` holds `taps * 4 * c4` values per row.
             unsafe {
                 let mut lo = [_mm256_setzero_si256(); MR];
@@ -848,9 +931,12 @@ pub(crate) mod x86 {
                     let off = _mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m);
                     let sc = _mm256_maskload_ps(g.out.scale.as_ptr().add(j), m);
                     // A folded bias Add's second stage (its biases are per column too).
-                    let s2 = g.out.stage2.as_ref();
-                    let bias = s2.map(|s| _mm256_maskload_ps(s.bias.as_ptr().add(j), m));
-                    (f, g, out, cols, off, sc, s2.zip(bias))
+                    let s2 =
+                        g.out.stage2.as_ref().map(|s| {
+                            Stage2x8::new(_mm256_maskload_ps(s.bias.as_ptr().add(j), m), s)
+                        });
+                    let d = out.0.add(f.r0 * g.ldo + f.j0 + half * 8);
+                    (f, g.ldo, d, cols, Requant8::new(off, sc, g.out), s2)
                 });
                 for r in 0..MR {
                     // [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order.
@@ -862,24 +948,16 @@ pub(crate) mod x86 {
                         _mm256_add_epi32(s, _mm256_loadu_si256(dst))
                     };
                     match fin {
-                        Some((f, g, out, cols, off, sc, s2)) => {
+                        Some((f, ldo, d, cols, rq, s2)) => {
                             if r >= f.rows || cols == 0 {
                                 continue;
                             }
-                            let y = requant8_lanes(s, off, sc, g.out);
+                            let y = rq.lanes(s);
                             let y = match s2 {
-                                Some((s2, bias)) => stage2_lanes(y, bias, s2),
+                                Some(s2) => s2.lanes(y),
                                 None => y,
                             };
-                            let y = pack8(y).to_le_bytes();
-                            let d = out.0.add((f.r0 + r) * g.ldo + f.j0 + half * 8);
-                            if cols == 8 {
-                                (d as *mut [u8; 8]).write_unaligned(y);
-                            } else {
-                                for (c, &b) in y.iter().enumerate().take(cols) {
-                                    d.add(c).write(b);
-                                }
-                            }
+                            store_bytes(d.add(r * ldo), pack8(y), cols);
                         }
                         None => _mm256_storeu_si256(dst, s),
                     }
@@ -894,7 +972,7 @@ pub(crate) mod x86 {
 mod tests {
     use std::arch::x86_64::*;
 
-    use super::x86::{requant16, requant8, stage2_lanes};
+    use super::x86::{requant16, requant8, Stage2x8};
     use crate::qgemm::{requant, to_byte, QOut, Stage2};
 
     /// The vector requantizations reorder the scalar one's steps (clamp before rounding,
@@ -1054,11 +1132,8 @@ mod tests {
                     let mut got = [0i32; 8];
                     // SAFETY: AVX2 detected above; 8 lanes in and out.
                     unsafe {
-                        let y = stage2_lanes(
-                            _mm256_loadu_si256(y1.as_ptr() as *const _),
-                            _mm256_loadu_ps(bias.as_ptr()),
-                            &st,
-                        );
+                        let s2 = Stage2x8::new(_mm256_loadu_ps(bias.as_ptr()), &st);
+                        let y = s2.lanes(_mm256_loadu_si256(y1.as_ptr() as *const _));
                         _mm256_storeu_si256(got.as_mut_ptr() as *mut _, y);
                     }
                     for l in 0..8 {
