@@ -229,17 +229,18 @@ fn worker(shared: &Shared, w: usize) {
 }
 
 /// A mutable slice shared by tasks that write disjoint parts of it.
-pub(crate) struct Disjoint<'a> {
-    ptr: *mut f32,
+pub(crate) struct Disjoint<'a, T = f32> {
+    ptr: *mut T,
     len: usize,
-    _borrow: std::marker::PhantomData<&'a mut [f32]>,
+    _borrow: std::marker::PhantomData<&'a mut [T]>,
 }
 
-// SAFETY: tasks only touch disjoint ranges (the contract of `Disjoint::range`).
-unsafe impl Sync for Disjoint<'_> {}
+// SAFETY: tasks only touch disjoint ranges (the contract of `Disjoint::range`), and the
+// elements may move between threads.
+unsafe impl<T: Send> Sync for Disjoint<'_, T> {}
 
-impl<'a> Disjoint<'a> {
-    pub fn new(data: &'a mut [f32]) -> Disjoint<'a> {
+impl<'a, T> Disjoint<'a, T> {
+    pub fn new(data: &'a mut [T]) -> Disjoint<'a, T> {
         Disjoint {
             ptr: data.as_mut_ptr(),
             len: data.len(),
@@ -252,12 +253,14 @@ impl<'a> Disjoint<'a> {
     /// # Safety
     /// No two live ranges may overlap.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn range(&self, start: usize, len: usize) -> &'a mut [f32] {
+    pub unsafe fn range(&self, start: usize, len: usize) -> &'a mut [T] {
         assert!(start + len <= self.len, "Disjoint::range out of bounds");
         // SAFETY: in bounds (checked), and unaliased by the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) }
     }
+}
 
+impl<'a> Disjoint<'a, f32> {
     /// The elements `start..start + len`, shared.
     ///
     /// # Safety

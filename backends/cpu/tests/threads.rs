@@ -114,6 +114,59 @@ fn row_split_ops_agree_bit_for_bit() {
     }
 }
 
+/// Binary element-wise ops (broadcasting a row, a column and a scalar) and the int8
+/// element-wise steps (QuantizeLinear, DequantizeLinear, a QDQ Add of two int8 tensors),
+/// split among the threads in contiguous parts of the output that cut through rows,
+/// agree bit for bit with one thread.
+#[test]
+fn element_parts_agree_bit_for_bit() {
+    let mut rng = Rng::new(23);
+    let (rows, n) = (301, 257);
+    let mut g = GraphBuilder::new("parts");
+    let x = g.input_fixed("x", DType::F32, &[rows, n]);
+    let row = g.constant_f32("row", &[n], &rng.vec(n));
+    let col = g.constant_f32("col", &[rows, 1], &rng.vec(rows));
+    let two = g.constant_f32("two", &[], &[2.5]);
+    let add = g.node(OpKind::Add, &[x, row], &[]).unwrap();
+    let mul = g.node(OpKind::Mul, &[add, col], &[]).unwrap();
+    let div = g.node(OpKind::Div, &[mul, two], &[]).unwrap();
+    let sub = g.node(OpKind::Sub, &[two, x], &[]).unwrap();
+    let q = |g: &mut GraphBuilder, t, name: &str, scale: f32, zp: u8| {
+        let s = g.constant_f32(&format!("{name}_s"), &[], &[scale]);
+        let z = g.constant(
+            &format!("{name}_z"),
+            DType::U8,
+            &[],
+            TensorData::from_bytes(&[zp]),
+        );
+        let q = g.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+        (
+            g.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap(),
+            q,
+        )
+    };
+    let (da, qa) = q(&mut g, x, "a", 0.02, 128);
+    let (db, _) = q(&mut g, div, "b", 0.05, 120);
+    let sum = g.node(OpKind::Add, &[da, db], &[]).unwrap();
+    let (ds, _) = q(&mut g, sum, "y", 0.04, 131);
+    for t in [div, sub, qa, ds] {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let input = Tensor::from_f32(&[rows, n], &rng.vec(rows * n));
+    let one = run(&delegate(1), &graph, std::slice::from_ref(&input)).expect("1 thread");
+    for threads in [2, 3] {
+        let many = run(&delegate(threads), &graph, std::slice::from_ref(&input)).expect("run");
+        for (i, (a, b)) in one.iter().zip(&many).enumerate() {
+            assert_eq!(
+                a.bytes(),
+                b.bytes(),
+                "output {i}: {threads} threads differ from 1"
+            );
+        }
+    }
+}
+
 /// Attention runs one task per (batch, head), each on its worker's scratch: 2 and 3
 /// threads (uneven shares of 2 x 6 heads) agree bit for bit with one, on every output.
 #[test]

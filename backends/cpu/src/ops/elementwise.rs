@@ -314,20 +314,39 @@ pub(crate) fn split(
     row: usize,
     f: impl Fn(&[f32], &mut [f32]) + Sync,
 ) {
-    let (n, row) = (out.len().min(x.len()), row.max(1));
+    let n = out.len().min(x.len());
+    split_out(pool, &mut out[..n], row, |start, out| {
+        f(&x[start..start + out.len()], out)
+    });
+}
+
+/// `f(start, out_part)` over one contiguous part of `out` per thread (`start`: the index
+/// of its first element), split at multiples of `row` elements (the last part takes any
+/// rest); `f(0, out)` on the calling thread alone when the work is small.
+pub(crate) fn split_out<T: Send>(
+    pool: &Pool,
+    out: &mut [T],
+    row: usize,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let (n, row) = (out.len(), row.max(1));
     let rows = n / row;
     let tasks = pool.threads().min(rows);
     if n < PARALLEL_MIN || tasks < 2 {
-        return f(&x[..n], &mut out[..n]);
+        return f(0, out);
     }
     let per = rows.div_ceil(tasks);
-    let parts = Disjoint::new(&mut out[..n]);
+    let parts = Disjoint::new(out);
     pool.run(tasks, &|task, _| {
-        let (r0, r1) = ((task * per).min(rows), ((task + 1) * per).min(rows));
-        let (start, len) = (r0 * row, (r1 - r0) * row);
-        // SAFETY: the tasks' row ranges are disjoint.
-        let out = unsafe { parts.range(start, len) };
-        f(&x[start..start + len], out);
+        let start = (task * per).min(rows) * row;
+        let end = if task + 1 == tasks {
+            n
+        } else {
+            ((task + 1) * per).min(rows) * row
+        };
+        // SAFETY: the tasks' ranges are disjoint.
+        let out = unsafe { parts.range(start, end - start) };
+        f(start, out);
     });
 }
 
@@ -388,80 +407,93 @@ impl BinaryOp {
         }
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
+    /// Each output element depends on its own operands only, so the output is split among
+    /// the threads in contiguous parts, whatever the broadcasting.
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let (a, b) = (sources.get(self.a), sources.get(self.b));
-        match isa {
+        let n = self.walk.len().min(out.len());
+        split_out(pool, &mut out[..n], 1, |start, out| match isa {
             // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512F => unsafe { self.run_avx512(a, b, out) },
+            Isa::Avx512F => unsafe { self.run_avx512(a, b, start, out) },
             // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2Fma => unsafe { self.run_avx2(a, b, out) },
-            _ => self.run_any(a, b, out),
-        }
+            Isa::Avx2Fma => unsafe { self.run_avx2(a, b, start, out) },
+            _ => self.run_any(a, b, start, out),
+        })
     }
 
-    /// The loops, inlined into one function per vector width (see `math::map`).
+    /// The loops, inlined into one function per vector width (see `math::map`), over the
+    /// output elements `start..start + out.len()` (`out` holds just those).
     #[inline(always)]
-    fn run_any(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
+    fn run_any(&self, a: &[f32], b: &[f32], start: usize, out: &mut [f32]) {
+        let o = (start, out);
         match self.op {
-            Binary::Add => self.apply(a, b, out, |x, y| x + y),
-            Binary::Sub => self.apply(a, b, out, |x, y| x - y),
-            Binary::Mul => self.apply(a, b, out, |x, y| x * y),
-            Binary::Div => self.apply(a, b, out, |x, y| x / y),
-            Binary::Pow => self.apply(a, b, out, |x, y| (x as f64).powf(y as f64) as f32),
-            Binary::Greater => self.apply(a, b, out, |x, y| (x > y) as u8 as f32),
-            Binary::Less => self.apply(a, b, out, |x, y| (x < y) as u8 as f32),
-            Binary::Equal => self.apply(a, b, out, |x, y| (x == y) as u8 as f32),
-            Binary::GreaterOrEqual => self.apply(a, b, out, |x, y| (x >= y) as u8 as f32),
-            Binary::LessOrEqual => self.apply(a, b, out, |x, y| (x <= y) as u8 as f32),
-            Binary::And => self.apply(a, b, out, |x, y| (x != 0.0 && y != 0.0) as u8 as f32),
-            Binary::Or => self.apply(a, b, out, |x, y| (x != 0.0 || y != 0.0) as u8 as f32),
-            Binary::Xor => self.apply(a, b, out, |x, y| ((x != 0.0) != (y != 0.0)) as u8 as f32),
-            Binary::Mod { floored } => self.apply(a, b, out, |x, y| float_mod(x, y, floored)),
+            Binary::Add => self.apply(a, b, o, |x, y| x + y),
+            Binary::Sub => self.apply(a, b, o, |x, y| x - y),
+            Binary::Mul => self.apply(a, b, o, |x, y| x * y),
+            Binary::Div => self.apply(a, b, o, |x, y| x / y),
+            Binary::Pow => self.apply(a, b, o, |x, y| (x as f64).powf(y as f64) as f32),
+            Binary::Greater => self.apply(a, b, o, |x, y| (x > y) as u8 as f32),
+            Binary::Less => self.apply(a, b, o, |x, y| (x < y) as u8 as f32),
+            Binary::Equal => self.apply(a, b, o, |x, y| (x == y) as u8 as f32),
+            Binary::GreaterOrEqual => self.apply(a, b, o, |x, y| (x >= y) as u8 as f32),
+            Binary::LessOrEqual => self.apply(a, b, o, |x, y| (x <= y) as u8 as f32),
+            Binary::And => self.apply(a, b, o, |x, y| (x != 0.0 && y != 0.0) as u8 as f32),
+            Binary::Or => self.apply(a, b, o, |x, y| (x != 0.0 || y != 0.0) as u8 as f32),
+            Binary::Xor => self.apply(a, b, o, |x, y| ((x != 0.0) != (y != 0.0)) as u8 as f32),
+            Binary::Mod { floored } => self.apply(a, b, o, |x, y| float_mod(x, y, floored)),
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn run_avx512(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
-        self.run_any(a, b, out)
+    unsafe fn run_avx512(&self, a: &[f32], b: &[f32], start: usize, out: &mut [f32]) {
+        self.run_any(a, b, start, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(&self, a: &[f32], b: &[f32], out: &mut [f32]) {
-        self.run_any(a, b, out)
+    unsafe fn run_avx2(&self, a: &[f32], b: &[f32], start: usize, out: &mut [f32]) {
+        self.run_any(a, b, start, out)
     }
 
     #[inline(always)]
-    fn apply(&self, a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Copy) {
-        self.walk.for_each_row(|o, [ia, ib], len, [sa, sb]| {
-            let dst = &mut out[o..o + len];
-            match (sa, sb) {
-                (1, 1) => dst
-                    .iter_mut()
-                    .zip(&a[ia..ia + len])
-                    .zip(&b[ib..ib + len])
-                    .for_each(|((d, &x), &y)| *d = f(x, y)),
-                (1, 0) => {
-                    let y = b[ib];
-                    dst.iter_mut()
+    fn apply(
+        &self,
+        a: &[f32],
+        b: &[f32],
+        (start, out): (usize, &mut [f32]),
+        f: impl Fn(f32, f32) -> f32 + Copy,
+    ) {
+        let range = start..start + out.len();
+        self.walk
+            .for_each_row_in(range, |o, [ia, ib], len, [sa, sb]| {
+                let dst = &mut out[o - start..o - start + len];
+                match (sa, sb) {
+                    (1, 1) => dst
+                        .iter_mut()
                         .zip(&a[ia..ia + len])
-                        .for_each(|(d, &x)| *d = f(x, y));
-                }
-                (0, 1) => {
-                    let x = a[ia];
-                    dst.iter_mut()
                         .zip(&b[ib..ib + len])
-                        .for_each(|(d, &y)| *d = f(x, y));
+                        .for_each(|((d, &x), &y)| *d = f(x, y)),
+                    (1, 0) => {
+                        let y = b[ib];
+                        dst.iter_mut()
+                            .zip(&a[ia..ia + len])
+                            .for_each(|(d, &x)| *d = f(x, y));
+                    }
+                    (0, 1) => {
+                        let x = a[ia];
+                        dst.iter_mut()
+                            .zip(&b[ib..ib + len])
+                            .for_each(|(d, &y)| *d = f(x, y));
+                    }
+                    _ => dst
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(j, d)| *d = f(a[ia + j * sa], b[ib + j * sb])),
                 }
-                _ => dst
-                    .iter_mut()
-                    .enumerate()
-                    .for_each(|(j, d)| *d = f(a[ia + j * sa], b[ib + j * sb])),
-            }
-        });
+            });
     }
 }
 

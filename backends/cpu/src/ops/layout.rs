@@ -65,20 +65,59 @@ impl<const N: usize> Strided<N> {
         }
     }
 
+    /// Elements of the output.
+    pub fn len(&self) -> usize {
+        if self.dims.is_empty() {
+            0
+        } else {
+            self.dims.iter().product()
+        }
+    }
+
     /// Calls `f(out_offset, operand_offsets, inner_len, inner_strides)` for each run of the
     /// innermost dimension, in output order. Always inlined, so that the caller's loops are
     /// compiled for the caller's vector width.
     #[inline(always)]
-    pub fn for_each_row(&self, mut f: impl FnMut(usize, [usize; N], usize, [usize; N])) {
+    pub fn for_each_row(&self, f: impl FnMut(usize, [usize; N], usize, [usize; N])) {
+        self.for_each_row_in(0..self.len(), f)
+    }
+
+    /// [`Self::for_each_row`] over the output elements `range` only (a part of the output
+    /// for one thread): its first and last runs may be parts of rows.
+    #[inline(always)]
+    pub fn for_each_row_in(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, [usize; N], usize, [usize; N]),
+    ) {
         let Some((&inner, outer)) = self.dims.split_last() else {
             return;
         };
+        let end = range.end.min(self.len());
+        if range.start >= end {
+            return;
+        }
         let inner_strides = self.strides[outer.len()];
+        // The odometer over the outer dimensions, set to the first run's row.
         let mut index = [0usize; MAX_RANK];
         let mut offsets = [0usize; N];
-        let rows: usize = outer.iter().product();
-        for row in 0..rows {
-            f(row * inner, offsets, inner, inner_strides);
+        let mut rest = range.start / inner;
+        for d in (0..outer.len()).rev() {
+            index[d] = rest % outer[d];
+            rest /= outer[d];
+            for (o, off) in offsets.iter_mut().enumerate() {
+                *off += index[d] * self.strides[d][o];
+            }
+        }
+        let (mut at, mut skip) = (range.start, range.start % inner);
+        while at < end {
+            let len = (inner - skip).min(end - at);
+            let mut first = offsets;
+            for (o, off) in first.iter_mut().enumerate() {
+                *off += skip * inner_strides[o];
+            }
+            f(at, first, len, inner_strides);
+            (at, skip) = (at + len, 0);
             // Advance the odometer over the outer dimensions.
             for d in (0..outer.len()).rev() {
                 index[d] += 1;
@@ -171,6 +210,47 @@ impl ConcatOp {
                 let x = get(src);
                 out[pos..pos + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
                 pos += chunk;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Strided;
+
+    /// Every run `for_each_row` visits, as (output offset, operand offsets) per element.
+    fn elements(walk: &Strided<2>, range: std::ops::Range<usize>) -> Vec<(usize, [usize; 2])> {
+        let mut got = Vec::new();
+        walk.for_each_row_in(range, |o, [a, b], len, [sa, sb]| {
+            got.extend((0..len).map(|j| (o + j, [a + j * sa, b + j * sb])));
+        });
+        got
+    }
+
+    #[test]
+    fn a_part_of_the_output_walks_the_same_elements_as_the_whole() {
+        // A broadcast over three dimensions (one operand a row, the other a column), a
+        // plain contiguous walk, and a scalar.
+        let walks = [
+            Strided::new(&[2, 3, 5], &[[15, 0], [5, 1], [1, 0]]),
+            Strided::new(&[4, 6], &[[6, 6], [1, 1]]),
+            Strided::new(&[1], &[[0, 0]]),
+        ];
+        for walk in &walks {
+            let n = walk.len();
+            let whole = elements(walk, 0..n);
+            assert_eq!(whole.len(), n);
+            assert!(whole.iter().enumerate().all(|(i, e)| e.0 == i));
+            for cut in 0..=n {
+                let mut parts = elements(walk, 0..cut);
+                parts.extend(elements(walk, cut..n));
+                assert_eq!(parts, whole, "cut at {cut}");
+            }
+            for start in 0..n {
+                for end in start..=n {
+                    assert_eq!(elements(walk, start..end), whole[start..end]);
+                }
             }
         }
     }

@@ -108,6 +108,12 @@ pub(crate) struct Sources<'a> {
     _arena: PhantomData<&'a [f32]>,
 }
 
+// SAFETY: a `Sources` only hands out shared slices of data that no one writes while it
+// lives (the inputs, and arena ranges outside the one the step writes, by `new`'s
+// contract), so the threads of one step may read through it at once, as they may read
+// those slices themselves.
+unsafe impl Sync for Sources<'_> {}
+
 impl<'a> Sources<'a> {
     /// Sources for a step writing `writing` of the arena at `arena`.
     ///

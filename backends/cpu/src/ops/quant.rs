@@ -11,8 +11,10 @@ pub(crate) mod linear;
 
 use baton_delegate_api::ir::DType;
 
+use super::elementwise::split_out;
 use super::{Sources, Src};
 use crate::gemm::Isa;
+use crate::pool::Pool;
 use crate::qgemm::{clamp, to_byte};
 use crate::quant::{int_range, QParams};
 
@@ -47,9 +49,11 @@ macro_rules! simd_fn {
     };
 }
 
-simd_fn!(dequantize, (op: &DequantizeOp, s: &Sources<'_>, out: &mut [f32]), DequantizeOp::run_inner);
-simd_fn!(quantize_all, (op: &QuantizeOp, s: &Sources<'_>, out: &mut [u8]), QuantizeOp::run_inner);
-simd_fn!(binary, (op: &QBinaryOp, s: &Sources<'_>, out: &mut [u8]), QBinaryOp::run_inner);
+// Each runs over the output elements `start..start + out.len()` (`out` holds just those),
+// so that the element-wise forms split among threads (see `split_out`).
+simd_fn!(dequantize, (op: &DequantizeOp, s: &Sources<'_>, start: usize, out: &mut [f32]), DequantizeOp::run_inner);
+simd_fn!(quantize_all, (op: &QuantizeOp, s: &Sources<'_>, start: usize, out: &mut [u8]), QuantizeOp::run_inner);
+simd_fn!(binary, (op: &QBinaryOp, s: &Sources<'_>, start: usize, out: &mut [u8]), QBinaryOp::run_inner);
 
 /// What is added to a value of `dtype` to store it as `u8`: 128 for `i8`, 0 for `u8`.
 pub(crate) fn stored_bias(dtype: DType) -> i32 {
@@ -153,12 +157,25 @@ pub(crate) enum DqInput {
 }
 
 impl DequantizeOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa) {
-        dequantize(isa, self, sources, out)
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
+        match &self.x {
+            // Element by element in order: split among the threads.
+            DqInput::Bytes {
+                len, nhwc: None, ..
+            } if self.params.per_tensor().is_some() => {
+                let n = (*len).min(out.len());
+                split_out(pool, &mut out[..n], 1, |start, out| {
+                    dequantize(isa, self, sources, start, out)
+                })
+            }
+            _ => dequantize(isa, self, sources, 0, out),
+        }
     }
 
+    /// As `run`, over the output elements `start..start + out.len()`; only the
+    /// element-wise form is handed a part (`start > 0`).
     #[inline(always)]
-    fn run_inner(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    fn run_inner(&self, sources: &Sources<'_>, start: usize, out: &mut [f32]) {
         let p = &self.params;
         match &self.x {
             DqInput::Bytes { src, len, nhwc } => {
@@ -167,7 +184,7 @@ impl DequantizeOp {
                 match (nhwc, p.per_tensor()) {
                     (None, Some((s, z))) => {
                         let z = z + bias;
-                        for (o, &v) in out.iter_mut().zip(x) {
+                        for (o, &v) in out.iter_mut().zip(&x[start..]) {
                             *o = (v as i32 - z) as f32 * s;
                         }
                     }
@@ -228,22 +245,31 @@ pub(crate) struct QuantizeOp {
 }
 
 impl QuantizeOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa) {
-        quantize_all(isa, self, sources, out)
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
+        if self.params.per_tensor().is_some() && self.nhwc.is_none() {
+            // Element by element in order: split among the threads.
+            let n = sources.get(self.x).len().min(out.len());
+            return split_out(pool, &mut out[..n], 1, |start, out| {
+                quantize_all(isa, self, sources, start, out)
+            });
+        }
+        quantize_all(isa, self, sources, 0, out)
     }
 
+    /// As `run`, over the output elements `start..start + out.len()`; only the
+    /// element-wise form is handed a part (`start > 0`).
     #[inline(always)]
-    fn run_inner(&self, sources: &Sources<'_>, out: &mut [u8]) {
+    fn run_inner(&self, sources: &Sources<'_>, start: usize, out: &mut [u8]) {
         match self.int_input {
-            true => self.quantize_from::<true>(sources, out),
-            false => self.quantize_from::<false>(sources, out),
+            true => self.quantize_from::<true>(sources, start, out),
+            false => self.quantize_from::<false>(sources, start, out),
         }
     }
 
     /// The loops, compiled once for f32 and once for i32 words (`I32`), so that the f32
     /// path reads its values as they are.
     #[inline(always)]
-    fn quantize_from<const I32: bool>(&self, sources: &Sources<'_>, out: &mut [u8]) {
+    fn quantize_from<const I32: bool>(&self, sources: &Sources<'_>, start: usize, out: &mut [u8]) {
         let value = |v: f32| if I32 { v.to_bits() as i32 as f32 } else { v };
         let x = sources.get(self.x);
         let p = &self.params;
@@ -252,7 +278,7 @@ impl QuantizeOp {
         let (lo, hi) = (lo + bias, hi + bias);
         match (p.per_tensor(), self.nhwc) {
             (Some((s, z)), None) => {
-                for (o, &v) in out.iter_mut().zip(x) {
+                for (o, &v) in out.iter_mut().zip(&x[start..]) {
                     *o = quantize_stored(value(v), s, z + bias, lo, hi);
                 }
             }
@@ -340,18 +366,21 @@ pub(crate) struct QBinaryOp {
 }
 
 impl QBinaryOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa) {
-        binary(isa, self, sources, out)
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
+        split_out(pool, &mut out[..self.len], 1, |start, out| {
+            binary(isa, self, sources, start, out)
+        })
     }
 
+    /// Over the elements `start..start + out.len()`.
     #[inline(always)]
-    fn run_inner(&self, sources: &Sources<'_>, out: &mut [u8]) {
-        let a = &sources.bytes(self.a)[..self.len];
-        let b = &sources.bytes(self.b)[..self.len];
+    fn run_inner(&self, sources: &Sources<'_>, start: usize, out: &mut [u8]) {
+        let range = start..start + out.len();
+        let a = &sources.bytes(self.a)[..self.len][range.clone()];
+        let b = &sources.bytes(self.b)[..self.len][range];
         let ((sa, za), (sb, zb), (sy, zy)) = (self.a_params, self.b_params, self.y_params);
         let (cl, ch) = self.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
         let (lo, hi) = (self.lo, self.hi);
-        let out = &mut out[..self.len];
         let one = |x: u8, y: u8| {
             let fa = (x as i32 - za) as f32 * sa;
             let fb = (y as i32 - zb) as f32 * sb;
