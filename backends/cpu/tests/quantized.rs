@@ -400,3 +400,77 @@ fn batch_norm_of_rank_1_is_one_channel() {
     assert_eq!(out[0].f32s(), [0.0, 1.0, 2.0, 3.0]);
     assert_eq!(out[1].f32s(), [0.0, 1.0, 2.0, 3.0]);
 }
+
+/// Depthwise geometries the row kernels' padded rings must get right, each kernel against
+/// the portable one byte for byte: the padding of TF exporters (none before, one after,
+/// for stride 2), padding wider than the window reaches, dilation, a 3x1 and a 1x5
+/// window, and maps narrower than a group of pixels.
+#[test]
+fn depthwise_geometries_store_the_portable_bytes() {
+    // (x [n, c, h, w], kernel [kh, kw], strides, pads [top, left, bottom, right], dilations)
+    type Case = ([usize; 4], [usize; 2], [usize; 2], [usize; 4], [usize; 2]);
+    let cases: [Case; 8] = [
+        ([1, 16, 9, 10], [3, 3], [2, 2], [0, 0, 1, 1], [1, 1]),
+        ([1, 9, 8, 7], [3, 3], [2, 2], [1, 0, 0, 1], [1, 1]),
+        ([1, 8, 7, 9], [3, 3], [1, 1], [3, 2, 1, 3], [1, 1]),
+        ([2, 12, 11, 13], [3, 3], [1, 1], [2, 2, 2, 2], [2, 2]),
+        ([1, 20, 6, 8], [3, 1], [1, 2], [1, 0, 1, 0], [1, 1]),
+        ([1, 5, 7, 12], [1, 5], [1, 1], [0, 2, 0, 2], [1, 2]),
+        ([1, 24, 3, 3], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
+        ([1, 40, 2, 1], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+    ];
+    for (i, &(x, k, s, p, d)) in cases.iter().enumerate() {
+        let mut rng = Rng::new(300 + i as u64);
+        let c = x[1];
+        let mut b = GraphBuilder::new("qdw");
+        let xt = b.input_fixed("x", DType::U8, &x);
+        let (xs, xz) = scalar(&mut b, DType::U8, "x", 0.02, 119);
+        let xd = b
+            .node(OpKind::DequantizeLinear, &[xt, xs, xz], &[])
+            .unwrap();
+        let wq: Vec<i8> = (0..c * k[0] * k[1])
+            .map(|_| ((rng.next_u64() % 255) as i32 - 127) as i8)
+            .collect();
+        let wt = b.constant(
+            "w",
+            DType::I8,
+            &[c, 1, k[0], k[1]],
+            TensorData::from_slice(&wq),
+        );
+        let ws: Vec<f32> = (0..c).map(|j| 0.004 + 0.0005 * (j % 7) as f32).collect();
+        let wst = b.constant_f32("w_s", &[c], &ws);
+        let wzt = b.constant("w_z", DType::I8, &[c], TensorData::from_bytes(&vec![0; c]));
+        let axis = [("axis", Attr::Int(0))];
+        let wd = b
+            .node(OpKind::DequantizeLinear, &[wt, wst, wzt], &axis)
+            .unwrap();
+        let ints = |v: &[usize]| Attr::Ints(v.iter().map(|&v| v as i64).collect());
+        let attrs = [
+            ("kernel_shape", ints(&k)),
+            ("strides", ints(&s)),
+            ("pads", ints(&p)),
+            ("dilations", ints(&d)),
+            ("group", Attr::Int(c as i64)),
+        ];
+        let y = b.node(OpKind::Conv, &[xd, wd], &attrs).unwrap();
+        let (ys, yz) = scalar(&mut b, DType::U8, "y", 0.05, 128);
+        let q = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+        b.output(q);
+        let g = b.finish().unwrap();
+        let bytes: Vec<u8> = (0..x.iter().product::<usize>())
+            .map(|j| {
+                if j % 11 == 0 {
+                    255
+                } else {
+                    rng.next_u64() as u8
+                }
+            })
+            .collect();
+        let input = Tensor::from_bytes(DType::U8, &x, &bytes);
+        let want = run(&delegate(false), &g, std::slice::from_ref(&input)).expect("portable");
+        for isa in common::isas() {
+            let got = run(&delegate_isa(isa), &g, std::slice::from_ref(&input)).expect("runs");
+            assert_eq!(got[0].bytes(), want[0].bytes(), "case {i}, isa {isa}");
+        }
+    }
+}

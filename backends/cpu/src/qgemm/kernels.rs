@@ -628,19 +628,12 @@ pub(crate) mod x86 {
         _mm512_cvtepi32_epi8(_mm512_add_epi32(r, _mm512_set1_epi32(q.zp)))
     }
 
-    /// `to_byte(requant(acc + off, sc, ..))` on 8 lanes for AVX2, as [`requant16`] (the
-    /// clamp before the rounding, the zero point in integers), returned as the 8 bytes of
-    /// a `u64` in lane order. The rounding is explicit (half to even) rather than the
-    /// MXCSR's, which a host process may have changed.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    pub(crate) fn requant8(acc: __m256i, off: __m256i, sc: __m256, q: &QOut) -> u64 {
-        pack8(Requant8::new(off, sc, q).lanes(acc))
-    }
-
-    /// [`requant8`]'s operands as vectors, made once for a block of 8 columns and used
-    /// for each of its rows. (Made per row, they were reloaded from `QOut` after every
-    /// row's store, which may alias it, and converted again.)
+    /// `requant(acc + off, sc, ..)` on 8 lanes for AVX2, as [`requant16`] (the clamp
+    /// before the rounding, the zero point in integers), its operands as vectors, made
+    /// once for a block of 8 columns and used for each of its rows (made per row, they
+    /// were reloaded from `QOut` after every row's store, which may alias it, and
+    /// converted again). The rounding is explicit (half to even) rather than the MXCSR's,
+    /// which a host process may have changed. [`pack8`] makes the bytes.
     #[derive(Clone, Copy)]
     pub(crate) struct Requant8 {
         off: __m256i,
@@ -752,7 +745,7 @@ pub(crate) mod x86 {
     /// order.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn pack8(y: __m256i) -> u64 {
+    pub(crate) fn pack8(y: __m256i) -> u64 {
         let pick = _mm256_setr_epi8(
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
@@ -972,7 +965,7 @@ pub(crate) mod x86 {
 mod tests {
     use std::arch::x86_64::*;
 
-    use super::x86::{requant16, requant8, Stage2x8};
+    use super::x86::{pack8, requant16, Requant8, Stage2x8};
     use crate::qgemm::{requant, to_byte, QOut, Stage2};
 
     /// The vector requantizations reorder the scalar one's steps (clamp before rounding,
@@ -1057,12 +1050,8 @@ mod tests {
         agrees_with_scalar::<8>(|a, scale, q, got| {
             // SAFETY: AVX2 detected above; 8 lanes in and out.
             let y = unsafe {
-                requant8(
-                    _mm256_loadu_si256(a.as_ptr() as *const _),
-                    _mm256_setzero_si256(),
-                    _mm256_set1_ps(scale),
-                    q,
-                )
+                let rq = Requant8::new(_mm256_setzero_si256(), _mm256_set1_ps(scale), q);
+                pack8(rq.lanes(_mm256_loadu_si256(a.as_ptr() as *const _)))
             };
             *got = y.to_le_bytes();
         });

@@ -373,8 +373,19 @@ impl<'g> Builder<'g> {
                 }
             }
             let out = rq(0..c).out(None, None);
+            let wide = dw.iter().map(|&w| w as f32).collect();
+            let zoff = (0..c)
+                .map(|ch| {
+                    let sum = (0..taps).fold(0i32, |s, t| s.wrapping_add(dw[t * c + ch] as i32));
+                    out.offset[ch].wrapping_sub(za.wrapping_mul(sum))
+                })
+                .collect();
             return Ok(Op::QLinear(op(
-                QPath::Depthwise { taps: dw },
+                QPath::Depthwise {
+                    taps: dw,
+                    wide,
+                    zoff,
+                },
                 Vec::new(),
                 vec![out],
             )));

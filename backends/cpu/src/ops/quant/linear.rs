@@ -29,8 +29,14 @@ pub(crate) enum QPath {
     /// An indirect convolution: `table[pixel * taps + tap]` is the byte offset of the
     /// NHWC input pixel (or `PAD`); `zero` is `cg` zero-point bytes and slack.
     Igemm { table: Indirection, zero: Vec<u8> },
-    /// A depthwise convolution: `taps[tap * c + ch]`.
-    Depthwise { taps: Vec<i16> },
+    /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 row kernel also the
+    /// taps as f32 (`wide`, exact) and per channel `zoff = offset - za * sum(taps)`
+    /// (wrapping, as the kernels' i32 sums), which it adds to its plain sums `x * w`.
+    Depthwise {
+        taps: Vec<i16>,
+        wide: Vec<f32>,
+        zoff: Vec<i32>,
+    },
 }
 
 /// The integer op of a QDQ group.
@@ -62,7 +68,9 @@ impl QLinearOp {
         let path = match &self.path {
             QPath::Gemm { .. } => 0,
             QPath::Igemm { table, zero } => table.capacity_bytes() + vec_bytes(zero),
-            QPath::Depthwise { taps } => vec_bytes(taps),
+            QPath::Depthwise { taps, wide, zoff } => {
+                vec_bytes(taps) + vec_bytes(wide) + vec_bytes(zoff)
+            }
         };
         path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
     }
@@ -146,11 +154,13 @@ impl QLinearOp {
     fn conv(&self, g: &Geom, x: &[u8], out: &mut [u8], pool: &Pool, rings: &[Mutex<Vec<f32>>]) {
         let pixels = g.batch * g.out_plane();
         match &self.path {
-            QPath::Depthwise { taps } => {
+            QPath::Depthwise { taps, wide, zoff } => {
                 let dw = Depthwise {
                     kernel: self.kernel,
                     g,
                     taps,
+                    wide,
+                    zoff,
                     za: self.za,
                     q: &self.outs[0],
                 };
@@ -252,6 +262,9 @@ struct Depthwise<'a> {
     g: &'a Geom,
     /// `taps[tap * c + ch]`.
     taps: &'a [i16],
+    /// See [`QPath::Depthwise`].
+    wide: &'a [f32],
+    zoff: &'a [i32],
     /// The input's stored zero point.
     za: i32,
     q: &'a QOut,
@@ -317,7 +330,8 @@ impl Depthwise<'_> {
                 }
                 QKernelId::Avx2 if rings => {
                     // SAFETY: as above.
-                    return unsafe { x86dw::rows_avx2(g, x, taps, za, q, rows, out, ring) };
+                    let w = (self.wide, self.zoff);
+                    return unsafe { x86dw::rows_avx2(g, x, w, za, q, rows, out, ring) };
                 }
                 // SAFETY: as above.
                 QKernelId::Avx512Vnni => return unsafe { avx512(self, x, rows, out) },
@@ -356,6 +370,9 @@ struct RowRing<'a> {
     /// The input row (`b * h + iy`) each slot holds.
     held: [usize; MAX_SPAN],
     span: usize,
+    /// Padded rings (see [`RowRing::padded`]): the columns of zero points left and right
+    /// of each row.
+    pad: Option<(usize, usize)>,
 }
 
 impl<'a> RowRing<'a> {
@@ -369,9 +386,11 @@ impl<'a> RowRing<'a> {
         g.kh * g.kw <= MAX_TAPS && Self::span(g) <= MAX_SPAN
     }
 
-    /// f32 values of one task's ring (with room to start it on a cache line).
+    /// f32 values of one task's ring, padded or not (with room to start it on a cache
+    /// line).
     fn len(g: &Geom) -> usize {
-        Self::span(g) * g.w * g.c + Self::ALIGN
+        let (l, r) = Self::pads(g);
+        (Self::span(g) + 1) * (l + g.w + r) * g.c + Self::ALIGN
     }
 
     /// Input rows one output row's window spans.
@@ -379,44 +398,93 @@ impl<'a> RowRing<'a> {
         (g.kh.max(1) - 1) * g.dh + 1
     }
 
+    /// Columns of padding a padded ring holds left and right of a row: as many as the
+    /// windows reach past the input.
+    fn pads(g: &Geom) -> (usize, usize) {
+        let reach = (g.ow.max(1) - 1) * g.sw + (g.kw.max(1) - 1) * g.dw + 1;
+        (g.pw, reach.saturating_sub(g.pw + g.w))
+    }
+
     fn new(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32]) -> Self {
+        Self::with_pad(g, x, ring, None)
+    }
+
+    /// A ring whose rows carry their padding: zero-point columns left and right, and a
+    /// row of zero points that [`RowRing::fill`] hands out for window rows above or
+    /// below the input. Every window is then inside the ring, and a kernel needs no
+    /// edge cases: a tap in the padding reads the zero point, as the unpadded kernels'
+    /// edge paths do. Offsets into a padded row count from its left padding.
+    fn padded(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32], za: i32) -> Self {
+        let r = Self::with_pad(g, x, ring, Some(Self::pads(g)));
+        let rl = r.row_len();
+        let (l, _) = Self::pads(g);
+        let z = za as f32;
+        for slot in 0..r.span {
+            let row = &mut r.ring[slot * rl..][..rl];
+            row[..l * g.c].fill(z);
+            row[(l + g.w) * g.c..].fill(z);
+        }
+        r.ring[r.span * rl..][..rl].fill(z);
+        r
+    }
+
+    fn with_pad(
+        g: &'a Geom,
+        x: &'a [u8],
+        ring: &'a mut [f32],
+        pad: Option<(usize, usize)>,
+    ) -> Self {
         assert!(Self::fits(g), "too many depthwise taps for the row kernels");
         let skip = ring.as_ptr().align_offset(Self::ALIGN * 4).min(Self::ALIGN);
         let ring = &mut ring[skip..];
-        let rl = g.w * g.c;
+        let (l, r) = pad.unwrap_or((0, 0));
+        let rl = (l + g.w + r) * g.c;
         assert!(
-            ring.len() >= Self::span(g) * rl,
+            ring.len() >= (Self::span(g) + 1) * rl,
             "depthwise row ring too short"
         );
-        assert!(x.len() >= g.batch * g.h * rl, "depthwise input too short");
+        assert!(
+            x.len() >= g.batch * g.h * g.w * g.c,
+            "depthwise input too short"
+        );
         RowRing {
             g,
             x,
             ring,
             held: [usize::MAX; MAX_SPAN],
             span: Self::span(g),
+            pad,
         }
+    }
+
+    /// Values per ring row.
+    fn row_len(&self) -> usize {
+        let (l, r) = self.pad.unwrap_or((0, 0));
+        (l + self.g.w + r) * self.g.c
     }
 
     /// Widens the rows the window of output row `oy` of image `b` spans (those not held
     /// yet), and returns each window row's offset into [`Self::values`] (`None`: in the
-    /// padding).
+    /// padding; a padded ring gives its row of zero points instead).
     #[inline(always)]
     fn fill(&mut self, b: usize, oy: usize) -> [Option<usize>; MAX_SPAN] {
         let g = self.g;
-        let rl = g.w * g.c;
+        let (rl, wc) = (self.row_len(), g.w * g.c);
+        let left = self.pad.map_or(0, |(l, _)| l * g.c);
+        let outside = self.pad.map(|_| self.span * rl);
         let mut roff = [None; MAX_SPAN];
         for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
             let Some(iy) = (oy * g.sh + ki * g.dh)
                 .checked_sub(g.ph)
                 .filter(|&v| v < g.h)
             else {
+                *r = outside;
                 continue;
             };
             let (slot, src) = (iy % self.span, b * g.h + iy);
             if self.held[slot] != src {
-                let dst = &mut self.ring[slot * rl..][..rl];
-                for (d, &s) in dst.iter_mut().zip(&self.x[src * rl..][..rl]) {
+                let dst = &mut self.ring[slot * rl + left..][..wc];
+                for (d, &s) in dst.iter_mut().zip(&self.x[src * wc..][..wc]) {
                     *d = s as f32;
                 }
                 self.held[slot] = src;
@@ -644,7 +712,7 @@ mod x86dw {
     use std::arch::x86_64::*;
 
     use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
-    use crate::qgemm::kernels::x86::{requant16, requant8};
+    use crate::qgemm::kernels::x86::{pack8, requant16, Requant8};
     use crate::qgemm::QOut;
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
@@ -768,17 +836,22 @@ mod x86dw {
     /// Channels of one AVX2 register block.
     const LANES8: usize = 8;
 
-    /// [`rows`] for AVX2 and FMA: blocks of 8 channels, the same widened rows and weights,
-    /// interior pixels in groups of [`P`], the same exact f32 sums and the same
-    /// requantization in 8 lanes (`requant8`), so the same bytes as every other kernel.
-    /// Short channel blocks load with lane masks and store byte by byte (AVX2 has no
-    /// masked byte store).
+    /// [`rows`] for AVX2 and FMA: blocks of 8 channels, the rows widened as there but in
+    /// a padded ring ([`RowRing::padded`]), so that every pixel is an interior one: in
+    /// groups of [`P`], the rest one by one, with no edge path (on a 14x14 image the edges
+    /// were a quarter of the pixels, each tap tested). The same exact f32 sums and the
+    /// same requantization in 8 lanes ([`Requant8`]), so the same bytes as every other
+    /// kernel. The weights come widened to f32 at init (`wide`, `[tap][c]`) and the zero
+    /// point's term `za * sum(w)` folded into the offsets (`zoff`, see
+    /// [`QPath::Depthwise`]): set up per row and block, they cost as much as the sums on
+    /// small images with many channels. Short channel blocks load with lane masks and
+    /// store byte by byte (AVX2 has no masked byte store).
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows_avx2(
         g: &Geom,
         x: &[u8],
-        taps: &[i16],
+        (wide, zoff): (&[f32], &[i32]),
         za: i32,
         q: &QOut,
         rows: std::ops::Range<usize>,
@@ -786,101 +859,67 @@ mod x86dw {
         ring: &mut [f32],
     ) {
         let (c, nt) = (g.c, g.kh * g.kw);
-        let mut ring = RowRing::new(g, x, ring);
-        let zav = _mm256_set1_epi32(za);
-        let zaf = _mm256_set1_ps(za as f32);
+        assert!(
+            wide.len() >= nt * c && zoff.len() >= c,
+            "depthwise weights too short"
+        );
+        let mut ring = RowRing::padded(g, x, ring, za);
         let start = rows.start;
-        let mut wf = [_mm256_setzero_ps(); MAX_TAPS];
         for row in rows {
             let (b, oy) = (row / g.oh, row % g.oh);
             let roff = ring.fill(b, oy);
-            let row_in = roff[..g.kh].iter().all(Option::is_some);
+            // Each tap's offset from the window's left column (padded coordinates).
             let mut toff = [0usize; MAX_TAPS];
-            if row_in {
-                for ki in 0..g.kh {
-                    for kj in 0..g.kw {
-                        toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
-                    }
+            for ki in 0..g.kh {
+                for kj in 0..g.kw {
+                    toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
                 }
             }
             let ring = ring.values();
+            // The farthest tap, for the windows' bounds check: once per row (per group of
+            // pixels, its reduction cost as much as the sums).
+            let far = toff[..nt].iter().copied().max().unwrap_or(0);
             for c0 in (0..c).step_by(LANES8) {
                 let lanes = LANES8.min(c - c0);
                 let m = lane_mask(lanes);
-                let mut wsum = _mm256_setzero_si256();
-                for t in 0..nt {
-                    let mut w16 = [0i16; LANES8];
-                    // Element by element: a copy of variable length is a `memcpy` call.
-                    for (w, &v) in w16.iter_mut().zip(&taps[t * c + c0..][..lanes]) {
-                        *w = v;
-                    }
-                    // SAFETY: 8 i16 from the array.
-                    let wv = _mm256_cvtepi16_epi32(unsafe {
-                        _mm_loadu_si128(w16.as_ptr() as *const __m128i)
-                    });
-                    wf[t] = _mm256_cvtepi32_ps(wv);
-                    wsum = _mm256_add_epi32(wsum, wv);
-                }
-                let zw = _mm256_mullo_epi32(zav, wsum);
-                let (off, sc) = (&q.offset[c0..][..lanes], &q.scale[c0..][..lanes]);
+                let (off, sc) = (&zoff[c0..][..lanes], &q.scale[c0..][..lanes]);
                 // SAFETY: masked to the `lanes` elements of the checked slices.
-                let (off, sc) = unsafe {
-                    (
-                        _mm256_maskload_epi32(off.as_ptr(), m),
-                        _mm256_maskload_ps(sc.as_ptr(), m),
-                    )
+                let rq = unsafe {
+                    let off = _mm256_maskload_epi32(off.as_ptr(), m);
+                    Requant8::new(off, _mm256_maskload_ps(sc.as_ptr(), m), q)
                 };
                 let window = Window8 {
                     ring,
                     toff: &toff[..nt],
-                    wf: &wf[..nt],
+                    far,
+                    wt: &wide[c0..],
+                    c,
                     step: g.sw * c,
                     lanes,
                 };
-                let (lo_x, hi_x) = interior(g, row_in);
+                let o = (row - start) * g.ow * c + c0;
                 let mut ox = 0;
-                while ox < g.ow {
-                    let o = ((row - start) * g.ow + ox) * c + c0;
-                    if ox >= lo_x && ox + P <= hi_x {
-                        let base = (ox * g.sw - g.pw) * c + c0;
-                        let f = if lanes == LANES8 {
-                            window.sum::<P, true>(base)
-                        } else {
-                            window.sum::<P, false>(base)
-                        };
-                        for (p, f) in f.iter().enumerate() {
-                            let acc = _mm256_sub_epi32(_mm256_cvtps_epi32(*f), zw);
-                            store8(out, o + p * c, lanes, requant8(acc, off, sc, q));
-                        }
-                        ox += P;
-                        continue;
-                    }
-                    let acc = if ox >= lo_x && ox < hi_x {
-                        let [f] = window.sum::<1, false>((ox * g.sw - g.pw) * c + c0);
-                        _mm256_sub_epi32(_mm256_cvtps_epi32(f), zw)
+                while ox + P <= g.ow {
+                    let base = ox * g.sw * c + c0;
+                    let f = if lanes == LANES8 {
+                        window.sum::<P, true>(base)
                     } else {
-                        // A tap in the padding reads the zero point (see `rows`).
-                        let mut f = _mm256_setzero_ps();
-                        for (ki, r) in roff.iter().enumerate().take(g.kh) {
-                            for kj in 0..g.kw {
-                                let ix = (ox * g.sw + kj * g.dw)
-                                    .checked_sub(g.pw)
-                                    .filter(|&v| v < g.w);
-                                let xv = match (r, ix) {
-                                    (Some(r), Some(ix)) => {
-                                        let xs = &ring[r + ix * c + c0..][..lanes];
-                                        // SAFETY: masked to the `lanes` elements of the
-                                        // checked slice.
-                                        unsafe { _mm256_maskload_ps(xs.as_ptr(), m) }
-                                    }
-                                    _ => zaf,
-                                };
-                                f = _mm256_fmadd_ps(xv, wf[ki * g.kw + kj], f);
-                            }
-                        }
-                        _mm256_sub_epi32(_mm256_cvtps_epi32(f), zw)
+                        window.sum::<P, false>(base)
                     };
-                    store8(out, o, lanes, requant8(acc, off, sc, q));
+                    for (p, f) in f.iter().enumerate() {
+                        let y = pack8(rq.lanes(_mm256_cvtps_epi32(*f)));
+                        store8(out, o + (ox + p) * c, lanes, y);
+                    }
+                    ox += P;
+                }
+                while ox < g.ow {
+                    let [f] = window.sum::<1, false>(ox * g.sw * c + c0);
+                    store8(
+                        out,
+                        o + ox * c,
+                        lanes,
+                        pack8(rq.lanes(_mm256_cvtps_epi32(f))),
+                    );
                     ox += 1;
                 }
             }
@@ -911,11 +950,15 @@ mod x86dw {
         }
     }
 
-    /// [`Window`] in 8 lanes.
+    /// [`Window`] in 8 lanes, its weights read from the widened taps.
     struct Window8<'a> {
         ring: &'a [f32],
         toff: &'a [usize],
-        wf: &'a [__m256],
+        /// The largest of `toff`.
+        far: usize,
+        /// The block's weights: tap `t` at `wt[t * c..]`, `lanes` of them.
+        wt: &'a [f32],
+        c: usize,
         step: usize,
         lanes: usize,
     }
@@ -926,25 +969,35 @@ mod x86dw {
         #[inline]
         fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m256; N] {
             let m = lane_mask(self.lanes);
-            let far = self.toff.iter().copied().max().unwrap_or(0);
-            let last = base + (N - 1) * self.step + far + self.lanes;
+            let last = base + (N - 1) * self.step + self.far + self.lanes;
             assert!(last <= self.ring.len(), "depthwise window outside the ring");
+            let taps = self.toff.len();
+            assert!(
+                taps == 0 || (taps - 1) * self.c + self.lanes <= self.wt.len(),
+                "depthwise weights outside the taps"
+            );
             assert!(!FULL || self.lanes == LANES8, "a full block has 8 lanes");
-            let p0 = self.ring.as_ptr();
+            let (p0, w0) = (self.ring.as_ptr(), self.wt.as_ptr());
             let mut f = [_mm256_setzero_ps(); N];
-            for (&to, &w) in self.toff.iter().zip(self.wf) {
-                for (p, f) in f.iter_mut().enumerate() {
-                    // SAFETY: at most `last` (checked above), masked to `lanes` values
-                    // unless all 8 are in.
-                    let xv = unsafe {
+            for (t, &to) in self.toff.iter().enumerate() {
+                // SAFETY: within the weights (checked above), masked to `lanes` values
+                // unless all 8 are in; likewise the inputs, up to `last`.
+                unsafe {
+                    let at = w0.add(t * self.c);
+                    let w = if FULL {
+                        _mm256_loadu_ps(at)
+                    } else {
+                        _mm256_maskload_ps(at, m)
+                    };
+                    for (p, f) in f.iter_mut().enumerate() {
                         let at = p0.add(base + p * self.step + to);
-                        if FULL {
+                        let xv = if FULL {
                             _mm256_loadu_ps(at)
                         } else {
                             _mm256_maskload_ps(at, m)
-                        }
-                    };
-                    *f = _mm256_fmadd_ps(xv, w, *f);
+                        };
+                        *f = _mm256_fmadd_ps(xv, w, *f);
+                    }
                 }
             }
             f
