@@ -23,7 +23,8 @@
 //! Mul → [Relu | Clip] → QuantizeLinear` of two same-shape tensors ([`QBinGroup`]), and a
 //! MatMul/Gemm group followed by `DequantizeLinear → Add(constant bias) → QuantizeLinear`
 //! (the form ONNX Runtime's quantizer writes for a linear layer), folded into the group's
-//! epilogue ([`PostAdd`]).
+//! epilogue ([`PostAdd`]). A `DequantizeLinear → float ops of that one tensor →
+//! QuantizeLinear` chain runs as a table of 256 bytes ([`QLutGroup`]).
 
 use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
@@ -193,6 +194,150 @@ pub(crate) struct PostAdd {
     pub y1: (f32, i32, DType),
     /// The bias per column, dequantized as the reference does.
     pub bias: Vec<f32>,
+}
+
+/// `DequantizeLinear → element-wise f32 ops of that one run-time operand → QuantizeLinear`
+/// (a QDQ activation such as Sigmoid, the `x / √2 → Erf` and `+ 1` of a quantized GELU,
+/// a requantization): the output byte is a function of the input byte alone, so the chain
+/// runs as a table of 256 bytes, computed at init by the ops themselves.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct QLutGroup {
+    pub dq: (NodeId, bool),
+    /// The float ops, first to last (possibly none).
+    pub chain: Vec<NodeId>,
+    pub q: NodeId,
+    /// The 8-bit input and its parameters; the output's.
+    pub x: TensorId,
+    pub x_params: (f32, i32, DType),
+    pub y_params: (f32, i32, DType),
+}
+
+impl QLutGroup {
+    /// Every node the group covers, and whether it is absorbed.
+    pub fn nodes(&self) -> Vec<(NodeId, bool)> {
+        let mut v = vec![self.dq, (self.q, true)];
+        v.extend(self.chain.iter().map(|&n| (n, true)));
+        v
+    }
+}
+
+/// The most float ops one table absorbs (the search stops there).
+const LUT_CHAIN: usize = 16;
+
+/// Finds every [`QLutGroup`]: walking up from each QuantizeLinear through float ops of
+/// one run-time operand (one-input ops, and Add/Sub/Mul/Div with a one-element constant)
+/// to a DequantizeLinear of a run-time 8-bit tensor, all of one shape, each intermediate
+/// read by the next op alone.
+pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLutGroup> {
+    let producers = graph.producers();
+    let consumers = graph.consumers();
+    let mut out = Vec::new();
+    for (q, qn) in graph.nodes.iter().enumerate() {
+        if qn.op != OpKind::QuantizeLinear {
+            continue;
+        }
+        let group = (|| -> Option<QLutGroup> {
+            let y_params = per_tensor_8bit(graph, qn, consts)?;
+            let mut t = qn.inputs[0];
+            let shape = graph.tensors[t].static_shape()?;
+            let mut chain = Vec::new();
+            loop {
+                let p = producers[t]?;
+                let pn = &graph.nodes[p];
+                if pn.op == OpKind::DequantizeLinear {
+                    if graph.tensors[pn.inputs[0]].is_const() {
+                        return None;
+                    }
+                    let x_params = per_tensor_8bit(graph, pn, consts)?;
+                    let absorbed = consumers[t].len() == 1 && !graph.outputs.contains(&t);
+                    chain.reverse();
+                    return Some(QLutGroup {
+                        dq: (p, absorbed),
+                        chain,
+                        q,
+                        x: pn.inputs[0],
+                        x_params,
+                        y_params,
+                    });
+                }
+                let sole = consumers[t].len() == 1 && !graph.outputs.contains(&t);
+                if !sole || chain.len() == LUT_CHAIN || graph.tensors[t].dtype != DType::F32 {
+                    return None;
+                }
+                t = lut_operand(graph, consts, pn, &shape)?;
+                chain.push(p);
+            }
+        })();
+        out.extend(group);
+    }
+    out
+}
+
+/// The run-time operand of a float op a table can absorb (see [`find_lut_groups`]), whose
+/// input and output have `shape`.
+fn lut_operand(
+    graph: &Graph,
+    consts: &Constants<'_>,
+    node: &Node,
+    shape: &[usize],
+) -> Option<TensorId> {
+    let f32_of = |t: TensorId| {
+        let d = &graph.tensors[t];
+        d.dtype == DType::F32 && d.static_shape().as_deref() == Some(shape)
+    };
+    if !f32_of(node.outputs[0]) {
+        return None;
+    }
+    let x = match node.op {
+        OpKind::Relu
+        | OpKind::Sigmoid
+        | OpKind::Tanh
+        | OpKind::Erf
+        | OpKind::Sqrt
+        | OpKind::Exp
+        | OpKind::Log
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::LeakyRelu
+        | OpKind::HardSigmoid
+        | OpKind::HardSwish => node.inputs[0],
+        OpKind::Clip => {
+            clip_bounds(graph, node, consts).ok()?;
+            node.inputs[0]
+        }
+        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div if node.inputs.len() == 2 => {
+            let scalar = |t: TensorId| scalar_operand(graph, consts, t).is_some();
+            match (scalar(node.inputs[0]), scalar(node.inputs[1])) {
+                (false, true) => node.inputs[0],
+                (true, false) => node.inputs[1],
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    f32_of(x).then_some(x)
+}
+
+/// The value of a one-element float constant: an f32 initializer, or a DequantizeLinear
+/// of an integer initializer (its value as the reference computes it: the difference
+/// exact, the product in f64, rounded once, as `fold_dequantize` does).
+pub(crate) fn scalar_operand(graph: &Graph, consts: &Constants<'_>, t: TensorId) -> Option<f32> {
+    let d = &graph.tensors[t];
+    if d.static_shape()?.iter().product::<usize>() != 1 || d.dtype != DType::F32 {
+        return None;
+    }
+    if d.is_const() {
+        let b: [u8; 4] = consts.bytes(t)?.try_into().ok()?;
+        return Some(f32::from_le_bytes(b));
+    }
+    let node = &graph.nodes[graph.producers()[t]?];
+    let q = node.inputs[0];
+    if node.op != OpKind::DequantizeLinear || !graph.tensors[q].is_const() {
+        return None;
+    }
+    let p = QParams::of(graph, node, consts).ok()?;
+    let v = *ints(p.dtype, consts.bytes(q)?)?.first()?;
+    Some(((v as f64 - p.zero_points[0] as f64) * p.scales[0] as f64) as f32)
 }
 
 /// One QDQ element-wise Add or Mul of two run-time int8 tensors of one shape.

@@ -474,3 +474,186 @@ fn depthwise_geometries_store_the_portable_bytes() {
         }
     }
 }
+
+/// QDQ chains of float ops of one int8 tensor run as a table of 256 bytes: a quantized
+/// GELU's `x / c → Erf`, `+ 1` with a dequantized constant then Sigmoid and a product by
+/// a constant written first, `c - x` then Clip, and a bare requantization `Q(DQ(x))`.
+/// Every output within one step of the chain evaluated in f64, on every isa.
+#[test]
+fn qdq_chains_of_one_tensor_run_as_tables() {
+    let shape = [2, 3, 20, 25];
+    let n: usize = shape.iter().product();
+    let mut b = GraphBuilder::new("qlut");
+    let x = b.input_fixed("x", DType::I8, &shape);
+    let (xs, xz) = (0.03f32, -5);
+    let (s, z) = scalar(&mut b, DType::I8, "x", xs, xz);
+    let xd = b.node(OpKind::DequantizeLinear, &[x, s, z], &[]).unwrap();
+    let c = |b: &mut GraphBuilder, name: &str, v: f32| b.constant_f32(name, &[], &[v]);
+    let quant = |b: &mut GraphBuilder, t, name: &str, dt, ys, yz| {
+        let (s, z) = scalar(b, dt, name, ys, yz);
+        b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap()
+    };
+    // x / 1.4142 -> Erf
+    let root2 = c(&mut b, "root2", std::f32::consts::SQRT_2);
+    let div = b.node(OpKind::Div, &[xd, root2], &[]).unwrap();
+    let erf = b.node(OpKind::Erf, &[div], &[]).unwrap();
+    let qa = quant(&mut b, erf, "a", DType::I8, 1.0 / 127.0, 0);
+    // x + DQ(20) -> Sigmoid -> 0.5 * y
+    let (ks, kz) = scalar(&mut b, DType::I8, "k", 0.05, 0);
+    let kq = b.constant("kq", DType::I8, &[], TensorData::from_bytes(&[20u8]));
+    let k = b
+        .node(OpKind::DequantizeLinear, &[kq, ks, kz], &[])
+        .unwrap();
+    let add = b.node(OpKind::Add, &[xd, k], &[]).unwrap();
+    let sig = b.node(OpKind::Sigmoid, &[add], &[]).unwrap();
+    let half = c(&mut b, "half", 0.5);
+    let mul = b.node(OpKind::Mul, &[half, sig], &[]).unwrap();
+    let qb = quant(&mut b, mul, "b", DType::U8, 0.5 / 255.0, 0);
+    // 1.5 - x -> Clip(0, 2)
+    let one5 = c(&mut b, "one5", 1.5);
+    let sub = b.node(OpKind::Sub, &[one5, xd], &[]).unwrap();
+    let (lo, hi) = (c(&mut b, "lo", 0.0), c(&mut b, "hi", 2.0));
+    let clip = b.node(OpKind::Clip, &[sub, lo, hi], &[]).unwrap();
+    let qc = quant(&mut b, clip, "c", DType::U8, 0.01, 3);
+    // Requantization
+    let qd = quant(&mut b, xd, "d", DType::I8, 0.07, 9);
+    for t in [qa, qb, qc, qd] {
+        b.output(t);
+    }
+    let g = b.finish().unwrap();
+
+    let mut rng = Rng::new(41);
+    let xq: Vec<i8> = (0..n)
+        .map(|i| {
+            if i < 256 {
+                i as u8 as i8
+            } else {
+                rng.next_u64() as i8
+            }
+        })
+        .collect();
+    let bytes: Vec<u8> = xq.iter().map(|&v| v as u8).collect();
+    let input = Tensor::from_bytes(DType::I8, &shape, &bytes);
+    let erf = |v: f64| {
+        // Abramowitz and Stegun 7.1.26 (error below 1.5e-7): ample for a step of 1/127.
+        let t = 1.0 / (1.0 + 0.327_591_1 * v.abs());
+        let p = ((((1.061_405_429 * t - 1.453_152_027) * t + 1.421_413_741) * t - 0.284_496_736)
+            * t
+            + 0.254_829_592)
+            * t;
+        (1.0 - p * (-v * v).exp()).copysign(v)
+    };
+    let q = |v: f64, s: f64, z: i32, lo: i32, hi: i32| {
+        ((v / s).round_ties_even() as i32 + z).clamp(lo, hi)
+    };
+    let want: [Vec<i32>; 4] = [
+        xq.iter()
+            .map(|&v| {
+                let x = (v as i32 - xz) as f64 * xs as f64;
+                q(
+                    erf(x / std::f32::consts::SQRT_2 as f64),
+                    1.0 / 127.0,
+                    0,
+                    -128,
+                    127,
+                )
+            })
+            .collect(),
+        xq.iter()
+            .map(|&v| {
+                let x = (v as i32 - xz) as f64 * xs as f64 + 1.0;
+                q(0.5 / (1.0 + (-x).exp()), 0.5 / 255.0, 0, 0, 255)
+            })
+            .collect(),
+        xq.iter()
+            .map(|&v| {
+                let x = 1.5 - (v as i32 - xz) as f64 * xs as f64;
+                q(x.clamp(0.0, 2.0), 0.01, 3, 0, 255)
+            })
+            .collect(),
+        xq.iter()
+            .map(|&v| q((v as i32 - xz) as f64 * xs as f64, 0.07, 9, -128, 127))
+            .collect(),
+    ];
+    for isa in common::isas() {
+        let got = run(&delegate_isa(isa), &g, std::slice::from_ref(&input)).expect("runs");
+        for (o, (t, want)) in got.iter().zip(&want).enumerate() {
+            let signed = t.dtype == DType::I8;
+            for (i, (&b, &w)) in t.bytes().iter().zip(want).enumerate() {
+                let v = if signed { b as i8 as i32 } else { b as i32 };
+                assert!(
+                    (v - w).abs() <= 1,
+                    "isa {isa} output {o} element {i}: {v} against {w}"
+                );
+            }
+        }
+    }
+}
+
+/// A table between two int8 convolutions takes their channels-last layout: the same bytes
+/// as the graph whose chain is left to the float steps (its Sigmoid's result is also an
+/// output, so no table forms).
+#[test]
+fn a_table_between_int8_convolutions_keeps_their_layout() {
+    let build = |expose: bool| {
+        let mut b = GraphBuilder::new("qlut_conv");
+        let x = b.input_fixed("x", DType::U8, &[1, 6, 7, 9]);
+        let (s, z) = scalar(&mut b, DType::U8, "x", 0.02, 120);
+        let mut t = b.node(OpKind::DequantizeLinear, &[x, s, z], &[]).unwrap();
+        let mut rng = Rng::new(5);
+        let mut sigmoid = None;
+        for layer in 0..2 {
+            let (m, c) = (
+                if layer == 0 { 10 } else { 4 },
+                if layer == 0 { 6 } else { 10 },
+            );
+            let wq: Vec<i8> = (0..m * c * 9)
+                .map(|_| (rng.next_u64() % 200) as i8)
+                .collect();
+            let w = b.constant(
+                &format!("w{layer}"),
+                DType::I8,
+                &[m, c, 3, 3],
+                TensorData::from_slice(&wq),
+            );
+            let (ws, wz) = scalar(&mut b, DType::I8, &format!("w{layer}"), 0.01, 0);
+            let wd = b.node(OpKind::DequantizeLinear, &[w, ws, wz], &[]).unwrap();
+            let pads = [("pads", Attr::Ints(vec![1; 4]))];
+            let y = b.node(OpKind::Conv, &[t, wd], &pads).unwrap();
+            let (ys, yz) = scalar(&mut b, DType::U8, &format!("y{layer}"), 0.2, 128);
+            let q = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+            t = b.node(OpKind::DequantizeLinear, &[q, ys, yz], &[]).unwrap();
+            if layer == 0 {
+                let sig = b.node(OpKind::Sigmoid, &[t], &[]).unwrap();
+                sigmoid = Some(sig);
+                let (ss, sz) = scalar(&mut b, DType::U8, "s", 1.0 / 255.0, 0);
+                let q = b.node(OpKind::QuantizeLinear, &[sig, ss, sz], &[]).unwrap();
+                t = b.node(OpKind::DequantizeLinear, &[q, ss, sz], &[]).unwrap();
+            } else {
+                b.output(q);
+            }
+        }
+        if expose {
+            b.output(sigmoid.unwrap());
+        }
+        b.finish().unwrap()
+    };
+    let mut rng = Rng::new(6);
+    let bytes: Vec<u8> = (0..6 * 7 * 9).map(|_| rng.next_u64() as u8).collect();
+    let input = Tensor::from_bytes(DType::U8, &[1, 6, 7, 9], &bytes);
+    for isa in common::isas() {
+        let table = run(
+            &delegate_isa(isa),
+            &build(false),
+            std::slice::from_ref(&input),
+        )
+        .expect("runs");
+        let steps = run(
+            &delegate_isa(isa),
+            &build(true),
+            std::slice::from_ref(&input),
+        )
+        .expect("runs");
+        assert_eq!(table[0].bytes(), steps[0].bytes(), "isa {isa}");
+    }
+}

@@ -45,7 +45,7 @@ use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
-use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QuantizeOp};
+use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QLutOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
@@ -133,6 +133,7 @@ enum Op {
     QLinear(QLinearOp),
     /// A QDQ Add or Mul of two int8 tensors.
     QBinary(QBinaryOp),
+    QLut(QLutOp),
     /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
     IntProduct(IntProductOp),
     Where(WhereOp),
@@ -246,7 +247,7 @@ impl Op {
             Op::Lstm(_) => "LSTM",
             Op::Quantize(_) | Op::Dequantize(_) | Op::ByteInput(_) => "QUANT",
             Op::QLinear(_) | Op::IntProduct(_) => "QGEMM",
-            Op::QBinary(_) => "ELEMENTWISE",
+            Op::QBinary(_) | Op::QLut(_) => "ELEMENTWISE",
             Op::Where(_) | Op::BoolInput(_) | Op::Affine(_) | Op::IntCompare(_) => "ELEMENTWISE",
             Op::IntBinary(_) | Op::Cast(_) | Op::IntUnary(_) => "ELEMENTWISE",
             Op::IntReduce(_) | Op::FloatReduce(_) | Op::Arg(_) => "REDUCE",
@@ -310,6 +311,7 @@ impl Op {
                 ctx.kernel.isa(),
                 &ctx.pool,
             ),
+            Op::QLut(op) => op.run(sources, bytemuck::cast_slice_mut(out), &ctx.pool),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),

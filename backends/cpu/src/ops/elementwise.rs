@@ -252,7 +252,7 @@ impl UnaryOp {
 }
 
 /// `out = f(x)` on the calling thread.
-fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
+pub(crate) fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
     match f {
         // Monomorphized loops so the simple cases vectorize.
         Unary::Relu => map(isa, x, out, relu),

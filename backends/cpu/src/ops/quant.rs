@@ -337,6 +337,27 @@ impl ByteInputOp {
     }
 }
 
+/// A table of 256 stored bytes applied to stored bytes: a QDQ chain of float ops of one
+/// int8 tensor (`crate::quant::QLutGroup`), its table computed at init. Layout-blind, as
+/// [`QBinaryOp`].
+#[derive(Debug)]
+pub(crate) struct QLutOp {
+    pub x: Src,
+    pub len: usize,
+    pub lut: Box<[u8; 256]>,
+}
+
+impl QLutOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], pool: &Pool) {
+        let x = &sources.bytes(self.x)[..self.len];
+        split_out(pool, &mut out[..self.len], 1, |start, out| {
+            for (o, &v) in out.iter_mut().zip(&x[start..]) {
+                *o = self.lut[v as usize];
+            }
+        })
+    }
+}
+
 /// Which element-wise op of two int8 tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QBinaryKind {

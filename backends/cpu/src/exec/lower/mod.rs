@@ -51,7 +51,7 @@ use crate::ops::tensor::{
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
-use crate::quant::{find_bin_groups, find_groups, ints};
+use crate::quant::{find_bin_groups, find_groups, find_lut_groups, ints};
 use crate::support::clip_bounds;
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
@@ -159,9 +159,25 @@ pub(crate) fn build<'g>(
         }
         bin_at[g.q] = Some(i);
     }
+    // QDQ chains of float ops of one int8 tensor, where no group took their nodes.
+    let luts: Vec<_> = find_lut_groups(graph, &consts)
+        .into_iter()
+        .filter(|g| {
+            g.nodes()
+                .iter()
+                .all(|&(n, _)| !absorbed[n] && group_at[n].is_none() && bin_at[n].is_none())
+        })
+        .collect();
+    let mut lut_at = vec![None; graph.nodes.len()];
+    for (i, g) in luts.iter().enumerate() {
+        for (n, a) in g.nodes() {
+            absorbed[n] |= a;
+        }
+        lut_at[g.q] = Some(i);
+    }
     let roles = plan.roles(graph);
     let qdq: Vec<bool> = (0..graph.nodes.len())
-        .map(|n| absorbed[n] || group_at[n].is_some() || bin_at[n].is_some())
+        .map(|n| absorbed[n] || group_at[n].is_some() || bin_at[n].is_some() || lut_at[n].is_some())
         .collect();
     let standalone: Vec<bool> = graph
         .nodes
@@ -171,7 +187,7 @@ pub(crate) fn build<'g>(
             matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
         })
         .collect();
-    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &standalone, &qdq);
+    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &luts, &standalone, &qdq);
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
@@ -202,6 +218,19 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[bins[i].op].label(),
+            });
+            continue;
+        }
+        if let Some(i) = lut_at[id] {
+            let op = b
+                .qlut(&luts[i])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            let first = luts[i].chain.first().copied().unwrap_or(luts[i].q);
+            steps.push(Step {
+                op,
+                out,
+                node: graph.nodes[first].label(),
             });
             continue;
         }
@@ -601,6 +630,31 @@ impl<'g> Builder<'g> {
         Ok(ops)
     }
 
+    /// The element-wise function of a one-input float op, as its step computes it
+    /// (`None` for other ops, and for a Clip whose bounds are not constant).
+    pub(super) fn unary(&self, node: &Node) -> Option<Unary> {
+        Some(match node.op {
+            OpKind::Relu | OpKind::Sigmoid | OpKind::Tanh | OpKind::Clip => {
+                self.activation(node).ok()?
+            }
+            OpKind::Erf => Unary::Erf,
+            OpKind::Sqrt => Unary::Sqrt,
+            OpKind::Exp => Unary::Exp,
+            OpKind::Log => Unary::Log,
+            OpKind::Neg => Unary::Neg,
+            OpKind::Abs => Unary::Abs,
+            OpKind::LeakyRelu => Unary::LeakyRelu {
+                alpha: node.attr_float("alpha", 0.01),
+            },
+            OpKind::HardSigmoid => Unary::HardSigmoid {
+                alpha: node.attr_float("alpha", 0.2),
+                beta: node.attr_float("beta", 0.5),
+            },
+            OpKind::HardSwish => Unary::HardSwish,
+            _ => return None,
+        })
+    }
+
     fn activation(&self, node: &Node) -> Result<Unary, String> {
         Ok(match node.op {
             OpKind::Relu => Unary::Relu,
@@ -748,22 +802,7 @@ impl<'g> Builder<'g> {
             | OpKind::HardSigmoid
             | OpKind::HardSwish => Op::Unary(UnaryOp {
                 x: self.src(input(0))?,
-                f: match node.op {
-                    OpKind::Erf => Unary::Erf,
-                    OpKind::Sqrt => Unary::Sqrt,
-                    OpKind::Exp => Unary::Exp,
-                    OpKind::Log => Unary::Log,
-                    OpKind::Neg => Unary::Neg,
-                    OpKind::Abs => Unary::Abs,
-                    OpKind::LeakyRelu => Unary::LeakyRelu {
-                        alpha: node.attr_float("alpha", 0.01),
-                    },
-                    OpKind::HardSigmoid => Unary::HardSigmoid {
-                        alpha: node.attr_float("alpha", 0.2),
-                        beta: node.attr_float("beta", 0.5),
-                    },
-                    _ => Unary::HardSwish,
-                },
+                f: self.unary(node).ok_or("not a unary op")?,
             }),
             OpKind::QuantizeLinear | OpKind::DequantizeLinear => {
                 self.quant_node(node, &shapes[0])?

@@ -16,17 +16,18 @@ use crate::exec::Op;
 use crate::ops::conv::Geom;
 use crate::ops::quant::linear::{indirection, stored_zero, zero_row, QLinearOp, QPath};
 use crate::ops::quant::{
-    quantize, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind, QBinaryOp,
-    QuantizeOp,
+    quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
+    QBinaryOp, QLutOp, QuantizeOp,
 };
 use crate::qgemm::{PackedWeights, QOut, Stage2, SLACK};
-use crate::quant::{int_range, ints, QBinGroup, QGroup, QParams};
+use crate::quant::{int_range, ints, scalar_operand, QBinGroup, QGroup, QLutGroup, QParams};
 
 /// Who reads an 8-bit tensor.
 #[derive(Clone, Copy)]
 enum Reader {
     Group(usize),
     Bin(usize),
+    Lut(usize),
     /// A standalone DequantizeLinear.
     Dq,
     /// Anything that needs NCHW (a subgraph output).
@@ -42,6 +43,7 @@ pub(super) fn int8_nhwc(
     graph: &Graph,
     groups: &[QGroup],
     bins: &[QBinGroup],
+    luts: &[QLutGroup],
     standalone: &[bool],
     qdq: &[bool],
 ) -> Vec<bool> {
@@ -53,6 +55,9 @@ pub(super) fn int8_nhwc(
     for (i, g) in bins.iter().enumerate() {
         readers[g.a].push(Reader::Bin(i));
         readers[g.b].push(Reader::Bin(i));
+    }
+    for (i, g) in luts.iter().enumerate() {
+        readers[g.x].push(Reader::Lut(i));
     }
     for (n, node) in graph.nodes.iter().enumerate() {
         if standalone[n] && node.op == OpKind::DequantizeLinear {
@@ -79,6 +84,9 @@ pub(super) fn int8_nhwc(
     for g in bins {
         nhwc[out_of(g.q)] = rank4(out_of(g.q));
     }
+    for g in luts {
+        nhwc[out_of(g.q)] = rank4(out_of(g.q));
+    }
     // A QuantizeLinear only when an int8 convolution reads it (otherwise NHWC would only
     // add a conversion back).
     for (n, node) in graph.nodes.iter().enumerate() {
@@ -99,13 +107,18 @@ pub(super) fn int8_nhwc(
             let readers_ok = readers[t].iter().all(|r| match *r {
                 Reader::Group(i) => conv2d(&groups[i]),
                 Reader::Bin(i) => nhwc[out_of(bins[i].q)],
+                Reader::Lut(i) => nhwc[out_of(luts[i].q)],
                 Reader::Dq => true,
                 Reader::Nchw => false,
             });
             let inputs_ok = bins
                 .iter()
                 .find(|g| out_of(g.q) == t)
-                .is_none_or(|g| nhwc[g.a] && nhwc[g.b]);
+                .is_none_or(|g| nhwc[g.a] && nhwc[g.b])
+                && luts
+                    .iter()
+                    .find(|g| out_of(g.q) == t)
+                    .is_none_or(|g| nhwc[g.x]);
             if !(readers_ok && inputs_ok) {
                 nhwc[t] = false;
                 changed = true;
@@ -273,6 +286,56 @@ impl<'g> Builder<'g> {
             clamp: g.clamp,
             lo: lo + bias,
             hi: hi + bias,
+        }))
+    }
+
+    /// The table of a QDQ chain of float ops: every stored input byte dequantized as
+    /// `DequantizeOp` does, taken through the chain's ops by the same functions their
+    /// steps run (so the table holds the bytes the steps would store), and quantized as
+    /// `QuantizeOp` does.
+    pub(super) fn qlut(&mut self, g: &QLutGroup) -> Result<Op, String> {
+        let (xs, xz, xdt) = g.x_params;
+        let z = xz + stored_bias(xdt);
+        let mut v: Vec<f32> = (0..256).map(|b| (b - z) as f32 * xs).collect();
+        let mut tmp = vec![0f32; 256];
+        for &n in &g.chain {
+            let node = &self.graph.nodes[n];
+            if let Some(f) = self.unary(node) {
+                crate::ops::elementwise::unary(f, self.kernel.isa(), &v, &mut tmp);
+                std::mem::swap(&mut v, &mut tmp);
+                continue;
+            }
+            let (a, b) = (node.inputs[0], node.inputs[1]);
+            let constant = |t: TensorId| scalar_operand(self.graph, &self.consts, t);
+            // One operand is the one-element constant (the group's finder checked).
+            let (c, x_first) = match (constant(a), constant(b)) {
+                (None, Some(c)) => (c, true),
+                (Some(c), None) => (c, false),
+                _ => return Err(format!("node {}: no scalar operand", node.label())),
+            };
+            for x in &mut v {
+                let (l, r) = if x_first { (*x, c) } else { (c, *x) };
+                *x = match node.op {
+                    OpKind::Add => l + r,
+                    OpKind::Sub => l - r,
+                    OpKind::Mul => l * r,
+                    OpKind::Div => l / r,
+                    other => return Err(format!("{other:?} in a table chain")),
+                };
+            }
+        }
+        let (ys, yz, ydt) = g.y_params;
+        let (lo, hi) = int_range(ydt);
+        let bias = stored_bias(ydt);
+        let mut lut = Box::new([0u8; 256]);
+        for (l, &x) in lut.iter_mut().zip(&v) {
+            *l = quantize_stored(x, ys, yz + bias, lo + bias, hi + bias);
+        }
+        let out = self.graph.nodes[g.q].outputs[0];
+        Ok(Op::QLut(QLutOp {
+            x: self.src(g.x)?,
+            len: self.shape(out).iter().product(),
+            lut,
         }))
     }
 
