@@ -311,7 +311,12 @@ impl Op {
                 ctx.kernel.isa(),
                 &ctx.pool,
             ),
-            Op::QLut(op) => op.run(sources, bytemuck::cast_slice_mut(out), &ctx.pool),
+            Op::QLut(op) => op.run(
+                sources,
+                bytemuck::cast_slice_mut(out),
+                ctx.kernel.isa(),
+                &ctx.pool,
+            ),
             Op::Copy(src) => out.copy_from_slice(sources.get(*src)),
             Op::Where(op) => op.run(sources, out, ctx.kernel.isa()),
             Op::IntCompare(op) => op.run(sources, out),

@@ -348,13 +348,64 @@ pub(crate) struct QLutOp {
 }
 
 impl QLutOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], pool: &Pool) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
         let x = &sources.bytes(self.x)[..self.len];
         split_out(pool, &mut out[..self.len], 1, |start, out| {
-            for (o, &v) in out.iter_mut().zip(&x[start..]) {
-                *o = self.lut[v as usize];
-            }
+            lookup(isa, &self.lut, &x[start..start + out.len()], out)
         })
+    }
+}
+
+/// `out[i] = lut[x[i]]`.
+pub(crate) fn lookup(isa: Isa, lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2Fma | Isa::Avx512F) {
+        // SAFETY: an Avx2Fma or Avx512F kernel is only selected after AVX2 was detected.
+        return unsafe { x86_lookup::lookup_avx2(lut, x, out) };
+    }
+    let _ = isa;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = lut[v as usize];
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_lookup {
+    use std::arch::x86_64::*;
+
+    /// [`super::lookup`], 32 bytes at a time: the table as 16 rows of 16 bytes, each row
+    /// looked up by the bytes' low nibbles at once (`vpshufb`) and kept where the high
+    /// nibble picks that row. 48 vector instructions per 32 bytes, where the scalar loop
+    /// spent a load, a table load and a store per byte.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn lookup_avx2(lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
+        let n = x.len().min(out.len());
+        // SAFETY: 16 bytes from each row of the table.
+        let rows: [__m256i; 16] = std::array::from_fn(|h| unsafe {
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(lut.as_ptr().add(16 * h) as *const _))
+        });
+        let nibble = _mm256_set1_epi8(0x0F);
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: bytes `i..i + 32` of both slices (loop bound).
+            unsafe {
+                let v = _mm256_loadu_si256(x.as_ptr().add(i) as *const _);
+                let lo = _mm256_and_si256(v, nibble);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble);
+                let mut r = _mm256_setzero_si256();
+                let mut h = _mm256_setzero_si256();
+                for row in &rows {
+                    let t = _mm256_shuffle_epi8(*row, lo);
+                    r = _mm256_blendv_epi8(r, t, _mm256_cmpeq_epi8(hi, h));
+                    h = _mm256_add_epi8(h, _mm256_set1_epi8(1));
+                }
+                _mm256_storeu_si256(out.as_mut_ptr().add(i) as *mut _, r);
+            }
+            i += 32;
+        }
+        for (o, &v) in out[i..n].iter_mut().zip(&x[i..n]) {
+            *o = lut[v as usize];
+        }
     }
 }
 
@@ -422,6 +473,30 @@ impl QBinaryOp {
         };
         for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
             *o = one(x, y);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lookup;
+
+    /// Every isa's table lookup stores the scalar lookup's bytes: every byte value, at
+    /// every offset of a vector, with tails of every length.
+    #[test]
+    fn table_lookups_agree_with_the_scalar_one() {
+        let lut: [u8; 256] = std::array::from_fn(|i| (i as u8).wrapping_mul(97).wrapping_add(13));
+        let x: Vec<u8> = (0..1000u32).map(|i| (i * 7 + i / 256) as u8).collect();
+        for isa in crate::gemm::MicroKernel::available()
+            .iter()
+            .map(|k| k.isa())
+        {
+            for len in [0, 1, 31, 32, 33, 255, 256, 999, 1000] {
+                let mut got = vec![0u8; len];
+                lookup(isa, &lut, &x[..len], &mut got);
+                let want: Vec<u8> = x[..len].iter().map(|&v| lut[v as usize]).collect();
+                assert_eq!(got, want, "{isa:?}, {len} bytes");
+            }
         }
     }
 }

@@ -258,12 +258,16 @@ impl RowsOut {
 
 /// A direct depthwise convolution on NHWC bytes.
 struct Depthwise<'a> {
+    /// Picks the x86 row kernels (elsewhere unread, as `wide` and `zoff`).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     kernel: &'a QKernel,
     g: &'a Geom,
     /// `taps[tap * c + ch]`.
     taps: &'a [i16],
     /// See [`QPath::Depthwise`].
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     wide: &'a [f32],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     zoff: &'a [i32],
     /// The input's stored zero point.
     za: i32,
@@ -414,6 +418,7 @@ impl<'a> RowRing<'a> {
     /// below the input. Every window is then inside the ring, and a kernel needs no
     /// edge cases: a tap in the padding reads the zero point, as the unpadded kernels'
     /// edge paths do. Offsets into a padded row count from its left padding.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn padded(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32], za: i32) -> Self {
         let r = Self::with_pad(g, x, ring, Some(Self::pads(g)));
         let rl = r.row_len();
