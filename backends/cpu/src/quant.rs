@@ -289,22 +289,11 @@ fn lut_operand(
         return None;
     }
     let x = match node.op {
-        OpKind::Relu
-        | OpKind::Sigmoid
-        | OpKind::Tanh
-        | OpKind::Erf
-        | OpKind::Sqrt
-        | OpKind::Exp
-        | OpKind::Log
-        | OpKind::Neg
-        | OpKind::Abs
-        | OpKind::LeakyRelu
-        | OpKind::HardSigmoid
-        | OpKind::HardSwish => node.inputs[0],
         OpKind::Clip => {
             clip_bounds(graph, node, consts).ok()?;
             node.inputs[0]
         }
+        op if crate::ops::elementwise::is_unary_op(op) => node.inputs[0],
         OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div if node.inputs.len() == 2 => {
             let scalar = |t: TensorId| scalar_operand(graph, consts, t).is_some();
             match (scalar(node.inputs[0]), scalar(node.inputs[1])) {

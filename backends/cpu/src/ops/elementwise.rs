@@ -10,6 +10,27 @@ use super::{Sources, Src};
 use crate::gemm::{clip, relu, Isa};
 use crate::pool::{Disjoint, Pool};
 
+/// The one-input float ops that run as a [`Unary`] of their own (a Clip also needs
+/// constant bounds): the lowering maps them, and a QDQ table chain may absorb them.
+pub(crate) fn is_unary_op(op: baton_delegate_api::ir::OpKind) -> bool {
+    use baton_delegate_api::ir::OpKind::*;
+    matches!(
+        op,
+        Relu | Sigmoid
+            | Tanh
+            | Clip
+            | Erf
+            | Sqrt
+            | Exp
+            | Log
+            | Neg
+            | Abs
+            | LeakyRelu
+            | HardSigmoid
+            | HardSwish
+    )
+}
+
 /// A unary activation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Unary {

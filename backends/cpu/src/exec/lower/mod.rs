@@ -633,6 +633,9 @@ impl<'g> Builder<'g> {
     /// The element-wise function of a one-input float op, as its step computes it
     /// (`None` for other ops, and for a Clip whose bounds are not constant).
     pub(super) fn unary(&self, node: &Node) -> Option<Unary> {
+        if !crate::ops::elementwise::is_unary_op(node.op) {
+            return None;
+        }
         Some(match node.op {
             OpKind::Relu | OpKind::Sigmoid | OpKind::Tanh | OpKind::Clip => {
                 self.activation(node).ok()?
