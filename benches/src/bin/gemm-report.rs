@@ -58,6 +58,9 @@ fn main() {
     for (w, p) in &peaks {
         println!("measured FMA peak, {}: {p:.1} GFLOP/s (1 thread)", w.name());
     }
+    if let Some(g) = peak::int8_peak_gmacs() {
+        println!("measured int8 peak, vpmaddwd: {g:.1} GMAC/s (1 thread)");
+    }
     let peak_of = |w: Width| peaks.iter().find(|(x, _)| *x == w).map(|(_, p)| *p);
     let kernels = MicroKernel::available();
     print!("\n| m x n x k |");

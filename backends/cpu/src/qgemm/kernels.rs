@@ -719,7 +719,7 @@ pub(crate) mod x86 {
     /// # Safety
     /// `d` reaches `n` bytes.
     #[inline(always)]
-    unsafe fn store_bytes(d: *mut u8, y: u64, n: usize) {
+    pub(crate) unsafe fn store_bytes(d: *mut u8, y: u64, n: usize) {
         // SAFETY: each write stays within the first `n` bytes.
         unsafe {
             if n == 8 {

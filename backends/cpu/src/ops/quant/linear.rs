@@ -717,7 +717,7 @@ mod x86dw {
     use std::arch::x86_64::*;
 
     use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
-    use crate::qgemm::kernels::x86::{pack8, requant16, Requant8};
+    use crate::qgemm::kernels::x86::{pack8, requant16, store_bytes, Requant8};
     use crate::qgemm::QOut;
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
@@ -939,20 +939,14 @@ mod x86dw {
         _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
     }
 
-    /// Stores the low `lanes` bytes of `y` (lane order) at `out[o..]`: a full block as one
-    /// 8-byte store, a short one byte by byte (a copy of variable length is a `memcpy`
-    /// call: perf showed 8% of the QDQ mobilenet in it).
+    /// Stores the low `lanes` bytes of `y` (lane order) at `out[o..]`, as whole words
+    /// (`store_bytes`; a copy of variable length is a `memcpy` call: perf showed 8% of
+    /// the QDQ mobilenet in it).
     #[inline(always)]
     fn store8(out: &mut [u8], o: usize, lanes: usize, y: u64) {
-        let d = &mut out[o..o + lanes];
-        if lanes == LANES8 {
-            // SAFETY: `d` holds 8 bytes (checked by the slice above).
-            unsafe { (d.as_mut_ptr() as *mut u64).write_unaligned(y.to_le()) };
-        } else {
-            for (d, b) in d.iter_mut().zip(y.to_le_bytes()) {
-                *d = b;
-            }
-        }
+        let d = &mut out[o..o + lanes.min(LANES8)];
+        // SAFETY: `d` holds the bytes written (checked by the slice above).
+        unsafe { store_bytes(d.as_mut_ptr(), y, d.len()) };
     }
 
     /// [`Window`] in 8 lanes, its weights read from the widened taps.
