@@ -657,3 +657,56 @@ fn a_table_between_int8_convolutions_keeps_their_layout() {
         assert_eq!(table[0].bytes(), steps[0].bytes(), "isa {isa}");
     }
 }
+
+/// A float input quantized straight into the channels-last layout of the int8
+/// convolution that reads it (a model's image input), split among threads in whole
+/// pixels: with an identity 1x1 convolution at the same scale, the output bytes are the
+/// input's QuantizeLinear in NCHW order, for channel counts with and without their own
+/// interleave (1, 3, 4 and 6), in batches of 3 (so that a thread's part crosses from one
+/// image into the next) of maps whose pixels do not split evenly, each large enough to be
+/// split.
+#[test]
+fn a_float_input_quantizes_into_the_convolutions_layout() {
+    for (ch, h, w) in [(3, 77, 61), (1, 99, 151), (4, 61, 57), (6, 47, 51)] {
+        let shape = [3, ch, h, w];
+        let mut rng = Rng::new(ch as u64);
+        let xs: Vec<f32> = (0..3 * ch * h * w)
+            .map(|_| (rng.next_u64() % 4000) as f32 / 1000.0 - 2.0)
+            .collect();
+        let (s, zp) = (0.015f32, 3);
+        let mut b = GraphBuilder::new("image");
+        let x = b.input_fixed("x", DType::F32, &shape);
+        let (qs, qz) = scalar(&mut b, DType::I8, "x", s, zp);
+        let q = b.node(OpKind::QuantizeLinear, &[x, qs, qz], &[]).unwrap();
+        let xd = b.node(OpKind::DequantizeLinear, &[q, qs, qz], &[]).unwrap();
+        let eye: Vec<i8> = (0..ch * ch).map(|i| (i % (ch + 1) == 0) as i8).collect();
+        let wt = b.constant(
+            "w",
+            DType::I8,
+            &[ch, ch, 1, 1],
+            TensorData::from_slice(&eye),
+        );
+        let (ws, wz) = scalar(&mut b, DType::I8, "w", 1.0, 0);
+        let wd = b
+            .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+            .unwrap();
+        let y = b.node(OpKind::Conv, &[xd, wd], &[]).unwrap();
+        let (ys, yz) = scalar(&mut b, DType::I8, "y", s, zp);
+        let out = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+        b.output(out);
+        let g = b.finish().unwrap();
+        let want: Vec<u8> = xs
+            .iter()
+            .map(|&v| (((v / s).round_ties_even() as i32 + zp).clamp(-128, 127)) as i8 as u8)
+            .collect();
+        let input = Tensor::from_f32(&shape, &xs);
+        for threads in [1, 2] {
+            let d = common::delegate_threads(threads);
+            let got = run(&d, &g, std::slice::from_ref(&input)).expect("runs");
+            assert!(
+                got[0].bytes() == want.as_slice(),
+                "{ch} channels, {threads} threads"
+            );
+        }
+    }
+}

@@ -23,6 +23,10 @@ const SHAPES: &[(usize, usize, usize)] = &[
     (1024, 1024, 1024),
 ];
 
+/// Extra int8 shapes: the narrow 1x1 convolutions at the top of a mobile CNN (mobilenet's
+/// 112x112 expand and project layers), where the epilogue, not the multiply, is the cost.
+const NARROW: &[(usize, usize, usize)] = &[(12544, 48, 8), (12544, 8, 16), (3136, 72, 12)];
+
 fn width_of(kernel: &MicroKernel) -> Option<Width> {
     match kernel.isa() {
         Isa::Avx2Fma => Some(Width::Avx2),
@@ -96,7 +100,7 @@ fn int8_table(f32_kernels: &[&'static MicroKernel]) {
     }
     println!(" best f32 | int8 / f32 |");
     println!("|---|{}---|---|", "---|".repeat(qkernels.len()));
-    for &(m, n, k) in SHAPES {
+    for &(m, n, k) in SHAPES.iter().chain(NARROW) {
         let ops = 2 * (m * n * k) as u64;
         let a: Vec<u8> = (0..m * k + 4).map(|i| (i * 7919 % 251) as u8).collect();
         let b: Vec<i8> = (0..k * n).map(|i| (i * 104_729 % 255) as i8).collect();

@@ -246,10 +246,12 @@ pub(crate) struct QuantizeOp {
 
 impl QuantizeOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
-        if self.params.per_tensor().is_some() && self.nhwc.is_none() {
-            // Element by element in order: split among the threads.
+        if self.params.per_tensor().is_some() {
+            // Element by element in order, or pixel by pixel into NHWC: split among the
+            // threads (in whole pixels).
             let n = sources.get(self.x).len().min(out.len());
-            return split_out(pool, &mut out[..n], 1, |start, out| {
+            let pixel = self.nhwc.map_or(1, |l| l.c);
+            return split_out(pool, &mut out[..n], pixel, |start, out| {
                 quantize_all(isa, self, sources, start, out)
             });
         }
@@ -257,7 +259,7 @@ impl QuantizeOp {
     }
 
     /// As `run`, over the output elements `start..start + out.len()`; only the
-    /// element-wise form is handed a part (`start > 0`).
+    /// per-tensor forms are handed a part (`start > 0`; NHWC: whole pixels).
     #[inline(always)]
     fn run_inner(&self, sources: &Sources<'_>, start: usize, out: &mut [u8]) {
         match self.int_input {
@@ -282,30 +284,16 @@ impl QuantizeOp {
                     *o = quantize_stored(value(v), s, z + bias, lo, hi);
                 }
             }
-            // NCHW in, NHWC out, a block of pixels at a time: each channel's run of the
-            // block quantized in order into a small buffer (that loop vectorizes), then
-            // the block interleaved into the pixels. Quantizing straight to stride `c`
-            // ran element by element (a model's image input: 224 us for 3x224x224).
+            // NCHW in, NHWC out (the output elements `start..`, whole pixels).
             (Some((s, z)), Some(l)) => {
-                const BLOCK: usize = 64;
-                let (c, plane) = (l.c, l.plane);
-                let mut tmp = [0u8; BLOCK];
-                for b in 0..l.batch {
-                    let src = &x[b * c * plane..(b + 1) * c * plane];
-                    let dst = &mut out[b * c * plane..(b + 1) * c * plane];
-                    for p0 in (0..plane).step_by(BLOCK) {
-                        let n = BLOCK.min(plane - p0);
-                        for ch in 0..c {
-                            let xs = &src[ch * plane + p0..][..n];
-                            for (t, &v) in tmp.iter_mut().zip(xs) {
-                                *t = quantize_stored(value(v), s, z + bias, lo, hi);
-                            }
-                            let pixels = dst[p0 * c..(p0 + n) * c].iter_mut().skip(ch);
-                            for (d, &t) in pixels.step_by(c).zip(&tmp[..n]) {
-                                *d = t;
-                            }
-                        }
-                    }
+                let q = |v: f32| quantize_stored(value(v), s, z + bias, lo, hi);
+                // A model's image input has 3 channels (or 4, or 1): their pixels are
+                // interleaved with the channel count a constant.
+                match l.c {
+                    1 => to_nhwc(x, l, 1, start, out, q),
+                    3 => to_nhwc(x, l, 3, start, out, q),
+                    4 => to_nhwc(x, l, 4, start, out, q),
+                    c => to_nhwc(x, l, c, start, out, q),
                 }
             }
             (None, nhwc) => {
@@ -317,6 +305,53 @@ impl QuantizeOp {
                 }
             }
         }
+    }
+}
+
+/// `q` of NCHW `x` into NHWC `out`, which holds the output elements `start..` (whole
+/// pixels of `c` channels), a block of pixels at a time: each channel's run of the block
+/// quantized in order into a buffer (that loop vectorizes), then the block interleaved
+/// into the pixels. Quantizing straight to stride `c` ran element by element (a model's
+/// image input: 224 us for 3x224x224); `c` is a constant where the caller makes it one.
+#[inline(always)]
+fn to_nhwc(x: &[f32], l: Nhwc, c: usize, start: usize, out: &mut [u8], q: impl Fn(f32) -> u8) {
+    const BLOCK: usize = 64;
+    // Up to this many channels, the whole block's channels are buffered and each pixel
+    // written at once; more, channel by channel.
+    const WIDE: usize = 4;
+    let (c, plane) = (c.max(1), l.plane);
+    let mut tmp = [[0u8; BLOCK]; WIDE];
+    let (first, pixels) = (start / c, out.len() / c);
+    let mut px = first;
+    while px < first + pixels {
+        let (b, p0) = (px / plane, px % plane);
+        // Within one image and one block.
+        let n = BLOCK.min(plane - p0).min(first + pixels - px);
+        let src = &x[b * c * plane..(b + 1) * c * plane];
+        let dst = &mut out[(px - first) * c..(px - first + n) * c];
+        if c <= WIDE {
+            for (ch, t) in tmp.iter_mut().enumerate().take(c) {
+                for (t, &v) in t.iter_mut().zip(&src[ch * plane + p0..][..n]) {
+                    *t = q(v);
+                }
+            }
+            for (i, d) in dst.chunks_exact_mut(c).enumerate() {
+                for (ch, d) in d.iter_mut().enumerate() {
+                    *d = tmp[ch][i];
+                }
+            }
+        } else {
+            for ch in 0..c {
+                let t = &mut tmp[0];
+                for (t, &v) in t.iter_mut().zip(&src[ch * plane + p0..][..n]) {
+                    *t = q(v);
+                }
+                for (d, &t) in dst.iter_mut().skip(ch).step_by(c).zip(&t[..n]) {
+                    *d = t;
+                }
+            }
+        }
+        px += n;
     }
 }
 
