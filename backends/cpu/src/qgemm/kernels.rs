@@ -909,6 +909,12 @@ pub(crate) mod x86 {
                         wb = wb.add(NR * 4);
                     }
                 }
+                // Each row's sums come out of `hadd` with the columns in the order
+                // [0 1 4 5 | 2 3 6 7] (its quads 1 and 2 swapped): the requantization's
+                // per-column parameters are put in that order once per half, instead of
+                // each row's sums being put in column order.
+                let swap = |v: __m256i| _mm256_permute4x64_epi64::<0xD8>(v);
+                let swap_ps = |v: __m256| _mm256_castsi256_ps(swap(_mm256_castps_si256(v)));
                 // The columns of this half that the output has (`fin`), and their
                 // requantization parameters, loaded under a lane mask.
                 let fin = fin.map(|(f, g, out)| {
@@ -921,38 +927,69 @@ pub(crate) mod x86 {
                     // The bounds check covered `j0 + cols` columns of the per-column
                     // vectors; masked lanes are not read.
                     let j = j.min(f.j0 + f.cols);
-                    let off = _mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m);
-                    let sc = _mm256_maskload_ps(g.out.scale.as_ptr().add(j), m);
+                    let off = swap(_mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m));
+                    let sc = swap_ps(_mm256_maskload_ps(g.out.scale.as_ptr().add(j), m));
                     // A folded bias Add's second stage (its biases are per column too).
-                    let s2 =
-                        g.out.stage2.as_ref().map(|s| {
-                            Stage2x8::new(_mm256_maskload_ps(s.bias.as_ptr().add(j), m), s)
-                        });
+                    let s2 = g.out.stage2.as_ref().map(|s| {
+                        let bias = swap_ps(_mm256_maskload_ps(s.bias.as_ptr().add(j), m));
+                        Stage2x8::new(bias, s)
+                    });
                     let d = out.0.add(f.r0 * g.ldo + f.j0 + half * 8);
                     (f, g.ldo, d, cols, Requant8::new(off, sc, g.out), s2)
                 });
-                for r in 0..MR {
-                    // [c0 c1 c4 c5 | c2 c3 c6 c7] -> columns in order.
-                    let s = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
-                    let dst = a.add(r * NR + half * 8) as *mut __m256i;
-                    let s = if init {
-                        s
-                    } else {
-                        _mm256_add_epi32(s, _mm256_loadu_si256(dst))
-                    };
-                    match fin {
-                        Some((f, ldo, d, cols, rq, s2)) => {
-                            if r >= f.rows || cols == 0 {
-                                continue;
-                            }
-                            let y = rq.lanes(s);
-                            let y = match s2 {
-                                Some(s2) => s2.lanes(y),
-                                None => y,
-                            };
-                            store_bytes(d.add(r * ldo), pack8(y), cols);
-                        }
-                        None => _mm256_storeu_si256(dst, s),
+                let Some((f, ldo, d, cols, rq, s2)) = fin else {
+                    // Raw sums for a later call or for the driver: in column order.
+                    for r in 0..MR {
+                        let s = swap(_mm256_hadd_epi32(lo[r], hi[r]));
+                        let dst = a.add(r * NR + half * 8) as *mut __m256i;
+                        let s = if init {
+                            s
+                        } else {
+                            _mm256_add_epi32(s, _mm256_loadu_si256(dst))
+                        };
+                        _mm256_storeu_si256(dst, s);
+                    }
+                    continue;
+                };
+                // The stored values, row by row, in the swapped column order.
+                let mut ys = [_mm256_setzero_si256(); MR];
+                for (r, y) in ys.iter_mut().enumerate() {
+                    let mut s = _mm256_hadd_epi32(lo[r], hi[r]);
+                    if !init {
+                        let sums = a.add(r * NR + half * 8) as *const __m256i;
+                        s = _mm256_add_epi32(s, swap(_mm256_loadu_si256(sums)));
+                    }
+                    *y = rq.lanes(s);
+                    if let Some(s2) = s2 {
+                        *y = s2.lanes(*y);
+                    }
+                }
+                if MR == 4 && f.rows == 4 && cols == 8 {
+                    // A whole 4 x 8 block: packed to bytes together (rows 0-3 of columns
+                    // 0 1 4 5 in the low lane, of 2 3 6 7 in the high one), each row's two
+                    // quads brought side by side and their bytes put in column order.
+                    let b = _mm256_packus_epi16(
+                        _mm256_packs_epi32(ys[0], ys[1]),
+                        _mm256_packs_epi32(ys[2], ys[3]),
+                    );
+                    let b =
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                    let order = _mm256_setr_epi8(
+                        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15, //
+                        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+                    );
+                    let b = _mm256_shuffle_epi8(b, order);
+                    let (b01, b23) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+                    _mm_storel_epi64(d as *mut __m128i, b01);
+                    _mm_storeh_pd(d.add(ldo) as *mut f64, _mm_castsi128_pd(b01));
+                    _mm_storel_epi64(d.add(2 * ldo) as *mut __m128i, b23);
+                    _mm_storeh_pd(d.add(3 * ldo) as *mut f64, _mm_castsi128_pd(b23));
+                    continue;
+                }
+                // Fewer rows or columns: row by row, `cols` bytes each.
+                for (r, &y) in ys.iter().enumerate().take(f.rows) {
+                    if cols > 0 {
+                        store_bytes(d.add(r * ldo), pack8(swap(y)), cols);
                     }
                 }
             }
