@@ -83,26 +83,43 @@ pub fn peak_gflops(width: Width) -> f64 {
     best
 }
 
-/// The measured peak of AVX2's exact int8 product, `vpmaddwd` (16 multiply-adds of i16
+/// The measured peaks of AVX2's exact int8 product, `vpmaddwd` (16 multiply-adds of i16
 /// pairs into i32 per instruction, as the CPU delegate's AVX2 int8 GEMM uses), in G
 /// multiply-adds per second, one thread, as [`peak_gflops`] measures FMAs: read against
-/// half the FMA GFLOP/s (one multiply-add is two flops), it says how many more products an
-/// int8 kernel can make than an f32 one on this core. `None` without AVX2.
-pub fn int8_peak_gmacs() -> Option<f64> {
+/// half the FMA GFLOP/s (one multiply-add is two flops), they say how many more products
+/// an int8 kernel can make than an f32 one on this core. `None` without AVX2.
+pub fn int8_peaks() -> Option<Int8Peaks> {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") {
+        let best = |run: &dyn Fn(u64) -> u64| {
+            run(1_000_000); // warm up the clock
+            let mut best = 0.0f64;
+            for _ in 0..5 {
+                let t = Stamp::now();
+                let macs = run(5_000_000);
+                best = best.max(macs as f64 / t.elapsed_secs().max(1e-9) / 1e9);
+            }
+            best
+        };
         // SAFETY: AVX2 detected just above.
-        let run = |iters| unsafe { x86::madd(iters) };
-        run(1_000_000); // warm up the clock
-        let mut best = 0.0f64;
-        for _ in 0..5 {
-            let t = Stamp::now();
-            let macs = run(5_000_000);
-            best = best.max(macs as f64 / t.elapsed_secs().max(1e-9) / 1e9);
-        }
-        return Some(best);
+        return Some(Int8Peaks {
+            madd: best(&|iters| unsafe { x86::madd(iters) }),
+            madd_add: best(&|iters| unsafe { x86::madd_add(iters) }),
+        });
     }
     None
+}
+
+/// See [`int8_peaks`].
+#[derive(Clone, Copy, Debug)]
+pub struct Int8Peaks {
+    /// `vpmaddwd` alone, chained into itself: what the multiplier pipes can issue.
+    pub madd: f64,
+    /// `vpmaddwd` with the `vpaddd` that accumulates each product into an i32 sum, as
+    /// a GEMM's inner step needs (AVX2 has no fused form; AVX-VNNI's `vpdpwssd` is one):
+    /// the ceiling of an exact AVX2 int8 kernel. On a Zen 3 the add shares the
+    /// multiplier's pipes, and this is well under `madd`.
+    pub madd_add: f64,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -142,6 +159,33 @@ mod x86 {
         }
         black_box(acc);
         iters * (ACC * 16) as u64
+    }
+
+    /// Runs `iters` steps of a GEMM's inner loop: two weight vectors loaded (from a
+    /// small panel in L1, as a kernel's) times four rows, each `vpmaddwd` added into its
+    /// own accumulator; returns the multiply-adds done.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn madd_add(iters: u64) -> u64 {
+        const PANEL: usize = 64;
+        let panel: Vec<i16> = (0..PANEL * 32).map(|i| (i % 61) as i16 - 30).collect();
+        let mut acc = [_mm256_setzero_si256(); 8];
+        let x: [__m256i; 4] = std::array::from_fn(|r| _mm256_set1_epi16(black_box(r as i16)));
+        for i in 0..iters {
+            let at = (i as usize % PANEL) * 32;
+            // SAFETY: 32 values from `at`, inside the panel.
+            let w = unsafe {
+                let p = panel.as_ptr().add(at) as *const __m256i;
+                [_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1))]
+            };
+            for (r, &x) in x.iter().enumerate() {
+                for (h, &w) in w.iter().enumerate() {
+                    let a = &mut acc[2 * r + h];
+                    *a = _mm256_add_epi32(*a, _mm256_madd_epi16(x, w));
+                }
+            }
+        }
+        black_box(acc);
+        iters * (8 * 16) as u64
     }
 
     #[target_feature(enable = "avx512f")]
