@@ -755,6 +755,38 @@ pub(crate) mod x86 {
         _mm_cvtsi128_si64(b) as u64
     }
 
+    /// Byte 0 of each i32 lane (values in `[0, 255]`) of four vectors, packed together:
+    /// 64-bit lane `r` of the result holds vector `r`'s 8 bytes in lane order (two
+    /// `vpackssdw`, one `vpackuswb`, one cross-lane permute: four rows for the price of
+    /// one and a half [`pack8`]s).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn pack4x8(y: [__m256i; 4]) -> __m256i {
+        let b = _mm256_packus_epi16(
+            _mm256_packs_epi32(y[0], y[1]),
+            _mm256_packs_epi32(y[2], y[3]),
+        );
+        // 32-bit lane r: bytes 0-3 of vector r; lane 4 + r: its bytes 4-7.
+        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+    }
+
+    /// Stores 64-bit lane `r` of `b` (a [`pack4x8`]) at `d + r * stride`.
+    ///
+    /// # Safety
+    /// The four 8-byte ranges are writable.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) unsafe fn store4x8(d: *mut u8, stride: usize, b: __m256i) {
+        let (b01, b23) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+        // SAFETY: as the function's contract.
+        unsafe {
+            _mm_storel_epi64(d as *mut __m128i, b01);
+            _mm_storeh_pd(d.add(stride) as *mut f64, _mm_castsi128_pd(b01));
+            _mm_storel_epi64(d.add(2 * stride) as *mut __m128i, b23);
+            _mm_storeh_pd(d.add(3 * stride) as *mut f64, _mm_castsi128_pd(b23));
+        }
+    }
+
     /// # Safety
     /// As `QKernel::tiles`; the CPU has AVX2.
     pub(super) unsafe fn avx2_tiles(
@@ -965,25 +997,14 @@ pub(crate) mod x86 {
                     }
                 }
                 if MR == 4 && f.rows == 4 && cols == 8 {
-                    // A whole 4 x 8 block: packed to bytes together (rows 0-3 of columns
-                    // 0 1 4 5 in the low lane, of 2 3 6 7 in the high one), each row's two
-                    // quads brought side by side and their bytes put in column order.
-                    let b = _mm256_packus_epi16(
-                        _mm256_packs_epi32(ys[0], ys[1]),
-                        _mm256_packs_epi32(ys[2], ys[3]),
-                    );
-                    let b =
-                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                    // A whole 4 x 8 block: packed to bytes together, each row's bytes
+                    // then put in column order.
+                    let b = pack4x8([ys[0], ys[1], ys[2], ys[3]]);
                     let order = _mm256_setr_epi8(
                         0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15, //
                         0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
                     );
-                    let b = _mm256_shuffle_epi8(b, order);
-                    let (b01, b23) = (_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
-                    _mm_storel_epi64(d as *mut __m128i, b01);
-                    _mm_storeh_pd(d.add(ldo) as *mut f64, _mm_castsi128_pd(b01));
-                    _mm_storel_epi64(d.add(2 * ldo) as *mut __m128i, b23);
-                    _mm_storeh_pd(d.add(3 * ldo) as *mut f64, _mm_castsi128_pd(b23));
+                    store4x8(d, ldo, _mm256_shuffle_epi8(b, order));
                     continue;
                 }
                 // Fewer rows or columns: row by row, `cols` bytes each.

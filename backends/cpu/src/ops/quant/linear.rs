@@ -717,7 +717,7 @@ mod x86dw {
     use std::arch::x86_64::*;
 
     use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
-    use crate::qgemm::kernels::x86::{pack8, requant16, store_bytes, Requant8};
+    use crate::qgemm::kernels::x86::{pack4x8, pack8, requant16, store4x8, store_bytes, Requant8};
     use crate::qgemm::QOut;
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
@@ -906,14 +906,25 @@ mod x86dw {
                 let mut ox = 0;
                 while ox + P <= g.ow {
                     let base = ox * g.sw * c + c0;
-                    let f = if lanes == LANES8 {
-                        window.sum::<P, true>(base)
+                    if lanes == LANES8 {
+                        // A whole group: the four pixels' bytes packed together and
+                        // stored as four words.
+                        let f = window.sum::<P, true>(base);
+                        // (No closure: one not inlined would run without AVX2.)
+                        let mut y = [_mm256_setzero_si256(); P];
+                        for (y, &f) in y.iter_mut().zip(&f) {
+                            *y = rq.lanes(_mm256_cvtps_epi32(f));
+                        }
+                        let y = pack4x8(y);
+                        let d = &mut out[o + ox * c..][..(P - 1) * c + LANES8];
+                        // SAFETY: pixel p's 8 bytes at `p * c`, inside `d` (checked above).
+                        unsafe { store4x8(d.as_mut_ptr(), c, y) };
                     } else {
-                        window.sum::<P, false>(base)
-                    };
-                    for (p, f) in f.iter().enumerate() {
-                        let y = pack8(rq.lanes(_mm256_cvtps_epi32(*f)));
-                        store8(out, o + (ox + p) * c, lanes, y);
+                        let f = window.sum::<P, false>(base);
+                        for (p, f) in f.iter().enumerate() {
+                            let y = pack8(rq.lanes(_mm256_cvtps_epi32(*f)));
+                            store8(out, o + (ox + p) * c, lanes, y);
+                        }
                     }
                     ox += P;
                 }
@@ -1003,8 +1014,10 @@ mod x86dw {
         }
     }
 
-    /// Interior pixels per group in [`rows`].
+    /// Interior pixels per group in [`rows`] (and [`rows_avx2`], which packs a group's
+    /// bytes four vectors at a time).
     const P: usize = 4;
+    const _: () = assert!(P == 4);
 
     /// The output columns `lo..hi` whose window is inside the input along x (empty when
     /// the row's window is not inside along y).
