@@ -352,3 +352,35 @@ fn shared_lstm_steps_agree_bit_for_bit() {
         }
     }
 }
+
+/// An NCHW input large enough that its conversion to the delegate's channels-last layout
+/// is shared among the threads (in whole pixels; with 3 images, a thread's part crosses
+/// from one into the next): through an identity 1x1 convolution, the output is the input
+/// bit for bit on 1, 2 and 3 threads, for channel counts with and without their own
+/// interleave.
+#[test]
+fn a_split_layout_change_keeps_every_value() {
+    let mut rng = Rng::new(23);
+    for (c, h, w) in [(3, 61, 67), (1, 107, 113), (4, 53, 59), (5, 41, 57)] {
+        let shape = [3, c, h, w];
+        let mut g = GraphBuilder::new("layout");
+        let x = g.input_fixed("x", DType::F32, &shape);
+        let eye: Vec<f32> = (0..c * c)
+            .map(|i| (i % (c + 1) == 0) as u8 as f32)
+            .collect();
+        let wt = g.constant_f32("w", &[c, c, 1, 1], &eye);
+        let y = g.node(OpKind::Conv, &[x, wt], &[]).unwrap();
+        g.output(y);
+        let graph = g.finish().unwrap();
+        let xs = rng.vec(3 * c * h * w);
+        let input = Tensor::from_f32(&shape, &xs);
+        for threads in [1, 2, 3] {
+            let out = run(&delegate(threads), &graph, std::slice::from_ref(&input)).expect("run");
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(out[0].f32s()) == bits(&xs),
+                "{c} channels, {threads} threads"
+            );
+        }
+    }
+}

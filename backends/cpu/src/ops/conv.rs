@@ -23,10 +23,13 @@
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
+use super::elementwise::split_out;
+use super::layout::nchw_to_nhwc;
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
+use crate::pool::Pool;
 use crate::prepack::{Packs, Panel};
 
 /// Conv geometry normalised to two spatial axes.
@@ -337,7 +340,7 @@ impl ConvOp {
             sources.get(self.x)
         } else {
             let x = &mut nhwc_in[..in_len];
-            to_nhwc(sources.get(self.x), g.batch, g.c, g.in_plane(), x);
+            to_nhwc(pool, sources.get(self.x), g.batch, g.c, g.in_plane(), x);
             &*x
         };
         let y: &mut [f32] = if self.out_nhwc {
@@ -472,16 +475,21 @@ fn depthwise_layout(g: &Geom, w: &[f32], bias: &[f32], dst: &mut [f32]) {
     }
 }
 
-/// NCHW to NHWC: `batch` images of `c` planes of `plane` values.
-pub(crate) fn to_nhwc(src: &[f32], batch: usize, c: usize, plane: usize, dst: &mut [f32]) {
-    for n in 0..batch {
-        let (s, d) = (&src[n * c * plane..], &mut dst[n * c * plane..]);
-        for ch in 0..c {
-            for (p, &v) in s[ch * plane..(ch + 1) * plane].iter().enumerate() {
-                d[p * c + ch] = v;
-            }
-        }
-    }
+/// NCHW to NHWC: `batch` images of `c` planes of `plane` values, split among the
+/// threads in whole pixels (a model's image input is the largest tensor it reads, and
+/// this copy ran on one thread while the convolution after it ran on all).
+pub(crate) fn to_nhwc(
+    pool: &Pool,
+    src: &[f32],
+    batch: usize,
+    c: usize,
+    plane: usize,
+    dst: &mut [f32],
+) {
+    let n = batch * c * plane;
+    split_out(pool, &mut dst[..n], c, |start, out| {
+        nchw_to_nhwc(&src[..n], (c, plane), start, out, |v| v)
+    })
 }
 
 /// NHWC to NCHW, the inverse of [`to_nhwc`].

@@ -12,6 +12,7 @@ pub(crate) mod linear;
 use baton_delegate_api::ir::DType;
 
 use super::elementwise::split_out;
+use super::layout::nchw_to_nhwc;
 use super::{Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
@@ -287,14 +288,7 @@ impl QuantizeOp {
             // NCHW in, NHWC out (the output elements `start..`, whole pixels).
             (Some((s, z)), Some(l)) => {
                 let q = |v: f32| quantize_stored(value(v), s, z + bias, lo, hi);
-                // A model's image input has 3 channels (or 4, or 1): their pixels are
-                // interleaved with the channel count a constant.
-                match l.c {
-                    1 => to_nhwc(x, l, 1, start, out, q),
-                    3 => to_nhwc(x, l, 3, start, out, q),
-                    4 => to_nhwc(x, l, 4, start, out, q),
-                    c => to_nhwc(x, l, c, start, out, q),
-                }
+                nchw_to_nhwc(x, (l.c, l.plane), start, out, q)
             }
             (None, nhwc) => {
                 for (k, &v) in x.iter().enumerate().take(out.len()) {
@@ -305,53 +299,6 @@ impl QuantizeOp {
                 }
             }
         }
-    }
-}
-
-/// `q` of NCHW `x` into NHWC `out`, which holds the output elements `start..` (whole
-/// pixels of `c` channels), a block of pixels at a time: each channel's run of the block
-/// quantized in order into a buffer (that loop vectorizes), then the block interleaved
-/// into the pixels. Quantizing straight to stride `c` ran element by element (a model's
-/// image input: 224 us for 3x224x224); `c` is a constant where the caller makes it one.
-#[inline(always)]
-fn to_nhwc(x: &[f32], l: Nhwc, c: usize, start: usize, out: &mut [u8], q: impl Fn(f32) -> u8) {
-    const BLOCK: usize = 64;
-    // Up to this many channels, the whole block's channels are buffered and each pixel
-    // written at once; more, channel by channel.
-    const WIDE: usize = 4;
-    let (c, plane) = (c.max(1), l.plane);
-    let mut tmp = [[0u8; BLOCK]; WIDE];
-    let (first, pixels) = (start / c, out.len() / c);
-    let mut px = first;
-    while px < first + pixels {
-        let (b, p0) = (px / plane, px % plane);
-        // Within one image and one block.
-        let n = BLOCK.min(plane - p0).min(first + pixels - px);
-        let src = &x[b * c * plane..(b + 1) * c * plane];
-        let dst = &mut out[(px - first) * c..(px - first + n) * c];
-        if c <= WIDE {
-            for (ch, t) in tmp.iter_mut().enumerate().take(c) {
-                for (t, &v) in t.iter_mut().zip(&src[ch * plane + p0..][..n]) {
-                    *t = q(v);
-                }
-            }
-            for (i, d) in dst.chunks_exact_mut(c).enumerate() {
-                for (ch, d) in d.iter_mut().enumerate() {
-                    *d = tmp[ch][i];
-                }
-            }
-        } else {
-            for ch in 0..c {
-                let t = &mut tmp[0];
-                for (t, &v) in t.iter_mut().zip(&src[ch * plane + p0..][..n]) {
-                    *t = q(v);
-                }
-                for (d, &t) in dst.iter_mut().skip(ch).step_by(c).zip(&t[..n]) {
-                    *d = t;
-                }
-            }
-        }
-        px += n;
     }
 }
 
