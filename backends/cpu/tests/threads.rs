@@ -384,3 +384,55 @@ fn a_split_layout_change_keeps_every_value() {
         }
     }
 }
+
+/// Transposes large enough to be shared among the threads (cutting through rows), of f32
+/// and of bytes, against a direct index walk on 1, 2 and 3 threads: rows gathered with a
+/// power-of-two stride (the attention's [s, h, d] -> [h, d, s]), a permutation that
+/// keeps the last axis, one that reverses every axis, and rows shorter than a tile.
+#[test]
+fn split_transposes_move_every_value() {
+    let shape = [3, 43, 4, 64];
+    let n: usize = shape.iter().product();
+    let perms: [[usize; 4]; 4] = [[0, 2, 3, 1], [0, 2, 1, 3], [3, 2, 1, 0], [1, 3, 0, 2]];
+    let mut rng = Rng::new(24);
+    let xs = rng.vec(n);
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
+    for perm in perms {
+        let out_shape: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+        // The input index of each output element, in output order.
+        let mut from = Vec::with_capacity(n);
+        for o in 0..n {
+            let (mut rest, mut idx) = (o, [0usize; 4]);
+            for d in (0..4).rev() {
+                idx[perm[d]] = rest % out_shape[d];
+                rest /= out_shape[d];
+            }
+            from.push(((idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]) * shape[3] + idx[3]);
+        }
+        for dtype in [DType::F32, DType::U8] {
+            let mut g = GraphBuilder::new("transpose");
+            let x = g.input_fixed("x", dtype, &shape);
+            let p = perm.iter().map(|&a| a as i64).collect();
+            let y = g
+                .node(OpKind::Transpose, &[x], &[("perm", Attr::Ints(p))])
+                .unwrap();
+            g.output(y);
+            let graph = g.finish().unwrap();
+            let input = match dtype {
+                DType::F32 => Tensor::from_f32(&shape, &xs),
+                _ => Tensor::from_bytes(dtype, &shape, &bytes),
+            };
+            let want: Vec<u8> = match dtype {
+                DType::F32 => from.iter().flat_map(|&i| xs[i].to_le_bytes()).collect(),
+                _ => from.iter().map(|&i| bytes[i]).collect(),
+            };
+            for threads in [1, 2, 3] {
+                let out = run(&delegate(threads), &graph, std::slice::from_ref(&input)).unwrap();
+                assert!(
+                    out[0].bytes() == want.as_slice(),
+                    "perm {perm:?}, {dtype:?}, {threads} threads"
+                );
+            }
+        }
+    }
+}

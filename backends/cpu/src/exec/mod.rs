@@ -288,7 +288,7 @@ impl Op {
             Op::Unary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Binary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Softmax(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
-            Op::Transpose(op) => op.run(sources, out),
+            Op::Transpose(op) => op.run(sources, out, &ctx.pool),
             Op::Concat(op) => op.run(sources, out),
             Op::ReduceMean(op) => op.run(sources, out, ctx),
             Op::LayerNorm(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
