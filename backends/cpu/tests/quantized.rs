@@ -710,3 +710,89 @@ fn a_float_input_quantizes_into_the_convolutions_layout() {
         }
     }
 }
+
+/// A residual branch point of a QDQ model: one DequantizeLinear read by an int8 1x1
+/// convolution and by the QDQ Add of the branch's two ends. Both read its input bytes,
+/// so the f32 copy is not made (no QUANT step runs); with a float reader too (a Relu,
+/// also an output), it is, and that reader gets it. Outputs within one step of an f64
+/// evaluation either way.
+#[test]
+fn a_dequantize_read_only_by_integer_ops_does_not_run() {
+    use baton_delegate_api::testing::{execute, Hosted};
+    use baton_delegate_api::{Delegate, Executable};
+    let (shape, c) = ([1, 8, 12, 12], 8);
+    let n = shape.iter().product::<usize>();
+    let plane = n / c;
+    let mut rng = Rng::new(9);
+    let xq: Vec<u8> = (0..n).map(|_| (rng.next_u64() % 256) as u8).collect();
+    let wq: Vec<i8> = (0..c * c)
+        .map(|_| (rng.next_u64() % 255) as i32 as i8)
+        .collect();
+    let (xs, ws, cs, ys) = (0.02f32, 0.01f32, 0.05f32, 0.06f32);
+    for float_reader in [false, true] {
+        let mut b = GraphBuilder::new("branch");
+        let x = b.input_fixed("x", DType::U8, &shape);
+        let (s, z) = scalar(&mut b, DType::U8, "x", xs, 128);
+        let xd = b.node(OpKind::DequantizeLinear, &[x, s, z], &[]).unwrap();
+        let wt = b.constant("w", DType::I8, &[c, c, 1, 1], TensorData::from_slice(&wq));
+        let (s, z) = scalar(&mut b, DType::I8, "w", ws, 0);
+        let wd = b.node(OpKind::DequantizeLinear, &[wt, s, z], &[]).unwrap();
+        let conv = b.node(OpKind::Conv, &[xd, wd], &[]).unwrap();
+        let (s, z) = scalar(&mut b, DType::U8, "c", cs, 128);
+        let cq = b.node(OpKind::QuantizeLinear, &[conv, s, z], &[]).unwrap();
+        let cd = b.node(OpKind::DequantizeLinear, &[cq, s, z], &[]).unwrap();
+        let sum = b.node(OpKind::Add, &[xd, cd], &[]).unwrap();
+        let (s, z) = scalar(&mut b, DType::U8, "y", ys, 128);
+        let y = b.node(OpKind::QuantizeLinear, &[sum, s, z], &[]).unwrap();
+        b.output(y);
+        if float_reader {
+            let r = b.node(OpKind::Relu, &[xd], &[]).unwrap();
+            b.output(r);
+        }
+        let g = b.finish().unwrap();
+
+        let q = |v: f64, s: f32| ((v / s as f64).round_ties_even() + 128.0).clamp(0.0, 255.0);
+        let xv: Vec<f64> = xq.iter().map(|&v| (v as f64 - 128.0) * xs as f64).collect();
+        let want: Vec<f64> = (0..n)
+            .map(|i| {
+                let (co, p) = (i / plane, i % plane);
+                let conv: f64 = (0..c)
+                    .map(|ci| wq[co * c + ci] as f64 * ws as f64 * xv[ci * plane + p])
+                    .sum();
+                q(xv[i] + (q(conv, cs) - 128.0) * cs as f64, ys)
+            })
+            .collect();
+
+        let d = delegate(true);
+        let h = Hosted::new(&g);
+        let blob = h.compile(&d).expect("compiles");
+        let mut exec = d.init(0, &blob, &h.views()).expect("initialises");
+        let input = Tensor::from_bytes(DType::U8, &shape, &xq);
+        let out = execute(&mut exec, &h.graph, std::slice::from_ref(&input)).expect("runs");
+        let worst = out[0]
+            .bytes()
+            .iter()
+            .zip(&want)
+            .map(|(&a, &b)| (a as f64 - b).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            worst <= 1.0,
+            "{worst} steps off (float reader: {float_reader})"
+        );
+        if float_reader {
+            for (&a, &v) in out[1].f32s().iter().zip(&xq) {
+                let b = ((v as i32 - 128) as f32 * xs).max(0.0);
+                assert_eq!(a, b, "the float reader's Relu");
+            }
+        }
+        let names: Vec<String> = exec.profile().into_iter().map(|e| e.name).collect();
+        let dq = names
+            .iter()
+            .filter(|n| n.contains("DequantizeLinear"))
+            .count();
+        assert_eq!(
+            dq, float_reader as usize,
+            "DequantizeLinear steps in {names:?}"
+        );
+    }
+}

@@ -175,6 +175,28 @@ pub(crate) fn build<'g>(
         }
         lut_at[g.q] = Some(i);
     }
+    // A DequantizeLinear that groups read through (their integer ops read its input
+    // bytes) and that nothing else reads need not run either: a QDQ model's residual
+    // branch point feeds a convolution and an Add, both integer, and the f32 copy made for
+    // neither cost a pass over the tensor (with a layout change) at every branch.
+    let mut through = vec![0usize; graph.nodes.len()];
+    let listed = groups
+        .iter()
+        .flat_map(|g| g.nodes())
+        .chain(bins.iter().flat_map(|g| g.nodes()))
+        .chain(luts.iter().flat_map(|g| g.nodes()));
+    for (n, a) in listed {
+        if !a && graph.nodes[n].op == OpKind::DequantizeLinear {
+            through[n] += 1;
+        }
+    }
+    let consumers = graph.consumers();
+    for (n, &k) in through.iter().enumerate() {
+        let t = graph.nodes[n].outputs[0];
+        if k > 0 && consumers[t].len() == k && !graph.outputs.contains(&t) {
+            absorbed[n] = true;
+        }
+    }
     let roles = plan.roles(graph);
     let qdq: Vec<bool> = (0..graph.nodes.len())
         .map(|n| absorbed[n] || group_at[n].is_some() || bin_at[n].is_some() || lut_at[n].is_some())
