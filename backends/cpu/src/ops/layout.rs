@@ -1,5 +1,6 @@
 //! Data movement: strided iteration (shared by broadcasting and Transpose), Transpose,
-//! Concat and plain copies (Reshape, Flatten).
+//! Concat, plain copies (Reshape, Flatten) and the NCHW to NHWC interleave of a
+//! convolution's or a quantization's input.
 
 use super::elementwise::split_out;
 use super::{Sources, Src};

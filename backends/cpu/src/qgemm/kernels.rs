@@ -770,6 +770,22 @@ pub(crate) mod x86 {
         _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
     }
 
+    /// Quads 1 and 2 of `v` swapped: the columns of a row's `hadd`ed sums, in the order
+    /// [0 1 4 5 | 2 3 6 7], to column order and back. (A function rather than a closure
+    /// in the tile: a closure the optimizer does not inline runs without AVX2.)
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn swap(v: __m256i) -> __m256i {
+        _mm256_permute4x64_epi64::<0xD8>(v)
+    }
+
+    /// [`swap`] of f32 lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn swap_ps(v: __m256) -> __m256 {
+        _mm256_castsi256_ps(swap(_mm256_castps_si256(v)))
+    }
+
     /// Stores 64-bit lane `r` of `b` (a [`pack4x8`]) at `d + r * stride`.
     ///
     /// # Safety
@@ -942,11 +958,9 @@ pub(crate) mod x86 {
                     }
                 }
                 // Each row's sums come out of `hadd` with the columns in the order
-                // [0 1 4 5 | 2 3 6 7] (its quads 1 and 2 swapped): the requantization's
-                // per-column parameters are put in that order once per half, instead of
-                // each row's sums being put in column order.
-                let swap = |v: __m256i| _mm256_permute4x64_epi64::<0xD8>(v);
-                let swap_ps = |v: __m256| _mm256_castsi256_ps(swap(_mm256_castps_si256(v)));
+                // [0 1 4 5 | 2 3 6 7] (see `swap`): the requantization's per-column
+                // parameters are put in that order once per half, instead of each row's
+                // sums being put in column order.
                 // The columns of this half that the output has (`fin`), and their
                 // requantization parameters, loaded under a lane mask.
                 let fin = fin.map(|(f, g, out)| {
