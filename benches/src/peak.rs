@@ -73,12 +73,18 @@ pub fn fma_loop(width: Width, iters: u64) -> u64 {
 /// The measured peak in GFLOP/s at `width`, one thread: the best of a few timed runs of
 /// about 20 ms each.
 pub fn peak_gflops(width: Width) -> f64 {
-    fma_loop(width, 1_000_000); // warm up the clock
+    best_rate(|iters| fma_loop(width, iters))
+}
+
+/// The best of five timed runs of `run(5_000_000)` after a warm-up, in G per second of
+/// what `run` returns (flops, multiply-adds).
+fn best_rate(run: impl Fn(u64) -> u64) -> f64 {
+    run(1_000_000); // warm up the clock
     let mut best = 0.0f64;
     for _ in 0..5 {
         let t = Stamp::now();
-        let flops = fma_loop(width, 5_000_000);
-        best = best.max(flops as f64 / t.elapsed_secs().max(1e-9) / 1e9);
+        let done = run(5_000_000);
+        best = best.max(done as f64 / t.elapsed_secs().max(1e-9) / 1e9);
     }
     best
 }
@@ -91,20 +97,10 @@ pub fn peak_gflops(width: Width) -> f64 {
 pub fn int8_peaks() -> Option<Int8Peaks> {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") {
-        let best = |run: &dyn Fn(u64) -> u64| {
-            run(1_000_000); // warm up the clock
-            let mut best = 0.0f64;
-            for _ in 0..5 {
-                let t = Stamp::now();
-                let macs = run(5_000_000);
-                best = best.max(macs as f64 / t.elapsed_secs().max(1e-9) / 1e9);
-            }
-            best
-        };
         // SAFETY: AVX2 detected just above.
         return Some(Int8Peaks {
-            madd: best(&|iters| unsafe { x86::madd(iters) }),
-            madd_add: best(&|iters| unsafe { x86::madd_add(iters) }),
+            madd: best_rate(|iters| unsafe { x86::madd(iters) }),
+            madd_add: best_rate(|iters| unsafe { x86::madd_add(iters) }),
         });
     }
     None

@@ -9,7 +9,7 @@ use crate::pool::Pool;
 /// The most dimensions a tensor may have here.
 pub(crate) const MAX_RANK: usize = 6;
 
-/// NCHW f32 values mapped by `f` into NHWC: `out` holds the output elements `start..`
+/// NCHW values mapped by `f` into NHWC: `out` holds the output elements `start..`
 /// (whole pixels of `c` channels) of images of `plane` pixels, a block of pixels at a
 /// time: each channel's run of the block mapped in order into a buffer (that loop
 /// vectorizes, a quantization's division included), then the block interleaved into the
@@ -17,12 +17,12 @@ pub(crate) const MAX_RANK: usize = 6;
 /// image: 224 us to quantize, 110 us to copy); `c` is a constant where the caller makes
 /// it one (see [`nchw_to_nhwc`]).
 #[inline(always)]
-pub(crate) fn nchw_to_nhwc_part<U: Copy + Default>(
-    x: &[f32],
+fn nchw_to_nhwc_part<T: Copy, U: Copy + Default>(
+    x: &[T],
     (c, plane): (usize, usize),
     start: usize,
     out: &mut [U],
-    f: impl Fn(f32) -> U,
+    f: impl Fn(T) -> U,
 ) {
     const BLOCK: usize = 64;
     // Up to this many channels, the whole block's channels are buffered and each pixel
@@ -67,12 +67,12 @@ pub(crate) fn nchw_to_nhwc_part<U: Copy + Default>(
 /// [`nchw_to_nhwc_part`] with the channel count a constant for 1, 3 and 4 channels (a
 /// model's image input), so that the interleave's inner loop is unrolled.
 #[inline(always)]
-pub(crate) fn nchw_to_nhwc<U: Copy + Default>(
-    x: &[f32],
+pub(crate) fn nchw_to_nhwc<T: Copy, U: Copy + Default>(
+    x: &[T],
     (c, plane): (usize, usize),
     start: usize,
     out: &mut [U],
-    f: impl Fn(f32) -> U,
+    f: impl Fn(T) -> U,
 ) {
     match c {
         1 => nchw_to_nhwc_part(x, (1, plane), start, out, f),

@@ -14,6 +14,7 @@
 
 use super::{stored_bias, Nhwc};
 use crate::ops::conv::Geom;
+use crate::ops::layout::nchw_to_nhwc;
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
@@ -212,17 +213,10 @@ pub(crate) fn stored_zero(zp: i32, dtype: baton_delegate_api::ir::DType) -> i32 
     zp + stored_bias(dtype)
 }
 
-/// NCHW bytes to NHWC.
+/// NCHW bytes to NHWC (the blocked interleave of the float paths).
 pub(super) fn to_nhwc(x: &[u8], s: Nhwc, out: &mut [u8]) {
-    for b in 0..s.batch {
-        let src = &x[b * s.c * s.plane..(b + 1) * s.c * s.plane];
-        let dst = &mut out[b * s.c * s.plane..(b + 1) * s.c * s.plane];
-        for (ch, plane) in src.chunks_exact(s.plane.max(1)).enumerate() {
-            for (p, &v) in plane.iter().enumerate() {
-                dst[p * s.c + ch] = v;
-            }
-        }
-    }
+    let n = s.batch * s.c * s.plane;
+    nchw_to_nhwc(&x[..n], (s.c, s.plane), 0, &mut out[..n], |v| v)
 }
 
 /// NHWC bytes to NCHW.
