@@ -10,7 +10,7 @@
 //! | kernel | ISA | inner step |
 //! | --- | --- | --- |
 //! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes |
-//! | `avx2 4x16` | x86-64 AVX2 | activations widened to i16 once per row tile, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves |
+//! | `avx2 4x16` | x86-64 AVX2 | activations widened to i16 once per row tile, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves; short products (16 blocks of 4 bytes or fewer) in a driver of their own that runs every row tile of a half in one loop |
 //! | `neon-dotprod 4x16` | aarch64 `dotprod` | `sdot` by lane, one activation load per 4 blocks |
 //! | `neon 2x16` | aarch64 NEON | `smull` (exact i16 products), `sadalp` into i32 |
 //! | `portable 4x16` | any | scalar i32 |
@@ -513,7 +513,7 @@ pub(crate) mod x86 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{drive, drive_prep, Fin, OutPtr, QGemm, MR_MAX, NR, TAPS_PER_CALL};
+    use super::{drive, drive_prep, ARows, Fin, OutPtr, QGemm, MR_MAX, NR, PAD, TAPS_PER_CALL};
     use crate::qgemm::{QOut, Stage2};
 
     type Ptrs = [*const u8; TAPS_PER_CALL * MR_MAX];
@@ -665,6 +665,38 @@ pub(crate) mod x86 {
             let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
             _mm256_add_epi32(_mm256_cvttps_epi32(r), self.zp)
         }
+
+        /// Whether every scale is at most 0.5 in magnitude (and not NaN), where
+        /// [`Requant8::unclamped`] is exact.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn unclamped_is_exact(&self) -> bool {
+            let a = _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.sc);
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(a, _mm256_set1_ps(0.5))) == 0
+        }
+
+        /// [`Requant8::lanes`] without the clamp, which the bytes then take from the
+        /// saturating packs and a byte clamp ([`clamp_bytes`]): saturation is monotonic
+        /// and keeps `[0, 255]`, so clamping after it to bounds inside that range is the
+        /// same as before it. Exact when [`Requant8::unclamped_is_exact`]: a sum times a
+        /// scale of at most 0.5 is at most 2^30, so the conversion neither overflows nor
+        /// wraps with the zero point added.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        pub(crate) fn unclamped(&self, acc: __m256i) -> __m256i {
+            let v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc, self.off)), self.sc);
+            let r = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+            _mm256_add_epi32(_mm256_cvttps_epi32(r), self.zp)
+        }
+    }
+
+    /// Bytes `b` clamped to the output's stored range `[q.lo, q.hi]`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(crate) fn clamp_bytes(b: __m256i, q: &QOut) -> __m256i {
+        let lo = _mm256_set1_epi8(q.lo as u8 as i8);
+        let hi = _mm256_set1_epi8(q.hi as u8 as i8);
+        _mm256_min_epu8(_mm256_max_epu8(b, lo), hi)
     }
 
     /// `Stage2::apply` on 8 lanes, its operands as vectors for a block of 8 columns, bit-
@@ -825,6 +857,11 @@ pub(crate) mod x86 {
     unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
         const MR: usize = AVX2_MR;
         let c4 = super::padded_c(g.w.c) / 4;
+        if g.ints.is_none() && g.w.taps * c4 <= NARROW_BLOCKS {
+            // SAFETY: forwarded.
+            unsafe { avx2_narrow(g, rows, panels, out) };
+            return;
+        }
         let stride = g.w.taps.min(TAPS_PER_CALL) * c4 * 4;
         if stride > WIDE_ROW {
             // SAFETY: forwarded.
@@ -957,33 +994,7 @@ pub(crate) mod x86 {
                         wb = wb.add(NR * 4);
                     }
                 }
-                // Each row's sums come out of `hadd` with the columns in the order
-                // [0 1 4 5 | 2 3 6 7] (see `swap`): the requantization's per-column
-                // parameters are put in that order once per half, instead of each row's
-                // sums being put in column order.
-                // The columns of this half that the output has (`fin`), and their
-                // requantization parameters, loaded under a lane mask.
-                let fin = fin.map(|(f, g, out)| {
-                    let cols = f.cols.saturating_sub(half * 8).min(8);
-                    let m = _mm256_cmpgt_epi32(
-                        _mm256_set1_epi32(cols as i32),
-                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                    );
-                    let j = f.j0 + half * 8;
-                    // The bounds check covered `j0 + cols` columns of the per-column
-                    // vectors; masked lanes are not read.
-                    let j = j.min(f.j0 + f.cols);
-                    let off = swap(_mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m));
-                    let sc = swap_ps(_mm256_maskload_ps(g.out.scale.as_ptr().add(j), m));
-                    // A folded bias Add's second stage (its biases are per column too).
-                    let s2 = g.out.stage2.as_ref().map(|s| {
-                        let bias = swap_ps(_mm256_maskload_ps(s.bias.as_ptr().add(j), m));
-                        Stage2x8::new(bias, s)
-                    });
-                    let d = out.0.add(f.r0 * g.ldo + f.j0 + half * 8);
-                    (f, g.ldo, d, cols, Requant8::new(off, sc, g.out), s2)
-                });
-                let Some((f, ldo, d, cols, rq, s2)) = fin else {
+                let Some((f, g, out)) = fin else {
                     // Raw sums for a later call or for the driver: in column order.
                     for r in 0..MR {
                         let s = swap(_mm256_hadd_epi32(lo[r], hi[r]));
@@ -997,39 +1008,227 @@ pub(crate) mod x86 {
                     }
                     continue;
                 };
-                // The stored values, row by row, in the swapped column order.
-                let mut ys = [_mm256_setzero_si256(); MR];
-                for (r, y) in ys.iter_mut().enumerate() {
-                    let mut s = _mm256_hadd_epi32(lo[r], hi[r]);
+                // The columns of this half that the output has. The bounds check covered
+                // `j0 + cols` columns of the per-column vectors; a half past them reads
+                // none (`cols` 0, every lane masked).
+                let cols = f.cols.saturating_sub(half * 8).min(8);
+                let ho = HalfOut::new(g, (f.j0 + half * 8).min(f.j0 + f.cols), cols);
+                let mut sums = [_mm256_setzero_si256(); MR];
+                for (r, s) in sums.iter_mut().enumerate() {
+                    *s = _mm256_hadd_epi32(lo[r], hi[r]);
                     if !init {
-                        let sums = a.add(r * NR + half * 8) as *const __m256i;
-                        s = _mm256_add_epi32(s, swap(_mm256_loadu_si256(sums)));
-                    }
-                    *y = rq.lanes(s);
-                    if let Some(s2) = s2 {
-                        *y = s2.lanes(*y);
+                        let prev = a.add(r * NR + half * 8) as *const __m256i;
+                        *s = _mm256_add_epi32(*s, swap(_mm256_loadu_si256(prev)));
                     }
                 }
-                if MR == 4 && f.rows == 4 && cols == 8 {
-                    // A whole 4 x 8 block: packed to bytes together, each row's bytes
-                    // then put in column order.
-                    let b = pack4x8([ys[0], ys[1], ys[2], ys[3]]);
-                    let order = _mm256_setr_epi8(
-                        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15, //
-                        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
-                    );
-                    store4x8(d, ldo, _mm256_shuffle_epi8(b, order));
-                    continue;
+                let d = out.0.add(f.r0 * g.ldo + f.j0 + half * 8);
+                ho.store(&[sums[0], sums[1], sums[2], sums[3]], d, g.ldo, f.rows);
+            }
+        }
+        fin.is_some()
+    }
+
+    /// The requantization of one 8-column half of a panel: its per-column parameters as
+    /// vectors, put once in the order that `hadd` leaves a row's sums in ([0 1 4 5 | 2 3
+    /// 6 7], see [`swap`]) instead of each row's sums being put in column order.
+    struct HalfOut<'a> {
+        rq: Requant8,
+        /// A folded bias Add's second stage (its biases are per column too).
+        s2: Option<Stage2x8>,
+        /// Columns of the half that the output has (at most 8; 0 stores nothing).
+        cols: usize,
+        /// The clamp is left to the saturating packs and the bytes (see
+        /// [`Requant8::unclamped`]): no second stage, and small scales.
+        late_clamp: bool,
+        q: &'a QOut,
+    }
+
+    impl<'a> HalfOut<'a> {
+        /// For columns `j..j + cols` of `g`'s output, their parameters loaded under a lane
+        /// mask.
+        ///
+        /// # Safety
+        /// `g` passed its bounds check, which covers columns `j..j + cols`.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn new(g: &QGemm<'a>, j: usize, cols: usize) -> HalfOut<'a> {
+            let m = _mm256_cmpgt_epi32(
+                _mm256_set1_epi32(cols as i32),
+                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+            );
+            // SAFETY: masked lanes are not read; the others are inside the checked columns.
+            unsafe {
+                let off = swap(_mm256_maskload_epi32(g.out.offset.as_ptr().add(j), m));
+                let sc = swap_ps(_mm256_maskload_ps(g.out.scale.as_ptr().add(j), m));
+                let s2 = g.out.stage2.as_ref().map(|s| {
+                    let bias = swap_ps(_mm256_maskload_ps(s.bias.as_ptr().add(j), m));
+                    Stage2x8::new(bias, s)
+                });
+                let rq = Requant8::new(off, sc, g.out);
+                HalfOut {
+                    late_clamp: s2.is_none() && rq.unclamped_is_exact(),
+                    rq,
+                    s2,
+                    cols,
+                    q: g.out,
+                }
+            }
+        }
+
+        /// Requantizes the `hadd`ed sums of `rows` (at most 4) rows, in the swapped column
+        /// order, and stores row `r`'s bytes at `d + r * ldo`.
+        ///
+        /// # Safety
+        /// Each of the `rows` rows at `d` reaches `cols` writable bytes.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn store(&self, sums: &[__m256i; 4], d: *mut u8, ldo: usize, rows: usize) {
+            let mut ys = [_mm256_setzero_si256(); 4];
+            for (y, &s) in ys.iter_mut().zip(sums) {
+                *y = if self.late_clamp {
+                    self.rq.unclamped(s)
+                } else {
+                    let y = self.rq.lanes(s);
+                    match &self.s2 {
+                        Some(s2) => s2.lanes(y),
+                        None => y,
+                    }
+                };
+            }
+            // Packed to bytes together (saturating), each row's bytes then put in column
+            // order.
+            let order = _mm256_setr_epi8(
+                0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15, //
+                0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15,
+            );
+            let mut b = _mm256_shuffle_epi8(pack4x8(ys), order);
+            if self.late_clamp {
+                b = clamp_bytes(b, self.q);
+            }
+            // SAFETY: as the function's contract.
+            unsafe {
+                if rows == 4 && self.cols == 8 {
+                    store4x8(d, ldo, b);
+                    return;
                 }
                 // Fewer rows or columns: row by row, `cols` bytes each.
-                for (r, &y) in ys.iter().enumerate().take(f.rows) {
-                    if cols > 0 {
-                        store_bytes(d.add(r * ldo), pack8(swap(y)), cols);
+                let mut words = [0u64; 4];
+                _mm256_storeu_si256(words.as_mut_ptr() as *mut __m256i, b);
+                if self.cols > 0 {
+                    for (r, &w) in words.iter().enumerate().take(rows) {
+                        store_bytes(d.add(r * ldo), u64::from_le(w), self.cols);
                     }
                 }
             }
         }
-        fin.is_some()
+    }
+
+    /// The most 4-byte blocks (`taps * c4`) of a product that [`avx2_narrow`] runs: below
+    /// it the tile driver's fixed cost per row tile (filling the pointer table, widening
+    /// the rows, the call, the requantization's parameters) outweighed the products.
+    const NARROW_BLOCKS: usize = 16;
+
+    /// Short products (mobile CNNs' narrow 1x1 layers, a 3-channel stem's taps): panel by
+    /// panel and half by half, its requantization parameters made once, then every row
+    /// tile in one tight loop that finds its rows by arithmetic (or the table) and reads
+    /// and widens each 4-byte block where it multiplies it. Sums over every tap in
+    /// registers; bytes out.
+    ///
+    /// # Safety
+    /// As `QKernel::tiles`; `g` has a byte output and the CPU has AVX2.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_narrow(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
+        match g.a {
+            ARows::Strided { data, stride } => {
+                let base = data.as_ptr();
+                // SAFETY: forwarded; rows up to `m - 1` are in bounds (bounds check).
+                unsafe { narrow_rows(g, rows, panels, out, |row, _| base.add(row * stride)) }
+            }
+            ARows::Indirect { data, table, zero } => {
+                let (base, offsets, taps) = (data.as_ptr(), table.offsets(), g.w.taps);
+                // SAFETY: as above; each offset but `PAD` reaches its row (bounds check).
+                unsafe {
+                    narrow_rows(g, rows, panels, out, |row, t| {
+                        match *offsets.get_unchecked(row * taps + t) {
+                            PAD => zero.as_ptr(),
+                            o => base.add(o as usize),
+                        }
+                    })
+                }
+            }
+        }
+    }
+
+    /// [`avx2_narrow`] with row `r`'s tap `t` at `row_at(r, t)`.
+    ///
+    /// # Safety
+    /// As [`avx2_narrow`]; `row_at` gives, for every row below `m` and tap, a pointer that
+    /// reaches `4 * c4` bytes.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn narrow_rows(
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+        row_at: impl Fn(usize, usize) -> *const u8,
+    ) {
+        const MR: usize = AVX2_MR;
+        let w = g.w;
+        let (taps, n) = (w.taps, w.n);
+        let c4 = super::padded_c(w.c) / 4;
+        let last = g.m - 1;
+        for p in panels {
+            let panel = w.panel(p).as_ptr();
+            let j0 = p * NR;
+            let cols_p = NR.min(n - j0);
+            for half in 0..cols_p.div_ceil(8) {
+                let cols = (cols_p - half * 8).min(8);
+                // SAFETY: columns `j0 + half * 8..` up to `n` are checked.
+                let ho = unsafe { HalfOut::new(g, j0 + half * 8, cols) };
+                for rt in rows.clone() {
+                    let r0 = rt * MR;
+                    let live = MR.min(g.m - r0);
+                    let mut lo = [_mm256_setzero_si256(); MR];
+                    let mut hi = [_mm256_setzero_si256(); MR];
+                    // SAFETY: the panel holds `taps * c4` blocks of `NR * 4` bytes; rows
+                    // past `m` repeat the last (their sums are not stored).
+                    unsafe {
+                        let mut wb = panel.add(half * 32);
+                        for t in 0..taps {
+                            let p: [*const u8; MR] =
+                                std::array::from_fn(|r| row_at((r0 + r).min(last), t));
+                            for b in 0..c4 {
+                                let w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(wb as *const _));
+                                let w1 =
+                                    _mm256_cvtepi8_epi16(_mm_loadu_si128(wb.add(16) as *const _));
+                                for r in 0..MR {
+                                    let x = bcast4(p[r], b);
+                                    lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(x, w0));
+                                    hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(x, w1));
+                                }
+                                wb = wb.add(NR * 4);
+                            }
+                        }
+                        let sums: [__m256i; MR] =
+                            std::array::from_fn(|r| _mm256_hadd_epi32(lo[r], hi[r]));
+                        let d = out.0.add(r0 * g.ldo + j0 + half * 8);
+                        ho.store(&sums, d, g.ldo, live);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The 4 activation bytes at `p + 4 * b` widened to i16 and repeated in every 64-bit
+    /// lane: a broadcast load and one widening (the widening of four copies is the
+    /// broadcast of the widened four).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn bcast4(p: *const u8, b: usize) -> __m256i {
+        // SAFETY: within the row's reach (bounds check).
+        let x = unsafe { (p.add(4 * b) as *const i32).read_unaligned() };
+        _mm256_cvtepu8_epi16(_mm_set1_epi32(x))
     }
 }
 
@@ -1037,7 +1236,7 @@ pub(crate) mod x86 {
 mod tests {
     use std::arch::x86_64::*;
 
-    use super::x86::{pack8, requant16, Requant8, Stage2x8};
+    use super::x86::{clamp_bytes, pack4x8, pack8, requant16, Requant8, Stage2x8};
     use crate::qgemm::{requant, to_byte, QOut, Stage2};
 
     /// The vector requantizations reorder the scalar one's steps (clamp before rounding,
@@ -1127,6 +1326,38 @@ mod tests {
             };
             *got = y.to_le_bytes();
         });
+    }
+
+    #[test]
+    fn the_late_clamp_is_the_scalar_requantization_where_it_is_taken() {
+        if !is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the 8-lane requantization is not used");
+            return;
+        }
+        let taken = std::cell::RefCell::new(Vec::new());
+        agrees_with_scalar::<8>(|a, scale, q, got| {
+            // SAFETY: AVX2 detected above; 8 lanes in and out.
+            let y = unsafe {
+                let rq = Requant8::new(_mm256_setzero_si256(), _mm256_set1_ps(scale), q);
+                let acc = _mm256_loadu_si256(a.as_ptr() as *const _);
+                if rq.unclamped_is_exact() {
+                    taken.borrow_mut().push(scale.to_bits());
+                    let y = rq.unclamped(acc);
+                    let b = clamp_bytes(pack4x8([y, y, y, y]), q);
+                    _mm256_extract_epi64::<0>(b) as u64
+                } else {
+                    pack8(rq.lanes(acc))
+                }
+            };
+            *got = y.to_le_bytes();
+        });
+        // The clamp is left late up to scale 0.5 (and at 0), and not above it, where a
+        // sum at the end of i32 times the scale leaves i32.
+        let taken = taken.into_inner();
+        for (scale, late) in [(0.5f32, true), (0.0123, true), (0.0, true), (1.0, false)] {
+            assert_eq!(taken.contains(&scale.to_bits()), late, "scale {scale}");
+        }
+        assert!(!taken.contains(&f32::MAX.to_bits()) && !taken.contains(&1.5f32.to_bits()));
     }
 
     #[test]
