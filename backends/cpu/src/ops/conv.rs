@@ -24,7 +24,7 @@ use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
 use super::elementwise::split_out;
-use super::layout::nchw_to_nhwc;
+use super::layout::{nchw_to_nhwc, nhwc_to_nchw};
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
@@ -421,7 +421,7 @@ impl ConvOp {
             }
         }
         if !self.out_nhwc {
-            to_nchw(&nhwc_out[..out_len], g.batch, g.m, g.out_plane(), out);
+            to_nchw(pool, &nhwc_out[..out_len], g.batch, g.m, g.out_plane(), out);
         }
         if let Some(r) = after {
             for (o, &r) in out[..out_len].iter_mut().zip(r) {
@@ -492,16 +492,20 @@ pub(crate) fn to_nhwc(
     })
 }
 
-/// NHWC to NCHW, the inverse of [`to_nhwc`].
-pub(crate) fn to_nchw(src: &[f32], batch: usize, c: usize, plane: usize, dst: &mut [f32]) {
-    for n in 0..batch {
-        let (s, d) = (&src[n * c * plane..], &mut dst[n * c * plane..]);
-        for ch in 0..c {
-            for (p, v) in d[ch * plane..(ch + 1) * plane].iter_mut().enumerate() {
-                *v = s[p * c + ch];
-            }
-        }
-    }
+/// NHWC to NCHW, the inverse of [`to_nhwc`], split among the threads in whole channel
+/// planes.
+pub(crate) fn to_nchw(
+    pool: &Pool,
+    src: &[f32],
+    batch: usize,
+    c: usize,
+    plane: usize,
+    dst: &mut [f32],
+) {
+    let n = batch * c * plane;
+    split_out(pool, &mut dst[..n], plane, |start, out| {
+        nhwc_to_nchw(&src[..n], (c, plane), start, out, |v| v)
+    })
 }
 
 #[cfg(test)]

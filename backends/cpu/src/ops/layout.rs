@@ -1,6 +1,6 @@
 //! Data movement: strided iteration (shared by broadcasting and Transpose), Transpose,
-//! Concat, plain copies (Reshape, Flatten) and the NCHW to NHWC interleave of a
-//! convolution's or a quantization's input.
+//! Concat, plain copies (Reshape, Flatten), the NCHW to NHWC interleave of a
+//! convolution's or a quantization's input and its inverse for their outputs.
 
 use super::elementwise::split_out;
 use super::{Sources, Src};
@@ -79,6 +79,48 @@ pub(crate) fn nchw_to_nhwc<T: Copy, U: Copy + Default>(
         3 => nchw_to_nhwc_part(x, (3, plane), start, out, f),
         4 => nchw_to_nhwc_part(x, (4, plane), start, out, f),
         c => nchw_to_nhwc_part(x, (c, plane), start, out, f),
+    }
+}
+
+/// NHWC values mapped by `f` into NCHW, the inverse of [`nchw_to_nhwc`]: `out` holds the
+/// output elements `start..` (whole channel planes) of images of `c` channels of `plane`
+/// pixels, a tile of up to 16 channels by 64 pixels at a time, so that the pixels a tile
+/// reads stay in L1 while each of its channels' runs is written in order. Element by
+/// element, a pixel's channels were written `plane` values apart (one cache line each)
+/// and every element's position computed from scratch. Inlined, so that `f` is compiled
+/// with its caller's target features.
+#[inline(always)]
+pub(crate) fn nhwc_to_nchw<T: Copy, U: Copy>(
+    x: &[T],
+    (c, plane): (usize, usize),
+    start: usize,
+    out: &mut [U],
+    f: impl Fn(T) -> U,
+) {
+    const PIXELS: usize = 64;
+    const CHANNELS: usize = 16;
+    if c == 0 || plane == 0 {
+        return;
+    }
+    let (first, planes) = (start / plane, out.len() / plane);
+    let mut q = first;
+    while q < first + planes {
+        let (b, ch0) = (q / c, q % c);
+        // Within one image.
+        let n = CHANNELS.min(c - ch0).min(first + planes - q);
+        let src = &x[b * c * plane..(b + 1) * c * plane];
+        let dst = &mut out[(q - first) * plane..(q - first + n) * plane];
+        for p0 in (0..plane).step_by(PIXELS) {
+            let pn = PIXELS.min(plane - p0);
+            // The tile's pixels, checked once: each channel reads `pn` values `c` apart.
+            let tile = &src[p0 * c + ch0..][..(pn - 1) * c + n];
+            for (k, d) in dst.chunks_exact_mut(plane).enumerate() {
+                for (i, d) in d[p0..p0 + pn].iter_mut().enumerate() {
+                    *d = f(tile[i * c + k]);
+                }
+            }
+        }
+        q += n;
     }
 }
 
@@ -345,7 +387,34 @@ impl ConcatOp {
 
 #[cfg(test)]
 mod tests {
-    use super::Strided;
+    use super::{nchw_to_nhwc, nhwc_to_nchw, Strided};
+
+    #[test]
+    fn nhwc_to_nchw_in_parts_is_the_index_walk_and_undoes_nchw_to_nhwc() {
+        // Channel counts below, at and past a tile, planes below and past one, batches.
+        for &(batch, c, plane) in &[(1, 1, 5), (2, 3, 70), (1, 16, 64), (3, 17, 129), (2, 40, 1)] {
+            let n = batch * c * plane;
+            let nhwc: Vec<u16> = (0..n).map(|i| (i * 7 + 3) as u16).collect();
+            let want: Vec<u32> = (0..n)
+                .map(|k| {
+                    let (b, ch, p) = (k / (c * plane), k / plane % c, k % plane);
+                    nhwc[(b * plane + p) * c + ch] as u32 * 2
+                })
+                .collect();
+            // Whole, and in parts cut at every channel plane (as the threads split it).
+            for cut in 0..=batch * c {
+                let mut got = vec![0u32; n];
+                let (a, rest) = got.split_at_mut(cut * plane);
+                nhwc_to_nchw(&nhwc, (c, plane), 0, a, |v| v as u32 * 2);
+                nhwc_to_nchw(&nhwc, (c, plane), cut * plane, rest, |v| v as u32 * 2);
+                assert_eq!(got, want, "{batch}x{c}x{plane} cut at plane {cut}");
+            }
+            let mut back = vec![0u16; n];
+            let nchw: Vec<u16> = want.iter().map(|&v| (v / 2) as u16).collect();
+            nchw_to_nhwc(&nchw, (c, plane), 0, &mut back, |v| v);
+            assert_eq!(back, nhwc);
+        }
+    }
 
     /// Every run `for_each_row` visits, as (output offset, operand offsets) per element.
     fn elements(walk: &Strided<2>, range: std::ops::Range<usize>) -> Vec<(usize, [usize; 2])> {

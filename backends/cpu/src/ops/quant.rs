@@ -12,7 +12,7 @@ pub(crate) mod linear;
 use baton_delegate_api::ir::DType;
 
 use super::elementwise::split_out;
-use super::layout::nchw_to_nhwc;
+use super::layout::{nchw_to_nhwc, nhwc_to_nchw};
 use super::{Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
@@ -169,12 +169,21 @@ impl DequantizeOp {
                     dequantize(isa, self, sources, start, out)
                 })
             }
+            // Channels-last back to NCHW: in whole channel planes.
+            DqInput::Bytes {
+                len, nhwc: Some(l), ..
+            } if self.params.per_tensor().is_some() => {
+                let n = (*len).min(out.len());
+                split_out(pool, &mut out[..n], l.plane, |start, out| {
+                    dequantize(isa, self, sources, start, out)
+                })
+            }
             _ => dequantize(isa, self, sources, 0, out),
         }
     }
 
-    /// As `run`, over the output elements `start..start + out.len()`; only the
-    /// element-wise form is handed a part (`start > 0`).
+    /// As `run`, over the output elements `start..start + out.len()`; only the per-tensor
+    /// forms are handed a part (`start > 0`; channels-last: whole channel planes).
     #[inline(always)]
     fn run_inner(&self, sources: &Sources<'_>, start: usize, out: &mut [f32]) {
         let p = &self.params;
@@ -189,19 +198,11 @@ impl DequantizeOp {
                             *o = (v as i32 - z) as f32 * s;
                         }
                     }
-                    // Channels-last back to NCHW while dequantizing, reading in order.
+                    // Channels-last back to NCHW while dequantizing (output elements
+                    // `start..`, whole channel planes).
                     (Some(l), Some((s, z))) => {
                         let z = z + bias;
-                        let (c, plane) = (l.c, l.plane);
-                        for b in 0..l.batch {
-                            let src = &x[b * c * plane..(b + 1) * c * plane];
-                            let dst = &mut out[b * c * plane..(b + 1) * c * plane];
-                            for (px, pixel) in src.chunks_exact(c.max(1)).enumerate() {
-                                for (ch, &v) in pixel.iter().enumerate() {
-                                    dst[ch * plane + px] = (v as i32 - z) as f32 * s;
-                                }
-                            }
-                        }
+                        nhwc_to_nchw(x, (l.c, l.plane), start, out, |v| (v as i32 - z) as f32 * s)
                     }
                     _ => {
                         for (k, o) in out.iter_mut().enumerate() {

@@ -161,7 +161,12 @@ impl IntProductOp {
                     c: g.c,
                     plane: g.in_plane(),
                 };
-                to_nhwc(&x[..self.x_len], shape, &mut ctx.qin[..self.x_len]);
+                to_nhwc(
+                    &ctx.pool,
+                    &x[..self.x_len],
+                    shape,
+                    &mut ctx.qin[..self.x_len],
+                );
                 let x = &ctx.qin[..self.x_len + SLACK];
                 let (cg, mg, plane) = (g.cg(), g.mg(), g.out_plane());
                 for grp in 0..g.group {

@@ -14,7 +14,8 @@
 
 use super::{stored_bias, Nhwc};
 use crate::ops::conv::Geom;
-use crate::ops::layout::nchw_to_nhwc;
+use crate::ops::elementwise::split_out;
+use crate::ops::layout::{nchw_to_nhwc, nhwc_to_nchw};
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
@@ -130,7 +131,12 @@ impl QLinearOp {
                 c: g.c,
                 plane: g.in_plane(),
             };
-            to_nhwc(&x[..self.x_len], shape, &mut ctx.qin[..self.x_len]);
+            to_nhwc(
+                &ctx.pool,
+                &x[..self.x_len],
+                shape,
+                &mut ctx.qin[..self.x_len],
+            );
             &ctx.qin[..self.x_len + SLACK]
         } else {
             x
@@ -147,7 +153,12 @@ impl QLinearOp {
                 c: g.m,
                 plane: g.out_plane(),
             };
-            to_nchw(&ctx.qout[..shape.batch * shape.c * shape.plane], shape, out);
+            to_nchw(
+                &ctx.pool,
+                &ctx.qout[..shape.batch * shape.c * shape.plane],
+                shape,
+                out,
+            );
         }
     }
 
@@ -213,23 +224,22 @@ pub(crate) fn stored_zero(zp: i32, dtype: baton_delegate_api::ir::DType) -> i32 
     zp + stored_bias(dtype)
 }
 
-/// NCHW bytes to NHWC (the blocked interleave of the float paths).
-pub(super) fn to_nhwc(x: &[u8], s: Nhwc, out: &mut [u8]) {
+/// NCHW bytes to NHWC (the blocked interleave of the float paths), split among the
+/// threads in whole pixels.
+pub(super) fn to_nhwc(pool: &Pool, x: &[u8], s: Nhwc, out: &mut [u8]) {
     let n = s.batch * s.c * s.plane;
-    nchw_to_nhwc(&x[..n], (s.c, s.plane), 0, &mut out[..n], |v| v)
+    split_out(pool, &mut out[..n], s.c, |start, out| {
+        nchw_to_nhwc(&x[..n], (s.c, s.plane), start, out, |v| v)
+    })
 }
 
-/// NHWC bytes to NCHW.
-fn to_nchw(x: &[u8], s: Nhwc, out: &mut [u8]) {
-    for b in 0..s.batch {
-        let src = &x[b * s.c * s.plane..(b + 1) * s.c * s.plane];
-        let dst = &mut out[b * s.c * s.plane..(b + 1) * s.c * s.plane];
-        for (p, pixel) in src.chunks_exact(s.c.max(1)).enumerate() {
-            for (ch, &v) in pixel.iter().enumerate() {
-                dst[ch * s.plane + p] = v;
-            }
-        }
-    }
+/// NHWC bytes to NCHW (the blocked inverse), split among the threads in whole channel
+/// planes.
+fn to_nchw(pool: &Pool, x: &[u8], s: Nhwc, out: &mut [u8]) {
+    let n = s.batch * s.c * s.plane;
+    split_out(pool, &mut out[..n], s.plane, |start, out| {
+        nhwc_to_nchw(&x[..n], (s.c, s.plane), start, out, |v| v)
+    })
 }
 
 /// The output pointer of the depthwise rows, shared by tasks writing disjoint rows.
