@@ -42,6 +42,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A reader that goes away (`baton bench ... | head -1`) ends the command as it ends
+    // other command-line tools, by SIGPIPE, instead of a panic in `println!` (Rust's
+    // runtime ignores the signal, so a write to the closed pipe fails and printing
+    // panics). The host's plugin sockets send with MSG_NOSIGNAL: a plugin process that
+    // dies is still an error there, not this signal.
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => run::run(a),

@@ -193,3 +193,26 @@ fn the_nodes_run_by_summary_credits_the_host_after_an_execute_fallback() {
     assert!(stderr.contains("faulty failed"), "{stderr}");
     assert!(stderr.contains("nodes run by: host 4\n"), "{stderr}");
 }
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly_not_in_a_panic() {
+    // `baton run ... | head -0`: the reader is gone before the first line is written.
+    use std::process::{Command, Stdio};
+    let cache = tempfile::tempdir().unwrap();
+    let (model, image) = support::tinynet();
+    let input = format!("image={}", image.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", &model.display().to_string(), "--input", &input])
+        .env("BATON_CACHE_DIR", cache.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run baton");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Success, or the end by SIGPIPE that other command-line tools take; never the
+    // status of a panic (101).
+    assert_ne!(o.status.code(), Some(101), "{stderr}");
+}
