@@ -404,7 +404,8 @@ fn batch_norm_of_rank_1_is_one_channel() {
 /// Depthwise geometries the row kernels' padded rings must get right, each kernel against
 /// the portable one byte for byte: the padding of TF exporters (none before, one after,
 /// for stride 2), padding wider than the window reaches, dilation, a 3x1 and a 1x5
-/// window, maps narrower than a group of pixels, and short channel blocks of 1, 4, 5 and 7.
+/// window, maps narrower than a group of pixels, and short channel blocks of 1, 4, 5 and 7;
+/// every other case clipped inside the output's range.
 #[test]
 fn depthwise_geometries_store_the_portable_bytes() {
     // (x [n, c, h, w], kernel [kh, kw], strides, pads [top, left, bottom, right], dilations)
@@ -452,7 +453,14 @@ fn depthwise_geometries_store_the_portable_bytes() {
             ("dilations", ints(&d)),
             ("group", Attr::Int(c as i64)),
         ];
-        let y = b.node(OpKind::Conv, &[xd, wd], &attrs).unwrap();
+        let mut y = b.node(OpKind::Conv, &[xd, wd], &attrs).unwrap();
+        if i % 2 == 1 {
+            // A Clip inside the output's range: stored bounds 108 and 158, which the
+            // kernels apply themselves (the saturation to [0, 255] does not).
+            let lo = b.constant_f32("lo", &[], &[-1.0]);
+            let hi = b.constant_f32("hi", &[], &[1.5]);
+            y = b.node(OpKind::Clip, &[y, lo, hi], &[]).unwrap();
+        }
         let (ys, yz) = scalar(&mut b, DType::U8, "y", 0.05, 128);
         let q = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
         b.output(q);

@@ -721,7 +721,9 @@ mod x86dw {
     use std::arch::x86_64::*;
 
     use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
-    use crate::qgemm::kernels::x86::{pack4x8, pack8, requant16, store4x8, store_bytes, Requant8};
+    use crate::qgemm::kernels::x86::{
+        clamp_bytes, pack4x8, pack8, requant16, store4x8, store_bytes, Requant8,
+    };
     use crate::qgemm::QOut;
 
     /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
@@ -907,6 +909,8 @@ mod x86dw {
                     lanes,
                 };
                 let o = (row - start) * g.ow * c + c0;
+                // A whole group's clamp may be left to the packs and the bytes.
+                let late = rq.unclamped_is_exact();
                 let mut ox = 0;
                 while ox + P <= g.ow {
                     let base = ox * g.sw * c + c0;
@@ -917,9 +921,17 @@ mod x86dw {
                         // (No closure: one not inlined would run without AVX2.)
                         let mut y = [_mm256_setzero_si256(); P];
                         for (y, &f) in y.iter_mut().zip(&f) {
-                            *y = rq.lanes(_mm256_cvtps_epi32(f));
+                            let acc = _mm256_cvtps_epi32(f);
+                            *y = if late {
+                                rq.unclamped(acc)
+                            } else {
+                                rq.lanes(acc)
+                            };
                         }
-                        let y = pack4x8(y);
+                        let mut y = pack4x8(y);
+                        if late {
+                            y = clamp_bytes(y, q);
+                        }
                         let d = &mut out[o + ox * c..][..(P - 1) * c + LANES8];
                         // SAFETY: pixel p's 8 bytes at `p * c`, inside `d` (checked above).
                         unsafe { store4x8(d.as_mut_ptr(), c, y) };
