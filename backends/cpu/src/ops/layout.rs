@@ -83,12 +83,10 @@ pub(crate) fn nchw_to_nhwc<T: Copy, U: Copy + Default>(
 }
 
 /// NHWC values mapped by `f` into NCHW, the inverse of [`nchw_to_nhwc`]: `out` holds the
-/// output elements `start..` (whole channel planes) of images of `c` channels of `plane`
-/// pixels, a tile of up to 16 channels by 64 pixels at a time, so that the pixels a tile
-/// reads stay in L1 while each of its channels' runs is written in order. Element by
-/// element, a pixel's channels were written `plane` values apart (one cache line each)
-/// and every element's position computed from scratch. Inlined, so that `f` is compiled
-/// with its caller's target features.
+/// output elements `start..` (whole channel planes, the unit the threads split) of images
+/// of `c` channels of `plane` pixels, a tile of up to 16 channels by 64 pixels at a time:
+/// each channel's run is written in order while the tile's pixels stay in L1, whatever the
+/// channel count. Inlined, so that `f` is compiled with its caller's target features.
 #[inline(always)]
 pub(crate) fn nhwc_to_nchw<T: Copy, U: Copy>(
     x: &[T],

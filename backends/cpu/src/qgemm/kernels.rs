@@ -1210,8 +1210,12 @@ pub(crate) mod x86 {
                                 wb = wb.add(NR * 4);
                             }
                         }
-                        let sums: [__m256i; MR] =
-                            std::array::from_fn(|r| _mm256_hadd_epi32(lo[r], hi[r]));
+                        // A loop, not `array::from_fn`: a closure the optimizer does not
+                        // inline runs without AVX2.
+                        let mut sums = [_mm256_setzero_si256(); MR];
+                        for (r, s) in sums.iter_mut().enumerate() {
+                            *s = _mm256_hadd_epi32(lo[r], hi[r]);
+                        }
                         let d = out.0.add(r0 * g.ldo + j0 + half * 8);
                         ho.store(&sums, d, g.ldo, live);
                     }
