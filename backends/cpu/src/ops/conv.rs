@@ -23,13 +23,11 @@
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
-use super::elementwise::split_out;
-use super::layout::{nchw_to_nhwc, nhwc_to_nchw};
+use super::layout::{to_nchw, to_nhwc};
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
-use crate::pool::Pool;
 use crate::prepack::{Packs, Panel};
 
 /// Conv geometry normalised to two spatial axes.
@@ -340,7 +338,7 @@ impl ConvOp {
             sources.get(self.x)
         } else {
             let x = &mut nhwc_in[..in_len];
-            to_nhwc(pool, sources.get(self.x), g.batch, g.c, g.in_plane(), x);
+            to_nhwc(pool, sources.get(self.x), (g.batch, g.c, g.in_plane()), x);
             &*x
         };
         let y: &mut [f32] = if self.out_nhwc {
@@ -421,7 +419,12 @@ impl ConvOp {
             }
         }
         if !self.out_nhwc {
-            to_nchw(pool, &nhwc_out[..out_len], g.batch, g.m, g.out_plane(), out);
+            to_nchw(
+                pool,
+                &nhwc_out[..out_len],
+                (g.batch, g.m, g.out_plane()),
+                out,
+            );
         }
         if let Some(r) = after {
             for (o, &r) in out[..out_len].iter_mut().zip(r) {
@@ -473,39 +476,6 @@ fn depthwise_layout(g: &Geom, w: &[f32], bias: &[f32], dst: &mut [f32]) {
             *v = w[oc * taps + t];
         }
     }
-}
-
-/// NCHW to NHWC: `batch` images of `c` planes of `plane` values, split among the
-/// threads in whole pixels (a model's image input is the largest tensor it reads, and
-/// this copy ran on one thread while the convolution after it ran on all).
-pub(crate) fn to_nhwc(
-    pool: &Pool,
-    src: &[f32],
-    batch: usize,
-    c: usize,
-    plane: usize,
-    dst: &mut [f32],
-) {
-    let n = batch * c * plane;
-    split_out(pool, &mut dst[..n], c, |start, out| {
-        nchw_to_nhwc(&src[..n], (c, plane), start, out, |v| v)
-    })
-}
-
-/// NHWC to NCHW, the inverse of [`to_nhwc`], split among the threads in whole channel
-/// planes.
-pub(crate) fn to_nchw(
-    pool: &Pool,
-    src: &[f32],
-    batch: usize,
-    c: usize,
-    plane: usize,
-    dst: &mut [f32],
-) {
-    let n = batch * c * plane;
-    split_out(pool, &mut dst[..n], plane, |start, out| {
-        nhwc_to_nchw(&src[..n], (c, plane), start, out, |v| v)
-    })
 }
 
 #[cfg(test)]

@@ -122,6 +122,35 @@ pub(crate) fn nhwc_to_nchw<T: Copy, U: Copy>(
     }
 }
 
+/// NCHW to NHWC of `batch` images of `c` planes of `plane` values (f32 or stored bytes),
+/// split among the threads in whole pixels: a model's image input is the largest tensor
+/// it reads, and this copy ran on one thread while the convolution after it ran on all.
+pub(crate) fn to_nhwc<T: Copy + Default + Send + Sync>(
+    pool: &Pool,
+    x: &[T],
+    (batch, c, plane): (usize, usize, usize),
+    out: &mut [T],
+) {
+    let n = batch * c * plane;
+    split_out(pool, &mut out[..n], c, |start, out| {
+        nchw_to_nhwc(&x[..n], (c, plane), start, out, |v| v)
+    })
+}
+
+/// NHWC to NCHW, the inverse of [`to_nhwc`], split among the threads in whole channel
+/// planes.
+pub(crate) fn to_nchw<T: Copy + Send + Sync>(
+    pool: &Pool,
+    x: &[T],
+    (batch, c, plane): (usize, usize, usize),
+    out: &mut [T],
+) {
+    let n = batch * c * plane;
+    split_out(pool, &mut out[..n], plane, |start, out| {
+        nhwc_to_nchw(&x[..n], (c, plane), start, out, |v| v)
+    })
+}
+
 /// Row-major strides of `shape`, with 0 for size-1 dimensions, right-aligned to `rank`
 /// dimensions: the strides that read `shape` broadcast to a shape of that rank.
 pub(crate) fn broadcast_strides(shape: &[usize], rank: usize) -> Vec<usize> {

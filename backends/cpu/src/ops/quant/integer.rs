@@ -16,9 +16,9 @@
 //! (ONNX pads after taking the zero point away, so padding contributes exactly 0); each
 //! group's i32 result is written straight to its NCHW place.
 
-use super::linear::to_nhwc;
 use super::Nhwc;
 use crate::ops::conv::Geom;
+use crate::ops::layout::to_nhwc;
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::qgemm::{
     ARows, Indirection, IntLayout, IntOut, PackedWeights, QGemm, QKernel, QOut, SLACK,
@@ -164,7 +164,7 @@ impl IntProductOp {
                 to_nhwc(
                     &ctx.pool,
                     &x[..self.x_len],
-                    shape,
+                    (shape.batch, shape.c, shape.plane),
                     &mut ctx.qin[..self.x_len],
                 );
                 let x = &ctx.qin[..self.x_len + SLACK];

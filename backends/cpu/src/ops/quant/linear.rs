@@ -14,8 +14,7 @@
 
 use super::{stored_bias, Nhwc};
 use crate::ops::conv::Geom;
-use crate::ops::elementwise::split_out;
-use crate::ops::layout::{nchw_to_nhwc, nhwc_to_nchw};
+use crate::ops::layout::{to_nchw, to_nhwc};
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
@@ -134,7 +133,7 @@ impl QLinearOp {
             to_nhwc(
                 &ctx.pool,
                 &x[..self.x_len],
-                shape,
+                (shape.batch, shape.c, shape.plane),
                 &mut ctx.qin[..self.x_len],
             );
             &ctx.qin[..self.x_len + SLACK]
@@ -153,10 +152,11 @@ impl QLinearOp {
                 c: g.m,
                 plane: g.out_plane(),
             };
+            let n = shape.batch * shape.c * shape.plane;
             to_nchw(
                 &ctx.pool,
-                &ctx.qout[..shape.batch * shape.c * shape.plane],
-                shape,
+                &ctx.qout[..n],
+                (shape.batch, shape.c, shape.plane),
                 out,
             );
         }
@@ -222,24 +222,6 @@ pub(crate) fn zero_row(zp: i32, c: usize) -> Vec<u8> {
 /// The input's stored zero point.
 pub(crate) fn stored_zero(zp: i32, dtype: baton_delegate_api::ir::DType) -> i32 {
     zp + stored_bias(dtype)
-}
-
-/// NCHW bytes to NHWC (the blocked interleave of the float paths), split among the
-/// threads in whole pixels.
-pub(super) fn to_nhwc(pool: &Pool, x: &[u8], s: Nhwc, out: &mut [u8]) {
-    let n = s.batch * s.c * s.plane;
-    split_out(pool, &mut out[..n], s.c, |start, out| {
-        nchw_to_nhwc(&x[..n], (s.c, s.plane), start, out, |v| v)
-    })
-}
-
-/// NHWC bytes to NCHW (the blocked inverse), split among the threads in whole channel
-/// planes.
-fn to_nchw(pool: &Pool, x: &[u8], s: Nhwc, out: &mut [u8]) {
-    let n = s.batch * s.c * s.plane;
-    split_out(pool, &mut out[..n], s.plane, |start, out| {
-        nhwc_to_nchw(&x[..n], (s.c, s.plane), start, out, |v| v)
-    })
 }
 
 /// The output pointer of the depthwise rows, shared by tasks writing disjoint rows.
