@@ -410,7 +410,7 @@ fn batch_norm_of_rank_1_is_one_channel() {
 fn depthwise_geometries_store_the_portable_bytes() {
     // (x [n, c, h, w], kernel [kh, kw], strides, pads [top, left, bottom, right], dilations)
     type Case = ([usize; 4], [usize; 2], [usize; 2], [usize; 4], [usize; 2]);
-    let cases: [Case; 8] = [
+    let cases: [Case; 10] = [
         ([1, 16, 9, 10], [3, 3], [2, 2], [0, 0, 1, 1], [1, 1]),
         ([1, 9, 8, 7], [3, 3], [2, 2], [1, 0, 0, 1], [1, 1]),
         ([1, 7, 7, 9], [3, 3], [1, 1], [3, 2, 1, 3], [1, 1]),
@@ -419,6 +419,10 @@ fn depthwise_geometries_store_the_portable_bytes() {
         ([1, 5, 7, 12], [1, 5], [1, 1], [0, 2, 0, 2], [1, 2]),
         ([1, 24, 3, 3], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),
         ([1, 40, 2, 1], [3, 3], [2, 2], [1, 1, 1, 1], [1, 1]),
+        // An even kernel width (every pair of taps real) and a dilation wider than the
+        // image (the AVX2 kernel's pairs then come from the padding alone).
+        ([1, 11, 6, 9], [2, 4], [1, 2], [1, 2, 0, 1], [1, 1]),
+        ([1, 8, 5, 2], [3, 3], [1, 1], [2, 3, 2, 3], [2, 3]),
     ];
     for (i, &(x, k, s, p, d)) in cases.iter().enumerate() {
         let mut rng = Rng::new(300 + i as u64);

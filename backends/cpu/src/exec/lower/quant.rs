@@ -14,12 +14,12 @@ use baton_delegate_api::shape::ConvGeometry;
 use super::Builder;
 use crate::exec::Op;
 use crate::ops::conv::Geom;
-use crate::ops::quant::linear::{indirection, stored_zero, zero_row, QLinearOp, QPath};
+use crate::ops::quant::linear::{indirection, pair_taps, stored_zero, zero_row, QLinearOp, QPath};
 use crate::ops::quant::{
     quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
     QBinaryOp, QLutOp, QuantizeOp,
 };
-use crate::qgemm::{PackedWeights, QOut, Stage2, SLACK};
+use crate::qgemm::{PackedWeights, QKernelId, QOut, Stage2, SLACK};
 use crate::quant::{int_range, ints, scalar_operand, QBinGroup, QGroup, QLutGroup, QParams};
 
 /// Who reads an 8-bit tensor.
@@ -436,7 +436,11 @@ impl<'g> Builder<'g> {
                 }
             }
             let out = rq(0..c).out(None, None);
-            let wide = dw.iter().map(|&w| w as f32).collect();
+            // Only the AVX2 row kernel reads the taps in pairs.
+            let pairs = match kernel.id() {
+                QKernelId::Avx2 => pair_taps(&dw, c, geom.kh, geom.kw),
+                _ => Vec::new(),
+            };
             let zoff = (0..c)
                 .map(|ch| {
                     let sum = (0..taps).fold(0i32, |s, t| s.wrapping_add(dw[t * c + ch] as i32));
@@ -446,7 +450,7 @@ impl<'g> Builder<'g> {
             return Ok(Op::QLinear(op(
                 QPath::Depthwise {
                     taps: dw,
-                    wide,
+                    pairs,
                     zoff,
                 },
                 Vec::new(),

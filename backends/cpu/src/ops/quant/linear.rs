@@ -31,11 +31,12 @@ pub(crate) enum QPath {
     /// NHWC input pixel (or `PAD`); `zero` is `cg` zero-point bytes and slack.
     Igemm { table: Indirection, zero: Vec<u8> },
     /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 row kernel also the
-    /// taps as f32 (`wide`, exact) and per channel `zoff = offset - za * sum(taps)`
-    /// (wrapping, as the kernels' i32 sums), which it adds to its plain sums `x * w`.
+    /// taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel
+    /// `zoff = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds
+    /// to its plain sums `x * w`.
     Depthwise {
         taps: Vec<i16>,
-        wide: Vec<f32>,
+        pairs: Vec<i32>,
         zoff: Vec<i32>,
     },
 }
@@ -69,8 +70,8 @@ impl QLinearOp {
         let path = match &self.path {
             QPath::Gemm { .. } => 0,
             QPath::Igemm { table, zero } => table.capacity_bytes() + vec_bytes(zero),
-            QPath::Depthwise { taps, wide, zoff } => {
-                vec_bytes(taps) + vec_bytes(wide) + vec_bytes(zoff)
+            QPath::Depthwise { taps, pairs, zoff } => {
+                vec_bytes(taps) + vec_bytes(pairs) + vec_bytes(zoff)
             }
         };
         path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
@@ -86,8 +87,8 @@ impl QLinearOp {
                     .resize_with(threads.max(ctx.qdw.len()), Default::default);
                 for ring in &mut ctx.qdw {
                     let ring = ring.get_mut().unwrap_or_else(|e| e.into_inner());
-                    if ring.len() < RowRing::len(g) {
-                        ring.resize(RowRing::len(g), 0.0);
+                    if ring.len() < ring_len(g) {
+                        ring.resize(ring_len(g), 0.0);
                     }
                 }
             }
@@ -166,12 +167,12 @@ impl QLinearOp {
     fn conv(&self, g: &Geom, x: &[u8], out: &mut [u8], pool: &Pool, rings: &[Mutex<Vec<f32>>]) {
         let pixels = g.batch * g.out_plane();
         match &self.path {
-            QPath::Depthwise { taps, wide, zoff } => {
+            QPath::Depthwise { taps, pairs, zoff } => {
                 let dw = Depthwise {
                     kernel: self.kernel,
                     g,
                     taps,
-                    wide,
+                    pairs,
                     zoff,
                     za: self.za,
                     q: &self.outs[0],
@@ -244,7 +245,7 @@ impl RowsOut {
 
 /// A direct depthwise convolution on NHWC bytes.
 struct Depthwise<'a> {
-    /// Picks the x86 row kernels (elsewhere unread, as `wide` and `zoff`).
+    /// Picks the x86 row kernels (elsewhere unread, as `pairs` and `zoff`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     kernel: &'a QKernel,
     g: &'a Geom,
@@ -252,7 +253,7 @@ struct Depthwise<'a> {
     taps: &'a [i16],
     /// See [`QPath::Depthwise`].
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    wide: &'a [f32],
+    pairs: &'a [i32],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     zoff: &'a [i32],
     /// The input's stored zero point.
@@ -318,9 +319,9 @@ impl Depthwise<'_> {
                     // SAFETY: the kernel exists only where its features were detected.
                     return unsafe { x86dw::rows(g, x, taps, za, q, rows, out, ring) };
                 }
-                QKernelId::Avx2 if rings => {
+                QKernelId::Avx2 if RowRing::fits(g) && ring.len() >= x86dw::PairRing::len(g) => {
                     // SAFETY: as above.
-                    let w = (self.wide, self.zoff);
+                    let w = (self.pairs, self.zoff);
                     return unsafe { x86dw::rows_avx2(g, x, w, za, q, rows, out, ring) };
                 }
                 // SAFETY: as above.
@@ -360,9 +361,6 @@ struct RowRing<'a> {
     /// The input row (`b * h + iy`) each slot holds.
     held: [usize; MAX_SPAN],
     span: usize,
-    /// Padded rings (see [`RowRing::padded`]): the columns of zero points left and right
-    /// of each row.
-    pad: Option<(usize, usize)>,
 }
 
 impl<'a> RowRing<'a> {
@@ -376,11 +374,9 @@ impl<'a> RowRing<'a> {
         g.kh * g.kw <= MAX_TAPS && Self::span(g) <= MAX_SPAN
     }
 
-    /// f32 values of one task's ring, padded or not (with room to start it on a cache
-    /// line).
+    /// f32 values of one task's ring (with room to start it on a cache line).
     fn len(g: &Geom) -> usize {
-        let (l, r) = Self::pads(g);
-        (Self::span(g) + 1) * (l + g.w + r) * g.c + Self::ALIGN
+        Self::span(g) * g.w * g.c + Self::ALIGN
     }
 
     /// Input rows one output row's window spans.
@@ -388,52 +384,10 @@ impl<'a> RowRing<'a> {
         (g.kh.max(1) - 1) * g.dh + 1
     }
 
-    /// Columns of padding a padded ring holds left and right of a row: as many as the
-    /// windows reach past the input.
-    fn pads(g: &Geom) -> (usize, usize) {
-        let reach = (g.ow.max(1) - 1) * g.sw + (g.kw.max(1) - 1) * g.dw + 1;
-        (g.pw, reach.saturating_sub(g.pw + g.w))
-    }
-
     fn new(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32]) -> Self {
-        Self::with_pad(g, x, ring, None)
-    }
-
-    /// A ring whose rows carry their padding: zero-point columns left and right, and a
-    /// row of zero points that [`RowRing::fill`] hands out for window rows above or
-    /// below the input. Every window is then inside the ring, and a kernel needs no
-    /// edge cases: a tap in the padding reads the zero point, as the unpadded kernels'
-    /// edge paths do. Offsets into a padded row count from its left padding.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    fn padded(g: &'a Geom, x: &'a [u8], ring: &'a mut [f32], za: i32) -> Self {
-        let r = Self::with_pad(g, x, ring, Some(Self::pads(g)));
-        let rl = r.row_len();
-        let (l, _) = Self::pads(g);
-        let z = za as f32;
-        for slot in 0..r.span {
-            let row = &mut r.ring[slot * rl..][..rl];
-            row[..l * g.c].fill(z);
-            row[(l + g.w) * g.c..].fill(z);
-        }
-        r.ring[r.span * rl..][..rl].fill(z);
-        r
-    }
-
-    fn with_pad(
-        g: &'a Geom,
-        x: &'a [u8],
-        ring: &'a mut [f32],
-        pad: Option<(usize, usize)>,
-    ) -> Self {
         assert!(Self::fits(g), "too many depthwise taps for the row kernels");
+        assert!(ring.len() >= Self::len(g), "depthwise row ring too short");
         let skip = ring.as_ptr().align_offset(Self::ALIGN * 4).min(Self::ALIGN);
-        let ring = &mut ring[skip..];
-        let (l, r) = pad.unwrap_or((0, 0));
-        let rl = (l + g.w + r) * g.c;
-        assert!(
-            ring.len() >= (Self::span(g) + 1) * rl,
-            "depthwise row ring too short"
-        );
         assert!(
             x.len() >= g.batch * g.h * g.w * g.c,
             "depthwise input too short"
@@ -441,46 +395,36 @@ impl<'a> RowRing<'a> {
         RowRing {
             g,
             x,
-            ring,
+            ring: &mut ring[skip..],
             held: [usize::MAX; MAX_SPAN],
             span: Self::span(g),
-            pad,
         }
-    }
-
-    /// Values per ring row.
-    fn row_len(&self) -> usize {
-        let (l, r) = self.pad.unwrap_or((0, 0));
-        (l + self.g.w + r) * self.g.c
     }
 
     /// Widens the rows the window of output row `oy` of image `b` spans (those not held
     /// yet), and returns each window row's offset into [`Self::values`] (`None`: in the
-    /// padding; a padded ring gives its row of zero points instead).
+    /// padding).
     #[inline(always)]
     fn fill(&mut self, b: usize, oy: usize) -> [Option<usize>; MAX_SPAN] {
         let g = self.g;
-        let (rl, wc) = (self.row_len(), g.w * g.c);
-        let left = self.pad.map_or(0, |(l, _)| l * g.c);
-        let outside = self.pad.map(|_| self.span * rl);
+        let wc = g.w * g.c;
         let mut roff = [None; MAX_SPAN];
         for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
             let Some(iy) = (oy * g.sh + ki * g.dh)
                 .checked_sub(g.ph)
                 .filter(|&v| v < g.h)
             else {
-                *r = outside;
                 continue;
             };
             let (slot, src) = (iy % self.span, b * g.h + iy);
             if self.held[slot] != src {
-                let dst = &mut self.ring[slot * rl + left..][..wc];
+                let dst = &mut self.ring[slot * wc..][..wc];
                 for (d, &s) in dst.iter_mut().zip(&self.x[src * wc..][..wc]) {
                     *d = s as f32;
                 }
                 self.held[slot] = src;
             }
-            *r = Some(slot * rl);
+            *r = Some(slot * wc);
         }
         roff
     }
@@ -489,6 +433,37 @@ impl<'a> RowRing<'a> {
     fn values(&self) -> &[f32] {
         self.ring
     }
+}
+
+/// f32 words of one task's depthwise scratch: a [`RowRing`], or on x86 the longer of
+/// that and the AVX2 kernel's `PairRing`, which lives in the same scratch.
+fn ring_len(g: &Geom) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return RowRing::len(g).max(x86dw::PairRing::len(g));
+    #[cfg(not(target_arch = "x86_64"))]
+    RowRing::len(g)
+}
+
+/// The depthwise taps `taps[tap * c + ch]` of a `kh x kw` kernel in horizontal pairs
+/// for the AVX2 row kernel: `pairs[(ki * kw.div_ceil(2) + p) * c + ch]` holds the taps at
+/// `kx = 2p` and `2p + 1` of row `ki` as the low and high 16-bit halves (the second 0
+/// past an odd kernel's last column), as `vpmaddwd` multiplies them with a pair of
+/// input values.
+pub(crate) fn pair_taps(taps: &[i16], c: usize, kh: usize, kw: usize) -> Vec<i32> {
+    let np = kw.div_ceil(2);
+    let mut pairs = vec![0i32; kh * np * c];
+    for ki in 0..kh {
+        for p in 0..np {
+            for ch in 0..c {
+                let tap = |kx: usize| match kx < kw {
+                    true => taps[(ki * kw + kx) * c + ch] as u16 as u32,
+                    false => 0,
+                };
+                pairs[(ki * np + p) * c + ch] = (tap(2 * p) | tap(2 * p + 1) << 16) as i32;
+            }
+        }
+    }
+    pairs
 }
 
 /// The row kernel in plain arrays of `L` channels, for instruction sets without a
@@ -702,7 +677,7 @@ impl Pixel {
 mod x86dw {
     use std::arch::x86_64::*;
 
-    use super::{Geom, Pixel, RowRing, LANES, MAX_TAPS};
+    use super::{Geom, Pixel, RowRing, LANES, MAX_SPAN, MAX_TAPS};
     use crate::qgemm::kernels::x86::{
         clamp_bytes, pack4x8, pack8, requant16, store4x8, store_bytes, Requant8,
     };
@@ -829,47 +804,49 @@ mod x86dw {
     /// Channels of one AVX2 register block.
     const LANES8: usize = 8;
 
-    /// [`rows`] for AVX2 and FMA: blocks of 8 channels, the rows widened as there but in
-    /// a padded ring ([`RowRing::padded`]), so that every pixel is an interior one: in
-    /// groups of [`P`], the rest one by one, with no edge path (on a 14x14 image the edges
-    /// were a quarter of the pixels, each tap tested). The same exact f32 sums and the
-    /// same requantization in 8 lanes ([`Requant8`]), so the same bytes as every other
-    /// kernel. The weights come widened to f32 at init (`wide`, `[tap][c]`) and the zero
-    /// point's term `za * sum(w)` folded into the offsets (`zoff`, see
-    /// [`QPath::Depthwise`]): set up per row and block, they cost as much as the sums on
-    /// small images with many channels. Short channel blocks load with lane masks and
-    /// store byte by byte (AVX2 has no masked byte store).
+    /// [`rows`] for AVX2: blocks of 8 channels summed in 32-bit integers, two horizontal
+    /// taps per `vpmaddwd` from a [`PairRing`], every pixel an interior one (the ring is
+    /// padded): in groups of [`P`], the rest one by one, with no edge path (on a 14x14
+    /// image the edges were a quarter of the pixels, each tap tested). A 3x3 window is 6
+    /// loads and 6 products where f32 sums took 9 loads and 9 FMAs; the sums are the
+    /// integers themselves, so the same bytes as every other kernel through the same
+    /// requantization in 8 lanes ([`Requant8`]). The weights come paired at init (`pairs`,
+    /// see [`super::pair_taps`]) and the zero point's term `za * sum(w)` folded into the
+    /// offsets (`zoff`, see [`QPath::Depthwise`]): set up per row and block, they cost as
+    /// much as the sums on small images with many channels. Short channel blocks load with
+    /// lane masks and store byte by byte (AVX2 has no masked byte store).
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows_avx2(
         g: &Geom,
         x: &[u8],
-        (wide, zoff): (&[f32], &[i32]),
+        (pairs, zoff): (&[i32], &[i32]),
         za: i32,
         q: &QOut,
         rows: std::ops::Range<usize>,
         out: &mut [u8],
         ring: &mut [f32],
     ) {
-        let (c, nt) = (g.c, g.kh * g.kw);
+        let (c, np) = (g.c, g.kw.div_ceil(2));
+        let nt = g.kh * np;
         assert!(
-            wide.len() >= nt * c && zoff.len() >= c,
+            pairs.len() >= nt * c && zoff.len() >= c,
             "depthwise weights too short"
         );
-        let mut ring = RowRing::padded(g, x, ring, za);
+        let mut ring = PairRing::new(g, x, ring, za);
         let start = rows.start;
         for row in rows {
             let (b, oy) = (row / g.oh, row % g.oh);
             let roff = ring.fill(b, oy);
-            // Each tap's offset from the window's left column (padded coordinates).
+            // Each pair's offset from the window's left column (padded coordinates).
             let mut toff = [0usize; MAX_TAPS];
             for ki in 0..g.kh {
-                for kj in 0..g.kw {
-                    toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
+                for p in 0..np {
+                    toff[ki * np + p] = roff[ki] + 2 * p * g.dw * c;
                 }
             }
             let ring = ring.values();
-            // The farthest tap, for the windows' bounds check: once per row (per group of
+            // The farthest pair, for the windows' bounds check: once per row (per group of
             // pixels, its reduction cost as much as the sums).
             let far = toff[..nt].iter().copied().max().unwrap_or(0);
             for c0 in (0..c).step_by(LANES8) {
@@ -881,11 +858,11 @@ mod x86dw {
                     let off = _mm256_maskload_epi32(off.as_ptr(), m);
                     Requant8::new(off, _mm256_maskload_ps(sc.as_ptr(), m), q)
                 };
-                let window = Window8 {
+                let window = PairWindow {
                     ring,
                     toff: &toff[..nt],
                     far,
-                    wt: &wide[c0..],
+                    wt: &pairs[c0..],
                     c,
                     step: g.sw * c,
                     lanes,
@@ -899,11 +876,10 @@ mod x86dw {
                     if lanes == LANES8 {
                         // A whole group: the four pixels' bytes packed together and
                         // stored as four words.
-                        let f = window.sum::<P, true>(base);
+                        let acc = window.sum::<P, true>(base);
                         // (No closure: one not inlined would run without AVX2.)
                         let mut y = [_mm256_setzero_si256(); P];
-                        for (y, &f) in y.iter_mut().zip(&f) {
-                            let acc = _mm256_cvtps_epi32(f);
+                        for (y, &acc) in y.iter_mut().zip(&acc) {
                             *y = if late {
                                 rq.unclamped(acc)
                             } else {
@@ -918,25 +894,175 @@ mod x86dw {
                         // SAFETY: pixel p's 8 bytes at `p * c`, inside `d` (checked above).
                         unsafe { store4x8(d.as_mut_ptr(), c, y) };
                     } else {
-                        let f = window.sum::<P, false>(base);
-                        for (p, f) in f.iter().enumerate() {
-                            let y = pack8(rq.lanes(_mm256_cvtps_epi32(*f)));
-                            store8(out, o + (ox + p) * c, lanes, y);
+                        let acc = window.sum::<P, false>(base);
+                        for (p, &acc) in acc.iter().enumerate() {
+                            store8(out, o + (ox + p) * c, lanes, pack8(rq.lanes(acc)));
                         }
                     }
                     ox += P;
                 }
                 while ox < g.ow {
-                    let [f] = window.sum::<1, false>(ox * g.sw * c + c0);
-                    store8(
-                        out,
-                        o + ox * c,
-                        lanes,
-                        pack8(rq.lanes(_mm256_cvtps_epi32(f))),
-                    );
+                    let [acc] = window.sum::<1, false>(ox * g.sw * c + c0);
+                    store8(out, o + ox * c, lanes, pack8(rq.lanes(acc)));
                     ox += 1;
                 }
             }
+        }
+    }
+
+    /// A task's input rows for [`rows_avx2`], in horizontal pairs: slot column `j`,
+    /// channel `ch` holds the padded row's values at columns `j` and `j + dw` as two 16-bit
+    /// halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`, `w[kx + 1]`) sums both
+    /// taps' products for 8 channels. Padding columns hold the zero point, as do the slot
+    /// past the last (handed out for window rows above or below the input) and the value
+    /// past a row's end that an odd kernel's last pair reads (its weight is 0). Each row
+    /// is paired once ([`pair_row`]) and kept while later output rows need it, as
+    /// [`RowRing`] keeps its f32 rows; it lives in the same scratch.
+    pub(super) struct PairRing<'a> {
+        g: &'a Geom,
+        x: &'a [u8],
+        ring: &'a mut [u32],
+        /// The ends of the padded row being paired (see [`pair_row`]).
+        stage: &'a mut [u8],
+        /// The stored zero point.
+        za: u8,
+        /// The input row (`b * h + iy`) each slot holds.
+        held: [usize; MAX_SPAN],
+        span: usize,
+        /// Columns of a slot (padding included) and of the left padding.
+        cols: usize,
+        left: usize,
+    }
+
+    impl<'a> PairRing<'a> {
+        /// f32 words of the scratch a task's ring takes (see [`super::ring_len`]).
+        pub(super) fn len(g: &Geom) -> usize {
+            let (cols, _) = Self::cols(g);
+            (RowRing::span(g) + 1) * cols * g.c + Self::stage_len(g).div_ceil(4) + RowRing::ALIGN
+        }
+
+        /// Bytes of the stage: the longer end of a padded row and a dilation's reach.
+        fn stage_len(g: &Geom) -> usize {
+            let (cols, _) = Self::cols(g);
+            (cols - g.w + 2 * g.dw) * g.c
+        }
+
+        /// Columns of a slot and of its left padding: as many as the windows reach past
+        /// the input on either side.
+        fn cols(g: &Geom) -> (usize, usize) {
+            let reach = (g.ow.max(1) - 1) * g.sw + (g.kw.max(1) - 1) * g.dw + 1;
+            let right = reach.saturating_sub(g.pw + g.w);
+            (g.pw + g.w + right, g.pw)
+        }
+
+        fn new(g: &'a Geom, x: &'a [u8], scratch: &'a mut [f32], za: i32) -> Self {
+            assert!(
+                RowRing::fits(g),
+                "too many depthwise taps for the row kernels"
+            );
+            assert!(
+                scratch.len() >= Self::len(g),
+                "depthwise pair ring too short"
+            );
+            assert!(
+                x.len() >= g.batch * g.h * g.w * g.c,
+                "depthwise input too short"
+            );
+            let skip = scratch
+                .as_ptr()
+                .align_offset(RowRing::ALIGN * 4)
+                .min(RowRing::ALIGN);
+            let words = &mut scratch[skip..];
+            // SAFETY: u32 has f32's size and alignment, and every bit pattern is valid for
+            // both; the scratch is borrowed mutably for the ring's lifetime.
+            let words: &'a mut [u32] = unsafe {
+                std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u32, words.len())
+            };
+            let (cols, left) = Self::cols(g);
+            let span = RowRing::span(g);
+            let (ring, rest) = words.split_at_mut((span + 1) * cols * g.c);
+            // SAFETY: as above, bytes of the rest of the scratch.
+            let rest: &'a mut [u8] = unsafe {
+                std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut u8, rest.len() * 4)
+            };
+            let stage = &mut rest[..Self::stage_len(g)];
+            let za = za as u8;
+            ring[span * cols * g.c..].fill(u32::from(za) * 0x0001_0001);
+            PairRing {
+                g,
+                x,
+                ring,
+                stage,
+                za,
+                held: [usize::MAX; MAX_SPAN],
+                span,
+                cols,
+                left,
+            }
+        }
+
+        /// Pairs the rows the window of output row `oy` of image `b` spans (those not
+        /// held yet), and returns each window row's offset into [`Self::values`] (the
+        /// slot of zero points for rows outside the input).
+        #[inline(always)]
+        fn fill(&mut self, b: usize, oy: usize) -> [usize; MAX_SPAN] {
+            let g = self.g;
+            let (n, wc) = (self.cols * g.c, g.w * g.c);
+            let mut roff = [self.span * n; MAX_SPAN];
+            for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
+                let Some(iy) = (oy * g.sh + ki * g.dh)
+                    .checked_sub(g.ph)
+                    .filter(|&v| v < g.h)
+                else {
+                    continue;
+                };
+                let (slot, src) = (iy % self.span, b * g.h + iy);
+                if self.held[slot] != src {
+                    let row = &self.x[src * wc..][..wc];
+                    let dst = &mut self.ring[slot * n..][..n];
+                    pair_row(row, (self.left * g.c, g.dw * g.c), self.za, self.stage, dst);
+                    self.held[slot] = src;
+                }
+                *r = slot * n;
+            }
+            roff
+        }
+
+        /// The paired rows.
+        fn values(&self) -> &[u32] {
+            self.ring
+        }
+    }
+
+    /// Pairs input row `x` (`wc` bytes) into `dst` (`n` words): `dst[k]` holds bytes `k`
+    /// and `k + dwc` of the padded row (`lc` zero points, `x`, zero points) as its low and
+    /// high halves. Where both are in `x` they are read in place; the two ends through
+    /// `stage`, a padded copy of just those bytes (a whole padded copy first cost a
+    /// `memcpy` of every row).
+    #[inline(always)]
+    fn pair_row(x: &[u8], (lc, dwc): (usize, usize), za: u8, stage: &mut [u8], dst: &mut [u32]) {
+        let wc = x.len();
+        // The middle: from `lc` to where the high byte leaves `x`.
+        let s = lc + wc.saturating_sub(dwc);
+        pair_into(&x[..s - lc], &x[dwc.min(wc)..], &mut dst[lc..s]);
+        let (left, rest) = dst.split_at_mut(s);
+        for (a, d) in [(0, &mut left[..lc]), (s, rest)] {
+            let len = d.len() + dwc;
+            let st = &mut stage[..len];
+            // Bytes `a..a + len` of the padded row.
+            let (xs, xe) = (lc.clamp(a, a + len), (lc + wc).clamp(a, a + len));
+            st[..xs - a].fill(za);
+            st[xs - a..xe - a].copy_from_slice(&x[xs - lc..xe - lc]);
+            st[xe - a..].fill(za);
+            pair_into(st, &st[dwc..], d);
+        }
+    }
+
+    /// `d[k] = lo[k] | hi[k] << 16` over `d`.
+    #[inline(always)]
+    fn pair_into(lo: &[u8], hi: &[u8], d: &mut [u32]) {
+        for ((d, &a), &b) in d.iter_mut().zip(lo).zip(hi) {
+            *d = u32::from(a) | u32::from(b) << 16;
         }
     }
 
@@ -958,57 +1084,61 @@ mod x86dw {
         unsafe { store_bytes(d.as_mut_ptr(), y, d.len()) };
     }
 
-    /// [`Window`] in 8 lanes, its weights read from the widened taps.
-    struct Window8<'a> {
-        ring: &'a [f32],
+    /// One output row's channel block in a [`PairRing`]: its pairs' offsets and weights.
+    struct PairWindow<'a> {
+        ring: &'a [u32],
+        /// Each pair's offset in `ring` from its window's left column.
         toff: &'a [usize],
         /// The largest of `toff`.
         far: usize,
-        /// The block's weights: tap `t` at `wt[t * c..]`, `lanes` of them.
-        wt: &'a [f32],
+        /// The block's paired weights: pair `t` at `wt[t * c..]`, `lanes` of them.
+        wt: &'a [i32],
         c: usize,
+        /// Ring values between consecutive output pixels.
         step: usize,
         lanes: usize,
     }
 
-    impl Window8<'_> {
-        /// As [`Window::sum`]; `FULL`: 8 lanes, so the loads need no mask.
-        #[target_feature(enable = "avx2,fma")]
+    impl PairWindow<'_> {
+        /// The i32 sums `x * w` over the windows of `N` consecutive output pixels, the
+        /// first at column offset `base` (channel block included); `FULL`: 8 lanes, so
+        /// the loads need no mask.
+        #[target_feature(enable = "avx2")]
         #[inline]
-        fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m256; N] {
+        fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m256i; N] {
             let m = lane_mask(self.lanes);
             let last = base + (N - 1) * self.step + self.far + self.lanes;
             assert!(last <= self.ring.len(), "depthwise window outside the ring");
-            let taps = self.toff.len();
+            let pairs = self.toff.len();
             assert!(
-                taps == 0 || (taps - 1) * self.c + self.lanes <= self.wt.len(),
+                pairs == 0 || (pairs - 1) * self.c + self.lanes <= self.wt.len(),
                 "depthwise weights outside the taps"
             );
             assert!(!FULL || self.lanes == LANES8, "a full block has 8 lanes");
-            let (p0, w0) = (self.ring.as_ptr(), self.wt.as_ptr());
-            let mut f = [_mm256_setzero_ps(); N];
+            let (p0, w0) = (self.ring.as_ptr() as *const i32, self.wt.as_ptr());
+            let mut acc = [_mm256_setzero_si256(); N];
             for (t, &to) in self.toff.iter().enumerate() {
                 // SAFETY: within the weights (checked above), masked to `lanes` values
                 // unless all 8 are in; likewise the inputs, up to `last`.
                 unsafe {
                     let at = w0.add(t * self.c);
                     let w = if FULL {
-                        _mm256_loadu_ps(at)
+                        _mm256_loadu_si256(at as *const __m256i)
                     } else {
-                        _mm256_maskload_ps(at, m)
+                        _mm256_maskload_epi32(at, m)
                     };
-                    for (p, f) in f.iter_mut().enumerate() {
+                    for (p, acc) in acc.iter_mut().enumerate() {
                         let at = p0.add(base + p * self.step + to);
                         let xv = if FULL {
-                            _mm256_loadu_ps(at)
+                            _mm256_loadu_si256(at as *const __m256i)
                         } else {
-                            _mm256_maskload_ps(at, m)
+                            _mm256_maskload_epi32(at, m)
                         };
-                        *f = _mm256_fmadd_ps(xv, w, *f);
+                        *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(xv, w));
                     }
                 }
             }
-            f
+            acc
         }
     }
 
