@@ -7,7 +7,9 @@
 //!   then a `Gemm` node (`transB = 1`, with bias) run through the host onto the plugin.
 //! - **Depthwise convolutions** of MobileNet-like shapes, in GMAC/s: a chain of four
 //!   stride-1 layers (so the layout changes at the partition's edges are a small part) or
-//!   one stride-2 layer, each followed by Relu, run through the host onto the plugin.
+//!   one stride-2 layer, each followed by Relu, run through the host onto the plugin; in
+//!   f32, and in int8 as a QDQ exporter writes the same layers (per-channel int8 weights,
+//!   u8 activations quantized after each Relu), which the plugin runs as integer ops.
 //!
 //! The host-path rows load the CPU plugin built into the benches, or with `--plugin PATH`
 //! a plugin library (for instance one built from an earlier commit, to measure a change
@@ -24,7 +26,7 @@ use std::path::PathBuf;
 
 use baton_backend_cpu::gemm::MicroKernel;
 use baton_benches::{gemm_rate, values, GemmProblem};
-use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor};
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor, TensorData};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{Config, Engine, Session};
 
@@ -129,19 +131,33 @@ fn main() {
     }
 
     println!(
-        "\nDepthwise Conv + Relu through the host, GMAC/s (stride 1: {CHAIN} layers chained):\n"
+        "\nDepthwise Conv + Relu through the host, GMAC/s (stride 1: {CHAIN} layers chained), \
+         the Conv nodes' own time from the plugin's profile events (median of {PROFILED_RUNS} \
+         runs; the layout changes at the edges, in an uncounted layer before and after, and \
+         the copies in and out left out):\n"
     );
-    println!("| channels x size, kernel, stride | GMAC/s | us per layer |");
-    println!("|---|---|---|");
+    println!(
+        "| channels x size, kernel, stride | f32 GMAC/s | us per layer | int8 GMAC/s | us per \
+         layer | int8 / f32 speed |"
+    );
+    println!("|---|---|---|---|---|---|");
     for &(c, hw, kk, s) in DW_SHAPES {
         let layers = if s == 1 { CHAIN } else { 1 };
-        let (graph, macs) = dw_graph(c, hw, kk, s, layers);
         let input = vec![Tensor::from_f32(&[1, c, hw, hw], &values(c * hw * hw))];
-        let secs = seconds_per_run(&engine, &graph, &input);
+        let [f32_secs, int8_secs] = [false, true].map(|int8| {
+            let (graph, _) = dw_graph(c, hw, kk, s, layers, int8);
+            conv_seconds_per_run(&engine, &graph, &input)
+        });
+        let (_, macs) = dw_graph(c, hw, kk, s, layers, false);
+        let rate = |secs: f64| macs as f64 / secs / 1e9;
+        let per_layer = |secs: f64| secs * 1e6 / layers as f64;
         println!(
-            "| {c} x {hw}x{hw}, {kk}x{kk}, {s} | {:.1} | {:.1} |",
-            macs as f64 / secs / 1e9,
-            secs * 1e6 / layers as f64
+            "| {c} x {hw}x{hw}, {kk}x{kk}, {s} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} |",
+            rate(f32_secs),
+            per_layer(f32_secs),
+            rate(int8_secs),
+            per_layer(int8_secs),
+            f32_secs / int8_secs
         );
     }
 }
@@ -181,33 +197,134 @@ fn gemv_graph(n: usize, k: usize) -> Graph {
 }
 
 /// `layers` depthwise convolutions (`c` channels, `kk x kk`, stride `s`, same padding)
-/// each followed by Relu, and their multiply-adds.
-fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize) -> (Graph, usize) {
+/// each followed by Relu, and their multiply-adds; between two more stride-1 layers,
+/// which take the layout changes at the partition's edges (f32 converts inside the first
+/// and last Conv; int8 in the QuantizeLinear before and DequantizeLinear after) and are
+/// not counted (see [`conv_seconds_per_run`]). `int8`: the QDQ form of the same layers,
+/// the input quantized first and the result dequantized last.
+fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool) -> (Graph, usize) {
     let mut b = GraphBuilder::new("depthwise");
     let mut x = b.input_fixed("x", DType::F32, &[1, c, hw, hw]);
+    // u8 activations: scale and zero point of the input and of every Relu's output.
+    let act = |b: &mut GraphBuilder, name: &str, zp: u8| {
+        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
+        let z = b.constant(
+            &format!("{name}_z"),
+            DType::U8,
+            &[],
+            TensorData::from_bytes(&[zp]),
+        );
+        [s, z]
+    };
+    if int8 {
+        let [s_, z] = act(&mut b, "in", 128);
+        x = b
+            .node(OpKind::QuantizeLinear, &[x, s_, z], &[])
+            .expect("valid q");
+    }
     let pad = (kk / 2) as i64;
     let mut macs = 0;
     let mut size = hw;
-    for layer in 0..layers {
-        let w = b.constant_f32(&format!("w{layer}"), &[c, 1, kk, kk], &values(c * kk * kk));
-        let bias = b.constant_f32(&format!("b{layer}"), &[c], &values(c));
-        let y = b
-            .node(
-                OpKind::Conv,
-                &[x, w, bias],
-                &[
-                    ("pads", Attr::Ints(vec![pad; 4])),
-                    ("strides", Attr::Ints(vec![s as i64; 2])),
-                    ("group", Attr::Int(c as i64)),
-                ],
-            )
-            .expect("valid conv");
+    for layer in 0..layers + 2 {
+        let measured = (1..=layers).contains(&layer);
+        let s = if measured { s } else { 1 };
+        let attrs = [
+            ("pads", Attr::Ints(vec![pad; 4])),
+            ("strides", Attr::Ints(vec![s as i64; 2])),
+            ("group", Attr::Int(c as i64)),
+        ];
+        let y = if int8 {
+            let [xs, xz] = act(
+                &mut b,
+                &format!("dq{layer}"),
+                if layer == 0 { 128 } else { 0 },
+            );
+            let xd = b
+                .node(OpKind::DequantizeLinear, &[x, xs, xz], &[])
+                .expect("valid dq");
+            let wq: Vec<i8> = values(c * kk * kk)
+                .iter()
+                .map(|&v| (v * 100.0) as i8)
+                .collect();
+            let w = b.constant(
+                &format!("w{layer}"),
+                DType::I8,
+                &[c, 1, kk, kk],
+                TensorData::from_slice(&wq),
+            );
+            let ws = b.constant_f32(&format!("w{layer}_s"), &[c], &vec![0.01; c]);
+            let wz = b.constant(
+                &format!("w{layer}_z"),
+                DType::I8,
+                &[c],
+                TensorData::from_bytes(&vec![0; c]),
+            );
+            let wd = b
+                .node(
+                    OpKind::DequantizeLinear,
+                    &[w, ws, wz],
+                    &[("axis", Attr::Int(0))],
+                )
+                .expect("valid dq");
+            b.node(OpKind::Conv, &[xd, wd], &attrs).expect("valid conv")
+        } else {
+            let w = b.constant_f32(&format!("w{layer}"), &[c, 1, kk, kk], &values(c * kk * kk));
+            let bias = b.constant_f32(&format!("b{layer}"), &[c], &values(c));
+            b.node(OpKind::Conv, &[x, w, bias], &attrs)
+                .expect("valid conv")
+        };
         size = (size + 2 * pad as usize - kk) / s + 1;
-        macs += c * size * size * kk * kk;
+        if measured {
+            macs += c * size * size * kk * kk;
+        }
         x = b.node(OpKind::Relu, &[y], &[]).expect("valid relu");
+        if int8 {
+            let [ys, yz] = act(&mut b, &format!("q{layer}"), 0);
+            x = b
+                .node(OpKind::QuantizeLinear, &[x, ys, yz], &[])
+                .expect("valid q");
+        }
+    }
+    if int8 {
+        let [ys, yz] = act(&mut b, "out", 0);
+        x = b
+            .node(OpKind::DequantizeLinear, &[x, ys, yz], &[])
+            .expect("valid dq");
     }
     b.output(x);
     (b.finish().expect("valid graph"), macs)
+}
+
+/// Runs whose profile [`conv_seconds_per_run`] takes the median of.
+const PROFILED_RUNS: usize = 200;
+
+/// Seconds per run that the Conv nodes of `graph` but its first and last take on
+/// `engine` (every node on the plugin), as the plugin's profile events report them: the
+/// median over [`PROFILED_RUNS`] runs of their sum.
+fn conv_seconds_per_run(engine: &Engine, graph: &Graph, input: &[Tensor]) -> f64 {
+    let mut session = Session::new(engine, graph, &BTreeMap::new()).expect("session");
+    assert_eq!(
+        session.nodes_per_backend().get("cpu"),
+        Some(&graph.nodes.len()),
+        "every node runs on the plugin"
+    );
+    session.set_profiling(true);
+    let mut times: Vec<u64> = (0..PROFILED_RUNS + 5)
+        .map(|_| {
+            std::hint::black_box(session.run(input).expect("run"));
+            let events = session.profile().into_iter().flat_map(|p| p.events);
+            let convs: Vec<u64> = events
+                .filter(|e| e.name.ends_with("(Conv)"))
+                .map(|e| e.wall_ns)
+                .collect();
+            assert!(convs.len() > 2, "the plugin reports every Conv node");
+            convs[1..convs.len() - 1].iter().sum()
+        })
+        .skip(5)
+        .collect();
+    times.sort_unstable();
+    assert!(times[0] > 0, "the plugin reports its Conv nodes' time");
+    times[times.len() / 2] as f64 * 1e-9
 }
 
 /// Seconds per run of `graph` on `engine`, every node on the plugin: the median of the
