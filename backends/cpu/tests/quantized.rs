@@ -262,6 +262,39 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             group: 24,
             relu: false,
         },
+        // Few channels, computed over im2col rows: one channel (3 blocks of four bytes
+        // a window instead of 9), a 7x7 stem of 3 channels over two images (window rows
+        // of 21 bytes: two pieces each), and 5 channels with stride 1.
+        ConvCase {
+            x_dtype: DType::U8,
+            x: [1, 1, 10, 9],
+            m: 6,
+            k: 3,
+            stride: 1,
+            pad: 1,
+            group: 1,
+            relu: false,
+        },
+        ConvCase {
+            x_dtype: DType::I8,
+            x: [2, 3, 19, 17],
+            m: 18,
+            k: 7,
+            stride: 2,
+            pad: 3,
+            group: 1,
+            relu: true,
+        },
+        ConvCase {
+            x_dtype: DType::U8,
+            x: [1, 5, 8, 12],
+            m: 9,
+            k: 3,
+            stride: 1,
+            pad: 2,
+            group: 1,
+            relu: false,
+        },
     ];
     for (i, c) in cases.iter().enumerate() {
         check_conv(c, 77 + i as u64);

@@ -227,6 +227,8 @@ pub(crate) struct RunCtx {
     /// to NCHW, at the int8 region's layout edges; sized at init.
     pub qin: Vec<u8>,
     pub qout: Vec<u8>,
+    /// An int8 convolution's im2col rows (see `quant/linear.rs`); sized at init.
+    pub qcol: Vec<u8>,
     /// An int8 depthwise convolution's input rows as f32, one ring per pool thread (see
     /// `quant/linear.rs`); sized at init.
     pub qdw: Vec<std::sync::Mutex<Vec<f32>>>,
@@ -254,6 +256,7 @@ impl RunCtx {
             work: Vec::new(),
             qin: Vec::new(),
             qout: Vec::new(),
+            qcol: Vec::new(),
             qdw: Vec::new(),
             attn: Vec::new(),
             fft: Vec::new(),
@@ -275,6 +278,7 @@ impl RunCtx {
             + self.work.capacity() * f
             + self.qin.capacity()
             + self.qout.capacity()
+            + self.qcol.capacity()
             + self
                 .qdw
                 .iter()

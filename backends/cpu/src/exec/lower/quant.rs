@@ -14,7 +14,9 @@ use baton_delegate_api::shape::ConvGeometry;
 use super::Builder;
 use crate::exec::Op;
 use crate::ops::conv::Geom;
-use crate::ops::quant::linear::{indirection, pair_taps, stored_zero, zero_row, QLinearOp, QPath};
+use crate::ops::quant::linear::{
+    im2col_stride, indirection, pair_taps, stored_zero, zero_row, QLinearOp, QPath,
+};
 use crate::ops::quant::{
     quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
     QBinaryOp, QLutOp, QuantizeOp,
@@ -454,6 +456,17 @@ impl<'g> Builder<'g> {
                     zoff,
                 },
                 Vec::new(),
+                vec![out],
+            )));
+        }
+        if let Some(stride) = im2col_stride(&geom) {
+            // One group: the weights in the im2col rows' `(tap, channel)` order.
+            let k = taps * cg;
+            let packed = self.pack_q(1, k, mg, |_, kk, j| weight(0, kk / cg, kk % cg, j));
+            let out = rq(0..mg).out(Some(packed.col_sums()), None);
+            return Ok(Op::QLinear(op(
+                QPath::Im2col { stride },
+                vec![packed],
                 vec![out],
             )));
         }

@@ -4,6 +4,9 @@
 //! Convolutions compute channels-last, like the f32 ones: output pixels are the GEMM's
 //! rows, channels its columns, so the activations are read in place.
 //! - a 1x1 convolution with stride 1 and no padding is a plain GEMM over the pixels;
+//! - a convolution of few input channels (a model's 3-channel stem) is a plain GEMM over
+//!   im2col rows written at run time, where a row packs its window's bytes tighter than
+//!   the IGEMM's per-tap blocks of four (see [`im2col_stride`]);
 //! - any other convolution is an IGEMM: the indirection table (input pixel per output
 //!   pixel and tap, or the zero-point row for padding) is built at init;
 //! - a depthwise convolution (one input and one output channel per group) runs directly,
@@ -18,7 +21,7 @@ use crate::ops::layout::{to_nchw, to_nhwc};
 use crate::ops::{vec_bytes, RunCtx, Sources, Src};
 use crate::pool::Pool;
 use crate::qgemm::{
-    requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QOut, PAD, SLACK,
+    padded_c, requant, to_byte, ARows, Indirection, PackedWeights, QGemm, QKernel, QOut, PAD, SLACK,
 };
 use std::sync::Mutex;
 
@@ -30,6 +33,9 @@ pub(crate) enum QPath {
     /// An indirect convolution: `table[pixel * taps + tap]` is the byte offset of the
     /// NHWC input pixel (or `PAD`); `zero` is `cg` zero-point bytes and slack.
     Igemm { table: Indirection, zero: Vec<u8> },
+    /// A GEMM over im2col rows `stride` bytes apart (see [`im2col_stride`]), written
+    /// into the shared scratch at run time.
+    Im2col { stride: usize },
     /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 row kernel also the
     /// taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel
     /// `zoff = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds
@@ -68,7 +74,7 @@ impl QLinearOp {
     /// delegate's memory report).
     pub fn owned_bytes(&self) -> usize {
         let path = match &self.path {
-            QPath::Gemm { .. } => 0,
+            QPath::Gemm { .. } | QPath::Im2col { .. } => 0,
             QPath::Igemm { table, zero } => table.capacity_bytes() + vec_bytes(zero),
             QPath::Depthwise { taps, pairs, zoff } => {
                 vec_bytes(taps) + vec_bytes(pairs) + vec_bytes(zoff)
@@ -77,9 +83,15 @@ impl QLinearOp {
         path + self.outs.iter().map(QOut::capacity_bytes).sum::<usize>()
     }
 
-    /// Sizes the shared scratch: the converted input and output, and a depthwise
-    /// convolution's rings of f32 input rows.
+    /// Sizes the shared scratch: the converted input and output, the im2col rows, and a
+    /// depthwise convolution's rings of input rows.
     pub fn reserve(&self, ctx: &mut RunCtx) {
+        if let (QPath::Im2col { stride }, Some(g)) = (&self.path, &self.geom) {
+            let len = g.batch * g.out_plane() * stride + SLACK;
+            if ctx.qcol.len() < len {
+                ctx.qcol.resize(len, 0);
+            }
+        }
         if let (QPath::Depthwise { .. }, Some(g)) = (&self.path, &self.geom) {
             if RowRing::fits(g) {
                 let threads = ctx.pool.threads();
@@ -146,7 +158,7 @@ impl QLinearOp {
         } else {
             &mut out[..]
         };
-        self.conv(&g, x, dst, &ctx.pool, &ctx.qdw);
+        self.conv(&g, x, dst, &ctx.pool, &ctx.qdw, &mut ctx.qcol);
         if self.out_nchw {
             let shape = Nhwc {
                 batch: g.batch,
@@ -164,9 +176,30 @@ impl QLinearOp {
     }
 
     /// The convolution, NHWC bytes to NHWC bytes.
-    fn conv(&self, g: &Geom, x: &[u8], out: &mut [u8], pool: &Pool, rings: &[Mutex<Vec<f32>>]) {
+    fn conv(
+        &self,
+        g: &Geom,
+        x: &[u8],
+        out: &mut [u8],
+        pool: &Pool,
+        rings: &[Mutex<Vec<f32>>],
+        col: &mut [u8],
+    ) {
         let pixels = g.batch * g.out_plane();
         match &self.path {
+            &QPath::Im2col { stride } => {
+                let col = &mut col[..pixels * stride + SLACK];
+                im2col(g, x, self.za as u8, stride, col, pool);
+                let gemm = QGemm {
+                    m: pixels,
+                    a: ARows::Strided { data: col, stride },
+                    w: &self.weights[0],
+                    out: &self.outs[0],
+                    ldo: g.m,
+                    ints: None,
+                };
+                gemm.run(self.kernel, pool, out);
+            }
             QPath::Depthwise { taps, pairs, zoff } => {
                 let dw = Depthwise {
                     kernel: self.kernel,
@@ -186,7 +219,9 @@ impl QLinearOp {
                     let a = match path {
                         QPath::Gemm { .. } => ARows::Strided { data, stride: g.c },
                         QPath::Igemm { table, zero } => ARows::Indirect { data, table, zero },
-                        QPath::Depthwise { .. } => unreachable!("handled above"),
+                        QPath::Depthwise { .. } | QPath::Im2col { .. } => {
+                            unreachable!("handled above")
+                        }
                     };
                     let gemm = QGemm {
                         m: pixels,
@@ -212,6 +247,121 @@ pub(crate) fn indirection(g: &Geom) -> Result<Indirection, String> {
     g.tap_rows(g.c, |row| table.extend_from_slice(row))
         .map_err(|e| format!("int8 indirect convolution: {e}"))?;
     Ok(Indirection::new(table))
+}
+
+/// The most bytes of im2col rows one convolution writes (past it, the IGEMM reads the
+/// input in place).
+const IM2COL_MAX_BYTES: usize = 16 << 20;
+
+/// The bytes between im2col rows where `g` is computed over them, or `None` where the
+/// IGEMM is kept. An im2col row holds an output pixel's window, tap by tap, in `(ky, kx,
+/// ch)` order (as the weights are packed for it), padded to four bytes as a whole where the
+/// IGEMM pads each tap: a 3x3 window of 3 channels is 7 blocks instead of 9, of one
+/// channel 3 instead of 9, a 7x7 one of 3 channels 37 instead of 49. Measured on the AVX2
+/// kernel (this Zen 3, 1 thread; strided GEMM against the IGEMM of the same products):
+/// 12544 pixels x 16 x 3x3x3 179 against 278 us, x 16 x 3x3x1 145 against 278, 3136 x 32
+/// x 3x3x5 159 against 291, 12544 x 64 x 7x7x3 2.2-3.4 against 4.9-6.4 ms; writing the
+/// rows costs a few cycles a pixel. Taken for one group without horizontal dilation (a
+/// window row is then one run of input bytes), where the rows take fewer blocks and fit
+/// [`IM2COL_MAX_BYTES`]. Rows are apart by room for a window row's last run copied in
+/// whole 16-byte pieces, so that no row's copies reach the next row (tasks write rows side
+/// by side).
+pub(crate) fn im2col_stride(g: &Geom) -> Option<usize> {
+    let (cg, taps) = (g.cg(), g.kh * g.kw);
+    let fewer = padded_c(taps * cg) < taps * padded_c(cg);
+    if g.group != 1 || g.dw != 1 || !fewer {
+        return None;
+    }
+    let run = g.kw * cg;
+    let stride = padded_c((g.kh.max(1) - 1) * run + run.div_ceil(16) * 16);
+    let bytes = (g.batch * g.out_plane()).checked_mul(stride)?;
+    (bytes <= IM2COL_MAX_BYTES).then_some(stride)
+}
+
+/// Writes the im2col rows of `g`'s convolution of the NHWC bytes `x` (one group), `stride`
+/// bytes apart into `col` (see [`im2col_stride`]), zero points `za` where a window leaves
+/// the input; split among the threads by output rows. Each input row a window row reads is
+/// first copied between columns of zero points, so that every window row is one run of
+/// whole 16-byte pieces of that copy.
+fn im2col(g: &Geom, x: &[u8], za: u8, stride: usize, col: &mut [u8], pool: &Pool) {
+    let (c, run) = (g.c, g.kw * g.c);
+    let pieces = run.div_ceil(16);
+    assert!(
+        g.group == 1 && g.dw == 1 && stride >= (g.kh.max(1) - 1) * run + pieces * 16,
+        "im2col rows too close"
+    );
+    let rows = g.batch * g.oh;
+    let row_len = g.ow * stride;
+    assert!(col.len() >= rows * row_len, "im2col rows too short");
+    assert!(
+        x.len() >= g.batch * g.in_plane() * c,
+        "im2col input too short"
+    );
+    // Input columns of the padded copy: as far as the windows reach.
+    let reach = (g.ow.max(1) - 1) * g.sw + g.kw;
+    let cols = (g.pw + g.w).max(reach);
+    let dst = RowsOut(col.as_mut_ptr(), col.len());
+    let task = |range: std::ops::Range<usize>| {
+        // SAFETY: rows in `range` are this task's alone.
+        let out = unsafe { dst.range(range.start * row_len, range.len() * row_len) };
+        let zeros = vec![za; cols * c + 16];
+        let mut padded = zeros.clone();
+        for row in range.clone() {
+            let (b, oy) = (row / g.oh, row % g.oh);
+            let out = &mut out[(row - range.start) * row_len..][..row_len];
+            for ky in 0..g.kh {
+                let iy = (oy * g.sh + ky * g.dh)
+                    .checked_sub(g.ph)
+                    .filter(|&v| v < g.h);
+                let src = match iy {
+                    Some(iy) => {
+                        let wc = g.w * c;
+                        padded[g.pw * c..][..wc].copy_from_slice(&x[(b * g.h + iy) * wc..][..wc]);
+                        &padded
+                    }
+                    None => &zeros,
+                };
+                copy_runs(src, g.sw * c, &mut out[ky * run..], stride, g.ow, pieces);
+            }
+        }
+    };
+    let work = rows * row_len;
+    let tasks = (crate::gemm::TASKS_PER_THREAD * pool.threads())
+        .min(work / (64 * 1024))
+        .min(rows);
+    if tasks <= 1 {
+        return task(0..rows);
+    }
+    let per = rows.div_ceil(tasks);
+    pool.run(tasks, &|t, _| {
+        task((t * per).min(rows)..((t + 1) * per).min(rows))
+    });
+}
+
+/// Copies `n` runs of `pieces` 16-byte pieces, run `i` from `src[i * step..]` to
+/// `dst[i * stride..]`: the window rows of one output row's pixels. By pointers, the
+/// bounds checked once: with a slice per piece the loop kept its state on the stack and
+/// took ~11 cycles a piece.
+#[inline]
+fn copy_runs(src: &[u8], step: usize, dst: &mut [u8], stride: usize, n: usize, pieces: usize) {
+    if n == 0 {
+        return;
+    }
+    assert!(
+        (n - 1) * step + 16 * pieces <= src.len() && (n - 1) * stride + 16 * pieces <= dst.len(),
+        "im2col copies out of bounds"
+    );
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    for i in 0..n {
+        for p in 0..pieces {
+            // SAFETY: inside both slices (checked above); `src` and `dst` do not overlap
+            // (a shared and a mutable borrow).
+            unsafe {
+                let piece = std::ptr::read_unaligned(s.add(i * step + 16 * p) as *const [u8; 16]);
+                std::ptr::write_unaligned(d.add(i * stride + 16 * p) as *mut [u8; 16], piece);
+            }
+        }
+    }
 }
 
 /// The stored zero point of an input of `dtype` with zero point `zp`, as a row of `c`
