@@ -10,6 +10,9 @@
 //!   one stride-2 layer, each followed by Relu, run through the host onto the plugin; in
 //!   f32, and in int8 as a QDQ exporter writes the same layers (per-channel int8 weights,
 //!   u8 activations quantized after each Relu), which the plugin runs as integer ops.
+//! - **Stems**: the first convolution of an image or a one-channel input (few input
+//!   channels, which the int8 path computes over im2col rows), f32 and int8 as above, the
+//!   input's conversion to channels-last included.
 //!
 //! The host-path rows load the CPU plugin built into the benches, or with `--plugin PATH`
 //! a plugin library (for instance one built from an earlier commit, to measure a change
@@ -26,6 +29,7 @@ use std::path::PathBuf;
 
 use baton_backend_cpu::gemm::MicroKernel;
 use baton_benches::{gemm_rate, values, GemmProblem};
+use baton_delegate_api::sdk::ProfileEvent;
 use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor, TensorData};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{Config, Engine, Session};
@@ -46,6 +50,11 @@ const DW_SHAPES: &[(usize, usize, usize, usize)] = &[
     (576, 14, 3, 1),
     (960, 7, 3, 1),
 ];
+
+/// `(input channels, spatial size, kernel, stride, output channels)` of the stems: a
+/// MobileNet's, a ResNet's, and a one-channel (grayscale, spectrogram) input's.
+const STEM_SHAPES: &[(usize, usize, usize, usize, usize)] =
+    &[(3, 224, 3, 2, 16), (3, 224, 7, 2, 64), (1, 128, 3, 1, 16)];
 
 /// Stride-1 layers chained in one graph.
 const CHAIN: usize = 4;
@@ -157,6 +166,27 @@ fn main() {
             per_layer(f32_secs),
             rate(int8_secs),
             per_layer(int8_secs),
+            f32_secs / int8_secs
+        );
+    }
+
+    println!(
+        "\nFirst convolutions of few input channels (an image's stem: the input converted to \
+         channels-last included, for int8 its QuantizeLinear), Conv + Relu through the host, \
+         from the plugin's profile events (median of {PROFILED_RUNS} runs):\n"
+    );
+    println!("| input, kernel, stride, outputs | f32 us | int8 us | int8 / f32 speed |");
+    println!("|---|---|---|---|");
+    for &(c, hw, kk, s, m) in STEM_SHAPES {
+        let input = vec![Tensor::from_f32(&[1, c, hw, hw], &values(c * hw * hw))];
+        let [f32_secs, int8_secs] = [false, true].map(|int8| {
+            let graph = stem_graph(c, hw, kk, s, m, int8);
+            stem_seconds_per_run(&engine, &graph, &input)
+        });
+        println!(
+            "| {c} x {hw}x{hw}, {kk}x{kk}, {s}, {m} | {:.1} | {:.1} | {:.2} |",
+            f32_secs * 1e6,
+            int8_secs * 1e6,
             f32_secs / int8_secs
         );
     }
@@ -295,6 +325,82 @@ fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool)
     (b.finish().expect("valid graph"), macs)
 }
 
+/// A stem, `c` input channels, `kk x kk`, stride `s`, `m` outputs, same padding, and
+/// Relu, followed by a 1x1 convolution that keeps its output channels-last as a model's
+/// next layer does (uncounted). `int8`: the QDQ form of both, as in [`dw_graph`].
+fn stem_graph(c: usize, hw: usize, kk: usize, s: usize, m: usize, int8: bool) -> Graph {
+    let mut b = GraphBuilder::new("stem");
+    let mut x = b.input_fixed("x", DType::F32, &[1, c, hw, hw]);
+    let act = |b: &mut GraphBuilder, name: &str, zp: u8| {
+        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
+        let z = b.constant(
+            &format!("{name}_z"),
+            DType::U8,
+            &[],
+            TensorData::from_bytes(&[zp]),
+        );
+        [s, z]
+    };
+    if int8 {
+        let [s_, z] = act(&mut b, "in", 128);
+        x = b
+            .node(OpKind::QuantizeLinear, &[x, s_, z], &[])
+            .expect("valid q");
+    }
+    for (layer, (ci, k, st, zp)) in [(c, kk, s, 128), (m, 1, 1, 0)].into_iter().enumerate() {
+        let pad = (k / 2) as i64;
+        let attrs = [
+            ("pads", Attr::Ints(vec![pad; 4])),
+            ("strides", Attr::Ints(vec![st as i64; 2])),
+        ];
+        let n = m * ci * k * k;
+        let w = if int8 {
+            let [xs, xz] = act(&mut b, &format!("dq{layer}"), zp);
+            x = b
+                .node(OpKind::DequantizeLinear, &[x, xs, xz], &[])
+                .expect("valid dq");
+            let wq: Vec<i8> = values(n).iter().map(|&v| (v * 100.0) as i8).collect();
+            let w = b.constant(
+                &format!("w{layer}"),
+                DType::I8,
+                &[m, ci, k, k],
+                TensorData::from_slice(&wq),
+            );
+            let ws = b.constant_f32(&format!("w{layer}_s"), &[m], &vec![0.01; m]);
+            let wz = b.constant(
+                &format!("w{layer}_z"),
+                DType::I8,
+                &[m],
+                TensorData::from_bytes(&vec![0; m]),
+            );
+            b.node(
+                OpKind::DequantizeLinear,
+                &[w, ws, wz],
+                &[("axis", Attr::Int(0))],
+            )
+            .expect("valid dq")
+        } else {
+            b.constant_f32(&format!("w{layer}"), &[m, ci, k, k], &values(n))
+        };
+        let y = b.node(OpKind::Conv, &[x, w], &attrs).expect("valid conv");
+        x = b.node(OpKind::Relu, &[y], &[]).expect("valid relu");
+        if int8 {
+            let [ys, yz] = act(&mut b, &format!("q{layer}"), 0);
+            x = b
+                .node(OpKind::QuantizeLinear, &[x, ys, yz], &[])
+                .expect("valid q");
+        }
+    }
+    if int8 {
+        let [ys, yz] = act(&mut b, "out", 0);
+        x = b
+            .node(OpKind::DequantizeLinear, &[x, ys, yz], &[])
+            .expect("valid dq");
+    }
+    b.output(x);
+    b.finish().expect("valid graph")
+}
+
 /// Runs whose profile [`conv_seconds_per_run`] takes the median of.
 const PROFILED_RUNS: usize = 200;
 
@@ -302,6 +408,41 @@ const PROFILED_RUNS: usize = 200;
 /// `engine` (every node on the plugin), as the plugin's profile events report them: the
 /// median over [`PROFILED_RUNS`] runs of their sum.
 fn conv_seconds_per_run(engine: &Engine, graph: &Graph, input: &[Tensor]) -> f64 {
+    profiled_seconds(engine, graph, input, |events| {
+        let convs: Vec<u64> = events
+            .iter()
+            .filter(|e| e.name.ends_with("(Conv)"))
+            .map(|e| e.wall_ns)
+            .collect();
+        assert!(convs.len() > 2, "the plugin reports every Conv node");
+        convs[1..convs.len() - 1].iter().sum()
+    })
+}
+
+/// Seconds per run of the first Conv node of `graph` on `engine` and of the
+/// QuantizeLinear nodes before it (an int8 stem's input conversion, which the f32 stem
+/// does inside its Conv), from the plugin's profile events as [`conv_seconds_per_run`].
+fn stem_seconds_per_run(engine: &Engine, graph: &Graph, input: &[Tensor]) -> f64 {
+    profiled_seconds(engine, graph, input, |events| {
+        let conv = events
+            .iter()
+            .position(|e| e.name.ends_with("(Conv)"))
+            .expect("the plugin reports every Conv node");
+        let quant = events[..conv]
+            .iter()
+            .filter(|e| e.name.ends_with("(QuantizeLinear)"));
+        events[conv].wall_ns + quant.map(|e| e.wall_ns).sum::<u64>()
+    })
+}
+
+/// The median over [`PROFILED_RUNS`] runs of `graph` on `engine` (every node on the
+/// plugin) of the nanoseconds `pick` sums from the run's profile events, in seconds.
+fn profiled_seconds(
+    engine: &Engine,
+    graph: &Graph,
+    input: &[Tensor],
+    pick: impl Fn(&[ProfileEvent]) -> u64,
+) -> f64 {
     let mut session = Session::new(engine, graph, &BTreeMap::new()).expect("session");
     assert_eq!(
         session.nodes_per_backend().get("cpu"),
@@ -312,18 +453,17 @@ fn conv_seconds_per_run(engine: &Engine, graph: &Graph, input: &[Tensor]) -> f64
     let mut times: Vec<u64> = (0..PROFILED_RUNS + 5)
         .map(|_| {
             std::hint::black_box(session.run(input).expect("run"));
-            let events = session.profile().into_iter().flat_map(|p| p.events);
-            let convs: Vec<u64> = events
-                .filter(|e| e.name.ends_with("(Conv)"))
-                .map(|e| e.wall_ns)
+            let events: Vec<ProfileEvent> = session
+                .profile()
+                .into_iter()
+                .flat_map(|p| p.events)
                 .collect();
-            assert!(convs.len() > 2, "the plugin reports every Conv node");
-            convs[1..convs.len() - 1].iter().sum()
+            pick(&events)
         })
         .skip(5)
         .collect();
     times.sort_unstable();
-    assert!(times[0] > 0, "the plugin reports its Conv nodes' time");
+    assert!(times[0] > 0, "the plugin reports its nodes' time");
     times[times.len() / 2] as f64 * 1e-9
 }
 
