@@ -19,6 +19,8 @@ struct ConvCase {
     pad: usize,
     group: usize,
     relu: bool,
+    /// A 1-D convolution of `x = [n, c, 1, w]` read as `[n, c, w]`, kernel `[k]`.
+    one_d: bool,
 }
 
 fn scalar(
@@ -43,6 +45,8 @@ fn check_conv(c: &ConvCase, seed: u64) {
     let [n, ch, h, w] = c.x;
     let cg = ch / c.group;
     let mg = c.m / c.group;
+    // A 1-D convolution: no kernel rows, no padding or stride along the height of 1.
+    let (kh, ph) = if c.one_d { (1, 0) } else { (c.k, c.pad) };
     let (lo, hi, xz) = if c.x_dtype == DType::U8 {
         (0, 255, 131)
     } else {
@@ -52,24 +56,31 @@ fn check_conv(c: &ConvCase, seed: u64) {
     let xq: Vec<i32> = (0..n * ch * h * w)
         .map(|_| lo + (rng.next_u64() % (hi - lo + 1) as u64) as i32)
         .collect();
-    let wq: Vec<i8> = (0..c.m * cg * c.k * c.k)
+    let wq: Vec<i8> = (0..c.m * cg * kh * c.k)
         .map(|_| (rng.next_u64() % 255) as i32 as i8)
         .map(|v| v.max(-127))
         .collect();
     let ws: Vec<f32> = (0..c.m).map(|i| 0.003 + 0.0007 * (i % 5) as f32).collect();
     let bias: Vec<i32> = (0..c.m).map(|i| (i as i32 * 911) % 3000 - 1500).collect();
-    let fan = (cg * c.k * c.k) as f32;
+    let fan = (cg * kh * c.k) as f32;
     let ys = 3.0 * xs * 0.005 * 74.0 * 74.0 * fan.sqrt() / 127.0;
     let yz = if c.relu { lo } else { (lo + hi) / 2 };
 
+    let dims = |v: &[usize]| -> Vec<usize> {
+        if c.one_d {
+            vec![v[0], v[1], v[3]]
+        } else {
+            v.to_vec()
+        }
+    };
     let mut b = GraphBuilder::new("qconv");
-    let x = b.input_fixed("x", c.x_dtype, &c.x);
+    let x = b.input_fixed("x", c.x_dtype, &dims(&c.x));
     let (s, z) = scalar(&mut b, c.x_dtype, "x", xs, xz);
     let xd = b.node(OpKind::DequantizeLinear, &[x, s, z], &[]).unwrap();
     let wt = b.constant(
         "w",
         DType::I8,
-        &[c.m, cg, c.k, c.k],
+        &dims(&[c.m, cg, kh, c.k]),
         TensorData::from_slice(&wq),
     );
     let wst = b.constant_f32("w_s", &[c.m], &ws);
@@ -96,10 +107,11 @@ fn check_conv(c: &ConvCase, seed: u64) {
         .node(OpKind::DequantizeLinear, &[bt, bst, bzt], &axis)
         .unwrap();
     let (k, st, p) = (c.k as i64, c.stride as i64, c.pad as i64);
+    let spatial = if c.one_d { 1 } else { 2 };
     let attrs = [
-        ("kernel_shape", Attr::Ints(vec![k, k])),
-        ("strides", Attr::Ints(vec![st, st])),
-        ("pads", Attr::Ints(vec![p, p, p, p])),
+        ("kernel_shape", Attr::Ints(vec![k; spatial])),
+        ("strides", Attr::Ints(vec![st; spatial])),
+        ("pads", Attr::Ints(vec![p; 2 * spatial])),
         ("group", Attr::Int(c.group as i64)),
     ];
     let mut y = b.node(OpKind::Conv, &[xd, wd, bd], &attrs).unwrap();
@@ -112,8 +124,8 @@ fn check_conv(c: &ConvCase, seed: u64) {
     let g = b.finish().unwrap();
 
     let bytes: Vec<u8> = xq.iter().map(|&v| v as u8).collect();
-    let input = Tensor::from_bytes(c.x_dtype, &c.x, &bytes);
-    let oh = (h + 2 * c.pad - c.k) / c.stride + 1;
+    let input = Tensor::from_bytes(c.x_dtype, &dims(&c.x), &bytes);
+    let oh = (h + 2 * ph - kh) / c.stride + 1;
     let ow = (w + 2 * c.pad - c.k) / c.stride + 1;
     let mut want = Vec::new();
     for bi in 0..n {
@@ -123,16 +135,16 @@ fn check_conv(c: &ConvCase, seed: u64) {
                 for ox in 0..ow {
                     let mut acc = bias[mo] as f64 * xs as f64 * ws[mo] as f64;
                     for ci in 0..cg {
-                        for ky in 0..c.k {
+                        for ky in 0..kh {
                             for kx in 0..c.k {
-                                let iy = (oy * c.stride + ky) as isize - c.pad as isize;
+                                let iy = (oy * c.stride + ky) as isize - ph as isize;
                                 let ix = (ox * c.stride + kx) as isize - c.pad as isize;
                                 if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
                                     continue;
                                 }
                                 let xi =
                                     ((bi * ch + grp * cg + ci) * h + iy as usize) * w + ix as usize;
-                                let wi = ((mo * cg + ci) * c.k + ky) * c.k + kx;
+                                let wi = ((mo * cg + ci) * kh + ky) * c.k + kx;
                                 acc += (xq[xi] - xz) as f64
                                     * xs as f64
                                     * (wq[wi] as f64 * ws[mo] as f64);
@@ -186,6 +198,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 1,
             group: 1,
             relu: false,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::I8,
@@ -196,6 +209,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 1,
             group: 2,
             relu: true,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::I8,
@@ -206,6 +220,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 1,
             group: 12,
             relu: true,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::U8,
@@ -216,6 +231,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 0,
             group: 1,
             relu: false,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::U8,
@@ -226,6 +242,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 0,
             group: 1,
             relu: true,
+            one_d: false,
         },
         // Depthwise with a 5x5 window over a map wide enough for groups of interior
         // pixels and a remainder, and 20 channels (a full register block and a short one).
@@ -238,6 +255,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 2,
             group: 20,
             relu: false,
+            one_d: false,
         },
         // No padding: every pixel interior.
         ConvCase {
@@ -249,6 +267,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 0,
             group: 33,
             relu: true,
+            one_d: false,
         },
         // Stride 2 over two images: the rows a window spans move by two per output row,
         // and the second image's rows replace the first's in the kernel's row ring.
@@ -261,6 +280,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 1,
             group: 24,
             relu: false,
+            one_d: false,
         },
         // Few channels, computed over im2col rows: one channel (3 blocks of four bytes
         // a window instead of 9), a 7x7 stem of 3 channels over two images (window rows
@@ -274,6 +294,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 1,
             group: 1,
             relu: false,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::I8,
@@ -284,6 +305,7 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 3,
             group: 1,
             relu: true,
+            one_d: false,
         },
         ConvCase {
             x_dtype: DType::U8,
@@ -294,6 +316,31 @@ fn qdq_convolutions_run_in_integers_within_one_step() {
             pad: 2,
             group: 1,
             relu: false,
+            one_d: false,
+        },
+        // 1-D over one channel (an audio model's first convolution on raw samples: 3
+        // blocks a window of 10 instead of 10) and over 3 channels.
+        ConvCase {
+            x_dtype: DType::U8,
+            x: [1, 1, 1, 203],
+            m: 12,
+            k: 10,
+            stride: 5,
+            pad: 0,
+            group: 1,
+            relu: false,
+            one_d: true,
+        },
+        ConvCase {
+            x_dtype: DType::I8,
+            x: [2, 3, 1, 40],
+            m: 7,
+            k: 5,
+            stride: 2,
+            pad: 2,
+            group: 1,
+            relu: true,
+            one_d: true,
         },
     ];
     for (i, c) in cases.iter().enumerate() {
