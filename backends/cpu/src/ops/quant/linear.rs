@@ -260,15 +260,19 @@ const IM2COL_MAX_BYTES: usize = 16 << 20;
 /// channel 3 instead of 9, a 7x7 one of 3 channels 37 instead of 49. Measured on the AVX2
 /// kernel (this Zen 3, 1 thread; strided GEMM against the IGEMM of the same products):
 /// 12544 pixels x 16 x 3x3x3 179 against 278 us, x 16 x 3x3x1 145 against 278, 3136 x 32
-/// x 3x3x5 159 against 291, 12544 x 64 x 7x7x3 2.2-3.4 against 4.9-6.4 ms; writing the
-/// rows costs a few cycles a pixel. Taken for one group without horizontal dilation (a
-/// window row is then one run of input bytes), where the rows take fewer blocks and fit
-/// [`IM2COL_MAX_BYTES`]. Rows are apart by room for a window row's last run copied in
-/// whole 16-byte pieces, so that no row's copies reach the next row (tasks write rows side
-/// by side).
+/// x 3x3x5 159 against 291, 12544 x 64 x 7x7x3 2.2-3.4 against 4.9-6.4 ms, an audio
+/// model's first 1-D layer (3199 x 512 x 10x1) 0.9-1.2 against 2.4 ms; writing the rows
+/// costs a few cycles a pixel. Taken for one group without horizontal dilation (a
+/// window row is then one run of input bytes), where the rows take at least an eighth
+/// fewer blocks and fit [`IM2COL_MAX_BYTES`]. Rows are apart by room for a window row's
+/// last run copied in whole 16-byte pieces, so that no row's copies reach the next row
+/// (tasks write rows side by side).
 pub(crate) fn im2col_stride(g: &Geom) -> Option<usize> {
     let (cg, taps) = (g.cg(), g.kh * g.kw);
-    let fewer = padded_c(taps * cg) < taps * padded_c(cg);
+    // At least an eighth fewer blocks: the copy costs a pass over the window's bytes,
+    // and a block or two fewer in many (3x3 windows of 7 or of 99 channels) was not
+    // measured to repay it, so those keep reading in place.
+    let fewer = padded_c(taps * cg) * 8 <= taps * padded_c(cg) * 7;
     if g.group != 1 || g.dw != 1 || !fewer {
         return None;
     }
