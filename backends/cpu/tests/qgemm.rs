@@ -121,6 +121,11 @@ fn every_available_kernel_matches_the_scalar_reference() {
         // One call's row at the most a kernel widens ahead (2048 values) and past it.
         (5, 1, 2048, 18),
         (3, 9, 240, 21),
+        // One row past the short products (AVX2: tiles of one row), strided and
+        // indirect, widened ahead and not, with a short last panel.
+        (1, 1, 640, 37),
+        (1, 9, 20, 16),
+        (1, 1, 3000, 9),
     ];
     for kernel in QKernel::available() {
         eprintln!("int8 kernel: {}", kernel.name());
@@ -421,6 +426,7 @@ fn every_kernel_computes_exact_wrapping_i32_products() {
             (5, 3, 7, 19),
             (9, 9, 5, 33),
             (3, 1, 70_001, 2),
+            (1, 1, 300, 21),
         ]
         .iter()
         .enumerate()

@@ -855,13 +855,35 @@ pub(crate) mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_drive(g: &QGemm<'_>, rows: Range<usize>, panels: Range<usize>, out: OutPtr) {
-        const MR: usize = AVX2_MR;
         let c4 = super::padded_c(g.w.c) / 4;
         if g.ints.is_none() && g.w.taps * c4 <= NARROW_BLOCKS {
             // SAFETY: forwarded.
             unsafe { avx2_narrow(g, rows, panels, out) };
             return;
         }
+        // One row (a classifier's Gemm, a decoder step's MatMul): tiles of one row, which
+        // do a quarter of the 4-row tile's broadcasts and products (three of its rows
+        // would repeat the one). The only row tile is tile 0 in either size.
+        if g.m == 1 {
+            // SAFETY: forwarded.
+            unsafe { avx2_drive_mr::<1>(g, rows, panels, out) };
+            return;
+        }
+        // SAFETY: forwarded.
+        unsafe { avx2_drive_mr::<AVX2_MR>(g, rows, panels, out) }
+    }
+
+    /// [`avx2_drive`] in tiles of `MR` rows (at most [`AVX2_MR`]).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn avx2_drive_mr<const MR: usize>(
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+    ) {
+        const { assert!(MR <= AVX2_MR) };
+        let c4 = super::padded_c(g.w.c) / 4;
         let stride = g.w.taps.min(TAPS_PER_CALL) * c4 * 4;
         if stride > WIDE_ROW {
             // SAFETY: forwarded.
@@ -877,7 +899,7 @@ pub(crate) mod x86 {
         // i16 once, here, instead of once per panel and half inside the tile (where the
         // widening and broadcast shuffles outnumbered the multiplies). Not initialized:
         // the tiles read only what `widen` wrote for their row tile.
-        let mut wide = [std::mem::MaybeUninit::<i16>::uninit(); MR * WIDE_ROW];
+        let mut wide = [std::mem::MaybeUninit::<i16>::uninit(); AVX2_MR * WIDE_ROW];
         let wp = wide.as_mut_ptr() as *mut i16;
         // SAFETY: forwarded; `widen` writes `taps * 4 * c4 <= stride` values per row.
         unsafe {
@@ -1022,7 +1044,10 @@ pub(crate) mod x86 {
                     }
                 }
                 let d = out.0.add(f.r0 * g.ldo + f.j0 + half * 8);
-                ho.store(&[sums[0], sums[1], sums[2], sums[3]], d, g.ldo, f.rows);
+                // (Rows past `MR` are zeros that `store` leaves unstored: `f.rows <= MR`.)
+                let mut four = [_mm256_setzero_si256(); AVX2_MR];
+                four[..MR].copy_from_slice(&sums);
+                ho.store(&four, d, g.ldo, f.rows);
             }
         }
         fin.is_some()
