@@ -4,7 +4,8 @@
 //! - **M = 1 products** (a classifier's Gemm, a decoder step's MatMul): one activation row
 //!   against packed constant weights, which is bound by reading the weights once, so the
 //!   figure is GB/s of weight bytes. First each GEMM kernel of this build called directly,
-//!   then a `Gemm` node (`transB = 1`, with bias) run through the host onto the plugin.
+//!   then a `Gemm` node (`transB = 1`, with bias) run through the host onto the plugin,
+//!   then its QDQ form with int8 weights.
 //! - **Depthwise convolutions** of MobileNet-like shapes, in GMAC/s: a chain of four
 //!   stride-1 layers (so the layout changes at the partition's edges are a small part) or
 //!   one stride-2 layer, each followed by Relu, run through the host onto the plugin; in
@@ -140,6 +141,27 @@ fn main() {
     }
 
     println!(
+        "\nM = 1 QDQ Gemm nodes (int8 weights, transB) through the host, the Gemm node's own \
+         time from the plugin's profile events (median of {PROFILED_RUNS} runs), GB/s of int8 \
+         weights:\n"
+    );
+    println!("| 1 x n x k | GB/s | us per run |");
+    println!("|---|---|---|");
+    for &(n, k) in GEMV_SHAPES {
+        let graph = qgemv_graph(n, k);
+        let input = vec![Tensor::from_f32(&[1, k], &values(k))];
+        let secs = profiled_seconds(&engine, &graph, &input, |events| {
+            let gemm = events.iter().filter(|e| e.name.ends_with("(Gemm)"));
+            gemm.map(|e| e.wall_ns).sum()
+        });
+        println!(
+            "| 1x{n}x{k} | {:.1} | {:.1} |",
+            (n * k) as f64 / secs / 1e9,
+            secs * 1e6
+        );
+    }
+
+    println!(
         "\nDepthwise Conv + Relu through the host, GMAC/s (stride 1: {CHAIN} layers chained), \
          the Conv nodes' own time from the plugin's profile events (median of {PROFILED_RUNS} \
          runs; the layout changes at the edges, in an uncounted layer before and after, and \
@@ -223,6 +245,54 @@ fn gemv_graph(n: usize, k: usize) -> Graph {
         .node(OpKind::Gemm, &[x, w, bias], &[("transB", Attr::Int(1))])
         .expect("valid gemm");
     b.output(y);
+    b.finish().expect("valid graph")
+}
+
+/// [`gemv_graph`] in the QDQ form (per-row int8 weights, u8 activations, no bias).
+fn qgemv_graph(n: usize, k: usize) -> Graph {
+    let mut b = GraphBuilder::new("qgemv");
+    let x = b.input_fixed("x", DType::F32, &[1, k]);
+    let act = |b: &mut GraphBuilder, name: &str| {
+        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
+        let z = b.constant(
+            &format!("{name}_z"),
+            DType::U8,
+            &[],
+            TensorData::from_bytes(&[128]),
+        );
+        [s, z]
+    };
+    let [s, z] = act(&mut b, "in");
+    let xq = b
+        .node(OpKind::QuantizeLinear, &[x, s, z], &[])
+        .expect("valid q");
+    let [s, z] = act(&mut b, "in_dq");
+    let xd = b
+        .node(OpKind::DequantizeLinear, &[xq, s, z], &[])
+        .expect("valid dq");
+    let wq: Vec<i8> = values(n * k).iter().map(|&v| (v * 100.0) as i8).collect();
+    let w = b.constant("w", DType::I8, &[n, k], TensorData::from_slice(&wq));
+    let ws = b.constant_f32("w_s", &[n], &vec![0.01; n]);
+    let wz = b.constant("w_z", DType::I8, &[n], TensorData::from_bytes(&vec![0; n]));
+    let wd = b
+        .node(
+            OpKind::DequantizeLinear,
+            &[w, ws, wz],
+            &[("axis", Attr::Int(0))],
+        )
+        .expect("valid dq");
+    let y = b
+        .node(OpKind::Gemm, &[xd, wd], &[("transB", Attr::Int(1))])
+        .expect("valid gemm");
+    let [s, z] = act(&mut b, "out");
+    let yq = b
+        .node(OpKind::QuantizeLinear, &[y, s, z], &[])
+        .expect("valid q");
+    let [s, z] = act(&mut b, "out_dq");
+    let yd = b
+        .node(OpKind::DequantizeLinear, &[yq, s, z], &[])
+        .expect("valid dq");
+    b.output(yd);
     b.finish().expect("valid graph")
 }
 
