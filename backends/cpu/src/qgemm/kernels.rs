@@ -861,16 +861,19 @@ pub(crate) mod x86 {
             unsafe { avx2_narrow(g, rows, panels, out) };
             return;
         }
-        // One row (a classifier's Gemm, a decoder step's MatMul): tiles of one row, which
-        // do a quarter of the 4-row tile's broadcasts and products (three of its rows
-        // would repeat the one). The only row tile is tile 0 in either size.
-        if g.m == 1 {
-            // SAFETY: forwarded.
-            unsafe { avx2_drive_mr::<1>(g, rows, panels, out) };
-            return;
-        }
+        // Fewer rows than a tile (a classifier's Gemm, a decoder step's MatMul, of one to
+        // three rows): a tile of just those, whose broadcasts and products are theirs (the
+        // 4-row tile repeats the last row in the rest). The only row tile is tile 0 in
+        // either size.
         // SAFETY: forwarded.
-        unsafe { avx2_drive_mr::<AVX2_MR>(g, rows, panels, out) }
+        unsafe {
+            match g.m {
+                1 => avx2_drive_mr::<1>(g, rows, panels, out),
+                2 => avx2_drive_mr::<2>(g, rows, panels, out),
+                3 => avx2_drive_mr::<3>(g, rows, panels, out),
+                _ => avx2_drive_mr::<AVX2_MR>(g, rows, panels, out),
+            }
+        }
     }
 
     /// [`avx2_drive`] in tiles of `MR` rows (at most [`AVX2_MR`]).
