@@ -564,13 +564,9 @@ impl<'a> RowRing<'a> {
         let wc = g.w * g.c;
         let mut roff = [None; MAX_SPAN];
         for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
-            let Some(iy) = (oy * g.sh + ki * g.dh)
-                .checked_sub(g.ph)
-                .filter(|&v| v < g.h)
-            else {
+            let Some((slot, src)) = window_row(g, self.span, (b, oy), ki) else {
                 continue;
             };
-            let (slot, src) = (iy % self.span, b * g.h + iy);
             if self.held[slot] != src {
                 let dst = &mut self.ring[slot * wc..][..wc];
                 for (d, &s) in dst.iter_mut().zip(&self.x[src * wc..][..wc]) {
@@ -587,6 +583,16 @@ impl<'a> RowRing<'a> {
     fn values(&self) -> &[f32] {
         self.ring
     }
+}
+
+/// Row `ki` of output row `oy`'s window in image `b`, for a ring of `span` slots: the slot
+/// that holds it and the input row (`b * h + iy`), or `None` in the padding.
+#[inline(always)]
+fn window_row(g: &Geom, span: usize, (b, oy): (usize, usize), ki: usize) -> Option<(usize, usize)> {
+    let iy = (oy * g.sh + ki * g.dh)
+        .checked_sub(g.ph)
+        .filter(|&v| v < g.h)?;
+    Some((iy % span, b * g.h + iy))
 }
 
 /// f32 words of one task's depthwise scratch: a [`RowRing`], or on x86 the longer of
@@ -1164,13 +1170,9 @@ mod x86dw {
             let (n, wc) = (self.cols * g.c, g.w * g.c);
             let mut roff = [self.span * n; MAX_SPAN];
             for (ki, r) in roff.iter_mut().enumerate().take(g.kh) {
-                let Some(iy) = (oy * g.sh + ki * g.dh)
-                    .checked_sub(g.ph)
-                    .filter(|&v| v < g.h)
-                else {
+                let Some((slot, src)) = super::window_row(g, self.span, (b, oy), ki) else {
                     continue;
                 };
-                let (slot, src) = (iy % self.span, b * g.h + iy);
                 if self.held[slot] != src {
                     let row = &self.x[src * wc..][..wc];
                     let dst = &mut self.ring[slot * n..][..n];
