@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use baton_backend_cpu::gemm::MicroKernel;
 use baton_benches::{gemm_rate, values, GemmProblem};
 use baton_delegate_api::sdk::ProfileEvent;
-use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor, TensorData};
+use baton_delegate_api::{Attr, DType, Graph, GraphBuilder, OpKind, Tensor, TensorData, TensorId};
 use baton_runtime_host::config::PluginConfig;
 use baton_runtime_host::{Config, Engine, Session};
 
@@ -248,51 +248,53 @@ fn gemv_graph(n: usize, k: usize) -> Graph {
     b.finish().expect("valid graph")
 }
 
+/// `x` through QuantizeLinear or DequantizeLinear (`op`) with u8 parameters: scale 0.02
+/// and zero point `zp`, constants named after `name`.
+fn qdq(b: &mut GraphBuilder, op: OpKind, x: TensorId, name: &str, zp: u8) -> TensorId {
+    let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
+    let z = b.constant(
+        &format!("{name}_z"),
+        DType::U8,
+        &[],
+        TensorData::from_bytes(&[zp]),
+    );
+    b.node(op, &[x, s, z], &[]).expect("valid (de)quantization")
+}
+
+/// Int8 weights of `shape` (scale 0.01 per output channel, the first dimension), through
+/// their DequantizeLinear, as a QDQ exporter writes a layer's weights.
+fn int8_weights(b: &mut GraphBuilder, name: &str, shape: &[usize]) -> TensorId {
+    let (m, n) = (shape[0], shape.iter().product());
+    let wq: Vec<i8> = values(n).iter().map(|&v| (v * 100.0) as i8).collect();
+    let w = b.constant(name, DType::I8, shape, TensorData::from_slice(&wq));
+    let ws = b.constant_f32(&format!("{name}_s"), &[m], &vec![0.01; m]);
+    let wz = b.constant(
+        &format!("{name}_z"),
+        DType::I8,
+        &[m],
+        TensorData::from_bytes(&vec![0; m]),
+    );
+    b.node(
+        OpKind::DequantizeLinear,
+        &[w, ws, wz],
+        &[("axis", Attr::Int(0))],
+    )
+    .expect("valid dq")
+}
+
 /// [`gemv_graph`] in the QDQ form (per-row int8 weights, u8 activations, no bias).
 fn qgemv_graph(n: usize, k: usize) -> Graph {
     let mut b = GraphBuilder::new("qgemv");
     let x = b.input_fixed("x", DType::F32, &[1, k]);
-    let act = |b: &mut GraphBuilder, name: &str| {
-        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
-        let z = b.constant(
-            &format!("{name}_z"),
-            DType::U8,
-            &[],
-            TensorData::from_bytes(&[128]),
-        );
-        [s, z]
-    };
-    let [s, z] = act(&mut b, "in");
-    let xq = b
-        .node(OpKind::QuantizeLinear, &[x, s, z], &[])
-        .expect("valid q");
-    let [s, z] = act(&mut b, "in_dq");
-    let xd = b
-        .node(OpKind::DequantizeLinear, &[xq, s, z], &[])
-        .expect("valid dq");
-    let wq: Vec<i8> = values(n * k).iter().map(|&v| (v * 100.0) as i8).collect();
-    let w = b.constant("w", DType::I8, &[n, k], TensorData::from_slice(&wq));
-    let ws = b.constant_f32("w_s", &[n], &vec![0.01; n]);
-    let wz = b.constant("w_z", DType::I8, &[n], TensorData::from_bytes(&vec![0; n]));
-    let wd = b
-        .node(
-            OpKind::DequantizeLinear,
-            &[w, ws, wz],
-            &[("axis", Attr::Int(0))],
-        )
-        .expect("valid dq");
+    let x = qdq(&mut b, OpKind::QuantizeLinear, x, "in", 128);
+    let x = qdq(&mut b, OpKind::DequantizeLinear, x, "in_dq", 128);
+    let w = int8_weights(&mut b, "w", &[n, k]);
     let y = b
-        .node(OpKind::Gemm, &[xd, wd], &[("transB", Attr::Int(1))])
+        .node(OpKind::Gemm, &[x, w], &[("transB", Attr::Int(1))])
         .expect("valid gemm");
-    let [s, z] = act(&mut b, "out");
-    let yq = b
-        .node(OpKind::QuantizeLinear, &[y, s, z], &[])
-        .expect("valid q");
-    let [s, z] = act(&mut b, "out_dq");
-    let yd = b
-        .node(OpKind::DequantizeLinear, &[yq, s, z], &[])
-        .expect("valid dq");
-    b.output(yd);
+    let y = qdq(&mut b, OpKind::QuantizeLinear, y, "out", 128);
+    let y = qdq(&mut b, OpKind::DequantizeLinear, y, "out_dq", 128);
+    b.output(y);
     b.finish().expect("valid graph")
 }
 
@@ -300,27 +302,14 @@ fn qgemv_graph(n: usize, k: usize) -> Graph {
 /// each followed by Relu, and their multiply-adds; between two more stride-1 layers,
 /// which take the layout changes at the partition's edges (f32 converts inside the first
 /// and last Conv; int8 in the QuantizeLinear before and DequantizeLinear after) and are
-/// not counted (see [`conv_seconds_per_run`]). `int8`: the QDQ form of the same layers,
-/// the input quantized first and the result dequantized last.
+/// not counted (see [`conv_seconds_per_run`]). `int8`: the QDQ form of the same layers
+/// (u8 activations, the input's zero point 128 and every Relu's 0), the input quantized
+/// first and the result dequantized last.
 fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool) -> (Graph, usize) {
     let mut b = GraphBuilder::new("depthwise");
     let mut x = b.input_fixed("x", DType::F32, &[1, c, hw, hw]);
-    // u8 activations: scale and zero point of the input and of every Relu's output.
-    let act = |b: &mut GraphBuilder, name: &str, zp: u8| {
-        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
-        let z = b.constant(
-            &format!("{name}_z"),
-            DType::U8,
-            &[],
-            TensorData::from_bytes(&[zp]),
-        );
-        [s, z]
-    };
     if int8 {
-        let [s_, z] = act(&mut b, "in", 128);
-        x = b
-            .node(OpKind::QuantizeLinear, &[x, s_, z], &[])
-            .expect("valid q");
+        x = qdq(&mut b, OpKind::QuantizeLinear, x, "in", 128);
     }
     let pad = (kk / 2) as i64;
     let mut macs = 0;
@@ -333,42 +322,20 @@ fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool)
             ("strides", Attr::Ints(vec![s as i64; 2])),
             ("group", Attr::Int(c as i64)),
         ];
+        let shape = [c, 1, kk, kk];
         let y = if int8 {
-            let [xs, xz] = act(
+            let zp = if layer == 0 { 128 } else { 0 };
+            let xd = qdq(
                 &mut b,
+                OpKind::DequantizeLinear,
+                x,
                 &format!("dq{layer}"),
-                if layer == 0 { 128 } else { 0 },
+                zp,
             );
-            let xd = b
-                .node(OpKind::DequantizeLinear, &[x, xs, xz], &[])
-                .expect("valid dq");
-            let wq: Vec<i8> = values(c * kk * kk)
-                .iter()
-                .map(|&v| (v * 100.0) as i8)
-                .collect();
-            let w = b.constant(
-                &format!("w{layer}"),
-                DType::I8,
-                &[c, 1, kk, kk],
-                TensorData::from_slice(&wq),
-            );
-            let ws = b.constant_f32(&format!("w{layer}_s"), &[c], &vec![0.01; c]);
-            let wz = b.constant(
-                &format!("w{layer}_z"),
-                DType::I8,
-                &[c],
-                TensorData::from_bytes(&vec![0; c]),
-            );
-            let wd = b
-                .node(
-                    OpKind::DequantizeLinear,
-                    &[w, ws, wz],
-                    &[("axis", Attr::Int(0))],
-                )
-                .expect("valid dq");
-            b.node(OpKind::Conv, &[xd, wd], &attrs).expect("valid conv")
+            let w = int8_weights(&mut b, &format!("w{layer}"), &shape);
+            b.node(OpKind::Conv, &[xd, w], &attrs).expect("valid conv")
         } else {
-            let w = b.constant_f32(&format!("w{layer}"), &[c, 1, kk, kk], &values(c * kk * kk));
+            let w = b.constant_f32(&format!("w{layer}"), &shape, &values(c * kk * kk));
             let bias = b.constant_f32(&format!("b{layer}"), &[c], &values(c));
             b.node(OpKind::Conv, &[x, w, bias], &attrs)
                 .expect("valid conv")
@@ -379,17 +346,11 @@ fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool)
         }
         x = b.node(OpKind::Relu, &[y], &[]).expect("valid relu");
         if int8 {
-            let [ys, yz] = act(&mut b, &format!("q{layer}"), 0);
-            x = b
-                .node(OpKind::QuantizeLinear, &[x, ys, yz], &[])
-                .expect("valid q");
+            x = qdq(&mut b, OpKind::QuantizeLinear, x, &format!("q{layer}"), 0);
         }
     }
     if int8 {
-        let [ys, yz] = act(&mut b, "out", 0);
-        x = b
-            .node(OpKind::DequantizeLinear, &[x, ys, yz], &[])
-            .expect("valid dq");
+        x = qdq(&mut b, OpKind::DequantizeLinear, x, "out", 0);
     }
     b.output(x);
     (b.finish().expect("valid graph"), macs)
@@ -401,21 +362,8 @@ fn dw_graph(c: usize, hw: usize, kk: usize, s: usize, layers: usize, int8: bool)
 fn stem_graph(c: usize, hw: usize, kk: usize, s: usize, m: usize, int8: bool) -> Graph {
     let mut b = GraphBuilder::new("stem");
     let mut x = b.input_fixed("x", DType::F32, &[1, c, hw, hw]);
-    let act = |b: &mut GraphBuilder, name: &str, zp: u8| {
-        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.02]);
-        let z = b.constant(
-            &format!("{name}_z"),
-            DType::U8,
-            &[],
-            TensorData::from_bytes(&[zp]),
-        );
-        [s, z]
-    };
     if int8 {
-        let [s_, z] = act(&mut b, "in", 128);
-        x = b
-            .node(OpKind::QuantizeLinear, &[x, s_, z], &[])
-            .expect("valid q");
+        x = qdq(&mut b, OpKind::QuantizeLinear, x, "in", 128);
     }
     for (layer, (ci, k, st, zp)) in [(c, kk, s, 128), (m, 1, 1, 0)].into_iter().enumerate() {
         let pad = (k / 2) as i64;
@@ -423,49 +371,27 @@ fn stem_graph(c: usize, hw: usize, kk: usize, s: usize, m: usize, int8: bool) ->
             ("pads", Attr::Ints(vec![pad; 4])),
             ("strides", Attr::Ints(vec![st as i64; 2])),
         ];
-        let n = m * ci * k * k;
+        let shape = [m, ci, k, k];
         let w = if int8 {
-            let [xs, xz] = act(&mut b, &format!("dq{layer}"), zp);
-            x = b
-                .node(OpKind::DequantizeLinear, &[x, xs, xz], &[])
-                .expect("valid dq");
-            let wq: Vec<i8> = values(n).iter().map(|&v| (v * 100.0) as i8).collect();
-            let w = b.constant(
-                &format!("w{layer}"),
-                DType::I8,
-                &[m, ci, k, k],
-                TensorData::from_slice(&wq),
-            );
-            let ws = b.constant_f32(&format!("w{layer}_s"), &[m], &vec![0.01; m]);
-            let wz = b.constant(
-                &format!("w{layer}_z"),
-                DType::I8,
-                &[m],
-                TensorData::from_bytes(&vec![0; m]),
-            );
-            b.node(
+            x = qdq(
+                &mut b,
                 OpKind::DequantizeLinear,
-                &[w, ws, wz],
-                &[("axis", Attr::Int(0))],
-            )
-            .expect("valid dq")
+                x,
+                &format!("dq{layer}"),
+                zp,
+            );
+            int8_weights(&mut b, &format!("w{layer}"), &shape)
         } else {
-            b.constant_f32(&format!("w{layer}"), &[m, ci, k, k], &values(n))
+            b.constant_f32(&format!("w{layer}"), &shape, &values(m * ci * k * k))
         };
         let y = b.node(OpKind::Conv, &[x, w], &attrs).expect("valid conv");
         x = b.node(OpKind::Relu, &[y], &[]).expect("valid relu");
         if int8 {
-            let [ys, yz] = act(&mut b, &format!("q{layer}"), 0);
-            x = b
-                .node(OpKind::QuantizeLinear, &[x, ys, yz], &[])
-                .expect("valid q");
+            x = qdq(&mut b, OpKind::QuantizeLinear, x, &format!("q{layer}"), 0);
         }
     }
     if int8 {
-        let [ys, yz] = act(&mut b, "out", 0);
-        x = b
-            .node(OpKind::DequantizeLinear, &[x, ys, yz], &[])
-            .expect("valid dq");
+        x = qdq(&mut b, OpKind::DequantizeLinear, x, "out", 0);
     }
     b.output(x);
     b.finish().expect("valid graph")
