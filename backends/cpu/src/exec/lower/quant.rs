@@ -438,9 +438,9 @@ impl<'g> Builder<'g> {
                 }
             }
             let out = rq(0..c).out(None, None);
-            // Only the AVX2 row kernel reads the taps in pairs.
+            // Only the AVX2 and VNNI row kernels read the taps in pairs.
             let pairs = match kernel.id() {
-                QKernelId::Avx2 => pair_taps(&dw, c, geom.kh, geom.kw),
+                QKernelId::Avx2 | QKernelId::Avx512Vnni => pair_taps(&dw, c, geom.kh, geom.kw),
                 _ => Vec::new(),
             };
             let zoff = (0..c)

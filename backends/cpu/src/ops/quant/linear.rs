@@ -36,7 +36,7 @@ pub(crate) enum QPath {
     /// A GEMM over im2col rows `stride` bytes apart (see [`im2col_stride`]), written
     /// into the shared scratch at run time.
     Im2col { stride: usize },
-    /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 row kernel also the
+    /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 and VNNI row kernels also the
     /// taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel
     /// `zoff = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds
     /// to its plain sums `x * w`.
@@ -467,15 +467,15 @@ impl Depthwise<'_> {
             fn avx2(dw: &Depthwise<'_>, x: &[u8], r: std::ops::Range<usize>, o: &mut [u8]) {
                 dw_body::<false>(dw.g, x, dw.taps, dw.za, dw.q, r, o)
             }
-            let rings = RowRing::fits(g) && ring.len() >= RowRing::len(g);
+            let pairs = RowRing::fits(g) && ring.len() >= x86dw::PairRing::len(g);
+            let w = (self.pairs, self.zoff);
             match self.kernel.id() {
-                QKernelId::Avx512Vnni if rings => {
+                QKernelId::Avx512Vnni if pairs => {
                     // SAFETY: the kernel exists only where its features were detected.
-                    return unsafe { x86dw::rows(g, x, taps, za, q, rows, out, ring) };
+                    return unsafe { x86dw::rows_vnni(g, x, w, za, q, rows, out, ring) };
                 }
-                QKernelId::Avx2 if RowRing::fits(g) && ring.len() >= x86dw::PairRing::len(g) => {
+                QKernelId::Avx2 if pairs => {
                     // SAFETY: as above.
-                    let w = (self.pairs, self.zoff);
                     return unsafe { x86dw::rows_avx2(g, x, w, za, q, rows, out, ring) };
                 }
                 // SAFETY: as above.
@@ -843,128 +843,10 @@ mod x86dw {
     };
     use crate::qgemm::QOut;
 
-    /// Output rows `rows`, each as blocks of 16 channels: a block's taps are widened once
-    /// and kept for the whole output row, then every pixel of the row sums its taps, read
-    /// as f32 from the [`RowRing`] (whose comment says why the f32 sums are exact), with
-    /// one FMA per tap. The requantization is `block`'s.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn rows(
-        g: &Geom,
-        x: &[u8],
-        taps: &[i16],
-        za: i32,
-        q: &QOut,
-        rows: std::ops::Range<usize>,
-        out: &mut [u8],
-        ring: &mut [f32],
-    ) {
-        let (c, nt) = (g.c, g.kh * g.kw);
-        let mut ring = RowRing::new(g, x, ring);
-        let zav = _mm512_set1_epi32(za);
-        let zaf = _mm512_set1_ps(za as f32);
-        let start = rows.start;
-        let mut wf = [_mm512_setzero_ps(); MAX_TAPS];
-        for row in rows {
-            let (b, oy) = (row / g.oh, row % g.oh);
-            let roff = ring.fill(b, oy);
-            let row_in = roff[..g.kh].iter().all(Option::is_some);
-            // Each tap's offset from the window's left column, for windows inside the input.
-            let mut toff = [0usize; MAX_TAPS];
-            if row_in {
-                for ki in 0..g.kh {
-                    for kj in 0..g.kw {
-                        toff[ki * g.kw + kj] = roff[ki].unwrap_or(0) + kj * g.dw * c;
-                    }
-                }
-            }
-            let ring = ring.values();
-            for c0 in (0..c).step_by(LANES) {
-                let lanes = LANES.min(c - c0);
-                let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
-                let mut wsum = _mm512_setzero_si512();
-                for t in 0..nt {
-                    let ws = &taps[t * c + c0..][..lanes];
-                    // SAFETY: masked to the `lanes` elements of the checked slice.
-                    let wv =
-                        _mm512_cvtepi16_epi32(unsafe { _mm256_maskz_loadu_epi16(k, ws.as_ptr()) });
-                    wf[t] = _mm512_cvtepi32_ps(wv);
-                    wsum = _mm512_add_epi32(wsum, wv);
-                }
-                let zw = _mm512_mullo_epi32(zav, wsum);
-                let (off, sc) = (&q.offset[c0..][..lanes], &q.scale[c0..][..lanes]);
-                // SAFETY: masked to the `lanes` elements of the checked slices.
-                let (off, sc) = unsafe {
-                    (
-                        _mm512_maskz_loadu_epi32(k, off.as_ptr()),
-                        _mm512_maskz_loadu_ps(k, sc.as_ptr()),
-                    )
-                };
-                let window = Window {
-                    ring,
-                    toff: &toff[..nt],
-                    wf: &wf[..nt],
-                    step: g.sw * c,
-                    lanes,
-                };
-                // Interior pixels (whole window inside the input) come in groups of
-                // `P`: each tap's weights serve `P` independent accumulators, which hides
-                // the FMA latency that one pixel's chain of taps exposes.
-                let (lo_x, hi_x) = interior(g, row_in);
-                let mut ox = 0;
-                while ox < g.ow {
-                    let o = ((row - start) * g.ow + ox) * c + c0;
-                    if ox >= lo_x && ox + P <= hi_x {
-                        let base = (ox * g.sw - g.pw) * c + c0;
-                        let f = if lanes == LANES {
-                            window.sum::<P, true>(base)
-                        } else {
-                            window.sum::<P, false>(base)
-                        };
-                        for (p, f) in f.iter().enumerate() {
-                            let acc = _mm512_sub_epi32(_mm512_cvtps_epi32(*f), zw);
-                            store(out, o + p * c, k, requant16(acc, off, sc, q));
-                        }
-                        ox += P;
-                        continue;
-                    }
-                    let acc = if ox >= lo_x && ox < hi_x {
-                        let [f] = window.sum::<1, false>((ox * g.sw - g.pw) * c + c0);
-                        _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
-                    } else {
-                        // A tap in the padding reads the zero point, whose term
-                        // `(za - za) * w` is the zero the padding contributes.
-                        let mut f = _mm512_setzero_ps();
-                        for (ki, r) in roff.iter().enumerate().take(g.kh) {
-                            for kj in 0..g.kw {
-                                let ix = (ox * g.sw + kj * g.dw)
-                                    .checked_sub(g.pw)
-                                    .filter(|&v| v < g.w);
-                                let xv = match (r, ix) {
-                                    (Some(r), Some(ix)) => {
-                                        let xs = &ring[r + ix * c + c0..][..lanes];
-                                        // SAFETY: masked to the `lanes` elements of the
-                                        // checked slice.
-                                        unsafe { _mm512_maskz_loadu_ps(k, xs.as_ptr()) }
-                                    }
-                                    _ => zaf,
-                                };
-                                f = _mm512_fmadd_ps(xv, wf[ki * g.kw + kj], f);
-                            }
-                        }
-                        _mm512_sub_epi32(_mm512_cvtps_epi32(f), zw)
-                    };
-                    store(out, o, k, requant16(acc, off, sc, q));
-                    ox += 1;
-                }
-            }
-        }
-    }
-
     /// Channels of one AVX2 register block.
     const LANES8: usize = 8;
 
-    /// [`rows`] for AVX2: blocks of 8 channels summed in 32-bit integers, two horizontal
+    /// The depthwise row kernel for AVX2: blocks of 8 channels summed in 32-bit integers, two horizontal
     /// taps per `vpmaddwd` from a [`PairRing`], every pixel an interior one (the ring is
     /// padded): in groups of [`P`], the rest one by one, with no edge path (on a 14x14
     /// image the edges were a quarter of the pixels, each tap tested). A 3x3 window is 6
@@ -997,18 +879,8 @@ mod x86dw {
         let start = rows.start;
         for row in rows {
             let (b, oy) = (row / g.oh, row % g.oh);
-            let roff = ring.fill(b, oy);
-            // Each pair's offset from the window's left column (padded coordinates).
-            let mut toff = [0usize; MAX_TAPS];
-            for ki in 0..g.kh {
-                for p in 0..np {
-                    toff[ki * np + p] = roff[ki] + 2 * p * g.dw * c;
-                }
-            }
+            let (toff, far) = pair_offsets(g, &ring.fill(b, oy));
             let ring = ring.values();
-            // The farthest pair, for the windows' bounds check: once per row (per group of
-            // pixels, its reduction cost as much as the sums).
-            let far = toff[..nt].iter().copied().max().unwrap_or(0);
             for c0 in (0..c).step_by(LANES8) {
                 let lanes = LANES8.min(c - c0);
                 let m = lane_mask(lanes);
@@ -1070,7 +942,97 @@ mod x86dw {
         }
     }
 
-    /// A task's input rows for [`rows_avx2`], in horizontal pairs: slot column `j`,
+    /// [`rows_avx2`] in blocks of 16 channels for AVX-512 VNNI: the same [`PairRing`],
+    /// paired taps and folded offsets, each pair's two products added to the i32 sums by
+    /// one `vpdpwssd` (i16 x i16, exact as `vpmaddwd`, and no separate addition), then
+    /// [`requant16`] and a masked byte store per pixel. It replaced f32 sums over a ring of
+    /// widened rows (one FMA per tap, then a conversion back to integers), which ran the
+    /// QDQ mobilenet_tiny's depthwise layers at up to twice the f32 model's time.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn rows_vnni(
+        g: &Geom,
+        x: &[u8],
+        (pairs, zoff): (&[i32], &[i32]),
+        za: i32,
+        q: &QOut,
+        rows: std::ops::Range<usize>,
+        out: &mut [u8],
+        ring: &mut [f32],
+    ) {
+        let (c, np) = (g.c, g.kw.div_ceil(2));
+        let nt = g.kh * np;
+        assert!(
+            pairs.len() >= nt * c && zoff.len() >= c,
+            "depthwise weights too short"
+        );
+        let mut ring = PairRing::new(g, x, ring, za);
+        let start = rows.start;
+        for row in rows {
+            let (b, oy) = (row / g.oh, row % g.oh);
+            let (toff, far) = pair_offsets(g, &ring.fill(b, oy));
+            let ring = ring.values();
+            for c0 in (0..c).step_by(LANES) {
+                let lanes = LANES.min(c - c0);
+                let k: u16 = if lanes == LANES { !0 } else { (1 << lanes) - 1 };
+                let (off, sc) = (&zoff[c0..][..lanes], &q.scale[c0..][..lanes]);
+                // SAFETY: masked to the `lanes` elements of the checked slices.
+                let (off, sc) = unsafe {
+                    (
+                        _mm512_maskz_loadu_epi32(k, off.as_ptr()),
+                        _mm512_maskz_loadu_ps(k, sc.as_ptr()),
+                    )
+                };
+                let window = PairWindow {
+                    ring,
+                    toff: &toff[..nt],
+                    far,
+                    wt: &pairs[c0..],
+                    c,
+                    step: g.sw * c,
+                    lanes,
+                };
+                let o = (row - start) * g.ow * c + c0;
+                let mut ox = 0;
+                while ox + P <= g.ow {
+                    let base = ox * g.sw * c + c0;
+                    let acc = if lanes == LANES {
+                        window.sum16::<P, true>(base)
+                    } else {
+                        window.sum16::<P, false>(base)
+                    };
+                    for (p, &acc) in acc.iter().enumerate() {
+                        store(out, o + (ox + p) * c, k, requant16(acc, off, sc, q));
+                    }
+                    ox += P;
+                }
+                while ox < g.ow {
+                    let [acc] = window.sum16::<1, false>(ox * g.sw * c + c0);
+                    store(out, o + ox * c, k, requant16(acc, off, sc, q));
+                    ox += 1;
+                }
+            }
+        }
+    }
+
+    /// Each pair's offset in a [`PairRing`] from its window's left column (padded
+    /// coordinates), for the window rows at `roff`, and the farthest of them (for the
+    /// windows' bounds check: once per row; per group of pixels, its reduction cost as
+    /// much as the sums).
+    #[inline(always)]
+    fn pair_offsets(g: &Geom, roff: &[usize; MAX_SPAN]) -> ([usize; MAX_TAPS], usize) {
+        let np = g.kw.div_ceil(2);
+        let mut toff = [0usize; MAX_TAPS];
+        for ki in 0..g.kh {
+            for p in 0..np {
+                toff[ki * np + p] = roff[ki] + 2 * p * g.dw * g.c;
+            }
+        }
+        let far = toff[..g.kh * np].iter().copied().max().unwrap_or(0);
+        (toff, far)
+    }
+
+    /// A task's input rows for [`rows_avx2`] and [`rows_vnni`], in horizontal pairs: slot column `j`,
     /// channel `ch` holds the padded row's values at columns `j` and `j + dw` as two 16-bit
     /// halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`, `w[kx + 1]`) sums both
     /// taps' products for 8 channels. Padding columns hold the zero point, as do the slot
@@ -1296,75 +1258,55 @@ mod x86dw {
             }
             acc
         }
-    }
 
-    /// Interior pixels per group in [`rows`] (and [`rows_avx2`], which packs a group's
-    /// bytes four vectors at a time).
-    const P: usize = 4;
-    const _: () = assert!(P == 4);
-
-    /// The output columns `lo..hi` whose window is inside the input along x (empty when
-    /// the row's window is not inside along y).
-    fn interior(g: &Geom, row_in: bool) -> (usize, usize) {
-        if !row_in || g.w + g.pw < (g.kw - 1) * g.dw + 1 {
-            return (0, 0);
-        }
-        let lo = g.pw.div_ceil(g.sw);
-        // The last column whose window ends inside: ox * sw - pw + (kw - 1) * dw < w.
-        let reach = g.w + g.pw - (g.kw - 1) * g.dw;
-        let hi = reach.div_ceil(g.sw).min(g.ow);
-        (lo.min(hi), hi)
-    }
-
-    /// The widened input rows and weights of one output row's channel block, for windows
-    /// inside the input.
-    struct Window<'a> {
-        ring: &'a [f32],
-        /// Each tap's offset in `ring` from its window's left column.
-        toff: &'a [usize],
-        wf: &'a [__m512],
-        /// Ring values between consecutive output pixels.
-        step: usize,
-        lanes: usize,
-    }
-
-    impl Window<'_> {
-        /// The f32 sums `x * w` over the windows of `N` consecutive output pixels, the
-        /// first at column offset `base` (channel block included); `FULL`: 16 lanes, so
-        /// the loads need no mask.
-        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        /// [`Self::sum`] in 16 lanes, with `vpdpwssd`; `FULL`: 16 lanes.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
         #[inline]
-        fn sum<const N: usize, const FULL: bool>(&self, base: usize) -> [__m512; N] {
-            let k: u16 = if self.lanes == LANES {
+        fn sum16<const N: usize, const FULL: bool>(&self, base: usize) -> [__m512i; N] {
+            let k: u16 = if self.lanes >= LANES {
                 !0
             } else {
                 (1 << self.lanes) - 1
             };
-            // The furthest value read: the last pixel's furthest tap's `lanes` channels.
-            let far = self.toff.iter().copied().max().unwrap_or(0);
-            let last = base + (N - 1) * self.step + far + self.lanes;
+            let last = base + (N - 1) * self.step + self.far + self.lanes;
             assert!(last <= self.ring.len(), "depthwise window outside the ring");
+            let pairs = self.toff.len();
+            assert!(
+                pairs == 0 || (pairs - 1) * self.c + self.lanes <= self.wt.len(),
+                "depthwise weights outside the taps"
+            );
             assert!(!FULL || self.lanes == LANES, "a full block has 16 lanes");
-            let p0 = self.ring.as_ptr();
-            let mut f = [_mm512_setzero_ps(); N];
-            for (&to, &w) in self.toff.iter().zip(self.wf) {
-                for (p, f) in f.iter_mut().enumerate() {
-                    // SAFETY: at most `last` (checked above), masked to `lanes` values
-                    // unless all 16 are in.
-                    let xv = unsafe {
-                        let at = p0.add(base + p * self.step + to);
-                        if FULL {
-                            _mm512_loadu_ps(at)
-                        } else {
-                            _mm512_maskz_loadu_ps(k, at)
-                        }
+            let (p0, w0) = (self.ring.as_ptr() as *const i32, self.wt.as_ptr());
+            let mut acc = [_mm512_setzero_si512(); N];
+            for (t, &to) in self.toff.iter().enumerate() {
+                // SAFETY: within the weights (checked above), masked to `lanes` values
+                // unless all 16 are in; likewise the inputs, up to `last`.
+                unsafe {
+                    let at = w0.add(t * self.c);
+                    let w = if FULL {
+                        _mm512_loadu_si512(at as *const _)
+                    } else {
+                        _mm512_maskz_loadu_epi32(k, at)
                     };
-                    *f = _mm512_fmadd_ps(xv, w, *f);
+                    for (p, acc) in acc.iter_mut().enumerate() {
+                        let at = p0.add(base + p * self.step + to);
+                        let xv = if FULL {
+                            _mm512_loadu_si512(at as *const _)
+                        } else {
+                            _mm512_maskz_loadu_epi32(k, at)
+                        };
+                        *acc = _mm512_dpwssd_epi32(*acc, xv, w);
+                    }
                 }
             }
-            f
+            acc
         }
     }
+
+    /// Pixels per group in [`rows_avx2`] (which packs a group's bytes four vectors at a
+    /// time) and [`rows_vnni`].
+    const P: usize = 4;
+    const _: () = assert!(P == 4);
 
     /// Stores the masked bytes of `y` at `out[o..]`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
