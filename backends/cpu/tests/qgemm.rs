@@ -121,7 +121,7 @@ fn every_available_kernel_matches_the_scalar_reference() {
         // One call's row at the most a kernel widens ahead (2048 values) and past it.
         (5, 1, 2048, 18),
         (3, 9, 240, 21),
-        // One row past the short products (AVX2: tiles of one row), strided and
+        // One row past the short products (AVX2, VNNI: tiles of one row), strided and
         // indirect, widened ahead and not, with a short last panel.
         (1, 1, 640, 37),
         (1, 9, 20, 16),

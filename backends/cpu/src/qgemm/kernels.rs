@@ -9,7 +9,7 @@
 //!
 //! | kernel | ISA | inner step |
 //! | --- | --- | --- |
-//! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes |
+//! | `avx512-vnni 8x16` | x86-64 AVX-512 VNNI | per row, the 4 activation bytes broadcast, one `vpdpbusd` against 16 columns x 4 bytes; products of 1 to 4 rows in tiles of 1, 2 or 4; short products in a driver of their own, as AVX2's |
 //! | `avx2 4x16` | x86-64 AVX2 | activations widened to i16 once per row tile, `vpmaddwd` (exact: i16 pair sums into i32), two 8-column halves; short products (16 blocks of 4 bytes or fewer) in a driver of their own that runs every row tile of a half in one loop |
 //! | `neon-dotprod 4x16` | aarch64 `dotprod` | `sdot` by lane, one activation load per 4 blocks |
 //! | `neon 2x16` | aarch64 NEON | `smull` (exact i16 products), `sadalp` into i32 |
@@ -538,12 +538,39 @@ pub(crate) mod x86 {
             unsafe { vnni_narrow(g, rows, panels, out) };
             return;
         }
+        // Fewer rows than a tile (a classifier's Gemm, a decoder step's MatMul): a tile of
+        // just those (rounded up to 4), as the AVX2 driver does; the only row tile is tile
+        // 0 in either size.
         // SAFETY: forwarded.
         unsafe {
-            drive::<8, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
+            match g.m {
+                1 => vnni_drive_mr::<1>(g, rows, panels, out),
+                2 => vnni_drive_mr::<2>(g, rows, panels, out),
+                3 | 4 => vnni_drive_mr::<4>(g, rows, panels, out),
+                _ => vnni_drive_mr::<VNNI_MR>(g, rows, panels, out),
+            }
+        }
+    }
+
+    /// Rows of the VNNI tile.
+    const VNNI_MR: usize = 8;
+
+    /// [`vnni_drive`] in tiles of `MR` rows (at most [`VNNI_MR`]).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")]
+    #[inline]
+    unsafe fn vnni_drive_mr<const MR: usize>(
+        g: &QGemm<'_>,
+        rows: Range<usize>,
+        panels: Range<usize>,
+        out: OutPtr,
+    ) {
+        const { assert!(MR <= VNNI_MR) };
+        // SAFETY: forwarded.
+        unsafe {
+            drive::<MR, false>(g, rows, panels, out, |p, taps, c4, w, acc, init, fin| {
                 // The folded bias Add's second stage goes through `store_tile`.
                 let fin = fin.filter(|_| g.out.stage2.is_none());
-                vnni_tile(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
+                vnni_tile::<MR>(p, taps, c4, w, acc, init, fin.map(|f| (f, g, out)))
             })
         }
     }
@@ -595,7 +622,7 @@ pub(crate) mod x86 {
         out: OutPtr,
         row_at: impl Fn(usize, usize) -> *const u8,
     ) {
-        const MR: usize = 8;
+        const MR: usize = VNNI_MR;
         let (w, q) = (g.w, g.out);
         let (taps, n) = (w.taps, w.n);
         let c4 = super::padded_c(w.c) / 4;
@@ -644,8 +671,10 @@ pub(crate) mod x86 {
         _mm512_set1_epi32(unsafe { (p.add(4 * b) as *const i32).read_unaligned() })
     }
 
+    /// One `MR x 16` tile: per 4-byte block, one weight load and, per row, a broadcast
+    /// and a `vpdpbusd`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn vnni_tile(
+    unsafe fn vnni_tile<const MR: usize>(
         ptrs: &Ptrs,
         taps: usize,
         c4: usize,
@@ -655,35 +684,26 @@ pub(crate) mod x86 {
         fin: Option<(Fin, &QGemm<'_>, OutPtr)>,
     ) -> bool {
         let a = acc.as_mut_ptr();
-        // SAFETY: `acc` holds 8 x 16 i32; the pointers reach `4 * c4` bytes and the panel
+        // SAFETY: `acc` holds `MR_MAX >= MR` rows of 16 i32; the pointers reach `4 * c4` bytes and the panel
         // `taps * c4` blocks of 64 bytes (bounds check).
         unsafe {
-            let ld = |r: usize| {
-                if init {
-                    _mm512_setzero_si512()
-                } else {
-                    _mm512_loadu_si512(a.add(r * NR) as *const _)
+            let mut v = [_mm512_setzero_si512(); MR];
+            if !init {
+                for (r, v) in v.iter_mut().enumerate() {
+                    *v = _mm512_loadu_si512(a.add(r * NR) as *const _);
                 }
-            };
-            let (mut v0, mut v1, mut v2, mut v3) = (ld(0), ld(1), ld(2), ld(3));
-            let (mut v4, mut v5, mut v6, mut v7) = (ld(4), ld(5), ld(6), ld(7));
+            }
             let mut wb = w;
             for t in 0..taps {
-                let p = &ptrs[t * 8..t * 8 + 8];
+                let p = &ptrs[t * MR..t * MR + MR];
                 for b in 0..c4 {
                     let wv = _mm512_loadu_si512(wb as *const _);
-                    v0 = _mm512_dpbusd_epi32(v0, bcast512(p[0], b), wv);
-                    v1 = _mm512_dpbusd_epi32(v1, bcast512(p[1], b), wv);
-                    v2 = _mm512_dpbusd_epi32(v2, bcast512(p[2], b), wv);
-                    v3 = _mm512_dpbusd_epi32(v3, bcast512(p[3], b), wv);
-                    v4 = _mm512_dpbusd_epi32(v4, bcast512(p[4], b), wv);
-                    v5 = _mm512_dpbusd_epi32(v5, bcast512(p[5], b), wv);
-                    v6 = _mm512_dpbusd_epi32(v6, bcast512(p[6], b), wv);
-                    v7 = _mm512_dpbusd_epi32(v7, bcast512(p[7], b), wv);
+                    for (v, &p) in v.iter_mut().zip(p) {
+                        *v = _mm512_dpbusd_epi32(*v, bcast512(p, b), wv);
+                    }
                     wb = wb.add(NR * 4);
                 }
             }
-            let v = [v0, v1, v2, v3, v4, v5, v6, v7];
             if let Some((f, g, out)) = fin {
                 // Requantized in registers, stored with a column mask: no tile round trip.
                 let q = g.out;
