@@ -684,8 +684,8 @@ pub(crate) mod x86 {
         fin: Option<(Fin, &QGemm<'_>, OutPtr)>,
     ) -> bool {
         let a = acc.as_mut_ptr();
-        // SAFETY: `acc` holds `MR_MAX >= MR` rows of 16 i32; the pointers reach `4 * c4` bytes and the panel
-        // `taps * c4` blocks of 64 bytes (bounds check).
+        // SAFETY: `acc` holds `MR_MAX >= MR` rows of 16 i32; the pointers reach `4 * c4`
+        // bytes and the panel `taps * c4` blocks of 64 bytes (bounds check).
         unsafe {
             let mut v = [_mm512_setzero_si512(); MR];
             if !init {

@@ -36,10 +36,10 @@ pub(crate) enum QPath {
     /// A GEMM over im2col rows `stride` bytes apart (see [`im2col_stride`]), written
     /// into the shared scratch at run time.
     Im2col { stride: usize },
-    /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 and VNNI row kernels also the
-    /// taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel
-    /// `zoff = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds
-    /// to its plain sums `x * w`.
+    /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 and VNNI row kernels
+    /// also the taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel `zoff
+    /// = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds to
+    /// its plain sums `x * w`.
     Depthwise {
         taps: Vec<i16>,
         pairs: Vec<i32>,
@@ -738,11 +738,12 @@ fn ring_block<const L: usize, const FMA: bool, const FULL: bool>(
     }
 }
 
-/// The depthwise loop: per output pixel, `acc[ch] = sum over taps inside the input of
-/// (x - za) * w` (padding is real zero and adds nothing), then the channel's epilogue.
-/// Products and sums are in i32 lanes (one `vpmulld` per 16 channels and tap on AVX-512;
-/// i16 products, though exact, vectorized worse). Channels go in blocks of [`LANES`] held in registers over
-/// all taps, then one block's epilogue; the channels past the last full block one by one.
+/// The depthwise loop: per output pixel, `acc[ch] = sum over taps inside the input of (x -
+/// za) * w` (padding is real zero and adds nothing), then the channel's epilogue. Products
+/// and sums are in i32 lanes (one `vpmulld` per 16 channels and tap on AVX-512; i16
+/// products, though exact, vectorized worse). Channels go in blocks of [`LANES`] held in
+/// registers over all taps, then one block's epilogue; the channels past the last full
+/// block one by one.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn dw_body<const AVX512: bool>(
@@ -846,11 +847,11 @@ mod x86dw {
     /// Channels of one AVX2 register block.
     const LANES8: usize = 8;
 
-    /// The depthwise row kernel for AVX2: blocks of 8 channels summed in 32-bit integers, two horizontal
-    /// taps per `vpmaddwd` from a [`PairRing`], every pixel an interior one (the ring is
-    /// padded): in groups of [`P`], the rest one by one, with no edge path (on a 14x14
-    /// image the edges were a quarter of the pixels, each tap tested). A 3x3 window is 6
-    /// loads and 6 products where f32 sums took 9 loads and 9 FMAs; the sums are the
+    /// The depthwise row kernel for AVX2: blocks of 8 channels summed in 32-bit integers,
+    /// two horizontal taps per `vpmaddwd` from a [`PairRing`], every pixel an interior one
+    /// (the ring is padded): in groups of [`P`], the rest one by one, with no edge path (on
+    /// a 14x14 image the edges were a quarter of the pixels, each tap tested). A 3x3 window
+    /// is 6 loads and 6 products where f32 sums took 9 loads and 9 FMAs; the sums are the
     /// integers themselves, so the same bytes as every other kernel through the same
     /// requantization in 8 lanes ([`Requant8`]). The weights come paired at init (`pairs`,
     /// see [`super::pair_taps`]) and the zero point's term `za * sum(w)` folded into the
@@ -1032,14 +1033,14 @@ mod x86dw {
         (toff, far)
     }
 
-    /// A task's input rows for [`rows_avx2`] and [`rows_vnni`], in horizontal pairs: slot column `j`,
-    /// channel `ch` holds the padded row's values at columns `j` and `j + dw` as two 16-bit
-    /// halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`, `w[kx + 1]`) sums both
-    /// taps' products for 8 channels. Padding columns hold the zero point, as do the slot
-    /// past the last (handed out for window rows above or below the input) and the value
-    /// past a row's end that an odd kernel's last pair reads (its weight is 0). Each row
-    /// is paired once ([`pair_row`]) and kept while later output rows need it, as
-    /// [`RowRing`] keeps its f32 rows; it lives in the same scratch.
+    /// A task's input rows for [`rows_avx2`] and [`rows_vnni`], in horizontal pairs: slot
+    /// column `j`, channel `ch` holds the padded row's values at columns `j` and `j + dw`
+    /// as two 16-bit halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`, `w[kx +
+    /// 1]`) sums both taps' products for 8 channels. Padding columns hold the zero point,
+    /// as do the slot past the last (handed out for window rows above or below the input)
+    /// and the value past a row's end that an odd kernel's last pair reads (its weight is
+    /// 0). Each row is paired once ([`pair_row`]) and kept while later output rows need it,
+    /// as [`RowRing`] keeps its f32 rows; it lives in the same scratch.
     pub(super) struct PairRing<'a> {
         g: &'a Geom,
         x: &'a [u8],
