@@ -855,9 +855,9 @@ mod x86dw {
     /// integers themselves, so the same bytes as every other kernel through the same
     /// requantization in 8 lanes ([`Requant8`]). The weights come paired at init (`pairs`,
     /// see [`super::pair_taps`]) and the zero point's term `za * sum(w)` folded into the
-    /// offsets (`zoff`, see [`QPath::Depthwise`]): set up per row and block, they cost as
-    /// much as the sums on small images with many channels. Short channel blocks load with
-    /// lane masks and store byte by byte (AVX2 has no masked byte store).
+    /// offsets (`zoff`, see [`super::QPath::Depthwise`]): set up per row and block, they
+    /// cost as much as the sums on small images with many channels. Short channel blocks
+    /// load with lane masks and store byte by byte (AVX2 has no masked byte store).
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn rows_avx2(
