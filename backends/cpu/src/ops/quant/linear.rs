@@ -37,9 +37,9 @@ pub(crate) enum QPath {
     /// into the shared scratch at run time.
     Im2col { stride: usize },
     /// A depthwise convolution: `taps[tap * c + ch]`; for the AVX2 and VNNI row kernels
-    /// also the taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel `zoff
-    /// = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which it adds to
-    /// its plain sums `x * w`.
+    /// also the taps in horizontal pairs (`pairs`, see [`pair_taps`]) and per channel
+    /// `zoff = offset - za * sum(taps)` (wrapping, as the kernels' i32 sums), which they
+    /// add to their plain sums `x * w`.
     Depthwise {
         taps: Vec<i16>,
         pairs: Vec<i32>,
@@ -738,11 +738,11 @@ fn ring_block<const L: usize, const FMA: bool, const FULL: bool>(
     }
 }
 
-/// The depthwise loop: per output pixel, `acc[ch] = sum over taps inside the input of (x -
-/// za) * w` (padding is real zero and adds nothing), then the channel's epilogue. Products
-/// and sums are in i32 lanes (one `vpmulld` per 16 channels and tap on AVX-512; i16
-/// products, though exact, vectorized worse). Channels go in blocks of [`LANES`] held in
-/// registers over all taps, then one block's epilogue; the channels past the last full
+/// The depthwise loop: per output pixel, `acc[ch] = sum over taps inside the input of
+/// (x - za) * w` (padding is real zero and adds nothing), then the channel's epilogue.
+/// Products and sums are in i32 lanes (one `vpmulld` per 16 channels and tap on AVX-512;
+/// i16 products, though exact, vectorized worse). Channels go in blocks of [`LANES`] held
+/// in registers over all taps, then one block's epilogue; the channels past the last full
 /// block one by one.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -1035,12 +1035,12 @@ mod x86dw {
 
     /// A task's input rows for [`rows_avx2`] and [`rows_vnni`], in horizontal pairs: slot
     /// column `j`, channel `ch` holds the padded row's values at columns `j` and `j + dw`
-    /// as two 16-bit halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`, `w[kx +
-    /// 1]`) sums both taps' products for 8 channels. Padding columns hold the zero point,
-    /// as do the slot past the last (handed out for window rows above or below the input)
-    /// and the value past a row's end that an odd kernel's last pair reads (its weight is
-    /// 0). Each row is paired once ([`pair_row`]) and kept while later output rows need it,
-    /// as [`RowRing`] keeps its f32 rows; it lives in the same scratch.
+    /// as two 16-bit halves, so that one `vpmaddwd` with a pair of taps (`w[kx]`,
+    /// `w[kx + 1]`) sums both taps' products for 8 channels. Padding columns hold the zero
+    /// point, as do the slot past the last (handed out for window rows above or below the
+    /// input) and the value past a row's end that an odd kernel's last pair reads (its
+    /// weight is 0). Each row is paired once ([`pair_row`]) and kept while later output rows
+    /// need it, as [`RowRing`] keeps its f32 rows; it lives in the same scratch.
     pub(super) struct PairRing<'a> {
         g: &'a Geom,
         x: &'a [u8],
