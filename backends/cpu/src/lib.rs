@@ -17,8 +17,12 @@
 //! streaming and vision models (CausalConvWithState, ReverseSequence, AffineGrid, Det,
 //! MaxUnpool, Col2Im); bools held as 0.0/1.0, i32 as
 //! its bits and i64 as two slots, carried by the data-movement ops and views. Exporters'
-//! multi-node spellings (LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, the Erf and
-//! tanh GELUs) are found at init and run as one pass (`patterns.rs`).
+//! multi-node spellings (LeakyRelu as `Max(x, alpha x)`, `x * HardSigmoid(x)`, SiLU as
+//! `x * Sigmoid(x)`, the Erf and tanh GELUs) are found at init and run as one pass
+//! (`patterns.rs`). An activation that is the only reader of a Conv's, MatMul's or Gemm's
+//! result (Sigmoid, SiLU, HardSwish, HardSigmoid and its product, LeakyRelu, the Erf
+//! GELUs) is applied by the product's micro-kernel before the store instead, with the
+//! same bits (`gemm/activation.rs`, decided at init).
 //!
 //! # Lifecycle
 //!

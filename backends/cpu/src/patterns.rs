@@ -1,5 +1,6 @@
 //! Element-wise subgraphs that exporters emit for one activation, run as one pass (the
-//! Erf GELU here, LeakyRelu and HardSigmoid products in `activations.rs`).
+//! Erf GELU here, LeakyRelu, HardSigmoid and Sigmoid products in `activations.rs`), or
+//! inside the product before them (`act_folds` in `exec/lower/tail.rs`).
 //!
 //! torch exports `nn.GELU()` as five nodes, `x * 0.5 * (1 + erf(x / sqrt(2)))`, and each
 //! would read and write the whole tensor. Found at init (from the graph alone, like the

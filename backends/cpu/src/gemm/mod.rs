@@ -12,7 +12,9 @@
 //! - **The epilogue runs in registers**: up to two strided adds (a residual, a broadcast
 //!   row or column) and a clamp (Relu, Clip) are applied to the accumulators and the tile is
 //!   stored straight to `C`, with masked stores for the last partial columns. There is no
-//!   tile buffer and no second pass over `C`.
+//!   tile buffer and no second pass over `C`. An [`Activation`] (Sigmoid, SiLU, HardSwish,
+//!   GELU, ...) is applied by the same kernel call to the tile it has just stored, while
+//!   those few hundred bytes are in L1, compiled for the kernel's vector width.
 //! - **Cache blocking** (BLIS's loop order, without packing `A`): a deep product is cut
 //!   into depth blocks whose slice of a weight panel (`KC x NR`) stays in L1 while it
 //!   sweeps a block of rows, and the rows are cut into blocks whose `MC x KC` slice of
@@ -27,9 +29,11 @@
 //! Edge cases are part of the contract: `M`, `N` or `K` need not be multiples of anything,
 //! any of them may be 0, and `K = 0` yields the epilogue applied to the bias.
 
+pub(crate) mod activation;
 mod kernels;
 mod pack;
 
+pub use activation::Activation;
 pub use kernels::{simd_description, Isa, MicroKernel, ZERO_ROW};
 pub use pack::{Indirection, IndirectionBuilder, PackedB};
 
@@ -78,12 +82,14 @@ pub struct Add<'a> {
 }
 
 /// The fused operations applied to the accumulators before they are stored: the adds in
-/// order, then a clamp to `[lo, hi]` that keeps NaN (Relu is `[0, inf]`).
+/// order, then a clamp to `[lo, hi]` that keeps NaN (Relu is `[0, inf]`), then an
+/// activation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Epilogue<'a> {
     adds: [Option<Add<'a>>; MAX_ADDS],
     lo: f32,
     hi: f32,
+    act: Option<Activation>,
 }
 
 /// The most adds one epilogue holds (Gemm's `C` and a fused Add).
@@ -102,6 +108,7 @@ impl<'a> Epilogue<'a> {
             adds: [None; MAX_ADDS],
             lo: f32::NEG_INFINITY,
             hi: f32::INFINITY,
+            act: None,
         }
     }
 
@@ -117,6 +124,16 @@ impl<'a> Epilogue<'a> {
     pub fn clamp(&mut self, lo: f32, hi: f32) {
         self.lo = lo;
         self.hi = hi;
+    }
+
+    /// Applies `f` after the clamp (the last of the epilogue's operations).
+    pub fn activate(&mut self, f: Option<Activation>) {
+        self.act = f;
+    }
+
+    /// The activation after the clamp, if any.
+    pub fn activation(&self) -> Option<Activation> {
+        self.act
     }
 
     /// The adds, in order.
@@ -206,6 +223,7 @@ struct Job<'a> {
     nadds: usize,
     lo: f32,
     hi: f32,
+    act: Option<Activation>,
     row_tiles: usize,
     panels: usize,
     /// Dense rows too far apart for `u32` offsets within one tile (a row of some hundred
@@ -286,6 +304,7 @@ impl<'a> Job<'a> {
             nadds,
             lo: ep.lo,
             hi: ep.hi,
+            act: ep.act,
             row_tiles: m.div_ceil(kernel.mr()),
             panels: n.div_ceil(kernel.nr()),
             dense_by_row: match a {
@@ -349,6 +368,7 @@ impl<'a> Job<'a> {
             nadds: self.nadds,
             lo: self.lo,
             hi: self.hi,
+            act: self.act,
         };
         // SAFETY: `Job::new` checked that the row holds `kc` floats, that the panels are
         // this kernel's (`panels_from` holds the panels from `panels.start` on), and that
@@ -376,11 +396,12 @@ impl<'a> Job<'a> {
         // One argument block, updated field by field per tile: rebuilding it by copy
         // after writing the add pointers stalled on store forwarding (measured: ~10% of
         // small-`K` products).
-        // Blocks before the last store raw sums: no adds, and a clamp that changes nothing.
-        let (nadds, lo, hi) = if blk.last {
-            (self.nadds, self.lo, self.hi)
+        // Blocks before the last store raw sums: no adds, a clamp that changes nothing, no
+        // activation.
+        let (nadds, lo, hi, act) = if blk.last {
+            (self.nadds, self.lo, self.hi, self.act)
         } else {
-            (0, f32::NEG_INFINITY, f32::INFINITY)
+            (0, f32::NEG_INFINITY, f32::INFINITY, None)
         };
         let mut t = TileArgs {
             rows: 0,
@@ -399,6 +420,7 @@ impl<'a> Job<'a> {
             nadds,
             lo,
             hi,
+            act,
         };
         for p in panels {
             let j0 = p * nr;
@@ -642,6 +664,61 @@ mod tests {
                 .zip(&by_row)
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{}: rows one per call differ", kernel.name());
+        }
+    }
+
+    /// An activation in the epilogue against the same product without it, the function
+    /// then applied to each stored value: the same bits, on every kernel, for one row (the
+    /// matrix-vector form), partial tiles, and depths of several cache blocks (only the
+    /// last may apply it), after a residual add and a clamp.
+    #[test]
+    fn the_epilogue_activation_is_the_function_of_the_stored_result() {
+        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
+        for kernel in MicroKernel::available() {
+            for &(m, n, k) in &[(1, 40, 9), (1, 259, 1100), (7, 33, 5), (13, 70, 1100)] {
+                let a: Vec<f32> = (0..m * k).map(value).collect();
+                let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
+                let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
+                let residual: Vec<f32> = (0..m * n).map(|i| 4.0 * value(i + 3)).collect();
+                let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+                let product = |f: Option<Activation>| {
+                    let mut ep = Epilogue::new();
+                    ep.add(Add {
+                        data: &residual,
+                        rs: n,
+                        cs: 1,
+                        scale: 1.0,
+                    });
+                    ep.clamp(-6.0, 7.0);
+                    ep.activate(f);
+                    let mut c = vec![0f32; m * n];
+                    let rows = Rows::Dense { data: &a, lda: k };
+                    gemm(
+                        kernel,
+                        m,
+                        rows,
+                        &pb,
+                        MatMut {
+                            data: &mut c,
+                            rs: n,
+                        },
+                        &ep,
+                    );
+                    c
+                };
+                let plain = product(None);
+                for f in activation::every() {
+                    let fused = product(Some(f));
+                    for (i, (&p, &g)) in plain.iter().zip(&fused).enumerate() {
+                        let want = f.apply(p);
+                        assert!(
+                            g.to_bits() == want.to_bits(),
+                            "{} {m}x{n}x{k} {f:?} at {i}: {g}, want {want}",
+                            kernel.name()
+                        );
+                    }
+                }
+            }
         }
     }
 

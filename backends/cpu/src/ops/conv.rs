@@ -23,10 +23,12 @@
 use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
+use super::elementwise::activate;
 use super::layout::{to_nchw, to_nhwc};
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
-    clip, gemm_parallel, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
+    clip, gemm_parallel, Activation, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB,
+    Rows, ZERO_ROW,
 };
 use crate::prepack::{Packs, Panel};
 
@@ -200,6 +202,8 @@ pub(crate) struct ConvOp {
     residual: Option<Src>,
     lo: f32,
     hi: f32,
+    /// The activation after the clamp.
+    act: Option<Activation>,
 }
 
 /// What lowering knows of a convolution's operands.
@@ -216,6 +220,8 @@ pub(crate) struct ConvSpec<'a> {
     pub residual: Option<Src>,
     /// The clamp of the fused activation (`-inf, inf` when none).
     pub bounds: (f32, f32),
+    /// An activation after the clamp.
+    pub act: Option<Activation>,
 }
 
 impl ConvOp {
@@ -300,6 +306,7 @@ impl ConvOp {
             residual: spec.residual,
             lo: spec.bounds.0,
             hi: spec.bounds.1,
+            act: spec.act,
         })
     }
 
@@ -374,6 +381,12 @@ impl ConvOp {
         };
         let mut ep = Epilogue::new();
         ep.clamp(lo, hi);
+        // The activation in the product's epilogue, unless something follows its store
+        // (a residual added after the layout change) or there is no product (depthwise).
+        let act_in_gemm = after.is_none() && !matches!(self.path, Path::Depthwise(_));
+        if act_in_gemm {
+            ep.activate(self.act);
+        }
         match (&self.path, &self.weights) {
             (Path::Depthwise(plan), weights) => {
                 let packed: &[f32] = match weights {
@@ -430,6 +443,9 @@ impl ConvOp {
             for (o, &r) in out[..out_len].iter_mut().zip(r) {
                 *o = clip(*o + r, self.lo, self.hi);
             }
+        }
+        if let Some(f) = self.act.filter(|_| !act_in_gemm) {
+            activate(f, kernel.isa(), pool, &mut out[..out_len]);
         }
     }
 }

@@ -7,7 +7,8 @@
 use super::layout::{broadcast_strides, Strided};
 use super::math::{map, rows};
 use super::{Sources, Src};
-use crate::gemm::{clip, relu, Isa};
+use crate::gemm::activation::{clamp01, gelu, gelu_erf, hard_swish, leaky_relu, sigmoid, silu};
+use crate::gemm::{clip, relu, Activation, Isa};
 use crate::pool::{Disjoint, Pool};
 
 /// The one-input float ops that run as a [`Unary`] of their own (a Clip also needs
@@ -94,6 +95,8 @@ pub(crate) enum Unary {
         alpha: f32,
         beta: f32,
     },
+    /// `x * Sigmoid(x)` found by `patterns.rs` (SiLU, Swish).
+    Silu,
     /// Rounds down to an integer.
     Floor,
     /// Rounds to the nearest integer, halves to even.
@@ -169,6 +172,22 @@ fn is_inf(x: f32, negative: bool, positive: bool) -> f32 {
 }
 
 impl Unary {
+    /// The same function as a product's epilogue computes it, for those it can apply:
+    /// a Conv, MatMul or Gemm whose only reader is this activation writes its result.
+    pub(crate) fn activation(self) -> Option<Activation> {
+        Some(match self {
+            Unary::Sigmoid => Activation::Sigmoid,
+            Unary::Silu => Activation::Silu,
+            Unary::LeakyRelu { alpha } => Activation::LeakyRelu { alpha },
+            Unary::HardSigmoid { alpha, beta } => Activation::HardSigmoid { alpha, beta },
+            Unary::HardSwish => Activation::HardSwish,
+            Unary::HardSigmoidMul { alpha, beta } => Activation::HardSigmoidMul { alpha, beta },
+            Unary::Gelu { divide, c } => Activation::Gelu { divide, c },
+            Unary::GeluErf => Activation::GeluErf,
+            _ => return None,
+        })
+    }
+
     fn apply(self, x: f32) -> f32 {
         match self {
             Unary::Relu => relu(x),
@@ -186,7 +205,8 @@ impl Unary {
             Unary::Abs => x.abs(),
             Unary::LeakyRelu { alpha } => leaky_relu(x, alpha),
             Unary::HardSigmoid { alpha, beta } => clamp01(alpha * x + beta),
-            Unary::HardSwish => x * clamp01(x / 6.0 + 0.5),
+            Unary::HardSwish => hard_swish(x),
+            Unary::Silu => silu(x),
             Unary::Square => x * x,
             Unary::PowHalf => pow_half(x),
             Unary::Not => (x == 0.0) as u8 as f32,
@@ -210,22 +230,6 @@ impl Unary {
     }
 }
 
-/// `x < 0 ? alpha * x : x`: NaN and -0 pass through, as in the reference.
-#[inline(always)]
-fn leaky_relu(x: f32, alpha: f32) -> f32 {
-    if x < 0.0 {
-        alpha * x
-    } else {
-        x
-    }
-}
-
-/// See [`Unary::GeluErf`].
-#[inline(always)]
-fn gelu_erf(x: f32) -> f32 {
-    (x * 0.5) * (super::math::erf(x * std::f32::consts::FRAC_1_SQRT_2) + 1.0)
-}
-
 /// See [`Unary::GeluTanh`].
 #[inline(always)]
 fn gelu_tanh(x: f32) -> f32 {
@@ -242,19 +246,6 @@ fn pow_half(x: f32) -> f32 {
     } else {
         x.sqrt() + 0.0
     }
-}
-
-/// `clamp(v, 0, 1)` letting NaN through (`f32::clamp` does).
-#[inline(always)]
-fn clamp01(v: f32) -> f32 {
-    v.clamp(0.0, 1.0)
-}
-
-/// The five nodes of an Erf GELU as one function, each operation as the graph has it.
-#[inline(always)]
-fn gelu(x: f32, divide: bool, c: f32) -> f32 {
-    let d = if divide { x / c } else { x * c };
-    (x * (super::math::erf(d) + 1.0)) * 0.5
 }
 
 /// `out = f(x)`.
@@ -279,14 +270,16 @@ pub(crate) fn unary(f: Unary, isa: Isa, x: &[f32], out: &mut [f32]) {
         Unary::Relu => map(isa, x, out, relu),
         Unary::Clip { min, max } => map(isa, x, out, |v| clip(v, min, max)),
         Unary::Erf => map(isa, x, out, super::math::erf),
-        Unary::Sigmoid => map(isa, x, out, |v| 1.0 / (1.0 + super::math::exp(-v))),
+        // The functions a product's epilogue may apply instead (`gemm/activation.rs`).
+        Unary::Sigmoid => map(isa, x, out, sigmoid),
+        Unary::Silu => map(isa, x, out, silu),
         Unary::Gelu { divide: true, c } => map(isa, x, out, |v| gelu(v, true, c)),
         Unary::Sqrt => map(isa, x, out, f32::sqrt),
         Unary::Neg => map(isa, x, out, |v| -v),
         Unary::Abs => map(isa, x, out, f32::abs),
         Unary::LeakyRelu { alpha } => map(isa, x, out, |v| leaky_relu(v, alpha)),
         Unary::HardSigmoid { alpha, beta } => map(isa, x, out, |v| clamp01(alpha * v + beta)),
-        Unary::HardSwish => map(isa, x, out, |v| v * clamp01(v / 6.0 + 0.5)),
+        Unary::HardSwish => map(isa, x, out, hard_swish),
         Unary::Square => map(isa, x, out, |v| v * v),
         Unary::PowHalf => map(isa, x, out, pow_half),
         Unary::Not => map(isa, x, out, |v| (v == 0.0) as u8 as f32),
@@ -369,6 +362,12 @@ pub(crate) fn split_out<T: Send>(
         let out = unsafe { parts.range(start, end - start) };
         f(start, out);
     });
+}
+
+/// `x = f(x)` over a convolution's output whose last step could not apply `f` (see
+/// `ConvOp`), split over the threads as a unary step is.
+pub(crate) fn activate(f: Activation, isa: Isa, pool: &Pool, x: &mut [f32]) {
+    split_out(pool, x, 1, |_, part| f.run(isa, part));
 }
 
 /// A binary element-wise op. Bools are held as 0.0 and 1.0 (any non-zero reads as true):

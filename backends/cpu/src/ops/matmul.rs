@@ -363,6 +363,7 @@ impl MatMulOp {
             }
             let (lo, hi) = epilogue.bounds();
             e.clamp(lo, hi);
+            e.activate(epilogue.activation());
             gemm(kernel, r1 - r0, lhs, packed, MatMut { data: c, rs: n }, &e);
         });
     }

@@ -52,7 +52,7 @@ use std::marker::PhantomData;
 
 use baton_delegate_api::TensorRef;
 
-use crate::gemm::{Add, Epilogue, MicroKernel, PackedB};
+use crate::gemm::{Activation, Add, Epilogue, MicroKernel, PackedB};
 use crate::pool::Pool;
 use crate::prepack::Panel;
 
@@ -336,6 +336,8 @@ pub(crate) enum EpOpSpec {
         min: f32,
         max: f32,
     },
+    /// An activation after the clamp (the op's only reader, found at init).
+    Act(Activation),
 }
 
 /// The epilogue of a GEMM-based op, as planned at init.
@@ -364,6 +366,7 @@ impl EpilogueSpec {
                 }),
                 EpOpSpec::Relu => e.clamp(0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => e.clamp(min, max),
+                EpOpSpec::Act(f) => e.activate(Some(f)),
             }
         }
         e

@@ -12,7 +12,9 @@
 //!   tolerance of the nodes (not bit for bit: the nodes round after every step);
 //! - **HardSwish-like** `Mul(x, HardSigmoid(x))` (torch's `x * hardsigmoid(x)`), kept as
 //!   `x * clamp(alpha * x + beta, 0, 1)` since HardSwish's `x / 6` differs in the last bit
-//!   from `x * (1/6)`.
+//!   from `x * (1/6)`;
+//! - **SiLU** (Swish) `Mul(x, Sigmoid(x))`, as torch exports `nn.SiLU` (YOLOv5 and later,
+//!   EfficientNet): the Sigmoid rounded, then the product, as the two nodes compute it.
 
 use baton_delegate_api::ir::{NodeId, OpKind, TensorId};
 
@@ -34,7 +36,9 @@ impl View<'_> {
     pub(super) fn activation_at(&self, last: NodeId) -> Option<FusedActivation> {
         let found = match self.graph.nodes[last].op {
             OpKind::Where => self.max_leaky(last).or_else(|| self.prelu_leaky(last)),
-            OpKind::Mul => self.hard_sigmoid_mul(last),
+            OpKind::Mul => self
+                .hard_sigmoid_mul(last)
+                .or_else(|| self.sigmoid_mul(last)),
             OpKind::Tanh => self.tanh_gelu(last),
             _ => None,
         }?;
@@ -122,6 +126,29 @@ impl View<'_> {
                 alpha: node.attr_float("alpha", 0.2),
                 beta: node.attr_float("beta", 0.5),
             },
+        })
+    }
+
+    /// `Mul(x, Sigmoid(x))`, either order.
+    fn sigmoid_mul(&self, m: NodeId) -> Option<FusedActivation> {
+        let nodes = &self.graph.nodes;
+        let [a, b] = nodes[m].inputs[..] else {
+            return None;
+        };
+        let sigmoid_of = |s: TensorId, x: TensorId| {
+            let n = self.producers[s].filter(|&n| nodes[n].op == OpKind::Sigmoid)?;
+            (nodes[n].inputs[0] == x && self.sole_reader(s)? == m).then_some(n)
+        };
+        let (x, n) = match (sigmoid_of(b, a), sigmoid_of(a, b)) {
+            (Some(n), _) => (a, n),
+            (None, Some(n)) => (b, n),
+            _ => return None,
+        };
+        Some(FusedActivation {
+            nodes: vec![n.min(m), n.max(m)],
+            last: m,
+            x,
+            f: Unary::Silu,
         })
     }
 
@@ -295,6 +322,42 @@ mod tests {
             assert_eq!(found[0].nodes.len(), graph.nodes.len());
             assert_eq!(found[0].f, Unary::GeluTanh);
             assert_eq!(found[0].last, graph.nodes.len() - 1);
+        }
+    }
+
+    /// SiLU in either operand order; not when the Sigmoid has another reader (its value
+    /// is needed on its own) or multiplies something else.
+    #[test]
+    fn silu_is_found_in_either_order_and_only_when_whole() {
+        for (swap, extra, other) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+        ] {
+            let mut g = GraphBuilder::new("silu");
+            let x = g.input_fixed("x", DType::F32, &[2, 3]);
+            let z = g.input_fixed("z", DType::F32, &[2, 3]);
+            let s = g.node(OpKind::Sigmoid, &[x], &[]).unwrap();
+            let lhs = if other { z } else { x };
+            let ins = if swap { [s, lhs] } else { [lhs, s] };
+            let y = g.node(OpKind::Mul, &ins, &[]).unwrap();
+            g.output(y);
+            if extra {
+                g.output(s);
+            }
+            let graph = g.finish().unwrap();
+            let found = find_activations(&graph, &Constants::new(&graph, &[]));
+            if extra || other {
+                assert!(found.is_empty(), "extra {extra}, other {other}");
+                continue;
+            }
+            assert_eq!(found.len(), 1);
+            assert_eq!(found[0].f, Unary::Silu);
+            assert_eq!(
+                (found[0].nodes.clone(), found[0].last, found[0].x),
+                (vec![0, 1], 1, x)
+            );
         }
     }
 }

@@ -25,7 +25,7 @@ mod tail;
 use super::arena::{self, Lifetime};
 use super::{CpuExecutable, IoDecl, Memory, Op, Step};
 use crate::fusion::{chain_adds, matrix_view, Chain, FusedAdd, FusionPlan, Role};
-use crate::gemm::MicroKernel;
+use crate::gemm::{Activation, MicroKernel};
 use crate::ops::affine_grid::AffineGridOp;
 use crate::ops::bytes::{ByteMoveOp, Moved};
 use crate::ops::causal_conv::CausalConvOp;
@@ -213,9 +213,11 @@ pub(crate) fn build<'g>(
     b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
-    // BatchNormalization after them (and its activation).
+    // BatchNormalization after them (and its activation); products apply the activation
+    // that is the only reader of their result in their epilogue.
     let mut unary_at = b.single_passes(&roles, &qdq, &mut absorbed);
     b.bn_folds = b.conv_bn_folds(&roles, &qdq, &mut absorbed);
+    let mut act_folds = b.act_folds(plan, &roles, &qdq, &mut absorbed, &mut unary_at);
     for (id, node) in graph.nodes.iter().enumerate() {
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
@@ -256,7 +258,7 @@ pub(crate) fn build<'g>(
             });
             continue;
         }
-        if let Some((x, f, first)) = unary_at[id].take() {
+        if let Some((x, f, nodes)) = unary_at[id].take() {
             let x = b
                 .src(x)
                 .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
@@ -264,7 +266,7 @@ pub(crate) fn build<'g>(
             steps.push(Step {
                 op: Op::Unary(UnaryOp { x, f }),
                 out,
-                node: graph.nodes[first].label(),
+                node: graph.nodes[nodes[0]].label(),
             });
             continue;
         }
@@ -301,21 +303,35 @@ pub(crate) fn build<'g>(
             b.srcs[node.outputs[0]] = Some(src);
             continue;
         }
-        let plain = roles[id] == Role::Plain && b.bn_folds[id].is_none();
+        let act = act_folds[id].take();
+        let plain = roles[id] == Role::Plain && b.bn_folds[id].is_none() && act.is_none();
         if plain && b.half_node(node, &mut steps)? {
             continue;
         }
+        // A fused activation's last node is the step's last.
+        let act_op = act.as_ref().map(|a| EpOpSpec::Act(a.f));
         let (op, last) = match roles[id] {
             Role::Absorbed => continue,
             Role::Plain => match b.bn_folds[id].take() {
-                Some(fold) => (b.conv_folded(node, &fold), fold.last),
-                None => (b.lower(node, Vec::new(), node.outputs[0]), id),
+                Some(fold) => (
+                    b.conv_folded(node, &fold, act.as_ref()),
+                    act.as_ref().map_or(fold.last, |a| a.last),
+                ),
+                None => {
+                    let last = act.as_ref().map_or(id, |a| a.last);
+                    let out = graph.nodes[last].outputs[0];
+                    (b.lower(node, act_op.into_iter().collect(), out), last)
+                }
             },
             Role::Anchor(c) => {
                 let chain = plan.chains[c];
-                let fused = b.fused_ops(&chain);
-                let out = graph.nodes[chain.last()].outputs[0];
-                (fused.and_then(|f| b.lower(node, f, out)), chain.last())
+                let last = act.as_ref().map_or(chain.last(), |a| a.last);
+                let fused = b.fused_ops(&chain).map(|mut f| {
+                    f.extend(act_op);
+                    f
+                });
+                let out = graph.nodes[last].outputs[0];
+                (fused.and_then(|f| b.lower(node, f, out)), last)
             }
         };
         let op = op.map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;

@@ -43,7 +43,7 @@ impl Builder<'_> {
                 None => runtime_bias = Some(self.src(t)?),
             }
         }
-        let (mut bounds, mut residual) = ((f32::NEG_INFINITY, f32::INFINITY), None);
+        let (mut bounds, mut residual, mut act) = ((f32::NEG_INFINITY, f32::INFINITY), None, None);
         for op in fused {
             match *op {
                 // Fused conv adds are constants per channel (rs = 1) or scalars.
@@ -59,6 +59,7 @@ impl Builder<'_> {
                 EpOpSpec::Residual { src, .. } => residual = Some(src),
                 EpOpSpec::Relu => bounds = (0.0, f32::INFINITY),
                 EpOpSpec::Clip { min, max } => bounds = (min, max),
+                EpOpSpec::Act(f) => act = Some(f),
             }
         }
         let mut w_data = self.const_f32(node.inputs[1]);
@@ -85,6 +86,7 @@ impl Builder<'_> {
             runtime_bias,
             residual,
             bounds,
+            act,
         };
         Ok(Op::Conv(ConvOp::new(
             &mut self.packs,

@@ -28,6 +28,18 @@ pub(super) struct BnFold {
     pub last: NodeId,
 }
 
+/// A multi-node activation run as one step: its input, its function and its nodes (the
+/// first first).
+pub(super) type SinglePass = (TensorId, Unary, Vec<NodeId>);
+
+/// The activation a product applies in its epilogue: the last of its nodes (whose output
+/// the product writes instead of its own) and the function.
+#[derive(Clone, Debug)]
+pub(super) struct ActFold {
+    pub last: NodeId,
+    pub f: Activation,
+}
+
 /// The bytes one element of `dtype` takes as held: its stored byte (8-bit), its 2 bytes
 /// (f16, i16, u16), an i64's or u64's two words, else one word (f32, i32, u32, and bool
 /// as 0.0/1.0).
@@ -60,14 +72,15 @@ impl Builder<'_> {
     }
 
     /// The multi-node activations run as one pass, at their last node: `(input, function,
-    /// first node)`. Their nodes are marked `absorbed`; those in fusion chains or QDQ
-    /// groups, or whose input and output would not share a layout, are left alone.
+    /// nodes)`, the first node first. Their nodes are marked `absorbed`; those in fusion
+    /// chains or QDQ groups, or whose input and output would not share a layout, are left
+    /// alone.
     pub(super) fn single_passes(
         &self,
         roles: &[Role],
         qdq: &[bool],
         absorbed: &mut [bool],
-    ) -> Vec<Option<(TensorId, Unary, NodeId)>> {
+    ) -> Vec<Option<SinglePass>> {
         let graph = self.graph;
         let mut at = vec![None; graph.nodes.len()];
         let gelus = find_gelus(graph, &self.consts).into_iter().map(|g| {
@@ -89,10 +102,93 @@ impl Builder<'_> {
                 for &n in &nodes {
                     absorbed[n] = true;
                 }
-                at[last] = Some((x, f, nodes[0]));
+                at[last] = Some((x, f, nodes));
             }
         }
         at
+    }
+
+    /// Per node: the activation a Conv, MatMul or Gemm applies in its product's epilogue
+    /// (`gemm/activation.rs`), when it is the only reader of what the node's step writes
+    /// (the node's output, or the last of its fusion chain or folded BatchNormalization):
+    /// one node (Sigmoid, HardSwish, HardSigmoid, LeakyRelu, Gelu) or one of the
+    /// multi-node activations of `single_passes` (Erf GELU, SiLU, `x * HardSigmoid(x)`),
+    /// which are then taken from `unary_at`. The activation computes what its own step
+    /// would, so the output's bits do not change. Its nodes are marked `absorbed`.
+    pub(super) fn act_folds(
+        &self,
+        plan: &FusionPlan,
+        roles: &[Role],
+        qdq: &[bool],
+        absorbed: &mut [bool],
+        unary_at: &mut [Option<SinglePass>],
+    ) -> Vec<Option<ActFold>> {
+        let graph = self.graph;
+        let consumers = graph.consumers();
+        let mut owner = vec![None; graph.nodes.len()];
+        for (last, pass) in unary_at.iter().enumerate() {
+            for &n in pass.iter().flat_map(|p| &p.2) {
+                owner[n] = Some(last);
+            }
+        }
+        let f32_out = |n: NodeId| graph.tensors[graph.nodes[n].outputs[0]].dtype == DType::F32;
+        let mut folds = vec![None; graph.nodes.len()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            if !matches!(node.op, OpKind::Conv | OpKind::MatMul | OpKind::Gemm)
+                || qdq[id]
+                || absorbed[id]
+                || !f32_out(id)
+                || node
+                    .inputs
+                    .iter()
+                    .any(|&t| graph.tensors[t].dtype == DType::F16)
+            {
+                continue;
+            }
+            let last = match roles[id] {
+                Role::Anchor(c) => plan.chains[c].last(),
+                Role::Plain => self.bn_folds[id].as_ref().map_or(id, |f| f.last),
+                Role::Absorbed => continue,
+            };
+            let t = graph.nodes[last].outputs[0];
+            let mut readers = consumers[t].clone();
+            readers.dedup();
+            if readers.is_empty() || graph.outputs.contains(&t) {
+                continue;
+            }
+            let found = match owner[readers[0]] {
+                // A multi-node activation of `t` whose nodes are all of `t`'s readers.
+                Some(l) => unary_at[l]
+                    .as_ref()
+                    .filter(|p| p.0 == t && readers.iter().all(|r| p.2.contains(r)))
+                    .and_then(|p| Some((p.2.clone(), l, p.1.activation()?))),
+                // One activation node, `t`'s only reader.
+                None => match readers[..] {
+                    [r] if roles[r] == Role::Plain && !qdq[r] && !absorbed[r] && f32_out(r) => {
+                        let f = match graph.nodes[r].op {
+                            OpKind::Gelu => (graph.nodes[r].attr_str("approximate", "none")
+                                != "tanh")
+                                .then_some(Unary::GeluErf),
+                            _ => self.unary(&graph.nodes[r]),
+                        };
+                        f.and_then(|f| f.activation()).map(|f| (vec![r], r, f))
+                    }
+                    _ => None,
+                },
+            };
+            let Some((nodes, act_last, f)) = found else {
+                continue;
+            };
+            if self.nhwc[t] != self.nhwc[graph.nodes[act_last].outputs[0]] {
+                continue;
+            }
+            for &n in &nodes {
+                absorbed[n] = true;
+            }
+            unary_at[act_last] = None;
+            folds[id] = Some(ActFold { last: act_last, f });
+        }
+        folds
     }
 
     /// Per node: the BatchNormalization (constant statistics, as `supports` requires) a
@@ -148,10 +244,15 @@ impl Builder<'_> {
     }
 
     /// A convolution with its BatchNormalization (and activation) folded in.
-    pub(super) fn conv_folded(&mut self, node: &Node, fold: &BnFold) -> Result<Op, String> {
+    pub(super) fn conv_folded(
+        &mut self,
+        node: &Node,
+        fold: &BnFold,
+        act: Option<&ActFold>,
+    ) -> Result<Op, String> {
         let shapes: Vec<Vec<usize>> = node.inputs.iter().map(|&t| self.shape(t)).collect();
         let (a, b) = self.bn_factors(&self.graph.nodes[fold.bn])?;
-        let fused = match fold.activation {
+        let mut fused = match fold.activation {
             Some(n) => match self.activation(&self.graph.nodes[n])? {
                 Unary::Relu => vec![EpOpSpec::Relu],
                 Unary::Clip { min, max } => vec![EpOpSpec::Clip { min, max }],
@@ -159,7 +260,9 @@ impl Builder<'_> {
             },
             None => Vec::new(),
         };
-        let out = self.graph.nodes[fold.last].outputs[0];
+        let last = act.map_or(fold.last, |a| a.last);
+        fused.extend(act.map(|a| EpOpSpec::Act(a.f)));
+        let out = self.graph.nodes[last].outputs[0];
         if node.op == OpKind::ConvTranspose {
             let out_shape = self.shape(out);
             return self.conv_transpose(node, &shapes, &out_shape, Some((&a, &b)));

@@ -12,6 +12,7 @@ use std::arch::x86_64::{
 };
 
 use super::{GemvArgs, TileArgs};
+use crate::gemm::Activation;
 
 pub(super) const MR: usize = 6;
 pub(super) const NR: usize = 16;
@@ -34,7 +35,20 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
             9..=15 => tile::<2, false>(t),
             _ => tile::<2, true>(t),
         }
+        if let Some(f) = t.act {
+            act(f, t.c, t.ldc, t.rows, t.cols);
+        }
     }
+}
+
+/// [`super::act_tile`] compiled for AVX2 and FMA.
+///
+/// # Safety
+/// As [`super::act_tile`], and the CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn act(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { super::act_tile(f, c, ldc, rows, cols) }
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -149,7 +163,12 @@ const GEMV_PREFETCH: usize = 16 * 16;
 /// The contract of [`super::MicroKernel::gemv`], and the CPU must support AVX2 and FMA.
 pub(super) unsafe fn gemv(g: &GemvArgs) {
     // SAFETY: forwarded from the caller.
-    unsafe { gemv_all(g) }
+    unsafe {
+        gemv_all(g);
+        if let Some(f) = g.act {
+            act(f, g.c, 0, 1, g.cols);
+        }
+    }
 }
 
 #[target_feature(enable = "avx2,fma")]

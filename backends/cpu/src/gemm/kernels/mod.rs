@@ -7,7 +7,8 @@
 //! and are stored straight to `C`, the last partial column group with a masked store. The
 //! driver gives the blocks before the last an empty epilogue, so what they store is the
 //! raw sum; reloading an `f32` is exact, so a blocked product has the bits of an unblocked
-//! one. Row `i` of `A` for tap `t` is
+//! one. An activation (`act`) is applied by [`act_tile`] to the tile just stored, still
+//! in L1, in a function compiled for the kernel's features. Row `i` of `A` for tap `t` is
 //! `a + offs[t * MR + i]` (or the zero row where that offset is [`ZERO_ROW`]), so one kernel
 //! serves plain GEMM (one tap, row offsets `i * lda`) and indirect convolution (one tap per
 //! kernel position, offsets from the indirection buffer). Rows past `rows` repeat a valid
@@ -23,6 +24,41 @@ mod avx512;
 
 #[cfg(target_arch = "aarch64")]
 mod neon;
+
+use super::Activation;
+
+/// Applies `f` to the `rows x cols` tile of `C` the kernel has just stored. Inlined into a
+/// `#[target_feature]` function of each kernel's module, so that the loops are compiled
+/// for its vectors: the tile is a few hundred bytes still in L1, and each function is
+/// branch-free, so this costs the function's arithmetic, not a pass over memory.
+///
+/// # Safety
+/// The first `cols` elements of `rows` rows of `C` from `c` at stride `ldc` are valid for
+/// reads and writes.
+#[inline(always)]
+pub(super) unsafe fn act_tile(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    // The tile's rows side by side, so that the function's blocks are whole and several
+    // are in flight at once (one row at a time left each block's long chain of
+    // dependent operations, a division among them, waiting on the last).
+    const MOST: usize = 256;
+    let mut buf = [0f32; MOST];
+    if rows * cols > MOST || cols == 0 {
+        for i in 0..rows {
+            // SAFETY: within the rows this function's contract makes valid.
+            f.apply_slice(unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), cols) });
+        }
+        return;
+    }
+    for (i, b) in buf.chunks_exact_mut(cols).take(rows).enumerate() {
+        // SAFETY: as above.
+        b.copy_from_slice(unsafe { std::slice::from_raw_parts(c.add(i * ldc), cols) });
+    }
+    f.apply_slice(&mut buf[..rows * cols]);
+    for (i, b) in buf.chunks_exact(cols).take(rows).enumerate() {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), cols) }.copy_from_slice(b);
+    }
+}
 
 /// The offset that stands for a row of zeros (a convolution tap in the padding).
 pub const ZERO_ROW: u32 = u32::MAX;
@@ -65,6 +101,8 @@ pub(crate) struct TileArgs {
     /// The clamp (`-inf, inf` when there is no activation).
     pub lo: f32,
     pub hi: f32,
+    /// The activation after the clamp.
+    pub act: Option<Activation>,
 }
 
 impl TileArgs {
@@ -111,6 +149,7 @@ pub(crate) struct GemvArgs {
     pub nadds: usize,
     pub lo: f32,
     pub hi: f32,
+    pub act: Option<Activation>,
 }
 
 /// The unsafe entry of a matrix-vector kernel. Contract: every pointer of the arguments is

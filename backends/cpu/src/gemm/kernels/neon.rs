@@ -7,6 +7,7 @@ use std::arch::aarch64::{
 };
 
 use super::{GemvArgs, TileArgs};
+use crate::gemm::Activation;
 
 pub(super) const MR: usize = 8;
 pub(super) const NR: usize = 8;
@@ -15,7 +16,22 @@ pub(super) const NR: usize = 8;
 /// The contract of [`super::MicroKernel::run`], and the CPU must support NEON.
 pub(super) unsafe fn kernel(t: &TileArgs) {
     // SAFETY: forwarded from the caller.
-    unsafe { tile(t) }
+    unsafe {
+        tile(t);
+        if let Some(f) = t.act {
+            act(f, t.c, t.ldc, t.rows, t.cols);
+        }
+    }
+}
+
+/// [`super::act_tile`] compiled for NEON.
+///
+/// # Safety
+/// As [`super::act_tile`], and the CPU must support NEON.
+#[target_feature(enable = "neon")]
+unsafe fn act(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { super::act_tile(f, c, ldc, rows, cols) }
 }
 
 #[target_feature(enable = "neon")]
@@ -100,7 +116,12 @@ const GEMV_GROUP: usize = 4;
 /// The contract of [`super::MicroKernel::gemv`], and the CPU must support NEON.
 pub(super) unsafe fn gemv(g: &GemvArgs) {
     // SAFETY: forwarded from the caller.
-    unsafe { gemv_all(g) }
+    unsafe {
+        gemv_all(g);
+        if let Some(f) = g.act {
+            act(f, g.c, 0, 1, g.cols);
+        }
+    }
 }
 
 #[target_feature(enable = "neon")]

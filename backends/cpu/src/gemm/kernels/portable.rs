@@ -71,6 +71,9 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
                 c.iter_mut().for_each(|v| *v = clip(*v, t.lo, t.hi));
             }
         }
+        if let Some(f) = t.act {
+            super::act_tile(f, t.c, t.ldc, t.rows, t.cols);
+        }
     }
 }
 
