@@ -56,9 +56,16 @@ impl Activation {
     /// GELU took longer than the pass it replaced).
     #[inline(always)]
     pub(crate) fn apply_slice(self, x: &mut [f32]) {
+        self.apply_blocks::<64>(x)
+    }
+
+    /// [`Activation::apply_slice`] over blocks of `BLOCK` values: 64 (four AVX-512
+    /// vectors in flight), 16 where the registers are fewer (AVX2's 16: wider blocks
+    /// spilled, and a fused GELU cost twice its own pass).
+    #[inline(always)]
+    pub(crate) fn apply_blocks<const BLOCK: usize>(self, x: &mut [f32]) {
         #[inline(always)]
-        fn each(x: &mut [f32], f: impl Fn(f32) -> f32) {
-            const BLOCK: usize = 64;
+        fn each<const BLOCK: usize>(x: &mut [f32], f: impl Fn(f32) -> f32) {
             let mut blocks = x.chunks_exact_mut(BLOCK);
             for b in &mut blocks {
                 b.iter_mut().for_each(|v| *v = f(*v));
@@ -72,17 +79,19 @@ impl Activation {
             }
         }
         match self {
-            Activation::Sigmoid => each(x, sigmoid),
-            Activation::Silu => each(x, silu),
-            Activation::LeakyRelu { alpha } => each(x, |v| leaky_relu(v, alpha)),
-            Activation::HardSigmoid { alpha, beta } => each(x, |v| clamp01(alpha * v + beta)),
-            Activation::HardSwish => each(x, hard_swish),
-            Activation::HardSigmoidMul { alpha, beta } => {
-                each(x, |v| v * clamp01(alpha * v + beta))
+            Activation::Sigmoid => each::<BLOCK>(x, sigmoid),
+            Activation::Silu => each::<BLOCK>(x, silu),
+            Activation::LeakyRelu { alpha } => each::<BLOCK>(x, |v| leaky_relu(v, alpha)),
+            Activation::HardSigmoid { alpha, beta } => {
+                each::<BLOCK>(x, |v| clamp01(alpha * v + beta))
             }
-            Activation::Gelu { divide: true, c } => each(x, |v| gelu(v, true, c)),
-            Activation::Gelu { divide: false, c } => each(x, |v| gelu(v, false, c)),
-            Activation::GeluErf => each(x, gelu_erf),
+            Activation::HardSwish => each::<BLOCK>(x, hard_swish),
+            Activation::HardSigmoidMul { alpha, beta } => {
+                each::<BLOCK>(x, |v| v * clamp01(alpha * v + beta))
+            }
+            Activation::Gelu { divide: true, c } => each::<BLOCK>(x, |v| gelu(v, true, c)),
+            Activation::Gelu { divide: false, c } => each::<BLOCK>(x, |v| gelu(v, false, c)),
+            Activation::GeluErf => each::<BLOCK>(x, gelu_erf),
         }
     }
 }

@@ -13,8 +13,9 @@
 //!   row or column) and a clamp (Relu, Clip) are applied to the accumulators and the tile is
 //!   stored straight to `C`, with masked stores for the last partial columns. There is no
 //!   tile buffer and no second pass over `C`. An [`Activation`] (Sigmoid, SiLU, HardSwish,
-//!   GELU, ...) is applied by the same kernel call to the tile it has just stored, while
-//!   those few hundred bytes are in L1, compiled for the kernel's vector width.
+//!   GELU, ...) is applied by the same kernel call, to the tile's vectors before the store
+//!   (AVX-512, AVX2) or to the tile just stored while it is in L1 (NEON, portable, the
+//!   matrix-vector forms), compiled for the kernel's vector width.
 //! - **Cache blocking** (BLIS's loop order, without packing `A`): a deep product is cut
 //!   into depth blocks whose slice of a weight panel (`KC x NR`) stays in L1 while it
 //!   sweeps a block of rows, and the rows are cut into blocks whose `MC x KC` slice of

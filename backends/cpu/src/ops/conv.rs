@@ -381,10 +381,10 @@ impl ConvOp {
         };
         let mut ep = Epilogue::new();
         ep.clamp(lo, hi);
-        // The activation in the product's epilogue, unless something follows its store
-        // (a residual added after the layout change) or there is no product (depthwise).
-        let act_in_gemm = after.is_none() && !matches!(self.path, Path::Depthwise(_));
-        if act_in_gemm {
+        // The activation in the product's epilogue (or the depthwise kernel's tasks),
+        // unless something follows its store: a residual added after the layout change.
+        let act_in_kernel = after.is_none();
+        if act_in_kernel {
             ep.activate(self.act);
         }
         match (&self.path, &self.weights) {
@@ -398,7 +398,7 @@ impl ConvOp {
                         &*dst
                     }
                 };
-                plan.run(pool, x, packed, y, (lo, hi));
+                plan.run(pool, x, packed, y, (lo, hi), ep.activation());
             }
             (path, weights) => {
                 for grp in 0..g.group {
@@ -444,7 +444,7 @@ impl ConvOp {
                 *o = clip(*o + r, self.lo, self.hi);
             }
         }
-        if let Some(f) = self.act.filter(|_| !act_in_gemm) {
+        if let Some(f) = self.act.filter(|_| !act_in_kernel) {
             activate(f, kernel.isa(), pool, &mut out[..out_len]);
         }
     }

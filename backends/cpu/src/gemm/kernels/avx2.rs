@@ -35,9 +35,6 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
             9..=15 => tile::<2, false>(t),
             _ => tile::<2, true>(t),
         }
-        if let Some(f) = t.act {
-            act(f, t.c, t.ldc, t.rows, t.cols);
-        }
     }
 }
 
@@ -124,6 +121,7 @@ unsafe fn tile<const V: usize, const FULL: bool>(t: &TileArgs) {
             }
         }
         let (lo, hi) = (_mm256_set1_ps(t.lo), _mm256_set1_ps(t.hi));
+        let mut out = acc;
         for (i, acc) in acc.iter().enumerate() {
             if i >= t.rows {
                 break;
@@ -142,13 +140,34 @@ unsafe fn tile<const V: usize, const FULL: bool>(t: &TileArgs) {
                 }
             }
             // max(lo, v) then min(hi, v): with `v` second, a NaN in `v` is what comes out.
+            for v in 0..V {
+                out[i][v] = _mm256_min_ps(hi, _mm256_max_ps(lo, x[v]));
+            }
+        }
+        if let Some(f) = t.act {
+            let mut y = out;
+            act_regs(f, &mut y);
+            out = y;
+        }
+        for (i, out) in out.iter().enumerate() {
+            if i >= t.rows {
+                break;
+            }
             let c = t.c.wrapping_add(i * t.ldc);
             for v in 0..V {
-                let y = _mm256_min_ps(hi, _mm256_max_ps(lo, x[v]));
-                store(c.wrapping_add(8 * v), m[v], FULL, y);
+                store(c.wrapping_add(8 * v), m[v], FULL, out[v]);
             }
         }
     }
+}
+
+/// The activation over the tile's clamped values, as in the AVX-512 kernel.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn act_regs<const V: usize>(f: Activation, x: &mut [[__m256; V]; MR]) {
+    // SAFETY: the array is `MR * V` vectors of 8 floats.
+    let flat = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), MR * V * 8) };
+    f.apply_blocks::<16>(flat);
 }
 
 /// Panels one matrix-vector step reads side by side: eight accumulator chains (two per

@@ -7,8 +7,10 @@
 //! and are stored straight to `C`, the last partial column group with a masked store. The
 //! driver gives the blocks before the last an empty epilogue, so what they store is the
 //! raw sum; reloading an `f32` is exact, so a blocked product has the bits of an unblocked
-//! one. An activation (`act`) is applied by [`act_tile`] to the tile just stored, still
-//! in L1, in a function compiled for the kernel's features. Row `i` of `A` for tap `t` is
+//! one. An activation (`act`) is applied after the clamp: by the AVX-512 and AVX2 tiles to
+//! their vectors before the store (through a copy on the stack, in a function of their
+//! own so that the product loop keeps its registers), by the others ([`act_tile`]) to the
+//! tile just stored, still in L1, in a function compiled for the kernel's features. Row `i` of `A` for tap `t` is
 //! `a + offs[t * MR + i]` (or the zero row where that offset is [`ZERO_ROW`]), so one kernel
 //! serves plain GEMM (one tap, row offsets `i * lda`) and indirect convolution (one tap per
 //! kernel position, offsets from the indirection buffer). Rows past `rows` repeat a valid

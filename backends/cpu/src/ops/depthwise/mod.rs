@@ -21,7 +21,7 @@ mod lanes;
 
 use super::conv::Geom;
 use super::vec_bytes;
-use crate::gemm::{clip, Isa, ZERO_ROW};
+use crate::gemm::{clip, Activation, Isa, ZERO_ROW};
 use crate::pool::{Disjoint, Pool};
 
 /// Channels one step of the kernel computes.
@@ -145,8 +145,17 @@ impl DepthwisePlan {
     }
 
     /// Computes `y` (`pixels x M`, NHWC) from `x` (NHWC) and the packed weights `w` (`M`
-    /// bias values, then `taps` rows of `M`), clamped to `bounds`.
-    pub fn run(&self, pool: &Pool, x: &[f32], w: &[f32], y: &mut [f32], bounds: (f32, f32)) {
+    /// bias values, then `taps` rows of `M`), clamped to `bounds`, then through `act`
+    /// (each task over the rows it has just written, while they are in cache).
+    pub fn run(
+        &self,
+        pool: &Pool,
+        x: &[f32],
+        w: &[f32],
+        y: &mut [f32],
+        bounds: (f32, f32),
+        act: Option<Activation>,
+    ) {
         let m = self.c * self.mult;
         assert!(
             w.len() >= m * (1 + self.taps),
@@ -159,7 +168,7 @@ impl DepthwisePlan {
             .min(work / MIN_TASK_WORK)
             .max(1);
         if let Some(d) = &self.direct {
-            return self.run_direct(d, pool, tasks, x, w, y, bounds);
+            return self.run_direct(d, pool, tasks, x, w, y, bounds, act);
         }
         let per = self.pixels.div_ceil(tasks);
         let out = Disjoint::new(&mut y[..self.pixels * m]);
@@ -170,6 +179,9 @@ impl DepthwisePlan {
             let y = unsafe { out.range(p0 * m, (p1 - p0) * m) };
             let offs = &self.offs[p0 * self.taps..p1 * self.taps];
             self.rows(x, offs, w, y, bounds);
+            if let Some(f) = act {
+                f.run(self.isa, y);
+            }
         });
     }
 
@@ -184,6 +196,7 @@ impl DepthwisePlan {
         w: &[f32],
         y: &mut [f32],
         bounds: (f32, f32),
+        act: Option<Activation>,
     ) {
         let row_len = d.ow * self.c;
         let tasks = tasks.min(d.out_rows).max(1);
@@ -216,6 +229,9 @@ impl DepthwisePlan {
             // and `taps` weight rows of `c`, and `y` every output row; `zero` is an input
             // row long; `pick` chose a kernel this CPU runs.
             unsafe { (d.rows)(&args, r0..r1) };
+            if let Some(f) = act {
+                f.run(self.isa, y);
+            }
         });
     }
 
@@ -493,10 +509,10 @@ mod tests {
                 for bounds in [(f32::NEG_INFINITY, f32::INFINITY), (0.0, 6.0)] {
                     let want = naive(&g, &x, &packed, bounds);
                     let mut reference = vec![f32::NAN; len];
-                    indirect.run(&pools[0], &x, &packed, &mut reference, bounds);
+                    indirect.run(&pools[0], &x, &packed, &mut reference, bounds, None);
                     for pool in &pools {
                         let mut y = vec![f32::NAN; len];
-                        direct.run(pool, &x, &packed, &mut y, bounds);
+                        direct.run(pool, &x, &packed, &mut y, bounds, None);
                         for (i, (a, b)) in y.iter().zip(&reference).enumerate() {
                             assert_eq!(
                                 a.to_bits(),
@@ -510,6 +526,16 @@ mod tests {
                                 (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
                                 "{isa:?} {g:?}: element {i}: {a} vs {b} from the definition"
                             );
+                        }
+                        // An activation after the clamp: the function of each value, on
+                        // both kernels.
+                        let f = Activation::HardSwish;
+                        for plan in [&direct, &indirect] {
+                            let mut z = vec![f32::NAN; len];
+                            plan.run(pool, &x, &packed, &mut z, bounds, Some(f));
+                            for (i, (a, b)) in z.iter().zip(&reference).enumerate() {
+                                assert_eq!(a.to_bits(), f.apply(*b).to_bits(), "{isa:?} {i}");
+                            }
                         }
                     }
                 }
