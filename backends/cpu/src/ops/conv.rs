@@ -24,7 +24,7 @@ use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
 use super::elementwise::activate;
-use super::layout::{to_nchw, to_nhwc};
+use super::layout::{to_nchw_f32, to_nhwc_f32};
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
     clip, gemm_parallel, Activation, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB,
@@ -345,7 +345,13 @@ impl ConvOp {
             sources.get(self.x)
         } else {
             let x = &mut nhwc_in[..in_len];
-            to_nhwc(pool, sources.get(self.x), (g.batch, g.c, g.in_plane()), x);
+            to_nhwc_f32(
+                pool,
+                kernel.isa(),
+                sources.get(self.x),
+                (g.batch, g.c, g.in_plane()),
+                x,
+            );
             &*x
         };
         let y: &mut [f32] = if self.out_nhwc {
@@ -432,8 +438,9 @@ impl ConvOp {
             }
         }
         if !self.out_nhwc {
-            to_nchw(
+            to_nchw_f32(
                 pool,
+                kernel.isa(),
                 &nhwc_out[..out_len],
                 (g.batch, g.m, g.out_plane()),
                 out,
