@@ -12,7 +12,9 @@ and numpy (scripts/peer-venv.sh makes one):
 
 Models come from ../shared/peers/models (mobilenet_tiny, transformer_enc2, stream_asr),
 their int8 QDQ twins when scripts/make-qdq.sh has written them to .cache/qdq/, and, when
-fetched, silero VAD (.cache/silero/silero_vad.onnx: one 576-sample chunk).
+fetched, silero VAD (.cache/silero/silero_vad.onnx: one 576-sample chunk). `--model
+PATH` (repeatable) runs any other model instead, on seeded random inputs of its declared
+shapes (a dynamic dimension taken as 1), e.g. the blocks of scripts/make-act-models.py.
 """
 
 import argparse
@@ -67,6 +69,26 @@ def peer_models():
     return out
 
 
+def random_inputs(path):
+    """Seeded inputs for every input of the model at `path`, from ONNX Runtime's view of
+    its declared types and shapes (a dynamic dimension as 1)."""
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    types = {"tensor(float)": np.float32, "tensor(int64)": np.int64,
+             "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+    out = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
+        dtype = types.get(i.type)
+        if dtype is None:
+            raise SystemExit(f"{path}: input {i.name} is {i.type}, which --model cannot make")
+        if dtype == np.float32:
+            out[i.name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            out[i.name] = np.zeros(shape, dtype)
+    return out
+
+
 def ort_median(path, inputs, threads, warmup, runs):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -107,6 +129,8 @@ def main():
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--models", default="",
                     help="comma-separated substrings: only models whose name has one")
+    ap.add_argument("--model", action="append", default=[],
+                    help="an ONNX file to run instead of the peer models (repeatable)")
     a = ap.parse_args()
     if a.runs < 50:
         print("note: fewer than 50 runs: medians are noisier than the issue asks", file=sys.stderr)
@@ -120,7 +144,8 @@ def main():
     print("|---|---:|---:|---:|---:|---:|---|")
     wanted = [m for m in a.models.split(",") if m]
     with tempfile.TemporaryDirectory() as tmp:
-        for name, path, inputs in peer_models():
+        chosen = [(Path(m).stem, Path(m), random_inputs(m)) for m in a.model] or peer_models()
+        for name, path, inputs in chosen:
             if wanted and not any(w in name for w in wanted):
                 continue
             for threads in [int(t) for t in a.threads.split(",")]:

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes two blocks whose products end in the activations exporters emit, for measuring
+the CPU delegate's fused epilogue activations against ONNX Runtime:
+
+- `act_cnn.onnx`: a 3x3 conv with HardSwish (MobileNetV3), a 1x1 conv with SiLU as torch
+  exports it (`Mul(x, Sigmoid(x))`, YOLOv5 and later, EfficientNet), a depthwise conv with
+  `x * HardSigmoid(x)`, a 1x1 conv with LeakyRelu (YOLOv3/v4, Paddle2ONNX detectors); 64
+  channels at 112x112, so that each activation's own pass would stream several MiB;
+- `act_mlp.onnx`: a transformer MLP, MatMul + bias + torch's five-node Erf GELU, then
+  MatMul + bias + Sigmoid, at 256 tokens of 384.
+
+Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
+.cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(out, name, nodes, weights, x_shape, y_shape):
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, out / f"{name}.onnx")
+    print(out / f"{name}.onnx")
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".cache/act")
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+
+    def w(*shape, scale=0.1):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    n = helper.make_node
+    cnn = [
+        n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        n("HardSwish", ["c1"], ["a1"]),
+        n("Conv", ["a1", "w2", "b2"], ["c2"]),
+        n("Sigmoid", ["c2"], ["s2"]),
+        n("Mul", ["c2", "s2"], ["a2"]),
+        n("Conv", ["a2", "wd", "bd"], ["c3"], pads=[1, 1, 1, 1], group=64),
+        n("HardSigmoid", ["c3"], ["h3"], alpha=1.0 / 6.0, beta=0.5),
+        n("Mul", ["c3", "h3"], ["a3"]),
+        n("Conv", ["a3", "w4", "b4"], ["c4"]),
+        n("LeakyRelu", ["c4"], ["y"], alpha=0.1),
+    ]
+    save(out, "act_cnn", cnn,
+         dict(w1=w(64, 32, 3, 3), b1=w(64, scale=1), w2=w(64, 64, 1, 1), b2=w(64, scale=1),
+              wd=w(64, 1, 3, 3, scale=0.3), bd=w(64, scale=1), w4=w(64, 64, 1, 1),
+              b4=w(64, scale=1)),
+         [1, 32, 112, 112], [1, 64, 112, 112])
+    mlp = [
+        n("MatMul", ["x", "w1"], ["m1"]),
+        n("Add", ["m1", "b1"], ["l1"]),
+        n("Div", ["l1", "sqrt2"], ["d1"]),
+        n("Erf", ["d1"], ["e1"]),
+        n("Add", ["e1", "one"], ["p1"]),
+        n("Mul", ["l1", "p1"], ["q1"]),
+        n("Mul", ["q1", "half"], ["g1"]),
+        n("MatMul", ["g1", "w2"], ["m2"]),
+        n("Add", ["m2", "b2"], ["l2"]),
+        n("Sigmoid", ["l2"], ["y"]),
+    ]
+    save(out, "act_mlp", mlp,
+         dict(w1=w(384, 1536, scale=0.05), b1=w(1536, scale=1), w2=w(1536, 384, scale=0.05),
+              b2=w(384, scale=1), sqrt2=np.array(np.sqrt(2), np.float32),
+              one=np.array(1, np.float32), half=np.array(0.5, np.float32)),
+         [1, 256, 384], [1, 256, 384])
+
+
+if __name__ == "__main__":
+    main()
