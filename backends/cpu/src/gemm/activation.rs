@@ -122,7 +122,7 @@ unsafe fn run_avx512(f: Activation, x: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2(f: Activation, x: &mut [f32]) {
-    f.apply_slice(x)
+    f.apply_blocks::<16>(x)
 }
 
 /// `1 / (1 + e^-x)` with the polynomial `exp` of `ops/math.rs`.
@@ -220,8 +220,13 @@ mod tests {
             -100.0,
         ]);
         for f in every() {
-            let mut got = xs.clone();
+            let (mut got, mut got16) = (xs.clone(), xs.clone());
             f.apply_slice(&mut got);
+            f.apply_blocks::<16>(&mut got16);
+            assert!(got
+                .iter()
+                .zip(&got16)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
             for (&x, &g) in xs.iter().zip(&got) {
                 let want = f.apply(x);
                 assert!(

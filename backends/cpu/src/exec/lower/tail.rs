@@ -152,6 +152,7 @@ impl Builder<'_> {
             };
             let t = graph.nodes[last].outputs[0];
             let mut readers = consumers[t].clone();
+            readers.sort_unstable();
             readers.dedup();
             if readers.is_empty() || graph.outputs.contains(&t) {
                 continue;

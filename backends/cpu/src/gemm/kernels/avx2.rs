@@ -45,7 +45,7 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn act(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     // SAFETY: forwarded from the caller.
-    unsafe { super::act_tile(f, c, ldc, rows, cols) }
+    unsafe { super::act_tile::<16>(f, c, ldc, rows, cols) }
 }
 
 #[target_feature(enable = "avx2,fma")]

@@ -55,7 +55,7 @@ unsafe fn act_regs<const V: usize>(f: Activation, x: &mut [[__m512; V]; MR]) {
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn act(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
     // SAFETY: forwarded from the caller.
-    unsafe { super::act_tile(f, c, ldc, rows, cols) }
+    unsafe { super::act_tile::<64>(f, c, ldc, rows, cols) }
 }
 
 /// The first `n` (0..=16) lanes.

@@ -29,16 +29,23 @@ mod neon;
 
 use super::Activation;
 
-/// Applies `f` to the `rows x cols` tile of `C` the kernel has just stored. Inlined into a
-/// `#[target_feature]` function of each kernel's module, so that the loops are compiled
-/// for its vectors: the tile is a few hundred bytes still in L1, and each function is
-/// branch-free, so this costs the function's arithmetic, not a pass over memory.
+/// Applies `f` to the `rows x cols` tile of `C` the kernel has just stored, `BLOCK` values
+/// at a time (see [`Activation::apply_blocks`]). Inlined into a `#[target_feature]`
+/// function of each kernel's module, so that the loops are compiled for its vectors: the
+/// tile is a few hundred bytes still in L1, and each function is branch-free, so this
+/// costs the function's arithmetic, not a pass over memory.
 ///
 /// # Safety
 /// The first `cols` elements of `rows` rows of `C` from `c` at stride `ldc` are valid for
 /// reads and writes.
 #[inline(always)]
-pub(super) unsafe fn act_tile(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+pub(super) unsafe fn act_tile<const BLOCK: usize>(
+    f: Activation,
+    c: *mut f32,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+) {
     // The tile's rows side by side, so that the function's blocks are whole and several
     // are in flight at once (one row at a time left each block's long chain of
     // dependent operations, a division among them, waiting on the last).
@@ -47,7 +54,9 @@ pub(super) unsafe fn act_tile(f: Activation, c: *mut f32, ldc: usize, rows: usiz
     if rows * cols > MOST || cols == 0 {
         for i in 0..rows {
             // SAFETY: within the rows this function's contract makes valid.
-            f.apply_slice(unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), cols) });
+            f.apply_blocks::<BLOCK>(unsafe {
+                std::slice::from_raw_parts_mut(c.add(i * ldc), cols)
+            });
         }
         return;
     }
@@ -55,7 +64,7 @@ pub(super) unsafe fn act_tile(f: Activation, c: *mut f32, ldc: usize, rows: usiz
         // SAFETY: as above.
         b.copy_from_slice(unsafe { std::slice::from_raw_parts(c.add(i * ldc), cols) });
     }
-    f.apply_slice(&mut buf[..rows * cols]);
+    f.apply_blocks::<BLOCK>(&mut buf[..rows * cols]);
     for (i, b) in buf.chunks_exact(cols).take(rows).enumerate() {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), cols) }.copy_from_slice(b);

@@ -72,7 +72,7 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
             }
         }
         if let Some(f) = t.act {
-            super::act_tile(f, t.c, t.ldc, t.rows, t.cols);
+            super::act_tile::<16>(f, t.c, t.ldc, t.rows, t.cols);
         }
     }
 }
