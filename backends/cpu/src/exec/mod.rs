@@ -80,6 +80,8 @@ pub struct CpuExecutable {
     /// A value-dependent node run alone with bounded outputs (then nothing above is used
     /// but `inputs`).
     dynamic: Option<Box<crate::ops::dynamic::DynamicNode>>,
+    /// Per output: a step writes it in place (see [`Step::direct`]), so it is not copied.
+    written_by_step: Vec<bool>,
 }
 
 /// The slots of an executable and the arena behind them, as planned by `lower.rs`.
@@ -105,6 +107,11 @@ struct Step {
     op: Op,
     out: usize,
     node: String,
+    /// The subgraph output (an f32 one) this step writes straight into the caller's
+    /// buffer instead of its slot, when no later step reads the slot: a large output
+    /// (a segmentation map, a detector's features) was otherwise written to the arena and
+    /// copied once more.
+    direct: Option<usize>,
 }
 
 /// The prepared ops.
@@ -389,11 +396,18 @@ impl Executable for CpuExecutable {
             // SAFETY: the plan put the step's output and every range it reads in the arena,
             // disjoint from each other (see `arena.rs`); nothing else touches the arena
             // until the step returns.
-            let (out, sources) = unsafe {
+            let (slot, sources) = unsafe {
                 (
                     std::slice::from_raw_parts_mut(base.add(offset), len),
                     Sources::new(inputs, &self.slots, base, (offset, len)),
                 )
+            };
+            let out = match step.direct {
+                // `check_outputs` made sure the buffer is aligned and of the slot's size.
+                Some(k) => f32_view_mut(&mut outputs[k].data[..])
+                    .filter(|d| d.len() == len)
+                    .ok_or_else(|| DelegateError::new(format!("output {k}: buffer size")))?,
+                None => slot,
             };
             let result = step.op.run(&sources, out, &mut self.ctx);
             *ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -401,7 +415,14 @@ impl Executable for CpuExecutable {
         }
         // SAFETY: no step runs; the arena is only read.
         let sources = unsafe { Sources::new(inputs, &self.slots, base, (0, 0)) };
-        for (tensor, (decl, src)) in outputs.iter_mut().zip(&self.outputs) {
+        for ((tensor, (decl, src)), &done) in outputs
+            .iter_mut()
+            .zip(&self.outputs)
+            .zip(&self.written_by_step)
+        {
+            if done {
+                continue;
+            }
             match decl.dtype {
                 // 8-bit outputs are stored bytes, NCHW; an i8 one is biased by 128.
                 DType::I8 | DType::U8 => {
@@ -470,6 +491,10 @@ impl CpuExecutable {
         ctx: RunCtx,
     ) -> CpuExecutable {
         let step_ns = vec![0; steps.len()];
+        let mut written_by_step = vec![false; outputs.len()];
+        for k in steps.iter().filter_map(|s| s.direct) {
+            written_by_step[k] = true;
+        }
         CpuExecutable {
             inputs,
             outputs,
@@ -481,6 +506,7 @@ impl CpuExecutable {
             step_ns,
             panel_bytes: (0, 0),
             dynamic: None,
+            written_by_step,
         }
     }
 

@@ -51,6 +51,7 @@ impl Builder<'_> {
                 }),
                 out: slot,
                 node: node.label(),
+                direct: None,
             });
             saved.push((t, Some(x)));
             self.srcs[t] = Some(Src::Slot(slot));
@@ -70,6 +71,7 @@ impl Builder<'_> {
                 op,
                 out: wide,
                 node: node.label(),
+                direct: None,
             });
             for &t in &node.outputs {
                 let Some(part) = self.srcs[t].filter(|_| half(&t)) else {
@@ -88,6 +90,7 @@ impl Builder<'_> {
                     }),
                     out,
                     node: node.label(),
+                    direct: None,
                 });
             }
             return Ok(true);
@@ -100,6 +103,7 @@ impl Builder<'_> {
                 op,
                 out,
                 node: node.label(),
+                direct: None,
             });
             return Ok(true);
         }
@@ -109,6 +113,7 @@ impl Builder<'_> {
             op,
             out: wide,
             node: node.label(),
+            direct: None,
         });
         self.step = steps.len();
         self.read(Src::Slot(wide));
@@ -122,6 +127,7 @@ impl Builder<'_> {
             }),
             out,
             node: node.label(),
+            direct: None,
         });
         Ok(true)
     }

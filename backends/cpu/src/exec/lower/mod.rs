@@ -118,6 +118,7 @@ pub(crate) fn build<'g>(
                 op: Op::BoolInput(BoolInputOp { input: i }),
                 out,
                 node: format!("input '{}'", decl.name),
+                direct: None,
             });
         } else if matches!(decl.dtype, DType::I8 | DType::U8) {
             let out = b.output(t)?;
@@ -128,6 +129,7 @@ pub(crate) fn build<'g>(
                 }),
                 out,
                 node: format!("input '{}'", decl.name),
+                direct: None,
             });
         }
         inputs.push(decl);
@@ -230,6 +232,7 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[groups[i].anchor].label(),
+                direct: None,
             });
             continue;
         }
@@ -242,6 +245,7 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[bins[i].op].label(),
+                direct: None,
             });
             continue;
         }
@@ -255,6 +259,7 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[first].label(),
+                direct: None,
             });
             continue;
         }
@@ -267,6 +272,7 @@ pub(crate) fn build<'g>(
                 op: Op::Unary(UnaryOp { x, f }),
                 out,
                 node: graph.nodes[nodes[0]].label(),
+                direct: None,
             });
             continue;
         }
@@ -343,7 +349,31 @@ pub(crate) fn build<'g>(
             op,
             out,
             node: node.label(),
+            direct: None,
         });
+    }
+    // An f32 output whose slot one step writes and nothing else reads (no later step, no
+    // other output) is written by that step straight into the caller's buffer (checked
+    // before the reads below extend the slots' lifetimes to the end).
+    for (k, &t) in graph.outputs.iter().enumerate() {
+        let Some(Src::Slot(s)) = b.srcs[t] else {
+            continue;
+        };
+        let Pending::Inter(life) = &b.slots[s] else {
+            continue;
+        };
+        // Not when another output (the same tensor listed twice, a view) reads the slot.
+        let once = graph
+            .outputs
+            .iter()
+            .filter(|&&u| b.srcs[u] == Some(Src::Slot(s)))
+            .count()
+            == 1;
+        if graph.tensors[t].dtype == DType::F32 && life.first == life.last && once {
+            if let Some(step) = steps.get_mut(life.first).filter(|st| st.out == s) {
+                step.direct = step.direct.or(Some(k));
+            }
+        }
     }
     let mut outputs = Vec::with_capacity(graph.outputs.len());
     for &t in &graph.outputs {
