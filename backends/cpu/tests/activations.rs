@@ -7,41 +7,10 @@
 
 mod common;
 
-use baton_backend_cpu::CpuDelegate;
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
-use baton_delegate_api::testing::{execute, views, Hosted, Rng};
-use baton_delegate_api::{Constants, Delegate, Executable, Options, Tensor};
-
-/// The outputs of one execute and the number of steps the executable ran.
-fn run_counting(isa: &str, threads: usize, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
-    let opts = Options::validate(
-        &CpuDelegate::options(),
-        &[
-            ("isa".to_string(), isa.to_string()),
-            ("threads".to_string(), threads.to_string()),
-        ],
-    )
-    .expect("valid options");
-    let d = CpuDelegate::create(&opts).expect("create");
-    let h = Hosted::new(g);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
-    let outs = execute(&mut exec, &h.graph, inputs).unwrap();
-    (outs, exec.profile().len())
-}
-
-fn constant(b: &mut GraphBuilder, rng: &mut Rng, shape: &[usize], scale: f32) -> TensorId {
-    let v: Vec<f32> = rng
-        .vec(shape.iter().product())
-        .into_iter()
-        .map(|x| x * scale)
-        .collect();
-    b.constant_f32("w", shape, &v)
-}
+use baton_delegate_api::testing::Rng;
+use baton_delegate_api::Tensor;
+use common::{constant, delegate_with, run_counting};
 
 /// Every producer and activation pairing that fuses: a 3x3 conv with HardSwish; a 1x1
 /// conv with SiLU; a depthwise conv with `x * HardSigmoid(x)` (no product: applied after
@@ -154,8 +123,9 @@ fn activations_fused_in_products_keep_the_bits() {
     let (plain, _, plain_steps) = block(true);
     for isa in common::isas() {
         for threads in [1, 2] {
-            let (got, steps) = run_counting(isa, threads, &fused, &inputs);
-            let (want, unfused) = run_counting(isa, threads, &plain, &inputs);
+            let d = delegate_with(isa, threads);
+            let (got, steps) = run_counting(&d, &fused, &inputs);
+            let (want, unfused) = run_counting(&d, &plain, &inputs);
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let same = g
                     .f32s()

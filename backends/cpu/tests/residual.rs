@@ -6,23 +6,9 @@
 mod common;
 
 use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
-use baton_delegate_api::testing::{assert_close_labelled, execute, views, Hosted, Rng};
-use baton_delegate_api::{Constants, Delegate, Executable, Tensor};
-use common::delegate;
-
-/// The outputs of one execute and the number of steps the executable ran.
-fn run_counting(simd: bool, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
-    let d = delegate(simd);
-    let h = Hosted::new(g);
-    let consts = h.tensors();
-    let v = views(&consts);
-    let blob = d
-        .compile(0, &h.graph, Constants::new(&h.graph, &v))
-        .unwrap();
-    let mut exec = d.init(0, &blob, &v).unwrap();
-    let outs = execute(&mut exec, &h.graph, inputs).unwrap();
-    (outs, exec.profile().len())
-}
+use baton_delegate_api::testing::{assert_close_labelled, Rng};
+use baton_delegate_api::Tensor;
+use common::{constant, delegate, run_counting};
 
 fn random_input(
     b: &mut GraphBuilder,
@@ -33,15 +19,6 @@ fn random_input(
     let v = rng.vec(shape.iter().product());
     let t = b.input_fixed(name, DType::F32, shape);
     (t, Tensor::from_f32(shape, &v))
-}
-
-fn constant(b: &mut GraphBuilder, rng: &mut Rng, shape: &[usize], scale: f32) -> TensorId {
-    let v: Vec<f32> = rng
-        .vec(shape.iter().product())
-        .into_iter()
-        .map(|x| x * scale)
-        .collect();
-    b.constant_f32("w", shape, &v)
 }
 
 /// A mobilenet-like block, every way a conv residual runs: a pointwise and a 3x3 conv
@@ -93,8 +70,8 @@ fn conv_residual_adds_fuse_in_every_layout() {
     let (fused, inputs) = conv_block(false);
     let (plain, _) = conv_block(true);
     for simd in [true, false] {
-        let (got, steps) = run_counting(simd, &fused, &inputs);
-        let (want, plain_steps) = run_counting(simd, &plain, &inputs);
+        let (got, steps) = run_counting(&delegate(simd), &fused, &inputs);
+        let (want, plain_steps) = run_counting(&delegate(simd), &plain, &inputs);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let w: Vec<f64> = w.f32s().iter().map(|&v| v as f64).collect();
             assert_close_labelled(&format!("output {i} simd={simd}"), g.f32s(), &w, 1e-6, 1e-5);
@@ -166,7 +143,7 @@ fn matmul_and_gemm_residual_adds_match_naive() {
     let rowv = rowt.f32s();
     let bcv: Vec<f64> = (0..24).map(|i| mmv[i] + rowv[i % 4] as f64).collect();
     for simd in [true, false] {
-        let (got, steps) = run_counting(simd, &g, &[xt.clone(), rowt.clone()]);
+        let (got, steps) = run_counting(&delegate(simd), &g, &[xt.clone(), rowt.clone()]);
         assert_close_labelled(
             &format!("residual chain simd={simd}"),
             got[0].f32s(),

@@ -163,25 +163,11 @@ pub(crate) fn to_nhwc_f32(
     (batch, c, plane): (usize, usize, usize),
     out: &mut [f32],
 ) {
-    let n = batch * c * plane;
     if !transposes_in_tiles(isa) || c < F32_TILE {
         return to_nhwc(pool, x, (batch, c, plane), out);
     }
-    let x = &x[..n];
-    // Parts of whole pixels; each image's share of a part is a block of `c` rows (one per
-    // channel, `plane` apart) and its pixels' columns, transposed into the part's pixels.
-    split_out(pool, &mut out[..n], c, |start, out| {
-        let (first, pixels) = (start / c, out.len() / c);
-        let mut px = first;
-        while px < first + pixels {
-            let (b, p0) = (px / plane, px % plane);
-            let m = (plane - p0).min(first + pixels - px);
-            let src = &x[b * c * plane + p0..][..(c - 1) * plane + m];
-            let dst = &mut out[(px - first) * c..][..m * c];
-            transpose(isa, src, plane, dst, c, c, m);
-            px += m;
-        }
-    })
+    // Each image is a `c x plane` matrix.
+    batch_transpose(pool, isa, x, (batch, c, plane), out)
 }
 
 /// [`to_nchw`] of f32 values, by 8x8 tiles as [`to_nhwc_f32`].
@@ -192,22 +178,38 @@ pub(crate) fn to_nchw_f32(
     (batch, c, plane): (usize, usize, usize),
     out: &mut [f32],
 ) {
-    let n = batch * c * plane;
     if !transposes_in_tiles(isa) || c < F32_TILE {
         return to_nchw(pool, x, (batch, c, plane), out);
     }
+    // Each image is a `plane x c` matrix.
+    batch_transpose(pool, isa, x, (batch, plane, c), out)
+}
+
+/// Each of the `batch` row-major `rows x cols` matrices of `x` transposed into `out`,
+/// split among the threads in whole rows of the result (`rows` values each; a part may
+/// span images).
+fn batch_transpose(
+    pool: &Pool,
+    isa: Isa,
+    x: &[f32],
+    (batch, rows, cols): (usize, usize, usize),
+    out: &mut [f32],
+) {
+    let n = batch * rows * cols;
+    if n == 0 {
+        return;
+    }
     let x = &x[..n];
-    // Parts of whole channel planes; each image's share is `plane` rows (pixels, `c`
-    // apart) of its channels' columns, transposed into the part's planes.
-    split_out(pool, &mut out[..n], plane, |start, out| {
-        let (first, planes) = (start / plane, out.len() / plane);
+    split_out(pool, &mut out[..n], rows, |start, out| {
+        // Result rows `first..first + count`, numbered across the images.
+        let (first, count) = (start / rows, out.len() / rows);
         let mut q = first;
-        while q < first + planes {
-            let (b, ch0) = (q / c, q % c);
-            let m = (c - ch0).min(first + planes - q);
-            let src = &x[b * c * plane + ch0..][..(plane - 1) * c + m];
-            let dst = &mut out[(q - first) * plane..][..m * plane];
-            transpose(isa, src, c, dst, plane, plane, m);
+        while q < first + count {
+            let (b, j0) = (q / cols, q % cols);
+            let m = (cols - j0).min(first + count - q);
+            let src = &x[b * rows * cols + j0..][..(rows - 1) * cols + m];
+            let dst = &mut out[(q - first) * rows..][..m * rows];
+            transpose(isa, src, cols, dst, rows, rows, m);
             q += m;
         }
     })

@@ -104,20 +104,8 @@ impl View<'_> {
 
     /// `Mul(x, HardSigmoid(x))`, either order.
     fn hard_sigmoid_mul(&self, m: NodeId) -> Option<FusedActivation> {
-        let nodes = &self.graph.nodes;
-        let [a, b] = nodes[m].inputs[..] else {
-            return None;
-        };
-        let hs_of = |h: TensorId, x: TensorId| {
-            let n = self.producers[h].filter(|&n| nodes[n].op == OpKind::HardSigmoid)?;
-            (nodes[n].inputs[0] == x && self.sole_reader(h)? == m).then_some(n)
-        };
-        let (x, n) = match (hs_of(b, a), hs_of(a, b)) {
-            (Some(n), _) => (a, n),
-            (None, Some(n)) => (b, n),
-            _ => return None,
-        };
-        let node = &nodes[n];
+        let (x, n) = self.times_function_of(m, OpKind::HardSigmoid)?;
+        let node = &self.graph.nodes[n];
         Some(FusedActivation {
             nodes: vec![n.min(m), n.max(m)],
             last: m,
@@ -131,25 +119,31 @@ impl View<'_> {
 
     /// `Mul(x, Sigmoid(x))`, either order.
     fn sigmoid_mul(&self, m: NodeId) -> Option<FusedActivation> {
-        let nodes = &self.graph.nodes;
-        let [a, b] = nodes[m].inputs[..] else {
-            return None;
-        };
-        let sigmoid_of = |s: TensorId, x: TensorId| {
-            let n = self.producers[s].filter(|&n| nodes[n].op == OpKind::Sigmoid)?;
-            (nodes[n].inputs[0] == x && self.sole_reader(s)? == m).then_some(n)
-        };
-        let (x, n) = match (sigmoid_of(b, a), sigmoid_of(a, b)) {
-            (Some(n), _) => (a, n),
-            (None, Some(n)) => (b, n),
-            _ => return None,
-        };
+        let (x, n) = self.times_function_of(m, OpKind::Sigmoid)?;
         Some(FusedActivation {
             nodes: vec![n.min(m), n.max(m)],
             last: m,
             x,
             f: Unary::Silu,
         })
+    }
+
+    /// For the Mul `m` of `x` by `op(x)` (either order, `op(x)` read by `m` alone): `x`
+    /// and the `op` node.
+    fn times_function_of(&self, m: NodeId, op: OpKind) -> Option<(TensorId, NodeId)> {
+        let nodes = &self.graph.nodes;
+        let [a, b] = nodes[m].inputs[..] else {
+            return None;
+        };
+        let of = |h: TensorId, x: TensorId| {
+            let n = self.producers[h].filter(|&n| nodes[n].op == op)?;
+            (nodes[n].inputs[0] == x && self.sole_reader(h)? == m).then_some(n)
+        };
+        match (of(b, a), of(a, b)) {
+            (Some(n), _) => Some((a, n)),
+            (None, Some(n)) => Some((b, n)),
+            _ => None,
+        }
     }
 
     /// The tanh GELU whose Tanh is `t` (found from the Tanh, which it has one of).

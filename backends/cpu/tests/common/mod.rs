@@ -6,7 +6,9 @@
 pub mod case;
 
 use baton_backend_cpu::CpuDelegate;
-use baton_delegate_api::{Delegate, Options};
+use baton_delegate_api::ir::{Graph, GraphBuilder, TensorId};
+use baton_delegate_api::testing::{execute, views, Hosted, Rng};
+use baton_delegate_api::{Constants, Delegate, Executable, Options, Tensor};
 
 /// A delegate with SIMD kernels allowed or not.
 /// The delegate with kernel family `isa` (an `isa` option value).
@@ -50,6 +52,42 @@ pub fn delegate_threads(threads: usize) -> CpuDelegate {
     )
     .expect("valid options");
     CpuDelegate::create(&opts).expect("create")
+}
+
+/// The delegate with kernel family `isa` on `threads` threads.
+pub fn delegate_with(isa: &str, threads: usize) -> CpuDelegate {
+    let opts = Options::validate(
+        &CpuDelegate::options(),
+        &[
+            ("isa".to_string(), isa.to_string()),
+            ("threads".to_string(), threads.to_string()),
+        ],
+    )
+    .expect("valid options");
+    CpuDelegate::create(&opts).expect("create")
+}
+
+/// The outputs of one execute of `g` on `d` and the number of steps the executable ran.
+pub fn run_counting(d: &CpuDelegate, g: &Graph, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
+    let h = Hosted::new(g);
+    let consts = h.tensors();
+    let v = views(&consts);
+    let blob = d
+        .compile(0, &h.graph, Constants::new(&h.graph, &v))
+        .unwrap();
+    let mut exec = d.init(0, &blob, &v).unwrap();
+    let outs = execute(&mut exec, &h.graph, inputs).unwrap();
+    (outs, exec.profile().len())
+}
+
+/// A constant of `shape` holding seeded values times `scale`.
+pub fn constant(b: &mut GraphBuilder, rng: &mut Rng, shape: &[usize], scale: f32) -> TensorId {
+    let v: Vec<f32> = rng
+        .vec(shape.iter().product())
+        .into_iter()
+        .map(|x| x * scale)
+        .collect();
+    b.constant_f32("w", shape, &v)
 }
 
 /// f32 values widened.
