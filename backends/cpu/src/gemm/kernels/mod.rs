@@ -9,12 +9,14 @@
 //! raw sum; reloading an `f32` is exact, so a blocked product has the bits of an unblocked
 //! one. An activation (`act`) is applied after the clamp: by the AVX-512 and AVX2 tiles to
 //! their vectors before the store (through a copy on the stack, in a function of their
-//! own so that the product loop keeps its registers), by the others ([`act_tile`]) to the
-//! tile just stored, still in L1, in a function compiled for the kernel's features. Row `i` of `A` for tap `t` is
-//! `a + offs[t * MR + i]` (or the zero row where that offset is [`ZERO_ROW`]), so one kernel
-//! serves plain GEMM (one tap, row offsets `i * lda`) and indirect convolution (one tap per
-//! kernel position, offsets from the indirection buffer). Rows past `rows` repeat a valid
-//! offset and are computed but not stored.
+//! own so that the product loop's code and registers stay as they were), by the others
+//! ([`act_tile`]) to the tile just stored, still in L1, in a function compiled for the
+//! kernel's features.
+//!
+//! Row `i` of `A` for tap `t` is `a + offs[t * MR + i]` (or the zero row where that offset
+//! is [`ZERO_ROW`]), so one kernel serves plain GEMM (one tap, row offsets `i * lda`) and
+//! indirect convolution (one tap per kernel position, offsets from the indirection
+//! buffer). Rows past `rows` repeat a valid offset and are computed but not stored.
 
 mod portable;
 
