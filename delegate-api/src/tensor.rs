@@ -39,14 +39,17 @@ impl Tensor {
 
     /// A tensor from raw little-endian bytes (panics if the length does not fit the shape).
     pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Tensor {
-        let mut t = Tensor::zeros(dtype, shape);
+        let n: usize = shape.iter().product();
         assert_eq!(
-            t.data.len(),
+            n * dtype.size(),
             bytes.len(),
             "byte length does not fit shape {shape:?} of {dtype}"
         );
-        t.data.as_mut_slice().copy_from_slice(bytes);
-        t
+        Tensor {
+            dtype,
+            shape: shape.to_vec(),
+            data: AlignedBytes::copy_of(bytes),
+        }
     }
 
     /// An f32 tensor.
@@ -119,5 +122,31 @@ impl Clone for Tensor {
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Tensor({} {:?})", self.dtype, self.shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `from_bytes` copies without zero-filling first: its bytes are the caller's, at
+    /// every length around the 64-byte words, and the buffer stays aligned.
+    #[test]
+    fn from_bytes_holds_the_bytes_given() {
+        for len in [0usize, 1, 3, 63, 64, 65, 127, 128, 1000] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
+            let t = Tensor::from_bytes(DType::U8, &[len], &bytes);
+            assert_eq!(t.bytes(), &bytes[..], "length {len}");
+            assert_eq!(t.bytes().as_ptr() as usize % 64, 0, "length {len}");
+        }
+        let f = Tensor::from_f32(&[2, 3], &[1.0, -2.0, 3.5, 0.0, f32::MAX, -0.0]);
+        assert_eq!(f.shape, [2, 3]);
+        assert_eq!(f.to_f64()[4], f64::from(f32::MAX));
+    }
+
+    #[test]
+    #[should_panic(expected = "byte length does not fit")]
+    fn from_bytes_refuses_a_length_that_does_not_fit() {
+        Tensor::from_bytes(DType::F32, &[2], &[0u8; 7]);
     }
 }

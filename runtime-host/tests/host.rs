@@ -322,6 +322,61 @@ fn execute_failure_falls_back_to_the_portable_kernels() {
     );
 }
 
+/// Inputs only a delegate reads are lent to its views for the run instead of copied into
+/// the arena: each run must see its own inputs (not the last run's, not the arena's
+/// stale bytes), and an input that is not 64-byte aligned, which cannot be lent, is
+/// copied. The fallback above checks the other edge: a failed partition's portable
+/// kernels read the arena, so a lent input is copied there first.
+#[test]
+fn inputs_lent_to_a_delegate_are_the_run_s_own() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let (g, first) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    assert_eq!(s.nodes_per_backend().get("cpu"), Some(&4));
+    let second: Vec<Tensor> = first
+        .iter()
+        .map(|t| {
+            let v: Vec<f32> = t.f32s().iter().map(|x| 2.0 - 1.5 * x).collect();
+            Tensor::from_f32(&t.shape, &v)
+        })
+        .collect();
+    for inputs in [&first, &second, &first, &second] {
+        let got = s.run(inputs).unwrap();
+        assert_eq!(got[0].f32s(), reference_outputs(&g, inputs)[0].f32s());
+    }
+    // The first inputs one byte past an alignment: copied (the views lent the second
+    // ones last run must not still read them), and the results the same.
+    let mut shifted: Vec<Vec<u8>> = first
+        .iter()
+        .map(|t| {
+            let mut b = vec![0u8; t.bytes().len() + 1];
+            b[1..].copy_from_slice(t.bytes());
+            b
+        })
+        .collect();
+    let views: Vec<_> = first
+        .iter()
+        .zip(&mut shifted)
+        .map(|(t, b)| {
+            let mut v = t.view();
+            v.data = &b[1..];
+            v
+        })
+        .collect();
+    assert!(views
+        .iter()
+        .all(|v| !(v.data.as_ptr() as usize).is_multiple_of(64)));
+    let mut got = Vec::new();
+    s.run_views(&views, &mut |_, dtype, shape, bytes| {
+        got.push(Tensor::from_bytes(dtype, shape, bytes));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got[0].f32s(), reference_outputs(&g, &first)[0].f32s());
+    let again = s.run(&second).unwrap();
+    assert_eq!(again[0].f32s(), reference_outputs(&g, &second)[0].f32s());
+}
+
 #[test]
 fn a_plugin_that_lies_about_availability_is_skipped_by_its_probe() {
     let (_d, e) = engine(&format!(

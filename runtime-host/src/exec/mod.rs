@@ -9,7 +9,9 @@
 //! failure, re-partition without that backend), place every tensor that crosses a step
 //! boundary in one arena, and prepare the ABI views of every delegate call. A run then
 //! copies the inputs in, walks the steps and copies the outputs out; it allocates no tensor
-//! memory, and delegate calls reuse their prepared views.
+//! memory, and delegate calls reuse their prepared views. An input that only delegates
+//! read is not copied: for the run their views point at the caller's buffer instead (see
+//! [`Session::run_views`]).
 //!
 //! Control flow runs on the host. An If's branches are sessions of their own, loaded once
 //! (partitioned across the plugins like any model) and run when the condition picks them;
@@ -65,6 +67,11 @@ pub struct Session<'e> {
     controls: Vec<Control<'e>>,
     slots: Vec<Slot>,
     shapes: Vec<Vec<usize>>,
+    /// For each graph input, the delegate views (step, input) that read it where only
+    /// delegates do: a run lends them the caller's buffer instead of copying it into the
+    /// arena. `None` where a host node or control flow reads it, or it is also an output
+    /// or listed twice (see [`lendable_inputs`]).
+    lendable: Vec<Option<Vec<(usize, usize)>>>,
     arena: Arena,
     /// Whether `arena` is shared with a [`crate::bounded::BoundedSession`], laid out by its
     /// plan at the bound.
@@ -123,6 +130,8 @@ struct DelegateStep {
     partition: usize,
     backend: String,
     nodes: Vec<NodeId>,
+    /// The tensor each of `in_views` shows.
+    inputs: Vec<TensorId>,
     outputs: Vec<TensorId>,
     exec: PluginExecutable,
     in_views: Vec<abi::TensorView>,
@@ -281,6 +290,7 @@ impl<'e> Session<'e> {
             controls: Vec::new(),
             slots: vec![Slot::Internal; n],
             shapes: vec![Vec::new(); n],
+            lendable: Vec::new(),
             arena: Arena::new(AlignedBytes::try_zeroed(0).expect("an empty buffer")),
             borrowed_arena: false,
             staged: Some(Box::new(staged)),
@@ -391,9 +401,11 @@ impl<'e> Session<'e> {
     /// order, to `sink` as `(position, dtype, shape, bytes)` straight from the arena.
     ///
     /// This is the path of the embedding APIs (C, Python): the caller's input buffers are
-    /// read once, into the arena, and each output is copied once, from the arena into
-    /// wherever `sink` puts it (a caller-owned buffer), with no tensor allocated in
-    /// between. An error from `sink` ends the run with that error.
+    /// read once, and each output is copied once, from the arena into wherever `sink` puts
+    /// it (a caller-owned buffer), with no tensor allocated in between. An input that only
+    /// delegates read, given 64-byte aligned as every `Tensor` is, is read by them in
+    /// place for the run (its views are pointed back at the arena before this returns);
+    /// others are copied into the arena. An error from `sink` ends the run with that error.
     pub fn run_views(&mut self, inputs: &[TensorRef<'_>], sink: &mut OutputSink<'_>) -> Result<()> {
         if inputs.len() != self.graph.inputs.len() {
             return Err(HostError::InputCount {
@@ -426,7 +438,20 @@ impl<'e> Session<'e> {
         // Held for the whole run: the delegates' views use the bytes too (see `Arena`).
         let arena = self.arena.clone();
         let mut buf = arena.lock();
-        for (&t, given) in self.graph.inputs.iter().zip(inputs) {
+        let ran = self.run_lending(inputs, &mut buf);
+        // Whatever happened, no view keeps a pointer to the caller's buffers.
+        self.unlend(&mut buf);
+        ran?;
+        for (pos, &t) in self.graph.outputs.iter().enumerate() {
+            let dtype = self.graph.tensors[t].dtype;
+            sink(pos, dtype, &self.shapes[t], self.bytes(t, &buf))?;
+        }
+        Ok(())
+    }
+
+    /// Checks and places the inputs (lent or copied) and runs every step.
+    fn run_lending(&mut self, inputs: &[TensorRef<'_>], buf: &mut AlignedBytes) -> Result<()> {
+        for (k, (&t, given)) in self.graph.inputs.iter().zip(inputs).enumerate() {
             let decl = &self.graph.tensors[t];
             // A view's bytes are not tied to its shape the way a `Tensor`'s are: a buffer
             // of another length is refused rather than read past.
@@ -450,6 +475,8 @@ impl<'e> Session<'e> {
                 ));
             }
             match self.slots[t] {
+                Slot::Arena(_)
+                    if lend(self.lendable[k].as_deref(), &mut self.steps, given.data) => {}
                 Slot::Arena(off) => {
                     buf.as_mut_slice()[off..off + len].copy_from_slice(given.data);
                 }
@@ -474,17 +501,26 @@ impl<'e> Session<'e> {
             }
         }
         if self.profiling {
-            self.run_steps_timed(&mut buf)?;
+            self.run_steps_timed(buf)
         } else {
-            for i in 0..self.steps.len() {
-                self.run_step(i, &mut buf)?;
+            (0..self.steps.len()).try_for_each(|i| self.run_step(i, buf))
+        }
+    }
+
+    /// Points every lent view back at the input's arena bytes.
+    fn unlend(&mut self, buf: &mut AlignedBytes) {
+        let base = buf.as_mut_slice().as_mut_ptr();
+        for (views, &t) in self.lendable.iter().zip(&self.graph.inputs) {
+            let (Some(views), Slot::Arena(off)) = (views, self.slots[t]) else {
+                continue;
+            };
+            for &(i, j) in views {
+                if let ExecStep::Delegate(d) = &mut self.steps[i] {
+                    // SAFETY: in bounds of the arena by construction of the plan.
+                    d.in_views[j].data = unsafe { base.add(off) }.cast();
+                }
             }
         }
-        for (pos, &t) in self.graph.outputs.iter().enumerate() {
-            let dtype = self.graph.tensors[t].dtype;
-            sink(pos, dtype, &self.shapes[t], self.bytes(t, &buf))?;
-        }
-        Ok(())
     }
 
     /// Offset of every arena tensor, by name: the layout other bindings can reuse.
@@ -803,6 +839,7 @@ pub(crate) fn assemble<'e>(
                     partition: *p,
                     backend: plan.partitions[*p].backend.clone(),
                     nodes: plan.partitions[*p].nodes.clone(),
+                    inputs: inst.sub_inputs,
                     outputs: inst.sub_outputs,
                     exec: inst.exec,
                     in_views,
@@ -815,7 +852,8 @@ pub(crate) fn assemble<'e>(
                 }))
             }
         })
-        .collect();
+        .collect::<Vec<ExecStep>>();
+    let lendable = lendable_inputs(&graph, &slots, &steps);
     Ok(Session {
         engine,
         graph,
@@ -830,10 +868,69 @@ pub(crate) fn assemble<'e>(
         controls,
         slots,
         shapes,
+        lendable,
         arena,
         borrowed_arena,
         staged: None,
     })
+}
+
+/// Points `views` (an input's entry of [`Session::lendable`]) at `data` for this run,
+/// where the input may be lent and `data` has the alignment views promise; whether it did.
+/// `data` has the input's length (checked by the caller).
+fn lend(views: Option<&[(usize, usize)]>, steps: &mut [ExecStep], data: &[u8]) -> bool {
+    let Some(views) = views else {
+        return false;
+    };
+    if !(data.as_ptr() as usize).is_multiple_of(abi::DATA_ALIGNMENT) {
+        return false;
+    }
+    for &(i, j) in views {
+        if let ExecStep::Delegate(d) = &mut steps[i] {
+            // Read-only to the plugin (ABI): `mut` only because outputs share the type.
+            d.in_views[j].data = data.as_ptr() as *mut std::ffi::c_void;
+        }
+    }
+    true
+}
+
+/// For each graph input, the delegate views that may be lent the caller's buffer (see
+/// [`Session::lendable`]): an arena input read by delegates alone, once among the inputs
+/// and not an output. Inputs are read-only to plugins (ABI), so nothing writes the lent
+/// buffer; the arena bytes that would have held the input are simply not used. A model
+/// with control flow lends nothing (a branch may read an outer tensor implicitly).
+fn lendable_inputs(
+    graph: &Graph,
+    slots: &[Slot],
+    steps: &[ExecStep],
+) -> Vec<Option<Vec<(usize, usize)>>> {
+    let control = steps.iter().any(|s| matches!(s, ExecStep::Control(_)));
+    graph
+        .inputs
+        .iter()
+        .map(|&t| {
+            let once = graph.inputs.iter().filter(|&&u| u == t).count() == 1;
+            if control || !once || graph.outputs.contains(&t) || !matches!(slots[t], Slot::Arena(_))
+            {
+                return None;
+            }
+            let mut views = Vec::new();
+            for (i, step) in steps.iter().enumerate() {
+                match step {
+                    ExecStep::Host(n) if graph.nodes[*n].inputs.contains(&t) => return None,
+                    ExecStep::Delegate(d) => views.extend(
+                        d.inputs
+                            .iter()
+                            .enumerate()
+                            .filter(|&(_, &u)| u == t)
+                            .map(|(j, _)| (i, j)),
+                    ),
+                    _ => {}
+                }
+            }
+            (!views.is_empty()).then_some(views)
+        })
+        .collect()
 }
 
 /// The arena of `bytes` for `graph`, within the config's `max_arena_bytes` and allocated
