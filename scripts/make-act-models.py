@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Writes two blocks whose products end in the activations exporters emit, for measuring
-the CPU delegate's fused epilogue activations against ONNX Runtime:
+"""Writes blocks whose products end in the activations exporters emit, for measuring the
+CPU delegate's fused epilogue activations against ONNX Runtime, and plain 1x1
+convolutions on a large feature map, for what the NCHW edges of a model cost:
 
 - `act_cnn.onnx`: a 3x3 conv with HardSwish (MobileNetV3), a 1x1 conv with SiLU as torch
   exports it (`Mul(x, Sigmoid(x))`, YOLOv5 and later, EfficientNet), a depthwise conv with
   `x * HardSigmoid(x)`, a 1x1 conv with LeakyRelu (YOLOv3/v4, Paddle2ONNX detectors); 64
   channels at 112x112, so that each activation's own pass would stream several MiB;
 - `act_mlp.onnx`: a transformer MLP, MatMul + bias + torch's five-node Erf GELU, then
-  MatMul + bias + Sigmoid, at 256 tokens of 384.
+  MatMul + bias + Sigmoid, at 256 tokens of 384;
+- `pw.onnx` and `pw4.onnx`: one and four 1x1 convs 64->64 with bias at 112x112, NCHW in
+  and out: the first and last of pw4 convert layouts, its two middle ones do not.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -77,6 +80,15 @@ def main():
               b2=w(384, scale=1), sqrt2=np.array(np.sqrt(2), np.float32),
               one=np.array(1, np.float32), half=np.array(0.5, np.float32)),
          [1, 256, 384], [1, 256, 384])
+    for k in (1, 4):
+        convs = [n("Conv", ["x" if i == 0 else f"p{i}", f"wp{i}", f"bp{i}"],
+                   ["y" if i == k - 1 else f"p{i + 1}"]) for i in range(k)]
+        weights = {}
+        for i in range(k):
+            weights[f"wp{i}"] = w(64, 64, 1, 1)
+            weights[f"bp{i}"] = w(64)
+        save(out, "pw" if k == 1 else f"pw{k}", convs, weights,
+             [1, 64, 112, 112], [1, 64, 112, 112])
 
 
 if __name__ == "__main__":
