@@ -106,10 +106,8 @@ enum Backing {
 impl TensorData {
     /// Copies `bytes` into a new aligned buffer.
     pub fn from_bytes(bytes: &[u8]) -> TensorData {
-        let mut buf = AlignedBytes::zeroed(bytes.len());
-        buf.as_mut_slice().copy_from_slice(bytes);
         TensorData {
-            backing: Backing::Owned(Arc::new(buf)),
+            backing: Backing::Owned(Arc::new(AlignedBytes::copy_of(bytes))),
         }
     }
 

@@ -293,8 +293,7 @@ impl AsRef<[u8]> for Mapped {
 fn constants_and_blobs_are_views_into_the_file_not_copies() {
     let engine = common::plugin_engine(true);
     let bytes = compile_bytes(&engine, &sample::tinynet(), &BTreeMap::new());
-    let mut buf = baton_delegate_api::ir::AlignedBytes::zeroed(bytes.len());
-    buf.as_mut_slice().copy_from_slice(&bytes);
+    let buf = baton_delegate_api::ir::AlignedBytes::copy_of(&bytes);
     let owner = Arc::new(Mapped(buf));
     let file = (*owner).as_ref().as_ptr_range();
     let p = program::decode(owner.clone(), true).unwrap();

@@ -894,6 +894,28 @@ fn lend(views: Option<&[(usize, usize)]>, steps: &mut [ExecStep], data: &[u8]) -
     true
 }
 
+/// Copies into the arena the inputs lent to `d`'s views for this run (a view that does not
+/// point at its tensor's arena bytes), for a partition that falls back to the portable
+/// kernels, which read the arena.
+fn copy_lent_inputs(d: &DelegateStep, slots: &[Slot], buf: &mut AlignedBytes) {
+    let base = buf.as_mut_slice().as_mut_ptr();
+    for (v, &t) in d.in_views.iter().zip(&d.inputs) {
+        let Slot::Arena(off) = slots[t] else {
+            continue;
+        };
+        // SAFETY: `off` is in bounds of the arena (the plan); a view not pointing there is
+        // a lent input, `byte_len` bytes of the caller's that live for the run, the same
+        // length as the slot.
+        unsafe {
+            let dst = base.add(off);
+            let src = v.data.cast::<u8>().cast_const();
+            if src != dst.cast_const() {
+                std::ptr::copy_nonoverlapping(src, dst, v.byte_len as usize);
+            }
+        }
+    }
+}
+
 /// For each graph input, the delegate views that may be lent the caller's buffer (see
 /// [`Session::lendable`]): an arena input read by delegates alone, once among the inputs
 /// and not an output. Inputs are read-only to plugins (ABI), so nothing writes the lent

@@ -119,27 +119,8 @@ impl<'e> Session<'e> {
                         Err(e)
                     }
                     Err(e) => {
-                        // The portable kernels read the arena: an input lent to this
-                        // partition's views for the run is copied there first.
-                        let base = buf.as_mut_slice().as_mut_ptr();
-                        for (v, &t) in d.in_views.iter().zip(&d.inputs) {
-                            if let Slot::Arena(off) = self.slots[t] {
-                                // SAFETY: `off` is in bounds of the arena (the plan); a view
-                                // not pointing there is a lent input, `byte_len` bytes of
-                                // the caller's that live for the run.
-                                unsafe {
-                                    let dst = base.add(off);
-                                    if v.data.cast::<u8>() != dst {
-                                        let src = v.data.cast::<u8>().cast_const();
-                                        std::ptr::copy_nonoverlapping(
-                                            src,
-                                            dst,
-                                            v.byte_len as usize,
-                                        );
-                                    }
-                                }
-                            }
-                        }
+                        // The portable kernels read the arena.
+                        super::copy_lent_inputs(d, &self.slots, buf);
                         let nodes = d.nodes.clone();
                         let backend = d.backend.clone();
                         d.fell_back = true;
