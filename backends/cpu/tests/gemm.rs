@@ -440,6 +440,62 @@ fn output_row_stride_leaves_gaps_untouched() {
     }
 }
 
+/// Products of 1 to 9 rows, so that every kernel runs a tile of each row count it has
+/// (the kernels compile one per count below their `MR`): dense and deep enough for depth
+/// blocks (the partial sums reloaded from `C`), and indirect over several taps with
+/// padding, each against the sequential sum, bit for bit.
+#[test]
+fn tiles_of_every_row_count_keep_the_bits_of_one_sequential_sum() {
+    let mut rng = Rng::new(12);
+    for kernel in kernels() {
+        for m in 1..=9 {
+            let what = format!("{} {m} rows", kernel.name());
+            let (n, k) = (37, 1100);
+            let (a, b, bias) = (rng.vec(m * k), rng.vec(k * n), rng.vec(n));
+            let data = EpData::new(&mut rng, m, n);
+            let mut ep = Epilogue::new();
+            ep.add(data.add(AddKind::Full, n, 0.5));
+            ep.clamp(-3.0, 3.0);
+            let pb = packed(kernel, &b, (k, n), Some(&bias));
+            let got = run(kernel, m, Rows::Dense { data: &a, lda: k }, &pb, &ep);
+            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{what}, dense: not the sequential sum");
+
+            let (n, kc, taps) = (21, 40, 3);
+            let x = rng.vec((m + taps) * kc);
+            let k = taps * kc;
+            let tap = |i: usize, t: usize| (!(i + 2 * t).is_multiple_of(5)).then_some((i + t) * kc);
+            let mut a = vec![0f32; m * k];
+            for i in 0..m {
+                for t in 0..taps {
+                    if let Some(o) = tap(i, t) {
+                        a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
+                    }
+                }
+            }
+            let (b, bias) = (rng.vec(k * n), rng.vec(n));
+            let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
+            let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
+            let ep = Epilogue::new();
+            let rows = Rows::Indirect {
+                data: &x,
+                ind: &ind,
+            };
+            let got = run(kernel, m, rows, &pb, &ep);
+            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{what}, indirect: not the sequential sum");
+        }
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
 

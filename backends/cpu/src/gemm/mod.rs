@@ -676,7 +676,14 @@ mod tests {
     fn the_epilogue_activation_is_the_function_of_the_stored_result() {
         let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
         for kernel in MicroKernel::available() {
-            for &(m, n, k) in &[(1, 40, 9), (1, 259, 1100), (7, 33, 5), (13, 70, 1100)] {
+            for &(m, n, k) in &[
+                (1, 40, 9),
+                (1, 259, 1100),
+                (4, 40, 9),
+                (5, 33, 1100),
+                (7, 33, 5),
+                (13, 70, 1100),
+            ] {
                 let a: Vec<f32> = (0..m * k).map(value).collect();
                 let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
                 let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();

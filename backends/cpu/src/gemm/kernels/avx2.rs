@@ -30,10 +30,30 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
         // compile time: a run-time choice inside the tile made LLVM keep the accumulators
         // on the stack.
         match t.cols {
-            0..=7 => tile::<1, false>(t),
-            8 => tile::<1, true>(t),
-            9..=15 => tile::<2, false>(t),
-            _ => tile::<2, true>(t),
+            0..=7 => rows::<1, false>(t),
+            8 => rows::<1, true>(t),
+            9..=15 => rows::<2, false>(t),
+            _ => rows::<2, true>(t),
+        }
+    }
+}
+
+/// The tile compiled for its number of rows, as in the AVX-512 kernel: fewer than `MR`
+/// rows compute only those.
+///
+/// # Safety
+/// As [`kernel`].
+#[inline(always)]
+unsafe fn rows<const V: usize, const FULL: bool>(t: &TileArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match t.rows {
+            1 => tile::<V, FULL, 1>(t),
+            2 => tile::<V, FULL, 2>(t),
+            3 => tile::<V, FULL, 3>(t),
+            4 => tile::<V, FULL, 4>(t),
+            5 => tile::<V, FULL, 5>(t),
+            _ => tile::<V, FULL, MR>(t),
         }
     }
 }
@@ -88,31 +108,31 @@ unsafe fn store(p: *mut f32, m: __m256i, full: bool, y: __m256) {
     }
 }
 
-/// The tile over `V` (1 or 2) vectors of 8 columns per row; `FULL`: all `8 * V` columns
-/// are stored.
+/// The tile of `R` rows (at most `MR`) over `V` (1 or 2) vectors of 8 columns each;
+/// `FULL`: all `8 * V` columns are stored.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile<const V: usize, const FULL: bool>(t: &TileArgs) {
+unsafe fn tile<const V: usize, const FULL: bool, const R: usize>(t: &TileArgs) {
     // SAFETY (whole body): as in the AVX-512 kernel: the panel from `wo`, `kc` floats per
     // row pointer, `ks * MR` offsets, and the first `t.cols` elements of the stored rows of
     // `C` (read too with `accumulate`) and of each add; masked-off lanes are not accessed.
     unsafe {
         let m: [__m256i; V] = std::array::from_fn(|v| mask(t.cols.saturating_sub(8 * v)));
-        let mut acc: [[__m256; V]; MR] = if t.accumulate {
+        let mut acc: [[__m256; V]; R] = if t.accumulate {
             // Rows past `rows` repeat the last one: computed, never stored.
             std::array::from_fn(|i| {
                 let c = t.c.wrapping_add(i.min(t.rows - 1) * t.ldc);
                 std::array::from_fn(|v| load(c.wrapping_add(8 * v), m[v], FULL))
             })
         } else {
-            [std::array::from_fn(|v| _mm256_loadu_ps(t.w.add(8 * v))); MR]
+            [std::array::from_fn(|v| _mm256_loadu_ps(t.w.add(8 * v))); R]
         };
         let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
-            let a = t.tap_rows::<MR>(tap);
+            let a = t.tap_rows::<MR, R>(tap);
             for k in 0..t.kc {
                 let b: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));
                 w = w.add(NR);
-                for i in 0..MR {
+                for i in 0..R {
                     let ai = _mm256_broadcast_ss(&*a[i].add(k));
                     for v in 0..V {
                         acc[i][v] = _mm256_fmadd_ps(ai, b[v], acc[i][v]);
@@ -164,9 +184,9 @@ unsafe fn tile<const V: usize, const FULL: bool>(t: &TileArgs) {
 /// The activation over the tile's clamped values, as in the AVX-512 kernel.
 #[inline(never)]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn act_regs<const V: usize>(f: Activation, x: &mut [[__m256; V]; MR]) {
-    // SAFETY: the array is `MR * V` vectors of 8 floats.
-    let flat = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), MR * V * 8) };
+unsafe fn act_regs<const V: usize, const R: usize>(f: Activation, x: &mut [[__m256; V]; R]) {
+    // SAFETY: the array is `R * V` vectors of 8 floats.
+    let flat = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), R * V * 8) };
     f.apply_blocks::<16>(flat);
 }
 

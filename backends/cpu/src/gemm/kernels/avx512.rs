@@ -29,9 +29,32 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
         // last 16 of 48) computes one vector per row: half the FMAs of the full tile, and
         // the same bits for the columns it stores.
         if t.cols <= 16 {
-            tile::<1>(t)
+            rows::<1>(t)
         } else {
-            tile::<2>(t)
+            rows::<2>(t)
+        }
+    }
+}
+
+/// The tile compiled for its number of rows: a tile of fewer than `MR` rows (a product of
+/// a few rows, such as a convolution over a handful of positions or a short sequence, or
+/// the last row tile of any product) computes only those, where the full tile would
+/// spend `MR / rows` times the FMAs on rows it never stores. Each row's sum is the same
+/// chain of FMAs either way, so the bits do not change.
+///
+/// # Safety
+/// As [`kernel`].
+#[inline(always)]
+unsafe fn rows<const V: usize>(t: &TileArgs) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match t.rows {
+            1 => tile::<V, 1>(t),
+            2 => tile::<V, 2>(t),
+            3 => tile::<V, 3>(t),
+            4 => tile::<V, 4>(t),
+            5 => tile::<V, 5>(t),
+            _ => tile::<V, MR>(t),
         }
     }
 }
@@ -42,9 +65,9 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
 /// functions inlined there would grow it several-fold).
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn act_regs<const V: usize>(f: Activation, x: &mut [[__m512; V]; MR]) {
-    // SAFETY: the array is `MR * V` vectors of 16 floats.
-    let flat = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), MR * V * 16) };
+unsafe fn act_regs<const V: usize, const R: usize>(f: Activation, x: &mut [[__m512; V]; R]) {
+    // SAFETY: the array is `R * V` vectors of 16 floats.
+    let flat = unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), R * V * 16) };
     f.apply_slice(flat);
 }
 
@@ -63,9 +86,9 @@ fn mask(n: usize) -> __mmask16 {
     ((1u32 << n.min(16)) - 1) as __mmask16
 }
 
-/// The tile over `V` (1 or 2) vectors of 16 columns per row.
+/// The tile of `R` rows (at most `MR`) over `V` (1 or 2) vectors of 16 columns each.
 #[target_feature(enable = "avx512f")]
-unsafe fn tile<const V: usize>(t: &TileArgs) {
+unsafe fn tile<const V: usize, const R: usize>(t: &TileArgs) {
     // SAFETY (whole body): every read and write stays inside what the caller's contract
     // makes valid: the panel (`NR` bias, then `ks * kc * NR` weights from `wo`), `kc`
     // floats of each row pointer, `ks * MR` offsets, and for rows below `t.rows` the first
@@ -73,22 +96,22 @@ unsafe fn tile<const V: usize>(t: &TileArgs) {
     // are formed with `wrapping_add` so no out-of-bounds pointer is created).
     unsafe {
         let m: [__mmask16; V] = std::array::from_fn(|v| mask(t.cols.saturating_sub(16 * v)));
-        let mut acc: [[__m512; V]; MR] = if t.accumulate {
+        let mut acc: [[__m512; V]; R] = if t.accumulate {
             // Rows past `rows` repeat the last one: computed, never stored.
             std::array::from_fn(|i| {
                 let c = t.c.wrapping_add(i.min(t.rows - 1) * t.ldc);
                 std::array::from_fn(|v| _mm512_maskz_loadu_ps(m[v], c.wrapping_add(16 * v)))
             })
         } else {
-            [std::array::from_fn(|v| _mm512_loadu_ps(t.w.add(16 * v))); MR]
+            [std::array::from_fn(|v| _mm512_loadu_ps(t.w.add(16 * v))); R]
         };
         let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
-            let a = t.tap_rows::<MR>(tap);
+            let a = t.tap_rows::<MR, R>(tap);
             for k in 0..t.kc {
                 let b: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(w.add(16 * v)));
                 w = w.add(NR);
-                for i in 0..MR {
+                for i in 0..R {
                     let ai = _mm512_set1_ps(*a[i].add(k));
                     for v in 0..V {
                         acc[i][v] = _mm512_fmadd_ps(ai, b[v], acc[i][v]);

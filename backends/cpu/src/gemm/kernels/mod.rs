@@ -119,15 +119,19 @@ pub(crate) struct TileArgs {
 }
 
 impl TileArgs {
-    /// The `MR` row pointers of tap `tap`: `a + offs[tap * MR + i]`, or the zero row where
-    /// the offset is [`ZERO_ROW`]. Shared by every kernel, so the indirection rule lives in
-    /// one place.
+    /// The first `R` of the `MR` row pointers of tap `tap`: `a + offs[tap * MR + i]`, or
+    /// the zero row where the offset is [`ZERO_ROW`]. Shared by every kernel, so the
+    /// indirection rule lives in one place.
     ///
     /// # Safety
-    /// `offs` holds at least `(tap + 1) * MR` offsets (the kernels' contract).
+    /// `offs` holds at least `(tap + 1) * MR` offsets (the kernels' contract), and
+    /// `R <= MR`.
     #[inline(always)]
-    pub(super) unsafe fn tap_rows<const MR: usize>(&self, tap: usize) -> [*const f32; MR] {
-        let mut rows = [self.zero; MR];
+    pub(super) unsafe fn tap_rows<const MR: usize, const R: usize>(
+        &self,
+        tap: usize,
+    ) -> [*const f32; R] {
+        let mut rows = [self.zero; R];
         for (i, row) in rows.iter_mut().enumerate() {
             // SAFETY: in bounds by this function's contract.
             let off = unsafe { *self.offs.add(tap * MR + i) };

@@ -17,7 +17,18 @@ pub(super) const NR: usize = 8;
 pub(super) unsafe fn kernel(t: &TileArgs) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        tile(t);
+        // Fewer than `MR` rows compute only those (as in the x86 kernels): a product of a
+        // few rows would otherwise spend up to eight times the FMAs on rows never stored.
+        match t.rows {
+            1 => tile::<1>(t),
+            2 => tile::<2>(t),
+            3 => tile::<3>(t),
+            4 => tile::<4>(t),
+            5 => tile::<5>(t),
+            6 => tile::<6>(t),
+            7 => tile::<7>(t),
+            _ => tile::<MR>(t),
+        }
         if let Some(f) = t.act {
             act(f, t.c, t.ldc, t.rows, t.cols);
         }
@@ -34,8 +45,9 @@ unsafe fn act(f: Activation, c: *mut f32, ldc: usize, rows: usize, cols: usize) 
     unsafe { super::act_tile::<16>(f, c, ldc, rows, cols) }
 }
 
+/// The tile of `R` rows (at most `MR`).
 #[target_feature(enable = "neon")]
-unsafe fn tile(t: &TileArgs) {
+unsafe fn tile<const R: usize>(t: &TileArgs) {
     // SAFETY (whole body): the panel from `wo`, `kc` floats per row pointer, `ks * MR`
     // offsets, and the first `t.cols` elements of the stored rows of `C` (read too with
     // `accumulate`) and of each add (partial rows are copied through `buf`, never read or
@@ -51,19 +63,19 @@ unsafe fn tile(t: &TileArgs) {
                 [vld1q_f32(buf.as_ptr()), vld1q_f32(buf.as_ptr().add(4))]
             }
         };
-        let mut acc = if t.accumulate {
+        let mut acc: [[float32x4_t; 2]; R] = if t.accumulate {
             // Rows past `rows` repeat the last one: computed, never stored.
             std::array::from_fn(|i| load(t.c.add(i.min(t.rows - 1) * t.ldc)))
         } else {
-            [[vld1q_f32(t.w), vld1q_f32(t.w.add(4))]; MR]
+            [[vld1q_f32(t.w), vld1q_f32(t.w.add(4))]; R]
         };
         let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
-            let a = t.tap_rows::<MR>(tap);
+            let a = t.tap_rows::<MR, R>(tap);
             for k in 0..t.kc {
                 let (b0, b1) = (vld1q_f32(w), vld1q_f32(w.add(4)));
                 w = w.add(NR);
-                for i in 0..MR {
+                for i in 0..R {
                     let ai = vdupq_n_f32(*a[i].add(k));
                     // vfmaq_f32(acc, x, y) = acc + x * y.
                     acc[i][0] = vfmaq_f32(acc[i][0], b0, ai);

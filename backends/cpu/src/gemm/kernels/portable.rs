@@ -37,7 +37,7 @@ pub(super) unsafe fn kernel(t: &TileArgs) {
         }
         let mut w = t.w.add(NR + t.wo);
         for tap in 0..t.ks {
-            let rows = t.tap_rows::<MR>(tap);
+            let rows = t.tap_rows::<MR, MR>(tap);
             let panel = std::slice::from_raw_parts(w, t.kc * NR);
             for (k, b) in panel.chunks_exact(NR).enumerate() {
                 let b = lanes(b);
