@@ -194,14 +194,29 @@ pub fn bench(a: BenchArgs) -> Result<()> {
 
 /// Per-step and per-event wall times over several profiled runs, keyed by position in the
 /// timeline: a session runs the same steps in the same order every time (a staged model's
-/// regions may differ between runs, so rows are matched by name as well).
+/// regions, or an If's branch, may differ between runs, so rows are matched by name as
+/// well).
 #[derive(Default)]
 struct Profile {
     runs: usize,
-    /// (target, kind, name, depth: 0 a step, 1 a plugin event of the step above) and the
-    /// wall times seen, one per run.
-    rows: Vec<(String, String, String, u8, Vec<u64>)>,
+    rows: Vec<Row>,
     totals: Vec<u64>,
+}
+
+/// One step or plugin event of the timeline and the wall times seen, one per run.
+struct Row {
+    target: String,
+    kind: String,
+    name: String,
+    /// How deep it sits: 0 a step of the session, 1 a plugin event of the step above or a
+    /// step inside it (an If's branch), and so on.
+    depth: u8,
+    /// A plugin's event rather than a step the host timed.
+    event: bool,
+    /// Whether its time is counted per kind: plugin events and host steps with no steps
+    /// inside them (an If's own row holds its branch's time, which its children count).
+    leaf: bool,
+    ns: Vec<u64>,
 }
 
 impl Profile {
@@ -209,40 +224,65 @@ impl Profile {
         let mut k = 0;
         // The first run makes one row per step and event, even where two share a name.
         let first = self.runs == 0;
-        let mut put = |rows: &mut Vec<(String, String, String, u8, Vec<u64>)>,
-                       target: &str,
-                       kind: &str,
-                       name: &str,
-                       depth: u8,
-                       ns: u64| {
-            let same = rows
-                .get(k)
-                .is_some_and(|r| r.2 == name && r.1 == kind && r.3 == depth);
-            if first {
-                rows.push((target.into(), kind.into(), name.into(), depth, Vec::new()));
-                k = rows.len() - 1;
-            } else if !same {
-                // A run whose steps differ from the first: find the row by name, else
-                // append it.
-                k = rows
-                    .iter()
-                    .position(|r| r.2 == name && r.1 == kind && r.3 == depth)
-                    .unwrap_or_else(|| {
-                        rows.push((target.into(), kind.into(), name.into(), depth, Vec::new()));
-                        rows.len() - 1
-                    });
-            }
-            rows[k].4.push(ns);
-            k += 1;
-        };
-        for s in steps {
-            put(&mut self.rows, &s.target, &s.kind, &s.name, 0, s.dur_ns);
-            for e in &s.events {
-                put(&mut self.rows, "", &e.kind, &e.name, 1, e.wall_ns);
-            }
-        }
+        Self::walk(&mut self.rows, &mut k, first, steps, 0);
         self.totals.push(steps.iter().map(|s| s.dur_ns).sum());
         self.runs += 1;
+    }
+
+    /// Adds the times of `steps`, their events and the steps inside them, depth first.
+    fn walk(
+        rows: &mut Vec<Row>,
+        k: &mut usize,
+        first: bool,
+        steps: &[baton_runtime_host::trace::StepTiming],
+        depth: u8,
+    ) {
+        for s in steps {
+            let step = Row {
+                target: s.target.clone(),
+                kind: s.kind.clone(),
+                name: s.name.clone(),
+                depth,
+                event: false,
+                leaf: s.kind != "partition"
+                    && s.target.starts_with("host")
+                    && s.children.is_empty(),
+                ns: Vec::new(),
+            };
+            Self::put(rows, k, first, step, s.dur_ns);
+            for e in &s.events {
+                let event = Row {
+                    target: String::new(),
+                    kind: e.kind.clone(),
+                    name: e.name.clone(),
+                    depth: depth + 1,
+                    event: true,
+                    leaf: true,
+                    ns: Vec::new(),
+                };
+                Self::put(rows, k, first, event, e.wall_ns);
+            }
+            Self::walk(rows, k, first, &s.children, depth + 1);
+        }
+    }
+
+    /// Records `ns` in the row like `row`: the next one where this run repeats the first,
+    /// else the one of that name, else `row` itself, appended.
+    fn put(rows: &mut Vec<Row>, k: &mut usize, first: bool, row: Row, ns: u64) {
+        let like = |r: &Row| {
+            r.name == row.name && r.kind == row.kind && r.depth == row.depth && r.event == row.event
+        };
+        if first || !rows.get(*k).is_some_and(like) {
+            *k = match rows.iter().position(like).filter(|_| !first) {
+                Some(at) => at,
+                None => {
+                    rows.push(row);
+                    rows.len() - 1
+                }
+            };
+        }
+        rows[*k].ns.push(ns);
+        *k += 1;
     }
 
     fn median(v: &[u64]) -> u64 {
@@ -255,15 +295,11 @@ impl Profile {
     /// partitions, whose time their events already carry), largest first.
     fn per_kind(&self) -> Vec<(String, f64)> {
         let mut kinds: Vec<(String, f64)> = Vec::new();
-        for (target, kind, _, depth, v) in &self.rows {
-            let leaf = *depth == 1 || (kind != "partition" && target.starts_with("host"));
-            if !leaf {
-                continue;
-            }
-            let us = Self::median(v) as f64 / 1e3;
-            match kinds.iter_mut().find(|(k, _)| k == kind) {
+        for r in self.rows.iter().filter(|r| r.leaf) {
+            let us = Self::median(&r.ns) as f64 / 1e3;
+            match kinds.iter_mut().find(|(k, _)| *k == r.kind) {
                 Some((_, t)) => *t += us,
-                None => kinds.push((kind.clone(), us)),
+                None => kinds.push((r.kind.clone(), us)),
             }
         }
         kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -280,15 +316,13 @@ impl Profile {
             "{:<16} {:<18} {:<48} {:>10} {:>7}",
             "target", "kind", "step", "median_us", "share"
         );
-        for (target, kind, name, depth, v) in &self.rows {
-            let us = Self::median(v) as f64 / 1e3;
-            let name = if *depth == 1 {
-                format!("  {name}")
-            } else {
-                name.clone()
-            };
+        for r in &self.rows {
+            let us = Self::median(&r.ns) as f64 / 1e3;
+            let name = format!("{:indent$}{}", "", r.name, indent = 2 * r.depth as usize);
             println!(
-                "{target:<16} {kind:<18} {name:<48} {us:>10.1} {:>6.1}%",
+                "{:<16} {:<18} {name:<48} {us:>10.1} {:>6.1}%",
+                r.target,
+                r.kind,
                 100.0 * us / total.max(1e-9)
             );
         }
@@ -305,11 +339,11 @@ impl Profile {
         let rows: Vec<serde_json::Value> = self
             .rows
             .iter()
-            .map(|(target, kind, name, depth, v)| {
+            .map(|r| {
                 serde_json::json!({
-                    "target": target, "kind": kind, "name": name,
-                    "plugin_event": *depth == 1,
-                    "median_us": Self::median(v) as f64 / 1e3,
+                    "target": r.target, "kind": r.kind, "name": r.name,
+                    "plugin_event": r.event, "depth": r.depth,
+                    "median_us": Self::median(&r.ns) as f64 / 1e3,
                 })
             })
             .collect();

@@ -159,19 +159,38 @@ pub fn run(a: RunArgs) -> Result<()> {
 }
 
 /// Prints the run's timeline: one row per host step, one per delegated partition followed
-/// by its plugin's events, and the total the host measured.
+/// by its plugin's events, an If's branch steps under it, and the total the host measured.
 fn print_profile(steps: &[trace::StepTiming]) {
     println!(
         "{:<24} {:<18} {:<48} {:>12} {:>10}",
         "target", "kind", "step", "cycles", "wall_us"
     );
+    print_steps(steps, 0);
+    let total: u64 = steps.iter().map(|s| s.dur_ns).sum();
+    println!(
+        "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
+        "total",
+        "",
+        format!(
+            "{} steps, {:.1} us on the host",
+            steps.len(),
+            host_ns(steps) as f64 / 1e3
+        ),
+        "",
+        total as f64 / 1e3
+    );
+}
+
+/// The rows of `steps`, indented by `depth`, with what ran inside each below it.
+fn print_steps(steps: &[trace::StepTiming], depth: usize) {
     let us = |ns: u64| ns as f64 / 1e3;
+    let pad = |name: &str, depth: usize| format!("{:indent$}{name}", "", indent = 2 * depth);
     for s in steps {
         println!(
             "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
             s.target,
             s.kind,
-            s.name,
+            pad(&s.name, depth),
             "",
             us(s.dur_ns)
         );
@@ -180,27 +199,35 @@ fn print_profile(steps: &[trace::StepTiming]) {
                 "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
                 "",
                 e.kind,
-                format!("  {}", e.name),
+                pad(&e.name, depth + 1),
                 e.cycles,
                 us(e.wall_ns)
             );
         }
         if s.kind == "partition" && s.events.is_empty() {
-            println!("{:<24} {:<18} {:<48}", "", "", "  (no events reported)");
+            println!(
+                "{:<24} {:<18} {:<48}",
+                "",
+                "",
+                pad("(no events reported)", depth + 1)
+            );
         }
+        print_steps(&s.children, depth + 1);
     }
-    let total: u64 = steps.iter().map(|s| s.dur_ns).sum();
-    let host: u64 = steps
+}
+
+/// Time on the host's own kernels: host steps, and inside an If the host steps of its
+/// branch (the If's span holds its branch's delegated partitions too).
+fn host_ns(steps: &[trace::StepTiming]) -> u64 {
+    steps
         .iter()
         .filter(|s| s.target.starts_with("host"))
-        .map(|s| s.dur_ns)
-        .sum();
-    println!(
-        "{:<24} {:<18} {:<48} {:>12} {:>10.1}",
-        "total",
-        "",
-        format!("{} steps, {:.1} us on the host", steps.len(), us(host)),
-        "",
-        us(total)
-    );
+        .map(|s| {
+            if s.children.is_empty() {
+                s.dur_ns
+            } else {
+                host_ns(&s.children)
+            }
+        })
+        .sum()
 }

@@ -33,6 +33,22 @@ pub struct StepTiming {
     /// The plugin's own events for a delegated step (empty for host steps, for a plugin
     /// that reports none, and when the partition fell back to the host).
     pub events: Vec<ProfileEvent>,
+    /// The steps run inside this one, on the same clock: the taken branch's steps for an
+    /// If (named `then_branch: ...` or `else_branch: ...`), so that a model whose work sits
+    /// in a branch (torch exports wrap whole models in one) shows where that work went.
+    /// Empty for every other step.
+    pub children: Vec<StepTiming>,
+}
+
+impl StepTiming {
+    /// Moves the step and the steps inside it `ns` later: from the clock of the run that
+    /// timed them (a branch's, a stage's) onto the clock of the run that holds it.
+    pub fn shift(&mut self, ns: u64) {
+        self.start_ns += ns;
+        for c in &mut self.children {
+            c.shift(ns);
+        }
+    }
 }
 
 /// The process id used in the trace: one process, the run.
@@ -45,7 +61,6 @@ const PLUGIN_TID: u32 = 2;
 /// The Chrome trace event document of one run's timeline (`traceEvents` of complete
 /// events, times in microseconds as the format requires).
 pub fn chrome_trace(model: &str, steps: &[StepTiming]) -> Value {
-    let us = |ns: u64| ns as f64 / 1e3;
     let mut events = vec![
         meta(
             "process_name",
@@ -59,6 +74,14 @@ pub fn chrome_trace(model: &str, steps: &[StepTiming]) -> Value {
             json!({ "name": "plugin events (laid end to end)" }),
         ),
     ];
+    push_steps(&mut events, steps);
+    json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+}
+
+/// Complete events for `steps` on the steps track, their plugins' events on their own,
+/// then the steps inside each (nested in time, so the viewer stacks them under it).
+fn push_steps(events: &mut Vec<Value>, steps: &[StepTiming]) {
+    let us = |ns: u64| ns as f64 / 1e3;
     for s in steps {
         events.push(json!({
             "name": s.name,
@@ -84,8 +107,8 @@ pub fn chrome_trace(model: &str, steps: &[StepTiming]) -> Value {
             }));
             at += e.wall_ns;
         }
+        push_steps(events, &s.children);
     }
-    json!({ "traceEvents": events, "displayTimeUnit": "ms" })
 }
 
 /// Writes [`chrome_trace`] to `path`.
@@ -123,6 +146,7 @@ mod tests {
                 start_ns: 1_000,
                 dur_ns: 9_000,
                 events: vec![event("conv_0 (Conv)", 5_000), event("relu_1 (Relu)", 2_000)],
+                children: Vec::new(),
             },
             StepTiming {
                 name: "gather_2 (Gather)".into(),
@@ -131,6 +155,7 @@ mod tests {
                 start_ns: 10_500,
                 dur_ns: 1_500,
                 events: Vec::new(),
+                children: Vec::new(),
             },
         ];
         let doc = chrome_trace("m.onnx", &steps);

@@ -591,6 +591,54 @@ fn an_if_runs_its_branch_sessions_with_the_plugins_and_stays_on_the_host() {
     assert_eq!(s.nodes_per_backend()["cpu"], 1 + 2 + 1);
 }
 
+/// A profiled run shows the steps of the branch an If took under the If's own step, on
+/// the run's clock and inside its span, with the plugin's events for the branch's nodes:
+/// a model whose whole body sits in a branch (torch exports wrap some in one) otherwise
+/// shows one opaque If.
+#[test]
+fn a_profiled_if_shows_the_steps_of_the_branch_it_took() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let graph = branching();
+    let mut s = Session::new(&e, &graph, &BTreeMap::new()).unwrap();
+    let x = Tensor::from_f32(&[1, 4], &[0.5, 0.5, 0.5, 0.5]);
+    let cond = |v: u8| Tensor::from_bytes(DType::Bool, &[], &[v]);
+    s.run(&[cond(1), x.clone()]).unwrap();
+    assert!(s.timeline().is_empty());
+    s.set_profiling(true);
+    for (v, label, op) in [(1, "then_branch", "Relu"), (0, "else_branch", "Mul")] {
+        s.run(&[cond(v), x.clone()]).unwrap();
+        let steps = s.timeline();
+        let choose = steps
+            .iter()
+            .find(|t| t.name.contains("choose"))
+            .expect("the If's step");
+        assert_eq!(choose.kind, "If");
+        assert_eq!(choose.children.len(), 1, "{choose:?}");
+        let branch = &choose.children[0];
+        assert_eq!(branch.name, format!("{label}: partition 0"));
+        assert_eq!(
+            (branch.kind.as_str(), branch.target.as_str()),
+            ("partition", "cpu")
+        );
+        assert!(
+            branch.start_ns >= choose.start_ns
+                && branch.start_ns + branch.dur_ns <= choose.start_ns + choose.dur_ns,
+            "{branch:?} outside {choose:?}"
+        );
+        assert!(
+            branch.events.iter().any(|e| e.name.contains(op)),
+            "{label}: no event for its {op}: {:?}",
+            branch.events
+        );
+    }
+    // Only the If holds steps inside it.
+    assert!(s
+        .timeline()
+        .iter()
+        .filter(|t| t.kind != "If")
+        .all(|t| t.children.is_empty()));
+}
+
 #[test]
 fn a_loop_runs_in_a_session_and_an_if_of_differing_branch_shapes_runs_in_stages() {
     // v <- v + k, three times.

@@ -471,6 +471,7 @@ impl<'e> Staged<'e> {
                 start_ns: start.as_nanos() as u64,
                 dur_ns: (t0.elapsed() - start).as_nanos() as u64,
                 events: Vec::new(),
+                children: Vec::new(),
             });
         }
         for (&t, v) in self.node.outputs.iter().zip(results) {
@@ -497,6 +498,7 @@ impl<'e> Staged<'e> {
                         start_ns: start.as_nanos() as u64,
                         dur_ns: compile.as_nanos() as u64,
                         events: Vec::new(),
+                        children: Vec::new(),
                     });
                 }
                 let session = &self.cache.last().expect("the rest's session").1;
@@ -615,7 +617,7 @@ impl<'e> Staged<'e> {
 fn shift_into(into: &mut Vec<StepTiming>, steps: &[StepTiming], start_ns: u64, offset: usize) {
     for s in steps {
         let mut s = s.clone();
-        s.start_ns += start_ns;
+        s.shift(start_ns);
         if s.kind == "partition" {
             if let Some(k) = s
                 .name

@@ -112,6 +112,8 @@ pub(crate) struct Control<'e> {
     /// input shapes (taking it is then an error); empty for a Loop, whose body runs on the
     /// reference interpreter.
     branches: Vec<std::result::Result<Session<'e>, String>>,
+    /// The branch the last run took (0 then, 1 else), for the profile to show its steps.
+    taken: Option<usize>,
 }
 
 /// The host memory one delegated partition holds, as its plugin reports it.
@@ -165,6 +167,11 @@ impl<'e> Session<'e> {
         self.profiling = on;
         if let Some(s) = &mut self.staged {
             s.set_profiling(on);
+        }
+        for c in &mut self.controls {
+            for b in c.branches.iter_mut().flatten() {
+                b.set_profiling(on);
+            }
         }
     }
 
@@ -684,7 +691,11 @@ pub(crate) fn load_controls<'e>(
                 ));
             }
         }
-        controls.push(Control { node: n, branches });
+        controls.push(Control {
+            node: n,
+            branches,
+            taken: None,
+        });
     }
     Ok(controls)
 }

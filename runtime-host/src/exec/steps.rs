@@ -25,6 +25,7 @@ impl<'e> Session<'e> {
             let fallbacks = self.fallbacks;
             self.run_step(i, buf)?;
             let dur = t0.elapsed() - start;
+            let mut children = Vec::new();
             let (name, kind, target, events) = match &self.steps[i] {
                 ExecStep::Host(n) => {
                     let node = &self.graph.nodes[*n];
@@ -36,7 +37,17 @@ impl<'e> Session<'e> {
                     )
                 }
                 ExecStep::Control(k) => {
-                    let node = &self.graph.nodes[self.controls[*k].node];
+                    let c = &self.controls[*k];
+                    if let Some((b, Ok(branch))) = c.taken.map(|b| (b, &c.branches[b])) {
+                        let label = ["then_branch", "else_branch"][b];
+                        for s in branch.timeline() {
+                            let mut s = s.clone();
+                            s.shift(start.as_nanos() as u64);
+                            s.name = format!("{label}: {}", s.name);
+                            children.push(s);
+                        }
+                    }
+                    let node = &self.graph.nodes[c.node];
                     (
                         node.label(),
                         node.op.name().to_string(),
@@ -61,6 +72,7 @@ impl<'e> Session<'e> {
                 start_ns: start.as_nanos() as u64,
                 dur_ns: dur.as_nanos() as u64,
                 events,
+                children,
             });
         }
         Ok(())
@@ -216,6 +228,7 @@ impl<'e> Session<'e> {
     /// session planned.
     pub(super) fn run_control(&mut self, k: usize, buf: &mut AlignedBytes) -> Result<()> {
         let n = self.controls[k].node;
+        self.controls[k].taken = None;
         let node = &self.graph.nodes[n];
         let operands: Vec<Tensor> = node
             .inputs
@@ -239,6 +252,7 @@ impl<'e> Session<'e> {
                 ));
             }
             let pick = if cond.bytes()[0] != 0 { 0 } else { 1 };
+            self.controls[k].taken = Some(pick);
             let name = ["then_branch", "else_branch"][pick];
             let refs: Vec<&Tensor> = operands[1..].iter().collect();
             match &mut self.controls[k].branches[pick] {
