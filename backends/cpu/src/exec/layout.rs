@@ -13,7 +13,15 @@
 //!   each is combined, whatever the order), or an inference BatchNormalization (its
 //!   kernel takes either layout), provided its own result is held NHWC too;
 //! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
-//!   is the same in both layouts.
+//!   is the same in both layouts;
+//! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
+//!   result, held as usual, has the bytes of its NHWC-held input, so it is a view.
+//!
+//! The converse is a producer: a Transpose that moves the last axis to the channels
+//! (`[0, 3, 1, 2]`) of a tensor held as usual has, held NHWC, the bytes of its input, so
+//! it too is a view. Models exported from channels-last frameworks (tf2onnx, Keras,
+//! TFLite converters) wrap their convolutions in this pair of Transposes at the edges;
+//! without it each ran as a transpose and the convolutions converted layouts again.
 //!
 //! - a conv chain's fused residual Add, provided the chain's result is held NHWC too: the
 //!   epilogue reads the residual at the output's strides, so the two must share a layout
@@ -52,7 +60,11 @@ pub(crate) fn channels_last(
             Role::Anchor(c) if node.op == OpKind::Conv => {
                 graph.nodes[plan.chains[c].last()].outputs[0]
             }
-            Role::Plain if node.op == OpKind::Conv || data_inputs(graph, id).is_some() => {
+            Role::Plain
+                if node.op == OpKind::Conv
+                    || data_inputs(graph, id).is_some()
+                    || moves_channels(graph, id, false) =>
+            {
                 node.outputs[0]
             }
             _ => continue,
@@ -89,6 +101,7 @@ pub(crate) fn channels_last(
         match node.op {
             OpKind::Conv => node.inputs[0] == t && !node.inputs[1..].contains(&t),
             OpKind::GlobalAveragePool => true,
+            OpKind::Transpose => moves_channels(graph, reader, true) && !nhwc[node.outputs[0]],
             OpKind::ReduceMean => {
                 let x = shape(t);
                 let values = |c| consts.bytes(c).and_then(|_| consts.i64s(c));
@@ -113,7 +126,11 @@ pub(crate) fn channels_last(
             let producer = producer[t].expect("candidates have a producer");
             let inputs_ok = match data_inputs(graph, producer) {
                 Some(data) => data.iter().all(|&i| nhwc[i]),
-                None => true,
+                // A Transpose to channels first is a view of an input held as usual.
+                None => {
+                    graph.nodes[producer].op != OpKind::Transpose
+                        || !nhwc[graph.nodes[producer].inputs[0]]
+                }
             } && residuals.iter().all(|&(_, r, out)| out != t || nhwc[r]);
             let readers_ok = consumers[t].iter().all(|&r| accepts(&nhwc, r, t));
             if !(inputs_ok && readers_ok) {
@@ -125,6 +142,36 @@ pub(crate) fn channels_last(
             return nhwc;
         }
     }
+}
+
+/// Whether node `id` is a Transpose of a rank-3 or rank-4 tensor that moves the channels
+/// (axis 1) last (`last`: `[0, 2, 3, 1]`) or the last axis to the channels (`[0, 3, 1,
+/// 2]`); rank 3 has one such permutation, `[0, 2, 1]`, both ways.
+fn moves_channels(graph: &Graph, id: NodeId, last: bool) -> bool {
+    let node = &graph.nodes[id];
+    if node.op != OpKind::Transpose {
+        return false;
+    }
+    let rank = match graph.tensors[node.inputs[0]].static_shape() {
+        Some(s) if s.len() == 3 || s.len() == 4 => s.len(),
+        _ => return false,
+    };
+    let want: Vec<usize> = match last {
+        true => std::iter::once(0).chain(2..rank).chain([1]).collect(),
+        false => [0, rank - 1].into_iter().chain(1..rank - 1).collect(),
+    };
+    baton_delegate_api::shape::transpose_perm(node, rank).is_ok_and(|p| p == want)
+}
+
+/// Whether Transpose `id` reads and writes the same bytes under the layouts `nhwc`
+/// chose: channels moved last out of an NHWC-held tensor into one held as usual, or the
+/// last axis moved to the channels of a tensor held as usual into one held NHWC. Its
+/// result is then a view of its input.
+pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> bool {
+    let node = &graph.nodes[id];
+    let (x, y) = (node.inputs[0], node.outputs[0]);
+    (nhwc[x] && !nhwc[y] && moves_channels(graph, id, true))
+        || (!nhwc[x] && nhwc[y] && moves_channels(graph, id, false))
 }
 
 /// The data inputs of an element-wise op whose result does not depend on the memory order

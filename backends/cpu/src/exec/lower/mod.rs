@@ -300,7 +300,9 @@ pub(crate) fn build<'g>(
                 | OpKind::Squeeze
                 | OpKind::Unsqueeze
                 | OpKind::Identity
-        ) || tail::is_view_cast(graph, node);
+        ) || tail::is_view_cast(graph, node)
+            || (node.op == OpKind::Transpose
+                && super::layout::transpose_is_view(graph, id, &b.nhwc));
         if reshape && roles[id] == Role::Plain {
             // The data is unchanged: the output is a view of the input, no step, no copy.
             let src = b

@@ -1,0 +1,153 @@
+//! Transposes between channels-last and channels-first at the edges of a convolution
+//! chain, as models from channels-last frameworks (tf2onnx, Keras) have them: with the
+//! chain held NHWC they read and write the same bytes, so they run as views. The same
+//! graph with the transposes' neighbours made subgraph outputs (held NCHW, so every
+//! transpose runs) must give the same bits, in more steps.
+
+mod common;
+
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
+use baton_delegate_api::testing::Rng;
+use baton_delegate_api::Tensor;
+use common::{constant, delegate, run_counting};
+
+fn perm(p: &[i64]) -> [(&'static str, Attr); 1] {
+    [("perm", Attr::Ints(p.to_vec()))]
+}
+
+/// `x [1, 6, 5, 3]` (NHWC) -> Transpose to NCHW -> 3x3 conv + Relu -> depthwise 3x3 +
+/// Relu -> 1x1 conv -> Transpose to NHWC (an output) and a mean over H and W of it (an
+/// output); beside it a 1-D chain `s [1, 7, 4]` -> Transpose -> Conv1d + Relu ->
+/// Transpose back. With `expose`, the tensors next to every transpose are outputs too.
+fn channels_last_model(expose: bool) -> (Graph, Vec<Tensor>) {
+    let mut rng = Rng::new(5);
+    let mut b = GraphBuilder::new("tf");
+    let xv = rng.vec(6 * 5 * 3);
+    let x = b.input_fixed("x", DType::F32, &[1, 6, 5, 3]);
+    let pad = || ("pads", Attr::Ints(vec![1; 4]));
+    let t0 = b
+        .node(OpKind::Transpose, &[x], &perm(&[0, 3, 1, 2]))
+        .unwrap();
+    let w1 = constant(&mut b, &mut rng, &[8, 3, 3, 3], 0.3);
+    let b1 = constant(&mut b, &mut rng, &[8], 1.0);
+    let c1 = b.node(OpKind::Conv, &[t0, w1, b1], &[pad()]).unwrap();
+    let r1 = b.node(OpKind::Relu, &[c1], &[]).unwrap();
+    let wd = constant(&mut b, &mut rng, &[8, 1, 3, 3], 0.3);
+    let dw = b
+        .node(OpKind::Conv, &[r1, wd], &[pad(), ("group", Attr::Int(8))])
+        .unwrap();
+    let r2 = b.node(OpKind::Relu, &[dw], &[]).unwrap();
+    let w3 = constant(&mut b, &mut rng, &[8, 8, 1, 1], 0.3);
+    let c3 = b.node(OpKind::Conv, &[r2, w3], &[]).unwrap();
+    let nhwc = b
+        .node(OpKind::Transpose, &[c3], &perm(&[0, 2, 3, 1]))
+        .unwrap();
+    let axes = [("axes", Attr::Ints(vec![1, 2])), ("keepdims", Attr::Int(0))];
+    let mean = b.node(OpKind::ReduceMean, &[nhwc], &axes).unwrap();
+
+    let sv = rng.vec(7 * 4);
+    let s = b.input_fixed("s", DType::F32, &[1, 7, 4]);
+    let u0 = b.node(OpKind::Transpose, &[s], &perm(&[0, 2, 1])).unwrap();
+    let wc = constant(&mut b, &mut rng, &[5, 4, 3], 0.3);
+    let cc = b
+        .node(OpKind::Conv, &[u0, wc], &[("pads", Attr::Ints(vec![1, 1]))])
+        .unwrap();
+    let rc = b.node(OpKind::Relu, &[cc], &[]).unwrap();
+    let u1 = b.node(OpKind::Transpose, &[rc], &perm(&[0, 2, 1])).unwrap();
+
+    let mut outs: Vec<TensorId> = vec![nhwc, mean, u1];
+    if expose {
+        outs.extend([t0, c3, u0, rc]);
+    }
+    outs.into_iter().for_each(|t| b.output(t));
+    let inputs = vec![
+        Tensor::from_f32(&[1, 6, 5, 3], &xv),
+        Tensor::from_f32(&[1, 7, 4], &sv),
+    ];
+    (b.finish().unwrap(), inputs)
+}
+
+#[test]
+fn transposes_at_channels_last_edges_are_views() {
+    let (views, inputs) = channels_last_model(false);
+    let (plain, _) = channels_last_model(true);
+    for simd in [true, false] {
+        let (got, steps) = run_counting(&delegate(simd), &views, &inputs);
+        let (want, plain_steps) = run_counting(&delegate(simd), &plain, &inputs);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.shape, w.shape, "output {i} simd={simd}");
+            let same = g
+                .f32s()
+                .iter()
+                .zip(w.f32s())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "output {i} simd={simd}: {:?} vs {:?}",
+                g.f32s(),
+                w.f32s()
+            );
+        }
+        // conv+Relu, depthwise+Relu, 1x1 conv, the mean, Conv1d+Relu: no transpose.
+        assert_eq!(steps, 5, "simd={simd}");
+        // Every transpose runs: two around each chain.
+        assert_eq!(plain_steps, 9, "simd={simd}");
+    }
+}
+
+/// Transposes that are not the channels-last pair (H and W swapped, and the pair's
+/// permutation applied to a tensor not held NHWC) are not views: the same graph with
+/// every intermediate an output gives the same bits.
+#[test]
+fn other_transposes_still_move_the_data() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(9);
+        let mut b = GraphBuilder::new("g");
+        let xv = rng.vec(2 * 4 * 3 * 5);
+        let x = b.input_fixed("x", DType::F32, &[2, 4, 3, 5]);
+        let w = constant(&mut b, &mut rng, &[6, 4, 1, 1], 0.5);
+        let c = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let r = b.node(OpKind::Relu, &[c], &[]).unwrap();
+        let hw = b
+            .node(OpKind::Transpose, &[r], &perm(&[0, 1, 3, 2]))
+            .unwrap();
+        // The channels-last pair's permutation on the input, which is held as given.
+        let last = b
+            .node(OpKind::Transpose, &[x], &perm(&[0, 2, 3, 1]))
+            .unwrap();
+        let first = b
+            .node(OpKind::Transpose, &[x], &perm(&[0, 3, 1, 2]))
+            .unwrap();
+        let flat = b.node(OpKind::Flatten, &[first], &[]).unwrap();
+        let mut outs = vec![hw, last, flat];
+        if expose {
+            outs.extend([c, r, first]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 4, 3, 5], &xv)],
+        )
+    };
+    let ((g, inputs), (plain, _)) = (build(false), build(true));
+    let (got, _) = run_counting(&delegate(true), &g, &inputs);
+    let (want, _) = run_counting(&delegate(true), &plain, &inputs);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.shape, w.shape, "output {i}");
+        assert_eq!(g.f32s(), w.f32s(), "output {i}");
+    }
+    // And the input's own transposes are what numpy's would be.
+    let x = inputs[0].f32s();
+    let at = |n: usize, c: usize, h: usize, w: usize| x[((n * 4 + c) * 3 + h) * 5 + w];
+    let mut last = Vec::new();
+    for n in 0..2 {
+        for h in 0..3 {
+            for w in 0..5 {
+                for c in 0..4 {
+                    last.push(at(n, c, h, w));
+                }
+            }
+        }
+    }
+    assert_eq!(got[1].f32s(), &last[..]);
+}
