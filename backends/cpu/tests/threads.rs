@@ -114,6 +114,51 @@ fn row_split_ops_agree_bit_for_bit() {
     }
 }
 
+/// Sums down columns split among the threads by blocks of columns: ReduceMean and
+/// ReduceSum over the middle axes (a channels-last model's mean over H and W: 77 columns,
+/// so blocks of 16 and a short last one, and two outer blocks) and a GlobalAveragePool of
+/// a convolution's channels-last result agree bit for bit with one thread, and the mean
+/// is the f64 mean of each column.
+#[test]
+fn column_sums_agree_bit_for_bit() {
+    let mut rng = Rng::new(24);
+    let (n, h, w, c) = (2, 23, 31, 77);
+    let mut g = GraphBuilder::new("columns");
+    let x = g.input_fixed("x", DType::F32, &[n, h, w, c]);
+    let axes = [("axes", Attr::Ints(vec![1, 2]))];
+    let mean = g.node(OpKind::ReduceMean, &[x], &axes).unwrap();
+    let sum = g.node(OpKind::ReduceSum, &[x], &[]).unwrap();
+    let perm = [("perm", Attr::Ints(vec![0, 3, 1, 2]))];
+    let nchw = g.node(OpKind::Transpose, &[x], &perm).unwrap();
+    let wt = g.constant_f32("w", &[48, c, 1, 1], &rng.vec(48 * c));
+    let conv = g.node(OpKind::Conv, &[nchw, wt], &[]).unwrap();
+    let gap = g.node(OpKind::GlobalAveragePool, &[conv], &[]).unwrap();
+    for t in [mean, sum, gap] {
+        g.output(t);
+    }
+    let graph = g.finish().unwrap();
+    let xv = rng.vec(n * h * w * c);
+    let input = Tensor::from_f32(&[n, h, w, c], &xv);
+    let one = run(&delegate(1), &graph, std::slice::from_ref(&input)).expect("1 thread");
+    for threads in [2, 3] {
+        let many = run(&delegate(threads), &graph, std::slice::from_ref(&input)).expect("run");
+        for (k, (a, b)) in one.iter().zip(&many).enumerate() {
+            let bits = |t: &Tensor| t.f32s().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(a),
+                bits(b),
+                "output {k}: {threads} threads differ from 1"
+            );
+        }
+    }
+    for (i, &got) in one[0].f32s().iter().enumerate() {
+        let (b, ch) = (i / c, i % c);
+        let col = (0..h * w).map(|p| xv[(b * h * w + p) * c + ch] as f64);
+        let want = (col.sum::<f64>() / (h * w) as f64) as f32;
+        assert_eq!(got, want, "mean of image {b}, channel {ch}");
+    }
+}
+
 /// Binary element-wise ops (broadcasting a row, a column and a scalar) and the int8
 /// element-wise steps (QuantizeLinear, DequantizeLinear, a QDQ Add of two int8 tensors),
 /// split among the threads in contiguous parts of the output that cut through rows,

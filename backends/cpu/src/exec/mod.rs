@@ -291,7 +291,7 @@ impl Op {
             Op::MatMul(op) => op.run(sources, out, ctx),
             Op::Conv(op) => op.run(sources, out, ctx),
             Op::Pool(op) => op.run(sources, out),
-            Op::GlobalAveragePool(op) => op.run(sources, out),
+            Op::GlobalAveragePool(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Unary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Binary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Softmax(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

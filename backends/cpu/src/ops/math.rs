@@ -167,6 +167,34 @@ pub(crate) fn map(isa: Isa, x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) 
     }
 }
 
+/// Runs `f` compiled for the vector width of `isa`, as [`map`] runs its loop: `f` must be
+/// a closure marked `#[inline(always)]`, calling only `#[inline(always)]` functions, so
+/// that its loops are inlined into the function with the features enabled (see [`rows`]).
+#[inline(always)]
+pub(crate) fn on_isa(isa: Isa, f: impl FnOnce()) {
+    match isa {
+        // SAFETY: an Avx512F kernel is only selected after AVX-512F was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512F => unsafe { on_avx512(f) },
+        // SAFETY: an Avx2Fma kernel is only selected after AVX2 and FMA were detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2Fma => unsafe { on_avx2(f) },
+        _ => f(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn on_avx512(f: impl FnOnce()) {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn on_avx2(f: impl FnOnce()) {
+    f()
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn map_avx512(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {

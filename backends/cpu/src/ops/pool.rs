@@ -9,7 +9,10 @@
 use baton_delegate_api::shape::PoolGeometry;
 
 use super::elementwise::nan_max;
+use super::tensor::column_sums;
 use super::{Sources, Src};
+use crate::gemm::Isa;
+use crate::pool::Pool;
 
 /// The pooling function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,19 +182,22 @@ pub(crate) struct GlobalAveragePoolOp {
 }
 
 impl GlobalAveragePoolOp {
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let n = self.plane_len;
         if let Some(c) = self.channels_last {
-            // Sum pixel rows channel-wise (contiguous, vectorizes), then scale.
-            let out = &mut out[..self.planes];
-            out.fill(0.0);
-            for (image, acc) in out.chunks_exact_mut(c.max(1)).enumerate() {
-                for pixel in x[image * n * c..(image + 1) * n * c].chunks_exact(c) {
-                    acc.iter_mut().zip(pixel).for_each(|(a, &v)| *a += v);
-                }
-                acc.iter_mut().for_each(|a| *a /= n as f32);
-            }
+            // Pixel rows summed channel-wise (contiguous), then scaled.
+            let images = self.planes / c.max(1);
+            #[allow(clippy::redundant_closure)]
+            column_sums::<f32>(
+                isa,
+                pool,
+                x,
+                (images, n, c),
+                out,
+                #[inline(always)]
+                |a| a / n as f32,
+            );
             return;
         }
         for (p, o) in out.iter_mut().enumerate().take(self.planes) {

@@ -411,7 +411,6 @@ pub(crate) fn build<'g>(
         match &step.op {
             Op::MatMul(op) => op.reserve(&mut ctx),
             Op::Conv(op) => op.reserve(&mut ctx),
-            Op::ReduceMean(op) => op.reserve(&mut ctx),
             Op::FloatReduce(op) => op.reserve(&mut ctx),
             Op::CumSum(op) => op.reserve(&mut ctx),
             Op::TopK(op) => op.reserve(&mut ctx),
