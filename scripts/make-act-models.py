@@ -10,7 +10,11 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
 - `act_mlp.onnx`: a transformer MLP, MatMul + bias + torch's five-node Erf GELU, then
   MatMul + bias + Sigmoid, at 256 tokens of 384;
 - `pw.onnx` and `pw4.onnx`: one and four 1x1 convs 64->64 with bias at 112x112, NCHW in
-  and out: the first and last of pw4 convert layouts, its two middle ones do not.
+  and out: the first and last of pw4 convert layouts, its two middle ones do not;
+- `tf_cls.onnx` and `tf_seg.onnx`: a channels-last model as tf2onnx exports one, an NHWC
+  image 1x224x224x3 transposed to NCHW, five convs (3x3 stride 2, depthwise, 1x1,
+  depthwise, 1x1) with Relu, transposed back to NHWC; then a mean over H and W, a
+  MatMul and Softmax (`tf_cls`), or the 1x112x112x64 map itself (`tf_seg`).
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -89,6 +93,33 @@ def main():
             weights[f"bp{i}"] = w(64)
         save(out, "pw" if k == 1 else f"pw{k}", convs, weights,
              [1, 64, 112, 112], [1, 64, 112, 112])
+    tf = [
+        n("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+        n("Conv", ["t", "k1", "c1"], ["v1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        n("Relu", ["v1"], ["r1"]),
+        n("Conv", ["r1", "kd1", "cd1"], ["v2"], pads=[1, 1, 1, 1], group=32),
+        n("Relu", ["v2"], ["r2"]),
+        n("Conv", ["r2", "k2", "c2"], ["v3"]),
+        n("Relu", ["v3"], ["r3"]),
+        n("Conv", ["r3", "kd2", "cd2"], ["v4"], pads=[1, 1, 1, 1], group=64),
+        n("Relu", ["v4"], ["r4"]),
+        n("Conv", ["r4", "k3", "c3"], ["v5"]),
+        n("Relu", ["v5"], ["r5"]),
+    ]
+    convs = dict(k1=w(32, 3, 3, 3), c1=w(32), kd1=w(32, 1, 3, 3), cd1=w(32),
+                 k2=w(64, 32, 1, 1), c2=w(64), kd2=w(64, 1, 3, 3), cd2=w(64),
+                 k3=w(64, 64, 1, 1), c3=w(64))
+    head = [
+        n("Transpose", ["r5"], ["nhwc"], perm=[0, 2, 3, 1]),
+        n("ReduceMean", ["nhwc"], ["m"], axes=[1, 2], keepdims=0),
+        n("MatMul", ["m", "fc"], ["l"]),
+        n("Add", ["l", "fb"], ["z"]),
+        n("Softmax", ["z"], ["y"], axis=-1),
+    ]
+    save(out, "tf_cls", tf + head, dict(convs, fc=w(64, 10), fb=w(10)),
+         [1, 224, 224, 3], [1, 10])
+    save(out, "tf_seg", tf + [n("Transpose", ["r5"], ["y"], perm=[0, 2, 3, 1])], convs,
+         [1, 224, 224, 3], [1, 112, 112, 64])
 
 
 if __name__ == "__main__":
