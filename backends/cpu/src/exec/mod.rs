@@ -605,3 +605,59 @@ fn check_tensor(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind};
+    use baton_delegate_api::testing::{execute, Hosted, Rng};
+    use baton_delegate_api::{Delegate, Options, Tensor};
+
+    use crate::CpuDelegate;
+
+    /// Outputs that are views of the last step's result (a Reshape, a Transpose out of a
+    /// channels-last conv chain) are written by that step straight into the caller's
+    /// buffer, as a plain result is; a view whose data a later step reads is copied.
+    #[test]
+    fn an_output_viewing_a_result_nothing_else_reads_is_written_in_place() {
+        let mut rng = Rng::new(4);
+        let mut b = GraphBuilder::new("views");
+        let x = b.input_fixed("x", DType::F32, &[1, 4, 3, 5]);
+        let wv = rng.vec(24);
+        let w = b.constant_f32("w", &[6, 4, 1, 1], &wv);
+        let c = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let r = b.node(OpKind::Relu, &[c], &[]).unwrap();
+        let perm = [("perm", Attr::Ints(vec![0, 2, 3, 1]))];
+        let nhwc = b.node(OpKind::Transpose, &[r], &perm).unwrap();
+        let n = b.node(OpKind::Neg, &[x], &[]).unwrap();
+        let shape = b.constant_i64("shape", &[2], &[4, 15]);
+        let flat = b.node(OpKind::Reshape, &[n, shape], &[]).unwrap();
+        let s = b.node(OpKind::Sigmoid, &[x], &[]).unwrap();
+        let a = b.node(OpKind::Abs, &[x], &[]).unwrap();
+        let read = b.node(OpKind::Reshape, &[a, shape], &[]).unwrap();
+        let later = b.node(OpKind::Neg, &[read], &[]).unwrap();
+        for t in [nhwc, flat, s, read, later] {
+            b.output(t);
+        }
+        let g = b.finish().unwrap();
+        let h = Hosted::new(&g);
+        let opts = Options::validate(&CpuDelegate::options(), &[]).expect("options");
+        let d = CpuDelegate::create(&opts).expect("create");
+        let blob = h.compile(&d).expect("compiles");
+        let mut exec = d.init(0, &blob, &h.views()).expect("initialises");
+        assert_eq!(exec.written_by_step, [true, true, true, false, true]);
+        let xv = rng.vec(60);
+        let outs =
+            execute(&mut exec, &h.graph, &[Tensor::from_f32(&[1, 4, 3, 5], &xv)]).expect("runs");
+        let neg: Vec<f32> = xv.iter().map(|v| -v).collect();
+        assert_eq!(outs[1].f32s(), &neg[..]);
+        let abs: Vec<f32> = xv.iter().map(|v| v.abs()).collect();
+        assert_eq!(outs[3].f32s(), &abs[..]);
+        // The conv's result channels-last: element (h, w, m) of a 1x1 conv and Relu.
+        assert_eq!(outs[0].shape, vec![1, 3, 5, 6]);
+        for (i, &got) in outs[0].f32s().iter().enumerate() {
+            let (p, m) = (i / 6, i % 6);
+            let sum: f32 = (0..4).map(|c| xv[c * 15 + p] * wv[m * 4 + c]).sum();
+            assert!((got - sum.max(0.0)).abs() < 1e-5, "pixel {p}, channel {m}");
+        }
+    }
+}

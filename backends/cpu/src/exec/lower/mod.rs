@@ -305,9 +305,16 @@ pub(crate) fn build<'g>(
                 && super::layout::transpose_is_view(graph, id, &b.nhwc));
         if reshape && roles[id] == Role::Plain {
             // The data is unchanged: the output is a view of the input, no step, no copy.
-            let src = b
-                .src(node.inputs[0])
-                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            // The view reads nothing itself (its readers keep the data alive): a read
+            // here kept the slot of a model's last step alive past it, so an output that
+            // is a view of it (a Reshape or Transpose at the end) was copied out instead
+            // of written in place.
+            let src = match b.srcs[node.inputs[0]] {
+                Some(src) => src,
+                None => b
+                    .src(node.inputs[0])
+                    .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?,
+            };
             b.srcs[node.outputs[0]] = Some(src);
             continue;
         }
