@@ -377,6 +377,56 @@ fn inputs_lent_to_a_delegate_are_the_run_s_own() {
     assert_eq!(again[0].f32s(), reference_outputs(&g, &second)[0].f32s());
 }
 
+/// An output only a delegate writes is written by it into the `Tensor` the run returns:
+/// each run's tensors are its own (a later run writes new ones, not those handed out
+/// before), and the sink path that copies out of the arena still sees the values, as the
+/// views are pointed back at the arena after every run. The fallback test checks the
+/// other edge: a failed partition's portable kernels write the arena, and the output is
+/// copied from there into the lent tensor.
+#[test]
+fn outputs_a_delegate_alone_writes_are_the_tensors_returned() {
+    let (_d, e) = engine(&cpu_plugin_config(0));
+    let (g, first) = relu_add_chain();
+    let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
+    let second: Vec<Tensor> = first
+        .iter()
+        .map(|t| {
+            let v: Vec<f32> = t.f32s().iter().map(|x| 0.5 - 3.0 * x).collect();
+            Tensor::from_f32(&t.shape, &v)
+        })
+        .collect();
+    let (want1, want2) = (
+        reference_outputs(&g, &first),
+        reference_outputs(&g, &second),
+    );
+    assert_ne!(want1[0].f32s(), want2[0].f32s());
+    let got1 = s.run(&first).unwrap();
+    let got2 = s.run(&second).unwrap();
+    assert_eq!(
+        got1[0].f32s(),
+        want1[0].f32s(),
+        "the first run's output was overwritten"
+    );
+    assert_eq!(got2[0].f32s(), want2[0].f32s());
+    let mut copied = Vec::new();
+    s.run_views(
+        &first.iter().map(Tensor::view).collect::<Vec<_>>(),
+        &mut |_, dtype, shape, bytes| {
+            copied.push(Tensor::from_bytes(dtype, shape, bytes));
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(copied[0].f32s(), want1[0].f32s());
+    assert_eq!(
+        got2[0].f32s(),
+        want2[0].f32s(),
+        "a later run wrote a tensor handed out"
+    );
+    let again = s.run(&second).unwrap();
+    assert_eq!(again[0].f32s(), want2[0].f32s());
+}
+
 #[test]
 fn a_plugin_that_lies_about_availability_is_skipped_by_its_probe() {
     let (_d, e) = engine(&format!(

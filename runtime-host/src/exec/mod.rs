@@ -72,6 +72,12 @@ pub struct Session<'e> {
     /// arena. `None` where a host node or control flow reads it, or it is also an output
     /// or listed twice (see [`lendable_inputs`]).
     lendable: Vec<Option<Vec<(usize, usize)>>>,
+    /// For each graph output, the delegate output view (step, output) that writes it
+    /// where nothing else reads it: [`Session::run_refs`] points that view at the
+    /// `Tensor` it returns instead of copying the output out of the arena. `None` where
+    /// a step reads it, or it is an input, listed twice, or the model has control flow
+    /// (see [`lendable_outputs`]).
+    lendable_out: Vec<Option<(usize, usize)>>,
     arena: Arena,
     /// Whether `arena` is shared with a [`crate::bounded::BoundedSession`], laid out by its
     /// plan at the bound.
@@ -298,6 +304,7 @@ impl<'e> Session<'e> {
             slots: vec![Slot::Internal; n],
             shapes: vec![Vec::new(); n],
             lendable: Vec::new(),
+            lendable_out: Vec::new(),
             arena: Arena::new(AlignedBytes::try_zeroed(0).expect("an empty buffer")),
             borrowed_arena: false,
             staged: Some(Box::new(staged)),
@@ -394,14 +401,68 @@ impl<'e> Session<'e> {
     }
 
     /// [`Session::run`] over borrowed inputs (streams pass their state without copying it).
+    ///
+    /// An output that one delegate writes and nothing else reads is written by it straight
+    /// into the `Tensor` returned (allocated zero-filled, so that a plugin that leaves
+    /// bytes unwritten exposes zeros, not old memory); the others are copied out of the
+    /// arena. A large output (a segmentation map, an image) was otherwise written to the
+    /// arena and copied once more, in one thread.
     pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let views: Vec<TensorRef<'_>> = inputs.iter().map(|t| t.view()).collect();
+        let mut lent = self.lend_outputs();
         let mut outputs = Vec::with_capacity(self.graph.outputs.len());
-        self.run_views(&views, &mut |_, dtype, shape, bytes| {
-            outputs.push(Tensor::from_bytes(dtype, shape, bytes));
+        let ran = self.run_views(&views, &mut |pos, dtype, shape, bytes| {
+            outputs.push(match lent[pos].take() {
+                Some(t) => t,
+                None => Tensor::from_bytes(dtype, shape, bytes),
+            });
             Ok(())
-        })?;
+        });
+        // Whatever happened, no view keeps a pointer to the tensors handed out.
+        self.unlend_outputs();
+        ran?;
         Ok(outputs)
+    }
+
+    /// A zero-filled `Tensor` for each output that may be lent (see
+    /// [`Session::lendable_out`]), its delegate view pointed at it; `None` for the others
+    /// (and for all of a staged model's, whose stages run as sessions of their own).
+    fn lend_outputs(&mut self) -> Vec<Option<Tensor>> {
+        let mut lent = Vec::with_capacity(self.graph.outputs.len());
+        for (k, &t) in self.graph.outputs.iter().enumerate() {
+            let at = self.lendable_out.get(k).copied().flatten();
+            let tensor = at.filter(|_| self.staged.is_none()).and_then(|(i, j)| {
+                let ExecStep::Delegate(d) = &mut self.steps[i] else {
+                    return None;
+                };
+                let dtype = self.graph.tensors[t].dtype;
+                let mut tensor = Tensor::try_zeros(dtype, &self.shapes[t])?;
+                let data = tensor.data.as_mut_slice();
+                if data.len() != d.out_views[j].byte_len as usize {
+                    return None;
+                }
+                d.out_views[j].data = data.as_mut_ptr().cast();
+                Some(tensor)
+            });
+            lent.push(tensor);
+        }
+        lent
+    }
+
+    /// Points every lent output view back at its tensor's arena bytes.
+    fn unlend_outputs(&mut self) {
+        let arena = self.arena.clone();
+        let mut buf = arena.lock();
+        let base = buf.as_mut_slice().as_mut_ptr();
+        for (at, &t) in self.lendable_out.iter().zip(&self.graph.outputs) {
+            let (Some((i, j)), Slot::Arena(off)) = (*at, self.slots[t]) else {
+                continue;
+            };
+            if let ExecStep::Delegate(d) = &mut self.steps[i] {
+                // SAFETY: in bounds of the arena by construction of the plan.
+                d.out_views[j].data = unsafe { base.add(off) }.cast();
+            }
+        }
     }
 
     /// Runs the model on borrowed input bytes and hands each output's bytes, in graph
@@ -865,6 +926,7 @@ pub(crate) fn assemble<'e>(
         })
         .collect::<Vec<ExecStep>>();
     let lendable = lendable_inputs(&graph, &slots, &steps);
+    let lendable_out = lendable_outputs(&graph, &slots, &steps);
     Ok(Session {
         engine,
         graph,
@@ -880,6 +942,7 @@ pub(crate) fn assemble<'e>(
         slots,
         shapes,
         lendable,
+        lendable_out,
         arena,
         borrowed_arena,
         staged: None,
@@ -925,6 +988,66 @@ fn copy_lent_inputs(d: &DelegateStep, slots: &[Slot], buf: &mut AlignedBytes) {
             }
         }
     }
+}
+
+/// Copies the arena bytes of `d`'s outputs into the buffers lent to its views for this
+/// run (a view that does not point at its tensor's arena bytes), after the partition ran
+/// on the portable kernels instead, which write the arena.
+fn copy_to_lent_outputs(d: &DelegateStep, slots: &[Slot], buf: &AlignedBytes) {
+    let base = buf.as_slice().as_ptr();
+    for (v, &t) in d.out_views.iter().zip(&d.outputs) {
+        let Slot::Arena(off) = slots[t] else {
+            continue;
+        };
+        // SAFETY: `off` is in bounds of the arena (the plan); a view not pointing there is
+        // a lent output, `byte_len` bytes of a `Tensor` that `run_refs` holds for the run,
+        // the same length as the slot.
+        unsafe {
+            let src = base.add(off);
+            let dst = v.data.cast::<u8>();
+            if dst.cast_const() != src {
+                std::ptr::copy_nonoverlapping(src, dst, v.byte_len as usize);
+            }
+        }
+    }
+}
+
+/// For each graph output, the delegate output view that may be lent the returned
+/// `Tensor`'s buffer (see [`Session::lendable_out`]): an arena tensor that a delegate
+/// writes and no step reads, once among the outputs and not an input. A model with
+/// control flow lends nothing (a branch may read an outer tensor implicitly).
+fn lendable_outputs(
+    graph: &Graph,
+    slots: &[Slot],
+    steps: &[ExecStep],
+) -> Vec<Option<(usize, usize)>> {
+    let control = steps.iter().any(|s| matches!(s, ExecStep::Control(_)));
+    graph
+        .outputs
+        .iter()
+        .map(|&t| {
+            let once = graph.outputs.iter().filter(|&&u| u == t).count() == 1;
+            if control || !once || graph.inputs.contains(&t) || !matches!(slots[t], Slot::Arena(_))
+            {
+                return None;
+            }
+            let mut writer = None;
+            for (i, step) in steps.iter().enumerate() {
+                match step {
+                    ExecStep::Host(n) if graph.nodes[*n].inputs.contains(&t) => return None,
+                    ExecStep::Host(n) if graph.nodes[*n].outputs.contains(&t) => return None,
+                    ExecStep::Delegate(d) if d.inputs.contains(&t) => return None,
+                    ExecStep::Delegate(d) => {
+                        if let Some(j) = d.outputs.iter().position(|&u| u == t) {
+                            writer = Some((i, j));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            writer
+        })
+        .collect()
 }
 
 /// For each graph input, the delegate views that may be lent the caller's buffer (see

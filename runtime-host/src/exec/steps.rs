@@ -140,7 +140,13 @@ impl<'e> Session<'e> {
                         if self.fallbacks <= 3 {
                             eprintln!("baton: {backend} failed, running its partition on the portable kernels: {e}");
                         }
-                        self.run_host_nodes(&nodes, &mut HashMap::new(), buf)
+                        self.run_host_nodes(&nodes, &mut HashMap::new(), buf)?;
+                        // The portable kernels wrote the arena; outputs lent for the run
+                        // get their bytes from there.
+                        if let ExecStep::Delegate(d) = &self.steps[i] {
+                            super::copy_to_lent_outputs(d, &self.slots, buf);
+                        }
+                        Ok(())
                     }
                 }
             }
