@@ -888,3 +888,81 @@ fn a_dequantize_read_only_by_integer_ops_does_not_run() {
         );
     }
 }
+
+/// A channels-last int8 model as ONNX Runtime's quantizer writes one from a tf2onnx
+/// export: an NHWC image transposed to NCHW, quantized, an int8 3x3 convolution and an
+/// int8 1x1 convolution (held NHWC), then dequantized, transposed back to NHWC and
+/// quantized and dequantized again (the Transpose's own QDQ pair). The dequantize and
+/// quantize at the int8 region's edges work in NHWC order, so both transposes are
+/// views: the same bits as the graph with the transposes' neighbours made outputs (held
+/// NCHW, so that each transpose and conversion runs), in fewer steps.
+#[test]
+fn transposes_at_int8_channels_last_edges_are_views() {
+    use common::run_counting;
+    let build = |expose: bool| {
+        let mut rng = Rng::new(12);
+        let (h, w, c, m) = (9, 11, 3, 16);
+        let xs: Vec<f32> = (0..h * w * c)
+            .map(|_| (rng.next_u64() % 4000) as f32 / 1000.0 - 2.0)
+            .collect();
+        let mut b = GraphBuilder::new("tf_int8");
+        let x = b.input_fixed("x", DType::F32, &[1, h, w, c]);
+        let perm = |p: &[i64]| [("perm", Attr::Ints(p.to_vec()))];
+        let t = b
+            .node(OpKind::Transpose, &[x], &perm(&[0, 3, 1, 2]))
+            .unwrap();
+        let (s, z) = scalar(&mut b, DType::I8, "x", 0.016, -3);
+        let q = b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+        let qd = b.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap();
+        let mut conv = |b: &mut GraphBuilder, x: TensorId, cin: usize, k: usize, name: &str| {
+            let wq: Vec<i8> = (0..m * cin * k * k)
+                .map(|_| (rng.next_u64() % 255) as i32 as i8)
+                .collect();
+            let wt = b.constant(
+                name,
+                DType::I8,
+                &[m, cin, k, k],
+                TensorData::from_slice(&wq),
+            );
+            let (ws, wz) = scalar(b, DType::I8, &format!("{name}w"), 0.004, 0);
+            let wd = b
+                .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+                .unwrap();
+            let pads = [("pads", Attr::Ints(vec![(k / 2) as i64; 4]))];
+            let y = b.node(OpKind::Conv, &[x, wd], &pads).unwrap();
+            let (ys, yz) = scalar(b, DType::I8, &format!("{name}y"), 0.03, 5);
+            let yq = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+            (
+                yq,
+                b.node(OpKind::DequantizeLinear, &[yq, ys, yz], &[])
+                    .unwrap(),
+            )
+        };
+        let (_, c1) = conv(&mut b, qd, c, 3, "c1");
+        let (c2q, c2) = conv(&mut b, c1, m, 1, "c2");
+        let back = b
+            .node(OpKind::Transpose, &[c2], &perm(&[0, 2, 3, 1]))
+            .unwrap();
+        let (s, z) = scalar(&mut b, DType::I8, "c2y", 0.03, 5);
+        let bq = b.node(OpKind::QuantizeLinear, &[back, s, z], &[]).unwrap();
+        let y = b.node(OpKind::DequantizeLinear, &[bq, s, z], &[]).unwrap();
+        b.output(y);
+        if expose {
+            b.output(t);
+            b.output(c2q);
+        }
+        let g = b.finish().unwrap();
+        (g, vec![Tensor::from_f32(&[1, h, w, c], &xs)])
+    };
+    let ((g, inputs), (plain, _)) = (build(false), build(true));
+    for simd in [true, false] {
+        let (got, steps) = run_counting(&delegate(simd), &g, &inputs);
+        let (want, plain_steps) = run_counting(&delegate(simd), &plain, &inputs);
+        assert_eq!(got[0].shape, vec![1, 9, 11, 16]);
+        assert!(got[0].bytes() == want[0].bytes(), "simd={simd}");
+        // Quantize, two int8 convs, dequantize, the output's quantize and dequantize.
+        assert_eq!(steps, 6, "simd={simd}");
+        // And the two transposes.
+        assert_eq!(plain_steps, 8, "simd={simd}");
+    }
+}

@@ -17,6 +17,13 @@
 //! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
 //!   result, held as usual, has the bytes of its NHWC-held input, so it is a view.
 //!
+//! At the edges of an int8 region (`int8`: the 8-bit tensors held NHWC, see
+//! `lower/quant.rs`), a DequantizeLinear of an NHWC-held tensor is a producer (it
+//! dequantizes element by element, in the order it reads), and a QuantizeLinear whose
+//! 8-bit result is held NHWC a reader, both with one scale for the whole tensor: the
+//! Transposes of a channels-last int8 model (Quantize/Dequantize pairs around them, as
+//! ONNX Runtime's quantizer writes them) then become views too.
+//!
 //! The converse is a producer: a Transpose that moves the last axis to the channels
 //! (`[0, 3, 1, 2]`) of a tensor held as usual has, held NHWC, the bytes of its input, so
 //! it too is a view. Models exported from channels-last frameworks (tf2onnx, Keras,
@@ -39,14 +46,31 @@ use super::{reduced_axes, reduced_run};
 use crate::fusion::{chain_residual, FusionPlan, Role};
 
 /// One flag per tensor of `graph`: held channels-last. `skip` marks the nodes lowered
-/// elsewhere (QDQ groups), which read and write NCHW.
+/// elsewhere (QDQ groups), which read and write NCHW; `int8` the 8-bit tensors the int8
+/// region holds NHWC.
 pub(crate) fn channels_last(
     graph: &Graph,
     plan: &FusionPlan,
     roles: &[Role],
     skip: &[bool],
+    int8: &[bool],
     consts: &Constants<'_>,
 ) -> Vec<bool> {
+    // A standalone QuantizeLinear or DequantizeLinear of one scale, whose 8-bit side is
+    // held NHWC.
+    let edge = |id: NodeId, op: OpKind| -> bool {
+        let node = &graph.nodes[id];
+        let bytes = if op == OpKind::QuantizeLinear {
+            node.outputs[0]
+        } else {
+            node.inputs[0]
+        };
+        node.op == op
+            && !skip[id]
+            && int8.get(bytes).copied().unwrap_or(false)
+            && crate::quant::QParams::of(graph, node, consts)
+                .is_ok_and(|p| p.per_tensor().is_some())
+    };
     let consumers = graph.consumers();
     let shape = |t: TensorId| graph.tensors[t].static_shape().unwrap_or_default();
     // The node computing each materialized tensor, if it is a candidate.
@@ -63,7 +87,8 @@ pub(crate) fn channels_last(
             Role::Plain
                 if node.op == OpKind::Conv
                     || data_inputs(graph, id).is_some()
-                    || moves_channels(graph, id, false) =>
+                    || moves_channels(graph, id, false)
+                    || edge(id, OpKind::DequantizeLinear) =>
             {
                 node.outputs[0]
             }
@@ -101,6 +126,7 @@ pub(crate) fn channels_last(
         match node.op {
             OpKind::Conv => node.inputs[0] == t && !node.inputs[1..].contains(&t),
             OpKind::GlobalAveragePool => true,
+            OpKind::QuantizeLinear => node.inputs[0] == t && edge(reader, OpKind::QuantizeLinear),
             OpKind::Transpose => moves_channels(graph, reader, true) && !nhwc[node.outputs[0]],
             OpKind::ReduceMean => {
                 let x = shape(t);
@@ -235,7 +261,15 @@ mod tests {
         let consts = Constants::new(g, &[]);
         let plan = FusionPlan::plan(g, &consts);
         let roles = plan.roles(g);
-        channels_last(g, &plan, &roles, &vec![false; g.nodes.len()], &consts)
+        let skip = vec![false; g.nodes.len()];
+        channels_last(
+            g,
+            &plan,
+            &roles,
+            &skip,
+            &vec![false; g.tensors.len()],
+            &consts,
+        )
     }
 
     #[test]

@@ -212,7 +212,7 @@ pub(crate) fn build<'g>(
         })
         .collect();
     b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &luts, &standalone, &qdq);
-    b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.consts);
+    b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.qnhwc, &b.consts);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
     // BatchNormalization after them (and its activation); products apply the activation

@@ -241,12 +241,18 @@ impl<'g> Builder<'g> {
         let layout = AxisLayout::new(&params, x_shape);
         let t = node.inputs[0];
         if node.op == OpKind::QuantizeLinear {
+            // An input held NHWC (see `layout.rs`) is in the order of an NHWC result:
+            // quantized element by element.
+            let nhwc = match self.nhwc[t] {
+                true => None,
+                false => self.nhwc_of(node.outputs[0]),
+            };
             return Ok(Op::Quantize(QuantizeOp {
                 x: self.src(t)?,
                 int_input: self.graph.tensors[t].dtype == DType::I32,
                 params,
                 layout,
-                nhwc: self.nhwc_of(node.outputs[0]),
+                nhwc,
             }));
         }
         let x = match self.consts.bytes(t) {
@@ -260,7 +266,11 @@ impl<'g> Builder<'g> {
             _ => DqInput::Bytes {
                 src: self.src(t)?,
                 len: x_shape.iter().product(),
-                nhwc: self.nhwc_of(t),
+                // A result held NHWC takes the NHWC bytes in their order.
+                nhwc: match self.nhwc[node.outputs[0]] {
+                    true => None,
+                    false => self.nhwc_of(t),
+                },
             },
         };
         Ok(Op::Dequantize(DequantizeOp { x, params, layout }))
