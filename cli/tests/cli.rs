@@ -4,7 +4,7 @@ mod support;
 
 use std::process::Output;
 
-use baton_delegate_api::{wire, Attr, DType, GraphBuilder, OpKind, Tensor};
+use baton_delegate_api::{wire, DType, GraphBuilder, OpKind, Tensor};
 use support::common::{config, plugin, q};
 use support::{baton, tinynet as example};
 
@@ -482,45 +482,22 @@ fn run_profile_and_trace_show_every_step_host_and_delegated() {
     );
 }
 
-/// `If(c, then: relu(x + k), else: x * k)`: a model whose work sits in a branch, written
-/// as a `.btir` in `dir`, with `c` (true) and `x` as `.npy` files beside it.
+/// The sample model with an If (`baton_runtime_host::sample::branchy`: then `relu(x) * w`,
+/// else `x + w`), a model whose work sits in a branch, written as a `.btir` in `dir`, with
+/// `c` (true) and `x` as `.npy` files beside it; the arguments that give them.
 fn branching_model(dir: &std::path::Path) -> (std::path::PathBuf, Vec<String>) {
-    let branch = |then: bool| {
-        let mut b = GraphBuilder::new(if then { "then" } else { "else" });
-        let x = b.input_fixed("x", DType::F32, &[1, 4]);
-        let k = b.constant_f32("k", &[1, 4], &[1.0, -2.0, 3.0, -4.0]);
-        let y = if then {
-            let s = b.node(OpKind::Add, &[x, k], &[]).unwrap();
-            b.node(OpKind::Relu, &[s], &[]).unwrap()
-        } else {
-            b.node(OpKind::Mul, &[x, k], &[]).unwrap()
-        };
-        b.output(y);
-        Attr::Graph(Box::new(b.finish().unwrap()))
-    };
-    let mut b = GraphBuilder::new("branching");
-    let c = b.input_fixed("c", DType::Bool, &[]);
-    let x = b.input_fixed("x", DType::F32, &[1, 4]);
-    let y = b
-        .named_node(
-            "choose",
-            OpKind::If,
-            &[c, x],
-            &[
-                ("then_branch", branch(true)),
-                ("else_branch", branch(false)),
-            ],
-        )
-        .unwrap();
-    b.output(y);
-    let (bytes, _) = wire::encode(&b.finish().unwrap(), wire::ConstMode::Inline);
-    let model = dir.join("branching.btir");
+    let (bytes, _) = wire::encode(
+        &baton_runtime_host::sample::branchy(),
+        wire::ConstMode::Inline,
+    );
+    let model = dir.join("branchy.btir");
     std::fs::write(&model, bytes).unwrap();
     let (cf, xf) = (dir.join("c.npy"), dir.join("x.npy"));
     baton_runtime_host::npy::write(&cf, &Tensor::from_bytes(DType::Bool, &[], &[1])).unwrap();
-    baton_runtime_host::npy::write(&xf, &Tensor::from_f32(&[1, 4], &[0.5; 4])).unwrap();
-    let inputs = vec![format!("c={}", cf.display()), format!("x={}", xf.display())];
-    (model, inputs)
+    baton_runtime_host::npy::write(&xf, &Tensor::from_f32(&[2, 3], &[0.5; 6])).unwrap();
+    let inputs = ["c", "x"].iter().zip([cf, xf]);
+    let inputs = inputs.flat_map(|(n, f)| ["--input".to_string(), format!("{n}={}", f.display())]);
+    (model, inputs.collect())
 }
 
 /// `bench --profile`, `run --profile` and `run --trace` show what ran inside an If: the
@@ -530,32 +507,24 @@ fn branching_model(dir: &std::path::Path) -> (std::path::PathBuf, Vec<String>) {
 fn profile_and_trace_show_the_steps_inside_an_if() {
     let dir = tempfile::tempdir().unwrap();
     let (model, inputs) = branching_model(dir.path());
-    let with_inputs = |mut v: Vec<String>| {
-        for i in &inputs {
-            v.extend(["--input".to_string(), i.clone()]);
-        }
-        v
+    let run = |args: &[&str]| {
+        let mut v: Vec<&str> = vec![args[0], model.to_str().unwrap()];
+        v.extend(&args[1..]);
+        v.extend(inputs.iter().map(String::as_str));
+        let o = baton(&v, dir.path());
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{stderr}");
+        stdout
     };
-    let args = with_inputs(
-        [
-            "bench",
-            model.to_str().unwrap(),
-            "--runs",
-            "3",
-            "--warmup",
-            "1",
-            "--profile",
-            "--json",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    let o = baton(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        dir.path(),
-    );
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let stdout = run(&[
+        "bench",
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--profile",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     let steps = v["profile"]["steps"].as_array().unwrap();
     let at = |name: &str| {
@@ -564,10 +533,10 @@ fn profile_and_trace_show_the_steps_inside_an_if() {
             .position(|s| s["name"].as_str().unwrap().contains(name))
             .unwrap_or_else(|| panic!("no row for {name}: {v}"))
     };
-    let (choose, branch) = (at("choose"), at("then_branch: partition 0"));
-    assert!(branch > choose, "{v}");
+    let (pick, branch) = (at("pick"), at("then_branch: partition 0"));
+    assert!(branch > pick, "{v}");
     assert_eq!(
-        (&steps[choose]["depth"], &steps[branch]["depth"]),
+        (&steps[pick]["depth"], &steps[branch]["depth"]),
         (&0.into(), &1.into())
     );
     assert_eq!(steps[branch]["target"], "cpu", "{v}");
@@ -580,23 +549,7 @@ fn profile_and_trace_show_the_steps_inside_an_if() {
     assert!(!kinds.contains_key("If") && !kinds.is_empty(), "{v}");
 
     let trace = dir.path().join("if.trace.json");
-    let args = with_inputs(
-        [
-            "run",
-            model.to_str().unwrap(),
-            "--profile",
-            "--trace",
-            trace.to_str().unwrap(),
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    let o = baton(
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        dir.path(),
-    );
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let stdout = run(&["run", "--profile", "--trace", trace.to_str().unwrap()]);
     assert!(
         stdout
             .lines()
@@ -614,7 +567,7 @@ fn profile_and_trace_show_the_steps_inside_an_if() {
         let ts = e["ts"].as_f64().unwrap();
         (ts, ts + e["dur"].as_f64().unwrap())
     };
-    let (outer, inner) = (span("choose"), span("then_branch: partition 0"));
+    let (outer, inner) = (span("pick"), span("then_branch: partition 0"));
     assert!(inner.0 >= outer.0 && inner.1 <= outer.1 + 1e-3, "{doc}");
 }
 

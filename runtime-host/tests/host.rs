@@ -322,6 +322,17 @@ fn execute_failure_falls_back_to_the_portable_kernels() {
     );
 }
 
+/// f32 tensors with `f` applied to every value.
+fn mapped(tensors: &[Tensor], f: impl Fn(f32) -> f32) -> Vec<Tensor> {
+    let map = |t: &Tensor| {
+        Tensor::from_f32(
+            &t.shape,
+            &t.f32s().iter().map(|&x| f(x)).collect::<Vec<_>>(),
+        )
+    };
+    tensors.iter().map(map).collect()
+}
+
 /// Inputs only a delegate reads are lent to its views for the run instead of copied into
 /// the arena: each run must see its own inputs (not the last run's, not the arena's
 /// stale bytes), and an input that is not 64-byte aligned, which cannot be lent, is
@@ -333,13 +344,7 @@ fn inputs_lent_to_a_delegate_are_the_run_s_own() {
     let (g, first) = relu_add_chain();
     let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
     assert_eq!(s.nodes_per_backend().get("cpu"), Some(&4));
-    let second: Vec<Tensor> = first
-        .iter()
-        .map(|t| {
-            let v: Vec<f32> = t.f32s().iter().map(|x| 2.0 - 1.5 * x).collect();
-            Tensor::from_f32(&t.shape, &v)
-        })
-        .collect();
+    let second = mapped(&first, |x| 2.0 - 1.5 * x);
     for inputs in [&first, &second, &first, &second] {
         let got = s.run(inputs).unwrap();
         assert_eq!(got[0].f32s(), reference_outputs(&g, inputs)[0].f32s());
@@ -388,13 +393,7 @@ fn outputs_a_delegate_alone_writes_are_the_tensors_returned() {
     let (_d, e) = engine(&cpu_plugin_config(0));
     let (g, first) = relu_add_chain();
     let mut s = Session::new(&e, &g, &BTreeMap::new()).unwrap();
-    let second: Vec<Tensor> = first
-        .iter()
-        .map(|t| {
-            let v: Vec<f32> = t.f32s().iter().map(|x| 0.5 - 3.0 * x).collect();
-            Tensor::from_f32(&t.shape, &v)
-        })
-        .collect();
+    let second = mapped(&first, |x| 0.5 - 3.0 * x);
     let (want1, want2) = (
         reference_outputs(&g, &first),
         reference_outputs(&g, &second),

@@ -198,6 +198,55 @@ fn run(kernel: &MicroKernel, m: usize, a: Rows<'_>, b: &PackedB, ep: &Epilogue<'
     c
 }
 
+/// The `m x taps * kc` dense `A` an indirect product over `x` stands for: row `i`'s tap
+/// `t` is `kc` values of `x` from offset `tap(i, t)`, or zeros where that is `None`.
+fn gathered(
+    x: &[f32],
+    (m, taps, kc): (usize, usize, usize),
+    tap: impl Fn(usize, usize) -> Option<usize>,
+) -> Vec<f32> {
+    let k = taps * kc;
+    let mut a = vec![0f32; m * k];
+    for i in 0..m {
+        for t in 0..taps {
+            if let Some(o) = tap(i, t) {
+                a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
+            }
+        }
+    }
+    a
+}
+
+/// An indirect product (`m x n`, `taps` of `kc` from seeded rows of `x` at `tap(i, t)`, a
+/// seeded bias, the epilogue `ep`) against the sequential sum of its gathered dense
+/// product, bit for bit.
+fn indirect_is_sequential(
+    kernel: &MicroKernel,
+    rng: &mut Rng,
+    (m, n, kc, taps): (usize, usize, usize, usize),
+    tap: impl Fn(usize, usize) -> Option<usize> + Copy,
+    ep: &Epilogue<'_>,
+    what: &str,
+) {
+    let x = rng.vec((m + taps) * kc);
+    let k = taps * kc;
+    let a = gathered(&x, (m, taps, kc), tap);
+    let (b, bias) = (rng.vec(k * n), rng.vec(n));
+    let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
+    let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
+    let rows = Rows::Indirect {
+        data: &x,
+        ind: &ind,
+    };
+    let got = run(kernel, m, rows, &pb, ep);
+    let want = sequential(kernel, &a, &b, (m, n, k), &bias, ep);
+    let same = got
+        .iter()
+        .zip(&want)
+        .all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(same, "{what}: not the sequential sum");
+}
+
 fn kernels() -> Vec<&'static MicroKernel> {
     MicroKernel::available()
 }
@@ -262,15 +311,7 @@ fn indirect_rows_match_the_gathered_dense_product() {
             let tap =
                 |i: usize, t: usize| (!(i + t).is_multiple_of(3)).then_some(((i + t) % rows) * kc);
             let k = taps * kc;
-            // The gathered A of the equivalent dense product.
-            let mut a = vec![0f32; m * k];
-            for i in 0..m {
-                for t in 0..taps {
-                    if let Some(o) = tap(i, t) {
-                        a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
-                    }
-                }
-            }
+            let a = gathered(&x, (m, taps, kc), tap);
             let b = rng.vec(k * n);
             let bias = rng.vec(n);
             let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
@@ -465,33 +506,17 @@ fn tiles_of_every_row_count_keep_the_bits_of_one_sequential_sum() {
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{what}, dense: not the sequential sum");
 
-            let (n, kc, taps) = (21, 40, 3);
-            let x = rng.vec((m + taps) * kc);
-            let k = taps * kc;
+            let kc = 40;
             let tap = |i: usize, t: usize| (!(i + 2 * t).is_multiple_of(5)).then_some((i + t) * kc);
-            let mut a = vec![0f32; m * k];
-            for i in 0..m {
-                for t in 0..taps {
-                    if let Some(o) = tap(i, t) {
-                        a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
-                    }
-                }
-            }
-            let (b, bias) = (rng.vec(k * n), rng.vec(n));
-            let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
-            let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
-            let ep = Epilogue::new();
-            let rows = Rows::Indirect {
-                data: &x,
-                ind: &ind,
-            };
-            let got = run(kernel, m, rows, &pb, &ep);
-            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
-            let same = got
-                .iter()
-                .zip(&want)
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{what}, indirect: not the sequential sum");
+            let what = format!("{what}, indirect");
+            indirect_is_sequential(
+                kernel,
+                &mut rng,
+                (m, 21, kc, 3),
+                tap,
+                &Epilogue::new(),
+                &what,
+            );
         }
     }
 }
@@ -592,33 +617,10 @@ fn depth_blocked_products_keep_the_bits_of_one_sequential_sum() {
         }
         // A convolution-like product: 9 taps of 150, each row's taps read from `x`.
         let (m, n, kc, taps) = (20, 33, 150, 9);
-        let x = rng.vec((m + taps) * kc);
-        let k = taps * kc;
         let tap = |i: usize, t: usize| (!(i + t).is_multiple_of(4)).then_some((i + t) * kc);
-        let mut a = vec![0f32; m * k];
-        for i in 0..m {
-            for t in 0..taps {
-                if let Some(o) = tap(i, t) {
-                    a[i * k + t * kc..i * k + (t + 1) * kc].copy_from_slice(&x[o..o + kc]);
-                }
-            }
-        }
-        let b = rng.vec(k * n);
-        let bias = rng.vec(n);
-        let pb = PackedB::new(kernel, taps, kc, n, Some(&bias), |p, j| b[p * n + j]);
-        let ind = Indirection::new(kernel, m, taps, kc, |i, t| tap(i, t).map(|o| o as u32));
         let mut ep = Epilogue::new();
         ep.clamp(0.0, f32::INFINITY);
-        let rows = Rows::Indirect {
-            data: &x,
-            ind: &ind,
-        };
-        let got = run(kernel, m, rows, &pb, &ep);
-        let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
-        let same = got
-            .iter()
-            .zip(&want)
-            .all(|(x, y)| x.to_bits() == y.to_bits());
-        assert!(same, "{} indirect: not the sequential sum", kernel.name());
+        let what = format!("{} indirect", kernel.name());
+        indirect_is_sequential(kernel, &mut rng, (m, n, kc, taps), tap, &ep, &what);
     }
 }

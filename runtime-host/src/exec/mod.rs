@@ -968,45 +968,33 @@ fn lend(views: Option<&[(usize, usize)]>, steps: &mut [ExecStep], data: &[u8]) -
     true
 }
 
-/// Copies into the arena the inputs lent to `d`'s views for this run (a view that does not
-/// point at its tensor's arena bytes), for a partition that falls back to the portable
-/// kernels, which read the arena.
-fn copy_lent_inputs(d: &DelegateStep, slots: &[Slot], buf: &mut AlignedBytes) {
+/// Copies between the arena and the buffers lent to `views` (showing `tensors`) for this
+/// run, where a view does not point at its tensor's arena bytes: into the arena
+/// (`into_arena`: lent inputs, which a partition's fallback to the portable kernels reads
+/// there) or out of it (lent outputs, which the fallback wrote there).
+fn copy_lent(
+    views: &[abi::TensorView],
+    tensors: &[TensorId],
+    slots: &[Slot],
+    buf: &mut AlignedBytes,
+    into_arena: bool,
+) {
     let base = buf.as_mut_slice().as_mut_ptr();
-    for (v, &t) in d.in_views.iter().zip(&d.inputs) {
+    for (v, &t) in views.iter().zip(tensors) {
         let Slot::Arena(off) = slots[t] else {
             continue;
         };
         // SAFETY: `off` is in bounds of the arena (the plan); a view not pointing there is
-        // a lent input, `byte_len` bytes of the caller's that live for the run, the same
-        // length as the slot.
+        // lent, `byte_len` bytes (the slot's length) of the caller's input or of the
+        // `Tensor` `run_refs` returns, alive for the run.
         unsafe {
-            let dst = base.add(off);
-            let src = v.data.cast::<u8>().cast_const();
-            if src != dst.cast_const() {
-                std::ptr::copy_nonoverlapping(src, dst, v.byte_len as usize);
-            }
-        }
-    }
-}
-
-/// Copies the arena bytes of `d`'s outputs into the buffers lent to its views for this
-/// run (a view that does not point at its tensor's arena bytes), after the partition ran
-/// on the portable kernels instead, which write the arena.
-fn copy_to_lent_outputs(d: &DelegateStep, slots: &[Slot], buf: &AlignedBytes) {
-    let base = buf.as_slice().as_ptr();
-    for (v, &t) in d.out_views.iter().zip(&d.outputs) {
-        let Slot::Arena(off) = slots[t] else {
-            continue;
-        };
-        // SAFETY: `off` is in bounds of the arena (the plan); a view not pointing there is
-        // a lent output, `byte_len` bytes of a `Tensor` that `run_refs` holds for the run,
-        // the same length as the slot.
-        unsafe {
-            let src = base.add(off);
-            let dst = v.data.cast::<u8>();
-            if dst.cast_const() != src {
-                std::ptr::copy_nonoverlapping(src, dst, v.byte_len as usize);
+            let (arena, lent) = (base.add(off), v.data.cast::<u8>());
+            if lent != arena {
+                let n = v.byte_len as usize;
+                match into_arena {
+                    true => std::ptr::copy_nonoverlapping(lent.cast_const(), arena, n),
+                    false => std::ptr::copy_nonoverlapping(arena.cast_const(), lent, n),
+                }
             }
         }
     }
@@ -1026,9 +1014,7 @@ fn lendable_outputs(
         .outputs
         .iter()
         .map(|&t| {
-            let once = graph.outputs.iter().filter(|&&u| u == t).count() == 1;
-            if control || !once || graph.inputs.contains(&t) || !matches!(slots[t], Slot::Arena(_))
-            {
+            if !lend_candidate(t, &graph.outputs, &graph.inputs, slots, control) {
                 return None;
             }
             let mut writer = None;
@@ -1050,6 +1036,20 @@ fn lendable_outputs(
         .collect()
 }
 
+/// Whether graph input or output `t` may be lent a buffer at all: listed once in `own`
+/// (the inputs or the outputs) and not in `other`, held in the arena, in a model without
+/// control flow.
+fn lend_candidate(
+    t: TensorId,
+    own: &[TensorId],
+    other: &[TensorId],
+    slots: &[Slot],
+    control: bool,
+) -> bool {
+    let once = own.iter().filter(|&&u| u == t).count() == 1;
+    !control && once && !other.contains(&t) && matches!(slots[t], Slot::Arena(_))
+}
+
 /// For each graph input, the delegate views that may be lent the caller's buffer (see
 /// [`Session::lendable`]): an arena input read by delegates alone, once among the inputs
 /// and not an output. Inputs are read-only to plugins (ABI), so nothing writes the lent
@@ -1065,9 +1065,7 @@ fn lendable_inputs(
         .inputs
         .iter()
         .map(|&t| {
-            let once = graph.inputs.iter().filter(|&&u| u == t).count() == 1;
-            if control || !once || graph.outputs.contains(&t) || !matches!(slots[t], Slot::Arena(_))
-            {
+            if !lend_candidate(t, &graph.inputs, &graph.outputs, slots, control) {
                 return None;
             }
             let mut views = Vec::new();

@@ -132,7 +132,7 @@ impl<'e> Session<'e> {
                     }
                     Err(e) => {
                         // The portable kernels read the arena.
-                        super::copy_lent_inputs(d, &self.slots, buf);
+                        super::copy_lent(&d.in_views, &d.inputs, &self.slots, buf, true);
                         let nodes = d.nodes.clone();
                         let backend = d.backend.clone();
                         d.fell_back = true;
@@ -144,7 +144,7 @@ impl<'e> Session<'e> {
                         // The portable kernels wrote the arena; outputs lent for the run
                         // get their bytes from there.
                         if let ExecStep::Delegate(d) = &self.steps[i] {
-                            super::copy_to_lent_outputs(d, &self.slots, buf);
+                            super::copy_lent(&d.out_views, &d.outputs, &self.slots, buf, false);
                         }
                         Ok(())
                     }
