@@ -217,6 +217,25 @@ fn gathered(
     a
 }
 
+/// A dense product `a [m, k] · b [k, n]` with `bias` and the epilogue `ep` against the
+/// sequential sum, bit for bit.
+fn dense_is_sequential(
+    kernel: &MicroKernel,
+    (a, b, bias): (&[f32], &[f32], &[f32]),
+    (m, n, k): (usize, usize, usize),
+    ep: &Epilogue<'_>,
+    what: &str,
+) {
+    let pb = packed(kernel, b, (k, n), Some(bias));
+    let got = run(kernel, m, Rows::Dense { data: a, lda: k }, &pb, ep);
+    let want = sequential(kernel, a, b, (m, n, k), bias, ep);
+    let same = got
+        .iter()
+        .zip(&want)
+        .all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(same, "{what}: not the sequential sum");
+}
+
 /// An indirect product (`m x n`, `taps` of `kc` from seeded rows of `x` at `tap(i, t)`, a
 /// seeded bias, the epilogue `ep`) against the sequential sum of its gathered dense
 /// product, bit for bit.
@@ -497,14 +516,8 @@ fn tiles_of_every_row_count_keep_the_bits_of_one_sequential_sum() {
             let mut ep = Epilogue::new();
             ep.add(data.add(AddKind::Full, n, 0.5));
             ep.clamp(-3.0, 3.0);
-            let pb = packed(kernel, &b, (k, n), Some(&bias));
-            let got = run(kernel, m, Rows::Dense { data: &a, lda: k }, &pb, &ep);
-            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
-            let same = got
-                .iter()
-                .zip(&want)
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "{what}, dense: not the sequential sum");
+            let what = format!("{what}, dense");
+            dense_is_sequential(kernel, (&a, &b, &bias), (m, n, k), &ep, &what);
 
             let kc = 40;
             let tap = |i: usize, t: usize| (!(i + 2 * t).is_multiple_of(5)).then_some((i + t) * kc);
@@ -602,18 +615,8 @@ fn depth_blocked_products_keep_the_bits_of_one_sequential_sum() {
             ep.add(data.add(AddKind::Full, n, -0.5));
             ep.add(data.add(AddKind::PerRow, n, 1.0));
             ep.clamp(-2.0, 2.0);
-            let pb = packed(kernel, &b, (k, n), Some(&bias));
-            let got = run(kernel, m, Rows::Dense { data: &a, lda: k }, &pb, &ep);
-            let want = sequential(kernel, &a, &b, (m, n, k), &bias, &ep);
-            let same = got
-                .iter()
-                .zip(&want)
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(
-                same,
-                "{} {m}x{n}x{k}: not the sequential sum",
-                kernel.name()
-            );
+            let what = format!("{} {m}x{n}x{k}", kernel.name());
+            dense_is_sequential(kernel, (&a, &b, &bias), (m, n, k), &ep, &what);
         }
         // A convolution-like product: 9 taps of 150, each row's taps read from `x`.
         let (m, n, kc, taps) = (20, 33, 150, 9);
