@@ -151,3 +151,66 @@ fn other_transposes_still_move_the_data() {
     }
     assert_eq!(got[1].f32s(), &last[..]);
 }
+
+/// YOLO's SPPF and a ResNet stem, held NHWC through their pools and concatenations: conv
+/// -> three 5x5 stride-1 MaxPools in a row -> Concat of the four along the channels ->
+/// conv; beside it a 3x3 stride-2 MaxPool of the first conv concatenated along the height
+/// with itself. The same bits as the graph with the pools' results made outputs (held
+/// NCHW, so the pools and concatenations run on NCHW planes), fewer layout conversions
+/// in the same number of steps, on 1 and 2 threads.
+#[test]
+fn pools_and_concats_keep_a_conv_chain_channels_last() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(8);
+        let mut b = GraphBuilder::new("sppf");
+        let xv = rng.vec(2 * 4 * 13 * 11);
+        let x = b.input_fixed("x", DType::F32, &[2, 4, 13, 11]);
+        let w1 = constant(&mut b, &mut rng, &[8, 4, 1, 1], 0.5);
+        let c1 = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let pool = |b: &mut GraphBuilder, t: TensorId, k: i64, s: i64| {
+            let attrs = [
+                ("kernel_shape", Attr::Ints(vec![k, k])),
+                ("pads", Attr::Ints(vec![k / 2; 4])),
+                ("strides", Attr::Ints(vec![s, s])),
+            ];
+            b.node(OpKind::MaxPool, &[t], &attrs).unwrap()
+        };
+        let p1 = pool(&mut b, c1, 5, 1);
+        let p2 = pool(&mut b, p1, 5, 1);
+        let p3 = pool(&mut b, p2, 5, 1);
+        let axis = |a: i64| [("axis", Attr::Int(a))];
+        let cat = b.node(OpKind::Concat, &[c1, p1, p2, p3], &axis(1)).unwrap();
+        let w2 = constant(&mut b, &mut rng, &[6, 32, 1, 1], 0.3);
+        let c2 = b.node(OpKind::Conv, &[cat, w2], &[]).unwrap();
+        let stem = pool(&mut b, c1, 3, 2);
+        let tall = b.node(OpKind::Concat, &[stem, stem], &axis(2)).unwrap();
+        let w3 = constant(&mut b, &mut rng, &[5, 8, 1, 1], 0.3);
+        let c3 = b.node(OpKind::Conv, &[tall, w3], &[]).unwrap();
+        let mut outs = vec![c2, c3];
+        if expose {
+            outs.extend([p1, p2, p3, stem]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 4, 13, 11], &xv)],
+        )
+    };
+    let ((g, inputs), (plain, _)) = (build(false), build(true));
+    for threads in [1, 2] {
+        let d = common::delegate_threads(threads);
+        let (got, steps) = run_counting(&d, &g, &inputs);
+        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.shape, w.shape, "output {i}");
+            let same = g
+                .f32s()
+                .iter()
+                .zip(w.f32s())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "output {i}, {threads} threads");
+        }
+        // Three convs, four pools, two concatenations either way.
+        assert_eq!((steps, plain_steps), (9, 9));
+    }
+}

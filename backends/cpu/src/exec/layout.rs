@@ -30,6 +30,12 @@
 //! TFLite converters) wrap their convolutions in this pair of Transposes at the edges;
 //! without it each ran as a transpose and the convolutions converted layouts again.
 //!
+//! - a 2-D MaxPool or a Concat, provided its own result is held NHWC too (and for a
+//!   Concat all its inputs): the pool's kernel takes either layout, and a Concat of NHWC
+//!   tensors is the same concatenation along the axis where the logical one is held
+//!   (YOLO's SPPF pools conv results and concatenates them, a ResNet stem pools one, and
+//!   detectors and U-Nets concatenate along the channels);
+//!
 //! - a conv chain's fused residual Add, provided the chain's result is held NHWC too: the
 //!   epilogue reads the residual at the output's strides, so the two must share a layout
 //!   (and a chain's result is held NHWC only if its residual is).
@@ -200,11 +206,13 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
         || (!nhwc[x] && nhwc[y] && moves_channels(graph, id, false))
 }
 
-/// The data inputs of an element-wise op whose result does not depend on the memory order
-/// of its operands (an activation; a binary op, a comparison or Where whose operands all
+/// The data inputs of an op whose result may be held in either layout, the layout of
+/// these inputs: an element-wise op whose result does not depend on the memory order of
+/// its operands (an activation; a binary op, a comparison or Where whose operands all
 /// have the result's shape, or a single element, broadcast alike in either layout; an
-/// inference BatchNormalization, which knows where the channels are); `None` for every
-/// other op.
+/// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
+/// of f32 (without the indices output), whose kernel takes both, or a Concat of f32
+/// tensors of rank 3 or 4 (all its inputs); `None` for every other op.
 fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
     let shape = |t: TensorId| graph.tensors[t].static_shape();
@@ -226,6 +234,18 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
         | OpKind::Ceil
         | OpKind::Not
         | OpKind::BatchNormalization => Some(node.inputs[..1].to_vec()),
+        OpKind::Concat => {
+            let ok = |t: TensorId| {
+                graph.tensors[t].dtype == DType::F32
+                    && shape(t).is_some_and(|s| s.len() == 3 || s.len() == 4)
+            };
+            (ok(node.outputs[0]) && node.inputs.iter().all(|&t| ok(t))).then(|| node.inputs.clone())
+        }
+        OpKind::MaxPool => {
+            let x = shape(node.inputs[0])?;
+            let f32 = graph.tensors[node.inputs[0]].dtype == DType::F32;
+            (x.len() == 4 && f32 && node.outputs.len() == 1).then(|| node.inputs[..1].to_vec())
+        }
         OpKind::Add
         | OpKind::Sub
         | OpKind::Mul
@@ -322,6 +342,29 @@ mod tests {
             "the residual follows the NCHW output"
         );
         assert!(nhwc[r3] && nhwc[sum2]);
+    }
+
+    #[test]
+    fn pools_and_concats_between_convs_stay_channels_last() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 6, 6]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let k = [("kernel_shape", Attr::Ints(vec![3, 3]))];
+        let p = b.node(OpKind::MaxPool, &[c1], &k).unwrap();
+        let c2 = b.node(OpKind::Conv, &[p, w], &[]).unwrap();
+        let cat = b
+            .node(OpKind::Concat, &[c2, c2], &[("axis", Attr::Int(1))])
+            .unwrap();
+        let w4 = b.constant_f32("w4", &[2, 4, 1, 1], &[0.5; 8]);
+        let c3 = b.node(OpKind::Conv, &[cat, w4], &[]).unwrap();
+        // An AveragePool reads NCHW: its conv is converted.
+        let avg = b.node(OpKind::AveragePool, &[c3], &k).unwrap();
+        b.output(avg);
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        assert!(nhwc[c1] && nhwc[p] && nhwc[c2] && nhwc[cat]);
+        assert!(!nhwc[c3] && !nhwc[avg]);
     }
 
     #[test]

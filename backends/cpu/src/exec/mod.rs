@@ -290,7 +290,7 @@ impl Op {
             Op::Gather(op) => return op.run(sources, out),
             Op::MatMul(op) => op.run(sources, out, ctx),
             Op::Conv(op) => op.run(sources, out, ctx),
-            Op::Pool(op) => op.run(sources, out),
+            Op::Pool(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::GlobalAveragePool(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Unary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Binary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),

@@ -951,12 +951,12 @@ impl<'g> Builder<'g> {
                         include_pad: geometry.count_include_pad,
                     }
                 };
-                Op::Pool(PoolOp::new(
-                    self.src(input(0))?,
-                    kind,
-                    &shapes[0],
-                    &geometry,
-                ))
+                let op = PoolOp::new(self.src(input(0))?, kind, &shapes[0], &geometry);
+                // The layout plan holds a 2-D MaxPool's input and output NHWC together.
+                Op::Pool(match self.nhwc[input(0)] {
+                    true => op.channels_last(shapes[0][1]),
+                    false => op,
+                })
             }
             OpKind::GlobalAveragePool => Op::GlobalAveragePool(GlobalAveragePoolOp {
                 x: self.src(input(0))?,
@@ -974,11 +974,30 @@ impl<'g> Builder<'g> {
                 Op::Transpose(TransposeOp::new(self.src(input(0))?, &x, &perm))
             }
             OpKind::Concat => {
-                let axis = normalize_axis(node.attr_int("axis", 0), shapes[0].len())?;
+                let rank = shapes[0].len();
+                let mut axis = normalize_axis(node.attr_int("axis", 0), rank)?;
+                // Held NHWC (the layout plan holds all of a Concat's tensors so, or none):
+                // the same concatenation of the tensors as they are held, along the axis
+                // where the logical one lies (channels last, the spatial axes one earlier).
+                let nhwc = self.nhwc[node.outputs[0]];
+                let held = |b: &Self, t: TensorId| {
+                    let s = b.held_shape(t);
+                    match nhwc {
+                        true => [&s[..1], &s[2..], &s[1..2]].concat(),
+                        false => s,
+                    }
+                };
+                if nhwc {
+                    axis = match axis {
+                        0 => 0,
+                        1 => rank - 1,
+                        a => a - 1,
+                    };
+                }
                 let parts = node
                     .inputs
                     .iter()
-                    .map(|&t| Ok((self.src(t)?, self.held_shape(t))))
+                    .map(|&t| Ok((self.src(t)?, held(self, t))))
                     .collect::<Result<Vec<_>, String>>()?;
                 Op::Concat(ConcatOp::new(&parts, axis))
             }
