@@ -14,7 +14,10 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
 - `tf_cls.onnx` and `tf_seg.onnx`: a channels-last model as tf2onnx exports one, an NHWC
   image 1x224x224x3 transposed to NCHW, five convs (3x3 stride 2, depthwise, 1x1,
   depthwise, 1x1) with Relu, transposed back to NHWC; then a mean over H and W, a
-  MatMul and Softmax (`tf_cls`), or the 1x112x112x64 map itself (`tf_seg`).
+  MatMul and Softmax (`tf_cls`), or the 1x112x112x64 map itself (`tf_seg`);
+- `yolo_block.onnx`: YOLO's SPPF and a C3-style join on 32x80x80: convs with SiLU, three
+  5x5 stride-1 MaxPools in a row concatenated with their input, a 3x3 conv, and a Concat
+  with an earlier conv's result, for pools and Concats inside a channels-last chain.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -120,6 +123,26 @@ def main():
          [1, 224, 224, 3], [1, 10])
     save(out, "tf_seg", tf + [n("Transpose", ["r5"], ["y"], perm=[0, 2, 3, 1])], convs,
          [1, 224, 224, 3], [1, 112, 112, 64])
+    yolo, weights = [], {}
+
+    def silu_conv(x, cin, cout, k, name):
+        weights[name + "_w"], weights[name + "_b"] = w(cout, cin, k, k), w(cout)
+        yolo.extend([
+            n("Conv", [x, name + "_w", name + "_b"], [name + "_c"], pads=[k // 2] * 4),
+            n("Sigmoid", [name + "_c"], [name + "_s"]),
+            n("Mul", [name + "_c", name + "_s"], [name]),
+        ])
+
+    silu_conv("x", 32, 64, 3, "a")
+    silu_conv("a", 64, 32, 1, "b")
+    for i, src in enumerate(["b", "p1", "p2"], 1):
+        yolo.append(n("MaxPool", [src], [f"p{i}"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]))
+    yolo.append(n("Concat", ["b", "p1", "p2", "p3"], ["cat"], axis=1))
+    silu_conv("cat", 128, 64, 1, "d")
+    silu_conv("d", 64, 64, 3, "e")
+    yolo.append(n("Concat", ["e", "a"], ["cat2"], axis=1))
+    silu_conv("cat2", 128, 64, 1, "y")
+    save(out, "yolo_block", yolo, weights, [1, 32, 80, 80], [1, 64, 80, 80])
 
 
 if __name__ == "__main__":
