@@ -4,46 +4,43 @@
 //! its columns, so activations are read in place and the weights stay packed. A chain of
 //! convolutions should therefore never go back to NCHW between its links. A tensor is
 //! held NHWC when it is a rank-3 or rank-4 f32 (or bool) result of a convolution (or of
-//! an op that does not care about layout, below), is not a subgraph output, and every
-//! reader takes it that way:
+//! an op below that follows its input's layout, or of a producer below), is not a
+//! subgraph output, and every reader takes it that way:
 //!
 //! - a convolution (as its data input), which converts NCHW inputs itself otherwise;
 //! - a layout-blind op: an element-wise activation, or a binary op, comparison or Where
 //!   whose operands have the result's shape or a single element (the same element of
 //!   each is combined, whatever the order), or an inference BatchNormalization (its
 //!   kernel takes either layout), provided its own result is held NHWC too;
-//! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
-//!   is the same in both layouts;
-//! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
-//!   result, held as usual, has the bytes of its NHWC-held input, so it is a view.
-//!
-//! At the edges of an int8 region (`int8`: the 8-bit tensors held NHWC, see
-//! `lower/quant.rs`), a DequantizeLinear of an NHWC-held tensor is a producer (it
-//! dequantizes element by element, in the order it reads), and a QuantizeLinear whose
-//! 8-bit result is held NHWC a reader, both with one scale for the whole tensor: the
-//! Transposes of a channels-last int8 model (Quantize/Dequantize pairs around them, as
-//! ONNX Runtime's quantizer writes them) then become views too.
-//!
-//! The converse is a producer: a Transpose that moves the last axis to the channels
-//! (`[0, 3, 1, 2]`) of a tensor held as usual has, held NHWC, the bytes of its input, so
-//! it too is a view. Models exported from channels-last frameworks (tf2onnx, Keras,
-//! TFLite converters) wrap their convolutions in this pair of Transposes at the edges;
-//! without it each ran as a transpose and the convolutions converted layouts again.
-//!
 //! - a 2-D MaxPool or a Concat, provided its own result is held NHWC too (and for a
 //!   Concat all its inputs): the pool's kernel takes either layout, and a Concat of NHWC
 //!   tensors is the same concatenation along the axis where the logical one is held
 //!   (YOLO's SPPF pools conv results and concatenates them, a ResNet stem pools one, and
 //!   detectors and U-Nets concatenate along the channels);
-//!
+//! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
+//!   is the same in both layouts;
+//! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
+//!   result, held as usual, has the bytes of its NHWC-held input, so it is a view;
 //! - a conv chain's fused residual Add, provided the chain's result is held NHWC too: the
 //!   epilogue reads the residual at the output's strides, so the two must share a layout
 //!   (and a chain's result is held NHWC only if its residual is).
 //!
-//! Anything else (reshapes, transposes, pools, concat, subgraph outputs, QDQ groups) reads
-//! NCHW. The set is found by starting from every candidate and removing those with a
-//! reader that does not take NHWC, until nothing changes: each round only removes, so the
-//! loop ends. Layout is converted at most once at each boundary, by the convolution.
+//! Two more producers. A Transpose that moves the last axis to the channels (`[0, 3, 1,
+//! 2]`) of a tensor held as usual has, held NHWC, the bytes of its input, so it too is a
+//! view: models exported from channels-last frameworks (tf2onnx, Keras, TFLite
+//! converters) wrap their convolutions in this pair of Transposes, and without it each ran
+//! as a transpose and the convolutions converted layouts again. And at the edges of an
+//! int8 region (`int8`: the 8-bit tensors held NHWC, see `lower/quant.rs`), a
+//! DequantizeLinear of an NHWC-held tensor, which dequantizes element by element in the
+//! order it reads; its converse, a QuantizeLinear whose 8-bit result is held NHWC, is a
+//! reader. Both with one scale for the whole tensor: the Transposes of a channels-last
+//! int8 model (Quantize/Dequantize pairs around them, as ONNX Runtime's quantizer writes
+//! them) then become views too.
+//!
+//! Anything else (reshapes, other transposes and pools, subgraph outputs, QDQ groups)
+//! reads NCHW. The set is found by starting from every candidate and removing those with
+//! a reader that does not take NHWC, until nothing changes: each round only removes, so
+//! the loop ends. Layout is converted at most once at each boundary, by the convolution.
 
 use baton_delegate_api::ir::{DType, Graph, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
