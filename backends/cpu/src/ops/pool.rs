@@ -47,7 +47,12 @@ pub(crate) struct PoolOp {
     /// the row (`lo..hi`) and the tap's input offset from `o * stride` (see `max_2d`);
     /// made here, as execute allocates nothing.
     cols: Vec<(usize, usize, i64)>,
+    /// The output columns that every column tap reaches (`cols`' ranges intersected).
+    inner: (usize, usize),
 }
+
+/// The outputs a 2-D MaxPool keeps in registers across its taps: four AVX-512 vectors.
+const MAX_BLOCK: usize = 64;
 
 /// The taps of one window along one axis: `count` input positions from `first`, `step`
 /// apart, and how many taps lie inside the padded input (AveragePool's
@@ -89,6 +94,7 @@ impl PoolOp {
             pad_end: pad3(&w.pad_end, 0),
             channels_last: None,
             cols: Vec::new(),
+            inner: (0, 0),
         }
         .with_cols()
     }
@@ -107,6 +113,10 @@ impl PoolOp {
                 (lo, hi, off)
             })
             .collect();
+        self.inner = self
+            .cols
+            .iter()
+            .fold((0, ow), |(a, b), &(lo, hi, _)| (a.max(lo), b.min(hi)));
         self
     }
 
@@ -129,6 +139,12 @@ impl PoolOp {
         if self.kind == PoolKind::Max && self.input[0] == 1 && self.kernel[0] == 1 {
             return self.max_2d(x, out, isa, pool, (self.planes, 1));
         }
+        self.windows(x, out)
+    }
+
+    /// Every output by its own window (the general case: 1-D and 3-D pools, AveragePool,
+    /// MaxPool over 3-D windows).
+    fn windows(&self, x: &[f32], out: &mut [f32]) {
         let [id, ih, iw] = self.input;
         let [od, oh, ow] = self.output;
         let in_plane = id * ih * iw;
@@ -163,14 +179,13 @@ impl PoolOp {
     }
 
     /// MaxPool over 2-D planes (`(planes, 1)`), or over NHWC images (`(images, c)`: each
-    /// pixel `c` values wide), one output row at a time: the row starts at -inf and takes
-    /// the maximum with each window tap's shifted input row, taps in the window's
-    /// row-major order, so that every output folds the same taps in the same order as
-    /// [`fold`] does (the same bits, NaN and signed zeros included). At stride 1 a tap's
-    /// shifted row is one contiguous run (`c` values a pixel), so the loops vectorize;
-    /// compiled for the ISA and split among the threads by output rows. The
-    /// window-at-a-time loop took 6.5 ms for a 5x5 pool over 32x80x80 (YOLO's SPPF has
-    /// three in a row), 50 times ONNX Runtime's.
+    /// pixel `c` values wide), one output row at a time (see [`PoolOp::max_row`]), compiled
+    /// for the ISA and split among the threads by output rows. Each thread first looks
+    /// for a NaN in the input rows its outputs read: without one, the taps are folded
+    /// with the plain `v > acc` maximum, which is one `maxps` a vector and gives the bits
+    /// of [`nan_max`] on such input (the first of equal taps); with one, [`nan_max`]
+    /// itself (two compares and a blend). The window-at-a-time loop took 6.5 ms for a
+    /// 5x5 pool over 32x80x80 (YOLO's SPPF has three in a row), 50 times ONNX Runtime's.
     fn max_2d(
         &self,
         x: &[f32],
@@ -188,50 +203,127 @@ impl PoolOp {
         }
         let n = (planes * oh * row_out).min(out.len());
         assert!(x.len() >= planes * ih * row_in, "pool input too short");
-        let sw = self.strides[2];
         split_out(pool, &mut out[..n], row_out, |start, part| {
             on_isa(
                 isa,
                 #[inline(always)]
                 || {
+                    let first = start / row_out;
+                    let rows = part.len() / row_out;
+                    let nan = (first..first + rows).any(|row| {
+                        // The input rows each output row reaches past the ones the row
+                        // before it reached (all of them at a plane's or the part's first
+                        // row): every row read once.
+                        let (p, yo) = (row / oh, row % oh);
+                        let (lo, hi) = self.input_rows(yo);
+                        let lo = if yo == 0 || row == first {
+                            lo
+                        } else {
+                            self.input_rows(yo - 1).1.max(lo)
+                        };
+                        let plane = &x[p * ih * row_in..(p + 1) * ih * row_in];
+                        has_nan(&plane[lo * row_in..hi.max(lo) * row_in])
+                    });
                     for (r, o) in part.chunks_exact_mut(row_out).enumerate() {
-                        let row = start / row_out + r;
+                        let row = first + r;
                         let (p, yo) = (row / oh, row % oh);
                         let plane = &x[p * ih * row_in..(p + 1) * ih * row_in];
-                        o.fill(f32::NEG_INFINITY);
-                        for ky in 0..self.kernel[1] {
-                            let iy = (yo * self.strides[1] + ky * self.dilations[1])
-                                .checked_sub(self.pad_begin[1])
-                                .filter(|&iy| iy < ih);
-                            let Some(iy) = iy else {
-                                continue;
-                            };
-                            let xr = &plane[iy * row_in..(iy + 1) * row_in];
-                            for &(lo, hi, off) in &self.cols {
-                                if lo >= hi {
-                                    continue;
-                                }
-                                let first = ((lo * sw) as i64 + off) as usize * c;
-                                let dst = &mut o[lo * c..hi * c];
-                                if sw == 1 {
-                                    let src = &xr[first..first + dst.len()];
-                                    for (a, &v) in dst.iter_mut().zip(src) {
-                                        *a = nan_max(*a, v);
-                                    }
-                                } else {
-                                    let src = xr[first..].chunks(c).step_by(sw);
-                                    for (d, s) in dst.chunks_exact_mut(c).zip(src) {
-                                        for (a, &v) in d.iter_mut().zip(s) {
-                                            *a = nan_max(*a, v);
-                                        }
-                                    }
-                                }
-                            }
+                        if nan {
+                            self.max_row(plane, yo, c, o, nan_max);
+                        } else {
+                            self.max_row(plane, yo, c, o, plain_max);
                         }
                     }
                 },
             )
         });
+    }
+
+    /// The input rows `lo..hi` that output row `yo`'s windows reach.
+    fn input_rows(&self, yo: usize) -> (usize, usize) {
+        let ih = self.input[1];
+        let top = (yo * self.strides[1]) as i64 - self.pad_begin[1] as i64;
+        let bottom = top + ((self.kernel[1] - 1) * self.dilations[1]) as i64 + 1;
+        (
+            top.clamp(0, ih as i64) as usize,
+            bottom.clamp(0, ih as i64) as usize,
+        )
+    }
+
+    /// One output row `o` of a 2-D MaxPool over `plane` (`c` values a pixel), each output
+    /// folding its window's taps with `max` in the window's row-major order, so that with
+    /// [`nan_max`] every output has the bits of [`fold`]'s (NaN and signed zeros
+    /// included). Where every column tap is on the input (and the stride is 1), blocks
+    /// of outputs stay in registers across all the taps, one load per tap and block and
+    /// one store at the end; the rest folds each tap's shifted input row into the output
+    /// row in memory.
+    #[inline(always)]
+    fn max_row(
+        &self,
+        plane: &[f32],
+        yo: usize,
+        c: usize,
+        o: &mut [f32],
+        max: impl Fn(f32, f32) -> f32 + Copy,
+    ) {
+        let row_in = self.input[2] * c;
+        let sw = self.strides[2];
+        let rows = (0..self.kernel[1]).filter_map(|ky| {
+            let iy = (yo * self.strides[1] + ky * self.dilations[1])
+                .checked_sub(self.pad_begin[1])
+                .filter(|&iy| iy < self.input[1])?;
+            Some(&plane[iy * row_in..(iy + 1) * row_in])
+        });
+        let (a, b) = self.inner;
+        let blocked = sw == 1 && b > a && (b - a) * c >= MAX_BLOCK;
+        let (a, b) = if blocked { (a * c, b * c) } else { (0, 0) };
+        let mut j = a;
+        while j < b {
+            // The last block overlaps the one before instead of running short: the same
+            // maximum, computed twice.
+            let at = j.min(b - MAX_BLOCK);
+            let mut acc = [f32::NEG_INFINITY; MAX_BLOCK];
+            for xr in rows.clone() {
+                for &(_, _, off) in &self.cols {
+                    let first = (at as i64 + off * c as i64) as usize;
+                    let src: &[f32; MAX_BLOCK] = xr[first..first + MAX_BLOCK].try_into().unwrap();
+                    // A whole new value each tap, not stores into the old: stored into,
+                    // the block stayed in memory (masked stores, each read back by the
+                    // next tap).
+                    acc = std::array::from_fn(|i| max(acc[i], src[i]));
+                }
+            }
+            for (d, &v) in o[at..at + MAX_BLOCK].iter_mut().zip(&acc) {
+                *d = v;
+            }
+            j += MAX_BLOCK;
+        }
+        o[..a].fill(f32::NEG_INFINITY);
+        o[b..].fill(f32::NEG_INFINITY);
+        for xr in rows {
+            for &(lo, hi, off) in &self.cols {
+                for (lo, hi) in [(lo, hi.min(a / c)), (lo.max(b / c), hi)] {
+                    if lo >= hi {
+                        continue;
+                    }
+                    let first = ((lo * sw) as i64 + off) as usize * c;
+                    let dst = &mut o[lo * c..hi * c];
+                    if sw == 1 {
+                        let src = &xr[first..first + dst.len()];
+                        for (a, &v) in dst.iter_mut().zip(src) {
+                            *a = max(*a, v);
+                        }
+                    } else {
+                        let src = xr[first..].chunks(c).step_by(sw);
+                        for (d, s) in dst.chunks_exact_mut(c).zip(src) {
+                            for (a, &v) in d.iter_mut().zip(s) {
+                                *a = max(*a, v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The taps of window `o` along axis `axis`.
@@ -265,6 +357,25 @@ impl PoolOp {
             padded: (pb - pa) as usize,
         }
     }
+}
+
+/// `v > acc ? v : acc`: [`nan_max`] on input without NaN, one `maxps` a vector (its
+/// operand order keeps the first of equal values, as `nan_max` does).
+#[inline(always)]
+fn plain_max(acc: f32, v: f32) -> f32 {
+    if v > acc {
+        v
+    } else {
+        acc
+    }
+}
+
+/// Whether `x` holds a NaN, a block of values at a time so that the loop vectorizes.
+#[inline(always)]
+fn has_nan(x: &[f32]) -> bool {
+    let mut blocks = x.chunks_exact(MAX_BLOCK);
+    let nan = blocks.any(|b| b.iter().fold(false, |n, v| n | v.is_nan()));
+    nan || blocks.remainder().iter().any(|v| v.is_nan())
 }
 
 /// Folds `f` over the taps of `window` (along depth, height, width) in one plane.
@@ -321,6 +432,91 @@ impl GlobalAveragePoolOp {
         for (p, o) in out.iter_mut().enumerate().take(self.planes) {
             let sum: f64 = x[p * n..(p + 1) * n].iter().map(|&v| v as f64).sum();
             *o = (sum / n as f64) as f32;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::MicroKernel;
+    use baton_delegate_api::shape::Window;
+    use baton_delegate_api::testing::Rng;
+
+    /// A 2-D MaxPool over `[1, c, h, w]`: `(kernel, stride, dilation, pad_begin, pad_end)`
+    /// the same along both axes.
+    fn max_pool(c: usize, h: usize, w: usize, g: (usize, usize, usize, usize, usize)) -> PoolOp {
+        let (k, s, d, pb, pe) = g;
+        let window = Window {
+            kernel: vec![k; 2],
+            strides: vec![s; 2],
+            dilations: vec![d; 2],
+            pad_begin: vec![pb; 2],
+            pad_end: vec![pe; 2],
+        };
+        let out_spatial = vec![
+            window.out_len(0, h, false).unwrap(),
+            window.out_len(1, w, false).unwrap(),
+        ];
+        let geom = PoolGeometry {
+            window,
+            out_spatial,
+            count_include_pad: false,
+        };
+        PoolOp::new(Src::Input(0), PoolKind::Max, &[1, c, h, w], &geom)
+    }
+
+    /// The row-at-a-time MaxPool, over NCHW planes and over the NHWC tensor, gives the
+    /// bits of the window-at-a-time fold at 1 and 2 threads: registers kept across the
+    /// taps (and the overlapping last block), the edges beside them, strides, dilations
+    /// and pads, ties of +0 and -0 (the first tap wins), -inf, and NaNs, in some rows
+    /// only, so that the threads whose rows read none take the plain maximum.
+    #[test]
+    fn rows_give_the_bits_of_the_window_fold() {
+        let isa = MicroKernel::best().isa();
+        let mut rng = Rng::new(38);
+        let pools = [Pool::new(1), Pool::new(2)];
+        let cases = [
+            (32, 20, 80, (5, 1, 1, 2, 2)),
+            (1, 9, 150, (5, 1, 1, 2, 2)),
+            (3, 11, 40, (3, 1, 1, 1, 1)),
+            (16, 7, 9, (3, 1, 2, 2, 1)),
+            (40, 12, 13, (3, 2, 1, 1, 1)),
+            (24, 8, 70, (2, 1, 1, 0, 1)),
+            (8, 6, 6, (7, 1, 1, 3, 3)),
+        ];
+        for (c, h, w, g) in cases {
+            let op = max_pool(c, h, w, g);
+            let [_, oh, ow] = op.output;
+            let mut x: Vec<f32> = rng
+                .vec(c * h * w)
+                .iter()
+                .map(|v| (v * 3.0).round() * 0.5)
+                .collect();
+            x[5] = f32::NEG_INFINITY;
+            for nan in [false, true] {
+                if nan {
+                    x[c * h * w / 3] = f32::NAN;
+                    x[c * h * w - 2] = -f32::NAN;
+                }
+                let mut want = vec![0f32; c * oh * ow];
+                op.windows(&x, &mut want);
+                let nhwc: Vec<f32> = (0..h * w * c).map(|i| x[(i % c) * h * w + i / c]).collect();
+                for pool in &pools {
+                    let mut planes = vec![1f32; c * oh * ow];
+                    op.max_2d(&x, &mut planes, isa, pool, (c, 1));
+                    let mut held = vec![1f32; c * oh * ow];
+                    op.clone()
+                        .channels_last(c)
+                        .max_2d(&nhwc, &mut held, isa, pool, (1, c));
+                    for (i, want) in want.iter().enumerate() {
+                        let at = (c, h, w, g, nan, pool.threads(), i);
+                        assert_eq!(planes[i].to_bits(), want.to_bits(), "planes {at:?}");
+                        let (ch, p) = (i / (oh * ow), i % (oh * ow));
+                        assert_eq!(held[p * c + ch].to_bits(), want.to_bits(), "NHWC {at:?}");
+                    }
+                }
+            }
         }
     }
 }
