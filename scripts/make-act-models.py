@@ -17,7 +17,11 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
   MatMul and Softmax (`tf_cls`), or the 1x112x112x64 map itself (`tf_seg`);
 - `yolo_block.onnx`: YOLO's SPPF and a C3-style join on 32x80x80: convs with SiLU, three
   5x5 stride-1 MaxPools in a row concatenated with their input, a 3x3 conv, and a Concat
-  with an earlier conv's result, for pools and Concats inside a channels-last chain.
+  with an earlier conv's result, for pools and Concats inside a channels-last chain;
+- `avg_block.onnx`: AveragePools between convs on 64x56x56: an Inception branch's 3x3
+  (stride 1, pads not counted) concatenated with its input, a ResNet-vd shortcut's 2x2
+  stride-2 `ceil_mode` average beside a strided conv, and a DenseNet transition's 2x2
+  stride-2 average.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -143,6 +147,28 @@ def main():
     yolo.append(n("Concat", ["e", "a"], ["cat2"], axis=1))
     silu_conv("cat2", 128, 64, 1, "y")
     save(out, "yolo_block", yolo, weights, [1, 32, 80, 80], [1, 64, 80, 80])
+    avg, weights = [], {}
+
+    def conv(x, cin, cout, k, name, stride=1, relu=True):
+        weights[name + "_w"], weights[name + "_b"] = w(cout, cin, k, k), w(cout)
+        avg.append(n("Conv", [x, name + "_w", name + "_b"], [name + "_c" if relu else name],
+                     pads=[k // 2] * 4, strides=[stride, stride]))
+        if relu:
+            avg.append(n("Relu", [name + "_c"], [name]))
+
+    conv("x", 64, 64, 3, "a")
+    avg.append(n("AveragePool", ["a"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    conv("ap", 64, 32, 1, "b")
+    avg.append(n("Concat", ["a", "b"], ["cat"], axis=1))
+    conv("cat", 96, 64, 1, "d")
+    conv("d", 64, 128, 3, "main", stride=2, relu=False)
+    avg.append(n("AveragePool", ["d"], ["vd"], kernel_shape=[2, 2], strides=[2, 2],
+                 ceil_mode=1))
+    conv("vd", 64, 128, 1, "short", relu=False)
+    avg.extend([n("Add", ["main", "short"], ["sum"]), n("Relu", ["sum"], ["r"])])
+    conv("r", 128, 64, 1, "t")
+    avg.append(n("AveragePool", ["t"], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
+    save(out, "avg_block", avg, weights, [1, 64, 56, 56], [1, 64, 14, 14])
 
 
 if __name__ == "__main__":

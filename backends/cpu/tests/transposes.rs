@@ -152,12 +152,13 @@ fn other_transposes_still_move_the_data() {
     assert_eq!(got[1].f32s(), &last[..]);
 }
 
-/// YOLO's SPPF and a ResNet stem, held NHWC through their pools and concatenations: conv
-/// -> three 5x5 stride-1 MaxPools in a row -> Concat of the four along the channels ->
-/// conv; beside it a 3x3 stride-2 MaxPool of the first conv concatenated along the height
-/// with itself. The same bits as the graph with the pools' results made outputs (held
-/// NCHW, so the pools and concatenations run on NCHW planes), fewer layout conversions
-/// in the same number of steps, on 1 and 2 threads.
+/// YOLO's SPPF, a ResNet stem and averaging pools, held NHWC through their pools and
+/// concatenations: conv -> three 5x5 stride-1 MaxPools in a row -> Concat of the four
+/// along the channels -> conv; beside it a 3x3 stride-2 MaxPool of the first conv
+/// concatenated along the height with itself, and two AveragePools of it before convs.
+/// The same bits as the graph with the pools' results made outputs (held NCHW, so the
+/// pools and concatenations run on NCHW planes) in the same number of steps, on 1 and 2
+/// threads.
 #[test]
 fn pools_and_concats_keep_a_conv_chain_channels_last() {
     let build = |expose: bool| {
@@ -186,9 +187,27 @@ fn pools_and_concats_keep_a_conv_chain_channels_last() {
         let tall = b.node(OpKind::Concat, &[stem, stem], &axis(2)).unwrap();
         let w3 = constant(&mut b, &mut rng, &[5, 8, 1, 1], 0.3);
         let c3 = b.node(OpKind::Conv, &[tall, w3], &[]).unwrap();
-        let mut outs = vec![c2, c3];
+        // A ResNet-vd shortcut's 2x2 stride-2 average (ceil_mode: windows past the end),
+        // and an Inception branch's 3x3 one counting its pads, joined to the conv.
+        let vd = [
+            ("kernel_shape", Attr::Ints(vec![2, 2])),
+            ("strides", Attr::Ints(vec![2, 2])),
+            ("ceil_mode", Attr::Int(1)),
+        ];
+        let a2 = b.node(OpKind::AveragePool, &[c1], &vd).unwrap();
+        let branch = [
+            ("kernel_shape", Attr::Ints(vec![3, 3])),
+            ("pads", Attr::Ints(vec![1; 4])),
+            ("count_include_pad", Attr::Int(1)),
+        ];
+        let a3 = b.node(OpKind::AveragePool, &[c1], &branch).unwrap();
+        let join = b.node(OpKind::Concat, &[a3, c1], &axis(1)).unwrap();
+        let w4 = constant(&mut b, &mut rng, &[5, 16, 1, 1], 0.3);
+        let c4 = b.node(OpKind::Conv, &[join, w4], &[]).unwrap();
+        let c5 = b.node(OpKind::Conv, &[a2, w3], &[]).unwrap();
+        let mut outs = vec![c2, c3, c4, c5];
         if expose {
-            outs.extend([p1, p2, p3, stem]);
+            outs.extend([p1, p2, p3, stem, a2, a3]);
         }
         outs.into_iter().for_each(|t| b.output(t));
         (
@@ -210,7 +229,7 @@ fn pools_and_concats_keep_a_conv_chain_channels_last() {
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "output {i}, {threads} threads");
         }
-        // Three convs, four pools, two concatenations either way.
-        assert_eq!((steps, plain_steps), (9, 9));
+        // Five convs, six pools, three concatenations either way.
+        assert_eq!((steps, plain_steps), (14, 14));
     }
 }

@@ -12,11 +12,12 @@
 //!   whose operands have the result's shape or a single element (the same element of
 //!   each is combined, whatever the order), or an inference BatchNormalization (its
 //!   kernel takes either layout), provided its own result is held NHWC too;
-//! - a 2-D MaxPool or a Concat, provided its own result is held NHWC too (and for a
-//!   Concat all its inputs): the pool's kernel takes either layout, and a Concat of NHWC
-//!   tensors is the same concatenation along the axis where the logical one is held
-//!   (YOLO's SPPF pools conv results and concatenates them, a ResNet stem pools one, and
-//!   detectors and U-Nets concatenate along the channels);
+//! - a 2-D MaxPool or AveragePool, or a Concat, provided its own result is held NHWC too
+//!   (and for a Concat all its inputs): the pools' kernels take either layout, and a
+//!   Concat of NHWC tensors is the same concatenation along the axis where the logical
+//!   one is held (YOLO's SPPF pools conv results and concatenates them, a ResNet stem
+//!   pools one, DenseNet's transitions and Inception's branches average, and detectors
+//!   and U-Nets concatenate along the channels);
 //! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
 //!   is the same in both layouts;
 //! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
@@ -208,7 +209,7 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
 /// its operands (an activation; a binary op, a comparison or Where whose operands all
 /// have the result's shape, or a single element, broadcast alike in either layout; an
 /// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
-/// of f32 (without the indices output), whose kernel takes both, or a Concat of f32
+/// (without the indices output) or AveragePool of f32, whose kernels take both, or a Concat of f32
 /// tensors of rank 3 or 4 (all its inputs); `None` for every other op.
 fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
@@ -238,7 +239,7 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
             };
             (ok(node.outputs[0]) && node.inputs.iter().all(|&t| ok(t))).then(|| node.inputs.clone())
         }
-        OpKind::MaxPool => {
+        OpKind::MaxPool | OpKind::AveragePool => {
             let x = shape(node.inputs[0])?;
             let f32 = graph.tensors[node.inputs[0]].dtype == DType::F32;
             (x.len() == 4 && f32 && node.outputs.len() == 1).then(|| node.inputs[..1].to_vec())
@@ -355,13 +356,15 @@ mod tests {
             .unwrap();
         let w4 = b.constant_f32("w4", &[2, 4, 1, 1], &[0.5; 8]);
         let c3 = b.node(OpKind::Conv, &[cat, w4], &[]).unwrap();
-        // An AveragePool reads NCHW: its conv is converted.
         let avg = b.node(OpKind::AveragePool, &[c3], &k).unwrap();
-        b.output(avg);
+        let c4 = b.node(OpKind::Conv, &[avg, w], &[]).unwrap();
+        // A Flatten reads NCHW: its conv is converted.
+        let flat = b.node(OpKind::Flatten, &[c4], &[]).unwrap();
+        b.output(flat);
         let g = b.finish().unwrap();
         let nhwc = plan_of(&g);
-        assert!(nhwc[c1] && nhwc[p] && nhwc[c2] && nhwc[cat]);
-        assert!(!nhwc[c3] && !nhwc[avg]);
+        assert!(nhwc[c1] && nhwc[p] && nhwc[c2] && nhwc[cat] && nhwc[c3] && nhwc[avg]);
+        assert!(!nhwc[c4] && !nhwc[flat]);
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub(crate) struct PoolOp {
 /// The outputs a 2-D MaxPool keeps in registers across its taps: four AVX-512 vectors.
 const MAX_BLOCK: usize = 64;
 
+/// The channels of an NHWC AveragePool summed together in registers: four AVX-512
+/// vectors of f64.
+const AVERAGE_BLOCK: usize = 32;
+
 /// The taps of one window along one axis: `count` input positions from `first`, `step`
 /// apart, and how many taps lie inside the padded input (AveragePool's
 /// `count_include_pad` divisor).
@@ -66,7 +70,7 @@ struct Taps {
 }
 
 impl Taps {
-    fn positions(self) -> impl Iterator<Item = usize> {
+    fn positions(self) -> impl Iterator<Item = usize> + Clone {
         (0..self.count).map(move |j| self.first + j * self.step)
     }
 }
@@ -123,8 +127,8 @@ impl PoolOp {
     /// The same pool over a tensor held channels-last (NHWC), as its result is.
     pub fn channels_last(mut self, c: usize) -> PoolOp {
         assert!(
-            self.kind == PoolKind::Max && self.input[0] == 1 && self.kernel[0] == 1,
-            "only 2-D MaxPool runs channels-last"
+            self.input[0] == 1 && self.kernel[0] == 1,
+            "only 2-D pools run channels-last"
         );
         self.channels_last = Some(c);
         self
@@ -134,7 +138,12 @@ impl PoolOp {
         let x = sources.get(self.x);
         if let Some(c) = self.channels_last {
             let images = self.planes / c.max(1);
-            return self.max_2d(x, out, isa, pool, (images, c));
+            return match self.kind {
+                PoolKind::Max => self.max_2d(x, out, isa, pool, (images, c)),
+                PoolKind::Average { include_pad } => {
+                    self.average_nhwc(x, out, isa, pool, (images, c), include_pad)
+                }
+            };
         }
         if self.kind == PoolKind::Max && self.input[0] == 1 && self.kernel[0] == 1 {
             return self.max_2d(x, out, isa, pool, (self.planes, 1));
@@ -232,6 +241,80 @@ impl PoolOp {
                             self.max_row(plane, yo, c, o, nan_max);
                         } else {
                             self.max_row(plane, yo, c, o, plain_max);
+                        }
+                    }
+                },
+            )
+        });
+    }
+
+    /// A 2-D AveragePool over NHWC images (`(images, c)`), one output pixel at a time,
+    /// its channels in blocks of [`AVERAGE_BLOCK`] kept in registers across the window's
+    /// taps (the last block overlapping the one before; fewer channels than a block, one
+    /// at a time). Each channel sums its taps in f64 in the window's row-major order and
+    /// divides as [`PoolOp::windows`] does, so the bits are its bits; compiled for the
+    /// ISA and split among the threads by output rows. DenseNet's transitions and the
+    /// shortcuts of Paddle's ResNet-vd pool 2x2 at stride 2 between convolutions, Inception
+    /// 3x3 at stride 1: held NHWC, the chain no longer converts around them.
+    fn average_nhwc(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        isa: Isa,
+        pool: &Pool,
+        (images, c): (usize, usize),
+        include_pad: bool,
+    ) {
+        let [_, ih, iw] = self.input;
+        let [_, oh, ow] = self.output;
+        let row_out = ow * c;
+        if row_out == 0 || oh == 0 {
+            return;
+        }
+        let n = (images * oh * row_out).min(out.len());
+        assert!(x.len() >= images * ih * iw * c, "pool input too short");
+        split_out(pool, &mut out[..n], row_out, |start, part| {
+            on_isa(
+                isa,
+                #[inline(always)]
+                || {
+                    for (r, o) in part.chunks_exact_mut(row_out).enumerate() {
+                        let row = start / row_out + r;
+                        let (p, yo) = (row / oh, row % oh);
+                        let image = &x[p * ih * iw * c..(p + 1) * ih * iw * c];
+                        let ty = self.taps(1, yo);
+                        for (xo, o) in o.chunks_exact_mut(c).enumerate() {
+                            let tx = self.taps(2, xo);
+                            let divisor = match include_pad {
+                                true => ty.padded * tx.padded,
+                                false => ty.count * tx.count,
+                            } as f64;
+                            let taps = ty
+                                .positions()
+                                .flat_map(|iy| tx.positions().map(move |ix| (iy * iw + ix) * c));
+                            if c < AVERAGE_BLOCK {
+                                for (ch, o) in o.iter_mut().enumerate() {
+                                    let sum =
+                                        taps.clone().fold(0f64, |s, t| s + image[t + ch] as f64);
+                                    *o = (sum / divisor) as f32;
+                                }
+                                continue;
+                            }
+                            let mut ch = 0;
+                            while ch < c {
+                                let at = ch.min(c - AVERAGE_BLOCK);
+                                let mut acc = [0f64; AVERAGE_BLOCK];
+                                for t in taps.clone() {
+                                    let src: &[f32; AVERAGE_BLOCK] =
+                                        image[t + at..t + at + AVERAGE_BLOCK].try_into().unwrap();
+                                    // A new value each tap (see `max_row`).
+                                    acc = std::array::from_fn(|i| acc[i] + src[i] as f64);
+                                }
+                                for (o, &a) in o[at..at + AVERAGE_BLOCK].iter_mut().zip(&acc) {
+                                    *o = (a / divisor) as f32;
+                                }
+                                ch += AVERAGE_BLOCK;
+                            }
                         }
                     }
                 },
@@ -446,6 +529,18 @@ mod tests {
     /// A 2-D MaxPool over `[1, c, h, w]`: `(kernel, stride, dilation, pad_begin, pad_end)`
     /// the same along both axes.
     fn max_pool(c: usize, h: usize, w: usize, g: (usize, usize, usize, usize, usize)) -> PoolOp {
+        pool_of(PoolKind::Max, false, c, h, w, g)
+    }
+
+    /// A 2-D pool over `[1, c, h, w]`, as [`max_pool`], with `ceil_mode`.
+    fn pool_of(
+        kind: PoolKind,
+        ceil: bool,
+        c: usize,
+        h: usize,
+        w: usize,
+        g: (usize, usize, usize, usize, usize),
+    ) -> PoolOp {
         let (k, s, d, pb, pe) = g;
         let window = Window {
             kernel: vec![k; 2],
@@ -455,15 +550,15 @@ mod tests {
             pad_end: vec![pe; 2],
         };
         let out_spatial = vec![
-            window.out_len(0, h, false).unwrap(),
-            window.out_len(1, w, false).unwrap(),
+            window.out_len(0, h, ceil).unwrap(),
+            window.out_len(1, w, ceil).unwrap(),
         ];
         let geom = PoolGeometry {
             window,
             out_spatial,
             count_include_pad: false,
         };
-        PoolOp::new(Src::Input(0), PoolKind::Max, &[1, c, h, w], &geom)
+        PoolOp::new(Src::Input(0), kind, &[1, c, h, w], &geom)
     }
 
     /// The row-at-a-time MaxPool, over NCHW planes and over the NHWC tensor, gives the
@@ -514,6 +609,44 @@ mod tests {
                         assert_eq!(planes[i].to_bits(), want.to_bits(), "planes {at:?}");
                         let (ch, p) = (i / (oh * ow), i % (oh * ow));
                         assert_eq!(held[p * c + ch].to_bits(), want.to_bits(), "NHWC {at:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The NHWC AveragePool gives the bits of the window-at-a-time fold over the NCHW
+    /// tensor at 1 and 2 threads: channel blocks in registers (and the overlapping last
+    /// block), fewer channels than a block, strides, pads counted or not, and `ceil_mode`
+    /// windows past the padded end (which count in neither divisor).
+    #[test]
+    fn nhwc_averages_give_the_bits_of_the_window_fold() {
+        let isa = MicroKernel::best().isa();
+        let mut rng = Rng::new(39);
+        let pools = [Pool::new(1), Pool::new(2)];
+        let cases = [
+            (64, 12, 14, (2, 2, 1, 0, 0), true),
+            (40, 13, 11, (2, 2, 1, 0, 0), true),
+            (32, 9, 10, (3, 1, 1, 1, 1), false),
+            (8, 7, 9, (3, 2, 1, 1, 1), true),
+            (48, 8, 8, (3, 2, 2, 2, 1), false),
+        ];
+        for (c, h, w, g, ceil) in cases {
+            for include_pad in [false, true] {
+                let op = pool_of(PoolKind::Average { include_pad }, ceil, c, h, w, g);
+                let [_, oh, ow] = op.output;
+                let x = rng.vec(c * h * w);
+                let mut want = vec![0f32; c * oh * ow];
+                op.windows(&x, &mut want);
+                let nhwc: Vec<f32> = (0..h * w * c).map(|i| x[(i % c) * h * w + i / c]).collect();
+                let held = op.clone().channels_last(c);
+                for pool in &pools {
+                    let mut got = vec![1f32; c * oh * ow];
+                    held.average_nhwc(&nhwc, &mut got, isa, pool, (1, c), include_pad);
+                    for (i, want) in want.iter().enumerate() {
+                        let at = (c, h, w, g, ceil, include_pad, pool.threads(), i);
+                        let (ch, p) = (i / (oh * ow), i % (oh * ow));
+                        assert_eq!(got[p * c + ch].to_bits(), want.to_bits(), "{at:?}");
                     }
                 }
             }

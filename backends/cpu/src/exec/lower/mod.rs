@@ -952,7 +952,7 @@ impl<'g> Builder<'g> {
                     }
                 };
                 let op = PoolOp::new(self.src(input(0))?, kind, &shapes[0], &geometry);
-                // The layout plan holds a 2-D MaxPool's input and output NHWC together.
+                // The layout plan holds a 2-D pool's input and output NHWC together.
                 Op::Pool(match self.nhwc[input(0)] {
                     true => op.channels_last(shapes[0][1]),
                     false => op,
