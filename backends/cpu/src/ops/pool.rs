@@ -49,10 +49,18 @@ pub(crate) struct PoolOp {
     cols: Vec<(usize, usize, i64)>,
     /// The output columns that every column tap reaches (`cols`' ranges intersected).
     inner: (usize, usize),
+    /// Each output column's taps (`taps(2, o)`, which divides), made here for the pools
+    /// that go a pixel at a time.
+    col_taps: Vec<Taps>,
 }
 
 /// The outputs a 2-D MaxPool keeps in registers across its taps: four AVX-512 vectors.
 const MAX_BLOCK: usize = 64;
+
+/// The fewest channels for which a strided NHWC MaxPool goes a pixel at a time (see
+/// [`PoolOp::max_pixels`]); below, a tap's values are too few for vectors, and its
+/// strided row is walked instead.
+const PIXEL_CHANNELS: usize = 16;
 
 /// The channels of an NHWC AveragePool summed together in registers: four AVX-512
 /// vectors of f64.
@@ -99,6 +107,7 @@ impl PoolOp {
             channels_last: None,
             cols: Vec::new(),
             inner: (0, 0),
+            col_taps: Vec::new(),
         }
         .with_cols()
     }
@@ -121,6 +130,7 @@ impl PoolOp {
             .cols
             .iter()
             .fold((0, ow), |(a, b), &(lo, hi, _)| (a.max(lo), b.min(hi)));
+        self.col_taps = (0..ow).map(|o| self.taps(2, o)).collect();
         self
     }
 
@@ -189,8 +199,8 @@ impl PoolOp {
 
     /// MaxPool over 2-D planes (`(planes, 1)`), or over NHWC images (`(images, c)`: each
     /// pixel `c` values wide), one output row at a time (see [`PoolOp::max_row`]), compiled
-    /// for the ISA and split among the threads by output rows. Each thread first looks
-    /// for a NaN in the input rows its outputs read: without one, the taps are folded
+    /// for the ISA and split among the threads by output rows. Each thread looks for a
+    /// NaN in the input rows its outputs read: until it has seen one, the taps are folded
     /// with the plain `v > acc` maximum, which is one `maxps` a vector and gives the bits
     /// of [`nan_max`] on such input (the first of equal taps); with one, [`nan_max`]
     /// itself (two compares and a blend). The window-at-a-time loop took 6.5 ms for a
@@ -218,25 +228,27 @@ impl PoolOp {
                 #[inline(always)]
                 || {
                     let first = start / row_out;
-                    let rows = part.len() / row_out;
-                    let nan = (first..first + rows).any(|row| {
-                        // The input rows each output row reaches past the ones the row
-                        // before it reached (all of them at a plane's or the part's first
-                        // row): every row read once.
-                        let (p, yo) = (row / oh, row % oh);
-                        let (lo, hi) = self.input_rows(yo);
-                        let lo = if yo == 0 || row == first {
-                            lo
-                        } else {
-                            self.input_rows(yo - 1).1.max(lo)
-                        };
-                        let plane = &x[p * ih * row_in..(p + 1) * ih * row_in];
-                        has_nan(&plane[lo * row_in..hi.max(lo) * row_in])
-                    });
+                    // Whether an input row read so far holds a NaN, and how far the rows
+                    // of which plane have been looked at: each output row looks at the
+                    // input rows its windows reach past those (all of them at a plane's
+                    // or the part's first row) just before it reads them, while they
+                    // are in cache (a pass over the whole input first cost as much
+                    // again as the pool over a 3.2 MB one).
+                    let mut nan = false;
+                    let mut seen: Option<(usize, usize)> = None;
                     for (r, o) in part.chunks_exact_mut(row_out).enumerate() {
                         let row = first + r;
                         let (p, yo) = (row / oh, row % oh);
                         let plane = &x[p * ih * row_in..(p + 1) * ih * row_in];
+                        let (lo, hi) = self.input_rows(yo);
+                        let from = match seen {
+                            Some((q, end)) if q == p => end.max(lo),
+                            _ => lo,
+                        };
+                        if !nan && from < hi {
+                            nan = has_nan(&plane[from * row_in..hi * row_in]);
+                        }
+                        seen = Some((p, hi.max(from)));
                         if nan {
                             self.max_row(plane, yo, c, o, nan_max);
                         } else {
@@ -246,6 +258,53 @@ impl PoolOp {
                 },
             )
         });
+    }
+
+    /// [`PoolOp::max_row`] one output pixel at a time, for NHWC rows at strides above 1
+    /// (a ResNet stem's 3x3 stride-2 pool), where a tap's shifted row is not contiguous:
+    /// each pixel folds its window's taps in row-major order, its channels in blocks of
+    /// [`MAX_BLOCK`] kept in registers (the last overlapping the one before), or, with
+    /// fewer channels than a block, folded into the output pixel in memory.
+    #[inline(always)]
+    fn max_pixels(
+        &self,
+        plane: &[f32],
+        yo: usize,
+        c: usize,
+        o: &mut [f32],
+        max: impl Fn(f32, f32) -> f32 + Copy,
+    ) {
+        let iw = self.input[2];
+        let ty = self.taps(1, yo);
+        for (xo, o) in o.chunks_exact_mut(c).enumerate() {
+            let tx = self.col_taps[xo];
+            let taps = ty
+                .positions()
+                .flat_map(|iy| tx.positions().map(move |ix| (iy * iw + ix) * c));
+            if c < MAX_BLOCK {
+                o.fill(f32::NEG_INFINITY);
+                for t in taps {
+                    for (a, &v) in o.iter_mut().zip(&plane[t..t + c]) {
+                        *a = max(*a, v);
+                    }
+                }
+                continue;
+            }
+            let mut ch = 0;
+            while ch < c {
+                let at = ch.min(c - MAX_BLOCK);
+                let mut acc = [f32::NEG_INFINITY; MAX_BLOCK];
+                for t in taps.clone() {
+                    let src: &[f32; MAX_BLOCK] =
+                        plane[t + at..t + at + MAX_BLOCK].try_into().unwrap();
+                    acc = std::array::from_fn(|i| max(acc[i], src[i]));
+                }
+                for (d, &v) in o[at..at + MAX_BLOCK].iter_mut().zip(&acc) {
+                    *d = v;
+                }
+                ch += MAX_BLOCK;
+            }
+        }
     }
 
     /// A 2-D AveragePool over NHWC images (`(images, c)`), one output pixel at a time,
@@ -284,7 +343,7 @@ impl PoolOp {
                         let image = &x[p * ih * iw * c..(p + 1) * ih * iw * c];
                         let ty = self.taps(1, yo);
                         for (xo, o) in o.chunks_exact_mut(c).enumerate() {
-                            let tx = self.taps(2, xo);
+                            let tx = self.col_taps[xo];
                             let divisor = match include_pad {
                                 true => ty.padded * tx.padded,
                                 false => ty.count * tx.count,
@@ -351,6 +410,9 @@ impl PoolOp {
     ) {
         let row_in = self.input[2] * c;
         let sw = self.strides[2];
+        if sw > 1 && c >= PIXEL_CHANNELS {
+            return self.max_pixels(plane, yo, c, o, max);
+        }
         let rows = (0..self.kernel[1]).filter_map(|ky| {
             let iy = (yo * self.strides[1] + ky * self.dilations[1])
                 .checked_sub(self.pad_begin[1])
@@ -577,6 +639,9 @@ mod tests {
             (3, 11, 40, (3, 1, 1, 1, 1)),
             (16, 7, 9, (3, 1, 2, 2, 1)),
             (40, 12, 13, (3, 2, 1, 1, 1)),
+            (64, 11, 12, (3, 2, 1, 1, 1)),
+            (72, 9, 9, (3, 2, 2, 1, 0)),
+            (8, 9, 9, (3, 2, 1, 1, 1)),
             (24, 8, 70, (2, 1, 1, 0, 1)),
             (8, 6, 6, (7, 1, 1, 3, 3)),
         ];
