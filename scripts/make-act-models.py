@@ -21,7 +21,10 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
 - `avg_block.onnx`: AveragePools between convs on 64x56x56: an Inception branch's 3x3
   (stride 1, pads not counted) concatenated with its input, a ResNet-vd shortcut's 2x2
   stride-2 `ceil_mode` average beside a strided conv, and a DenseNet transition's 2x2
-  stride-2 average.
+  stride-2 average;
+- `neck_block.onnx`: a YOLO neck's upsampling on 64x40x40: a strided conv to 20x20, a
+  nearest 2x Resize (asymmetric, floor, as torch exports it) concatenated with a conv
+  at 40x40, and a linear 2x Resize (half_pixel, a U-Net decoder's) before a conv.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -169,6 +172,21 @@ def main():
     conv("r", 128, 64, 1, "t")
     avg.append(n("AveragePool", ["t"], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
     save(out, "avg_block", avg, weights, [1, 64, 56, 56], [1, 64, 14, 14])
+    yolo, weights = [], {}
+    silu_conv("x", 64, 128, 3, "a")
+    yolo[0].attribute.extend([helper.make_attribute("strides", [2, 2])])
+    silu_conv("a", 128, 64, 1, "b")
+    weights["up2"] = np.array([1, 1, 2, 2], np.float32)
+    yolo.append(n("Resize", ["b", "", "up2"], ["up"], mode="nearest",
+                  coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+    silu_conv("x", 64, 64, 1, "c")
+    yolo.append(n("Concat", ["up", "c"], ["cat"], axis=1))
+    silu_conv("cat", 128, 64, 1, "d")
+    yolo.append(n("Resize", ["b", "", "up2"], ["lin"], mode="linear",
+                  coordinate_transformation_mode="half_pixel"))
+    silu_conv("lin", 64, 64, 1, "e")
+    yolo.append(n("Add", ["d", "e"], ["y"]))
+    save(out, "neck_block", yolo, weights, [1, 64, 40, 40], [1, 64, 40, 40])
 
 
 if __name__ == "__main__":

@@ -233,3 +233,61 @@ fn pools_and_concats_keep_a_conv_chain_channels_last() {
         assert_eq!((steps, plain_steps), (14, 14));
     }
 }
+
+/// A YOLO neck's nearest 2x upsampling (asymmetric, floor, as torch exports it) and
+/// linear resizes up (half_pixel) and down (align_corners) between convs, held NHWC:
+/// the same bits as the graph with the resizes' results made outputs (held NCHW), in the
+/// same number of steps, on 1 and 2 threads.
+#[test]
+fn resizes_keep_a_conv_chain_channels_last() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(9);
+        let mut b = GraphBuilder::new("neck");
+        let xv = rng.vec(2 * 4 * 7 * 9);
+        let x = b.input_fixed("x", DType::F32, &[2, 4, 7, 9]);
+        let w1 = constant(&mut b, &mut rng, &[24, 4, 1, 1], 0.5);
+        let c1 = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let resize = |b: &mut GraphBuilder, mode: &str, coord: &str, s: f32| {
+            let attrs = [
+                ("mode", Attr::Str(mode.into())),
+                ("coordinate_transformation_mode", Attr::Str(coord.into())),
+                ("nearest_mode", Attr::Str("floor".into())),
+                ("scales", Attr::Floats(vec![1.0, 1.0, s, s])),
+            ];
+            b.node(OpKind::Resize, &[c1], &attrs).unwrap()
+        };
+        let up = resize(&mut b, "nearest", "asymmetric", 2.0);
+        let lin = resize(&mut b, "linear", "half_pixel", 2.0);
+        let down = resize(&mut b, "linear", "align_corners", 0.5);
+        let w2 = constant(&mut b, &mut rng, &[5, 24, 1, 1], 0.3);
+        let mut outs: Vec<TensorId> = [up, lin, down]
+            .iter()
+            .map(|&t| b.node(OpKind::Conv, &[t, w2], &[]).unwrap())
+            .collect();
+        if expose {
+            outs.extend([up, lin, down]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 4, 7, 9], &xv)],
+        )
+    };
+    let ((g, inputs), (plain, _)) = (build(false), build(true));
+    for threads in [1, 2] {
+        let d = common::delegate_threads(threads);
+        let (got, steps) = run_counting(&d, &g, &inputs);
+        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.shape, w.shape, "output {i}");
+            let same = g
+                .f32s()
+                .iter()
+                .zip(w.f32s())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "output {i}, {threads} threads");
+        }
+        // Four convs and three resizes either way.
+        assert_eq!((steps, plain_steps), (7, 7));
+    }
+}

@@ -18,6 +18,9 @@
 //!   one is held (YOLO's SPPF pools conv results and concatenates them, a ResNet stem
 //!   pools one, DenseNet's transitions and Inception's branches average, and detectors
 //!   and U-Nets concatenate along the channels);
+//! - a nearest or linear Resize of the height and width alone, provided its result is
+//!   held NHWC too: whole pixels are gathered or mixed either way (the upsampling in a
+//!   YOLO neck or a U-Net decoder sits between convolutions);
 //! - a mean over exactly the spatial axes (ReduceMean or GlobalAveragePool), whose result
 //!   is the same in both layouts;
 //! - a Transpose that moves the channels last (`[0, 2, 3, 1]`, rank 3 `[0, 2, 1]`): its
@@ -209,7 +212,8 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
 /// its operands (an activation; a binary op, a comparison or Where whose operands all
 /// have the result's shape, or a single element, broadcast alike in either layout; an
 /// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
-/// (without the indices output) or AveragePool of f32, whose kernels take both, or a Concat of f32
+/// (without the indices output) or AveragePool of f32, whose kernels take both, a nearest
+/// or linear f32 Resize of the height and width, or a Concat of f32
 /// tensors of rank 3 or 4 (all its inputs); `None` for every other op.
 fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
@@ -238,6 +242,21 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
                     && shape(t).is_some_and(|s| s.len() == 3 || s.len() == 4)
             };
             (ok(node.outputs[0]) && node.inputs.iter().all(|&t| ok(t))).then(|| node.inputs.clone())
+        }
+        OpKind::Resize => {
+            // Nearest or linear over the height and width alone (the batch and the
+            // channels kept): the same gather or mix of whole pixels in either layout.
+            let (x, y) = (shape(node.inputs[0])?, shape(node.outputs[0])?);
+            let f32 = graph.tensors[node.inputs[0]].dtype == DType::F32;
+            let mode = node.attr_str("mode", "nearest");
+            let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
+            let ok = x.len() == 4
+                && y.len() == 4
+                && x[..2] == y[..2]
+                && f32
+                && matches!(mode, "nearest" | "linear")
+                && coord != "tf_crop_and_resize";
+            ok.then(|| node.inputs[..1].to_vec())
         }
         OpKind::MaxPool | OpKind::AveragePool => {
             let x = shape(node.inputs[0])?;
@@ -365,6 +384,37 @@ mod tests {
         let nhwc = plan_of(&g);
         assert!(nhwc[c1] && nhwc[p] && nhwc[c2] && nhwc[cat] && nhwc[c3] && nhwc[avg]);
         assert!(!nhwc[c4] && !nhwc[flat]);
+    }
+
+    #[test]
+    fn resizes_of_height_and_width_between_convs_stay_channels_last() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 4, 4]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let c0 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let resize = |b: &mut GraphBuilder, t, mode: &str, scales: Vec<f32>| {
+            let attrs = [
+                ("mode", Attr::Str(mode.into())),
+                ("scales", Attr::Floats(scales)),
+            ];
+            b.node(OpKind::Resize, &[t], &attrs).unwrap()
+        };
+        let up = resize(&mut b, c1, "nearest", vec![1.0, 1.0, 2.0, 2.0]);
+        let lin = resize(&mut b, c1, "linear", vec![1.0, 1.0, 0.5, 0.5]);
+        // Resampling the channels is not a resize of whole pixels: its conv is converted.
+        let chans = resize(&mut b, c0, "nearest", vec![1.0, 2.0, 1.0, 1.0]);
+        let mut convs = vec![];
+        for t in [up, lin] {
+            convs.push(b.node(OpKind::Conv, &[t, w], &[]).unwrap());
+        }
+        let w4 = b.constant_f32("w4", &[2, 4, 1, 1], &[0.5; 8]);
+        convs.push(b.node(OpKind::Conv, &[chans, w4], &[]).unwrap());
+        convs.into_iter().for_each(|t| b.output(t));
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        assert!(nhwc[c1] && nhwc[up] && nhwc[lin]);
+        assert!(!nhwc[c0] && !nhwc[chans]);
     }
 
     #[test]

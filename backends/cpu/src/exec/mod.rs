@@ -345,7 +345,7 @@ impl Op {
             Op::BoolInput(op) => op.run(sources, out),
             Op::Affine(op) => op.run(sources, out, ctx),
             Op::Pad(op) => op.run(sources, out),
-            Op::LinearResize(op) => op.run(sources, out),
+            Op::LinearResize(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Deconv(op) => op.run(sources, out, ctx),
             Op::Gru(op) => return op.run(sources, out, ctx),
             Op::Rnn(op) => return op.run(sources, out, ctx),

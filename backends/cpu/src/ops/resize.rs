@@ -7,7 +7,11 @@
 //! two-tap mix along the width of two two-tap mixes along the height (of two along the
 //! depth, for a volume), in f32, outermost axis first as the reference's passes run.
 
+use super::elementwise::split_out;
+use super::math::on_isa;
 use super::{vec_bytes, Sources, Src};
+use crate::gemm::Isa;
+use crate::pool::Pool;
 
 /// Resize's interpolation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,6 +143,10 @@ pub(crate) struct LinearResizeOp {
     pub cols: Vec<Taps>,
     /// A volume's input depth and the taps per output slice.
     pub depth: Option<(usize, Vec<Taps>)>,
+    /// The channel count when the input and the output are held channels-last (a 2-D
+    /// resize inside a conv chain, see `exec/layout.rs`): the planes are then images of
+    /// pixels `c` values wide.
+    pub channels_last: Option<usize>,
 }
 
 impl LinearResizeOp {
@@ -149,7 +157,7 @@ impl LinearResizeOp {
         vec_bytes(&self.rows) + vec_bytes(&self.cols) + depth
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let (ih, iw) = self.in_hw;
         let (oh, ow) = (self.rows.len(), self.cols.len());
@@ -158,6 +166,9 @@ impl LinearResizeOp {
         }
         if let Some((id, slices)) = &self.depth {
             return self.run_volume(x, *id, slices, out);
+        }
+        if let Some(c) = self.channels_last {
+            return self.run_nhwc(x, c, out, isa, pool);
         }
         for (p, dst) in out.chunks_exact_mut(oh * ow).enumerate() {
             let src = &x[p * ih * iw..(p + 1) * ih * iw];
@@ -176,6 +187,40 @@ impl LinearResizeOp {
 }
 
 impl LinearResizeOp {
+    /// [`LinearResizeOp::run`] over NHWC images: each output pixel mixes four input
+    /// pixels channel by channel (contiguous, so the loop vectorizes), each channel in the
+    /// order the planes' loop mixes it, so the bits are the same; compiled for the ISA
+    /// and split among the threads by output rows.
+    fn run_nhwc(&self, x: &[f32], c: usize, out: &mut [f32], isa: Isa, pool: &Pool) {
+        let (ih, iw) = self.in_hw;
+        let (oh, ow) = (self.rows.len(), self.cols.len());
+        let (row_in, row_out) = (iw * c, ow * c);
+        if row_out == 0 {
+            return;
+        }
+        let n = out.len() / (oh * row_out) * (oh * row_out);
+        split_out(pool, &mut out[..n], row_out, |start, part| {
+            on_isa(isa, || {
+                for (r, drow) in part.chunks_exact_mut(row_out).enumerate() {
+                    let row = start / row_out + r;
+                    let (p, (y0, y1, a0, a1)) = (row / oh, self.rows[row % oh]);
+                    let src = &x[p * ih * row_in..(p + 1) * ih * row_in];
+                    let r0 = &src[y0 * row_in..(y0 + 1) * row_in];
+                    let r1 = &src[y1 * row_in..(y1 + 1) * row_in];
+                    for (d, &(x0, x1, b0, b1)) in drow.chunks_exact_mut(c).zip(&self.cols) {
+                        let (p00, p10) = (&r0[x0 * c..][..c], &r1[x0 * c..][..c]);
+                        let (p01, p11) = (&r0[x1 * c..][..c], &r1[x1 * c..][..c]);
+                        for (i, d) in d.iter_mut().enumerate() {
+                            let v0 = tap(p00[i], a0, p10[i], a1);
+                            let v1 = tap(p01[i], a0, p11[i], a1);
+                            *d = tap(v0, b0, v1, b1);
+                        }
+                    }
+                }
+            })
+        });
+    }
+
     /// The volume case: depth first, then height, then width.
     fn run_volume(&self, x: &[f32], id: usize, slices: &[Taps], out: &mut [f32]) {
         let (ih, iw) = self.in_hw;

@@ -689,9 +689,15 @@ impl Builder<'_> {
                         }
                     })
                     .collect();
-                let held = self.held_shape(node.inputs[0]);
+                let mut held = self.held_shape(node.inputs[0]);
                 if held.len() > x.len() {
                     maps.push(vec![Some(0), Some(1)]);
+                }
+                if self.nhwc[node.inputs[0]] {
+                    // Held NHWC (the layout plan's f32 rank-4 Resize of H and W): the
+                    // same gather with the channels innermost, each pixel one copy.
+                    maps[1..].rotate_left(1);
+                    held[1..].rotate_left(1);
                 }
                 Ok(Op::Pad(PadOp::new(src, &held, maps, 0.0)))
             }
@@ -721,6 +727,7 @@ impl Builder<'_> {
                     rows,
                     cols,
                     depth,
+                    channels_last: self.nhwc[node.inputs[0]].then(|| x[1]),
                 }))
             }
         }
