@@ -75,9 +75,26 @@ fn execute_allocates_nothing() {
     let y = g.node(OpKind::Sigmoid, &[mm], &[]).unwrap();
     let z = g.node(OpKind::Mul, &[y, y], &[]).unwrap();
     g.output(z);
+    // Nearest and linear Resizes between convs (held NHWC), and a Pad of the input.
+    let resize = |g: &mut GraphBuilder, mode: &str| {
+        let attrs = [
+            ("mode", Attr::Str(mode.into())),
+            ("scales", Attr::Floats(vec![1.0, 1.0, 2.0, 2.0])),
+        ];
+        g.node(OpKind::Resize, &[dw], &attrs).unwrap()
+    };
+    let (up, lin) = (resize(&mut g, "nearest"), resize(&mut g, "linear"));
+    let sum = g.node(OpKind::Add, &[up, lin], &[]).unwrap();
+    let w1 = g.constant_f32("w1", &[4, 8, 1, 1], &rng.vec(32));
+    let c1 = g.node(OpKind::Conv, &[sum, w1], &[]).unwrap();
+    g.output(c1);
+    let pads = g.constant_i64("pads", &[8], &[0, 0, 1, 2, 0, 0, 2, 1]);
+    let padded = g.node(OpKind::Pad, &[x, pads], &[]).unwrap();
+    g.output(padded);
     let graph = g.finish().unwrap();
     let input = Tensor::from_f32(&[1, 3, 9, 9], &rng.vec(243));
-    assert_execute_allocates_nothing(&delegate(true), &graph, &[input], "convolutions");
+    let what = "convolutions, pools, resizes or Pad";
+    assert_execute_allocates_nothing(&delegate(true), &graph, &[input], what);
 
     let two = common::delegate_threads(2);
 

@@ -133,7 +133,17 @@ impl PadOp {
         }
         let last = &self.maps[rank - 1];
         let (m0, m1) = self.middle;
-        let mut index = vec![0usize; rank - 1];
+        // The row's index along the outer axes, on the stack up to rank 9 (execute
+        // allocates nothing; a higher rank, which no model seen has, takes the heap).
+        let mut stack = [0usize; 8];
+        let mut heap = Vec::new();
+        let index: &mut [usize] = match rank - 1 {
+            n if n <= stack.len() => &mut stack[..n],
+            n => {
+                heap.resize(n, 0);
+                &mut heap
+            }
+        };
         for row in out.chunks_exact_mut(inner) {
             // The source row, unless an outer axis is in its padding.
             let base = index.iter().enumerate().try_fold(0usize, |acc, (d, &i)| {
