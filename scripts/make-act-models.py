@@ -24,7 +24,11 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
   stride-2 average;
 - `neck_block.onnx`: a YOLO neck's upsampling on 64x40x40: a strided conv to 20x20, a
   nearest 2x Resize (asymmetric, floor, as torch exports it) concatenated with a conv
-  at 40x40, and a linear 2x Resize (half_pixel, a U-Net decoder's) before a conv.
+  at 40x40, and a linear 2x Resize (half_pixel, a U-Net decoder's) before a conv;
+- `pad_block.onnx`: explicit Pads before convs on 32x112x112: Keras' ZeroPadding2D before
+  a MobileNetV2 stride-2 depthwise conv (as tf2onnx exports it), a reflection pad (torch's
+  ReflectionPad2d in style-transfer and super-resolution nets) and a zero one before 3x3
+  convs.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -187,6 +191,30 @@ def main():
     silu_conv("lin", 64, 64, 1, "e")
     yolo.append(n("Add", ["d", "e"], ["y"]))
     save(out, "neck_block", yolo, weights, [1, 64, 40, 40], [1, 64, 40, 40])
+    pads, weights = [], {}
+
+    def pad(x, name, p, mode="constant"):
+        weights[name + "_p"] = np.array(p, np.int64)
+        pads.append(n("Pad", [x, name + "_p"], [name], mode=mode))
+
+    def clip_conv(x, cin, cout, k, name, group=1, stride=1, pad=0):
+        weights[name + "_w"], weights[name + "_b"] = w(cout, cin // group, k, k), w(cout)
+        weights["lo"], weights["hi"] = np.float32(0), np.float32(6)
+        pads.extend([
+            n("Conv", [x, name + "_w", name + "_b"], [name + "_c"], group=group,
+              strides=[stride, stride], pads=[pad] * 4),
+            n("Clip", [name + "_c", "lo", "hi"], [name]),
+        ])
+
+    clip_conv("x", 32, 96, 1, "e")
+    pad("e", "ep", [0, 0, 0, 0, 0, 0, 1, 1])
+    clip_conv("ep", 96, 96, 3, "d", group=96, stride=2)
+    clip_conv("d", 96, 32, 1, "p")
+    pad("p", "rp", [0, 0, 1, 1, 0, 0, 1, 1], mode="reflect")
+    clip_conv("rp", 32, 32, 3, "r")
+    pad("r", "zp", [0, 0, 1, 1, 0, 0, 1, 1])
+    clip_conv("zp", 32, 32, 3, "y")
+    save(out, "pad_block", pads, weights, [1, 32, 112, 112], [1, 32, 56, 56])
 
 
 if __name__ == "__main__":

@@ -74,20 +74,7 @@ fn transposes_at_channels_last_edges_are_views() {
     for simd in [true, false] {
         let (got, steps) = run_counting(&delegate(simd), &views, &inputs);
         let (want, plain_steps) = run_counting(&delegate(simd), &plain, &inputs);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.shape, w.shape, "output {i} simd={simd}");
-            let same = g
-                .f32s()
-                .iter()
-                .zip(w.f32s())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(
-                same,
-                "output {i} simd={simd}: {:?} vs {:?}",
-                g.f32s(),
-                w.f32s()
-            );
-        }
+        common::assert_same_bits(&got, &want, &format!("simd={simd}"));
         // conv+Relu, depthwise+Relu, 1x1 conv, the mean, Conv1d+Relu: no transpose.
         assert_eq!(steps, 5, "simd={simd}");
         // Every transpose runs: two around each chain.
@@ -220,15 +207,7 @@ fn pools_and_concats_keep_a_conv_chain_channels_last() {
         let d = common::delegate_threads(threads);
         let (got, steps) = run_counting(&d, &g, &inputs);
         let (want, plain_steps) = run_counting(&d, &plain, &inputs);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.shape, w.shape, "output {i}");
-            let same = g
-                .f32s()
-                .iter()
-                .zip(w.f32s())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "output {i}, {threads} threads");
-        }
+        common::assert_same_bits(&got, &want, &format!("{threads} threads"));
         // Five convs, six pools, three concatenations either way.
         assert_eq!((steps, plain_steps), (14, 14));
     }
@@ -278,16 +257,75 @@ fn resizes_keep_a_conv_chain_channels_last() {
         let d = common::delegate_threads(threads);
         let (got, steps) = run_counting(&d, &g, &inputs);
         let (want, plain_steps) = run_counting(&d, &plain, &inputs);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.shape, w.shape, "output {i}");
-            let same = g
-                .f32s()
-                .iter()
-                .zip(w.f32s())
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "output {i}, {threads} threads");
-        }
+        common::assert_same_bits(&got, &want, &format!("{threads} threads"));
         // Four convs and three resizes either way.
         assert_eq!((steps, plain_steps), (7, 7));
+    }
+}
+
+/// A zero Pad of the spatial axes before a convolution (Keras' ZeroPadding2D before a
+/// stride-2 conv, full or depthwise: one row and column after; and one on top of the
+/// conv's own pads) joins the convolution's padding and does not run; Pads that cannot (a value of 1, a
+/// reflection, one of the channels, one two convolutions read) run, the first two held
+/// NHWC between convs. The same bits as the graph with every Pad's result made an output
+/// (so none folds, and all run on NCHW), on 1 and 2 threads.
+#[test]
+fn zero_pads_join_the_convolution_and_other_pads_run_channels_last() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(10);
+        let mut b = GraphBuilder::new("pads");
+        let xv = rng.vec(2 * 4 * 9 * 10);
+        let x = b.input_fixed("x", DType::F32, &[2, 4, 9, 10]);
+        let w1 = constant(&mut b, &mut rng, &[8, 4, 1, 1], 0.5);
+        let c1 = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        // A Pad of `c1` by `p`, filling with `value` (the operand) or as `attrs` say.
+        let pad = |b: &mut GraphBuilder, p: &[i64], value: Option<f32>, attrs: &[(&str, Attr)]| {
+            let mut inputs = vec![c1, b.constant_i64("pads", &[8], p)];
+            if let Some(v) = value {
+                inputs.push(b.constant_f32("value", &[], &[v]));
+            }
+            b.node(OpKind::Pad, &inputs, attrs).unwrap()
+        };
+        let w3 = constant(&mut b, &mut rng, &[6, 8, 3, 3], 0.3);
+        let stride2 = [("strides", Attr::Ints(vec![2, 2]))];
+        let keras = pad(&mut b, &[0, 0, 0, 0, 0, 0, 1, 1], None, &[]);
+        let k1 = b.node(OpKind::Conv, &[keras, w3], &stride2).unwrap();
+        let more = pad(&mut b, &[0, 0, 2, 0, 0, 0, 1, 3], Some(0.0), &[]);
+        let own = [("pads", Attr::Ints(vec![1, 1, 1, 1]))];
+        let k2 = b.node(OpKind::Conv, &[more, w3], &own).unwrap();
+        let ones = pad(&mut b, &[0, 0, 1, 1, 0, 0, 1, 1], Some(1.0), &[]);
+        let k3 = b.node(OpKind::Conv, &[ones, w3], &[]).unwrap();
+        let reflect = [("mode", Attr::Str("reflect".into()))];
+        let mirror = pad(&mut b, &[0, 0, 1, 2, 0, 0, 2, 1], None, &reflect);
+        let k4 = b.node(OpKind::Conv, &[mirror, w3], &[]).unwrap();
+        let w8 = constant(&mut b, &mut rng, &[6, 10, 3, 3], 0.3);
+        let chans = pad(&mut b, &[0, 1, 1, 1, 0, 1, 1, 1], None, &[]);
+        let k5 = b.node(OpKind::Conv, &[chans, w8], &[]).unwrap();
+        let shared = pad(&mut b, &[0, 0, 1, 1, 0, 0, 1, 1], None, &[]);
+        let k6 = b.node(OpKind::Conv, &[shared, w3], &[]).unwrap();
+        let k7 = b.node(OpKind::Conv, &[shared, w3], &stride2).unwrap();
+        // MobileNetV2 from Keras: the pad before each stride-2 depthwise conv.
+        let dw_pad = pad(&mut b, &[0, 0, 0, 0, 0, 0, 1, 1], None, &[]);
+        let wd = constant(&mut b, &mut rng, &[8, 1, 3, 3], 0.3);
+        let dw = [("group", Attr::Int(8)), ("strides", Attr::Ints(vec![2, 2]))];
+        let k8 = b.node(OpKind::Conv, &[dw_pad, wd], &dw).unwrap();
+        let mut outs = vec![k1, k2, k3, k4, k5, k6, k7, k8];
+        if expose {
+            outs.extend([keras, more, ones, mirror, chans, shared, dw_pad]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 4, 9, 10], &xv)],
+        )
+    };
+    let ((g, inputs), (plain, _)) = (build(false), build(true));
+    for threads in [1, 2] {
+        let d = common::delegate_threads(threads);
+        let (got, steps) = run_counting(&d, &g, &inputs);
+        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
+        common::assert_same_bits(&got, &want, &format!("{threads} threads"));
+        // Nine convs; seven Pads exposed, four when three fold.
+        assert_eq!((steps, plain_steps), (13, 16));
     }
 }

@@ -18,6 +18,8 @@
 //!   one is held (YOLO's SPPF pools conv results and concatenates them, a ResNet stem
 //!   pools one, DenseNet's transitions and Inception's branches average, and detectors
 //!   and U-Nets concatenate along the channels);
+//! - a Pad, provided its result is held NHWC too (a gather of whole pixels either way;
+//!   one that a convolution takes into its own padding, `lower/tail.rs`, does not run);
 //! - a nearest or linear Resize of the height and width alone, provided its result is
 //!   held NHWC too: whole pixels are gathered or mixed either way (the upsampling in a
 //!   YOLO neck or a U-Net decoder sits between convolutions);
@@ -212,8 +214,8 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
 /// its operands (an activation; a binary op, a comparison or Where whose operands all
 /// have the result's shape, or a single element, broadcast alike in either layout; an
 /// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
-/// (without the indices output) or AveragePool of f32, whose kernels take both, a nearest
-/// or linear f32 Resize of the height and width, or a Concat of f32
+/// (without the indices output) or AveragePool of f32, whose kernels take both, an f32
+/// Pad, a nearest or linear f32 Resize of the height and width, or a Concat of f32
 /// tensors of rank 3 or 4 (all its inputs); `None` for every other op.
 fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
@@ -242,6 +244,12 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
                     && shape(t).is_some_and(|s| s.len() == 3 || s.len() == 4)
             };
             (ok(node.outputs[0]) && node.inputs.iter().all(|&t| ok(t))).then(|| node.inputs.clone())
+        }
+        // Any Pad of f32: the same gather of whole pixels in either layout.
+        OpKind::Pad => {
+            let f32 = graph.tensors[node.inputs[0]].dtype == DType::F32;
+            let rank = shape(node.inputs[0])?.len();
+            (f32 && (rank == 3 || rank == 4)).then(|| node.inputs[..1].to_vec())
         }
         OpKind::Resize => {
             // Nearest or linear over the height and width alone (the batch and the

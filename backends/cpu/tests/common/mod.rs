@@ -94,3 +94,17 @@ pub fn constant(b: &mut GraphBuilder, rng: &mut Rng, shape: &[usize], scale: f32
 pub fn wide(v: &[f32]) -> Vec<f64> {
     v.iter().map(|&x| x as f64).collect()
 }
+
+/// `got` and `want` have the same shapes and the same f32 bits, output by output (the
+/// outputs `want` has past `got`'s are not compared: a graph's intermediates exposed).
+pub fn assert_same_bits(got: &[Tensor], want: &[Tensor], what: &str) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.shape, w.shape, "output {i}, {what}");
+        let same = g
+            .f32s()
+            .iter()
+            .zip(w.f32s())
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "output {i}, {what}: {:?} vs {:?}", g.f32s(), w.f32s());
+    }
+}

@@ -217,10 +217,13 @@ pub(crate) fn build<'g>(
     // groups run as one pass at their last node; convolutions absorb the inference
     // BatchNormalization after them (and its activation); products apply the activation
     // that is the only reader of their result in their epilogue.
+    let pad_folds = b.pad_folds(&qdq, &mut absorbed);
     let mut unary_at = b.single_passes(&roles, &qdq, &mut absorbed);
     b.bn_folds = b.conv_bn_folds(&roles, &qdq, &mut absorbed);
     let mut act_folds = b.act_folds(plan, &roles, &qdq, &mut absorbed, &mut unary_at);
     for (id, node) in graph.nodes.iter().enumerate() {
+        // A convolution that takes in the Pad before it runs as its fold.
+        let node = pad_folds[id].as_ref().unwrap_or(node);
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
         if let Some(i) = group_at[id] {

@@ -627,7 +627,35 @@ impl Builder<'_> {
     }
 
     fn pad(&mut self, node: &Node, x: &[usize]) -> Result<Op, String> {
-        let rank = x.len();
+        let (axes, pads) = self.pad_amounts(node, x.len())?;
+        let mode = node.attr_str("mode", "constant");
+        let mode = PadMode::parse(mode).ok_or_else(|| format!("Pad mode '{mode}'"))?;
+        let mut maps: Vec<Vec<Option<usize>>> =
+            x.iter().map(|&n| (0..n).map(Some).collect()).collect();
+        for (k, &a) in axes.iter().enumerate() {
+            maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
+        }
+        // (An i64 is padded as 8-byte units, `over_bytes`.)
+        let mut x = x.to_vec();
+        if self.nhwc[node.inputs[0]] {
+            // Held channels-last (the layout plan's f32 rank-3/4 Pad): the same gather
+            // with the channels innermost.
+            maps[1..].rotate_left(1);
+            x[1..].rotate_left(1);
+        }
+        let value = self.pad_value(node)?;
+        Ok(Op::Pad(PadOp::new(
+            self.src(node.inputs[0])?,
+            &x,
+            maps,
+            value,
+        )))
+    }
+
+    /// Pad's axes and amounts (the `pads` attribute of opset 2, or the constant operand
+    /// over the `axes` operand's axes, all of them without it): `pads[k]` before axis
+    /// `axes[k]`, `pads[k + axes.len()]` after it.
+    fn pad_amounts(&self, node: &Node, rank: usize) -> Result<(Vec<usize>, Vec<i64>), String> {
         let operand = |b: &Self, i: usize| node.inputs.get(i).and_then(|&t| b.const_i64s(t));
         let pads = match node.attr_ints("pads") {
             Some(p) => p.to_vec(),
@@ -643,28 +671,96 @@ impl Builder<'_> {
         if pads.len() != 2 * axes.len() {
             return Err(format!("{} pads for {} axes", pads.len(), axes.len()));
         }
-        let mode = node.attr_str("mode", "constant");
-        let mode = PadMode::parse(mode).ok_or_else(|| format!("Pad mode '{mode}'"))?;
-        let mut maps: Vec<Vec<Option<usize>>> =
-            x.iter().map(|&n| (0..n).map(Some).collect()).collect();
-        for (k, &a) in axes.iter().enumerate() {
-            maps[a] = axis_map(mode, x[a], pads[k], pads[k + axes.len()])?;
-        }
-        // (An i64 is padded as 8-byte units, `over_bytes`.)
-        let x = x.to_vec();
-        let value = match node.inputs.get(2) {
+        Ok((axes, pads))
+    }
+
+    /// The value a constant Pad fills with (the operand, or the `value` attribute of
+    /// opset 2).
+    fn pad_value(&self, node: &Node) -> Result<f32, String> {
+        Ok(match node.inputs.get(2) {
             Some(&t) if self.shape(t).iter().product::<usize>() > 0 => {
                 let v = self.const_f32(t).ok_or("Pad value is not constant")?;
                 v.first().copied().unwrap_or(0.0)
             }
             _ => node.attr_float("value", 0.0),
-        };
-        Ok(Op::Pad(PadOp::new(
-            self.src(node.inputs[0])?,
-            &x,
-            maps,
-            value,
-        )))
+        })
+    }
+
+    /// Convolutions whose data input is a constant Pad of zeros (+0.0) on the spatial
+    /// axes alone, which nothing else reads: the Pad's amounts join the convolution's
+    /// own padding, which reads the same zeros, so the Pad neither runs nor is stored
+    /// (Keras' ZeroPadding2D before strided convolutions, as tf2onnx exports it, and
+    /// explicit pads of other exporters). Per node, the convolution as it runs: reading
+    /// the Pad's input, its `pads` the sums. The Pads are marked absorbed.
+    pub(super) fn pad_folds(&self, qdq: &[bool], absorbed: &mut [bool]) -> Vec<Option<Node>> {
+        let graph = self.graph;
+        let consumers = graph.consumers();
+        let mut producer = vec![None; graph.tensors.len()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            for &t in &node.outputs {
+                producer[t] = Some(id);
+            }
+        }
+        let mut folds = vec![None; graph.nodes.len()];
+        for (id, node) in graph.nodes.iter().enumerate() {
+            if node.op != OpKind::Conv
+                || qdq[id]
+                || absorbed[id]
+                || node.attr_str("auto_pad", "NOTSET") != "NOTSET"
+            {
+                continue;
+            }
+            let t = node.inputs[0];
+            let Some(p) = producer[t].filter(|&p| {
+                let pad = &graph.nodes[p];
+                pad.op == OpKind::Pad
+                    && !qdq[p]
+                    && !absorbed[p]
+                    && consumers[t][..] == [id]
+                    && !node.inputs[1..].contains(&t)
+                    && !graph.outputs.contains(&t)
+                    && graph.tensors[pad.inputs[0]].dtype == DType::F32
+                    && pad.attr_str("mode", "constant") == "constant"
+                    && self.pad_value(pad).is_ok_and(|v| v.to_bits() == 0)
+            }) else {
+                continue;
+            };
+            let pad = &graph.nodes[p];
+            let rank = self.shape(pad.inputs[0]).len();
+            let Ok((axes, pads)) = self.pad_amounts(pad, rank) else {
+                continue;
+            };
+            let spatial = rank.saturating_sub(2);
+            let mut own: Vec<i64> = match node.attr_ints("pads") {
+                Some(p) => p.to_vec(),
+                None => vec![0; 2 * spatial],
+            };
+            let fits = rank >= 3
+                && own.len() == 2 * spatial
+                && axes.iter().enumerate().all(|(k, &a)| {
+                    let (b, e) = (pads[k], pads[k + axes.len()]);
+                    if a < 2 {
+                        b == 0 && e == 0
+                    } else {
+                        b >= 0 && e >= 0
+                    }
+                });
+            if !fits {
+                continue;
+            }
+            for (k, &a) in axes.iter().enumerate() {
+                if a >= 2 {
+                    own[a - 2] += pads[k];
+                    own[a - 2 + spatial] += pads[k + axes.len()];
+                }
+            }
+            let mut conv = node.clone();
+            conv.inputs[0] = pad.inputs[0];
+            conv.attrs.insert("pads".into(), Attr::Ints(own));
+            folds[id] = Some(conv);
+            absorbed[p] = true;
+        }
+        folds
     }
 
     fn resize(&mut self, node: &Node, x: &[usize], out: &[usize]) -> Result<Op, String> {
