@@ -202,15 +202,8 @@ fn pools_and_concats_keep_a_conv_chain_channels_last() {
             vec![Tensor::from_f32(&[2, 4, 13, 11], &xv)],
         )
     };
-    let ((g, inputs), (plain, _)) = (build(false), build(true));
-    for threads in [1, 2] {
-        let d = common::delegate_threads(threads);
-        let (got, steps) = run_counting(&d, &g, &inputs);
-        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
-        common::assert_same_bits(&got, &want, &format!("{threads} threads"));
-        // Five convs, six pools, three concatenations either way.
-        assert_eq!((steps, plain_steps), (14, 14));
-    }
+    // Five convs, six pools, three concatenations either way.
+    matches_exposed(build, (14, 14));
 }
 
 /// A YOLO neck's nearest 2x upsampling (asymmetric, floor, as torch exports it) and
@@ -252,21 +245,14 @@ fn resizes_keep_a_conv_chain_channels_last() {
             vec![Tensor::from_f32(&[2, 4, 7, 9], &xv)],
         )
     };
-    let ((g, inputs), (plain, _)) = (build(false), build(true));
-    for threads in [1, 2] {
-        let d = common::delegate_threads(threads);
-        let (got, steps) = run_counting(&d, &g, &inputs);
-        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
-        common::assert_same_bits(&got, &want, &format!("{threads} threads"));
-        // Four convs and three resizes either way.
-        assert_eq!((steps, plain_steps), (7, 7));
-    }
+    // Four convs and three resizes either way.
+    matches_exposed(build, (7, 7));
 }
 
 /// A zero Pad of the spatial axes before a convolution (Keras' ZeroPadding2D before a
 /// stride-2 conv, full or depthwise: one row and column after; and one on top of the
-/// conv's own pads) joins the convolution's padding and does not run; Pads that cannot (a value of 1, a
-/// reflection, one of the channels, one two convolutions read) run, the first two held
+/// conv's own pads) joins the convolution's padding and does not run; Pads that cannot
+/// (a value of 1, a reflection, one of the channels, one two convolutions read) run, held
 /// NHWC between convs. The same bits as the graph with every Pad's result made an output
 /// (so none folds, and all run on NCHW), on 1 and 2 threads.
 #[test]
@@ -319,13 +305,20 @@ fn zero_pads_join_the_convolution_and_other_pads_run_channels_last() {
             vec![Tensor::from_f32(&[2, 4, 9, 10], &xv)],
         )
     };
+    // Nine convs; seven Pads exposed, four when three fold.
+    matches_exposed(build, (13, 16));
+}
+
+/// `build(false)` gives the bits of `build(true)` (the same graph with intermediates made
+/// outputs, which holds them NCHW and keeps them from folding) at 1 and 2 threads, in
+/// `steps.0` and `steps.1` steps.
+fn matches_exposed(build: impl Fn(bool) -> (Graph, Vec<Tensor>), steps: (usize, usize)) {
     let ((g, inputs), (plain, _)) = (build(false), build(true));
     for threads in [1, 2] {
         let d = common::delegate_threads(threads);
-        let (got, steps) = run_counting(&d, &g, &inputs);
-        let (want, plain_steps) = run_counting(&d, &plain, &inputs);
+        let (got, n) = run_counting(&d, &g, &inputs);
+        let (want, plain_n) = run_counting(&d, &plain, &inputs);
         common::assert_same_bits(&got, &want, &format!("{threads} threads"));
-        // Nine convs; seven Pads exposed, four when three fold.
-        assert_eq!((steps, plain_steps), (13, 16));
+        assert_eq!((n, plain_n), steps, "steps, {threads} threads");
     }
 }
