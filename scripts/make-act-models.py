@@ -28,7 +28,9 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
 - `pad_block.onnx`: explicit Pads before convs on 32x112x112: Keras' ZeroPadding2D before
   a MobileNetV2 stride-2 depthwise conv (as tf2onnx exports it), a reflection pad (torch's
   ReflectionPad2d in style-transfer and super-resolution nets) and a zero one before 3x3
-  convs.
+  convs;
+- `c2f_block.onnx`: YOLOv8's C2f on 64x80x80: a conv's channels split in two, the second
+  half through two 3x3 convs and added back, the three concatenated into a conv (SiLU).
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -215,6 +217,16 @@ def main():
     pad("r", "zp", [0, 0, 1, 1, 0, 0, 1, 1])
     clip_conv("zp", 32, 32, 3, "y")
     save(out, "pad_block", pads, weights, [1, 32, 112, 112], [1, 32, 56, 56])
+    yolo, weights = [], {}
+    silu_conv("x", 64, 64, 1, "cv1")
+    weights["halves"] = np.array([32, 32], np.int64)
+    yolo.append(n("Split", ["cv1", "halves"], ["y0", "y1"], axis=1))
+    silu_conv("y1", 32, 32, 3, "m1")
+    silu_conv("m1", 32, 32, 3, "m2")
+    yolo.append(n("Add", ["y1", "m2"], ["m"]))
+    yolo.append(n("Concat", ["y0", "y1", "m"], ["cat"], axis=1))
+    silu_conv("cat", 96, 64, 1, "y")
+    save(out, "c2f_block", yolo, weights, [1, 64, 80, 80], [1, 64, 80, 80])
 
 
 if __name__ == "__main__":

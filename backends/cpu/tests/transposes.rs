@@ -309,6 +309,68 @@ fn zero_pads_join_the_convolution_and_other_pads_run_channels_last() {
     matches_exposed(build, (13, 16));
 }
 
+/// YOLOv8's C2f (a conv's channels split in two, the second half through a conv, the
+/// three concatenated), a Split along the height, and Slices of the channels and of
+/// every other row and column (YOLOv5's Focus) between convs, held NHWC: the same bits
+/// as the graph with the parts exposed (held NCHW), in the same number of steps.
+#[test]
+fn slices_and_splits_keep_a_conv_chain_channels_last() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(11);
+        let mut b = GraphBuilder::new("c2f");
+        let xv = rng.vec(2 * 4 * 8 * 10);
+        let x = b.input_fixed("x", DType::F32, &[2, 4, 8, 10]);
+        let w1 = constant(&mut b, &mut rng, &[16, 4, 1, 1], 0.5);
+        let c1 = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let halves = b.constant_i64("halves", &[2], &[8, 8]);
+        let axis = |a: i64| [("axis", Attr::Int(a))];
+        let parts = b
+            .named_node_outputs("halves", OpKind::Split, &[c1, halves], &axis(1), 2)
+            .unwrap();
+        let w2 = constant(&mut b, &mut rng, &[8, 8, 3, 3], 0.3);
+        let pads = [("pads", Attr::Ints(vec![1; 4]))];
+        let c2 = b.node(OpKind::Conv, &[parts[1], w2], &pads).unwrap();
+        let cat = b
+            .node(OpKind::Concat, &[parts[0], parts[1], c2], &axis(1))
+            .unwrap();
+        let w3 = constant(&mut b, &mut rng, &[6, 24, 1, 1], 0.3);
+        let c3 = b.node(OpKind::Conv, &[cat, w3], &[]).unwrap();
+        let rows = b.constant_i64("rows", &[2], &[3, 5]);
+        let tall = b
+            .named_node_outputs("rows", OpKind::Split, &[c1, rows], &axis(2), 2)
+            .unwrap();
+        let w4 = constant(&mut b, &mut rng, &[5, 16, 1, 1], 0.3);
+        let c4 = b.node(OpKind::Conv, &[tall[1], w4], &[]).unwrap();
+        let slice = |b: &mut GraphBuilder, s: &[i64], e: &[i64], a: &[i64], st: &[i64]| {
+            let n = s.len();
+            let ins = [
+                c1,
+                b.constant_i64("starts", &[n], s),
+                b.constant_i64("ends", &[n], e),
+                b.constant_i64("axes", &[n], a),
+                b.constant_i64("steps", &[n], st),
+            ];
+            b.node(OpKind::Slice, &ins, &[]).unwrap()
+        };
+        let chans = slice(&mut b, &[2], &[11], &[1], &[1]);
+        let focus = slice(&mut b, &[1, 0], &[i64::MAX, i64::MAX], &[2, 3], &[2, 2]);
+        let w5 = constant(&mut b, &mut rng, &[5, 9, 1, 1], 0.3);
+        let c5 = b.node(OpKind::Conv, &[chans, w5], &[]).unwrap();
+        let c6 = b.node(OpKind::Conv, &[focus, w4], &[]).unwrap();
+        let mut outs = vec![c3, c4, c5, c6];
+        if expose {
+            outs.extend([parts[0], parts[1], tall[0], tall[1], chans, focus]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 4, 8, 10], &xv)],
+        )
+    };
+    // Six convs, two Splits, a Concat and two Slices either way.
+    matches_exposed(build, (11, 11));
+}
+
 /// `build(false)` gives the bits of `build(true)` (the same graph with intermediates made
 /// outputs, which holds them NCHW and keeps them from folding) at 1 and 2 threads, in
 /// `steps.0` and `steps.1` steps.

@@ -19,7 +19,9 @@
 //!   pools one, DenseNet's transitions and Inception's branches average, and detectors
 //!   and U-Nets concatenate along the channels);
 //! - a Pad, provided its result is held NHWC too (a gather of whole pixels either way;
-//!   one that a convolution takes into its own padding, `lower/tail.rs`, does not run);
+//!   one that a convolution takes into its own padding, `lower/tail.rs`, does not run),
+//!   and a Slice or Split, provided its results are (sliced or split along the axis where
+//!   the logical one is held: YOLOv8's C2f blocks split a conv's channels in two);
 //! - a nearest or linear Resize of the height and width alone, provided its result is
 //!   held NHWC too: whole pixels are gathered or mixed either way (the upsampling in a
 //!   YOLO neck or a U-Net decoder sits between convolutions);
@@ -48,7 +50,7 @@
 //! a reader that does not take NHWC, until nothing changes: each round only removes, so
 //! the loop ends. Layout is converted at most once at each boundary, by the convolution.
 
-use baton_delegate_api::ir::{DType, Graph, NodeId, OpKind, TensorId};
+use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;
 
 use super::{reduced_axes, reduced_run};
@@ -82,33 +84,44 @@ pub(crate) fn channels_last(
     };
     let consumers = graph.consumers();
     let shape = |t: TensorId| graph.tensors[t].static_shape().unwrap_or_default();
+    // The results an op holds in one layout: a Split writes all its outputs so (its
+    // input is read NHWC only if they all are held so), the others their first (a
+    // BatchNormalization's running statistics are not images).
+    fn results(node: &Node) -> &[TensorId] {
+        match node.op {
+            OpKind::Split => &node.outputs[..],
+            _ => &node.outputs[..1],
+        }
+    }
     // The node computing each materialized tensor, if it is a candidate.
     let mut producer: Vec<Option<NodeId>> = vec![None; graph.tensors.len()];
     for (id, node) in graph.nodes.iter().enumerate() {
         if skip[id] {
             continue;
         }
-        let out = match roles[id] {
+        let outs = match roles[id] {
             Role::Absorbed => continue,
             Role::Anchor(c) if node.op == OpKind::Conv => {
-                graph.nodes[plan.chains[c].last()].outputs[0]
+                &graph.nodes[plan.chains[c].last()].outputs[..1]
             }
+            Role::Plain if data_inputs(graph, id).is_some() => results(node),
             Role::Plain
                 if node.op == OpKind::Conv
-                    || data_inputs(graph, id).is_some()
                     || moves_channels(graph, id, false)
                     || edge(id, OpKind::DequantizeLinear) =>
             {
-                node.outputs[0]
+                &node.outputs[..1]
             }
             _ => continue,
         };
-        let decl = &graph.tensors[out];
-        let rank = shape(out).len();
-        // Bools too: they are held as 0.0/1.0 floats.
-        let held = matches!(decl.dtype, DType::F32 | DType::Bool);
-        if held && (rank == 3 || rank == 4) && !graph.outputs.contains(&out) {
-            producer[out] = Some(id);
+        for &out in outs {
+            let decl = &graph.tensors[out];
+            let rank = shape(out).len();
+            // Bools too: they are held as 0.0/1.0 floats.
+            let held = matches!(decl.dtype, DType::F32 | DType::Bool);
+            if held && (rank == 3 || rank == 4) && !graph.outputs.contains(&out) {
+                producer[out] = Some(id);
+            }
         }
     }
     // Conv chains with a residual: (the Add, the residual, the chain's result).
@@ -148,7 +161,8 @@ pub(crate) fn channels_last(
                 }
             }
             _ => {
-                data_inputs(graph, reader).is_some_and(|d| d.contains(&t)) && nhwc[node.outputs[0]]
+                data_inputs(graph, reader).is_some_and(|d| d.contains(&t))
+                    && results(node).iter().all(|&o| nhwc[o])
             }
         }
     };
@@ -215,7 +229,7 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
 /// have the result's shape, or a single element, broadcast alike in either layout; an
 /// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
 /// (without the indices output) or AveragePool of f32, whose kernels take both, an f32
-/// Pad, a nearest or linear f32 Resize of the height and width, or a Concat of f32
+/// Pad, Slice or Split, a nearest or linear f32 Resize of the height and width, or a Concat of f32
 /// tensors of rank 3 or 4 (all its inputs); `None` for every other op.
 fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
     let node = &graph.nodes[id];
@@ -245,8 +259,9 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
             };
             (ok(node.outputs[0]) && node.inputs.iter().all(|&t| ok(t))).then(|| node.inputs.clone())
         }
-        // Any Pad of f32: the same gather of whole pixels in either layout.
-        OpKind::Pad => {
+        // Any Pad, Slice or Split of f32: the same gather of whole pixels, or slice or
+        // split along the axis where the logical one lies, in either layout.
+        OpKind::Pad | OpKind::Slice | OpKind::Split => {
             let f32 = graph.tensors[node.inputs[0]].dtype == DType::F32;
             let rank = shape(node.inputs[0])?.len();
             (f32 && (rank == 3 || rank == 4)).then(|| node.inputs[..1].to_vec())
@@ -423,6 +438,37 @@ mod tests {
         let nhwc = plan_of(&g);
         assert!(nhwc[c1] && nhwc[up] && nhwc[lin]);
         assert!(!nhwc[c0] && !nhwc[chans]);
+    }
+
+    #[test]
+    fn a_split_holds_all_its_parts_in_one_layout() {
+        let split = |exposed: bool| {
+            let mut b = GraphBuilder::new("g");
+            let x = b.input_fixed("x", DType::F32, &[1, 2, 4, 4]);
+            let w = b.constant_f32("w", &[4, 2, 1, 1], &[0.5; 8]);
+            let c = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+            let axis = [("axis", Attr::Int(1))];
+            let sizes = b.constant_i64("sizes", &[2], &[2, 2]);
+            let parts = b
+                .named_node_outputs("s", OpKind::Split, &[c, sizes], &axis, 2)
+                .unwrap();
+            let w2 = b.constant_f32("w2", &[2, 2, 1, 1], &[0.5; 4]);
+            let c0 = b.node(OpKind::Conv, &[parts[0], w2], &[]).unwrap();
+            b.output(c0);
+            // A graph output is NCHW: its sibling must be too.
+            let last = if exposed {
+                parts[1]
+            } else {
+                b.node(OpKind::Conv, &[parts[1], w2], &[]).unwrap()
+            };
+            b.output(last);
+            let g = b.finish().unwrap();
+            (plan_of(&g), c, parts)
+        };
+        let (nhwc, c, parts) = split(false);
+        assert!(nhwc[c] && nhwc[parts[0]] && nhwc[parts[1]]);
+        let (nhwc, c, parts) = split(true);
+        assert!(!nhwc[c] && !nhwc[parts[0]] && !nhwc[parts[1]]);
     }
 
     #[test]

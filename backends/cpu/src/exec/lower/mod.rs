@@ -924,18 +924,36 @@ impl<'g> Builder<'g> {
                 })
             }
             OpKind::Slice => {
-                let axes = self.slice_axes(node, &shapes[0])?;
-                let x = self.held_shape(input(0));
+                let mut axes = self.slice_axes(node, &shapes[0])?;
+                let mut x = self.held_shape(input(0));
+                // Held NHWC (the layout plan's f32 rank-3/4 Slice): the same slice of
+                // the tensor as held, along the axes where the logical ones lie.
+                if self.nhwc[input(0)] {
+                    let rank = x.len();
+                    axes.iter_mut().for_each(|a| a.0 = nhwc_axis(a.0, rank));
+                    x[1..].rotate_left(1);
+                }
                 Op::Slice(SliceOp::new(self.src(input(0))?, &x, &axes))
             }
             OpKind::Split => {
-                let x = &shapes[0];
-                let axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let mut x = shapes[0].clone();
+                let mut axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                // Held NHWC, as Slice: YOLOv8's C2f blocks split a conv's channels.
+                if self.nhwc[input(0)] {
+                    axis = nhwc_axis(axis, x.len());
+                    x[1..].rotate_left(1);
+                }
                 let inner = x[axis + 1..].iter().product::<usize>() * self.words(input(0));
                 let parts = node
                     .outputs
                     .iter()
-                    .map(|&t| self.shape(t)[axis] * inner)
+                    .map(|&t| {
+                        let mut s = self.shape(t);
+                        if self.nhwc[input(0)] {
+                            s[1..].rotate_left(1);
+                        }
+                        s[axis] * inner
+                    })
                     .collect();
                 Op::Split(SplitOp {
                     x: self.src(input(0))?,
@@ -991,11 +1009,7 @@ impl<'g> Builder<'g> {
                     }
                 };
                 if nhwc {
-                    axis = match axis {
-                        0 => 0,
-                        1 => rank - 1,
-                        a => a - 1,
-                    };
+                    axis = nhwc_axis(axis, rank);
                 }
                 let parts = node
                     .inputs
@@ -1147,4 +1161,14 @@ fn recurrent_clip(node: &Node) -> Result<Option<f32>, String> {
         return Err(format!("{}: clip is NaN", node.label()));
     }
     Ok(Some(clip.abs()))
+}
+
+/// Where logical axis `axis` of a rank-`rank` tensor held channels-last lies: the
+/// channels last, the spatial axes one earlier.
+fn nhwc_axis(axis: usize, rank: usize) -> usize {
+    match axis {
+        0 => 0,
+        1 => rank - 1,
+        a => a - 1,
+    }
 }
