@@ -481,3 +481,45 @@ fn split_transposes_move_every_value() {
         }
     }
 }
+
+/// Concat split among the threads by outer rows: along the channels of images (two
+/// parts) and along the last axis of rows (eleven parts, past the ones listed on the
+/// stack), at 1, 2 and 3 threads, gives the concatenation the test builds itself.
+#[test]
+fn concatenations_split_among_threads_are_the_concatenation() {
+    let mut rng = Rng::new(25);
+    for (shapes, axis) in [
+        (vec![[2, 24, 30, 33], [2, 40, 30, 33]], 1usize),
+        (vec![[3, 5, 7, 90]; 11], 3),
+    ] {
+        let mut g = GraphBuilder::new("cat");
+        let inputs: Vec<_> = shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| g.input_fixed(&format!("x{i}"), DType::F32, s))
+            .collect();
+        let cat = g
+            .node(OpKind::Concat, &inputs, &[("axis", Attr::Int(axis as i64))])
+            .unwrap();
+        g.output(cat);
+        let graph = g.finish().unwrap();
+        let values: Vec<Vec<f32>> = shapes.iter().map(|s| rng.vec(s.iter().product())).collect();
+        let tensors: Vec<Tensor> = shapes
+            .iter()
+            .zip(&values)
+            .map(|(s, v)| Tensor::from_f32(s, v))
+            .collect();
+        let outer: usize = shapes[0][..axis].iter().product();
+        let mut want = Vec::new();
+        for o in 0..outer {
+            for (s, v) in shapes.iter().zip(&values) {
+                let chunk: usize = s[axis..].iter().product();
+                want.extend_from_slice(&v[o * chunk..(o + 1) * chunk]);
+            }
+        }
+        for threads in [1, 2, 3] {
+            let got = run(&delegate(threads), &graph, &tensors).expect("run");
+            assert_eq!(got[0].f32s(), &want[..], "axis {axis}, {threads} threads");
+        }
+    }
+}

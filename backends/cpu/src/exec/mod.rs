@@ -296,7 +296,7 @@ impl Op {
             Op::Binary(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Softmax(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Transpose(op) => op.run(sources, out, &ctx.pool),
-            Op::Concat(op) => op.run(sources, out),
+            Op::Concat(op) => op.run(sources, out, &ctx.pool),
             Op::ReduceMean(op) => op.run(sources, out, ctx),
             Op::LayerNorm(op) => op.run(sources, out, ctx.kernel.isa(), &ctx.pool),
             Op::Slice(op) => op.run(sources, out),

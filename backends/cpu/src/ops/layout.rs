@@ -578,17 +578,44 @@ impl ConcatOp {
         ConcatOp { outer, parts }
     }
 
-    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32]) {
-        self.run_t(|s| sources.get(s), out);
+    /// The f32 concatenation, split among the threads by outer rows (a channels-last
+    /// Concat has a row per pixel: YOLO's joins move megabytes).
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], pool: &Pool) {
+        let row: usize = self.parts.iter().map(|&(_, chunk)| chunk).sum();
+        let n = (self.outer * row).min(out.len());
+        split_out(pool, &mut out[..n], row, |start, part| {
+            self.rows(|s| sources.get(s), start / row.max(1), part)
+        });
     }
 
     /// The concatenation of elements of any size, `get` giving the data behind a source.
     pub fn run_t<'a, T: Copy + 'a>(&self, get: impl Fn(Src) -> &'a [T], out: &mut [T]) {
-        let mut pos = 0;
-        for o in 0..self.outer {
-            for &(src, chunk) in &self.parts {
-                let x = get(src);
-                out[pos..pos + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
+        self.rows(get, 0, out)
+    }
+
+    /// Outer rows `first..` into `out`, each the rows of the parts one after another; the
+    /// parts' data looked up once, not once a row (a per-pixel lookup showed in profiles),
+    /// when they are few enough to list on the stack.
+    fn rows<'a, T: Copy + 'a>(&self, get: impl Fn(Src) -> &'a [T], first: usize, out: &mut [T]) {
+        const LISTED: usize = 8;
+        let row: usize = self.parts.iter().map(|&(_, chunk)| chunk).sum();
+        if row == 0 {
+            return;
+        }
+        let mut listed: [&[T]; LISTED] = [&[]; LISTED];
+        let few = self.parts.len() <= LISTED;
+        if few {
+            for (l, &(src, _)) in listed.iter_mut().zip(&self.parts) {
+                *l = get(src);
+            }
+        }
+        let rows = self.outer.saturating_sub(first);
+        for (r, dst) in out.chunks_exact_mut(row).take(rows).enumerate() {
+            let o = first + r;
+            let mut pos = 0;
+            for (k, &(src, chunk)) in self.parts.iter().enumerate() {
+                let x = if few { listed[k] } else { get(src) };
+                dst[pos..pos + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
                 pos += chunk;
             }
         }
