@@ -30,7 +30,9 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
   ReflectionPad2d in style-transfer and super-resolution nets) and a zero one before 3x3
   convs;
 - `c2f_block.onnx`: YOLOv8's C2f on 64x80x80: a conv's channels split in two, the second
-  half through two 3x3 convs and added back, the three concatenated into a conv (SiLU).
+  half through two 3x3 convs and added back, the three concatenated into a conv (SiLU);
+- `stem_block.onnx`: a ResNet stem on a 3x224x224 image: a 7x7 stride-2 conv with Relu, a
+  3x3 stride-2 MaxPool over 64x112x112, a 1x1 conv.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -227,6 +229,16 @@ def main():
     yolo.append(n("Concat", ["y0", "y1", "m"], ["cat"], axis=1))
     silu_conv("cat", 96, 64, 1, "y")
     save(out, "c2f_block", yolo, weights, [1, 64, 80, 80], [1, 64, 80, 80])
+    stem, weights = [], {}
+    weights["s1_w"], weights["s1_b"] = w(64, 3, 7, 7), w(64)
+    weights["s2_w"] = w(64, 64, 1, 1)
+    stem.extend([
+        n("Conv", ["x", "s1_w", "s1_b"], ["s1"], pads=[3] * 4, strides=[2, 2]),
+        n("Relu", ["s1"], ["r"]),
+        n("MaxPool", ["r"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4),
+        n("Conv", ["p", "s2_w"], ["y"]),
+    ])
+    save(out, "stem_block", stem, weights, [1, 3, 224, 224], [1, 64, 56, 56])
 
 
 if __name__ == "__main__":

@@ -581,11 +581,16 @@ impl ConcatOp {
     /// The f32 concatenation, split among the threads by outer rows (a channels-last
     /// Concat has a row per pixel: YOLO's joins move megabytes).
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], pool: &Pool) {
-        let row: usize = self.parts.iter().map(|&(_, chunk)| chunk).sum();
+        let row = self.row();
         let n = (self.outer * row).min(out.len());
         split_out(pool, &mut out[..n], row, |start, part| {
             self.rows(|s| sources.get(s), start / row.max(1), part)
         });
+    }
+
+    /// One outer row of the result: every part's chunk.
+    fn row(&self) -> usize {
+        self.parts.iter().map(|&(_, chunk)| chunk).sum()
     }
 
     /// The concatenation of elements of any size, `get` giving the data behind a source.
@@ -598,7 +603,7 @@ impl ConcatOp {
     /// when they are few enough to list on the stack.
     fn rows<'a, T: Copy + 'a>(&self, get: impl Fn(Src) -> &'a [T], first: usize, out: &mut [T]) {
         const LISTED: usize = 8;
-        let row: usize = self.parts.iter().map(|&(_, chunk)| chunk).sum();
+        let row = self.row();
         if row == 0 {
             return;
         }

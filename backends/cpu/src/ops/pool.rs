@@ -274,13 +274,9 @@ impl PoolOp {
         o: &mut [f32],
         max: impl Fn(f32, f32) -> f32 + Copy,
     ) {
-        let iw = self.input[2];
         let ty = self.taps(1, yo);
         for (xo, o) in o.chunks_exact_mut(c).enumerate() {
-            let tx = self.col_taps[xo];
-            let taps = ty
-                .positions()
-                .flat_map(|iy| tx.positions().map(move |ix| (iy * iw + ix) * c));
+            let taps = self.pixel_taps(ty, xo, c);
             if c < MAX_BLOCK {
                 o.fill(f32::NEG_INFINITY);
                 for t in taps {
@@ -348,9 +344,7 @@ impl PoolOp {
                                 true => ty.padded * tx.padded,
                                 false => ty.count * tx.count,
                             } as f64;
-                            let taps = ty
-                                .positions()
-                                .flat_map(|iy| tx.positions().map(move |ix| (iy * iw + ix) * c));
+                            let taps = self.pixel_taps(ty, xo, c);
                             if c < AVERAGE_BLOCK {
                                 for (ch, o) in o.iter_mut().enumerate() {
                                     let sum =
@@ -381,15 +375,21 @@ impl PoolOp {
         });
     }
 
-    /// The input rows `lo..hi` that output row `yo`'s windows reach.
+    /// The input rows `lo..hi` from output row `yo`'s first tap row to its last.
     fn input_rows(&self, yo: usize) -> (usize, usize) {
-        let ih = self.input[1];
-        let top = (yo * self.strides[1]) as i64 - self.pad_begin[1] as i64;
-        let bottom = top + ((self.kernel[1] - 1) * self.dilations[1]) as i64 + 1;
-        (
-            top.clamp(0, ih as i64) as usize,
-            bottom.clamp(0, ih as i64) as usize,
-        )
+        let t = self.taps(1, yo);
+        match t.count {
+            0 => (t.first, t.first),
+            n => (t.first, t.first + (n - 1) * t.step + 1),
+        }
+    }
+
+    /// The offsets in an NHWC image (`c` values a pixel) of the taps of output pixel `xo`
+    /// in a row whose row taps are `ty`, in the window's row-major order.
+    fn pixel_taps(&self, ty: Taps, xo: usize, c: usize) -> impl Iterator<Item = usize> + Clone {
+        let (iw, tx) = (self.input[2], self.col_taps[xo]);
+        ty.positions()
+            .flat_map(move |iy| tx.positions().map(move |ix| (iy * iw + ix) * c))
     }
 
     /// One output row `o` of a 2-D MaxPool over `plane` (`c` values a pixel), each output
@@ -413,12 +413,7 @@ impl PoolOp {
         if sw > 1 && c >= PIXEL_CHANNELS {
             return self.max_pixels(plane, yo, c, o, max);
         }
-        let rows = (0..self.kernel[1]).filter_map(|ky| {
-            let iy = (yo * self.strides[1] + ky * self.dilations[1])
-                .checked_sub(self.pad_begin[1])
-                .filter(|&iy| iy < self.input[1])?;
-            Some(&plane[iy * row_in..(iy + 1) * row_in])
-        });
+        let rows = (self.taps(1, yo).positions()).map(|iy| &plane[iy * row_in..(iy + 1) * row_in]);
         let (a, b) = self.inner;
         let blocked = sw == 1 && b > a && (b - a) * c >= MAX_BLOCK;
         let (a, b) = if blocked { (a * c, b * c) } else { (0, 0) };

@@ -937,7 +937,8 @@ impl<'g> Builder<'g> {
             }
             OpKind::Split => {
                 let mut x = shapes[0].clone();
-                let mut axis = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let logical = normalize_axis(node.attr_int("axis", 0), x.len())?;
+                let mut axis = logical;
                 // Held NHWC, as Slice: YOLOv8's C2f blocks split a conv's channels.
                 if self.nhwc[input(0)] {
                     axis = nhwc_axis(axis, x.len());
@@ -947,13 +948,7 @@ impl<'g> Builder<'g> {
                 let parts = node
                     .outputs
                     .iter()
-                    .map(|&t| {
-                        let mut s = self.shape(t);
-                        if self.nhwc[input(0)] {
-                            s[1..].rotate_left(1);
-                        }
-                        s[axis] * inner
-                    })
+                    .map(|&t| self.shape(t)[logical] * inner)
                     .collect();
                 Op::Split(SplitOp {
                     x: self.src(input(0))?,
