@@ -32,7 +32,12 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
 - `c2f_block.onnx`: YOLOv8's C2f on 64x80x80: a conv's channels split in two, the second
   half through two 3x3 convs and added back, the three concatenated into a conv (SiLU);
 - `stem_block.onnx`: a ResNet stem on a 3x224x224 image: a 7x7 stride-2 conv with Relu, a
-  3x3 stride-2 MaxPool over 64x112x112, a 1x1 conv.
+  3x3 stride-2 MaxPool over 64x112x112, a 1x1 conv;
+- `se_block.onnx`: two MobileNetV3 inverted residuals with squeeze-and-excitation on
+  24x56x56: 1x1 expand, 5x5 depthwise (stride 2, then 1), the channels pooled
+  (GlobalAveragePool, then ReduceMean as tf2onnx writes it), two 1x1 convs, a HardSigmoid
+  (then a Sigmoid, EfficientNet's) gate multiplied into the map per channel, a 1x1
+  projection and a residual Add.
 
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
@@ -239,6 +244,44 @@ def main():
         n("Conv", ["p", "s2_w"], ["y"]),
     ])
     save(out, "stem_block", stem, weights, [1, 3, 224, 224], [1, 64, 56, 56])
+    se, weights = [], {}
+
+    def se_conv(x, cin, cout, k, name, act, group=1, stride=1):
+        weights[name + "_w"], weights[name + "_b"] = w(cout, cin // group, k, k), w(cout)
+        out = name if act is None else name + "_c"
+        se.append(n("Conv", [x, name + "_w", name + "_b"], [out], group=group,
+                    strides=[stride, stride], pads=[k // 2] * 4))
+        if act == "hswish":
+            se.append(n("HardSwish", [out], [name]))
+        elif act is not None:
+            se.append(n(act, [out], [name]))
+
+    def squeeze(x, c, mid, name, mean):
+        # Paddle2ONNX and torch export the pooling as a GlobalAveragePool, tf2onnx as a
+        # ReduceMean; MobileNetV3's gate is a HardSigmoid, EfficientNet's a Sigmoid.
+        if mean:
+            se.append(n("ReduceMean", [x], [name + "_p"], axes=[2, 3], keepdims=1))
+        else:
+            se.append(n("GlobalAveragePool", [x], [name + "_p"]))
+        se_conv(name + "_p", c, mid, 1, name + "_f1", "Relu")
+        se_conv(name + "_f1", mid, c, 1, name + "_f2", None)
+        if mean:
+            se.append(n("Sigmoid", [name + "_f2"], [name + "_g"]))
+        else:
+            se.append(n("HardSigmoid", [name + "_f2"], [name + "_g"],
+                        alpha=1.0 / 6.0, beta=0.5))
+        se.append(n("Mul", [x, name + "_g"], [name]))
+
+    se_conv("x", 24, 72, 1, "e1", "Relu")
+    se_conv("e1", 72, 72, 5, "d1", "Relu", group=72, stride=2)
+    squeeze("d1", 72, 24, "s1", mean=False)
+    se_conv("s1", 72, 40, 1, "p1", None)
+    se_conv("p1", 40, 120, 1, "e2", "hswish")
+    se_conv("e2", 120, 120, 5, "d2", "hswish", group=120)
+    squeeze("d2", 120, 32, "s2", mean=True)
+    se_conv("s2", 120, 40, 1, "p2", None)
+    se.append(n("Add", ["p1", "p2"], ["y"]))
+    save(out, "se_block", se, weights, [1, 24, 56, 56], [1, 40, 28, 28])
 
 
 if __name__ == "__main__":

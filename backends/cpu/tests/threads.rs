@@ -117,8 +117,12 @@ fn row_split_ops_agree_bit_for_bit() {
 /// Sums down columns split among the threads by blocks of columns: ReduceMean and
 /// ReduceSum over the middle axes (a channels-last model's mean over H and W: 77 columns,
 /// so blocks of 16 and a short last one, and two outer blocks) and a GlobalAveragePool of
-/// a convolution's channels-last result agree bit for bit with one thread, and the mean
-/// is the f64 mean of each column.
+/// a convolution's channels-last result agree bit for bit with one thread. Each mean is
+/// the f64 sum in the order of a contiguous run's (four running sums by pixel index
+/// modulo 4, the pixels past the last four apart), whichever way the image is held: the
+/// pool of the conv's NHWC result (a 1x1 conv that copies 48 of the channels) has the
+/// bits of a pool of the NCHW planes. A column whose sum depends on that order (`1e20, 1,
+/// -1e20, 1` first: 0 in that order, the rest's sum in line order) tells the orders apart.
 #[test]
 fn column_sums_agree_bit_for_bit() {
     let mut rng = Rng::new(24);
@@ -130,14 +134,21 @@ fn column_sums_agree_bit_for_bit() {
     let sum = g.node(OpKind::ReduceSum, &[x], &[]).unwrap();
     let perm = [("perm", Attr::Ints(vec![0, 3, 1, 2]))];
     let nchw = g.node(OpKind::Transpose, &[x], &perm).unwrap();
-    let wt = g.constant_f32("w", &[48, c, 1, 1], &rng.vec(48 * c));
+    let copy: Vec<f32> = (0..48 * c)
+        .map(|i| f32::from(u8::from(i / c == i % c)))
+        .collect();
+    let wt = g.constant_f32("w", &[48, c, 1, 1], &copy);
     let conv = g.node(OpKind::Conv, &[nchw, wt], &[]).unwrap();
     let gap = g.node(OpKind::GlobalAveragePool, &[conv], &[]).unwrap();
-    for t in [mean, sum, gap] {
+    let planes = g.node(OpKind::GlobalAveragePool, &[nchw], &[]).unwrap();
+    for t in [mean, sum, gap, planes, nchw] {
         g.output(t);
     }
     let graph = g.finish().unwrap();
-    let xv = rng.vec(n * h * w * c);
+    let mut xv = rng.vec(n * h * w * c);
+    for (p, v) in [1e20, 1.0, -1e20, 1.0].into_iter().enumerate() {
+        xv[p * c + 5] = v;
+    }
     let input = Tensor::from_f32(&[n, h, w, c], &xv);
     let one = run(&delegate(1), &graph, std::slice::from_ref(&input)).expect("1 thread");
     for threads in [2, 3] {
@@ -151,11 +162,46 @@ fn column_sums_agree_bit_for_bit() {
             );
         }
     }
+    let count = h * w;
+    let whole = count - count % 4;
+    let run_mean = |b: usize, ch: usize| {
+        let (mut acc, mut rest) = ([0f64; 4], 0f64);
+        for p in 0..count {
+            let v = xv[(b * count + p) * c + ch] as f64;
+            match p < whole {
+                true => acc[p % 4] += v,
+                false => rest += v,
+            }
+        }
+        (((acc[0] + acc[1]) + (acc[2] + acc[3]) + rest) / count as f64) as f32
+    };
+    let in_order = (0..count).map(|p| xv[p * c + 5] as f64).sum::<f64>() / count as f64;
+    assert_ne!(
+        run_mean(0, 5),
+        in_order as f32,
+        "the orders differ on channel 5"
+    );
     for (i, &got) in one[0].f32s().iter().enumerate() {
         let (b, ch) = (i / c, i % c);
-        let col = (0..h * w).map(|p| xv[(b * h * w + p) * c + ch] as f64);
-        let want = (col.sum::<f64>() / (h * w) as f64) as f32;
-        assert_eq!(got, want, "mean of image {b}, channel {ch}");
+        assert_eq!(
+            got.to_bits(),
+            run_mean(b, ch).to_bits(),
+            "mean of image {b}, channel {ch}"
+        );
+    }
+    for (i, &held) in one[2].f32s().iter().enumerate() {
+        let (b, ch) = (i / 48, i % 48);
+        let plane = one[3].f32s()[b * c + ch];
+        assert_eq!(
+            held.to_bits(),
+            run_mean(b, ch).to_bits(),
+            "pool of image {b}, channel {ch}"
+        );
+        assert_eq!(
+            held.to_bits(),
+            plane.to_bits(),
+            "NHWC and NCHW pools, {b}, {ch}"
+        );
     }
 }
 

@@ -371,6 +371,67 @@ fn slices_and_splits_keep_a_conv_chain_channels_last() {
     matches_exposed(build, (11, 11));
 }
 
+/// Operands broadcast over the channels or the pixels alone, between convs held NHWC:
+/// MobileNetV3's squeeze-and-excitation (a GlobalAveragePool, a 1x1 conv and a gate
+/// `[N, C, 1, 1]` multiplied in), the same with a ReduceMean and the gate on the left, a
+/// spatial attention map `[N, 1, H, W]` (CBAM), and per-channel constants `[C, 1, 1]`
+/// added and subtracted from; beside them operands `[1, C, H, W]` (broadcast over the
+/// batch alone) and `[C, 1, W]`, whose bytes differ between the layouts, held NCHW. The same bits as the
+/// graph with the products exposed (held NCHW), in the same number of steps.
+#[test]
+fn channel_and_pixel_broadcasts_keep_a_conv_chain_channels_last() {
+    let build = |expose: bool| {
+        let mut rng = Rng::new(17);
+        let mut b = GraphBuilder::new("se");
+        let xv = rng.vec(2 * 6 * 7 * 9);
+        let x = b.input_fixed("x", DType::F32, &[2, 6, 7, 9]);
+        let w1 = constant(&mut b, &mut rng, &[8, 6, 1, 1], 0.5);
+        let c1 = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let wf = constant(&mut b, &mut rng, &[8, 8, 1, 1], 0.5);
+        let gap = b.node(OpKind::GlobalAveragePool, &[c1], &[]).unwrap();
+        let f = b.node(OpKind::Conv, &[gap, wf], &[]).unwrap();
+        let gate = b.node(OpKind::Sigmoid, &[f], &[]).unwrap();
+        let se = b.node(OpKind::Mul, &[c1, gate], &[]).unwrap();
+        let axes = [("axes", Attr::Ints(vec![2, 3]))];
+        let mean = b.node(OpKind::ReduceMean, &[c1], &axes).unwrap();
+        let f2 = b.node(OpKind::Conv, &[mean, wf], &[]).unwrap();
+        let se2 = b.node(OpKind::Mul, &[f2, c1], &[]).unwrap();
+        let ws = constant(&mut b, &mut rng, &[1, 8, 3, 3], 0.3);
+        let pads = [("pads", Attr::Ints(vec![1; 4]))];
+        let map = b.node(OpKind::Conv, &[c1, ws], &pads).unwrap();
+        let att = b.node(OpKind::Sigmoid, &[map], &[]).unwrap();
+        let spatial = b.node(OpKind::Div, &[c1, att], &[]).unwrap();
+        let bias = constant(&mut b, &mut rng, &[8, 1, 1], 1.0);
+        let shifted = b.node(OpKind::Add, &[c1, bias], &[]).unwrap();
+        let from = b.node(OpKind::Sub, &[bias, c1], &[]).unwrap();
+        // Other convs' results (the first would be demoted with them).
+        let other = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let planes = constant(&mut b, &mut rng, &[1, 8, 7, 9], 1.0);
+        let positional = b.node(OpKind::Mul, &[other, planes], &[]).unwrap();
+        let third = b.node(OpKind::Conv, &[x, w1], &[]).unwrap();
+        let cols = constant(&mut b, &mut rng, &[8, 1, 9], 1.0);
+        let by_col = b.node(OpKind::Add, &[third, cols], &[]).unwrap();
+        let w2 = constant(&mut b, &mut rng, &[5, 8, 1, 1], 0.3);
+        let products = [se, se2, spatial, shifted, from, positional, by_col];
+        let mut outs: Vec<TensorId> = products
+            .iter()
+            .map(|&p| b.node(OpKind::Conv, &[p, w2], &[]).unwrap())
+            .collect();
+        if expose {
+            outs.extend(products);
+            outs.extend([c1, other, third]);
+        }
+        outs.into_iter().for_each(|t| b.output(t));
+        (
+            b.finish().unwrap(),
+            vec![Tensor::from_f32(&[2, 6, 7, 9], &xv)],
+        )
+    };
+    // Thirteen convs (the Sigmoids join theirs), a pool, a mean and seven products
+    // either way.
+    matches_exposed(build, (22, 22));
+}
+
 /// `build(false)` gives the bits of `build(true)` (the same graph with intermediates made
 /// outputs, which holds them NCHW and keeps them from folding) at 1 and 2 threads, in
 /// `steps.0` and `steps.1` steps.

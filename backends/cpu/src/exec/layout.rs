@@ -10,8 +10,12 @@
 //! - a convolution (as its data input), which converts NCHW inputs itself otherwise;
 //! - a layout-blind op: an element-wise activation, or a binary op, comparison or Where
 //!   whose operands have the result's shape or a single element (the same element of
-//!   each is combined, whatever the order), or an inference BatchNormalization (its
-//!   kernel takes either layout), provided its own result is held NHWC too;
+//!   each is combined, whatever the order), an f32 Add, Sub, Mul or Div whose other
+//!   operands are broadcast over the channels alone or the pixels alone (their bytes are
+//!   the same in either layout: MobileNetV3's and EfficientNet's squeeze-and-excitation
+//!   gates, CBAM's spatial attention, per-channel constants), or an inference
+//!   BatchNormalization (its kernel takes either layout), provided its own result is held
+//!   NHWC too;
 //! - a 2-D MaxPool or AveragePool, or a Concat, provided its own result is held NHWC too
 //!   (and for a Concat all its inputs): the pools' kernels take either layout, and a
 //!   Concat of NHWC tensors is the same concatenation along the axis where the logical
@@ -226,7 +230,8 @@ pub(crate) fn transpose_is_view(graph: &Graph, id: NodeId, nhwc: &[bool]) -> boo
 /// The data inputs of an op whose result may be held in either layout, the layout of
 /// these inputs: an element-wise op whose result does not depend on the memory order of
 /// its operands (an activation; a binary op, a comparison or Where whose operands all
-/// have the result's shape, or a single element, broadcast alike in either layout; an
+/// have the result's shape, or a single element, broadcast alike in either layout, or
+/// for float arithmetic a broadcast whose bytes are the same in both (`same_bytes`); an
 /// inference BatchNormalization, which knows where the channels are), a 2-D MaxPool
 /// (without the indices output) or AveragePool of f32, whose kernels take both, an f32
 /// Pad, Slice or Split, a nearest or linear f32 Resize of the height and width, or a Concat of f32
@@ -297,18 +302,58 @@ fn data_inputs(graph: &Graph, id: NodeId) -> Option<Vec<TensorId>> {
         | OpKind::And
         | OpKind::Where => {
             let out = shape(node.outputs[0]);
+            // Add, Sub, Mul and Div of floats also take an operand broadcast over the
+            // channels alone or the pixels alone (a squeeze-and-excitation gate
+            // `[N, C, 1, 1]`, a per-channel `[C, 1, 1]`, a spatial attention map `[N, 1,
+            // H, W]`): its bytes are the same in either layout, and the lowering walks it
+            // at the strides of the layout the result is held in (`nhwc_shape`).
+            let arith = matches!(
+                node.op,
+                OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div
+            ) && graph.tensors[node.outputs[0]].dtype == DType::F32;
             let mut full = Vec::new();
             for &i in &node.inputs {
                 let s = shape(i)?;
                 if Some(&s) == out.as_ref() {
                     full.push(i);
-                } else if s.iter().product::<usize>() != 1 {
+                } else if s.iter().product::<usize>() != 1
+                    && !(arith && out.as_ref().is_some_and(|o| same_bytes(&s, o.len())))
+                {
                     return None;
                 }
             }
             (!full.is_empty()).then_some(full)
         }
         _ => None,
+    }
+}
+
+/// Whether a tensor of `shape`, broadcast to an `NC...` result of `rank` (3 or 4), has
+/// the same bytes held NHWC as held as usual: its channels or all its pixels are one.
+fn same_bytes(shape: &[usize], rank: usize) -> bool {
+    if shape.len() > rank || !(rank == 3 || rank == 4) {
+        return false;
+    }
+    let full: Vec<usize> = std::iter::repeat_n(1, rank - shape.len())
+        .chain(shape.iter().copied())
+        .collect();
+    full[1] == 1 || full[2..].iter().all(|&d| d == 1)
+}
+
+/// `shape`, broadcast to a result of `rank` held NHWC, in the order that result is held:
+/// the channels last. For an operand of a result held so (`same_bytes` or the result's
+/// own shape), whose bytes are walked at these dimensions.
+pub(crate) fn nhwc_shape(shape: &[usize], rank: usize) -> Vec<usize> {
+    let full: Vec<usize> = std::iter::repeat_n(1, rank.saturating_sub(shape.len()))
+        .chain(shape.iter().copied())
+        .collect();
+    match full.len() {
+        3 | 4 => [full[0]]
+            .into_iter()
+            .chain(full[2..].iter().copied())
+            .chain([full[1]])
+            .collect(),
+        _ => full,
     }
 }
 
@@ -382,6 +427,49 @@ mod tests {
             "the residual follows the NCHW output"
         );
         assert!(nhwc[r3] && nhwc[sum2]);
+    }
+
+    #[test]
+    fn products_with_channel_or_pixel_broadcasts_stay_channels_last() {
+        let mut b = GraphBuilder::new("g");
+        let x = b.input_fixed("x", DType::F32, &[1, 2, 6, 6]);
+        let w = b.constant_f32("w", &[2, 2, 1, 1], &[0.5; 4]);
+        let c1 = b.node(OpKind::Conv, &[x, w], &[]).unwrap();
+        let gap = b.node(OpKind::GlobalAveragePool, &[c1], &[]).unwrap();
+        let gate = b.node(OpKind::Conv, &[gap, w], &[]).unwrap();
+        let se = b.node(OpKind::Mul, &[c1, gate], &[]).unwrap();
+        let w1 = b.constant_f32("w1", &[1, 2, 1, 1], &[0.5; 2]);
+        let map = b.node(OpKind::Conv, &[c1, w1], &[]).unwrap();
+        let spatial = b.node(OpKind::Mul, &[map, c1], &[]).unwrap();
+        // A per-row constant `[H, 1]` is one over the channels: the same bytes too.
+        let rows = b.constant_f32("rows", &[6, 1], &[0.5; 6]);
+        let by_row = b.node(OpKind::Add, &[c1, rows], &[]).unwrap();
+        // Other convs' results, read by products whose broadcasts do not keep bytes
+        // (each would demote its conv, and with it every other reader).
+        let (o1, o2) = (
+            b.node(OpKind::Conv, &[x, w], &[]).unwrap(),
+            b.node(OpKind::Conv, &[x, w], &[]).unwrap(),
+        );
+        let cols = b.constant_f32("cols", &[2, 1, 6], &[0.5; 12]);
+        let by_col = b.node(OpKind::Add, &[o1, cols], &[]).unwrap();
+        let planes = b.constant_f32("planes", &[2, 6, 6], &[0.5; 72]);
+        let positional = b.node(OpKind::Add, &[o2, planes], &[]).unwrap();
+        let c2 = b.node(OpKind::Conv, &[se, w], &[]).unwrap();
+        let c3 = b.node(OpKind::Conv, &[spatial, w], &[]).unwrap();
+        let c4 = b.node(OpKind::Conv, &[by_row, w], &[]).unwrap();
+        let c5 = b.node(OpKind::Conv, &[positional, w], &[]).unwrap();
+        let c6 = b.node(OpKind::Conv, &[by_col, w], &[]).unwrap();
+        let greater = b.node(OpKind::Greater, &[c5, gate], &[]).unwrap();
+        [c2, c3, c4, c6, greater]
+            .into_iter()
+            .for_each(|t| b.output(t));
+        let g = b.finish().unwrap();
+        let nhwc = plan_of(&g);
+        // A gate over the channels, a map over the pixels: the same bytes either way.
+        assert!(nhwc[c1] && nhwc[se] && nhwc[spatial] && nhwc[by_row]);
+        // Per channel and column, or per channel and pixel, the bytes differ; and
+        // comparisons keep to full operands.
+        assert!(!nhwc[o1] && !nhwc[by_col] && !nhwc[o2] && !nhwc[positional] && !nhwc[c5]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use baton_delegate_api::shape::PoolGeometry;
 use super::elementwise::nan_max;
 use super::elementwise::split_out;
 use super::math::on_isa;
-use super::tensor::column_sums;
+use super::tensor::{column_sums, sum_f64};
 use super::{Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
@@ -554,24 +554,23 @@ impl GlobalAveragePoolOp {
     pub fn run(&self, sources: &Sources<'_>, out: &mut [f32], isa: Isa, pool: &Pool) {
         let x = sources.get(self.x);
         let n = self.plane_len;
+        // Either layout sums each channel's pixels in the same order (`sum_f64`'s), so
+        // the bits do not depend on the layout plan.
         if let Some(c) = self.channels_last {
-            // Pixel rows summed channel-wise (contiguous), then scaled.
             let images = self.planes / c.max(1);
-            #[allow(clippy::redundant_closure)]
-            column_sums::<f32>(
+            column_sums(
                 isa,
                 pool,
                 x,
                 (images, n, c),
                 out,
                 #[inline(always)]
-                |a| a / n as f32,
+                |a| (a / n as f64) as f32,
             );
             return;
         }
         for (p, o) in out.iter_mut().enumerate().take(self.planes) {
-            let sum: f64 = x[p * n..(p + 1) * n].iter().map(|&v| v as f64).sum();
-            *o = (sum / n as f64) as f32;
+            *o = (sum_f64(&x[p * n..(p + 1) * n]) / n as f64) as f32;
         }
     }
 }

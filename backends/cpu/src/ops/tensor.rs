@@ -256,8 +256,7 @@ impl ReduceMeanOp {
             return;
         }
         let shape = (self.outer, count, inner);
-        #[allow(clippy::redundant_closure)]
-        column_sums::<f64>(
+        column_sums(
             ctx.kernel.isa(),
             &ctx.pool,
             x,
@@ -303,23 +302,24 @@ impl ReduceMeanOp {
 }
 
 /// For each of `outer` blocks of `count` lines of `inner` values in `x`, each column's sum
-/// over the lines, in line order, accumulated in `A` (f64 for the reductions, f32 for
-/// the channels-last GlobalAveragePool, as their scalar forms did) and mapped by `fin`
-/// into `out[o * inner + column]`. Compiled for `isa`'s vectors (plain loops ran at the
-/// baseline's SSE2 width: a tf2onnx-style classifier's mean over 112x112x64 took 137 us),
-/// and split among the pool's threads by blocks of columns, so that every column's sum
-/// is one sequence of additions whatever the thread count: the bits do not depend on it.
+/// over the lines in f64, added in the order [`sum_f64`] adds a contiguous run (four
+/// running sums by line index modulo 4, the lines past the last whole four apart), and
+/// mapped by `fin` into `out[o * inner + column]`: a mean over the pixels then has the
+/// same bits whether the image is held channels-first (a run per channel) or
+/// channels-last (a column per channel), so a layout plan never changes a result.
+/// Compiled for `isa`'s vectors (plain loops ran at the baseline's SSE2 width: a
+/// tf2onnx-style classifier's mean over 112x112x64 took 137 us), and split among the
+/// pool's threads by blocks of columns, so that every column's sum is one sequence of
+/// additions whatever the thread count: the bits do not depend on it.
 #[inline(always)]
-pub(crate) fn column_sums<A>(
+pub(crate) fn column_sums(
     isa: crate::gemm::Isa,
     pool: &crate::pool::Pool,
     x: &[f32],
     (outer, count, inner): (usize, usize, usize),
     out: &mut [f32],
-    fin: impl Fn(A) -> f32 + Sync,
-) where
-    A: Copy + Default + std::ops::AddAssign + From<f32>,
-{
+    fin: impl Fn(f64) -> f32 + Sync,
+) {
     /// The most columns one task sums (its accumulators are on its stack).
     const MOST: usize = 256;
     if inner == 0 || outer == 0 {
@@ -338,6 +338,7 @@ pub(crate) fn column_sums<A>(
         .clamp(16, MOST)
         .min(inner);
     let blocks = inner.div_ceil(width);
+    let whole = count - count % 4;
     let dst = crate::pool::Disjoint::new(&mut out[..outer * inner]);
     let task = |t: usize| {
         let (o, c0) = (t / blocks, (t % blocks) * width);
@@ -349,16 +350,16 @@ pub(crate) fn column_sums<A>(
             isa,
             #[inline(always)]
             || {
-                let mut acc = [A::default(); MOST];
-                let acc = &mut acc[..len];
-                for line in block.chunks_exact(inner) {
-                    acc.iter_mut()
+                let mut acc = [[0f64; MOST]; 5];
+                for (i, line) in block.chunks_exact(inner).enumerate() {
+                    let a = &mut acc[if i < whole { i % 4 } else { 4 }][..len];
+                    a.iter_mut()
                         .zip(&line[c0..c0 + len])
-                        .for_each(|(a, &v)| *a += A::from(v));
+                        .for_each(|(a, &v)| *a += v as f64);
                 }
-                dst.iter_mut()
-                    .zip(acc.iter())
-                    .for_each(|(d, &a)| *d = fin(a));
+                for (j, d) in dst.iter_mut().enumerate() {
+                    *d = fin((acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]) + acc[4][j]);
+                }
             },
         );
     };
@@ -370,11 +371,12 @@ pub(crate) fn column_sums<A>(
     }
 }
 
-/// A sum in f64 with four independent accumulators.
+/// A sum in f64 with four independent accumulators (element `i` of the first `len - len
+/// % 4` in accumulator `i % 4`), the rest summed apart: `(a0 + a1) + (a2 + a3) + rest`.
 pub(crate) fn sum_f64(v: &[f32]) -> f64 {
     let mut acc = [0f64; 4];
     let chunks = v.chunks_exact(4);
-    let tail: f64 = chunks.remainder().iter().map(|&x| x as f64).sum();
+    let tail = chunks.remainder().iter().fold(0.0, |s, &x| s + x as f64);
     for c in chunks {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += x as f64;

@@ -863,7 +863,16 @@ impl<'g> Builder<'g> {
                     _ => Binary::Div,
                 };
                 let (a, b) = (self.src(input(0))?, self.src(input(1))?);
-                Op::Binary(BinaryOp::new(op, a, &shapes[0], b, &shapes[1], &out_shape))
+                if self.nhwc[node.outputs[0]] {
+                    // Held channels-last: an operand broadcast over the channels or the
+                    // pixels alone is walked at the strides of that layout.
+                    let rank = out_shape.len();
+                    let nhwc = |s: &[usize]| super::layout::nhwc_shape(s, rank);
+                    let (sa, sb) = (nhwc(&shapes[0]), nhwc(&shapes[1]));
+                    Op::Binary(BinaryOp::new(op, a, &sa, b, &sb, &nhwc(&out_shape)))
+                } else {
+                    Op::Binary(BinaryOp::new(op, a, &shapes[0], b, &shapes[1], &out_shape))
+                }
             }
             OpKind::Relu | OpKind::Clip | OpKind::Sigmoid | OpKind::Tanh => Op::Unary(UnaryOp {
                 x: self.src(input(0))?,
