@@ -289,6 +289,17 @@ impl<'a, T> Disjoint<'a, T> {
         }
     }
 
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first element, for tasks whose parts are not one run (strided blocks): each
+    /// must write only its own elements, and within the `len` elements.
+    pub fn ptr(&self) -> *mut T {
+        self.ptr
+    }
+
     /// The elements `start..start + len`.
     ///
     /// # Safety

@@ -205,6 +205,66 @@ pub(crate) fn gemm_parallel(
     });
 }
 
+/// The rows of one block of [`gemm_row_blocks`] (whole row tiles, about `block`), and so
+/// the floats of its scratch per pool thread: `rows * n`.
+pub(crate) fn row_block(kernel: &MicroKernel, block: usize) -> usize {
+    block.div_ceil(kernel.mr()).max(1) * kernel.mr()
+}
+
+/// [`gemm`] in blocks of whole row tiles ([`row_block`] rows each) spread over the threads
+/// of `pool`, each computed into its thread's part of `scratch` (`row_block * n` floats
+/// per thread) and handed, still in that core's cache, to `then(rows, block)` on the same
+/// thread (`block`: those rows of the product, `n` values each). A convolution writing
+/// NCHW transposes its output this way block by block: through a whole NHWC result, the
+/// product went through memory and back (its own pass over a buffer larger than L2).
+///
+/// Panics if `scratch` is too short (a bug of the caller).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_row_blocks(
+    pool: &Pool,
+    kernel: &MicroKernel,
+    m: usize,
+    a: Rows<'_>,
+    b: &PackedB,
+    scratch: &mut [f32],
+    epilogue: &Epilogue<'_>,
+    block: usize,
+    then: &(dyn Fn(std::ops::Range<usize>, &[f32]) + Sync),
+) {
+    let (n, rows_per) = (b.n(), row_block(kernel, block));
+    let slot = rows_per * n;
+    assert!(
+        scratch.len() >= pool.threads() * slot,
+        "gemm_row_blocks: scratch too short"
+    );
+    // The product's own rows are never stored: each block goes to its thread's slot.
+    let Some(job) = Job::checked(kernel, m, a, b, std::ptr::null_mut(), n, epilogue) else {
+        return;
+    };
+    let (job, blocks) = (&job, m.div_ceil(rows_per));
+    let slots = crate::pool::Disjoint::new(&mut scratch[..pool.threads() * slot]);
+    let task = |t: usize, w: usize| {
+        let rows = t * rows_per..((t + 1) * rows_per).min(m);
+        // SAFETY: a thread runs one task at a time, and slot `w` is its alone.
+        let buf = unsafe { slots.range(w * slot, slot) };
+        // Row `rows.start` of this job is the slot's first (the tiles' addresses are
+        // formed with `wrapping_add`, so the shifted base is never dereferenced).
+        let local = Job {
+            c: SendPtr(buf.as_mut_ptr().wrapping_sub(rows.start * n)),
+            ..*job
+        };
+        let tiles = rows.start / kernel.mr()..rows.end.div_ceil(kernel.mr());
+        local.run(tiles, 0..job.panels);
+        then(rows.clone(), &buf[..rows.len() * n]);
+    };
+    let work = m.saturating_mul(n).saturating_mul(b.depth().max(1));
+    if pool.threads() == 1 || blocks == 1 || work < 2 * MIN_TASK_WORK {
+        (0..blocks).for_each(|t| task(t, 0));
+    } else {
+        pool.run(blocks, &|t, w| task(t, w));
+    }
+}
+
 /// The least multiply-adds of one task: products below twice this run on the caller
 /// alone, since waking a worker costs some microseconds.
 const MIN_TASK_WORK: usize = 64 * 1024;
@@ -213,6 +273,7 @@ const MIN_TASK_WORK: usize = 64 * 1024;
 pub(crate) const TASKS_PER_THREAD: usize = 4;
 
 /// One checked product, split into `MR x NR` tiles.
+#[derive(Clone, Copy)]
 struct Job<'a> {
     kernel: &'a MicroKernel,
     m: usize,
@@ -255,7 +316,6 @@ impl<'a> Job<'a> {
         ep: &Epilogue<'a>,
     ) -> Option<Job<'a>> {
         let n = b.n();
-        assert!(b.fits(kernel), "gemm: B was packed for another kernel");
         if m == 0 || n == 0 {
             return None;
         }
@@ -263,6 +323,24 @@ impl<'a> Job<'a> {
             c.rs >= n && (m - 1) * c.rs + n <= c.data.len(),
             "gemm: C view too small"
         );
+        Job::checked(kernel, m, a, b, c.data.as_mut_ptr(), c.rs, ep)
+    }
+
+    /// [`Job::new`] with `C` at `c`, of row stride `ldc`, which the caller vouches for.
+    fn checked(
+        kernel: &'a MicroKernel,
+        m: usize,
+        a: Rows<'a>,
+        b: &'a PackedB,
+        c: *mut f32,
+        ldc: usize,
+        ep: &Epilogue<'a>,
+    ) -> Option<Job<'a>> {
+        let n = b.n();
+        assert!(b.fits(kernel), "gemm: B was packed for another kernel");
+        if m == 0 || n == 0 {
+            return None;
+        }
         match a {
             Rows::Dense { data, lda } => {
                 assert_eq!(b.taps(), 1, "gemm: dense rows with a multi-tap B");
@@ -299,8 +377,8 @@ impl<'a> Job<'a> {
             m,
             a,
             b,
-            c: SendPtr(c.data.as_mut_ptr()),
-            ldc: c.rs,
+            c: SendPtr(c),
+            ldc,
             adds,
             nadds,
             lo: ep.lo,
@@ -623,6 +701,7 @@ pub(crate) fn clip(x: f32, lo: f32, hi: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     /// The one-row-per-call path of dense rows too far apart for `u32` offsets (which
     /// only a tensor of gigabytes reaches) against the tiled path, on every kernel and on
@@ -665,6 +744,68 @@ mod tests {
                 .zip(&by_row)
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "{}: rows one per call differ", kernel.name());
+        }
+    }
+
+    /// The product in row blocks, each handed on from its thread's slot, against the
+    /// whole product: every row handed on once, with the bits of `gemm`, for one row,
+    /// partial tiles and blocks, blocks of one tile and of many, depths past one cache
+    /// block, a residual add indexed by the product's rows and an activation, at 1 and 3
+    /// threads, on every kernel.
+    #[test]
+    fn row_blocks_hand_on_the_bits_of_the_whole_product() {
+        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
+        let pools = [Pool::new(1), Pool::new(3)];
+        for kernel in MicroKernel::available() {
+            for &(m, n, k, block) in &[
+                (1, 40, 9, 8),
+                (50, 33, 70, 1),
+                (301, 64, 200, 20),
+                (301, 16, 1100, 64),
+                (700, 70, 90, 100),
+            ] {
+                let a: Vec<f32> = (0..m * k).map(value).collect();
+                let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
+                let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
+                let residual: Vec<f32> = (0..m * n).map(|i| value(i + 3)).collect();
+                let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+                let mut ep = Epilogue::new();
+                ep.add(Add {
+                    data: &residual,
+                    rs: n,
+                    cs: 1,
+                    scale: 1.0,
+                });
+                ep.clamp(-6.0, 7.0);
+                ep.activate(Some(Activation::Silu));
+                let rows = Rows::Dense { data: &a, lda: k };
+                let mut want = vec![0f32; m * n];
+                let c = MatMut {
+                    data: &mut want,
+                    rs: n,
+                };
+                gemm(kernel, m, rows, &pb, c, &ep);
+                for pool in &pools {
+                    let got = Mutex::new(vec![f32::NAN; m * n]);
+                    let seen = Mutex::new(vec![0u8; m]);
+                    let slot = row_block(kernel, block) * n;
+                    let mut scratch = vec![0f32; pool.threads() * slot];
+                    let then = |r: std::ops::Range<usize>, part: &[f32]| {
+                        assert_eq!(part.len(), r.len() * n);
+                        got.lock().unwrap()[r.start * n..r.end * n].copy_from_slice(part);
+                        seen.lock().unwrap()[r].iter_mut().for_each(|s| *s += 1);
+                    };
+                    gemm_row_blocks(pool, kernel, m, rows, &pb, &mut scratch, &ep, block, &then);
+                    let at = (kernel.name(), m, n, k, block, pool.threads());
+                    assert!(seen.into_inner().unwrap().iter().all(|&s| s == 1), "{at:?}");
+                    let got = got.into_inner().unwrap();
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "{at:?}: blocks differ from the whole product");
+                }
+            }
         }
     }
 

@@ -24,11 +24,11 @@ use baton_delegate_api::shape::ConvGeometry;
 
 use super::depthwise::DepthwisePlan;
 use super::elementwise::activate;
-use super::layout::{to_nchw_f32, to_nhwc_f32};
+use super::layout::{pixels_to_nchw, to_nchw_f32, to_nhwc_f32};
 use super::{vec_bytes, RunCtx, Sources, Src};
 use crate::gemm::{
-    clip, gemm_parallel, Activation, Add, Epilogue, Indirection, MatMut, MicroKernel, PackedB,
-    Rows, ZERO_ROW,
+    clip, gemm_parallel, gemm_row_blocks, row_block, Activation, Add, Epilogue, Indirection,
+    MatMut, MicroKernel, PackedB, Rows, ZERO_ROW,
 };
 use crate::prepack::{Packs, Panel};
 
@@ -310,13 +310,25 @@ impl ConvOp {
         })
     }
 
+    /// Whether the product writes NCHW block by block (`gemm_row_blocks`): one group, and
+    /// nothing to add after the layout change.
+    fn blocked_nchw(&self) -> bool {
+        !self.out_nhwc
+            && self.geom.group == 1
+            && self.residual.is_none()
+            && !matches!(self.path, Path::Depthwise(_))
+    }
+
     /// Grows the scratch buffers this op needs.
     pub fn reserve(&self, ctx: &mut RunCtx) {
         let g = &self.geom;
         if !self.in_nhwc {
             grow(&mut ctx.nhwc_in, g.batch * g.c * g.in_plane());
         }
-        if !self.out_nhwc {
+        if self.blocked_nchw() {
+            let rows = row_block(ctx.kernel, nchw_block(g.m));
+            grow(&mut ctx.nhwc_out, ctx.pool.threads() * rows * g.m);
+        } else if !self.out_nhwc {
             grow(&mut ctx.nhwc_out, g.batch * g.m * g.out_plane());
         }
         if let Weights::Runtime { .. } = self.weights {
@@ -354,11 +366,6 @@ impl ConvOp {
             );
             &*x
         };
-        let y: &mut [f32] = if self.out_nhwc {
-            &mut out[..out_len]
-        } else {
-            &mut nhwc_out[..out_len]
-        };
         // The bias of a run-time packing: the constant part plus the run-time one.
         let (w, bias): (&[f32], &[f32]) = match &self.weights {
             Weights::Runtime { w, bias } => {
@@ -393,6 +400,42 @@ impl ConvOp {
         if act_in_kernel {
             ep.activate(self.act);
         }
+        if self.blocked_nchw() {
+            // One group, no residual after: each block of output pixels goes to its NCHW
+            // places as soon as it is computed, from the NHWC scratch.
+            let b = match &self.weights {
+                Weights::Packed(p) => &p[0],
+                _ => {
+                    pack_group(kernel, g, 0, w, bias, rhs);
+                    &*rhs
+                }
+            };
+            let a = match &self.path {
+                Path::Indirect(ind) => Rows::Indirect { data: x, ind },
+                _ => Rows::Dense { data: x, lda: g.c },
+            };
+            let parts = crate::pool::Disjoint::new(&mut out[..out_len]);
+            let (isa, plane) = (kernel.isa(), g.out_plane());
+            let move_block = |rows: std::ops::Range<usize>, c_rows: &[f32]| {
+                let mut p = rows.start;
+                while p < rows.end {
+                    let (image, first) = (p / plane, p % plane);
+                    let n = (plane - first).min(rows.end - p);
+                    let src = &c_rows[(p - rows.start) * g.m..];
+                    // SAFETY: the pixels of `rows` are this block's alone.
+                    unsafe { pixels_to_nchw(isa, src, (g.m, plane), (image, first, n), &parts) };
+                    p += n;
+                }
+            };
+            let block = nchw_block(g.m);
+            gemm_row_blocks(pool, kernel, m, a, b, nhwc_out, &ep, block, &move_block);
+            return;
+        }
+        let y: &mut [f32] = if self.out_nhwc {
+            &mut out[..out_len]
+        } else {
+            &mut nhwc_out[..out_len]
+        };
         match (&self.path, &self.weights) {
             (Path::Depthwise(plan), weights) => {
                 let packed: &[f32] = match weights {
@@ -455,6 +498,13 @@ impl ConvOp {
             activate(f, kernel.isa(), pool, &mut out[..out_len]);
         }
     }
+}
+
+/// The output rows (pixels) of `m` channels a convolution writing NCHW computes before
+/// moving them (`gemm_row_blocks`): about 32 KiB, which the move reads back from L1 or
+/// L2 while they are there.
+fn nchw_block(m: usize) -> usize {
+    (32 * 1024 / (4 * m.max(1))).max(1)
 }
 
 fn grow(v: &mut Vec<f32>, len: usize) {

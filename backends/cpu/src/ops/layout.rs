@@ -5,7 +5,7 @@
 use super::elementwise::split_out;
 use super::{Sources, Src};
 use crate::gemm::Isa;
-use crate::pool::Pool;
+use crate::pool::{Disjoint, Pool};
 
 /// The most dimensions a tensor may have here.
 pub(crate) const MAX_RANK: usize = 6;
@@ -240,37 +240,93 @@ fn transpose(
         return;
     }
     assert!(
-        (rows - 1) * ss + cols <= src.len() && (cols - 1) * ds + rows <= dst.len(),
+        (cols - 1) * ds + rows <= dst.len(),
+        "transpose: a slice too short for its shape"
+    );
+    // SAFETY: `dst` holds the shape (checked) and is borrowed mutably.
+    unsafe { transpose_to(isa, src, ss, dst.as_mut_ptr(), ds, rows, cols) }
+}
+
+/// Pixels `first..first + n` of image `image` of an NCHW tensor `(batch, c, plane)` held
+/// by `out`, from `src`, the same pixels channels-last (`n` rows of `c`): a convolution
+/// writing NCHW moves each block of output rows while it is still in cache, instead of
+/// a whole NHWC result through memory and back.
+///
+/// # Safety
+/// No other thread reads or writes those elements of `out` meanwhile.
+pub(crate) unsafe fn pixels_to_nchw(
+    isa: Isa,
+    src: &[f32],
+    (c, plane): (usize, usize),
+    (image, first, n): (usize, usize, usize),
+    out: &Disjoint<'_>,
+) {
+    if n == 0 || c == 0 {
+        return;
+    }
+    let base = image * c * plane + first;
+    assert!(
+        first + n <= plane && base + (c - 1) * plane + n <= out.len(),
+        "pixels_to_nchw: pixels outside the tensor"
+    );
+    // SAFETY: in bounds (checked); unshared by the caller's contract.
+    unsafe { transpose_to(isa, src, c, out.ptr().add(base), plane, n, c) }
+}
+
+/// [`transpose`] into `dst`.
+///
+/// # Safety
+/// `dst` is valid for writes of `(cols - 1) * ds + rows` values, none read or written
+/// by another thread meanwhile; `rows` and `cols` are not 0.
+unsafe fn transpose_to(
+    isa: Isa,
+    src: &[f32],
+    ss: usize,
+    dst: *mut f32,
+    ds: usize,
+    rows: usize,
+    cols: usize,
+) {
+    assert!(
+        (rows - 1) * ss + cols <= src.len(),
         "transpose: a slice too short for its shape"
     );
     let (full_r, full_c) = (rows / F32_TILE * F32_TILE, cols / F32_TILE * F32_TILE);
     #[cfg(target_arch = "x86_64")]
     if transposes_in_tiles(isa) && ss >= F32_TILE && ds >= F32_TILE {
         // SAFETY: AVX2 was detected (an Avx2Fma or Avx512F kernel is only selected then);
-        // every tile lies inside the shape the assertion checked.
+        // every tile lies inside the shape the caller's contract makes valid.
         unsafe { transpose_tiles(src, ss, dst, ds, full_r, full_c) };
     } else {
-        scalar(src, ss, dst, ds, 0..full_r, 0..full_c);
+        // SAFETY: as the caller's contract.
+        unsafe { scalar(src, ss, dst, ds, 0..full_r, 0..full_c) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = isa;
-        scalar(src, ss, dst, ds, 0..full_r, 0..full_c);
+        // SAFETY: as the caller's contract.
+        unsafe { scalar(src, ss, dst, ds, 0..full_r, 0..full_c) };
     }
-    scalar(src, ss, dst, ds, full_r..rows, 0..cols);
-    scalar(src, ss, dst, ds, 0..full_r, full_c..cols);
+    // SAFETY: as the caller's contract.
+    unsafe {
+        scalar(src, ss, dst, ds, full_r..rows, 0..cols);
+        scalar(src, ss, dst, ds, 0..full_r, full_c..cols);
+    }
 
-    fn scalar(
+    /// # Safety
+    /// As `transpose_to`'s, for the rows and columns given.
+    unsafe fn scalar(
         src: &[f32],
         ss: usize,
-        dst: &mut [f32],
+        dst: *mut f32,
         ds: usize,
         rows: std::ops::Range<usize>,
         cols: std::ops::Range<usize>,
     ) {
         for i in rows {
             for j in cols.clone() {
-                dst[j * ds + i] = src[i * ss + j];
+                // SAFETY: inside the shape (the caller's contract).
+                unsafe { *dst.add(j * ds + i) = src[i * ss + j] };
             }
         }
     }
@@ -280,19 +336,20 @@ fn transpose(
 /// transposed by unpacks, shuffles and lane permutes, and stored as eight rows.
 ///
 /// # Safety
-/// AVX2 is available, and `src` and `dst` hold the block at their strides (8 or more).
+/// AVX2 is available, and `src` and `dst` hold the block at their strides (8 or more),
+/// `dst` for writes no other thread makes meanwhile.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn transpose_tiles(
     src: &[f32],
     ss: usize,
-    dst: &mut [f32],
+    d: *mut f32,
     ds: usize,
     rows: usize,
     cols: usize,
 ) {
     use std::arch::x86_64::*;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let s = src.as_ptr();
     for i0 in (0..rows).step_by(F32_TILE) {
         for j0 in (0..cols).step_by(F32_TILE) {
             // SAFETY: rows i0..i0 + 8 and columns j0..j0 + 8 of the block, which the
