@@ -752,14 +752,24 @@ fn a_table_between_int8_convolutions_keeps_their_layout() {
 
 /// A float input quantized straight into the channels-last layout of the int8
 /// convolution that reads it (a model's image input), split among threads in whole
-/// pixels: with an identity 1x1 convolution at the same scale, the output bytes are the
-/// input's QuantizeLinear in NCHW order, for channel counts with and without their own
-/// interleave (1, 3, 4 and 6), in batches of 3 (so that a thread's part crosses from one
-/// image into the next) of maps whose pixels do not split evenly, each large enough to be
-/// split.
+/// pixels, and the convolution's channels-last bytes dequantized back into an NCHW float
+/// output: with an identity 1x1 convolution at the same scale, the output is the input's
+/// QuantizeLinear, dequantized, in NCHW order, for channel counts with and without their
+/// own interleave (1, 3, 4 and 6) and with the 8x8 tiles of the blocked forms (8, 37, 64:
+/// whole tiles, ragged ones, blocks of a few pixels), in batches of 3 (so that a thread's
+/// part and a block cross from one image into the next) of maps whose pixels do not split
+/// evenly, each large enough to be split.
 #[test]
 fn a_float_input_quantizes_into_the_convolutions_layout() {
-    for (ch, h, w) in [(3, 77, 61), (1, 99, 151), (4, 61, 57), (6, 47, 51)] {
+    for (ch, h, w) in [
+        (3, 77, 61),
+        (1, 99, 151),
+        (4, 61, 57),
+        (6, 47, 51),
+        (8, 41, 43),
+        (37, 13, 17),
+        (64, 9, 11),
+    ] {
         let shape = [3, ch, h, w];
         let mut rng = Rng::new(ch as u64);
         let xs: Vec<f32> = (0..3 * ch * h * w)
@@ -784,21 +794,27 @@ fn a_float_input_quantizes_into_the_convolutions_layout() {
             .unwrap();
         let y = b.node(OpKind::Conv, &[xd, wd], &[]).unwrap();
         let (ys, yz) = scalar(&mut b, DType::I8, "y", s, zp);
-        let out = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+        let yq = b.node(OpKind::QuantizeLinear, &[y, ys, yz], &[]).unwrap();
+        let out = b
+            .node(OpKind::DequantizeLinear, &[yq, ys, yz], &[])
+            .unwrap();
         b.output(out);
         let g = b.finish().unwrap();
-        let want: Vec<u8> = xs
+        let want: Vec<f32> = xs
             .iter()
-            .map(|&v| (((v / s).round_ties_even() as i32 + zp).clamp(-128, 127)) as i8 as u8)
+            .map(|&v| ((v / s).round_ties_even() as i32 + zp).clamp(-128, 127))
+            .map(|q| (q - zp) as f32 * s)
             .collect();
         let input = Tensor::from_f32(&shape, &xs);
         for threads in [1, 2] {
             let d = common::delegate_threads(threads);
             let got = run(&d, &g, std::slice::from_ref(&input)).expect("runs");
-            assert!(
-                got[0].bytes() == want.as_slice(),
-                "{ch} channels, {threads} threads"
-            );
+            let same = got[0]
+                .f32s()
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{ch} channels, {threads} threads");
         }
     }
 }

@@ -273,6 +273,24 @@ pub(crate) unsafe fn pixels_to_nchw(
     unsafe { transpose_to(isa, src, c, out.ptr().add(base), plane, n, c) }
 }
 
+/// Pixels `first..first + n` of image `image` of the NCHW tensor `x` (`(c, plane)` per
+/// image) channels-last into `dst` (`n` rows of `c`): the converse of [`pixels_to_nchw`],
+/// for an op that changes the layout block by block.
+pub(crate) fn nchw_pixels(
+    isa: Isa,
+    x: &[f32],
+    (c, plane): (usize, usize),
+    (image, first, n): (usize, usize, usize),
+    dst: &mut [f32],
+) {
+    if n == 0 || c == 0 {
+        return;
+    }
+    assert!(first + n <= plane, "nchw_pixels: pixels outside the image");
+    let src = &x[image * c * plane + first..];
+    transpose(isa, src, plane, dst, c, c, n);
+}
+
 /// [`transpose`] into `dst`.
 ///
 /// # Safety

@@ -12,7 +12,7 @@ pub(crate) mod linear;
 use baton_delegate_api::ir::DType;
 
 use super::elementwise::split_out;
-use super::layout::{nchw_to_nhwc, nhwc_to_nchw};
+use super::layout::{nchw_pixels, nchw_to_nhwc, nhwc_to_nchw, pixels_to_nchw};
 use super::{Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
@@ -55,6 +55,84 @@ macro_rules! simd_fn {
 simd_fn!(dequantize, (op: &DequantizeOp, s: &Sources<'_>, start: usize, out: &mut [f32]), DequantizeOp::run_inner);
 simd_fn!(quantize_all, (op: &QuantizeOp, s: &Sources<'_>, start: usize, out: &mut [u8]), QuantizeOp::run_inner);
 simd_fn!(binary, (op: &QBinaryOp, s: &Sources<'_>, start: usize, out: &mut [u8]), QBinaryOp::run_inner);
+
+/// The most floats of a block of pixels that a layout-changing QuantizeLinear or
+/// DequantizeLinear holds on its stack (16 KiB; tensors of more channels than this per
+/// pixel take the element-wise paths).
+const BLOCK: usize = 4096;
+
+/// Whether the 8x8 tile transposes run for `isa` (see `layout.rs`).
+fn tiles(isa: Isa) -> bool {
+    matches!(isa, Isa::Avx2Fma | Isa::Avx512F)
+}
+
+/// `f(image, first, count, buf)` over blocks of whole pixels of the channels-last tensor
+/// `l` (its first `n` elements), each at most [`BLOCK`] values and within one image,
+/// with a buffer of [`BLOCK`] floats on the thread's stack; the pixels split among the
+/// threads in contiguous parts when there are enough.
+fn by_pixel_blocks(
+    pool: &Pool,
+    l: &Nhwc,
+    n: usize,
+    f: impl Fn(usize, usize, usize, &mut [f32; BLOCK]) + Sync,
+) {
+    let c = l.c.max(1);
+    let pixels = n / c;
+    let per_block = (BLOCK / c).max(1);
+    let run = |p0: usize, p1: usize| {
+        let mut buf = [0f32; BLOCK];
+        let mut p = p0;
+        while p < p1 {
+            let (image, first) = (p / l.plane, p % l.plane);
+            let count = (l.plane - first).min(p1 - p).min(per_block);
+            f(image, first, count, &mut buf);
+            p += count;
+        }
+    };
+    let tasks = pool.threads().min(pixels);
+    if n < 32 * 1024 || tasks < 2 {
+        return run(0, pixels);
+    }
+    let per = pixels.div_ceil(tasks);
+    pool.run(tasks, &|t, _| {
+        run((t * per).min(pixels), ((t + 1) * per).min(pixels))
+    });
+}
+
+/// [`quantize_stored`] (scale, stored zero point and range in `q`) of `x` in order into
+/// `out`: 32 values a step with AVX2, the rest compiled for `isa`'s vectors.
+fn quantize_run(isa: Isa, x: &[f32], q: (f32, i32, i32, i32), out: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    let done = match tiles(isa) {
+        // SAFETY: Avx2Fma and Avx512F are only selected after AVX2 was detected.
+        true => unsafe { x86_quant::quantize(x, q, out) },
+        false => 0,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    super::math::on_isa(
+        isa,
+        #[inline(always)]
+        || {
+            for (o, &v) in out[done..].iter_mut().zip(&x[done..]) {
+                *o = quantize_stored(v, q.0, q.1, q.2, q.3);
+            }
+        },
+    );
+}
+
+/// `(x - z) * s` of stored bytes in order, into `out`, compiled for `isa`'s vectors.
+fn dequantize_run(isa: Isa, x: &[u8], (s, z): (f32, i32), out: &mut [f32]) {
+    super::math::on_isa(
+        isa,
+        #[inline(always)]
+        || {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = (v as i32 - z) as f32 * s;
+            }
+        },
+    );
+}
 
 /// What is added to a value of `dtype` to store it as `u8`: 128 for `i8`, 0 for `u8`.
 pub(crate) fn stored_bias(dtype: DType) -> i32 {
@@ -169,6 +247,28 @@ impl DequantizeOp {
                     dequantize(isa, self, sources, start, out)
                 })
             }
+            // Channels-last back to NCHW: in blocks of pixels, dequantized in order and
+            // moved while in cache, with the 8x8 tiles where they run.
+            DqInput::Bytes {
+                src,
+                len,
+                nhwc: Some(l),
+            } if l.c <= BLOCK && tiles(isa) && self.params.per_tensor().is_some() => {
+                let (s, z) = self.params.per_tensor().expect("checked");
+                let z = z + stored_bias(self.params.dtype);
+                let x = &sources.bytes(*src)[..*len];
+                let n = (*len).min(out.len());
+                let parts = crate::pool::Disjoint::new(&mut out[..n]);
+                by_pixel_blocks(pool, l, n, |image, first, count, buf| {
+                    let at = (image * l.plane + first) * l.c;
+                    let buf = &mut buf[..count * l.c];
+                    dequantize_run(isa, &x[at..at + count * l.c], (s, z), buf);
+                    // SAFETY: these pixels are this block's alone.
+                    unsafe {
+                        pixels_to_nchw(isa, buf, (l.c, l.plane), (image, first, count), &parts)
+                    };
+                });
+            }
             // Channels-last back to NCHW: in whole channel planes.
             DqInput::Bytes {
                 len, nhwc: Some(l), ..
@@ -280,6 +380,29 @@ impl QuantizeOp {
                 return split_out(pool, &mut out[..n], 3, |start, out| {
                     // SAFETY: Avx2Fma and Avx512F are only selected after AVX2 was detected.
                     unsafe { x86_quant::quantize_nchw3(x, l.plane, start / 3, q, out) }
+                });
+            }
+        }
+        if let (Some((s, z)), Some(l), false) =
+            (self.params.per_tensor(), self.nhwc, self.int_input)
+        {
+            if l.c <= BLOCK {
+                // Into NHWC in blocks of pixels: moved channels-last (by the 8x8 tiles
+                // where they run), then quantized in order (32 values a step with AVX2;
+                // value by value through the index map, a 64x80x80 map took 400 us).
+                let x = sources.get(self.x);
+                let n = (l.batch * l.c * l.plane).min(out.len()).min(x.len());
+                let bias = stored_bias(self.params.dtype);
+                let (lo, hi) = int_range(self.params.dtype);
+                let q = (s, z + bias, lo + bias, hi + bias);
+                let parts = crate::pool::Disjoint::new(&mut out[..n]);
+                return by_pixel_blocks(pool, &l, n, |image, first, count, buf| {
+                    let buf = &mut buf[..count * l.c];
+                    nchw_pixels(isa, x, (l.c, l.plane), (image, first, count), buf);
+                    let at = (image * l.plane + first) * l.c;
+                    // SAFETY: these pixels are this block's alone.
+                    let dst = unsafe { parts.range(at, count * l.c) };
+                    quantize_run(isa, buf, q, dst);
                 });
             }
         }
