@@ -682,6 +682,71 @@ fn qdq_chains_of_one_tensor_run_as_tables() {
     }
 }
 
+/// A QDQ SiLU as ONNX Runtime's quantizer writes it (`Mul(DQ(x), DQ(Q(Sigmoid(DQ(x)))))`
+/// then a QuantizeLinear), and a QDQ Add of a tensor and a table of it with the table
+/// first: every output byte is a function of the input byte, so each runs as one table
+/// (one step where the gate's table and the binary op took two), storing the bytes of the
+/// two steps: the same graph with the gates also outputs (so they must be stored, and no
+/// table composes) gives the same output bytes, on every ISA, for all 256 input bytes.
+#[test]
+fn a_qdq_silu_runs_as_one_table() {
+    let build = |expose: bool| {
+        let shape = [2, 3, 20, 25];
+        let mut b = GraphBuilder::new("qsilu");
+        let x = b.input_fixed("x", DType::I8, &shape);
+        let (s, z) = scalar(&mut b, DType::I8, "x", 0.05, -7);
+        let xd = b.node(OpKind::DequantizeLinear, &[x, s, z], &[]).unwrap();
+        let quant = |b: &mut GraphBuilder, t, name: &str, ys, yz| {
+            let (s, z) = scalar(b, DType::I8, name, ys, yz);
+            let q = b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+            (
+                q,
+                b.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap(),
+            )
+        };
+        let sig = b.node(OpKind::Sigmoid, &[xd], &[]).unwrap();
+        let (gate, gd) = quant(&mut b, sig, "g", 1.0 / 255.0, -128);
+        let mul = b.node(OpKind::Mul, &[xd, gd], &[]).unwrap();
+        let (silu, _) = quant(&mut b, mul, "y", 0.03, -20);
+        let tanh = b.node(OpKind::Tanh, &[xd], &[]).unwrap();
+        let (gate2, td) = quant(&mut b, tanh, "t", 1.0 / 127.0, 0);
+        let add = b.node(OpKind::Add, &[td, xd], &[]).unwrap();
+        let (sum, _) = quant(&mut b, add, "a", 0.06, 3);
+        b.output(silu);
+        b.output(sum);
+        if expose {
+            b.output(gate);
+            b.output(gate2);
+        }
+        b.finish().unwrap()
+    };
+    let (g, plain) = (build(false), build(true));
+    let n = 2 * 3 * 20 * 25;
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 37 % 256) as u8).collect();
+    let input = Tensor::from_bytes(DType::I8, &[2, 3, 20, 25], &bytes);
+    for isa in common::isas() {
+        let d = delegate_isa(isa);
+        let (got, steps) = common::run_counting(&d, &g, std::slice::from_ref(&input));
+        let (want, plain_steps) = common::run_counting(&d, &plain, std::slice::from_ref(&input));
+        // The input's and the two outputs' byte steps beside one table per product; the
+        // gates' two tables and two binary ops in their place.
+        assert_eq!((steps, plain_steps), (5, 7), "isa {isa}: steps");
+        for k in 0..2 {
+            assert!(got[k].bytes() == want[k].bytes(), "isa {isa}, output {k}");
+        }
+        let distinct = |t: &Tensor| {
+            t.bytes()
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        };
+        assert!(
+            distinct(&got[0]) > 50 && distinct(&got[1]) > 50,
+            "isa {isa}: tables too flat"
+        );
+    }
+}
+
 /// A table between two int8 convolutions takes their channels-last layout: the same bytes
 /// as the graph whose chain is left to the float steps (its Sigmoid's result is also an
 /// output, so no table forms).

@@ -808,7 +808,7 @@ impl QBinaryOp {
         }
     }
 
-    fn params(&self) -> BinaryParams {
+    pub(crate) fn params(&self) -> BinaryParams {
         BinaryParams {
             kind: self.kind,
             a: self.a_params,

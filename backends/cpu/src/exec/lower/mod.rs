@@ -177,6 +177,31 @@ pub(crate) fn build<'g>(
         }
         lut_at[g.q] = Some(i);
     }
+    // An Add or Mul of an int8 tensor and a table of that same tensor (a QDQ SiLU: `x *
+    // Sigmoid(x)`) runs as one table; the gate's own table, read by nothing else, does
+    // not run. Per binary group: the table's group, and whether it is operand `b`.
+    let consumers = graph.consumers();
+    let self_gate: Vec<Option<(usize, bool)>> = bins
+        .iter()
+        .map(|g| {
+            let shape = |t: TensorId| graph.tensors[t].static_shape();
+            let same = shape(g.a).is_some() && shape(g.a) == shape(g.b);
+            luts.iter().enumerate().find_map(|(j, l)| {
+                let s = graph.nodes[l.q].outputs[0];
+                let gate_is_b = match (g.a == l.x && g.b == s, g.b == l.x && g.a == s) {
+                    (true, _) => true,
+                    (_, true) => false,
+                    _ => return None,
+                };
+                let dq = if gate_is_b { g.b_dq } else { g.a_dq };
+                let sole = consumers[s] == [dq.0] && dq.1 && !graph.outputs.contains(&s);
+                (same && sole).then_some((j, gate_is_b))
+            })
+        })
+        .collect();
+    for &(j, _) in self_gate.iter().flatten() {
+        lut_at[luts[j].q] = None;
+    }
     // A DequantizeLinear that groups read through (their integer ops read its input
     // bytes) and that nothing else reads need not run either: a QDQ model's residual
     // branch point feeds a convolution and an Add, both integer, and the f32 copy made for
@@ -192,7 +217,6 @@ pub(crate) fn build<'g>(
             through[n] += 1;
         }
     }
-    let consumers = graph.consumers();
     for (n, &k) in through.iter().enumerate() {
         let t = graph.nodes[n].outputs[0];
         if k > 0 && consumers[t].len() == k && !graph.outputs.contains(&t) {
@@ -240,9 +264,11 @@ pub(crate) fn build<'g>(
             continue;
         }
         if let Some(i) = bin_at[id] {
-            let op = b
-                .qbinary(&bins[i])
-                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let op = match self_gate[i] {
+                Some((j, gate_is_b)) => b.qself_gate(&bins[i], &luts[j], gate_is_b),
+                None => b.qbinary(&bins[i]),
+            }
+            .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
             let out = b.output(node.outputs[0])?;
             steps.push(Step {
                 op,

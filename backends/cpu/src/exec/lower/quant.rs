@@ -278,19 +278,25 @@ impl<'g> Builder<'g> {
 
     /// The op of a QDQ element-wise group.
     pub(super) fn qbinary(&mut self, g: &QBinGroup) -> Result<Op, String> {
+        let operands = (self.src(g.a)?, self.src(g.b)?);
+        Ok(Op::QBinary(self.binary_op(g, operands)))
+    }
+
+    /// The integer op of a QDQ Add or Mul group reading `operands`.
+    fn binary_op(&self, g: &QBinGroup, (a, b): (crate::ops::Src, crate::ops::Src)) -> QBinaryOp {
         let op = &self.graph.nodes[g.op];
         let stored = |p: (f32, i32, DType)| (p.0, p.1 + stored_bias(p.2));
         let (ys, yz, ydt) = g.y_params;
         let (lo, hi) = int_range(ydt);
         let bias = stored_bias(ydt);
-        Ok(Op::QBinary(QBinaryOp {
+        QBinaryOp {
             kind: if op.op == OpKind::Add {
                 QBinaryKind::Add
             } else {
                 QBinaryKind::Mul
             },
-            a: self.src(g.a)?,
-            b: self.src(g.b)?,
+            a,
+            b,
             len: self.shape(op.outputs[0]).iter().product(),
             a_params: stored(g.a_params),
             b_params: stored(g.b_params),
@@ -298,7 +304,7 @@ impl<'g> Builder<'g> {
             clamp: g.clamp,
             lo: lo + bias,
             hi: hi + bias,
-        }))
+        }
     }
 
     /// The table of a QDQ chain of float ops: every stored input byte dequantized as
@@ -306,6 +312,48 @@ impl<'g> Builder<'g> {
     /// steps run (so the table holds the bytes the steps would store), and quantized as
     /// `QuantizeOp` does.
     pub(super) fn qlut(&mut self, g: &QLutGroup) -> Result<Op, String> {
+        let lut = self.lut_table(g)?;
+        let out = self.graph.nodes[g.q].outputs[0];
+        Ok(Op::QLut(QLutOp {
+            x: self.src(g.x)?,
+            len: self.shape(out).iter().product(),
+            lut,
+        }))
+    }
+
+    /// A QDQ Add or Mul of an int8 tensor and a table of the same tensor (`gate`, its
+    /// operand `b` if `gate_is_b`), as a QDQ SiLU is (`x * Sigmoid(x)` with the Sigmoid
+    /// quantized between): every output byte is a function of the tensor's byte alone, so
+    /// the two run as one table, composed at init from the table and the binary op's own
+    /// element function (the bytes the two steps would store).
+    pub(super) fn qself_gate(
+        &mut self,
+        g: &QBinGroup,
+        gate: &QLutGroup,
+        gate_is_b: bool,
+    ) -> Result<Op, String> {
+        let t = self.lut_table(gate)?;
+        // Its operands are never read: only its element function is.
+        let unread = crate::ops::Src::Input(0);
+        let params = self.binary_op(g, (unread, unread)).params();
+        let mut lut = Box::new([0u8; 256]);
+        for (x, l) in lut.iter_mut().enumerate() {
+            let (x, s) = (x as u8, t[x]);
+            *l = match gate_is_b {
+                true => params.stored(x, s),
+                false => params.stored(s, x),
+            };
+        }
+        let out = self.graph.nodes[g.q].outputs[0];
+        Ok(Op::QLut(QLutOp {
+            x: self.src(gate.x)?,
+            len: self.shape(out).iter().product(),
+            lut,
+        }))
+    }
+
+    /// The 256 stored bytes of a [`QLutGroup`], as [`Self::qlut`] runs them.
+    fn lut_table(&mut self, g: &QLutGroup) -> Result<Box<[u8; 256]>, String> {
         let (xs, xz, xdt) = g.x_params;
         let z = xz + stored_bias(xdt);
         let mut v: Vec<f32> = (0..256).map(|b| (b - z) as f32 * xs).collect();
@@ -343,12 +391,7 @@ impl<'g> Builder<'g> {
         for (l, &x) in lut.iter_mut().zip(&v) {
             *l = quantize_stored(x, ys, yz + bias, lo + bias, hi + bias);
         }
-        let out = self.graph.nodes[g.q].outputs[0];
-        Ok(Op::QLut(QLutOp {
-            x: self.src(g.x)?,
-            len: self.shape(out).iter().product(),
-            lut,
-        }))
+        Ok(lut)
     }
 
     /// The integer op of a QDQ group.
