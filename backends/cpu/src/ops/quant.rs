@@ -500,6 +500,14 @@ impl QLutOp {
 /// `out[i] = lut[x[i]]`.
 pub(crate) fn lookup(isa: Isa, lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512F
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
+    {
+        // SAFETY: AVX-512F (the isa), BW and VBMI were detected.
+        return unsafe { x86_lookup::lookup_vbmi(lut, x, out) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if matches!(isa, Isa::Avx2Fma | Isa::Avx512F) {
         // SAFETY: an Avx2Fma or Avx512F kernel is only selected after AVX2 was detected.
         return unsafe { x86_lookup::lookup_avx2(lut, x, out) };
@@ -513,6 +521,42 @@ pub(crate) fn lookup(isa: Isa, lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
 #[cfg(target_arch = "x86_64")]
 mod x86_lookup {
     use std::arch::x86_64::*;
+
+    /// [`super::lookup`], 64 bytes at a time with AVX-512 VBMI: the table is four
+    /// registers, two byte permutes across register pairs look each byte up in its half
+    /// (by its low seven bits), and its high bit picks the half: four instructions per 64
+    /// bytes, against 48 per 32 for [`lookup_avx2`]. The last bytes under a mask.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) fn lookup_vbmi(lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
+        let n = x.len().min(out.len());
+        // SAFETY: 64 bytes at 0, 64, 128 and 192 of the 256-byte table.
+        let t: [__m512i; 4] = std::array::from_fn(|k| unsafe {
+            _mm512_loadu_si512(lut.as_ptr().add(64 * k) as *const _)
+        });
+        let map = |v: __m512i| {
+            let lo = _mm512_permutex2var_epi8(t[0], v, t[1]);
+            let hi = _mm512_permutex2var_epi8(t[2], v, t[3]);
+            _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi)
+        };
+        let mut i = 0;
+        while i + 64 <= n {
+            // SAFETY: bytes `i..i + 64` of both slices (loop bound).
+            unsafe {
+                let v = _mm512_loadu_si512(x.as_ptr().add(i) as *const _);
+                _mm512_storeu_si512(out.as_mut_ptr().add(i) as *mut _, map(v));
+            }
+            i += 64;
+        }
+        if i < n {
+            let m: __mmask64 = (1u64 << (n - i)) - 1;
+            // SAFETY: the mask covers bytes `i..n` of both slices alone (masked lanes are
+            // neither read nor written).
+            unsafe {
+                let v = _mm512_maskz_loadu_epi8(m, x.as_ptr().add(i) as *const i8);
+                _mm512_mask_storeu_epi8(out.as_mut_ptr().add(i) as *mut i8, m, map(v));
+            }
+        }
+    }
 
     /// [`super::lookup`], 32 bytes at a time: the table as 16 rows of 16 bytes, each row
     /// looked up by the bytes' low nibbles at once (`vpshufb`) and kept where the high
@@ -964,8 +1008,9 @@ mod tests {
         }
     }
 
-    /// Every isa's table lookup stores the scalar lookup's bytes: every byte value, at
-    /// every offset of a vector, with tails of every length.
+    /// Every isa's table lookup (AVX-512 with VBMI where this CPU has it) stores the
+    /// scalar lookup's bytes: every byte value, at every offset of a vector, with tails of
+    /// every length.
     #[test]
     fn table_lookups_agree_with_the_scalar_one() {
         let lut: [u8; 256] = std::array::from_fn(|i| (i as u8).wrapping_mul(97).wrapping_add(13));
@@ -974,7 +1019,7 @@ mod tests {
             .iter()
             .map(|k| k.isa())
         {
-            for len in [0, 1, 31, 32, 33, 255, 256, 999, 1000] {
+            for len in [0, 1, 31, 32, 33, 63, 64, 65, 127, 255, 256, 999, 1000] {
                 let mut got = vec![0u8; len];
                 lookup(isa, &lut, &x[..len], &mut got);
                 let want: Vec<u8> = x[..len].iter().map(|&v| lut[v as usize]).collect();
