@@ -39,6 +39,9 @@ convolutions on a large feature map, for what the NCHW edges of a model cost:
   (then a Sigmoid, EfficientNet's) gate multiplied into the map per channel, a 1x1
   projection and a residual Add.
 
+Each model has a seeded input beside it (`NAME.x.npy`), the calibration input of its
+int8 twin: scripts/make-qdq.sh OUT_DIR/NAME.onnx OUT_DIR/NAME.x.npy.
+
 Usage: .cache/peer-venv/bin/python scripts/make-act-models.py [OUT_DIR] (default
 .cache/act), then scripts/compare-ort.py --model OUT_DIR/act_cnn.onnx --model ...
 """
@@ -61,6 +64,9 @@ def save(out, name, nodes, weights, x_shape, y_shape):
     model.ir_version = 8
     onnx.checker.check_model(model)
     onnx.save(model, out / f"{name}.onnx")
+    # A seeded input beside it: the calibration input of its QDQ twin (make-qdq.sh).
+    x = np.random.default_rng(len(name)).standard_normal(x_shape).astype(np.float32)
+    np.save(out / f"{name}.x.npy", x)
     print(out / f"{name}.onnx")
 
 
