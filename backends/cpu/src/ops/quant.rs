@@ -901,7 +901,9 @@ impl BinaryParams {
 
 #[cfg(test)]
 mod tests {
-    use super::{lookup, quantize_stored, BinaryParams, QBinaryKind};
+    use super::lookup;
+    #[cfg(target_arch = "x86_64")]
+    use super::{quantize_stored, BinaryParams, QBinaryKind};
 
     /// The AVX2 Add and Mul of two int8 tensors store [`BinaryParams::stored`]'s bytes for
     /// every pair of operand bytes: with no clamp, a Relu and a Clip, u8 and i8 zero
