@@ -747,6 +747,22 @@ mod tests {
         }
     }
 
+    /// `A` (`m x k`), `B` packed with a bias (`k x n`) and a residual (`m x n`, scaled by
+    /// `residual`) of deterministic awkward values, for the epilogue tests.
+    fn operands(
+        kernel: &MicroKernel,
+        (m, n, k): (usize, usize, usize),
+        residual: f32,
+    ) -> (Vec<f32>, PackedB, Vec<f32>) {
+        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
+        let a: Vec<f32> = (0..m * k).map(value).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
+        let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
+        let r: Vec<f32> = (0..m * n).map(|i| residual * value(i + 3)).collect();
+        let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+        (a, pb, r)
+    }
+
     /// The product in row blocks, each handed on from its thread's slot, against the
     /// whole product: every row handed on once, with the bits of `gemm`, for one row,
     /// partial tiles and blocks, blocks of one tile and of many, depths past one cache
@@ -754,7 +770,6 @@ mod tests {
     /// threads, on every kernel.
     #[test]
     fn row_blocks_hand_on_the_bits_of_the_whole_product() {
-        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
         let pools = [Pool::new(1), Pool::new(3)];
         for kernel in MicroKernel::available() {
             for &(m, n, k, block) in &[
@@ -764,11 +779,7 @@ mod tests {
                 (301, 16, 1100, 64),
                 (700, 70, 90, 100),
             ] {
-                let a: Vec<f32> = (0..m * k).map(value).collect();
-                let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
-                let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
-                let residual: Vec<f32> = (0..m * n).map(|i| value(i + 3)).collect();
-                let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+                let (a, pb, residual) = operands(kernel, (m, n, k), 1.0);
                 let mut ep = Epilogue::new();
                 ep.add(Add {
                     data: &residual,
@@ -815,7 +826,6 @@ mod tests {
     /// last may apply it), after a residual add and a clamp.
     #[test]
     fn the_epilogue_activation_is_the_function_of_the_stored_result() {
-        let value = |i: usize| ((i * 7919 % 1013) as f32 - 506.0) / 97.0;
         for kernel in MicroKernel::available() {
             for &(m, n, k) in &[
                 (1, 40, 9),
@@ -825,11 +835,7 @@ mod tests {
                 (7, 33, 5),
                 (13, 70, 1100),
             ] {
-                let a: Vec<f32> = (0..m * k).map(value).collect();
-                let b: Vec<f32> = (0..k * n).map(|i| value(i + 5) / 8.0).collect();
-                let bias: Vec<f32> = (0..n).map(|i| value(i + 11)).collect();
-                let residual: Vec<f32> = (0..m * n).map(|i| 4.0 * value(i + 3)).collect();
-                let pb = PackedB::new(kernel, 1, k, n, Some(&bias), |i, j| b[i * n + j]);
+                let (a, pb, residual) = operands(kernel, (m, n, k), 4.0);
                 let product = |f: Option<Activation>| {
                     let mut ep = Epilogue::new();
                     ep.add(Add {
