@@ -1047,3 +1047,92 @@ fn transposes_at_int8_channels_last_edges_are_views() {
         assert_eq!(plain_steps, 8, "simd={simd}");
     }
 }
+
+/// A YOLO neck's int8 twin as ONNX Runtime's quantizer writes it: an int8 3x3
+/// convolution's result dequantized once for a second int8 convolution and for a nearest
+/// Resize, the Resize in its own Q -> DQ pair, a Concat of that with a MaxPool of it (in
+/// its pair too), and an int8 convolution of the Concat. The pairs' bytes are held NHWC
+/// and the float ops between them run channels-last (`lower/quant.rs`): the same bytes,
+/// on every ISA and at 1 and 2 threads, as the graph with the Resize's and the Concat's
+/// results made outputs (held NCHW, so that the pairs convert layouts).
+#[test]
+fn float_ops_between_pass_through_pairs_keep_the_bytes() {
+    let (c, h, w) = (16, 10, 13);
+    let build = |expose: bool| {
+        let mut rng = Rng::new(21);
+        let mut b = GraphBuilder::new("neck");
+        let x = b.input_fixed("x", DType::F32, &[1, c, h, w]);
+        let qdq = |b: &mut GraphBuilder, t: TensorId, name: &str, s: f32, z: i32| {
+            let (s, z) = scalar(b, DType::U8, name, s, z);
+            let q = b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+            b.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap()
+        };
+        let dx = qdq(&mut b, x, "x", 0.02, 128);
+        let mut conv = |b: &mut GraphBuilder, x: TensorId, cin: usize, k: usize, name: &str| {
+            let wq: Vec<i8> = (0..c * cin * k * k)
+                .map(|_| (rng.next_u64() % 255) as i32 as i8)
+                .collect();
+            let wt = b.constant(
+                name,
+                DType::I8,
+                &[c, cin, k, k],
+                TensorData::from_slice(&wq),
+            );
+            let (ws, wz) = scalar(b, DType::I8, &format!("{name}w"), 0.002, 0);
+            let wd = b
+                .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+                .unwrap();
+            let pads = [("pads", Attr::Ints(vec![(k / 2) as i64; 4]))];
+            b.node(OpKind::Conv, &[x, wd], &pads).unwrap()
+        };
+        let a = conv(&mut b, dx, c, 3, "a");
+        let da = qdq(&mut b, a, "a", 0.04, 120);
+        let side = conv(&mut b, da, c, 1, "side");
+        let scales = Attr::Floats(vec![1.0, 1.0, 2.0, 2.0]);
+        let up = b
+            .node(OpKind::Resize, &[da], &[("scales", scales)])
+            .unwrap();
+        let du = qdq(&mut b, up, "a", 0.04, 120);
+        let pool_attrs = [
+            ("kernel_shape", Attr::Ints(vec![5, 5])),
+            ("pads", Attr::Ints(vec![2; 4])),
+        ];
+        let pool = b.node(OpKind::MaxPool, &[du], &pool_attrs).unwrap();
+        let dp = qdq(&mut b, pool, "a", 0.04, 120);
+        let cat = b
+            .node(OpKind::Concat, &[du, dp], &[("axis", Attr::Int(1))])
+            .unwrap();
+        let dc = qdq(&mut b, cat, "a", 0.04, 120);
+        let y = conv(&mut b, dc, 2 * c, 1, "y");
+        let dy = qdq(&mut b, y, "y", 0.05, 100);
+        let ds = qdq(&mut b, side, "s", 0.05, 100);
+        b.output(dy);
+        b.output(ds);
+        if expose {
+            b.output(up);
+            b.output(cat);
+        }
+        b.finish().unwrap()
+    };
+    let (g, exposed) = (build(false), build(true));
+    let mut rng = Rng::new(22);
+    let xs: Vec<f32> = (0..c * h * w)
+        .map(|_| (rng.next_u64() % 5000) as f32 / 1000.0 - 2.5)
+        .collect();
+    let input = [Tensor::from_f32(&[1, c, h, w], &xs)];
+    for isa in common::isas() {
+        for threads in [1, 2] {
+            let d = common::delegate_with(isa, threads);
+            let got = run(&d, &g, &input).expect("runs");
+            let want = run(&d, &exposed, &input).expect("runs");
+            let what = format!("isa {isa}, {threads} threads");
+            common::assert_same_bits(&got[..2], &want[..2], &what);
+            let distinct = got[0]
+                .f32s()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<std::collections::HashSet<_>>();
+            assert!(distinct.len() > 50, "{what}: output too flat");
+        }
+    }
+}

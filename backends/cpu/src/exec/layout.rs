@@ -47,10 +47,13 @@
 //! order it reads; its converse, a QuantizeLinear whose 8-bit result is held NHWC, is a
 //! reader. Both with one scale for the whole tensor: the Transposes of a channels-last
 //! int8 model (Quantize/Dequantize pairs around them, as ONNX Runtime's quantizer writes
-//! them) then become views too.
+//! them) then become views too. A QDQ group that reads such a DequantizeLinear's result
+//! reads its 8-bit input instead, so it takes either layout: the float ops ONNX Runtime's
+//! quantizer leaves between Q -> DQ pairs (MaxPool, Resize, Split, Concat) stay
+//! channels-last where a branch of their input also feeds an int8 convolution or Add.
 //!
-//! Anything else (reshapes, other transposes and pools, subgraph outputs, QDQ groups)
-//! reads NCHW. The set is found by starting from every candidate and removing those with
+//! Anything else (reshapes, other transposes and pools, subgraph outputs, other readers
+//! in QDQ groups) reads NCHW. The set is found by starting from every candidate and removing those with
 //! a reader that does not take NHWC, until nothing changes: each round only removes, so
 //! the loop ends. Layout is converted at most once at each boundary, by the convolution.
 
@@ -147,7 +150,10 @@ pub(crate) fn channels_last(
                 .any(|&(add, r, out)| add == reader && r == t && nhwc[out]);
         }
         if skip[reader] {
-            return false;
+            // A QDQ group reads a standalone DequantizeLinear's result through it: its
+            // integer op reads the 8-bit input (a C2f's Split half feeds a convolution,
+            // the residual Add and the Concat).
+            return producer[t].is_some_and(|p| graph.nodes[p].op == OpKind::DequantizeLinear);
         }
         match node.op {
             OpKind::Conv => node.inputs[0] == t && !node.inputs[1..].contains(&t),

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use baton_delegate_api::ir::{Graph, Node, OpKind, Storage, TensorId};
+use baton_delegate_api::ir::{Graph, Node, NodeId, OpKind, Storage, TensorId};
 use baton_delegate_api::shape::{normalize_axis, transpose_perm, ConvGeometry, PoolGeometry};
 use baton_delegate_api::{Constants, DType, DelegateError};
 
@@ -51,8 +51,169 @@ use crate::ops::tensor::{
 use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
-use crate::quant::{find_bin_groups, find_groups, find_lut_groups, ints};
+use crate::quant::{
+    find_bin_groups, find_groups, find_lut_groups, ints, QBinGroup, QGroup, QLutGroup,
+};
 use crate::support::clip_bounds;
+
+/// The int8 region of a graph and the layouts it and the f32 ops are held in.
+struct Region {
+    groups: Vec<QGroup>,
+    bins: Vec<QBinGroup>,
+    luts: Vec<QLutGroup>,
+    /// Per node: the group, element-wise group or table whose QuantizeLinear it is.
+    group_at: Vec<Option<usize>>,
+    bin_at: Vec<Option<usize>>,
+    lut_at: Vec<Option<usize>>,
+    /// Per element-wise group: the table that gates it, and whether it is operand `b`.
+    self_gate: Vec<Option<(usize, bool)>>,
+    /// Per node: runs as part of another step (or not at all).
+    absorbed: Vec<bool>,
+    roles: Vec<Role>,
+    /// Per node: lowered as part of an int8 group.
+    qdq: Vec<bool>,
+    /// Per tensor: the f32 tensors held NHWC (`layout.rs`), the 8-bit ones (`quant.rs`).
+    nhwc: Vec<bool>,
+    qnhwc: Vec<bool>,
+}
+
+impl Region {
+    fn plan(graph: &Graph, plan: &FusionPlan, consts: &Constants<'_>) -> Region {
+        // QDQ groups run as integer ops at their QuantizeLinear; their other nodes are
+        // absorbed (a DequantizeLinear with other readers also runs on its own).
+        let groups = find_groups(graph, consts);
+        let mut absorbed = vec![false; graph.nodes.len()];
+        let group_at = claim(&groups, |g| (g.nodes(), g.q), &mut absorbed);
+        // QDQ Add/Mul of two int8 tensors, where no linear group took their nodes.
+        let bins: Vec<_> = find_bin_groups(graph, consts)
+            .into_iter()
+            .filter(|g| unclaimed(&g.nodes(), &absorbed, &[&group_at]))
+            .collect();
+        let bin_at = claim(&bins, |g| (g.nodes(), g.q), &mut absorbed);
+        // QDQ chains of float ops of one int8 tensor, where no group took their nodes.
+        let luts: Vec<_> = find_lut_groups(graph, consts)
+            .into_iter()
+            .filter(|g| unclaimed(&g.nodes(), &absorbed, &[&group_at, &bin_at]))
+            .collect();
+        let mut lut_at = claim(&luts, |g| (g.nodes(), g.q), &mut absorbed);
+        // An Add or Mul of an int8 tensor and a table of that same tensor (a QDQ SiLU: `x *
+        // Sigmoid(x)`) runs as one table; the gate's own table, read by nothing else, does
+        // not run. Per binary group: the table's group, and whether it is operand `b`.
+        let consumers = graph.consumers();
+        let self_gate: Vec<Option<(usize, bool)>> = bins
+            .iter()
+            .map(|g| {
+                let shape = |t: TensorId| graph.tensors[t].static_shape();
+                let same = shape(g.a).is_some() && shape(g.a) == shape(g.b);
+                luts.iter().enumerate().find_map(|(j, l)| {
+                    let s = graph.nodes[l.q].outputs[0];
+                    let gate_is_b = match (g.a == l.x && g.b == s, g.b == l.x && g.a == s) {
+                        (true, _) => true,
+                        (_, true) => false,
+                        _ => return None,
+                    };
+                    let dq = if gate_is_b { g.b_dq } else { g.a_dq };
+                    let sole = consumers[s] == [dq.0] && dq.1 && !graph.outputs.contains(&s);
+                    (same && sole).then_some((j, gate_is_b))
+                })
+            })
+            .collect();
+        for &(j, _) in self_gate.iter().flatten() {
+            lut_at[luts[j].q] = None;
+        }
+        // A DequantizeLinear that groups read through (their integer ops read its input
+        // bytes) and that nothing else reads need not run either: a QDQ model's residual
+        // branch point feeds a convolution and an Add, both integer, and the f32 copy made for
+        // neither cost a pass over the tensor (with a layout change) at every branch.
+        let mut through = vec![0usize; graph.nodes.len()];
+        let listed = groups
+            .iter()
+            .flat_map(|g| g.nodes())
+            .chain(bins.iter().flat_map(|g| g.nodes()))
+            .chain(luts.iter().flat_map(|g| g.nodes()));
+        for (n, a) in listed {
+            if !a && graph.nodes[n].op == OpKind::DequantizeLinear {
+                through[n] += 1;
+            }
+        }
+        for (n, &k) in through.iter().enumerate() {
+            let t = graph.nodes[n].outputs[0];
+            if k > 0 && consumers[t].len() == k && !graph.outputs.contains(&t) {
+                absorbed[n] = true;
+            }
+        }
+        let roles = plan.roles(graph);
+        let qdq: Vec<bool> = (0..graph.nodes.len())
+            .map(|n| {
+                absorbed[n] || group_at[n].is_some() || bin_at[n].is_some() || lut_at[n].is_some()
+            })
+            .collect();
+        let standalone: Vec<bool> = graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(n, node)| {
+                matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
+            })
+            .collect();
+        let mut nhwc;
+        let mut int8 = quant::int8_nhwc(graph, &groups, &bins, &luts, &standalone, &qdq);
+        loop {
+            nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &int8.nhwc, consts);
+            if !int8.drop_ungrounded(&nhwc) {
+                break;
+            }
+        }
+        Region {
+            groups,
+            bins,
+            luts,
+            group_at,
+            bin_at,
+            lut_at,
+            self_gate,
+            absorbed,
+            roles,
+            qdq,
+            nhwc,
+            qnhwc: int8.nhwc,
+        }
+    }
+}
+
+/// Marks the nodes each of `groups` absorbs (`parts`: its nodes, with whether each is
+/// absorbed, and its QuantizeLinear); per node, the group whose QuantizeLinear it is.
+fn claim<G>(
+    groups: &[G],
+    parts: impl Fn(&G) -> (Vec<(NodeId, bool)>, NodeId),
+    absorbed: &mut [bool],
+) -> Vec<Option<usize>> {
+    let mut at = vec![None; absorbed.len()];
+    for (i, g) in groups.iter().enumerate() {
+        let (nodes, q) = parts(g);
+        for (n, a) in nodes {
+            absorbed[n] |= a;
+        }
+        at[q] = Some(i);
+    }
+    at
+}
+
+/// Whether none of `nodes` is absorbed or the QuantizeLinear of a group in `ats`.
+fn unclaimed(nodes: &[(NodeId, bool)], absorbed: &[bool], ats: &[&[Option<usize>]]) -> bool {
+    nodes
+        .iter()
+        .all(|&(n, _)| !absorbed[n] && ats.iter().all(|at| at[n].is_none()))
+}
+
+/// The f32 and 8-bit layout flags the lowering of `graph` holds its tensors in.
+#[cfg(test)]
+pub(crate) fn layouts(graph: &Graph) -> (Vec<bool>, Vec<bool>) {
+    let consts = Constants::new(graph, &[]);
+    let plan = FusionPlan::plan(graph, &consts);
+    let region = Region::plan(graph, &plan, &consts);
+    (region.nhwc, region.qnhwc)
+}
 
 /// Builds the executable of `graph`, whose nodes have all been checked as supported and
 /// whose plan has been validated, taking its packed weights from `packs` (see
@@ -134,109 +295,21 @@ pub(crate) fn build<'g>(
         }
         inputs.push(decl);
     }
-    // QDQ groups run as integer ops at their QuantizeLinear; their other nodes are
-    // absorbed (a DequantizeLinear with other readers also runs on its own).
-    let groups = find_groups(graph, &consts);
-    let mut group_at = vec![None; graph.nodes.len()];
-    let mut absorbed = vec![false; graph.nodes.len()];
-    for (i, g) in groups.iter().enumerate() {
-        for (n, a) in g.nodes() {
-            absorbed[n] |= a;
-        }
-        group_at[g.q] = Some(i);
-    }
-    // QDQ Add/Mul of two int8 tensors, where no linear group took their nodes.
-    let bins: Vec<_> = find_bin_groups(graph, &consts)
-        .into_iter()
-        .filter(|g| {
-            g.nodes()
-                .iter()
-                .all(|&(n, _)| !absorbed[n] && group_at[n].is_none())
-        })
-        .collect();
-    let mut bin_at = vec![None; graph.nodes.len()];
-    for (i, g) in bins.iter().enumerate() {
-        for (n, a) in g.nodes() {
-            absorbed[n] |= a;
-        }
-        bin_at[g.q] = Some(i);
-    }
-    // QDQ chains of float ops of one int8 tensor, where no group took their nodes.
-    let luts: Vec<_> = find_lut_groups(graph, &consts)
-        .into_iter()
-        .filter(|g| {
-            g.nodes()
-                .iter()
-                .all(|&(n, _)| !absorbed[n] && group_at[n].is_none() && bin_at[n].is_none())
-        })
-        .collect();
-    let mut lut_at = vec![None; graph.nodes.len()];
-    for (i, g) in luts.iter().enumerate() {
-        for (n, a) in g.nodes() {
-            absorbed[n] |= a;
-        }
-        lut_at[g.q] = Some(i);
-    }
-    // An Add or Mul of an int8 tensor and a table of that same tensor (a QDQ SiLU: `x *
-    // Sigmoid(x)`) runs as one table; the gate's own table, read by nothing else, does
-    // not run. Per binary group: the table's group, and whether it is operand `b`.
-    let consumers = graph.consumers();
-    let self_gate: Vec<Option<(usize, bool)>> = bins
-        .iter()
-        .map(|g| {
-            let shape = |t: TensorId| graph.tensors[t].static_shape();
-            let same = shape(g.a).is_some() && shape(g.a) == shape(g.b);
-            luts.iter().enumerate().find_map(|(j, l)| {
-                let s = graph.nodes[l.q].outputs[0];
-                let gate_is_b = match (g.a == l.x && g.b == s, g.b == l.x && g.a == s) {
-                    (true, _) => true,
-                    (_, true) => false,
-                    _ => return None,
-                };
-                let dq = if gate_is_b { g.b_dq } else { g.a_dq };
-                let sole = consumers[s] == [dq.0] && dq.1 && !graph.outputs.contains(&s);
-                (same && sole).then_some((j, gate_is_b))
-            })
-        })
-        .collect();
-    for &(j, _) in self_gate.iter().flatten() {
-        lut_at[luts[j].q] = None;
-    }
-    // A DequantizeLinear that groups read through (their integer ops read its input
-    // bytes) and that nothing else reads need not run either: a QDQ model's residual
-    // branch point feeds a convolution and an Add, both integer, and the f32 copy made for
-    // neither cost a pass over the tensor (with a layout change) at every branch.
-    let mut through = vec![0usize; graph.nodes.len()];
-    let listed = groups
-        .iter()
-        .flat_map(|g| g.nodes())
-        .chain(bins.iter().flat_map(|g| g.nodes()))
-        .chain(luts.iter().flat_map(|g| g.nodes()));
-    for (n, a) in listed {
-        if !a && graph.nodes[n].op == OpKind::DequantizeLinear {
-            through[n] += 1;
-        }
-    }
-    for (n, &k) in through.iter().enumerate() {
-        let t = graph.nodes[n].outputs[0];
-        if k > 0 && consumers[t].len() == k && !graph.outputs.contains(&t) {
-            absorbed[n] = true;
-        }
-    }
-    let roles = plan.roles(graph);
-    let qdq: Vec<bool> = (0..graph.nodes.len())
-        .map(|n| absorbed[n] || group_at[n].is_some() || bin_at[n].is_some() || lut_at[n].is_some())
-        .collect();
-    let standalone: Vec<bool> = graph
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(n, node)| {
-            matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
-        })
-        .collect();
-    b.qnhwc = quant::int8_nhwc(graph, &groups, &bins, &luts, &standalone, &qdq);
-    b.nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &b.qnhwc, &b.consts);
+    let Region {
+        groups,
+        bins,
+        luts,
+        group_at,
+        bin_at,
+        lut_at,
+        self_gate,
+        mut absorbed,
+        roles,
+        qdq,
+        nhwc,
+        qnhwc,
+    } = Region::plan(graph, plan, &b.consts);
+    (b.nhwc, b.qnhwc) = (nhwc, qnhwc);
     // Multi-node activations (Erf GELUs, `patterns.rs`) outside fusion chains and QDQ
     // groups run as one pass at their last node; convolutions absorb the inference
     // BatchNormalization after them (and its activation); products apply the activation

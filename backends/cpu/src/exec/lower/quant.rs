@@ -2,10 +2,11 @@
 //! QuantizeLinear / DequantizeLinear, and which 8-bit tensors are held channels-last.
 //!
 //! **Layout.** An 8-bit tensor is held NHWC when it is the rank-4 result of an int8
-//! convolution (or of an int8 Add/Mul of NHWC operands) and every step that reads it takes
-//! NHWC: an int8 2-D convolution, an int8 Add/Mul whose result is NHWC, or a standalone
-//! DequantizeLinear (which converts back to NCHW while it dequantizes). Subgraph outputs
-//! are NCHW. As in `layout.rs`, the set starts from every candidate and loses those with a
+//! convolution (or of an int8 Add/Mul of NHWC operands, or of a standalone QuantizeLinear
+//! that an int8 convolution or only standalone DequantizeLinears read) and every step
+//! that reads it takes NHWC: an int8 2-D convolution, an int8 Add/Mul whose result is
+//! NHWC, or a standalone DequantizeLinear (which converts to NCHW while it dequantizes
+//! when its result is not held NHWC). Subgraph outputs are NCHW. As in `layout.rs`, the set starts from every candidate and loses those with a
 //! reader that does not take NHWC until nothing changes.
 
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
@@ -36,6 +37,33 @@ enum Reader {
     Nchw,
 }
 
+/// The 8-bit tensors held channels-last (`nhwc`, one flag per tensor), and the
+/// standalone QuantizeLinears whose results are candidates as pass-through bytes alone
+/// (`passes`: input, result).
+pub(super) struct Int8Layout {
+    pub nhwc: Vec<bool>,
+    pub passes: Vec<(TensorId, TensorId)>,
+}
+
+impl Int8Layout {
+    /// Drops the pass-through bytes whose QuantizeLinear's f32 input the f32 plan `f32`
+    /// holds NCHW: the Q would convert, and the DQs either convert back or feed float ops
+    /// held NHWC for these bytes alone. Whether any was dropped: the f32 plan is then
+    /// made again, until none is, which keeps the pairs between float ops that are
+    /// channels-last for a reason (an int8 convolution's or element-wise group's result
+    /// before them).
+    pub fn drop_ungrounded(&mut self, f32: &[bool]) -> bool {
+        let nhwc = &mut self.nhwc;
+        let before = self.passes.len();
+        self.passes.retain(|&(x, y)| {
+            let keep = f32[x] || !nhwc[y];
+            nhwc[y] &= keep;
+            keep
+        });
+        self.passes.len() != before
+    }
+}
+
 /// One flag per tensor: an 8-bit tensor held channels-last. `standalone[n]`: node `n` is
 /// a QuantizeLinear or DequantizeLinear that runs on its own (a QuantizeLinear writes
 /// NHWC while it quantizes when every reader takes it so, sparing the first int8
@@ -48,7 +76,7 @@ pub(super) fn int8_nhwc(
     luts: &[QLutGroup],
     standalone: &[bool],
     qdq: &[bool],
-) -> Vec<bool> {
+) -> Int8Layout {
     let rank4 = |t: TensorId| graph.tensors[t].shape.len() == 4;
     let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); graph.tensors.len()];
     for (i, g) in groups.iter().enumerate() {
@@ -89,15 +117,25 @@ pub(super) fn int8_nhwc(
     for g in luts {
         nhwc[out_of(g.q)] = rank4(out_of(g.q));
     }
-    // A QuantizeLinear only when an int8 convolution reads it (otherwise NHWC would only
-    // add a conversion back).
+    let mut passes = Vec::new();
+    // A QuantizeLinear when an int8 convolution reads it (otherwise NHWC would only add
+    // a conversion back), or when only standalone DequantizeLinears do: the Q -> DQ pair
+    // ONNX Runtime's quantizer puts after a float op it leaves in floats (MaxPool, Resize,
+    // Concat, Split). Such a pair converts as its f32 sides are held, so NHWC bytes let
+    // the f32 layout plan keep the float ops on both sides channels-last; the lowering
+    // drops those whose f32 input is not held so (`Int8Layout::drop_ungrounded`), where
+    // they would only add conversions.
     for (n, node) in graph.nodes.iter().enumerate() {
         let y = node.outputs[0];
         if standalone[n] && node.op == OpKind::QuantizeLinear {
-            nhwc[y] = rank4(y)
-                && readers[y]
-                    .iter()
-                    .any(|r| matches!(*r, Reader::Group(i) if conv2d(&groups[i])));
+            let by_conv = readers[y]
+                .iter()
+                .any(|r| matches!(*r, Reader::Group(i) if conv2d(&groups[i])));
+            let through = !by_conv && passes_through(&readers[y]);
+            nhwc[y] = rank4(y) && (by_conv || through);
+            if nhwc[y] && through {
+                passes.push((node.inputs[0], y));
+            }
         }
     }
     loop {
@@ -127,9 +165,16 @@ pub(super) fn int8_nhwc(
             }
         }
         if !changed {
-            return nhwc;
+            passes.retain(|&(_, y)| nhwc[y]);
+            return Int8Layout { nhwc, passes };
         }
     }
+}
+
+/// Whether the 8-bit tensor read by `readers` goes only into standalone
+/// DequantizeLinears (the pass-through bytes of a Q -> DQ pair).
+fn passes_through(readers: &[Reader]) -> bool {
+    !readers.is_empty() && readers.iter().all(|r| matches!(r, Reader::Dq))
 }
 
 /// The requantization of one output column block: `x_scale * w_scale / y_scale`, the
@@ -559,5 +604,109 @@ impl<'g> Builder<'g> {
             PackedWeights::fill(dst, taps, c, n, &w)
         });
         PackedWeights::from_panel(taps, c, n, words)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind, TensorData, TensorId};
+
+    use crate::exec::lower::layouts;
+
+    /// A QuantizeLinear and its DequantizeLinear of one scale: (bytes, floats).
+    fn qdq(b: &mut GraphBuilder, t: TensorId, name: &str) -> (TensorId, TensorId) {
+        let s = b.constant_f32(&format!("{name}_s"), &[], &[0.05]);
+        let z = b.constant(
+            &format!("{name}_z"),
+            DType::U8,
+            &[],
+            TensorData::from_bytes(&[128]),
+        );
+        let q = b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+        (
+            q,
+            b.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap(),
+        )
+    }
+
+    /// An int8 1x1 convolution of `x` (dequantized bytes) to `m` channels.
+    fn conv(b: &mut GraphBuilder, x: TensorId, c: usize, m: usize, name: &str) -> TensorId {
+        let w = b.constant(
+            name,
+            DType::I8,
+            &[m, c, 1, 1],
+            TensorData::from_slice(&vec![1i8; m * c]),
+        );
+        let s = b.constant_f32(&format!("{name}_ws"), &[], &[0.01]);
+        let z = b.constant(
+            &format!("{name}_wz"),
+            DType::I8,
+            &[],
+            TensorData::from_bytes(&[0]),
+        );
+        let wd = b.node(OpKind::DequantizeLinear, &[w, s, z], &[]).unwrap();
+        b.node(OpKind::Conv, &[x, wd], &[]).unwrap()
+    }
+
+    /// A YOLO neck as ONNX Runtime's quantizer writes it: an int8 convolution's result
+    /// dequantized once for a second int8 convolution and a nearest Resize, the Resize's
+    /// own Q -> DQ pair, a Concat of it with a MaxPool of the same (each in its pair), and
+    /// an int8 convolution of the Concat. The pairs' bytes are held NHWC, so the Resize,
+    /// the pool and the Concat stay channels-last between the convolutions.
+    #[test]
+    fn float_ops_between_pass_through_pairs_stay_channels_last() {
+        let mut b = GraphBuilder::new("neck");
+        let x = b.input_fixed("x", DType::F32, &[1, 4, 6, 6]);
+        let (_, dx) = qdq(&mut b, x, "x");
+        let a = conv(&mut b, dx, 4, 4, "a");
+        let (qa, da) = qdq(&mut b, a, "a");
+        let side = conv(&mut b, da, 4, 4, "side");
+        let scales = Attr::Floats(vec![1.0, 1.0, 2.0, 2.0]);
+        let up = b
+            .node(OpKind::Resize, &[da], &[("scales", scales)])
+            .unwrap();
+        let (qu, du) = qdq(&mut b, up, "u");
+        let pool_attrs = [
+            ("kernel_shape", Attr::Ints(vec![3, 3])),
+            ("pads", Attr::Ints(vec![1; 4])),
+        ];
+        let pool = b.node(OpKind::MaxPool, &[du], &pool_attrs).unwrap();
+        let (qp, dp) = qdq(&mut b, pool, "p");
+        let cat = b
+            .node(OpKind::Concat, &[du, dp], &[("axis", Attr::Int(1))])
+            .unwrap();
+        let (qc, dc) = qdq(&mut b, cat, "c");
+        let y = conv(&mut b, dc, 8, 4, "y");
+        for t in [y, side] {
+            let (_, d) = qdq(&mut b, t, &format!("out{t}"));
+            b.output(d);
+        }
+        let g = b.finish().unwrap();
+        let (f32, int8) = layouts(&g);
+        assert!(int8[qa] && int8[qu] && int8[qp] && int8[qc]);
+        assert!(f32[da] && f32[up] && f32[du] && f32[pool] && f32[dp] && f32[cat]);
+    }
+
+    /// Pairs with nothing channels-last on either side (a float input quantized, pooled
+    /// and flattened) keep NCHW bytes, or the pairs would convert layouts there and back:
+    /// the second pair's float input looks channels-last only while the first pair's
+    /// bytes are, so the plan is made again after the first is dropped.
+    #[test]
+    fn pass_through_pairs_without_a_channels_last_side_stay_nchw() {
+        let mut b = GraphBuilder::new("flat");
+        let x = b.input_fixed("x", DType::F32, &[1, 4, 6, 6]);
+        let (q1, d1) = qdq(&mut b, x, "x");
+        let pool_attrs = [
+            ("kernel_shape", Attr::Ints(vec![2, 2])),
+            ("strides", Attr::Ints(vec![2, 2])),
+        ];
+        let pool = b.node(OpKind::MaxPool, &[d1], &pool_attrs).unwrap();
+        let (q2, d2) = qdq(&mut b, pool, "p");
+        let flat = b.node(OpKind::Flatten, &[d2], &[]).unwrap();
+        b.output(flat);
+        let g = b.finish().unwrap();
+        let (f32, int8) = layouts(&g);
+        assert!(!int8[q1] && !int8[q2]);
+        assert!(!f32[d1] && !f32[pool] && !f32[d2]);
     }
 }
