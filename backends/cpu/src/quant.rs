@@ -203,6 +203,11 @@ pub(crate) struct PostAdd {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct QLutGroup {
     pub dq: (NodeId, bool),
+    /// A 2-D MaxPool of the dequantized tensor before the chain: the dequantization is
+    /// monotonic, so the max of dequantized bytes is the dequantized max of the bytes,
+    /// and the pool runs over the bytes (the Q -> DQ pairs ONNX Runtime's quantizer puts
+    /// around a YOLO SPPF's pools).
+    pub pool: Option<NodeId>,
     /// The float ops, first to last (possibly none).
     pub chain: Vec<NodeId>,
     pub q: NodeId,
@@ -216,10 +221,14 @@ impl QLutGroup {
     /// Every node the group covers, and whether it is absorbed.
     pub fn nodes(&self) -> Vec<(NodeId, bool)> {
         let mut v = vec![self.dq, (self.q, true)];
-        v.extend(self.chain.iter().map(|&n| (n, true)));
+        v.extend(self.pool.iter().chain(&self.chain).map(|&n| (n, true)));
         v
     }
 }
+
+/// The widest input row (in pixels) a byte MaxPool takes: it keeps a row of maxima of
+/// that many bytes on the stack (`ops::quant::QMaxPoolOp`).
+pub(crate) const POOL_ROW: usize = 16384;
 
 /// The most float ops one table absorbs (the search stops there).
 const LUT_CHAIN: usize = 16;
@@ -227,7 +236,7 @@ const LUT_CHAIN: usize = 16;
 /// Finds every [`QLutGroup`]: walking up from each QuantizeLinear through float ops of
 /// one run-time operand (one-input ops, and Add/Sub/Mul/Div with a one-element constant)
 /// to a DequantizeLinear of a run-time 8-bit tensor, all of one shape, each intermediate
-/// read by the next op alone.
+/// read by the next op alone; or to a 2-D MaxPool of such a DequantizeLinear's result.
 pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLutGroup> {
     let producers = graph.producers();
     let consumers = graph.consumers();
@@ -241,6 +250,7 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
             let mut t = qn.inputs[0];
             let shape = graph.tensors[t].static_shape()?;
             let mut chain = Vec::new();
+            let mut pool = None;
             loop {
                 let p = producers[t]?;
                 let pn = &graph.nodes[p];
@@ -253,6 +263,7 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
                     chain.reverse();
                     return Some(QLutGroup {
                         dq: (p, absorbed),
+                        pool,
                         chain,
                         q,
                         x: pn.inputs[0],
@@ -264,6 +275,15 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
                 if !sole || chain.len() == LUT_CHAIN || graph.tensors[t].dtype != DType::F32 {
                     return None;
                 }
+                // Only the DequantizeLinear comes before a pool.
+                if pool.is_some() {
+                    return None;
+                }
+                if byte_pool(graph, pn, &shape) {
+                    pool = Some(p);
+                    t = pn.inputs[0];
+                    continue;
+                }
                 t = lut_operand(graph, consts, pn, &shape)?;
                 chain.push(p);
             }
@@ -271,6 +291,21 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
         out.extend(group);
     }
     out
+}
+
+/// Whether `node` is a MaxPool a [`QLutGroup`] runs over bytes: 2-D, f32, no indices
+/// output, its result of `shape`, its input rows at most [`POOL_ROW`] pixels wide.
+fn byte_pool(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
+    let Some(x) = graph.tensors[node.inputs[0]].static_shape() else {
+        return false;
+    };
+    node.op == OpKind::MaxPool
+        && node.outputs.len() == 1
+        && graph.tensors[node.outputs[0]].static_shape().as_deref() == Some(shape)
+        && graph.tensors[node.inputs[0]].dtype == DType::F32
+        && x.len() == 4
+        && x[3] <= POOL_ROW
+        && baton_delegate_api::shape::PoolGeometry::new(node, &x).is_ok()
 }
 
 /// The run-time operand of a float op a table can absorb (see [`find_lut_groups`]), whose

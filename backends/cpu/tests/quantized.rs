@@ -1136,3 +1136,97 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
         }
     }
 }
+
+/// A QDQ MaxPool (`DQ -> MaxPool -> Q`, as ONNX Runtime's quantizer writes it) runs over
+/// the stored bytes: the same bytes as the float pool between its Q/DQ pair (the graph
+/// with the pool's float result also an output, so that no byte pool forms), in two steps
+/// fewer, on every ISA and at 1 and 2 threads. Geometries: YOLO's SPPF 5x5 at stride 1
+/// (whole runs of columns), a stem's 3x3 at stride 2, dilation, `ceil_mode`, windows with
+/// no tap on the input (padding as wide as the window: the float pool's -inf, quantized
+/// to the lowest value), rows too
+/// wide for one pass over all channels, and a Q of other parameters than the DQ (a table
+/// after the max); each held NCHW (the pool of a quantized input) and channels-last
+/// (between two int8 convolutions).
+#[test]
+fn qdq_max_pools_run_over_bytes() {
+    use common::run_counting;
+    let pools: [PoolCase; 7] = [
+        ("sppf", [2, 32, 20, 20], pool_attrs(5, 1, 2, 1, 0), 0.03),
+        ("stem", [1, 16, 23, 17], pool_attrs(3, 2, 1, 1, 0), 0.03),
+        ("dilated", [1, 8, 15, 14], pool_attrs(3, 1, 2, 2, 0), 0.03),
+        ("ceil", [1, 8, 10, 11], pool_attrs(2, 2, 0, 1, 1), 0.03),
+        // Padding as wide as the window: the corner windows have no tap on the input.
+        ("padded", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
+        ("wide", [1, 100, 3, 200], pool_attrs(3, 1, 1, 1, 0), 0.03),
+        ("table", [1, 8, 12, 12], pool_attrs(3, 1, 1, 1, 0), 0.05),
+    ];
+    for (name, shape, attrs, y_scale) in pools {
+        for between_convs in [false, true] {
+            let c = shape[1];
+            let build = |expose: bool| {
+                let mut rng = Rng::new(31);
+                let mut b = GraphBuilder::new(name);
+                let x = b.input_fixed("x", DType::F32, &shape);
+                let qdq = |b: &mut GraphBuilder, t: TensorId, tag: &str, s: f32| {
+                    let (s, z) = scalar(b, DType::I8, tag, s, -7);
+                    let q = b.node(OpKind::QuantizeLinear, &[t, s, z], &[]).unwrap();
+                    b.node(OpKind::DequantizeLinear, &[q, s, z], &[]).unwrap()
+                };
+                let mut conv = |b: &mut GraphBuilder, x: TensorId, tag: &str| {
+                    if !between_convs {
+                        return x;
+                    }
+                    let wq: Vec<i8> = (0..c * c).map(|_| rng.next_u64() as i8 / 8).collect();
+                    let wt = b.constant(tag, DType::I8, &[c, c, 1, 1], TensorData::from_slice(&wq));
+                    let (ws, wz) = scalar(b, DType::I8, &format!("{tag}w"), 0.02, 0);
+                    let wd = b
+                        .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+                        .unwrap();
+                    let y = b.node(OpKind::Conv, &[x, wd], &[]).unwrap();
+                    qdq(b, y, &format!("{tag}y"), 0.03)
+                };
+                let dx = qdq(&mut b, x, "x", 0.03);
+                let a = conv(&mut b, dx, "a");
+                let pooled = b.node(OpKind::MaxPool, &[a], &attrs).unwrap();
+                let dp = qdq(&mut b, pooled, "p", y_scale);
+                let y = conv(&mut b, dp, "b");
+                b.output(y);
+                if expose {
+                    b.output(pooled);
+                }
+                b.finish().unwrap()
+            };
+            let (g, exposed) = (build(false), build(true));
+            let mut rng = Rng::new(32);
+            let xs: Vec<f32> = (0..shape.iter().product::<usize>())
+                .map(|_| (rng.next_u64() % 8000) as f32 / 1000.0 - 4.0)
+                .collect();
+            let input = [Tensor::from_f32(&shape, &xs)];
+            for isa in common::isas() {
+                for threads in [1, 2] {
+                    let d = common::delegate_with(isa, threads);
+                    let (got, steps) = run_counting(&d, &g, &input);
+                    let (want, exposed_steps) = run_counting(&d, &exposed, &input);
+                    let what =
+                        format!("{name}, convs {between_convs}, isa {isa}, {threads} threads");
+                    common::assert_same_bits(&got[..1], &want[..1], &what);
+                    assert_eq!(steps + 2, exposed_steps, "{what}: no byte pool");
+                }
+            }
+        }
+    }
+}
+
+/// A pool test: name, input shape, attributes, the scale of the pool's QuantizeLinear.
+type PoolCase = (&'static str, [usize; 4], Vec<(&'static str, Attr)>, f32);
+
+/// MaxPool attributes: a square `k` window, stride, padding, dilation, `ceil_mode`.
+fn pool_attrs(k: i64, s: i64, p: i64, d: i64, ceil: i64) -> Vec<(&'static str, Attr)> {
+    vec![
+        ("kernel_shape", Attr::Ints(vec![k, k])),
+        ("strides", Attr::Ints(vec![s, s])),
+        ("pads", Attr::Ints(vec![p; 4])),
+        ("dilations", Attr::Ints(vec![d, d])),
+        ("ceil_mode", Attr::Int(ceil)),
+    ]
+}

@@ -45,7 +45,7 @@ use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
-use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QLutOp, QuantizeOp};
+use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QLutOp, QMaxPoolOp, QuantizeOp};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
@@ -141,6 +141,7 @@ enum Op {
     /// A QDQ Add or Mul of two int8 tensors.
     QBinary(QBinaryOp),
     QLut(QLutOp),
+    QMaxPool(QMaxPoolOp),
     /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
     IntProduct(IntProductOp),
     Where(WhereOp),
@@ -244,7 +245,7 @@ impl Op {
         match self {
             Op::MatMul(_) => "GEMM",
             Op::Conv(_) => "CONV",
-            Op::Pool(_) | Op::GlobalAveragePool(_) => "POOL",
+            Op::Pool(_) | Op::GlobalAveragePool(_) | Op::QMaxPool(_) => "POOL",
             Op::Unary(_) | Op::Binary(_) | Op::PowInt(_) => "ELEMENTWISE",
             Op::Softmax(_) => "SOFTMAX",
             Op::Transpose(_) | Op::Concat(_) | Op::Copy(_) => "LAYOUT",
@@ -319,6 +320,12 @@ impl Op {
                 &ctx.pool,
             ),
             Op::QLut(op) => op.run(
+                sources,
+                bytemuck::cast_slice_mut(out),
+                ctx.kernel.isa(),
+                &ctx.pool,
+            ),
+            Op::QMaxPool(op) => op.run(
                 sources,
                 bytemuck::cast_slice_mut(out),
                 ctx.kernel.isa(),

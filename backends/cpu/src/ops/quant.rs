@@ -10,6 +10,7 @@ pub(crate) mod integer;
 pub(crate) mod linear;
 
 use baton_delegate_api::ir::DType;
+use baton_delegate_api::shape::PoolGeometry;
 
 use super::elementwise::split_out;
 use super::layout::{nchw_pixels, nchw_to_nhwc, nhwc_to_nchw, pixels_to_nchw};
@@ -17,7 +18,7 @@ use super::{Sources, Src};
 use crate::gemm::Isa;
 use crate::pool::Pool;
 use crate::qgemm::{clamp, to_byte};
-use crate::quant::{int_range, QParams};
+use crate::quant::{int_range, QParams, POOL_ROW};
 
 /// Defines `$name(isa, args..)`, which runs `$body(args..)` compiled for `isa`: the body
 /// (`#[inline(always)]`) is inlined into a function with the ISA's features enabled, so
@@ -494,6 +495,236 @@ impl QLutOp {
         split_out(pool, &mut out[..self.len], 1, |start, out| {
             lookup(isa, &self.lut, &x[start..start + out.len()], out)
         })
+    }
+}
+
+/// A 2-D MaxPool of stored bytes (an i8 biased by 128 orders as its value, see
+/// `crate::qgemm`), then `lut` where the pool's QuantizeLinear differs from its input's
+/// parameters (ONNX Runtime's quantizer gives both the same). Separable: each output row
+/// first takes the max of its window's input rows into a row of the stack (one run of
+/// bytes when the whole row fits), then each pixel the max of its window's columns of
+/// that row: 10 taps for a 5x5 window instead of 25.
+#[derive(Clone, Debug)]
+pub(crate) struct QMaxPoolOp {
+    x: Src,
+    /// Images of `channels` interleaved channels: `N` held NHWC, or `N * C` held NCHW
+    /// (each plane an image of one channel).
+    images: usize,
+    channels: usize,
+    input: [usize; 2],
+    output: [usize; 2],
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    pad_begin: [usize; 2],
+    lut: Option<Box<[u8; 256]>>,
+}
+
+impl QMaxPoolOp {
+    /// From the logical input shape `[N, C, H, W]` and the pool's geometry; `nhwc`: the
+    /// input and the output held channels-last.
+    pub fn new(
+        x: Src,
+        shape: &[usize],
+        geom: &PoolGeometry,
+        nhwc: bool,
+        lut: Option<Box<[u8; 256]>>,
+    ) -> QMaxPoolOp {
+        let two = |v: &[usize]| [v[0], v[1]];
+        let w = &geom.window;
+        let (images, channels) = match nhwc {
+            true => (shape[0], shape[1]),
+            false => (shape[0] * shape[1], 1),
+        };
+        QMaxPoolOp {
+            x,
+            images,
+            channels,
+            input: two(&shape[2..]),
+            output: two(&geom.out_spatial),
+            kernel: two(&w.kernel),
+            strides: two(&w.strides),
+            dilations: two(&w.dilations),
+            pad_begin: two(&w.pad_begin),
+            lut,
+        }
+    }
+
+    /// The input positions along `axis` of output position `o`'s window.
+    fn taps(&self, axis: usize, o: usize) -> impl Iterator<Item = usize> + Clone {
+        let start = (o * self.strides[axis]) as isize - self.pad_begin[axis] as isize;
+        let (d, extent) = (self.dilations[axis] as isize, self.input[axis] as isize);
+        (0..self.kernel[axis] as isize)
+            .map(move |k| start + k * d)
+            .filter(move |&i| i >= 0 && i < extent)
+            .map(|i| i as usize)
+    }
+
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
+        let ([ih, iw], [oh, ow], c) = (self.input, self.output, self.channels);
+        let image = ih * iw * c;
+        let x = &sources.bytes(self.x)[..self.images * image];
+        let row = ow * c;
+        split_out(
+            pool,
+            &mut out[..self.images * oh * row],
+            row,
+            |start, out| {
+                let mut maxima = [0u8; POOL_ROW];
+                for (r, o) in out.chunks_mut(row).enumerate() {
+                    let (n, oy) = ((start / row + r) / oh, (start / row + r) % oh);
+                    let x = &x[n * image..(n + 1) * image];
+                    super::math::on_isa(
+                        isa,
+                        #[inline(always)]
+                        || self.row(x, oy, &mut maxima, o),
+                    );
+                }
+            },
+        )
+    }
+
+    /// Output row `oy` of one image `x` into `o`.
+    #[inline(always)]
+    fn row(&self, x: &[u8], oy: usize, maxima: &mut [u8; POOL_ROW], o: &mut [u8]) {
+        let (iw, c) = (self.input[1], self.channels);
+        let rows = self.taps(0, oy);
+        if rows.clone().next().is_none() {
+            o.fill(0);
+            return;
+        }
+        // Channels per pass: as many as a row of maxima of `POOL_ROW` bytes holds (the
+        // group's finder took only rows of at most that many pixels).
+        let block = c.min(POOL_ROW / iw).max(1);
+        for c0 in (0..c).step_by(block) {
+            let width = block.min(c - c0);
+            let maxima = &mut maxima[..iw * width];
+            maxima.fill(0);
+            let lines = rows.clone().map(|iy| &x[iy * iw * c..(iy + 1) * iw * c]);
+            if width == c {
+                max_of(maxima, lines);
+                if self.strides[1] == 1 {
+                    self.columns(maxima, o);
+                    continue;
+                }
+            } else {
+                for line in lines {
+                    for (m, px) in maxima.chunks_exact_mut(width).zip(line.chunks_exact(c)) {
+                        max_of(m, [&px[c0..c0 + width]]);
+                    }
+                }
+            }
+            for (ox, px) in o.chunks_exact_mut(c).enumerate() {
+                let px = &mut px[c0..c0 + width];
+                px.fill(0);
+                let taps = self.taps(1, ox);
+                let any = taps.clone().next().is_some();
+                max_of(px, taps.map(|ix| &maxima[ix * width..(ix + 1) * width]));
+                self.finish(px, any);
+            }
+        }
+    }
+
+    /// The window's columns of a row of `maxima` (all channels) into the output row `o`,
+    /// at stride 1: each column tap is a run of bytes over the output pixels it reaches,
+    /// so the pixels that every tap reaches take the max of all taps' runs at once (in
+    /// registers), and the border pixels the runs of the taps that reach them.
+    #[inline(always)]
+    fn columns(&self, maxima: &[u8], o: &mut [u8]) {
+        let (c, ow, iw) = (self.channels, self.output[1], self.input[1] as isize);
+        o.fill(0);
+        // Per tap: its offset and the output pixels `ox` with `0 <= ox + off < iw`.
+        let reach = |k: usize| {
+            let off = (k * self.dilations[1]) as isize - self.pad_begin[1] as isize;
+            let lo = (-off).clamp(0, ow as isize) as usize;
+            let hi = (iw - off).clamp(lo as isize, ow as isize) as usize;
+            (off, lo, hi)
+        };
+        let taps = 0..self.kernel[1];
+        let inner = taps
+            .clone()
+            .map(reach)
+            .fold((0, ow), |(a, b), (_, lo, hi)| (a.max(lo), b.min(hi)));
+        let (a, b) = (inner.0, inner.1.max(inner.0));
+        let run = |off: isize, lo: usize, hi: usize| {
+            let from = (lo as isize + off) as usize;
+            &maxima[from * c..(from + hi - lo) * c]
+        };
+        max_of(
+            &mut o[a * c..b * c],
+            taps.clone().map(reach).map(|(off, _, _)| run(off, a, b)),
+        );
+        let (mut first, mut last) = (ow, 0);
+        for (off, lo, hi) in taps.map(reach) {
+            if lo < hi {
+                (first, last) = (first.min(lo), last.max(hi));
+            }
+            for (lo, hi) in [(lo, hi.min(a)), (lo.max(b), hi)] {
+                if lo < hi {
+                    max_of(&mut o[lo * c..hi * c], [run(off, lo, hi)]);
+                }
+            }
+        }
+        if self.lut.is_none() && (first, last) == (0, ow) {
+            return;
+        }
+        for (ox, px) in o.chunks_exact_mut(c).enumerate() {
+            self.finish(px, (first..last).contains(&ox));
+        }
+    }
+
+    /// A pixel's bytes after its maxima: through the table if there is one, unless its
+    /// window has no tap on the input (the float pool's -inf, which quantizes to the
+    /// lowest value: stored byte 0 in either 8-bit type).
+    #[inline(always)]
+    fn finish(&self, px: &mut [u8], any: bool) {
+        match (any, &self.lut) {
+            (false, _) => px.fill(0),
+            (true, Some(lut)) => px.iter_mut().for_each(|v| *v = lut[*v as usize]),
+            (true, None) => {}
+        }
+    }
+}
+
+/// `dst = max(dst, every one of srcs)` byte by byte (stored bytes order as their values),
+/// each of at least `dst`'s length: 64 bytes at a time, up to eight sources at once, the
+/// running maxima in registers (one store per 64 bytes for all eight, not one per source).
+#[inline(always)]
+fn max_of<'a>(dst: &mut [u8], srcs: impl IntoIterator<Item = &'a [u8]>) {
+    let mut group: [&[u8]; 8] = [&[]; 8];
+    let mut k = 0;
+    for s in srcs {
+        group[k] = s;
+        k += 1;
+        if k == group.len() {
+            max_group(dst, &group);
+            k = 0;
+        }
+    }
+    if k > 0 {
+        max_group(dst, &group[..k]);
+    }
+}
+
+#[inline(always)]
+fn max_group(dst: &mut [u8], srcs: &[&[u8]]) {
+    let n = dst.len();
+    let whole = n - n % 64;
+    for (i, d) in dst[..whole].chunks_exact_mut(64).enumerate() {
+        let mut m = [0u8; 64];
+        m.copy_from_slice(d);
+        for s in srcs {
+            let s = &s[i * 64..i * 64 + 64];
+            for j in 0..64 {
+                m[j] = m[j].max(s[j]);
+            }
+        }
+        d.copy_from_slice(&m);
+    }
+    for s in srcs {
+        for (d, &v) in dst[whole..].iter_mut().zip(&s[whole..n]) {
+            *d = (*d).max(v);
+        }
     }
 }
 

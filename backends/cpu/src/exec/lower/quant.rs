@@ -10,7 +10,7 @@
 //! reader that does not take NHWC until nothing changes.
 
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
-use baton_delegate_api::shape::ConvGeometry;
+use baton_delegate_api::shape::{ConvGeometry, PoolGeometry};
 
 use super::Builder;
 use crate::exec::Op;
@@ -20,7 +20,7 @@ use crate::ops::quant::linear::{
 };
 use crate::ops::quant::{
     quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
-    QBinaryOp, QLutOp, QuantizeOp,
+    QBinaryOp, QLutOp, QMaxPoolOp, QuantizeOp,
 };
 use crate::qgemm::{PackedWeights, QKernelId, QOut, Stage2, SLACK};
 use crate::quant::{int_range, ints, scalar_operand, QBinGroup, QGroup, QLutGroup, QParams};
@@ -359,6 +359,18 @@ impl<'g> Builder<'g> {
     pub(super) fn qlut(&mut self, g: &QLutGroup) -> Result<Op, String> {
         let lut = self.lut_table(g)?;
         let out = self.graph.nodes[g.q].outputs[0];
+        if let Some(p) = g.pool {
+            let shape = self.shape(g.x);
+            let geom = PoolGeometry::new(&self.graph.nodes[p], &shape)?;
+            let identity = lut.iter().enumerate().all(|(i, &v)| v as usize == i);
+            return Ok(Op::QMaxPool(QMaxPoolOp::new(
+                self.src(g.x)?,
+                &shape,
+                &geom,
+                self.qnhwc[g.x],
+                (!identity).then_some(lut),
+            )));
+        }
         Ok(Op::QLut(QLutOp {
             x: self.src(g.x)?,
             len: self.shape(out).iter().product(),
@@ -650,9 +662,9 @@ mod tests {
 
     /// A YOLO neck as ONNX Runtime's quantizer writes it: an int8 convolution's result
     /// dequantized once for a second int8 convolution and a nearest Resize, the Resize's
-    /// own Q -> DQ pair, a Concat of it with a MaxPool of the same (each in its pair), and
-    /// an int8 convolution of the Concat. The pairs' bytes are held NHWC, so the Resize,
-    /// the pool and the Concat stay channels-last between the convolutions.
+    /// own Q -> DQ pair, a Concat of it with a linear Resize of the same (each in its
+    /// pair), and an int8 convolution of the Concat. The pairs' bytes are held NHWC, so
+    /// the Resizes and the Concat stay channels-last between the convolutions.
     #[test]
     fn float_ops_between_pass_through_pairs_stay_channels_last() {
         let mut b = GraphBuilder::new("neck");
@@ -666,12 +678,12 @@ mod tests {
             .node(OpKind::Resize, &[da], &[("scales", scales)])
             .unwrap();
         let (qu, du) = qdq(&mut b, up, "u");
-        let pool_attrs = [
-            ("kernel_shape", Attr::Ints(vec![3, 3])),
-            ("pads", Attr::Ints(vec![1; 4])),
+        let linear = [
+            ("mode", Attr::Str("linear".into())),
+            ("scales", Attr::Floats(vec![1.0, 1.0, 1.0, 1.0])),
         ];
-        let pool = b.node(OpKind::MaxPool, &[du], &pool_attrs).unwrap();
-        let (qp, dp) = qdq(&mut b, pool, "p");
+        let lin = b.node(OpKind::Resize, &[du], &linear).unwrap();
+        let (qp, dp) = qdq(&mut b, lin, "p");
         let cat = b
             .node(OpKind::Concat, &[du, dp], &[("axis", Attr::Int(1))])
             .unwrap();
@@ -684,11 +696,11 @@ mod tests {
         let g = b.finish().unwrap();
         let (f32, int8) = layouts(&g);
         assert!(int8[qa] && int8[qu] && int8[qp] && int8[qc]);
-        assert!(f32[da] && f32[up] && f32[du] && f32[pool] && f32[dp] && f32[cat]);
+        assert!(f32[da] && f32[up] && f32[du] && f32[lin] && f32[dp] && f32[cat]);
     }
 
-    /// Pairs with nothing channels-last on either side (a float input quantized, pooled
-    /// and flattened) keep NCHW bytes, or the pairs would convert layouts there and back:
+    /// Pairs with nothing channels-last on either side (a float input quantized, average
+    /// pooled and flattened) keep NCHW bytes, or the pairs would convert layouts there and back:
     /// the second pair's float input looks channels-last only while the first pair's
     /// bytes are, so the plan is made again after the first is dropped.
     #[test]
@@ -700,7 +712,7 @@ mod tests {
             ("kernel_shape", Attr::Ints(vec![2, 2])),
             ("strides", Attr::Ints(vec![2, 2])),
         ];
-        let pool = b.node(OpKind::MaxPool, &[d1], &pool_attrs).unwrap();
+        let pool = b.node(OpKind::AveragePool, &[d1], &pool_attrs).unwrap();
         let (q2, d2) = qdq(&mut b, pool, "p");
         let flat = b.node(OpKind::Flatten, &[d2], &[]).unwrap();
         b.output(flat);
