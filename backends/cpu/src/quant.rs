@@ -226,6 +226,84 @@ impl QLutGroup {
     }
 }
 
+/// `DequantizeLinear`s of 8-bit tensors `-> Concat -> QuantizeLinear` (ONNX Runtime's
+/// quantizer wraps every Concat so: YOLO's SPPF and C2f joins, necks, DenseNets): each
+/// output byte is its input byte through a table of that input's DequantizeLinear and
+/// the QuantizeLinear (none where they share parameters), so the join runs over the
+/// stored bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct QCatGroup {
+    pub op: NodeId,
+    /// Each input's DequantizeLinear, and whether it is absorbed.
+    pub dqs: Vec<(NodeId, bool)>,
+    pub q: NodeId,
+    /// The 8-bit inputs and their parameters; the output's.
+    pub xs: Vec<TensorId>,
+    pub x_params: Vec<(f32, i32, DType)>,
+    pub y_params: (f32, i32, DType),
+}
+
+impl QCatGroup {
+    /// Every node the group covers, and whether it is absorbed.
+    pub fn nodes(&self) -> Vec<(NodeId, bool)> {
+        let mut v = vec![(self.op, true), (self.q, true)];
+        v.extend(&self.dqs);
+        v
+    }
+}
+
+/// Finds every [`QCatGroup`]: a Concat of f32 tensors of static shape, each the result of
+/// a per-tensor DequantizeLinear of a run-time 8-bit tensor, whose result only a
+/// per-tensor 8-bit QuantizeLinear reads.
+pub(crate) fn find_concat_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QCatGroup> {
+    let producers = graph.producers();
+    let consumers = graph.consumers();
+    let mut out = Vec::new();
+    for (op, node) in graph.nodes.iter().enumerate() {
+        if node.op != OpKind::Concat || node.inputs.is_empty() {
+            continue;
+        }
+        let group = (|| -> Option<QCatGroup> {
+            let cat = node.outputs[0];
+            let &[q] = &consumers[cat][..] else {
+                return None;
+            };
+            let qn = &graph.nodes[q];
+            if qn.op != OpKind::QuantizeLinear || graph.outputs.contains(&cat) {
+                return None;
+            }
+            let y_params = per_tensor_8bit(graph, qn, consts)?;
+            graph.tensors[cat].static_shape()?;
+            let (mut dqs, mut xs, mut x_params) = (Vec::new(), Vec::new(), Vec::new());
+            for &t in &node.inputs {
+                let p = producers[t]?;
+                let pn = &graph.nodes[p];
+                let x = *pn.inputs.first()?;
+                if pn.op != OpKind::DequantizeLinear
+                    || graph.tensors[x].is_const()
+                    || graph.tensors[t].dtype != DType::F32
+                {
+                    return None;
+                }
+                x_params.push(per_tensor_8bit(graph, pn, consts)?);
+                let absorbed = consumers[t].len() == 1 && !graph.outputs.contains(&t);
+                dqs.push((p, absorbed));
+                xs.push(x);
+            }
+            Some(QCatGroup {
+                op,
+                dqs,
+                q,
+                xs,
+                x_params,
+                y_params,
+            })
+        })();
+        out.extend(group);
+    }
+    out
+}
+
 /// The widest input row (in pixels) a byte MaxPool takes: it keeps a row of maxima of
 /// that many bytes on the stack (`ops::quant::QMaxPoolOp`).
 pub(crate) const POOL_ROW: usize = 16384;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use baton_delegate_api::ir::{Attr, DType, GraphBuilder, OpKind, TensorId};
+use baton_delegate_api::ir::{Attr, DType, Graph, GraphBuilder, OpKind, TensorId};
 use baton_delegate_api::testing::{run, Rng};
 use baton_delegate_api::{Tensor, TensorData};
 use common::{delegate, delegate_isa};
@@ -1149,7 +1149,6 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
 /// (between two int8 convolutions).
 #[test]
 fn qdq_max_pools_run_over_bytes() {
-    use common::run_counting;
     let pools: [PoolCase; 7] = [
         ("sppf", [2, 32, 20, 20], pool_attrs(5, 1, 2, 1, 0), 0.03),
         ("stem", [1, 16, 23, 17], pool_attrs(3, 2, 1, 1, 0), 0.03),
@@ -1202,17 +1201,8 @@ fn qdq_max_pools_run_over_bytes() {
                 .map(|_| (rng.next_u64() % 8000) as f32 / 1000.0 - 4.0)
                 .collect();
             let input = [Tensor::from_f32(&shape, &xs)];
-            for isa in common::isas() {
-                for threads in [1, 2] {
-                    let d = common::delegate_with(isa, threads);
-                    let (got, steps) = run_counting(&d, &g, &input);
-                    let (want, exposed_steps) = run_counting(&d, &exposed, &input);
-                    let what =
-                        format!("{name}, convs {between_convs}, isa {isa}, {threads} threads");
-                    common::assert_same_bits(&got[..1], &want[..1], &what);
-                    assert_eq!(steps + 2, exposed_steps, "{what}: no byte pool");
-                }
-            }
+            let what = format!("{name}, convs {between_convs}");
+            same_as_exposed(&g, &exposed, &input, 2, &what);
         }
     }
 }
@@ -1229,4 +1219,113 @@ fn pool_attrs(k: i64, s: i64, p: i64, d: i64, ceil: i64) -> Vec<(&'static str, A
         ("dilations", Attr::Ints(vec![d, d])),
         ("ceil_mode", Attr::Int(ceil)),
     ]
+}
+
+/// A QDQ Concat (`DQ`s -> Concat -> Q, as ONNX Runtime's quantizer writes YOLO's joins)
+/// runs over the stored bytes, each input through a table where its parameters differ
+/// from the Q's: the same bytes as the float join between the pairs (the graph with the
+/// Concat's float result also an output, so that no byte join forms), in one step where
+/// the float join takes its DequantizeLinears, itself and the Q, on every ISA and at 1
+/// and 2 threads. Joined along the channels and along the height, held NCHW (quantized
+/// inputs) and channels-last (int8 convolutions' results), with enough rows that a
+/// table's part goes in several blocks of the stack and the threads split them.
+#[test]
+fn qdq_concats_run_over_bytes() {
+    let sizes = [8, 24, 5];
+    for axis in [1i64, 2] {
+        // Along the channels: [1, size, 20, 31]; along the height: [1, 8, size, 31].
+        let shape = |size: usize| match axis {
+            1 => [1, size, 20, 31],
+            _ => [1, 8, size, 31],
+        };
+        for between_convs in [false, true] {
+            let build = |expose: bool| {
+                let mut rng = Rng::new(41);
+                let mut b = GraphBuilder::new("join");
+                let mut parts = Vec::new();
+                let mut inputs = Vec::new();
+                for (i, &size) in sizes.iter().enumerate() {
+                    let c = shape(size)[1];
+                    let x = b.input_fixed(&format!("x{i}"), DType::F32, &shape(size));
+                    inputs.push(x);
+                    // The first input shares the join's parameters; the others do not.
+                    let s = if i == 0 { 0.04 } else { 0.013 * (i + 1) as f32 };
+                    let (qs, qz) = scalar(&mut b, DType::U8, &format!("x{i}"), 0.03, 128);
+                    let q = b.node(OpKind::QuantizeLinear, &[x, qs, qz], &[]).unwrap();
+                    let mut t = b.node(OpKind::DequantizeLinear, &[q, qs, qz], &[]).unwrap();
+                    if between_convs {
+                        let wq: Vec<i8> = (0..c * c).map(|_| rng.next_u64() as i8 / 4).collect();
+                        let wt = b.constant(
+                            &format!("w{i}"),
+                            DType::I8,
+                            &[c, c, 1, 1],
+                            TensorData::from_slice(&wq),
+                        );
+                        let (ws, wz) = scalar(&mut b, DType::I8, &format!("w{i}"), 0.01, 0);
+                        let wd = b
+                            .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+                            .unwrap();
+                        t = b.node(OpKind::Conv, &[t, wd], &[]).unwrap();
+                    }
+                    let (ps, pz) = scalar(&mut b, DType::U8, &format!("p{i}"), s, 120 + i as i32);
+                    let q = b.node(OpKind::QuantizeLinear, &[t, ps, pz], &[]).unwrap();
+                    parts.push(b.node(OpKind::DequantizeLinear, &[q, ps, pz], &[]).unwrap());
+                }
+                let cat = b
+                    .node(OpKind::Concat, &parts, &[("axis", Attr::Int(axis))])
+                    .unwrap();
+                let (ys, yz) = scalar(&mut b, DType::U8, "y", 0.04, 120);
+                let q = b.node(OpKind::QuantizeLinear, &[cat, ys, yz], &[]).unwrap();
+                let mut y = b.node(OpKind::DequantizeLinear, &[q, ys, yz], &[]).unwrap();
+                if between_convs && axis == 1 {
+                    let c: usize = sizes.iter().sum();
+                    let wq: Vec<i8> = (0..c * 4).map(|_| rng.next_u64() as i8 / 4).collect();
+                    let wt =
+                        b.constant("wy", DType::I8, &[4, c, 1, 1], TensorData::from_slice(&wq));
+                    let (ws, wz) = scalar(&mut b, DType::I8, "wy", 0.01, 0);
+                    let wd = b
+                        .node(OpKind::DequantizeLinear, &[wt, ws, wz], &[])
+                        .unwrap();
+                    let c = b.node(OpKind::Conv, &[y, wd], &[]).unwrap();
+                    let (cs, cz) = scalar(&mut b, DType::U8, "c", 0.05, 128);
+                    let q = b.node(OpKind::QuantizeLinear, &[c, cs, cz], &[]).unwrap();
+                    y = b.node(OpKind::DequantizeLinear, &[q, cs, cz], &[]).unwrap();
+                }
+                b.output(y);
+                if expose {
+                    b.output(cat);
+                }
+                (b.finish().unwrap(), inputs.len())
+            };
+            let ((g, k), (exposed, _)) = (build(false), build(true));
+            let mut rng = Rng::new(42);
+            let input: Vec<Tensor> = sizes
+                .iter()
+                .map(|&size| {
+                    let xs: Vec<f32> = (0..shape(size).iter().product())
+                        .map(|_| (rng.next_u64() % 7000) as f32 / 1000.0 - 3.5)
+                        .collect();
+                    Tensor::from_f32(&shape(size), &xs)
+                })
+                .collect();
+            let what = format!("axis {axis}, convs {between_convs}");
+            same_as_exposed(&g, &exposed, &input, k + 1, &what);
+        }
+    }
+}
+
+/// Graph `g`'s first output has the bits of `exposed`'s (its twin with an intermediate
+/// also an output, so that a byte op cannot form) in `fewer` steps fewer, on every ISA
+/// at 1 and 2 threads.
+fn same_as_exposed(g: &Graph, exposed: &Graph, input: &[Tensor], fewer: usize, what: &str) {
+    for isa in common::isas() {
+        for threads in [1, 2] {
+            let d = common::delegate_with(isa, threads);
+            let (got, steps) = common::run_counting(&d, g, input);
+            let (want, exposed_steps) = common::run_counting(&d, exposed, input);
+            let what = format!("{what}, isa {isa}, {threads} threads");
+            common::assert_same_bits(&got[..1], &want[..1], &what);
+            assert_eq!(steps + fewer, exposed_steps, "{what}: no byte op");
+        }
+    }
 }

@@ -45,7 +45,9 @@ use crate::ops::pad::PadOp;
 use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
-use crate::ops::quant::{ByteInputOp, DequantizeOp, QBinaryOp, QLutOp, QMaxPoolOp, QuantizeOp};
+use crate::ops::quant::{
+    ByteInputOp, DequantizeOp, QBinaryOp, QConcatOp, QLutOp, QMaxPoolOp, QuantizeOp,
+};
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
 use crate::ops::rnn::RnnOp;
@@ -142,6 +144,7 @@ enum Op {
     QBinary(QBinaryOp),
     QLut(QLutOp),
     QMaxPool(QMaxPoolOp),
+    QConcat(QConcatOp),
     /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
     IntProduct(IntProductOp),
     Where(WhereOp),
@@ -248,7 +251,7 @@ impl Op {
             Op::Pool(_) | Op::GlobalAveragePool(_) | Op::QMaxPool(_) => "POOL",
             Op::Unary(_) | Op::Binary(_) | Op::PowInt(_) => "ELEMENTWISE",
             Op::Softmax(_) => "SOFTMAX",
-            Op::Transpose(_) | Op::Concat(_) | Op::Copy(_) => "LAYOUT",
+            Op::Transpose(_) | Op::Concat(_) | Op::QConcat(_) | Op::Copy(_) => "LAYOUT",
             Op::ReduceMean(_) => "REDUCE",
             Op::LayerNorm(_) => "NORM",
             Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
@@ -320,6 +323,12 @@ impl Op {
                 &ctx.pool,
             ),
             Op::QLut(op) => op.run(
+                sources,
+                bytemuck::cast_slice_mut(out),
+                ctx.kernel.isa(),
+                &ctx.pool,
+            ),
+            Op::QConcat(op) => op.run(
                 sources,
                 bytemuck::cast_slice_mut(out),
                 ctx.kernel.isa(),

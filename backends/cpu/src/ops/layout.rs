@@ -663,8 +663,13 @@ impl ConcatOp {
         });
     }
 
+    /// The number of outer rows, and each input with the length of its chunk in a row.
+    pub fn parts(&self) -> (usize, &[(Src, usize)]) {
+        (self.outer, &self.parts)
+    }
+
     /// One outer row of the result: every part's chunk.
-    fn row(&self) -> usize {
+    pub fn row(&self) -> usize {
         self.parts.iter().map(|&(_, chunk)| chunk).sum()
     }
 

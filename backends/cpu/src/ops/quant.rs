@@ -728,6 +728,73 @@ fn max_group(dst: &mut [u8], srcs: &[&[u8]]) {
     }
 }
 
+/// A QDQ Concat over stored bytes: each part copied, or looked up in its table where its
+/// DequantizeLinear and the QuantizeLinear differ in parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct QConcatOp {
+    pub cat: super::layout::ConcatOp,
+    pub luts: Vec<Option<Box<[u8; 256]>>>,
+}
+
+impl QConcatOp {
+    /// Split among the threads by outer rows, as the f32 join. A part with a table is
+    /// looked up a block of rows at a time into the stack (its chunks are one run in
+    /// its input) and copied out a chunk a row: a channels-last join has a row per pixel
+    /// and a chunk of a few dozen bytes, too short for a lookup call each.
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8], isa: Isa, pool: &Pool) {
+        const BLOCK: usize = 4096;
+        let (outer, parts) = self.cat.parts();
+        let row = self.cat.row();
+        let n = (outer * row).min(out.len());
+        split_out(pool, &mut out[..n], row, |start, out| {
+            let (first, rows) = (start / row.max(1), out.len() / row.max(1));
+            let mut pos = 0;
+            let mut buf = [0u8; BLOCK];
+            for (&(src, chunk), lut) in parts.iter().zip(&self.luts) {
+                let x = &sources.bytes(src)[first * chunk..(first + rows) * chunk];
+                let at = pos;
+                let dst = out
+                    .chunks_exact_mut(row)
+                    .map(move |r| &mut r[at..at + chunk]);
+                pos += chunk;
+                let Some(lut) = lut.as_deref().filter(|_| chunk > 0 && chunk <= BLOCK) else {
+                    for (d, x) in dst.zip(x.chunks_exact(chunk.max(1))) {
+                        match lut {
+                            Some(lut) => lookup(isa, lut, x, d),
+                            None => copy_bytes(x, d),
+                        }
+                    }
+                    continue;
+                };
+                let per = BLOCK / chunk;
+                let mut dst = dst;
+                for block in x.chunks(per * chunk) {
+                    let looked = &mut buf[..block.len()];
+                    lookup(isa, lut, block, looked);
+                    // The block's rows first: a zip that asked `dst` first would drop
+                    // the row after the block.
+                    for (x, d) in looked.chunks_exact(chunk).zip(&mut dst) {
+                        copy_bytes(x, d);
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// `dst = x`, 16 bytes a move: a channels-last join copies a few dozen bytes a pixel per
+/// part, where a `memcpy` call per chunk cost more than the copy.
+#[inline]
+fn copy_bytes(x: &[u8], dst: &mut [u8]) {
+    let (mut d, mut s) = (dst.chunks_exact_mut(16), x.chunks_exact(16));
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    for (d, &v) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d = v;
+    }
+}
+
 /// `out[i] = lut[x[i]]`.
 pub(crate) fn lookup(isa: Isa, lut: &[u8; 256], x: &[u8], out: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]

@@ -52,7 +52,8 @@ use crate::ops::{f32_view, EpOpSpec, EpilogueSpec, Operand, RunCtx, Slot, Src};
 use crate::prepack::{Packs, Panel};
 use crate::qgemm::QKernel;
 use crate::quant::{
-    find_bin_groups, find_groups, find_lut_groups, ints, QBinGroup, QGroup, QLutGroup,
+    find_bin_groups, find_concat_groups, find_groups, find_lut_groups, ints, QBinGroup, QCatGroup,
+    QGroup, QLutGroup,
 };
 use crate::support::clip_bounds;
 
@@ -61,10 +62,12 @@ struct Region {
     groups: Vec<QGroup>,
     bins: Vec<QBinGroup>,
     luts: Vec<QLutGroup>,
-    /// Per node: the group, element-wise group or table whose QuantizeLinear it is.
+    cats: Vec<QCatGroup>,
+    /// Per node: the group, element-wise group, table or join whose QuantizeLinear it is.
     group_at: Vec<Option<usize>>,
     bin_at: Vec<Option<usize>>,
     lut_at: Vec<Option<usize>>,
+    cat_at: Vec<Option<usize>>,
     /// Per element-wise group: the table that gates it, and whether it is operand `b`.
     self_gate: Vec<Option<(usize, bool)>>,
     /// Per node: runs as part of another step (or not at all).
@@ -96,6 +99,12 @@ impl Region {
             .filter(|g| unclaimed(&g.nodes(), &absorbed, &[&group_at, &bin_at]))
             .collect();
         let mut lut_at = claim(&luts, |g| (g.nodes(), g.q), &mut absorbed);
+        // QDQ Concats of 8-bit tensors, where no other group took their nodes.
+        let cats: Vec<_> = find_concat_groups(graph, consts)
+            .into_iter()
+            .filter(|g| unclaimed(&g.nodes(), &absorbed, &[&group_at, &bin_at, &lut_at]))
+            .collect();
+        let cat_at = claim(&cats, |g| (g.nodes(), g.q), &mut absorbed);
         // An Add or Mul of an int8 tensor and a table of that same tensor (a QDQ SiLU: `x *
         // Sigmoid(x)`) runs as one table; the gate's own table, read by nothing else, does
         // not run. Per binary group: the table's group, and whether it is operand `b`.
@@ -131,7 +140,8 @@ impl Region {
             .iter()
             .flat_map(|g| g.nodes())
             .chain(bins.iter().flat_map(|g| g.nodes()))
-            .chain(luts.iter().flat_map(|g| g.nodes()));
+            .chain(luts.iter().flat_map(|g| g.nodes()))
+            .chain(cats.iter().flat_map(|g| g.nodes()));
         for (n, a) in listed {
             if !a && graph.nodes[n].op == OpKind::DequantizeLinear {
                 through[n] += 1;
@@ -146,7 +156,11 @@ impl Region {
         let roles = plan.roles(graph);
         let qdq: Vec<bool> = (0..graph.nodes.len())
             .map(|n| {
-                absorbed[n] || group_at[n].is_some() || bin_at[n].is_some() || lut_at[n].is_some()
+                absorbed[n]
+                    || group_at[n].is_some()
+                    || bin_at[n].is_some()
+                    || lut_at[n].is_some()
+                    || cat_at[n].is_some()
             })
             .collect();
         let standalone: Vec<bool> = graph
@@ -157,21 +171,34 @@ impl Region {
                 matches!(node.op, OpKind::DequantizeLinear | OpKind::QuantizeLinear) && !qdq[n]
             })
             .collect();
-        let mut nhwc;
-        let mut int8 = quant::int8_nhwc(graph, &groups, &bins, &luts, &standalone, &qdq);
-        loop {
-            nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &int8.nhwc, consts);
-            if !int8.drop_ungrounded(&nhwc) {
-                break;
+        let mut excluded = vec![false; graph.tensors.len()];
+        let (nhwc, int8) = loop {
+            let int8 = quant::int8_nhwc(
+                graph,
+                &groups,
+                &bins,
+                &luts,
+                &cats,
+                &standalone,
+                &qdq,
+                &excluded,
+            );
+            let nhwc = super::layout::channels_last(graph, plan, &roles, &qdq, &int8.nhwc, consts);
+            let drop = int8.ungrounded(&nhwc);
+            if drop.is_empty() {
+                break (nhwc, int8);
             }
-        }
+            drop.into_iter().for_each(|t| excluded[t] = true);
+        };
         Region {
             groups,
             bins,
             luts,
+            cats,
             group_at,
             bin_at,
             lut_at,
+            cat_at,
             self_gate,
             absorbed,
             roles,
@@ -300,9 +327,11 @@ pub(crate) fn build<'g>(
         groups,
         bins,
         luts,
+        cats,
         group_at,
         bin_at,
         lut_at,
+        cat_at,
         self_gate,
         mut absorbed,
         roles,
@@ -348,6 +377,19 @@ pub(crate) fn build<'g>(
                 op,
                 out,
                 node: graph.nodes[bins[i].op].label(),
+                direct: None,
+            });
+            continue;
+        }
+        if let Some(i) = cat_at[id] {
+            let op = b
+                .qconcat(&cats[i])
+                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
+            steps.push(Step {
+                op,
+                out,
+                node: graph.nodes[cats[i].op].label(),
                 direct: None,
             });
             continue;
@@ -1270,7 +1312,7 @@ fn recurrent_clip(node: &Node) -> Result<Option<f32>, String> {
 
 /// Where logical axis `axis` of a rank-`rank` tensor held channels-last lies: the
 /// channels last, the spatial axes one earlier.
-fn nhwc_axis(axis: usize, rank: usize) -> usize {
+pub(super) fn nhwc_axis(axis: usize, rank: usize) -> usize {
     match axis {
         0 => 0,
         1 => rank - 1,

@@ -20,10 +20,12 @@ use crate::ops::quant::linear::{
 };
 use crate::ops::quant::{
     quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
-    QBinaryOp, QLutOp, QMaxPoolOp, QuantizeOp,
+    QBinaryOp, QConcatOp, QLutOp, QMaxPoolOp, QuantizeOp,
 };
 use crate::qgemm::{PackedWeights, QKernelId, QOut, Stage2, SLACK};
-use crate::quant::{int_range, ints, scalar_operand, QBinGroup, QGroup, QLutGroup, QParams};
+use crate::quant::{
+    int_range, ints, scalar_operand, QBinGroup, QCatGroup, QGroup, QLutGroup, QParams,
+};
 
 /// Who reads an 8-bit tensor.
 #[derive(Clone, Copy)]
@@ -31,6 +33,7 @@ enum Reader {
     Group(usize),
     Bin(usize),
     Lut(usize),
+    Cat(usize),
     /// A standalone DequantizeLinear.
     Dq,
     /// Anything that needs NCHW (a subgraph output).
@@ -46,21 +49,18 @@ pub(super) struct Int8Layout {
 }
 
 impl Int8Layout {
-    /// Drops the pass-through bytes whose QuantizeLinear's f32 input the f32 plan `f32`
-    /// holds NCHW: the Q would convert, and the DQs either convert back or feed float ops
-    /// held NHWC for these bytes alone. Whether any was dropped: the f32 plan is then
-    /// made again, until none is, which keeps the pairs between float ops that are
+    /// The pass-through bytes whose QuantizeLinear's f32 input the f32 plan `f32` holds
+    /// NCHW: the Q would convert, and what reads the bytes either converts back or is
+    /// held NHWC for these bytes alone. The lowering plans both sides again without them
+    /// as candidates, until none is left, which keeps the pairs between float ops that are
     /// channels-last for a reason (an int8 convolution's or element-wise group's result
     /// before them).
-    pub fn drop_ungrounded(&mut self, f32: &[bool]) -> bool {
-        let nhwc = &mut self.nhwc;
-        let before = self.passes.len();
-        self.passes.retain(|&(x, y)| {
-            let keep = f32[x] || !nhwc[y];
-            nhwc[y] &= keep;
-            keep
-        });
-        self.passes.len() != before
+    pub fn ungrounded(&self, f32: &[bool]) -> Vec<TensorId> {
+        self.passes
+            .iter()
+            .filter(|&&(x, y)| self.nhwc[y] && !f32[x])
+            .map(|&(_, y)| y)
+            .collect()
     }
 }
 
@@ -68,14 +68,18 @@ impl Int8Layout {
 /// a QuantizeLinear or DequantizeLinear that runs on its own (a QuantizeLinear writes
 /// NHWC while it quantizes when every reader takes it so, sparing the first int8
 /// convolution its conversion). `qdq[n]`: node `n` belongs to a group; every other
-/// reader (a Cast, data movement of bytes) reads NCHW.
+/// reader (a Cast, data movement of bytes) reads NCHW. `excluded[t]`: no candidate as
+/// pass-through bytes (see [`Int8Layout::ungrounded`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn int8_nhwc(
     graph: &Graph,
     groups: &[QGroup],
     bins: &[QBinGroup],
     luts: &[QLutGroup],
+    cats: &[QCatGroup],
     standalone: &[bool],
     qdq: &[bool],
+    excluded: &[bool],
 ) -> Int8Layout {
     let rank4 = |t: TensorId| graph.tensors[t].shape.len() == 4;
     let mut readers: Vec<Vec<Reader>> = vec![Vec::new(); graph.tensors.len()];
@@ -88,6 +92,11 @@ pub(super) fn int8_nhwc(
     }
     for (i, g) in luts.iter().enumerate() {
         readers[g.x].push(Reader::Lut(i));
+    }
+    for (i, g) in cats.iter().enumerate() {
+        for &x in &g.xs {
+            readers[x].push(Reader::Cat(i));
+        }
     }
     for (n, node) in graph.nodes.iter().enumerate() {
         if standalone[n] && node.op == OpKind::DequantizeLinear {
@@ -117,21 +126,25 @@ pub(super) fn int8_nhwc(
     for g in luts {
         nhwc[out_of(g.q)] = rank4(out_of(g.q));
     }
+    for g in cats {
+        nhwc[out_of(g.q)] = rank4(out_of(g.q));
+    }
     let mut passes = Vec::new();
     // A QuantizeLinear when an int8 convolution reads it (otherwise NHWC would only add
-    // a conversion back), or when only standalone DequantizeLinears do: the Q -> DQ pair
-    // ONNX Runtime's quantizer puts after a float op it leaves in floats (MaxPool, Resize,
-    // Concat, Split). Such a pair converts as its f32 sides are held, so NHWC bytes let
-    // the f32 layout plan keep the float ops on both sides channels-last; the lowering
-    // drops those whose f32 input is not held so (`Int8Layout::drop_ungrounded`), where
-    // they would only add conversions.
+    // a conversion back), or when only standalone DequantizeLinears, joins and tables
+    // do: the Q -> DQ pair ONNX Runtime's quantizer puts after a float op it leaves in
+    // floats (Resize, Split) or before one that runs over bytes (Concat, MaxPool). A
+    // DequantizeLinear converts as its f32 side is held, so NHWC bytes let the f32 layout
+    // plan keep the float ops on both sides channels-last; the lowering excludes those
+    // whose f32 input is not held so (`Int8Layout::ungrounded`), where they would only
+    // add conversions.
     for (n, node) in graph.nodes.iter().enumerate() {
         let y = node.outputs[0];
         if standalone[n] && node.op == OpKind::QuantizeLinear {
             let by_conv = readers[y]
                 .iter()
                 .any(|r| matches!(*r, Reader::Group(i) if conv2d(&groups[i])));
-            let through = !by_conv && passes_through(&readers[y]);
+            let through = !by_conv && passes_through(&readers[y]) && !excluded[y];
             nhwc[y] = rank4(y) && (by_conv || through);
             if nhwc[y] && through {
                 passes.push((node.inputs[0], y));
@@ -148,6 +161,7 @@ pub(super) fn int8_nhwc(
                 Reader::Group(i) => conv2d(&groups[i]),
                 Reader::Bin(i) => nhwc[out_of(bins[i].q)],
                 Reader::Lut(i) => nhwc[out_of(luts[i].q)],
+                Reader::Cat(i) => nhwc[out_of(cats[i].q)],
                 Reader::Dq => true,
                 Reader::Nchw => false,
             });
@@ -158,7 +172,11 @@ pub(super) fn int8_nhwc(
                 && luts
                     .iter()
                     .find(|g| out_of(g.q) == t)
-                    .is_none_or(|g| nhwc[g.x]);
+                    .is_none_or(|g| nhwc[g.x])
+                && cats
+                    .iter()
+                    .find(|g| out_of(g.q) == t)
+                    .is_none_or(|g| g.xs.iter().all(|&x| nhwc[x]));
             if !(readers_ok && inputs_ok) {
                 nhwc[t] = false;
                 changed = true;
@@ -172,9 +190,12 @@ pub(super) fn int8_nhwc(
 }
 
 /// Whether the 8-bit tensor read by `readers` goes only into standalone
-/// DequantizeLinears (the pass-through bytes of a Q -> DQ pair).
+/// DequantizeLinears, joins and tables (the pass-through bytes of a Q -> DQ pair).
 fn passes_through(readers: &[Reader]) -> bool {
-    !readers.is_empty() && readers.iter().all(|r| matches!(r, Reader::Dq))
+    !readers.is_empty()
+        && readers
+            .iter()
+            .all(|r| matches!(r, Reader::Dq | Reader::Cat(_) | Reader::Lut(_)))
 }
 
 /// The requantization of one output column block: `x_scale * w_scale / y_scale`, the
@@ -378,6 +399,37 @@ impl<'g> Builder<'g> {
         }))
     }
 
+    /// The op of a QDQ Concat: the inputs' stored bytes joined along the axis where the
+    /// logical one is held, each through its table unless that is the identity.
+    pub(super) fn qconcat(&mut self, g: &QCatGroup) -> Result<Op, String> {
+        let node = &self.graph.nodes[g.op];
+        let out = self.graph.nodes[g.q].outputs[0];
+        let rank = self.shape(out).len();
+        let logical = baton_delegate_api::shape::normalize_axis(node.attr_int("axis", 0), rank)?;
+        let nhwc = self.qnhwc[out];
+        let axis = if nhwc {
+            super::nhwc_axis(logical, rank)
+        } else {
+            logical
+        };
+        let mut inputs = Vec::with_capacity(g.xs.len());
+        let mut luts = Vec::with_capacity(g.xs.len());
+        for (&x, &params) in g.xs.iter().zip(&g.x_params) {
+            let mut shape = self.shape(x);
+            if nhwc {
+                shape[1..].rotate_left(1);
+            }
+            inputs.push((self.src(x)?, shape));
+            let lut = self.table(params, &[], g.y_params)?;
+            let identity = lut.iter().enumerate().all(|(i, &v)| v as usize == i);
+            luts.push((!identity).then_some(lut));
+        }
+        Ok(Op::QConcat(QConcatOp {
+            cat: crate::ops::layout::ConcatOp::new(&inputs, axis),
+            luts,
+        }))
+    }
+
     /// A QDQ Add or Mul of an int8 tensor and a table of the same tensor (`gate`, its
     /// operand `b` if `gate_is_b`), as a QDQ SiLU is (`x * Sigmoid(x)` with the Sigmoid
     /// quantized between): every output byte is a function of the tensor's byte alone, so
@@ -411,11 +463,21 @@ impl<'g> Builder<'g> {
 
     /// The 256 stored bytes of a [`QLutGroup`], as [`Self::qlut`] runs them.
     fn lut_table(&mut self, g: &QLutGroup) -> Result<Box<[u8; 256]>, String> {
-        let (xs, xz, xdt) = g.x_params;
+        self.table(g.x_params, &g.chain, g.y_params)
+    }
+
+    /// The stored bytes of every stored input byte of parameters `x_params` dequantized,
+    /// taken through the float ops `chain` and quantized with `y_params`.
+    fn table(
+        &mut self,
+        (xs, xz, xdt): (f32, i32, DType),
+        chain: &[baton_delegate_api::ir::NodeId],
+        y_params: (f32, i32, DType),
+    ) -> Result<Box<[u8; 256]>, String> {
         let z = xz + stored_bias(xdt);
         let mut v: Vec<f32> = (0..256).map(|b| (b - z) as f32 * xs).collect();
         let mut tmp = vec![0f32; 256];
-        for &n in &g.chain {
+        for &n in chain {
             let node = &self.graph.nodes[n];
             if let Some(f) = self.unary(node) {
                 crate::ops::elementwise::unary(f, self.kernel.isa(), &v, &mut tmp);
@@ -441,7 +503,7 @@ impl<'g> Builder<'g> {
                 };
             }
         }
-        let (ys, yz, ydt) = g.y_params;
+        let (ys, yz, ydt) = y_params;
         let (lo, hi) = int_range(ydt);
         let bias = stored_bias(ydt);
         let mut lut = Box::new([0u8; 256]);
@@ -664,7 +726,8 @@ mod tests {
     /// dequantized once for a second int8 convolution and a nearest Resize, the Resize's
     /// own Q -> DQ pair, a Concat of it with a linear Resize of the same (each in its
     /// pair), and an int8 convolution of the Concat. The pairs' bytes are held NHWC, so
-    /// the Resizes and the Concat stay channels-last between the convolutions.
+    /// the Resizes stay channels-last between the convolutions, and so does the Concat,
+    /// which joins the bytes (its readers are a join and a DequantizeLinear).
     #[test]
     fn float_ops_between_pass_through_pairs_stay_channels_last() {
         let mut b = GraphBuilder::new("neck");
@@ -696,7 +759,10 @@ mod tests {
         let g = b.finish().unwrap();
         let (f32, int8) = layouts(&g);
         assert!(int8[qa] && int8[qu] && int8[qp] && int8[qc]);
-        assert!(f32[da] && f32[up] && f32[du] && f32[lin] && f32[dp] && f32[cat]);
+        assert!(f32[da] && f32[up] && f32[du] && f32[lin]);
+        // The join reads the bytes: no f32 Concat, and its inputs' DequantizeLinears run
+        // only for other readers.
+        assert!(!f32[cat] && !f32[dp]);
     }
 
     /// Pairs with nothing channels-last on either side (a float input quantized, average
