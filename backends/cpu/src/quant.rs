@@ -203,11 +203,12 @@ pub(crate) struct PostAdd {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct QLutGroup {
     pub dq: (NodeId, bool),
-    /// A 2-D MaxPool of the dequantized tensor before the chain: the dequantization is
-    /// monotonic, so the max of dequantized bytes is the dequantized max of the bytes,
-    /// and the pool runs over the bytes (the Q -> DQ pairs ONNX Runtime's quantizer puts
-    /// around a YOLO SPPF's pools).
-    pub pool: Option<NodeId>,
+    /// An op of the dequantized tensor before the chain that runs over the bytes (ONNX
+    /// Runtime's quantizer puts a Q -> DQ pair around each): a 2-D MaxPool (the
+    /// dequantization is monotonic, so the max of dequantized bytes is the dequantized
+    /// max of the bytes; a YOLO SPPF's pools) or a nearest Resize (a gather; a neck's
+    /// upsampling).
+    pub pre: Option<NodeId>,
     /// The float ops, first to last (possibly none).
     pub chain: Vec<NodeId>,
     pub q: NodeId,
@@ -221,7 +222,7 @@ impl QLutGroup {
     /// Every node the group covers, and whether it is absorbed.
     pub fn nodes(&self) -> Vec<(NodeId, bool)> {
         let mut v = vec![self.dq, (self.q, true)];
-        v.extend(self.pool.iter().chain(&self.chain).map(|&n| (n, true)));
+        v.extend(self.pre.iter().chain(&self.chain).map(|&n| (n, true)));
         v
     }
 }
@@ -314,7 +315,8 @@ const LUT_CHAIN: usize = 16;
 /// Finds every [`QLutGroup`]: walking up from each QuantizeLinear through float ops of
 /// one run-time operand (one-input ops, and Add/Sub/Mul/Div with a one-element constant)
 /// to a DequantizeLinear of a run-time 8-bit tensor, all of one shape, each intermediate
-/// read by the next op alone; or to a 2-D MaxPool of such a DequantizeLinear's result.
+/// read by the next op alone; or to a 2-D MaxPool or a nearest Resize of such a
+/// DequantizeLinear's result.
 pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLutGroup> {
     let producers = graph.producers();
     let consumers = graph.consumers();
@@ -328,7 +330,7 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
             let mut t = qn.inputs[0];
             let shape = graph.tensors[t].static_shape()?;
             let mut chain = Vec::new();
-            let mut pool = None;
+            let mut pre = None;
             loop {
                 let p = producers[t]?;
                 let pn = &graph.nodes[p];
@@ -341,7 +343,7 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
                     chain.reverse();
                     return Some(QLutGroup {
                         dq: (p, absorbed),
-                        pool,
+                        pre,
                         chain,
                         q,
                         x: pn.inputs[0],
@@ -353,12 +355,12 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
                 if !sole || chain.len() == LUT_CHAIN || graph.tensors[t].dtype != DType::F32 {
                     return None;
                 }
-                // Only the DequantizeLinear comes before a pool.
-                if pool.is_some() {
+                // Only the DequantizeLinear comes before a pool or a gather.
+                if pre.is_some() {
                     return None;
                 }
-                if byte_pool(graph, pn, &shape) {
-                    pool = Some(p);
+                if byte_pool(graph, pn, &shape) || byte_gather(graph, pn, &shape) {
+                    pre = Some(p);
                     t = pn.inputs[0];
                     continue;
                 }
@@ -384,6 +386,18 @@ fn byte_pool(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
         && x.len() == 4
         && x[3] <= POOL_ROW
         && baton_delegate_api::shape::PoolGeometry::new(node, &x).is_ok()
+}
+
+/// Whether `node` is a Resize a [`QLutGroup`] runs over bytes: nearest, of a rank-4 f32
+/// tensor of static shape into `shape`.
+fn byte_gather(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
+    let x = graph.tensors[node.inputs[0]].static_shape();
+    node.op == OpKind::Resize
+        && node.attr_str("mode", "nearest") == "nearest"
+        && node.outputs.len() == 1
+        && graph.tensors[node.outputs[0]].static_shape().as_deref() == Some(shape)
+        && graph.tensors[node.inputs[0]].dtype == DType::F32
+        && x.is_some_and(|x| x.len() == 4)
 }
 
 /// The run-time operand of a float op a table can absorb (see [`find_lut_groups`]), whose

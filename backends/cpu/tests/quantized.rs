@@ -1137,19 +1137,22 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
     }
 }
 
-/// A QDQ MaxPool (`DQ -> MaxPool -> Q`, as ONNX Runtime's quantizer writes it) runs over
-/// the stored bytes: the same bytes as the float pool between its Q/DQ pair (the graph
-/// with the pool's float result also an output, so that no byte pool forms), in two steps
-/// fewer, on every ISA and at 1 and 2 threads. Geometries: YOLO's SPPF 5x5 at stride 1
-/// (whole runs of columns), a stem's 3x3 at stride 2, dilation, `ceil_mode`, windows with
-/// no tap on the input (padding as wide as the window: the float pool's -inf, quantized
-/// to the lowest value), rows too
-/// wide for one pass over all channels, and a Q of other parameters than the DQ (a table
-/// after the max); each held NCHW (the pool of a quantized input) and channels-last
-/// (between two int8 convolutions).
+/// A QDQ MaxPool or nearest Resize (`DQ -> op -> Q`, as ONNX Runtime's quantizer writes
+/// them) runs over the stored bytes: the same bytes as the float op between its Q/DQ pair
+/// (the graph with the op's float result also an output, so that no byte op forms), in
+/// two steps fewer, on every ISA and at 1 and 2 threads. Pools: YOLO's SPPF 5x5 at
+/// stride 1 (whole runs of columns), a stem's 3x3 at stride 2, dilation, `ceil_mode`,
+/// windows with no tap on the input (padding as wide as the window: the float pool's
+/// -inf, quantized to the lowest value), rows too wide for one pass over all channels,
+/// and a Q of other parameters than the DQ (a table after the max). Resizes: a neck's
+/// 2x upsampling (asymmetric, floor), 1.5x with half-pixel rounding, a 0.5x downsampling,
+/// and one with a table. Each held NCHW (of a quantized input) and channels-last (between
+/// two int8 convolutions).
 #[test]
-fn qdq_max_pools_run_over_bytes() {
-    let pools: [PoolCase; 7] = [
+fn qdq_pools_and_nearest_resizes_run_over_bytes() {
+    let floor = |scale| resize_attrs("asymmetric", "floor", scale);
+    let half_pixel = |scale| resize_attrs("half_pixel", "round_prefer_floor", scale);
+    let pools: [PoolCase; 11] = [
         ("sppf", [2, 32, 20, 20], pool_attrs(5, 1, 2, 1, 0), 0.03),
         ("stem", [1, 16, 23, 17], pool_attrs(3, 2, 1, 1, 0), 0.03),
         ("dilated", [1, 8, 15, 14], pool_attrs(3, 1, 2, 2, 0), 0.03),
@@ -1158,6 +1161,10 @@ fn qdq_max_pools_run_over_bytes() {
         ("padded", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
         ("wide", [1, 100, 3, 200], pool_attrs(3, 1, 1, 1, 0), 0.03),
         ("table", [1, 8, 12, 12], pool_attrs(3, 1, 1, 1, 0), 0.05),
+        ("up", [1, 16, 9, 7], floor(2.0), 0.03),
+        ("up1.5", [1, 8, 9, 10], half_pixel(1.5), 0.03),
+        ("down", [1, 8, 12, 10], floor(0.5), 0.03),
+        ("up_table", [1, 8, 6, 5], floor(2.0), 0.05),
     ];
     for (name, shape, attrs, y_scale) in pools {
         for between_convs in [false, true] {
@@ -1186,7 +1193,11 @@ fn qdq_max_pools_run_over_bytes() {
                 };
                 let dx = qdq(&mut b, x, "x", 0.03);
                 let a = conv(&mut b, dx, "a");
-                let pooled = b.node(OpKind::MaxPool, &[a], &attrs).unwrap();
+                let op = match attrs.iter().any(|(k, _)| *k == "mode") {
+                    true => OpKind::Resize,
+                    false => OpKind::MaxPool,
+                };
+                let pooled = b.node(op, &[a], &attrs).unwrap();
                 let dp = qdq(&mut b, pooled, "p", y_scale);
                 let y = conv(&mut b, dp, "b");
                 b.output(y);
@@ -1207,7 +1218,18 @@ fn qdq_max_pools_run_over_bytes() {
     }
 }
 
-/// A pool test: name, input shape, attributes, the scale of the pool's QuantizeLinear.
+/// Nearest Resize attributes: coordinate mode, rounding, the scale of H and W.
+fn resize_attrs(coord: &str, rounding: &str, scale: f32) -> Vec<(&'static str, Attr)> {
+    vec![
+        ("mode", Attr::Str("nearest".into())),
+        ("coordinate_transformation_mode", Attr::Str(coord.into())),
+        ("nearest_mode", Attr::Str(rounding.into())),
+        ("scales", Attr::Floats(vec![1.0, 1.0, scale, scale])),
+    ]
+}
+
+/// A pool or resize test: name, input shape, attributes, the scale of its
+/// QuantizeLinear.
 type PoolCase = (&'static str, [usize; 4], Vec<(&'static str, Attr)>, f32);
 
 /// MaxPool attributes: a square `k` window, stride, padding, dilation, `ceil_mode`.

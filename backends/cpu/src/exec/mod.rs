@@ -46,7 +46,7 @@ use crate::ops::pool::{GlobalAveragePoolOp, PoolOp};
 use crate::ops::quant::integer::IntProductOp;
 use crate::ops::quant::linear::QLinearOp;
 use crate::ops::quant::{
-    ByteInputOp, DequantizeOp, QBinaryOp, QConcatOp, QLutOp, QMaxPoolOp, QuantizeOp,
+    ByteInputOp, DequantizeOp, QBinaryOp, QConcatOp, QGatherOp, QLutOp, QMaxPoolOp, QuantizeOp,
 };
 use crate::ops::reduce::{ArgOp, FloatReduceOp};
 use crate::ops::resize::LinearResizeOp;
@@ -145,6 +145,7 @@ enum Op {
     QLut(QLutOp),
     QMaxPool(QMaxPoolOp),
     QConcat(QConcatOp),
+    QGather(QGatherOp),
     /// MatMulInteger or ConvInteger: exact i32 on the int8 kernels.
     IntProduct(IntProductOp),
     Where(WhereOp),
@@ -252,6 +253,7 @@ impl Op {
             Op::Unary(_) | Op::Binary(_) | Op::PowInt(_) => "ELEMENTWISE",
             Op::Softmax(_) => "SOFTMAX",
             Op::Transpose(_) | Op::Concat(_) | Op::QConcat(_) | Op::Copy(_) => "LAYOUT",
+            Op::QGather(_) => "RESIZE",
             Op::ReduceMean(_) => "REDUCE",
             Op::LayerNorm(_) => "NORM",
             Op::Gather(_) | Op::Slice(_) | Op::Split(_) => "INDEX",
@@ -328,6 +330,7 @@ impl Op {
                 ctx.kernel.isa(),
                 &ctx.pool,
             ),
+            Op::QGather(op) => op.run(sources, bytemuck::cast_slice_mut(out)),
             Op::QConcat(op) => op.run(
                 sources,
                 bytemuck::cast_slice_mut(out),

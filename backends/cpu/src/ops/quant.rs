@@ -728,6 +728,27 @@ fn max_group(dst: &mut [u8], srcs: &[&[u8]]) {
     }
 }
 
+/// A QDQ nearest Resize over stored bytes: the gather of the f32 Resize (whole pixels
+/// when held channels-last), then the table where the Q's parameters differ from the
+/// DQ's (ONNX Runtime's quantizer gives both the same).
+#[derive(Clone, Debug)]
+pub(crate) struct QGatherOp {
+    pub gather: super::pad::PadOp,
+    /// The output's elements.
+    pub len: usize,
+    pub lut: Option<Box<[u8; 256]>>,
+}
+
+impl QGatherOp {
+    pub fn run(&self, sources: &Sources<'_>, out: &mut [u8]) {
+        let out = &mut out[..self.len];
+        self.gather.run_t(sources.bytes(self.gather.x), out, 0);
+        if let Some(lut) = &self.lut {
+            out.iter_mut().for_each(|v| *v = lut[*v as usize]);
+        }
+    }
+}
+
 /// A QDQ Concat over stored bytes: each part copied, or looked up in its table where its
 /// DequantizeLinear and the QuantizeLinear differ in parameters.
 #[derive(Clone, Debug)]

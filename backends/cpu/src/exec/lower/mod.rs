@@ -123,8 +123,8 @@ impl Region {
                     };
                     let dq = if gate_is_b { g.b_dq } else { g.a_dq };
                     let sole = consumers[s] == [dq.0] && dq.1 && !graph.outputs.contains(&s);
-                    // A pool's byte depends on its neighbours: no table of x's byte alone.
-                    (same && sole && l.pool.is_none()).then_some((j, gate_is_b))
+                    // A pool's or gather's byte is another's: no table of x's byte alone.
+                    (same && sole && l.pre.is_none()).then_some((j, gate_is_b))
                 })
             })
             .collect();
@@ -400,7 +400,7 @@ pub(crate) fn build<'g>(
                 .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
             let out = b.output(node.outputs[0])?;
             let g = &luts[i];
-            let first = g.pool.or(g.chain.first().copied()).unwrap_or(g.q);
+            let first = g.pre.or(g.chain.first().copied()).unwrap_or(g.q);
             steps.push(Step {
                 op,
                 out,

@@ -20,7 +20,7 @@ use crate::ops::quant::linear::{
 };
 use crate::ops::quant::{
     quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
-    QBinaryOp, QConcatOp, QLutOp, QMaxPoolOp, QuantizeOp,
+    QBinaryOp, QConcatOp, QGatherOp, QLutOp, QMaxPoolOp, QuantizeOp,
 };
 use crate::qgemm::{PackedWeights, QKernelId, QOut, Stage2, SLACK};
 use crate::quant::{
@@ -380,10 +380,22 @@ impl<'g> Builder<'g> {
     pub(super) fn qlut(&mut self, g: &QLutGroup) -> Result<Op, String> {
         let lut = self.lut_table(g)?;
         let out = self.graph.nodes[g.q].outputs[0];
-        if let Some(p) = g.pool {
+        let identity = lut.iter().enumerate().all(|(i, &v)| v as usize == i);
+        let graph = self.graph;
+        let pre = g.pre.map(|p| &graph.nodes[p]);
+        if let Some(node) = pre.filter(|n| n.op == OpKind::Resize) {
+            let (x, y) = (self.shape(g.x), self.shape(out));
+            let (nhwc, src) = (self.qnhwc[g.x], self.src(g.x)?);
+            let gather = self.nearest_gather(node, &x, &y, src, x.clone(), nhwc)?;
+            return Ok(Op::QGather(QGatherOp {
+                gather,
+                len: y.iter().product(),
+                lut: (!identity).then_some(lut),
+            }));
+        }
+        if let Some(node) = pre {
             let shape = self.shape(g.x);
-            let geom = PoolGeometry::new(&self.graph.nodes[p], &shape)?;
-            let identity = lut.iter().enumerate().all(|(i, &v)| v as usize == i);
+            let geom = PoolGeometry::new(node, &shape)?;
             return Ok(Op::QMaxPool(QMaxPoolOp::new(
                 self.src(g.x)?,
                 &shape,
@@ -725,9 +737,10 @@ mod tests {
     /// A YOLO neck as ONNX Runtime's quantizer writes it: an int8 convolution's result
     /// dequantized once for a second int8 convolution and a nearest Resize, the Resize's
     /// own Q -> DQ pair, a Concat of it with a linear Resize of the same (each in its
-    /// pair), and an int8 convolution of the Concat. The pairs' bytes are held NHWC, so
-    /// the Resizes stay channels-last between the convolutions, and so does the Concat,
-    /// which joins the bytes (its readers are a join and a DequantizeLinear).
+    /// pair), and an int8 convolution of the Concat. The nearest Resize and the Concat
+    /// run over the bytes, channels-last; the linear Resize stays in floats between its
+    /// DequantizeLinear (read by it and the join) and its Q, whose bytes only the join
+    /// reads: held NHWC, so the linear Resize is channels-last too.
     #[test]
     fn float_ops_between_pass_through_pairs_stay_channels_last() {
         let mut b = GraphBuilder::new("neck");
@@ -759,10 +772,11 @@ mod tests {
         let g = b.finish().unwrap();
         let (f32, int8) = layouts(&g);
         assert!(int8[qa] && int8[qu] && int8[qp] && int8[qc]);
-        assert!(f32[da] && f32[up] && f32[du] && f32[lin]);
-        // The join reads the bytes: no f32 Concat, and its inputs' DequantizeLinears run
-        // only for other readers.
-        assert!(!f32[cat] && !f32[dp]);
+        assert!(f32[du] && f32[lin]);
+        // The nearest Resize and the join read the bytes: no f32 Resize or Concat, and
+        // the DequantizeLinears before them run only for other readers (the linear
+        // Resize).
+        assert!(!f32[up] && !f32[da] && !f32[cat] && !f32[dp]);
     }
 
     /// Pairs with nothing channels-last on either side (a float input quantized, average

@@ -775,27 +775,10 @@ impl Builder<'_> {
         let scales = self.resize_scales(node, x, out)?;
         let src = self.src(node.inputs[0])?;
         match mode {
-            ResizeMode::Nearest(rounding) => {
-                let mut maps: Vec<Vec<Option<usize>>> = (0..x.len())
-                    .map(|d| {
-                        if scales[d] == 1.0 && x[d] == out[d] {
-                            (0..x[d]).map(Some).collect()
-                        } else {
-                            nearest_map(coord, rounding, x[d], out[d], scales[d])
-                        }
-                    })
-                    .collect();
-                let mut held = self.held_shape(node.inputs[0]);
-                if held.len() > x.len() {
-                    maps.push(vec![Some(0), Some(1)]);
-                }
-                if self.nhwc[node.inputs[0]] {
-                    // Held NHWC (the layout plan's f32 rank-4 Resize of H and W): the
-                    // same gather with the channels innermost, each pixel one copy.
-                    maps[1..].rotate_left(1);
-                    held[1..].rotate_left(1);
-                }
-                Ok(Op::Pad(PadOp::new(src, &held, maps, 0.0)))
+            ResizeMode::Nearest(_) => {
+                let held = self.held_shape(node.inputs[0]);
+                let nhwc = self.nhwc[node.inputs[0]];
+                Ok(Op::Pad(self.nearest_gather(node, x, out, src, held, nhwc)?))
             }
             ResizeMode::Linear => {
                 let r = x.len();
@@ -827,6 +810,44 @@ impl Builder<'_> {
                 }))
             }
         }
+    }
+
+    /// A nearest Resize of `x` into `out` (logical shapes) as a gather of `src`, whose
+    /// elements are held as `held` (a trailing axis of two for 2-word elements) and
+    /// channels-last if `nhwc`: the f32 Resize, and an int8 one over its stored bytes
+    /// (`lower/quant.rs`).
+    pub(super) fn nearest_gather(
+        &self,
+        node: &Node,
+        x: &[usize],
+        out: &[usize],
+        src: Src,
+        mut held: Vec<usize>,
+        nhwc: bool,
+    ) -> Result<PadOp, String> {
+        let coord = node.attr_str("coordinate_transformation_mode", "half_pixel");
+        let r = node.attr_str("nearest_mode", "round_prefer_floor");
+        let rounding = Rounding::parse(r).ok_or("unknown nearest_mode")?;
+        let scales = self.resize_scales(node, x, out)?;
+        let mut maps: Vec<Vec<Option<usize>>> = (0..x.len())
+            .map(|d| {
+                if scales[d] == 1.0 && x[d] == out[d] {
+                    (0..x[d]).map(Some).collect()
+                } else {
+                    nearest_map(coord, rounding, x[d], out[d], scales[d])
+                }
+            })
+            .collect();
+        if held.len() > x.len() {
+            maps.push(vec![Some(0), Some(1)]);
+        }
+        if nhwc {
+            // Held NHWC (the layout plan's rank-4 Resize of H and W): the same gather
+            // with the channels innermost, each pixel one copy.
+            maps[1..].rotate_left(1);
+            held[1..].rotate_left(1);
+        }
+        Ok(PadOp::new(src, &held, maps, 0.0))
     }
 
     /// The scale of every axis: from `scales` (attribute or constant input 2) on the
