@@ -19,8 +19,8 @@ use crate::ops::quant::linear::{
     im2col_stride, indirection, pair_taps, stored_zero, zero_row, QLinearOp, QPath,
 };
 use crate::ops::quant::{
-    quantize, quantize_stored, stored_bias, AxisLayout, DequantizeOp, DqInput, Nhwc, QBinaryKind,
-    QBinaryOp, QConcatOp, QGatherOp, QLutOp, QMaxPoolOp, QuantizeOp,
+    quantize, quantize_stored, stored_bias, AxisLayout, BinaryParams, DequantizeOp, DqInput, Nhwc,
+    QBinaryKind, QBinaryOp, QConcatOp, QGatherOp, QLutOp, QMaxPoolOp, QuantizeOp,
 };
 use crate::qgemm::{PackedWeights, QKernelId, QOut, Stage2, SLACK};
 use crate::quant::{
@@ -350,26 +350,39 @@ impl<'g> Builder<'g> {
 
     /// The integer op of a QDQ Add or Mul group reading `operands`.
     fn binary_op(&self, g: &QBinGroup, (a, b): (crate::ops::Src, crate::ops::Src)) -> QBinaryOp {
-        let op = &self.graph.nodes[g.op];
+        let p = self.binary_params(g);
+        QBinaryOp {
+            kind: p.kind,
+            a,
+            b,
+            len: self
+                .shape(self.graph.nodes[g.op].outputs[0])
+                .iter()
+                .product(),
+            a_params: p.a,
+            b_params: p.b,
+            y_params: (p.y.0, p.y.1),
+            clamp: g.clamp,
+            lo: p.y.2,
+            hi: p.y.3,
+        }
+    }
+
+    /// The element function of a QDQ Add or Mul group, over stored bytes.
+    fn binary_params(&self, g: &QBinGroup) -> BinaryParams {
         let stored = |p: (f32, i32, DType)| (p.0, p.1 + stored_bias(p.2));
         let (ys, yz, ydt) = g.y_params;
         let (lo, hi) = int_range(ydt);
         let bias = stored_bias(ydt);
-        QBinaryOp {
-            kind: if op.op == OpKind::Add {
-                QBinaryKind::Add
-            } else {
-                QBinaryKind::Mul
+        BinaryParams {
+            kind: match self.graph.nodes[g.op].op {
+                OpKind::Add => QBinaryKind::Add,
+                _ => QBinaryKind::Mul,
             },
-            a,
-            b,
-            len: self.shape(op.outputs[0]).iter().product(),
-            a_params: stored(g.a_params),
-            b_params: stored(g.b_params),
-            y_params: (ys, yz + bias),
-            clamp: g.clamp,
-            lo: lo + bias,
-            hi: hi + bias,
+            a: stored(g.a_params),
+            b: stored(g.b_params),
+            clamp: g.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY)),
+            y: (ys, yz + bias, lo + bias, hi + bias),
         }
     }
 
@@ -454,9 +467,7 @@ impl<'g> Builder<'g> {
         gate_is_b: bool,
     ) -> Result<Op, String> {
         let t = self.lut_table(gate)?;
-        // Its operands are never read: only its element function is.
-        let unread = crate::ops::Src::Input(0);
-        let params = self.binary_op(g, (unread, unread)).params();
+        let params = self.binary_params(g);
         let mut lut = Box::new([0u8; 256]);
         for (x, l) in lut.iter_mut().enumerate() {
             let (x, s) = (x as u8, t[x]);
