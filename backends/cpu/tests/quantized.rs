@@ -1143,8 +1143,9 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
 /// two steps fewer, on every ISA and at 1 and 2 threads. Pools: YOLO's SPPF 5x5 at
 /// stride 1 (whole runs of columns), a stem's 3x3 at stride 2, dilation, `ceil_mode`,
 /// windows with no tap on the input (padding as wide as the window: the float pool's
-/// -inf, quantized to the lowest value), rows too wide for one pass over all channels,
-/// and a Q of other parameters than the DQ (a table after the max). Resizes: a neck's
+/// -inf, quantized to the lowest value, or through a Relu after the pool to the zero
+/// point), rows too wide for one pass over all channels, and a Q of other parameters
+/// than the DQ (a table after the max). Resizes: a neck's
 /// 2x upsampling (asymmetric, floor), 1.5x with half-pixel rounding, a 0.5x downsampling,
 /// and one with a table. Each held NCHW (of a quantized input) and channels-last (between
 /// two int8 convolutions).
@@ -1152,13 +1153,15 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
 fn qdq_pools_and_nearest_resizes_run_over_bytes() {
     let floor = |scale| resize_attrs("asymmetric", "floor", scale);
     let half_pixel = |scale| resize_attrs("half_pixel", "round_prefer_floor", scale);
-    let pools: [PoolCase; 11] = [
+    let pools: [PoolCase; 12] = [
         ("sppf", [2, 32, 20, 20], pool_attrs(5, 1, 2, 1, 0), 0.03),
         ("stem", [1, 16, 23, 17], pool_attrs(3, 2, 1, 1, 0), 0.03),
         ("dilated", [1, 8, 15, 14], pool_attrs(3, 1, 2, 2, 0), 0.03),
         ("ceil", [1, 8, 10, 11], pool_attrs(2, 2, 0, 1, 1), 0.03),
-        // Padding as wide as the window: the corner windows have no tap on the input.
+        // Padding as wide as the window: the corner windows have no tap on the input
+        // (and with a Relu after the pool, their -inf stores the zero point).
         ("padded", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
+        ("padded_relu", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
         ("wide", [1, 100, 3, 200], pool_attrs(3, 1, 1, 1, 0), 0.03),
         ("table", [1, 8, 12, 12], pool_attrs(3, 1, 1, 1, 0), 0.05),
         ("up", [1, 16, 9, 7], floor(2.0), 0.03),
@@ -1198,7 +1201,11 @@ fn qdq_pools_and_nearest_resizes_run_over_bytes() {
                     false => OpKind::MaxPool,
                 };
                 let pooled = b.node(op, &[a], &attrs).unwrap();
-                let dp = qdq(&mut b, pooled, "p", y_scale);
+                let after = match name.ends_with("_relu") {
+                    true => b.node(OpKind::Relu, &[pooled], &[]).unwrap(),
+                    false => pooled,
+                };
+                let dp = qdq(&mut b, after, "p", y_scale);
                 let y = conv(&mut b, dp, "b");
                 b.output(y);
                 if expose {
@@ -1213,7 +1220,9 @@ fn qdq_pools_and_nearest_resizes_run_over_bytes() {
                 .collect();
             let input = [Tensor::from_f32(&shape, &xs)];
             let what = format!("{name}, convs {between_convs}");
-            same_as_exposed(&g, &exposed, &input, 2, &what);
+            // The op's Q and DQ, and a Relu after it, run in the byte op.
+            let fewer = 2 + name.ends_with("_relu") as usize;
+            same_as_exposed(&g, &exposed, &input, fewer, &what);
         }
     }
 }

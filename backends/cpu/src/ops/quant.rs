@@ -518,6 +518,9 @@ pub(crate) struct QMaxPoolOp {
     dilations: [usize; 2],
     pad_begin: [usize; 2],
     lut: Option<Box<[u8; 256]>>,
+    /// The stored byte of a window with no tap on the input: the float pool's -inf
+    /// through the float ops after it, quantized (0, the lowest value, without any).
+    empty: u8,
 }
 
 impl QMaxPoolOp {
@@ -529,6 +532,7 @@ impl QMaxPoolOp {
         geom: &PoolGeometry,
         nhwc: bool,
         lut: Option<Box<[u8; 256]>>,
+        empty: u8,
     ) -> QMaxPoolOp {
         let two = |v: &[usize]| [v[0], v[1]];
         let w = &geom.window;
@@ -547,6 +551,7 @@ impl QMaxPoolOp {
             dilations: two(&w.dilations),
             pad_begin: two(&w.pad_begin),
             lut,
+            empty,
         }
     }
 
@@ -590,7 +595,7 @@ impl QMaxPoolOp {
         let (iw, c) = (self.input[1], self.channels);
         let rows = self.taps(0, oy);
         if rows.clone().next().is_none() {
-            o.fill(0);
+            o.fill(self.empty);
             return;
         }
         // Channels per pass: as many as a row of maxima of `POOL_ROW` bytes holds (the
@@ -673,13 +678,12 @@ impl QMaxPoolOp {
         }
     }
 
-    /// A pixel's bytes after its maxima: through the table if there is one, unless its
-    /// window has no tap on the input (the float pool's -inf, which quantizes to the
-    /// lowest value: stored byte 0 in either 8-bit type).
+    /// A pixel's bytes after its maxima: through the table if there is one, or `empty`
+    /// if its window has no tap on the input.
     #[inline(always)]
     fn finish(&self, px: &mut [u8], any: bool) {
         match (any, &self.lut) {
-            (false, _) => px.fill(0),
+            (false, _) => px.fill(self.empty),
             (true, Some(lut)) => px.iter_mut().for_each(|v| *v = lut[*v as usize]),
             (true, None) => {}
         }

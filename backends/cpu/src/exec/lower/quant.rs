@@ -409,12 +409,15 @@ impl<'g> Builder<'g> {
         if let Some(node) = pre {
             let shape = self.shape(g.x);
             let geom = PoolGeometry::new(node, &shape)?;
+            // A window with no tap on the input: the float pool's -inf, through the chain.
+            let empty = self.stored_through(vec![f32::NEG_INFINITY], &g.chain, g.y_params)?[0];
             return Ok(Op::QMaxPool(QMaxPoolOp::new(
                 self.src(g.x)?,
                 &shape,
                 &geom,
                 self.qnhwc[g.x],
                 (!identity).then_some(lut),
+                empty,
             )));
         }
         Ok(Op::QLut(QLutOp {
@@ -498,8 +501,21 @@ impl<'g> Builder<'g> {
         y_params: (f32, i32, DType),
     ) -> Result<Box<[u8; 256]>, String> {
         let z = xz + stored_bias(xdt);
-        let mut v: Vec<f32> = (0..256).map(|b| (b - z) as f32 * xs).collect();
-        let mut tmp = vec![0f32; 256];
+        let v: Vec<f32> = (0..256).map(|b| (b - z) as f32 * xs).collect();
+        let mut lut = Box::new([0u8; 256]);
+        lut.copy_from_slice(&self.stored_through(v, chain, y_params)?);
+        Ok(lut)
+    }
+
+    /// The stored bytes of the f32 values `v` taken through the float ops `chain` and
+    /// quantized with `y_params`.
+    fn stored_through(
+        &mut self,
+        mut v: Vec<f32>,
+        chain: &[baton_delegate_api::ir::NodeId],
+        (ys, yz, ydt): (f32, i32, DType),
+    ) -> Result<Vec<u8>, String> {
+        let mut tmp = vec![0f32; v.len()];
         for &n in chain {
             let node = &self.graph.nodes[n];
             if let Some(f) = self.unary(node) {
@@ -526,14 +542,11 @@ impl<'g> Builder<'g> {
                 };
             }
         }
-        let (ys, yz, ydt) = y_params;
         let (lo, hi) = int_range(ydt);
         let bias = stored_bias(ydt);
-        let mut lut = Box::new([0u8; 256]);
-        for (l, &x) in lut.iter_mut().zip(&v) {
-            *l = quantize_stored(x, ys, yz + bias, lo + bias, hi + bias);
-        }
-        Ok(lut)
+        Ok(v.iter()
+            .map(|&x| quantize_stored(x, ys, yz + bias, lo + bias, hi + bias))
+            .collect())
     }
 
     /// The integer op of a QDQ group.
