@@ -374,7 +374,8 @@ pub(crate) fn find_lut_groups(graph: &Graph, consts: &Constants<'_>) -> Vec<QLut
 }
 
 /// Whether `node` is a MaxPool a [`QLutGroup`] runs over bytes: 2-D, f32, no indices
-/// output, its result of `shape`, its input rows at most [`POOL_ROW`] pixels wide.
+/// output, its result of `shape`, its input rows at most [`POOL_ROW`] pixels wide, no
+/// extent 0.
 fn byte_pool(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
     let Some(x) = graph.tensors[node.inputs[0]].static_shape() else {
         return false;
@@ -385,11 +386,12 @@ fn byte_pool(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
         && graph.tensors[node.inputs[0]].dtype == DType::F32
         && x.len() == 4
         && x[3] <= POOL_ROW
+        && x.iter().chain(shape).all(|&d| d > 0)
         && baton_delegate_api::shape::PoolGeometry::new(node, &x).is_ok()
 }
 
 /// Whether `node` is a Resize a [`QLutGroup`] runs over bytes: nearest, of a rank-4 f32
-/// tensor of static shape into `shape`.
+/// tensor of static shape into `shape`, no extent 0.
 fn byte_gather(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
     let x = graph.tensors[node.inputs[0]].static_shape();
     node.op == OpKind::Resize
@@ -397,7 +399,7 @@ fn byte_gather(graph: &Graph, node: &Node, shape: &[usize]) -> bool {
         && node.outputs.len() == 1
         && graph.tensors[node.outputs[0]].static_shape().as_deref() == Some(shape)
         && graph.tensors[node.inputs[0]].dtype == DType::F32
-        && x.is_some_and(|x| x.len() == 4)
+        && x.is_some_and(|x| x.len() == 4 && x.iter().chain(shape).all(|&d| d > 0))
 }
 
 /// The run-time operand of a float op a table can absorb (see [`find_lut_groups`]), whose

@@ -1262,7 +1262,6 @@ fn pool_attrs(k: i64, s: i64, p: i64, d: i64, ceil: i64) -> Vec<(&'static str, A
 /// table's part goes in several blocks of the stack and the threads split them.
 #[test]
 fn qdq_concats_run_over_bytes() {
-    let sizes = [8, 24, 5];
     for axis in [1i64, 2] {
         // Along the channels: [1, size, 20, 31]; along the height: [1, 8, size, 31].
         let shape = |size: usize| match axis {
@@ -1270,6 +1269,11 @@ fn qdq_concats_run_over_bytes() {
             _ => [1, 8, size, 31],
         };
         for between_convs in [false, true] {
+            // An empty part too where no convolution reads it.
+            let sizes: &[usize] = match between_convs {
+                true => &[8, 24, 5],
+                false => &[8, 0, 24, 5],
+            };
             let build = |expose: bool| {
                 let mut rng = Rng::new(41);
                 let mut b = GraphBuilder::new("join");

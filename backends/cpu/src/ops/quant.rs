@@ -770,9 +770,12 @@ impl QConcatOp {
         const BLOCK: usize = 4096;
         let (outer, parts) = self.cat.parts();
         let row = self.cat.row();
+        if row == 0 {
+            return;
+        }
         let n = (outer * row).min(out.len());
         split_out(pool, &mut out[..n], row, |start, out| {
-            let (first, rows) = (start / row.max(1), out.len() / row.max(1));
+            let (first, rows) = (start / row, out.len() / row);
             let mut pos = 0;
             let mut buf = [0u8; BLOCK];
             for (&(src, chunk), lut) in parts.iter().zip(&self.luts) {
