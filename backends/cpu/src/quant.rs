@@ -24,7 +24,9 @@
 //! MatMul/Gemm group followed by `DequantizeLinear → Add(constant bias) → QuantizeLinear`
 //! (the form ONNX Runtime's quantizer writes for a linear layer), folded into the group's
 //! epilogue ([`PostAdd`]). A `DequantizeLinear → float ops of that one tensor →
-//! QuantizeLinear` chain runs as a table of 256 bytes ([`QLutGroup`]).
+//! QuantizeLinear` chain runs as a table of 256 bytes ([`QLutGroup`]), possibly after a
+//! MaxPool or a nearest Resize that runs over the bytes, and `DequantizeLinear`s →
+//! Concat → QuantizeLinear as a join of bytes ([`QCatGroup`]).
 
 use baton_delegate_api::ir::{DType, Graph, Node, NodeId, OpKind, TensorId};
 use baton_delegate_api::Constants;

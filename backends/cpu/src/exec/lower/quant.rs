@@ -1,13 +1,16 @@
-//! Lowering of the int8 region: QDQ groups, QDQ element-wise groups, standalone
-//! QuantizeLinear / DequantizeLinear, and which 8-bit tensors are held channels-last.
+//! Lowering of the int8 region: QDQ groups, QDQ element-wise groups, tables (with their
+//! byte pools and gathers), joins, standalone QuantizeLinear / DequantizeLinear, and
+//! which 8-bit tensors are held channels-last.
 //!
 //! **Layout.** An 8-bit tensor is held NHWC when it is the rank-4 result of an int8
-//! convolution (or of an int8 Add/Mul of NHWC operands, or of a standalone QuantizeLinear
-//! that an int8 convolution or only standalone DequantizeLinears read) and every step
-//! that reads it takes NHWC: an int8 2-D convolution, an int8 Add/Mul whose result is
-//! NHWC, or a standalone DequantizeLinear (which converts to NCHW while it dequantizes
-//! when its result is not held NHWC). Subgraph outputs are NCHW. As in `layout.rs`, the set starts from every candidate and loses those with a
-//! reader that does not take NHWC until nothing changes.
+//! convolution, of an int8 Add/Mul, table, pool, gather or join of NHWC operands, or of a
+//! standalone QuantizeLinear that an int8 convolution reads, or only standalone
+//! DequantizeLinears, joins and tables (pass-through bytes, see [`Int8Layout`]); and
+//! every step that reads it takes NHWC: an int8 2-D convolution, an int8 Add/Mul, table,
+//! pool, gather or join whose result is NHWC, or a standalone DequantizeLinear (which
+//! converts to NCHW while it dequantizes when its result is not held NHWC). Subgraph
+//! outputs are NCHW. As in `layout.rs`, the set starts from every candidate and loses
+//! those with a reader that does not take NHWC until nothing changes.
 
 use baton_delegate_api::ir::{DType, Graph, Node, OpKind, TensorId};
 use baton_delegate_api::shape::{ConvGeometry, PoolGeometry};
