@@ -1153,7 +1153,7 @@ fn float_ops_between_pass_through_pairs_keep_the_bytes() {
 fn qdq_pools_and_nearest_resizes_run_over_bytes() {
     let floor = |scale| resize_attrs("asymmetric", "floor", scale);
     let half_pixel = |scale| resize_attrs("half_pixel", "round_prefer_floor", scale);
-    let pools: [PoolCase; 12] = [
+    let pools: [PoolCase; 14] = [
         ("sppf", [2, 32, 20, 20], pool_attrs(5, 1, 2, 1, 0), 0.03),
         ("stem", [1, 16, 23, 17], pool_attrs(3, 2, 1, 1, 0), 0.03),
         ("dilated", [1, 8, 15, 14], pool_attrs(3, 1, 2, 2, 0), 0.03),
@@ -1162,6 +1162,16 @@ fn qdq_pools_and_nearest_resizes_run_over_bytes() {
         // (and with a Relu after the pool, their -inf stores the zero point).
         ("padded", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
         ("padded_relu", [1, 8, 6, 7], pool_attrs(2, 1, 2, 1, 0), 0.03),
+        // Windows wider than the map (an SPP's 13x13 on a small one), and dilated past
+        // it: no column reaches every output, some reach none (with a table, whose byte
+        // 0 is not the empty window's lowest byte).
+        ("tiny", [1, 8, 3, 4], pool_attrs(5, 1, 2, 1, 0), 0.03),
+        (
+            "tiny_dilated",
+            [1, 8, 2, 2],
+            pool_attrs(2, 1, 3, 4, 0),
+            0.05,
+        ),
         ("wide", [1, 100, 3, 200], pool_attrs(3, 1, 1, 1, 0), 0.03),
         ("table", [1, 8, 12, 12], pool_attrs(3, 1, 1, 1, 0), 0.05),
         ("up", [1, 16, 9, 7], floor(2.0), 0.03),

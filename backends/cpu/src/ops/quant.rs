@@ -521,6 +521,8 @@ pub(crate) struct QMaxPoolOp {
     /// The stored byte of a window with no tap on the input: the float pool's -inf
     /// through the float ops after it, quantized (0, the lowest value, without any).
     empty: u8,
+    /// The output columns whose windows have no column on the input.
+    empty_cols: Vec<usize>,
 }
 
 impl QMaxPoolOp {
@@ -540,7 +542,7 @@ impl QMaxPoolOp {
             true => (shape[0], shape[1]),
             false => (shape[0] * shape[1], 1),
         };
-        QMaxPoolOp {
+        let mut op = QMaxPoolOp {
             x,
             images,
             channels,
@@ -552,7 +554,12 @@ impl QMaxPoolOp {
             pad_begin: two(&w.pad_begin),
             lut,
             empty,
-        }
+            empty_cols: Vec::new(),
+        };
+        op.empty_cols = (0..op.output[1])
+            .filter(|&ox| op.taps(1, ox).next().is_none())
+            .collect();
+        op
     }
 
     /// The input positions along `axis` of output position `o`'s window.
@@ -655,26 +662,25 @@ impl QMaxPoolOp {
             let from = (lo as isize + off) as usize;
             &maxima[from * c..(from + hi - lo) * c]
         };
-        max_of(
-            &mut o[a * c..b * c],
-            taps.clone().map(reach).map(|(off, _, _)| run(off, a, b)),
-        );
-        let (mut first, mut last) = (ow, 0);
+        // (None when the window is wider than the row.)
+        if a < b {
+            max_of(
+                &mut o[a * c..b * c],
+                taps.clone().map(reach).map(|(off, _, _)| run(off, a, b)),
+            );
+        }
         for (off, lo, hi) in taps.map(reach) {
-            if lo < hi {
-                (first, last) = (first.min(lo), last.max(hi));
-            }
             for (lo, hi) in [(lo, hi.min(a)), (lo.max(b), hi)] {
                 if lo < hi {
                     max_of(&mut o[lo * c..hi * c], [run(off, lo, hi)]);
                 }
             }
         }
-        if self.lut.is_none() && (first, last) == (0, ow) {
-            return;
+        if let Some(lut) = &self.lut {
+            o.iter_mut().for_each(|v| *v = lut[*v as usize]);
         }
-        for (ox, px) in o.chunks_exact_mut(c).enumerate() {
-            self.finish(px, (first..last).contains(&ox));
+        for &ox in &self.empty_cols {
+            o[ox * c..(ox + 1) * c].fill(self.empty);
         }
     }
 
