@@ -747,6 +747,21 @@ mod tests {
         }
     }
 
+    /// The epilogue tests' epilogue: the residual (rows of `n`) added, a clamp to
+    /// [-6, 7], then `f`.
+    fn residual_epilogue(residual: &[f32], n: usize, f: Option<Activation>) -> Epilogue<'_> {
+        let mut ep = Epilogue::new();
+        ep.add(Add {
+            data: residual,
+            rs: n,
+            cs: 1,
+            scale: 1.0,
+        });
+        ep.clamp(-6.0, 7.0);
+        ep.activate(f);
+        ep
+    }
+
     /// `A` (`m x k`), `B` packed with a bias (`k x n`) and a residual (`m x n`, scaled by
     /// `residual`) of deterministic awkward values, for the epilogue tests.
     fn operands(
@@ -780,15 +795,7 @@ mod tests {
                 (700, 70, 90, 100),
             ] {
                 let (a, pb, residual) = operands(kernel, (m, n, k), 1.0);
-                let mut ep = Epilogue::new();
-                ep.add(Add {
-                    data: &residual,
-                    rs: n,
-                    cs: 1,
-                    scale: 1.0,
-                });
-                ep.clamp(-6.0, 7.0);
-                ep.activate(Some(Activation::Silu));
+                let ep = residual_epilogue(&residual, n, Some(Activation::Silu));
                 let rows = Rows::Dense { data: &a, lda: k };
                 let mut want = vec![0f32; m * n];
                 let c = MatMut {
@@ -837,15 +844,7 @@ mod tests {
             ] {
                 let (a, pb, residual) = operands(kernel, (m, n, k), 4.0);
                 let product = |f: Option<Activation>| {
-                    let mut ep = Epilogue::new();
-                    ep.add(Add {
-                        data: &residual,
-                        rs: n,
-                        cs: 1,
-                        scale: 1.0,
-                    });
-                    ep.clamp(-6.0, 7.0);
-                    ep.activate(f);
+                    let ep = residual_epilogue(&residual, n, f);
                     let mut c = vec![0f32; m * n];
                     let rows = Rows::Dense { data: &a, lda: k };
                     gemm(

@@ -353,54 +353,29 @@ pub(crate) fn build<'g>(
         let node = pad_folds[id].as_ref().unwrap_or(node);
         // Reads and writes recorded while lowering this node belong to the next step.
         b.step = steps.len();
-        if let Some(i) = group_at[id] {
-            let op = b
-                .qlinear(&groups[i])
-                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
-            let out = b.output(node.outputs[0])?;
-            steps.push(Step {
-                op,
-                out,
-                node: graph.nodes[groups[i].anchor].label(),
-                direct: None,
-            });
-            continue;
-        }
-        if let Some(i) = bin_at[id] {
+        // An int8 group, element-wise group, join or table runs at its QuantizeLinear,
+        // named after the node that starts it.
+        let int8 = if let Some(i) = group_at[id] {
+            Some((b.qlinear(&groups[i]), groups[i].anchor))
+        } else if let Some(i) = bin_at[id] {
             let op = match self_gate[i] {
                 Some((j, gate_is_b)) => b.qself_gate(&bins[i], &luts[j], gate_is_b),
                 None => b.qbinary(&bins[i]),
-            }
-            .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
-            let out = b.output(node.outputs[0])?;
-            steps.push(Step {
-                op,
-                out,
-                node: graph.nodes[bins[i].op].label(),
-                direct: None,
-            });
-            continue;
-        }
-        if let Some(i) = cat_at[id] {
-            let op = b
-                .qconcat(&cats[i])
-                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
-            let out = b.output(node.outputs[0])?;
-            steps.push(Step {
-                op,
-                out,
-                node: graph.nodes[cats[i].op].label(),
-                direct: None,
-            });
-            continue;
-        }
-        if let Some(i) = lut_at[id] {
-            let op = b
-                .qlut(&luts[i])
-                .map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
-            let out = b.output(node.outputs[0])?;
+            };
+            Some((op, bins[i].op))
+        } else if let Some(i) = cat_at[id] {
+            Some((b.qconcat(&cats[i]), cats[i].op))
+        } else if let Some(i) = lut_at[id] {
             let g = &luts[i];
             let first = g.pre.or(g.chain.first().copied()).unwrap_or(g.q);
+            Some((b.qlut(g), first))
+        } else {
+            None
+        };
+        if let Some((op, first)) = int8 {
+            let op =
+                op.map_err(|e| DelegateError::invalid(format!("node {}: {e}", node.label())))?;
+            let out = b.output(node.outputs[0])?;
             steps.push(Step {
                 op,
                 out,
